@@ -1,0 +1,40 @@
+// Helpers shared by the benchmarks: medians, peak RSS, a scratch directory, the JSON preamble.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dix::bench {
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double peak_rss_mb();
+
+// "build_type":"Release","commit":"abc1234" (no braces), for the start of a report.
+std::string build_fields();
+
+// A fresh directory under `base` (or the system temp dir), removed by the destructor.
+class scratch_dir {
+ public:
+  explicit scratch_dir(const std::string& base);
+  ~scratch_dir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace dix::bench

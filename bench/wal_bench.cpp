@@ -1,0 +1,204 @@
+// `dix bench wal`: (a) commit throughput of primary_store beside raw RocksDB WriteBatch writes
+// of the same records (200-byte payloads, 100 per transaction, WAL on, no sync), and (b) WAL
+// tailing throughput of rocksdb_log_source beside a bare GetUpdatesSince loop over the same WAL.
+// Rounds alternate dix and baseline so machine noise hits both; medians are reported.
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/rocksdb_log_source.hpp"
+#include "bench/bench.hpp"
+#include "bench/report.hpp"
+#include "cli/args.hpp"
+
+namespace dix::bench {
+namespace {
+
+constexpr std::uint32_t table = 1;
+constexpr std::size_t payload_bytes = 200;
+constexpr std::size_t per_txn = 100;
+
+struct workload {
+  std::vector<std::string> keys;
+  std::vector<std::string> payloads;
+};
+
+workload make_workload(std::size_t records) {
+  workload w;
+  std::mt19937_64 rng(42);
+  w.keys.reserve(records);
+  w.payloads.reserve(records);
+  for (std::size_t i = 0; i < records; ++i) {
+    char key[32];
+    std::snprintf(key, sizeof key, "k%015zu", i);
+    w.keys.emplace_back(key);
+    std::string p(payload_bytes, '\0');
+    for (auto& c : p) c = static_cast<char>('a' + rng() % 26);
+    w.payloads.push_back(std::move(p));
+  }
+  return w;
+}
+
+store_options bench_store_options() {
+  store_options o;
+  o.log_name = "main";
+  return o;
+}
+
+// Records per second committed through primary_store; leaves the store closed at `dir`.
+double dix_commit(const workload& w, const std::filesystem::path& dir) {
+  auto store = primary_store::open(dir, bench_store_options()).value();
+  store->create_table(table).value();
+  auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < w.keys.size(); i += per_txn) {
+    auto txn = store->begin();
+    for (std::size_t j = i; j < std::min(i + per_txn, w.keys.size()); ++j) txn.put(table, w.keys[j], w.payloads[j]);
+    txn.commit().value();
+  }
+  auto rate = static_cast<double>(w.keys.size()) / seconds_since(start);
+  store->close().value();
+  return rate;
+}
+
+// The baseline: the same records as plain WriteBatches into a column family, same DB options.
+double raw_commit(const workload& w, const std::filesystem::path& dir) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.WAL_ttl_seconds = 259200;
+  options.WAL_size_limit_MB = 16384;
+  rocksdb::DB* raw = nullptr;
+  if (auto s = rocksdb::DB::Open(options, dir.string(), &raw); !s.ok()) throw std::runtime_error(s.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  if (auto s = db->CreateColumnFamily({}, "table.1", &cf); !s.ok()) throw std::runtime_error(s.ToString());
+  rocksdb::WriteOptions wo;
+  auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < w.keys.size(); i += per_txn) {
+    rocksdb::WriteBatch batch;
+    for (std::size_t j = i; j < std::min(i + per_txn, w.keys.size()); ++j) batch.Put(cf, w.keys[j], w.payloads[j]);
+    if (auto s = db->Write(wo, &batch); !s.ok()) throw std::runtime_error(s.ToString());
+  }
+  auto rate = static_cast<double>(w.keys.size()) / seconds_since(start);
+  db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+  db->Close().PermitUncheckedError();
+  return rate;
+}
+
+struct tail_rate {
+  double transactions_per_s = 0;
+  std::uint64_t transactions = 0;
+};
+
+tail_rate dix_tail(const std::shared_ptr<primary_store>& store) {
+  rocksdb_log_source source(store);
+  auto start = std::chrono::steady_clock::now();
+  auto first = source.open(1, 0);
+  if (!first) throw std::runtime_error(first.error().to_string());
+  std::uint64_t n = 1, ops = first->ops.size();
+  for (;;) {
+    auto next = source.next();
+    if (!next) throw std::runtime_error(next.error().to_string());
+    if (!*next) break;
+    ops += (*next)->ops.size();
+    ++n;
+  }
+  return {static_cast<double>(n) / seconds_since(start), n};
+}
+
+tail_rate bare_tail(const std::shared_ptr<primary_store>& store) {
+  auto& p = primary_store_access::get(*store);
+  std::shared_lock lock(p.lifecycle);
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<rocksdb::TransactionLogIterator> it;
+  if (auto s = p.db->GetUpdatesSince(1, &it); !s.ok()) throw std::runtime_error(s.ToString());
+  std::uint64_t n = 0, ops = 0;
+  for (; it->Valid(); it->Next()) {
+    auto batch = it->GetBatch();
+    ops += batch.writeBatchPtr->Count();
+    ++n;
+  }
+  return {static_cast<double>(n) / seconds_since(start), n};
+}
+
+}  // namespace
+
+int run_wal(const std::vector<std::string>& argv) {
+  std::string problem;
+  auto a = cli::args::parse(argv, {"records", "rounds", "dir", "json"}, {}, problem);
+  auto records = a ? a->number("records", 200000, per_txn, 100'000'000, problem) : std::nullopt;
+  auto rounds = records ? a->number("rounds", 5, 1, 100, problem) : std::nullopt;
+  if (!records || !rounds) {
+    std::cerr << "dix bench wal: " << problem << "\n";
+    return 2;
+  }
+  try {
+    scratch_dir scratch(a->get("dir"));
+    auto w = make_workload(*records);
+    std::vector<double> dix_rates, raw_rates;
+    for (std::uint64_t r = 0; r < *rounds; ++r) {
+      auto dix_dir = scratch.path() / ("dix-" + std::to_string(r));
+      auto raw_dir = scratch.path() / ("raw-" + std::to_string(r));
+      // Alternate which side goes first, so warm-up and drift do not favour one.
+      if (r % 2 == 0) {
+        dix_rates.push_back(dix_commit(w, dix_dir));
+        raw_rates.push_back(raw_commit(w, raw_dir));
+      } else {
+        raw_rates.push_back(raw_commit(w, raw_dir));
+        dix_rates.push_back(dix_commit(w, dix_dir));
+      }
+      if (r + 1 < *rounds) {
+        std::filesystem::remove_all(raw_dir);
+        std::filesystem::remove_all(dix_dir);
+      }
+    }
+    auto store = primary_store::open(scratch.path() / ("dix-" + std::to_string(*rounds - 1)), bench_store_options()).value();
+    std::vector<double> tail_dix, tail_bare;
+    std::uint64_t transactions = 0;
+    for (std::uint64_t r = 0; r < *rounds; ++r) {
+      auto d = r % 2 == 0 ? dix_tail(store) : tail_rate{};
+      auto b = bare_tail(store);
+      if (r % 2 == 1) d = dix_tail(store);
+      tail_dix.push_back(d.transactions_per_s);
+      tail_bare.push_back(b.transactions_per_s);
+      transactions = b.transactions;
+    }
+    store->close().value();
+
+    auto commit_dix = median(dix_rates), commit_raw = median(raw_rates);
+    auto tail_d = median(tail_dix), tail_b = median(tail_bare);
+    std::ostringstream json;
+    json << "{\"bench\":\"wal\"," << build_fields() << ",\"records\":" << *records << ",\"rounds\":" << *rounds
+         << ",\"payload_bytes\":" << payload_bytes << ",\"records_per_transaction\":" << per_txn
+         << ",\"commit\":{\"dix_records_per_s\":" << commit_dix << ",\"baseline_records_per_s\":" << commit_raw
+         << ",\"ratio\":" << commit_dix / commit_raw << "}"
+         << ",\"tail\":{\"transactions\":" << transactions << ",\"dix_transactions_per_s\":" << tail_d
+         << ",\"baseline_transactions_per_s\":" << tail_b << ",\"dix_records_per_s\":" << tail_d * per_txn
+         << ",\"ratio\":" << tail_d / tail_b << "}"
+         << ",\"peak_rss_mb\":" << peak_rss_mb() << "}\n";
+    std::cout << json.str();
+    if (a->has("json")) {
+      std::ofstream(a->get("json")) << json.str();
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dix bench wal: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run(const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    std::cerr << "dix bench: name a benchmark: wal\n";
+    return 2;
+  }
+  std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (argv[0] == "wal") return run_wal(rest);
+  std::cerr << "dix bench: unknown benchmark \"" << argv[0] << "\" (known: wal)\n";
+  return 2;
+}
+
+}  // namespace dix::bench

@@ -1,0 +1,639 @@
+#include "adapters/primary_store_impl.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <thread>
+
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/transaction_log.h>
+#include <rocksdb/write_batch.h>
+
+#include "adapters/write_batch_reader.hpp"
+#include "core/bytes.hpp"
+#include "core/clock.hpp"
+#include "core/index_time.hpp"
+#include "core/names.hpp"
+#include "core/txn_header.hpp"
+
+namespace dix {
+namespace {
+
+constexpr std::string_view table_prefix = "table.";
+
+std::string table_family_name(std::uint32_t table) {
+  return std::string(table_prefix) + std::to_string(table);
+}
+
+// "table.<id>", id in decimal without leading zeros, 1 ≤ id ≤ 4 294 967 295.
+std::optional<std::uint32_t> parse_table_family(std::string_view name) {
+  if (name.substr(0, table_prefix.size()) != table_prefix) return std::nullopt;
+  auto digits = name.substr(table_prefix.size());
+  if (digits.empty() || digits.front() == '0') return std::nullopt;
+  std::uint32_t id = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+  return id;
+}
+
+rocksdb::DBOptions db_options(const store_options& o) {
+  rocksdb::DBOptions d;
+  d.create_if_missing = o.create_if_missing;
+  d.create_missing_column_families = false;
+  // formats.md §1.1: one WriteBatch = one WAL record, WAL never recycled, SyncWAL allowed.
+  d.unordered_write = false;
+  d.two_write_queues = false;
+  d.recycle_log_file_num = 0;
+  d.manual_wal_flush = false;
+  d.allow_mmap_writes = false;
+  d.WAL_ttl_seconds = o.wal_ttl_s;
+  d.WAL_size_limit_MB = o.wal_size_limit_mb;
+  return d;
+}
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string version_bytes(std::uint64_t version) {
+  std::string out;
+  put_le<std::uint64_t>(out, version);
+  return out;
+}
+
+// The header time of the newest batch in the WAL, 0 if there is none (formats.md §1.4).
+std::uint64_t newest_wal_time(rocksdb::DB& db) {
+  rocksdb::VectorLogPtr files;
+  if (!db.GetSortedWalFiles(files).ok() || files.empty()) return 0;
+  auto latest = db.GetLatestSequenceNumber();
+  for (auto file = files.rbegin(); file != files.rend(); ++file) {
+    auto start = (*file)->StartSequence();
+    if (start == 0 || start > latest) continue;
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    if (!db.GetUpdatesSince(start, &it).ok()) continue;
+    std::uint64_t newest = 0;
+    raw_batch raw;
+    for (; it->Valid(); it->Next()) {
+      auto batch = it->GetBatch();
+      if (!read_write_batch(*batch.writeBatchPtr, batch.sequence, raw)) continue;
+      if (raw.records.empty() || raw.records.front().kind != raw_kind::log_data) continue;
+      if (auto h = decode_header(raw.records.front().key)) newest = std::max(newest, h->time);
+    }
+    if (newest != 0) return newest;
+  }
+  return 0;
+}
+
+struct open_families {
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  bool has_meta = false;
+};
+
+result<open_families> list_families(const std::filesystem::path& path, bool may_be_new) {
+  std::vector<std::string> names;
+  auto s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions{}, path.string(), &names);
+  if (!s.ok()) {
+    if (may_be_new && !std::filesystem::exists(path / "CURRENT")) names = {"default"};
+    else return error{errc::io_error, "cannot list column families of " + path.string() + ": " + s.ToString()};
+  }
+  open_families out;
+  for (const auto& name : names) {
+    if (name == meta_family_name) {
+      out.has_meta = true;
+    } else if (name != rocksdb::kDefaultColumnFamilyName && !parse_table_family(name)) {
+      return error{errc::store_format_mismatch,
+                   path.string() + " has column family \"" + escape_bytes(name) +
+                       "\", which a dix primary store never creates"};
+    }
+    out.descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions{});
+  }
+  return out;
+}
+
+void install_handles(primary_store::impl& p, std::vector<rocksdb::ColumnFamilyHandle*> handles) {
+  p.handles = std::move(handles);
+  for (auto* h : p.handles) {
+    if (h->GetName() == meta_family_name) p.meta = h;
+    else if (auto table = parse_table_family(h->GetName())) p.tables[*table] = h;
+  }
+}
+
+result<void> check_format(primary_store::impl& p) {
+  std::string value;
+  auto s = p.db->Get(rocksdb::ReadOptions{}, p.meta, "format", &value);
+  if (s.IsNotFound()) {
+    return error{errc::store_format_mismatch, p.path.string() + " has no `format` record"};
+  }
+  if (!s.ok()) return error{errc::io_error, "reading `format` of " + p.path.string() + ": " + s.ToString()};
+  if (value.size() != 4 || get_le<std::uint32_t>(value, 0) != store_format_version) {
+    return error{errc::store_format_mismatch,
+                 p.path.string() + " has store format " +
+                     (value.size() == 4 ? std::to_string(get_le<std::uint32_t>(value, 0))
+                                        : "of " + std::to_string(value.size()) + " bytes") +
+                     "; this dix reads format 1"};
+  }
+  return {};
+}
+
+// Raises the process-wide index-time floor from `clock` and the newest WAL header.
+result<void> raise_time_floor(primary_store::impl& p) {
+  std::string value;
+  auto s = p.db->Get(rocksdb::ReadOptions{}, p.meta, "clock", &value);
+  if (!s.ok() && !s.IsNotFound()) {
+    return error{errc::io_error, "reading `clock` of " + p.path.string() + ": " + s.ToString()};
+  }
+  std::uint64_t floor = newest_wal_time(*p.db);
+  if (s.ok() && value.size() == 8) floor = std::max(floor, get_le<std::uint64_t>(value, 0));
+  process_index_time().raise_floor(floor);
+  return {};
+}
+
+transaction::op meta_put(std::string key, std::string value) {
+  transaction::op op;
+  op.kind = op_kind::put;
+  op.meta = true;
+  op.key = std::move(key);
+  op.value = std::move(value);
+  return op;
+}
+
+result<void> write_clock(primary_store::impl& p) {
+  std::string value;
+  put_le<std::uint64_t>(value, process_index_time().next(system_clock().wall_now_ns()));
+  auto done = p.write_locked(header_flag::system, {meta_put("clock", std::move(value))}, true);
+  if (!done) return done.error();
+  return {};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// impl
+
+family_map primary_store::impl::families() const {
+  family_map map;
+  for (auto* h : handles) {
+    family_role role;
+    if (h == meta) role.kind = family_kind::meta;
+    else if (auto table = parse_table_family(h->GetName())) role = {family_kind::table, *table};
+    map[h->GetID()] = role;
+  }
+  return map;
+}
+
+result<commit_info> primary_store::impl::write(std::uint8_t flags,
+                                               const std::vector<transaction::op>& ops,
+                                               bool sync) {
+  std::shared_lock lock(lifecycle);
+  return write_locked(flags, ops, sync);
+}
+
+result<commit_info> primary_store::impl::write_locked(std::uint8_t flags,
+                                                      const std::vector<transaction::op>& ops,
+                                                      bool sync) {
+  if (!open) return error{errc::io_error, "primary store " + path.string() + " is closed"};
+  if (read_only) return error{errc::invalid_argument, "primary store " + path.string() + " is open read-only"};
+  if (ops.empty()) return commit_info{};
+  // Resolve handles before taking the mutex; validation already proved every table exists.
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  families.reserve(ops.size());
+  for (const auto& op : ops) families.push_back(op.meta ? meta : tables.at(op.table));
+
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  wo.disableWAL = false;
+  std::unique_lock guard(commit_mutex);
+  txn_header header;
+  header.flags = flags;
+  header.time = process_index_time().next(system_clock().wall_now_ns());
+  header.op_count = static_cast<std::uint32_t>(ops.size());
+  const auto version = version_bytes(header.time);
+  rocksdb::WriteBatch batch;
+  batch.PutLogData(encode_header(header));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    rocksdb::Status s;
+    switch (op.kind) {
+      case op_kind::put:
+        if (op.meta) {
+          s = batch.Put(families[i], slice(op.key), slice(op.value));
+        } else {
+          rocksdb::Slice key = slice(op.key);
+          rocksdb::Slice parts[2] = {slice(version), slice(op.value)};
+          s = batch.Put(families[i], rocksdb::SliceParts(&key, 1), rocksdb::SliceParts(parts, 2));
+        }
+        break;
+      case op_kind::del: s = batch.Delete(families[i], slice(op.key)); break;
+      case op_kind::delete_range:
+        s = batch.DeleteRange(families[i], slice(op.key), slice(op.value));
+        break;
+    }
+    if (!s.ok()) return error{errc::invalid_argument, "building the write batch: " + s.ToString()};
+  }
+  auto s = db->Write(wo, &batch);
+  if (!s.ok()) return error{errc::io_error, "writing to " + path.string() + ": " + s.ToString()};
+  commit_info info;
+  info.sequence = db->GetLatestSequenceNumber() - ops.size() + 1;
+  info.time = header.time;
+  if (sync) {
+    auto end = info.sequence + ops.size() - 1;
+    auto prev = synced_sequence.load(std::memory_order_relaxed);
+    while (prev < end && !synced_sequence.compare_exchange_weak(prev, end)) {
+    }
+  }
+  guard.unlock();
+  notify(commit_event{info, flags});
+  return info;
+}
+
+void primary_store::impl::notify(const commit_event& e) {
+  std::vector<std::function<void(const commit_event&)>> copy;
+  {
+    std::lock_guard g(hooks_mutex);
+    if (listeners.empty()) return;
+    for (auto& [id, fn] : listeners) copy.push_back(fn);
+  }
+  for (auto& fn : copy) fn(e);
+}
+
+result<void> primary_store::impl::close(bool record_clock) {
+  std::unique_lock lock(lifecycle);
+  if (!open) return {};
+  result<void> outcome;
+  if (!read_only && record_clock) outcome = write_clock(*this);
+  {
+    std::lock_guard g(hooks_mutex);
+    for (auto& [id, fn] : close_listeners) fn();
+  }
+  for (auto* h : handles) {
+    auto s = db->DestroyColumnFamilyHandle(h);
+    (void)s;  // only fails for the default handle, which RocksDB keeps itself
+  }
+  handles.clear();
+  tables.clear();
+  meta = nullptr;
+  auto s = db->Close();
+  db.reset();
+  open = false;
+  if (!s.ok() && outcome) {
+    outcome = error{errc::io_error, "closing " + path.string() + ": " + s.ToString()};
+  }
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// opening
+
+primary_store::primary_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+primary_store::~primary_store() {
+  if (impl_) ignore_result(impl_->close(), "a destructor cannot report; close() explicitly to see errors");
+}
+
+namespace {
+
+// After RocksDB opened: identity, format, time floor, then (read-write) `format` for a new store
+// and `clock`. Closes the database again on any failure.
+result<std::shared_ptr<primary_store>> finish_open(std::unique_ptr<primary_store::impl> p,
+                                                   bool created) {
+  auto fail = [&](error e) -> result<std::shared_ptr<primary_store>> {
+    ignore_result(p->close(false), "already failing with a more precise error");
+    return e;
+  };
+  std::string identity;
+  auto s = p->db->GetDbIdentity(identity);
+  if (!s.ok()) return fail({errc::io_error, "reading the identity of " + p->path.string() + ": " + s.ToString()});
+  while (!identity.empty() && (identity.back() == '\n' || identity.back() == '\r')) identity.pop_back();
+  p->identity = identity;
+  if (created) {
+    std::string format;
+    put_le<std::uint32_t>(format, store_format_version);
+    auto written = p->write(header_flag::system, {meta_put("format", std::move(format))}, true);
+    if (!written) return fail(written.error());
+  }
+  if (auto ok = check_format(*p); !ok) return fail(ok.error());
+  if (auto ok = raise_time_floor(*p); !ok) return fail(ok.error());
+  if (!p->read_only) {
+    {
+      std::shared_lock lock(p->lifecycle);
+      if (auto ok = write_clock(*p); !ok) return fail(ok.error());
+    }
+    // Everything recovered at open is durable now: recovery flushed older WAL files and the
+    // `clock` write above synced the live one.
+    p->synced_sequence.store(p->db->GetLatestSequenceNumber());
+  }
+  return primary_store_access::make(std::move(p));
+}
+
+std::string open_failure(const std::filesystem::path& path, const rocksdb::Status& s) {
+  std::string text = "cannot open primary store " + path.string() + ": " + s.ToString();
+  if (s.ToString().find("lock hold by current process") != std::string::npos) {
+    text = "primary store " + path.string() + " is already open in this process";
+  }
+  return text;
+}
+
+}  // namespace
+
+result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem::path& path,
+                                                           const store_options& options) {
+  if (auto ok = validate(options); !ok) return ok.error();
+  auto families = list_families(path, options.create_if_missing);
+  if (!families) return families.error();
+  auto p = std::make_unique<impl>();
+  p->path = path;
+  p->options = options;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::Open(db_options(options), path.string(), families->descriptors, &handles, &raw);
+  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  p->db.reset(raw);
+  p->open = true;
+  install_handles(*p, std::move(handles));
+  bool created = false;
+  if (!families->has_meta) {
+    if (p->db->GetLatestSequenceNumber() != 0) {
+      ignore_result(p->close(false), "already failing with the format error");
+      return error{errc::store_format_mismatch,
+                   path.string() + " is a RocksDB database with data but no dix.meta column "
+                                   "family: not a dix primary store"};
+    }
+    rocksdb::ColumnFamilyHandle* meta = nullptr;
+    s = p->db->CreateColumnFamily(rocksdb::ColumnFamilyOptions{}, meta_family_name, &meta);
+    if (!s.ok()) {
+      ignore_result(p->close(false), "already failing");
+      return error{errc::io_error, "creating dix.meta in " + path.string() + ": " + s.ToString()};
+    }
+    p->handles.push_back(meta);
+    p->meta = meta;
+    created = true;
+  }
+  return finish_open(std::move(p), created);
+}
+
+result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::path& path,
+                                                      const std::string& log_name) {
+  store_options options;
+  options.log_name = log_name;
+  options.create_if_missing = false;
+  if (auto ok = validate(options); !ok) return ok.error();
+  if (!std::filesystem::exists(path / "CURRENT")) {
+    return error{errc::io_error, path.string() + " is not a RocksDB database (no CURRENT file)"};
+  }
+  auto families = list_families(path, false);
+  if (!families) return families.error();
+  if (!families->has_meta) {
+    return error{errc::store_format_mismatch, path.string() + " has no dix.meta column family: not a dix primary store"};
+  }
+  auto p = std::make_unique<primary_store::impl>();
+  p->path = path;
+  p->options = options;
+  p->read_only = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::OpenForReadOnly(db_options(options), path.string(), families->descriptors,
+                                        &handles, &raw);
+  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  p->db.reset(raw);
+  p->open = true;
+  install_handles(*p, std::move(handles));
+  return finish_open(std::move(p), false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// primary_store
+
+result<void> primary_store::create_table(std::uint32_t table) {
+  if (table == 0) return {errc::invalid_argument, "table id 0: must be in [1, 4294967295]"};
+  std::unique_lock lock(impl_->lifecycle);
+  if (!impl_->open) return {errc::io_error, "primary store " + impl_->path.string() + " is closed"};
+  if (impl_->tables.count(table) != 0) return {};
+  if (impl_->read_only) return {errc::invalid_argument, "primary store " + impl_->path.string() + " is open read-only"};
+  rocksdb::ColumnFamilyHandle* handle = nullptr;
+  auto s = impl_->db->CreateColumnFamily(rocksdb::ColumnFamilyOptions{}, table_family_name(table), &handle);
+  if (!s.ok()) return {errc::io_error, "creating table " + std::to_string(table) + ": " + s.ToString()};
+  impl_->handles.push_back(handle);
+  impl_->tables[table] = handle;
+  return {};
+}
+
+bool primary_store::has_table(std::uint32_t table) const {
+  std::shared_lock lock(impl_->lifecycle);
+  return impl_->tables.count(table) != 0;
+}
+
+transaction primary_store::begin(txn_flags flags) {
+  return transaction(shared_from_this(), flags, impl_->options.sync_commits);
+}
+
+result<std::optional<record>> primary_store::get(std::uint32_t table, std::string_view id) const {
+  std::shared_lock lock(impl_->lifecycle);
+  if (!impl_->open) return error{errc::io_error, "primary store " + impl_->path.string() + " is closed"};
+  auto family = impl_->tables.find(table);
+  if (family == impl_->tables.end()) {
+    return error{errc::invalid_argument, "unknown table " + std::to_string(table)};
+  }
+  rocksdb::PinnableSlice value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions{}, family->second, slice(id), &value);
+  if (s.IsNotFound()) return std::optional<record>{};
+  if (!s.ok()) return error{errc::io_error, "reading table " + std::to_string(table) + ": " + s.ToString()};
+  auto decoded = decode_value(value.ToStringView());
+  if (!decoded) {
+    return error{errc::record_corrupt, "table " + std::to_string(table) + ": " + decoded.error().message()};
+  }
+  return std::optional<record>{record{decoded->version, std::string(decoded->payload)}};
+}
+
+result<void> primary_store::scan(std::uint32_t table, std::string_view from,
+                                 const std::function<bool(std::string_view, const record&)>& fn) const {
+  std::shared_lock lock(impl_->lifecycle);
+  if (!impl_->open) return {errc::io_error, "primary store " + impl_->path.string() + " is closed"};
+  auto family = impl_->tables.find(table);
+  if (family == impl_->tables.end()) return {errc::invalid_argument, "unknown table " + std::to_string(table)};
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions{}, family->second));
+  record r;
+  for (it->Seek(slice(from)); it->Valid(); it->Next()) {
+    auto decoded = decode_value(it->value().ToStringView());
+    if (!decoded) {
+      return {errc::record_corrupt, "table " + std::to_string(table) + ": " + decoded.error().message()};
+    }
+    r.version = decoded->version;
+    r.payload.assign(decoded->payload);
+    if (!fn(it->key().ToStringView(), r)) return {};
+  }
+  if (!it->status().ok()) return {errc::io_error, "scanning table " + std::to_string(table) + ": " + it->status().ToString()};
+  return {};
+}
+
+index_time_t primary_store::index_time() {
+  return process_index_time().next(system_clock().wall_now_ns());
+}
+
+admission primary_store::admit(std::uint32_t table) const {
+  std::function<admission(std::uint32_t)> hook;
+  {
+    std::lock_guard g(impl_->hooks_mutex);
+    hook = impl_->admission_hook;
+  }
+  return hook ? hook(table) : admission{};
+}
+
+const std::string& primary_store::log_name() const noexcept { return impl_->options.log_name; }
+const std::string& primary_store::identity() const noexcept { return impl_->identity; }
+const std::filesystem::path& primary_store::path() const noexcept { return impl_->path; }
+
+result<void> primary_store::close() { return impl_->close(); }
+
+// ---------------------------------------------------------------------------------------------
+// transaction
+
+transaction::transaction(std::shared_ptr<primary_store> store, txn_flags flags, bool sync)
+    : store_(std::move(store)), ops_(std::make_unique<std::vector<op>>()), flags_(flags), sync_(sync) {}
+transaction::transaction(transaction&&) noexcept = default;
+transaction& transaction::operator=(transaction&&) noexcept = default;
+transaction::~transaction() = default;
+
+void transaction::put(std::uint32_t table, std::string_view id, std::string_view payload) {
+  if (ops_) ops_->push_back(op{op_kind::put, false, table, std::string(id), std::string(payload)});
+}
+void transaction::del(std::uint32_t table, std::string_view id) {
+  if (ops_) ops_->push_back(op{op_kind::del, false, table, std::string(id), {}});
+}
+void transaction::delete_range(std::uint32_t table, std::string_view begin, std::string_view end) {
+  if (ops_) ops_->push_back(op{op_kind::delete_range, false, table, std::string(begin), std::string(end)});
+}
+void transaction::set_sync(bool sync) { sync_ = sync; }
+std::size_t transaction::size() const noexcept { return ops_ ? ops_->size() : 0; }
+
+result<commit_info> transaction::commit() {
+  if (!ops_ || !store_) return error{errc::invalid_argument, "transaction already committed"};
+  auto ops = std::move(ops_);
+  auto& p = *store_->impl_;
+  const bool reload = (flags_ & txn_flags::reload) == txn_flags::reload;
+  std::set<std::uint32_t> tables;
+  {
+    std::shared_lock lock(p.lifecycle);
+    for (std::size_t i = 0; i < ops->size(); ++i) {
+      const auto& o = (*ops)[i];
+      auto where = "operation " + std::to_string(i) + ": ";
+      if (o.table == 0) return error{errc::invalid_argument, where + "table id 0: must be in [1, 4294967295]"};
+      if (p.tables.count(o.table) == 0) {
+        return error{errc::invalid_argument, where + "unknown table " + std::to_string(o.table) + " (create_table first)"};
+      }
+      if (o.kind == op_kind::delete_range) {
+        if (!reload) return error{errc::invalid_argument, where + "delete_range needs a transaction flagged reload"};
+        if (o.key.size() > max_record_id_bytes || o.value.size() > max_record_id_bytes || !(o.key < o.value)) {
+          return error{errc::invalid_argument, where + "delete_range needs begin < end, each at most 4096 bytes"};
+        }
+      } else if (o.key.empty() || o.key.size() > max_record_id_bytes) {
+        return error{errc::invalid_argument, where + "record id of " + std::to_string(o.key.size()) + " bytes: must be 1…4096"};
+      }
+      tables.insert(o.table);
+    }
+  }
+  const auto never_gated = txn_flags::replicated | txn_flags::recovery;
+  if ((flags_ & never_gated) == txn_flags::none) {
+    std::chrono::microseconds delay{0};
+    for (auto table : tables) {
+      auto a = store_->admit(table);
+      if (a.kind == admit_kind::reject) {
+        return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind table " +
+                                              std::to_string(table) + "; retry after a pause"};
+      }
+      if (a.kind == admit_kind::delay) delay = std::max(delay, a.delay);
+    }
+    // Throttled: wait outside the commit mutex (protocol.md §13.5).
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  }
+  return p.write(static_cast<std::uint8_t>(flags_), *ops, sync_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// internal hooks
+
+result<commit_info> commit_system(primary_store& s, std::vector<transaction::op> ops) {
+  for (auto& op : ops) op.meta = true;
+  return primary_store_access::get(s).write(header_flag::system, ops, true);
+}
+
+result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  std::string value;
+  auto st = p.db->Get(rocksdb::ReadOptions{}, p.meta, slice(key), &value);
+  if (st.IsNotFound()) return std::optional<std::string>{};
+  if (!st.ok()) return error{errc::io_error, "reading dix.meta: " + st.ToString()};
+  return std::optional<std::string>{std::move(value)};
+}
+
+std::uint64_t add_commit_listener(primary_store& s, std::function<void(const commit_event&)> fn) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard g(p.hooks_mutex);
+  auto id = p.next_hook_id++;
+  p.listeners.emplace(id, std::move(fn));
+  return id;
+}
+
+void remove_commit_listener(primary_store& s, std::uint64_t id) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard g(p.hooks_mutex);
+  p.listeners.erase(id);
+}
+
+std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard g(p.hooks_mutex);
+  auto id = p.next_hook_id++;
+  p.close_listeners.emplace(id, std::move(fn));
+  return id;
+}
+
+void remove_close_listener(primary_store& s, std::uint64_t id) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard g(p.hooks_mutex);
+  p.close_listeners.erase(id);
+}
+
+void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard g(p.hooks_mutex);
+  p.admission_hook = std::move(hook);
+}
+
+std::uint64_t latest_sequence(const primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  return p.open ? p.db->GetLatestSequenceNumber() : 0;
+}
+
+std::uint64_t synced_sequence(const primary_store& s) noexcept {
+  return primary_store_access::get(s).synced_sequence.load(std::memory_order_acquire);
+}
+
+result<std::uint64_t> sync_wal(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  // Read first: SyncWAL makes at least everything written before it durable.
+  auto latest = p.db->GetLatestSequenceNumber();
+  auto st = p.db->SyncWAL();
+  if (!st.ok()) return error{errc::io_error, "SyncWAL on " + p.path.string() + ": " + st.ToString()};
+  p.wal_syncs.fetch_add(1, std::memory_order_relaxed);
+  auto prev = p.synced_sequence.load(std::memory_order_relaxed);
+  while (prev < latest && !p.synced_sequence.compare_exchange_weak(prev, latest)) {
+  }
+  return latest;
+}
+
+result<coverage_point> capture_coverage_point(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  std::lock_guard guard(p.commit_mutex);
+  coverage_point point;
+  point.latest_sequence = p.db->GetLatestSequenceNumber();
+  point.time = process_index_time().next(system_clock().wall_now_ns());
+  return point;
+}
+
+}  // namespace dix

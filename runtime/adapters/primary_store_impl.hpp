@@ -1,0 +1,123 @@
+// Internal: the state behind dix::primary_store and the hooks the runtime needs (api.md §3):
+// commit listener, admission hook, WAL access for the log tailer, synced_sequence and SyncWAL
+// (protocol.md §4.8), coverage capture and system commits under the commit mutex (formats.md
+// §1.2). Not public API; only runtime/adapters, the CLI, benches and adapter tests include it.
+//
+// Locking: `lifecycle` (shared) guards `db` and the family handles against close(); every use of
+// RocksDB holds it shared, close() and create_table() hold it exclusively. `commit_mutex` is
+// taken after `lifecycle` and serialises every DB::Write, so one WriteBatch is one WAL record.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include <dix/primary_store.hpp>
+
+#include "core/wal_batch.hpp"
+
+namespace dix {
+
+inline constexpr const char* meta_family_name = "dix.meta";
+inline constexpr std::uint32_t store_format_version = 1;
+inline constexpr std::size_t max_record_id_bytes = 4096;
+
+struct transaction::op {
+  op_kind kind = op_kind::put;
+  bool meta = false;  // on dix.meta; system transactions only
+  std::uint32_t table = 0;
+  std::string key;    // record id; delete_range: begin
+  std::string value;  // put: payload (the version is added at commit); delete_range: end
+};
+
+// What a commit listener hears, after DB::Write returned and the commit mutex was released.
+struct commit_event {
+  commit_info info;
+  std::uint8_t flags = 0;  // header flags (header_flag::system for system transactions)
+};
+
+struct coverage_point {
+  std::uint64_t latest_sequence = 0;  // GetLatestSequenceNumber() under the commit mutex
+  index_time_t time = 0;              // drawn under the same mutex: every earlier commit is ≤ latest
+};
+
+struct primary_store::impl {
+  std::filesystem::path path;
+  store_options options;
+  bool read_only = false;
+  std::string identity;
+
+  mutable std::shared_mutex lifecycle;
+  bool open = false;  // guarded by lifecycle
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  std::map<std::uint32_t, rocksdb::ColumnFamilyHandle*> tables;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // every handle, destroyed at close
+
+  std::mutex commit_mutex;
+  std::atomic<std::uint64_t> synced_sequence{0};
+  std::atomic<std::uint64_t> wal_syncs{0};
+
+  // Hooks. Copied out under hooks_mutex and called without it.
+  std::mutex hooks_mutex;
+  std::function<admission(std::uint32_t table)> admission_hook;  // empty: admit everything
+  std::map<std::uint64_t, std::function<void(const commit_event&)>> listeners;
+  std::map<std::uint64_t, std::function<void()>> close_listeners;  // called under lifecycle (X)
+  std::uint64_t next_hook_id = 1;
+
+  // Writes one WriteBatch = header + ops under the commit mutex (the only DB::Write of a store).
+  result<commit_info> write(std::uint8_t flags, const std::vector<transaction::op>& ops, bool sync);
+  // Same, caller already holds lifecycle (shared or exclusive).
+  result<commit_info> write_locked(std::uint8_t flags, const std::vector<transaction::op>& ops,
+                                   bool sync);
+  void notify(const commit_event& e);
+  // Writes `clock` (unless record_clock is false: a failed open must not write), drops the
+  // close listeners' iterators, closes RocksDB. Idempotent.
+  result<void> close(bool record_clock = true);
+  family_map families() const;  // caller holds lifecycle
+};
+
+// Access to the internals of a primary_store, for the runtime's adapters only.
+struct primary_store_access {
+  static primary_store::impl& get(primary_store& s) noexcept { return *s.impl_; }
+  static const primary_store::impl& get(const primary_store& s) noexcept { return *s.impl_; }
+  static std::shared_ptr<primary_store> make(std::unique_ptr<primary_store::impl> p) {
+    return std::shared_ptr<primary_store>(new primary_store(std::move(p)));
+  }
+};
+
+// Opens an existing store for reading only (RocksDB OpenForReadOnly): nothing is written, not
+// even `clock`, and commits fail. Used by `dix wal` to inspect a store safely.
+result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::path& path,
+                                                      const std::string& log_name);
+
+// System transaction (flag system, sync) on dix.meta, under the commit mutex.
+result<commit_info> commit_system(primary_store& s, std::vector<transaction::op> ops);
+result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key);
+
+// Listener called after every commit (outside the commit mutex); the id removes it.
+std::uint64_t add_commit_listener(primary_store& s, std::function<void(const commit_event&)> fn);
+void remove_commit_listener(primary_store& s, std::uint64_t id);
+// Called under the exclusive lifecycle lock just before RocksDB closes; drop iterators there.
+std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn);
+void remove_close_listener(primary_store& s, std::uint64_t id);
+// The writer gate (protocol.md §13.5). Until the runtime installs one, everything is admitted.
+void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
+
+std::uint64_t latest_sequence(const primary_store& s);
+std::uint64_t synced_sequence(const primary_store& s) noexcept;
+// Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
+// io_error when the sync fails (a transient fault for the runtime).
+result<std::uint64_t> sync_wal(primary_store& s);
+result<coverage_point> capture_coverage_point(primary_store& s);
+
+}  // namespace dix

@@ -1,0 +1,184 @@
+// `dix wal`: inspect a primary store's WAL the way the tailer reads it (protocol.md §3), without
+// writing to the store: RocksDB is opened read-only.
+#include <ctime>
+#include <iostream>
+#include <sstream>
+
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/rocksdb_log_source.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/names.hpp"
+
+namespace dix::cli {
+namespace {
+
+std::string iso_time(index_time_t ns) {
+  auto seconds = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%09lluZ", static_cast<unsigned long long>(ns % 1'000'000'000));
+  return std::string(buf) + frac;
+}
+
+std::string reason_code(errc e) {
+  switch (e) {
+    case errc::log_retention: return "log-retention";
+    case errc::log_corrupt: return "log-corrupt";
+    case errc::log_missing: return "log-missing";
+    default: return std::string(to_string(e));
+  }
+}
+
+bool is_log_fault(errc e) {
+  return e == errc::log_retention || e == errc::log_corrupt || e == errc::log_missing;
+}
+
+class printer {
+ public:
+  explicit printer(bool json) : json_(json) {}
+
+  void store(const primary_store& s, std::uint64_t latest, const wal_retention& r) {
+    if (json_) {
+      out_ << "{\"log\":" << json_string(s.log_name()) << ",\"identity\":" << json_string(s.identity())
+           << ",\"latest_sequence\":" << latest << ",\"retention\":{\"wal_retained_bytes\":"
+           << r.wal_retained_bytes << ",\"wal_oldest_sequence\":" << r.wal_oldest_sequence
+           << ",\"wal_files\":" << r.wal_files << ",\"archived_bytes\":" << r.archived_bytes
+           << ",\"retention_headroom_ms\":" << r.retention_headroom_ms
+           << ",\"retention_headroom_bytes\":" << r.retention_headroom_bytes << "},\"transactions\":[";
+    } else {
+      out_ << "log " << s.log_name() << "\nidentity " << s.identity() << "\nlatest_sequence " << latest
+           << "\nwal_retained_bytes " << r.wal_retained_bytes << "\nwal_oldest_sequence "
+           << r.wal_oldest_sequence << "\nwal_files " << r.wal_files << "\nretention_headroom_ms "
+           << r.retention_headroom_ms << "\nretention_headroom_bytes " << r.retention_headroom_bytes << "\n";
+    }
+  }
+
+  void transaction(const wal_transaction& t) {
+    if (json_) {
+      out_ << (count_ == 0 ? "" : ",") << "{\"sequence\":" << t.sequence << ",\"time\":" << t.time
+           << ",\"flags\":" << json_string(flags_to_string(t.flags)) << ",\"ops\":[";
+      for (std::size_t i = 0; i < t.ops.size(); ++i) {
+        const auto& op = t.ops[i];
+        out_ << (i == 0 ? "" : ",") << "{\"op\":\"" << to_string(op.kind) << "\",";
+        if (op.meta) out_ << "\"family\":\"dix.meta\",";
+        else out_ << "\"table\":" << op.table << ",";
+        out_ << "\"id\":" << json_string(op.key);
+        if (op.kind == op_kind::put) out_ << ",\"bytes\":" << op.value.size();
+        if (op.kind == op_kind::delete_range) out_ << ",\"end\":" << json_string(op.value);
+        out_ << "}";
+      }
+      out_ << "]}";
+    } else {
+      out_ << "\nsequence " << t.sequence << "  time " << t.time << " (" << iso_time(t.time) << ")  flags "
+           << flags_to_string(t.flags) << "  ops " << t.count << "\n";
+      for (const auto& op : t.ops) {
+        out_ << "  " << to_string(op.kind) << ' ' << (op.meta ? std::string("dix.meta") : "table " + std::to_string(op.table))
+             << " \"" << escape_bytes(op.key) << '"';
+        if (op.kind == op_kind::put) out_ << "  " << op.value.size() << " bytes";
+        if (op.kind == op_kind::delete_range) out_ << " .. \"" << escape_bytes(op.value) << '"';
+        out_ << '\n';
+      }
+    }
+    ++count_;
+    if (out_.tellp() > (1 << 20)) flush();
+  }
+
+  void finish(std::optional<std::pair<std::string, std::string>> fault) {
+    if (json_) {
+      out_ << "],\"printed\":" << count_;
+      if (fault) out_ << ",\"error\":{\"reason\":" << json_string(fault->first) << ",\"message\":" << json_string(fault->second) << "}";
+      out_ << "}\n";
+    } else {
+      out_ << "\nprinted " << count_ << " transaction" << (count_ == 1 ? "" : "s") << "\n";
+    }
+    flush();
+  }
+
+ private:
+  void flush() {
+    std::cout << out_.str();
+    out_.str({});
+  }
+  bool json_;
+  std::ostringstream out_;
+  std::uint64_t count_ = 0;
+};
+
+}  // namespace
+
+int run_wal(const std::vector<std::string>& argv) {
+  std::string problem;
+  auto a = args::parse(argv, {"db", "log", "from", "time", "identity", "limit"}, {"json"}, problem);
+  if (!a) {
+    std::cerr << "dix wal: " << problem << "\n";
+    return exit_usage;
+  }
+  if (!a->has("db")) {
+    std::cerr << "dix wal: --db PATH is required\n";
+    return exit_usage;
+  }
+  auto from = a->number("from", 1, 1, UINT64_MAX, problem);
+  auto time = from ? a->number("time", 0, 0, UINT64_MAX, problem) : std::nullopt;
+  auto limit = time ? a->number("limit", UINT64_MAX, 1, UINT64_MAX, problem) : std::nullopt;
+  if (!from || !time || !limit) {
+    std::cerr << "dix wal: " << problem << "\n";
+    return exit_usage;
+  }
+  auto log = a->get("log", "main");
+  if (!is_valid_log_name(log)) {
+    std::cerr << "dix wal: --log \"" << escape_bytes(log) << "\": must match [a-z0-9][a-z0-9._-]{0,63}\n";
+    return exit_usage;
+  }
+
+  auto store = open_read_only(a->get("db"), log);
+  if (!store) {
+    std::cerr << "dix wal: " << store.error().to_string() << "\n";
+    return exit_error;
+  }
+  rocksdb_log_source source(*store);
+  auto latest = source.latest_sequence();
+  auto retention = source.retention(*from, system_clock().wall_now_ns());
+  if (!latest || !retention) {
+    std::cerr << "dix wal: " << (!latest ? latest.error() : retention.error()).to_string() << "\n";
+    return exit_error;
+  }
+  printer out(a->has("json"));
+  out.store(**store, *latest, *retention);
+
+  auto fail = [&](const error& e) {
+    auto reason = reason_code(e.value());
+    std::cerr << "dix wal: " << reason << ": cannot read the transaction at sequence " << *from
+              << " (oldest retained sequence " << retention->wal_oldest_sequence << ", latest " << *latest
+              << "): " << e.message() << "\n";
+    out.finish(std::make_pair(reason, e.message()));
+    return is_log_fault(e.value()) ? exit_log : exit_error;
+  };
+  if (a->has("identity") && a->get("identity") != (*store)->identity()) {
+    return fail(error{errc::log_missing, "the store's identity is " + (*store)->identity() + ", not " +
+                                             a->get("identity")});
+  }
+  auto first = source.open(*from, *time);
+  if (!first) return fail(first.error());
+  out.transaction(*first);
+  for (std::uint64_t printed = 1; printed < *limit; ++printed) {
+    auto next = source.next();
+    if (!next) {
+      auto e = next.error();
+      std::cerr << "dix wal: " << reason_code(e.value()) << " after " << printed << " transactions: " << e.message() << "\n";
+      out.finish(std::make_pair(reason_code(e.value()), e.message()));
+      return is_log_fault(e.value()) ? exit_log : exit_error;
+    }
+    if (!*next) break;
+    out.transaction(**next);
+  }
+  out.finish(std::nullopt);
+  return exit_ok;
+}
+
+}  // namespace dix::cli

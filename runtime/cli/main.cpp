@@ -1,0 +1,43 @@
+// `dix`: the command-line entry point. Subcommands live in runtime/cli/cmd_*.cpp.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "cli/commands.hpp"
+
+namespace {
+
+constexpr const char* usage = R"(usage: dix <command> [options]
+
+commands:
+  wal    --db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
+         Print a primary store's log name, identity, latest sequence, WAL retention, then its
+         transactions from SEQ (default: sequence 1). Never writes to the store.
+         Exit 3 when the log cannot serve SEQ (log-retention, log-corrupt, log-missing).
+  write  --db PATH [--log NAME] [--records N] [--per-txn K] [--seed S] [--sync]
+         Create or extend a primary store with a realistic product catalogue: N record writes
+         (puts, updates and deletes) in transactions of K operations.
+  bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
+         Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
+  help   This text.
+
+exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << usage;
+    return args.empty() ? dix::cli::exit_usage : dix::cli::exit_ok;
+  }
+  auto command = args[0];
+  args.erase(args.begin());
+  if (command == "wal") return dix::cli::run_wal(args);
+  if (command == "write") return dix::cli::run_write(args);
+  if (command == "bench") return dix::bench::run(args);
+  std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;
+  return dix::cli::exit_usage;
+}

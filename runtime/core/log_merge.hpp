@@ -1,0 +1,34 @@
+// Reads several logs as one stream, smallest next header time first, ties by attach order
+// (protocol.md §3.7). Only per-log order is meaningful; the merge just keeps a fair, stable
+// interleaving. Each source must already be open.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include <dix/result.hpp>
+
+#include "ports/log_source.hpp"
+
+namespace dix {
+
+struct merged_transaction {
+  std::size_t source = 0;  // index into the sources given at construction (attach order)
+  wal_transaction txn;
+};
+
+class log_merge {
+ public:
+  explicit log_merge(std::vector<log_source*> sources);
+
+  // The next transaction over all logs, or nullopt when every log is caught up. An error names
+  // the log it came from; the merge must then be rebuilt from freshly opened sources.
+  result<std::optional<merged_transaction>> next();
+
+ private:
+  std::vector<log_source*> sources_;
+  std::vector<std::optional<wal_transaction>> pending_;  // one look-ahead per source
+};
+
+}  // namespace dix

@@ -1,0 +1,79 @@
+// Decoding of one WAL record (a RocksDB WriteBatch written by primary_store) into dix operations,
+// with every rejection rule of formats.md §1.3. The RocksDB adapter turns a WriteBatch into a
+// raw_batch (its records in order, views into the batch's bytes); this pure code validates it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <dix/result.hpp>
+
+#include "core/txn_header.hpp"
+
+namespace dix {
+
+// Every record kind a WriteBatch can hold (rocksdb::WriteBatch::Handler's callbacks).
+enum class raw_kind : std::uint8_t {
+  log_data, put, del, single_delete, delete_range, merge, put_entity, blob_index,
+  begin_prepare, end_prepare, commit, commit_with_timestamp, rollback, noop,
+};
+std::string_view to_string(raw_kind k) noexcept;
+
+struct raw_record {
+  raw_kind kind = raw_kind::put;
+  std::uint32_t family = 0;  // column family id (0 = default)
+  std::string_view key;      // log_data: the blob
+  std::string_view value;    // put: stored value; delete_range: end key
+};
+
+struct raw_batch {
+  std::uint64_t sequence = 0;   // first sequence of the batch
+  std::uint32_t count = 0;      // WriteBatch::Count()
+  std::uint64_t data_size = 0;  // WriteBatch::GetDataSize()
+  std::vector<raw_record> records;
+};
+
+enum class family_kind : std::uint8_t { default_family, meta, table };
+struct family_role {
+  family_kind kind = family_kind::default_family;
+  std::uint32_t table = 0;  // for family_kind::table
+};
+using family_map = std::unordered_map<std::uint32_t, family_role>;
+
+enum class op_kind : std::uint8_t { put, del, delete_range };
+std::string_view to_string(op_kind k) noexcept;
+
+struct wal_op {
+  op_kind kind = op_kind::put;
+  bool meta = false;        // on dix.meta (table is then 0)
+  std::uint32_t table = 0;  // table id, ≥ 1 unless meta
+  std::string_view key;     // record id (delete_range: begin)
+  std::string_view value;   // put: stored value (version + payload); delete_range: end
+};
+
+struct wal_transaction {
+  std::uint64_t sequence = 0;
+  std::uint32_t count = 0;  // operations (= WriteBatch::Count())
+  index_time_t time = 0;
+  std::uint8_t flags = 0;
+  std::uint64_t data_size = 0;
+  std::vector<wal_op> ops;
+  std::shared_ptr<const void> storage;  // keeps the bytes the views point into alive
+
+  std::uint64_t end_sequence() const noexcept { return sequence + count - 1; }
+  bool has_flag(std::uint8_t f) const noexcept { return (flags & f) != 0; }
+};
+
+// True when a record names a family id the map does not know: the tailer then refreshes its
+// map from the store once before decoding (a table created after it started, protocol.md §3.5).
+bool has_unknown_family(const raw_batch& raw, const family_map& families) noexcept;
+
+// log_corrupt naming the rule for every violation of formats.md §1.3. The result's views point
+// into the same bytes as raw's; the caller sets `storage`.
+result<wal_transaction> decode_transaction(const raw_batch& raw, const family_map& families);
+
+}  // namespace dix

@@ -1,0 +1,53 @@
+// Options of the primary store, the runners and the runtime. Every field says its default;
+// validate() checks every range of protocol.md §16 and names the failing field:
+//   "runner_options.max_chunk_records = 0: must be in [1, 1048576]"
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <dix/result.hpp>
+
+namespace dix {
+
+using std::chrono::milliseconds;
+
+struct store_options {
+  std::string log_name;  // [a-z0-9._-]{1,64}, first [a-z0-9]. Default: none (required)
+  bool create_if_missing = true;  // Default: true
+  std::uint64_t wal_ttl_s = 259200;  // WAL_ttl_seconds, 0 = none. Default: 259 200 (3 days)
+  std::uint64_t wal_size_limit_mb = 16384;  // WAL_size_limit_MB, 0 = none. Both 0: invalid. Default: 16 384 (16 GiB)
+  bool sync_commits = false;  // WriteOptions::sync; with false the runtime syncs before delivery (protocol §4.8). Default: false
+};
+
+struct runner_options {
+  std::uint32_t max_transactions_per_turn = 256;  // [1, 1 000 000]. Default: 256
+  std::uint64_t max_bytes_per_turn = 4u << 20;  // [1 KiB, 1 GiB]. Default: 4 MiB
+  milliseconds max_milliseconds_per_turn{5};  // [1, 1000]. Default: 5 ms
+  std::uint32_t max_chunk_records = 4096;  // [1, 1 048 576]. Default: 4096
+  std::uint64_t max_chunk_bytes = 4u << 20;  // [1 KiB, 256 MiB]; ≤ 32 MiB for a remote backend. Default: 4 MiB
+  std::uint32_t max_accepted_batches_ahead = 64;  // [1, 4096]. Default: 64
+  milliseconds max_flush_age{1000};  // [1, 600 000]. Default: 1000 ms
+  std::uint32_t flush_after_mutations = 4096;  // [1, 16 777 216]. Default: 4096
+  std::uint64_t flush_after_bytes = 8u << 20;  // [1 KiB, 1 GiB]. Default: 8 MiB
+  milliseconds rebuild_backoff{1000};  // [1, 3 600 000]. Default: 1000 ms
+  milliseconds max_rebuild_backoff{300000};  // [rebuild_backoff, 86 400 000]. Default: 300 000 ms
+  std::uint32_t max_rebuild_attempts = 8;  // [1, 1000]. Default: 8
+  milliseconds max_lag{0};  // 0 = no writer gate, else [1, 86 400 000]. Default: 0
+};
+
+struct runtime_options {
+  runner_options runner;  // per-registration options replace it whole. Default: {}
+  milliseconds max_coverage_wait{30000};  // [0, 600 000]. Default: 30 000 ms
+  milliseconds max_write_delay{100};  // [1, 1000]. Default: 100 ms
+  std::uint32_t slot_count = 64;  // [1, 4096]; only when creating the segment. Default: 64
+  std::uint32_t actor_threads = 0;  // CAF scheduler threads, 0 = hardware, else [1, 256]. Default: 0
+};
+
+// Each fails invalid_argument naming the first field out of range; success leaves nothing to do.
+result<void> validate(const store_options& options);
+result<void> validate(const runner_options& options);
+result<void> validate(const runtime_options& options);  // includes .runner
+
+}  // namespace dix

@@ -1,0 +1,132 @@
+// primary_store: a RocksDB database whose own write-ahead log is dix's record of change
+// (formats.md §1, §2, §5). Every write is one transaction = one WriteBatch whose first record is
+// the 24-byte dix header; values are stored as an 8-byte version (the header time) + payload.
+//
+// Thread safety: every member is thread-safe. Commits are serialised by a per-store commit mutex
+// held from drawing the header time to the return of DB::Write, so header-time order equals
+// sequence order and concurrent batches are never merged into one WAL record.
+// Blocking: open, close, create_table, get, scan, commit (mutex, optional fsync).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/options.hpp>
+#include <dix/result.hpp>
+
+namespace dix {
+
+enum class txn_flags : std::uint8_t { none = 0, replicated = 1, recovery = 2, reload = 8 };
+constexpr txn_flags operator|(txn_flags a, txn_flags b) noexcept {
+  return static_cast<txn_flags>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+constexpr txn_flags operator&(txn_flags a, txn_flags b) noexcept {
+  return static_cast<txn_flags>(static_cast<std::uint8_t>(a) & static_cast<std::uint8_t>(b));
+}
+
+struct commit_info {
+  std::uint64_t sequence = 0;  // first sequence of the batch; 0: empty, nothing written
+  index_time_t time = 0;       // header time; a valid `since` for coverage
+};
+
+struct record {
+  std::uint64_t version = 0;  // header time of the transaction that wrote the value
+  std::string payload;
+};
+
+enum class admit_kind : std::uint8_t { open, delay, reject };
+struct admission {
+  admit_kind kind = admit_kind::open;
+  std::chrono::microseconds delay{0};
+  std::string backend_id;  // the gate that decided, when not open
+};
+
+class transaction;
+
+class primary_store : public std::enable_shared_from_this<primary_store> {
+ public:
+  // Opens (or creates) the store with the RocksDB settings formats.md §1.1 requires, checks the
+  // `format` record (store_format_mismatch) and raises the process-wide index-time floor from
+  // the `clock` record and the newest WAL header. invalid_argument for bad options; io_error when
+  // RocksDB fails, including a path already open in this process (the message names the path).
+  static result<std::shared_ptr<primary_store>> open(const std::filesystem::path& path,
+                                                     const store_options& options);
+  ~primary_store();  // closes if still open (writing `clock`, errors ignored)
+
+  primary_store(const primary_store&) = delete;
+  primary_store& operator=(const primary_store&) = delete;
+
+  // Creates column family table.<id>. Idempotent. invalid_argument for id 0.
+  result<void> create_table(std::uint32_t table);
+  bool has_table(std::uint32_t table) const;
+
+  transaction begin(txn_flags flags = txn_flags::none);
+
+  // record_corrupt when the stored value is shorter than 8 bytes or has version 0.
+  result<std::optional<record>> get(std::uint32_t table, std::string_view id) const;
+  // Key order from `from`; fn returns false to stop.
+  result<void> scan(std::uint32_t table, std::string_view from,
+                    const std::function<bool(std::string_view id, const record&)>& fn) const;
+
+  // The process-wide index-time counter: strictly greater than every earlier call and header time.
+  index_time_t index_time();
+  // Writer-gate check without waiting (protocol.md §13.5). Admits everything until a gate is
+  // installed through the runtime's internal hook.
+  admission admit(std::uint32_t table) const;
+
+  const std::string& log_name() const noexcept;
+  const std::string& identity() const noexcept;  // RocksDB GetDbIdentity()
+  const std::filesystem::path& path() const noexcept;
+
+  // Writes `clock` (sync) and closes RocksDB. Idempotent; later calls on the store fail io_error.
+  result<void> close();
+
+  struct impl;  // runtime/adapters/primary_store_impl.hpp; the runtime's hooks live there
+
+ private:
+  friend class transaction;
+  friend struct primary_store_access;
+  explicit primary_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+// A unit of writes. Move-only; destroyed uncommitted = discarded. Not thread-safe itself.
+// Operations are validated at commit; the first invalid one fails the whole transaction with
+// invalid_argument and nothing is written.
+class transaction {
+ public:
+  transaction(transaction&&) noexcept;
+  transaction& operator=(transaction&&) noexcept;
+  ~transaction();
+
+  void put(std::uint32_t table, std::string_view id, std::string_view payload);
+  void del(std::uint32_t table, std::string_view id);
+  // Removes [begin, end) of a table; only in a transaction flagged reload.
+  void delete_range(std::uint32_t table, std::string_view begin, std::string_view end);
+  void set_sync(bool sync);  // Default: the store's sync_commits
+  std::size_t size() const noexcept;  // operations so far
+
+  // Validates, asks admission (unless replicated/recovery), then writes one WriteBatch under the
+  // commit mutex. An empty transaction writes nothing and returns {0, 0}. A transaction commits
+  // at most once; later calls fail invalid_argument.
+  result<commit_info> commit();
+
+  struct op;
+
+ private:
+  friend class primary_store;
+  transaction(std::shared_ptr<primary_store> store, txn_flags flags, bool sync);
+  std::shared_ptr<primary_store> store_;
+  std::unique_ptr<std::vector<op>> ops_;
+  txn_flags flags_;
+  bool sync_;
+};
+
+}  // namespace dix

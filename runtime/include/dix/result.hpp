@@ -1,0 +1,114 @@
+// result<T>: a value or a dix::error (std::expected-like). Operating errors are values in dix;
+// programmer errors are assertions. Every function returning a result is [[nodiscard]].
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <dix/errc.hpp>
+
+namespace dix {
+
+using epoch_t = std::uint64_t;       // owner epoch, formats.md §4.3
+using index_time_t = std::uint64_t;  // ns since the Unix epoch, formats.md §1.4; 0 is never valid
+
+class error {
+ public:
+  error(errc code, std::string message = {}) : code_(code), message_(std::move(message)) {}
+
+  errc value() const noexcept { return code_; }
+  std::error_code code() const noexcept { return make_error_code(code_); }
+  const std::string& message() const noexcept { return message_; }
+
+  // "log_retention: sequence 1 purged (oldest retained 201)"; just the code name without text.
+  std::string to_string() const;
+
+  friend bool operator==(const error& a, const error& b) noexcept {
+    return a.code_ == b.code_ && a.message_ == b.message_;
+  }
+
+ private:
+  errc code_;
+  std::string message_;
+};
+
+class bad_result_access : public std::logic_error {
+ public:
+  explicit bad_result_access(dix::error e)
+      : std::logic_error(e.to_string()), error_(std::move(e)) {}
+  const dix::error& error() const noexcept { return error_; }
+
+ private:
+  dix::error error_;
+};
+
+template <class T>
+class [[nodiscard]] result {
+  static_assert(!std::is_same_v<std::decay_t<T>, dix::error>, "result<error> is meaningless");
+
+ public:
+  result(T value) : storage_(std::in_place_index<0>, std::move(value)) {}
+  result(dix::error e) : storage_(std::in_place_index<1>, std::move(e)) {}
+  result(errc code, std::string message)
+      : storage_(std::in_place_index<1>, dix::error{code, std::move(message)}) {}
+
+  bool has_value() const noexcept { return storage_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+
+  T& value() & { check(); return std::get<0>(storage_); }
+  const T& value() const& { check(); return std::get<0>(storage_); }
+  T&& value() && { check(); return std::get<0>(std::move(storage_)); }
+
+  // Precondition: !has_value().
+  const dix::error& error() const { return std::get<1>(storage_); }
+
+  // Precondition: has_value().
+  T& operator*() { return *std::get_if<0>(&storage_); }
+  const T& operator*() const { return *std::get_if<0>(&storage_); }
+  T* operator->() { return std::get_if<0>(&storage_); }
+  const T* operator->() const { return std::get_if<0>(&storage_); }
+
+ private:
+  void check() const {
+    if (!has_value()) throw bad_result_access(std::get<1>(storage_));
+  }
+  std::variant<T, dix::error> storage_;
+};
+
+template <>
+class [[nodiscard]] result<void> {
+ public:
+  result() = default;
+  result(dix::error e) : error_(std::move(e)), failed_(true) {}
+  result(errc code, std::string message) : error_(code, std::move(message)), failed_(true) {}
+
+  bool has_value() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return has_value(); }
+  void value() const {
+    if (failed_) throw bad_result_access(error_);
+  }
+  // Precondition: !has_value().
+  const dix::error& error() const { return error_; }
+
+ private:
+  dix::error error_{errc::none};
+  bool failed_ = false;
+};
+
+template <class T>
+using future = std::future<result<T>>;
+template <class T>
+using shared_future = std::shared_future<result<T>>;
+
+// Spells out a deliberate ignore of a result; `why` documents the reason at the call site.
+template <class T>
+void ignore_result(result<T>&&, const char* why) noexcept {
+  (void)why;
+}
+
+}  // namespace dix
