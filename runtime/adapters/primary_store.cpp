@@ -512,6 +512,7 @@ result<commit_info> transaction::commit() {
   std::set<std::uint32_t> tables;
   {
     std::shared_lock lock(p.lifecycle);
+    if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
     for (std::size_t i = 0; i < ops->size(); ++i) {
       const auto& o = (*ops)[i];
       auto where = "operation " + std::to_string(i) + ": ";

@@ -1,0 +1,469 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/rocksdb_log_source.hpp"
+#include "adapters/test_support.hpp"
+#include "core/bytes.hpp"
+#include "core/clock.hpp"
+#include "core/index_time.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+
+namespace {
+
+// Reads every transaction of the store's WAL from sequence 1.
+std::vector<wal_transaction> read_all(const std::shared_ptr<primary_store>& s) {
+  rocksdb_log_source source(s);
+  std::vector<wal_transaction> out;
+  out.push_back(source.open(1, 0).value());
+  for (;;) {
+    auto next = source.next().value();
+    if (!next) break;
+    out.push_back(std::move(*next));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("primary store: a new store writes `format` as its first transaction", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto txns = read_all(s);
+  REQUIRE(txns.size() >= 2);
+  CHECK(txns[0].sequence == 1);
+  CHECK(txns[0].has_flag(header_flag::system));
+  REQUIRE(txns[0].ops.size() == 1);
+  CHECK(txns[0].ops[0].meta);
+  CHECK(txns[0].ops[0].key == "format");
+  CHECK(get_le<std::uint32_t>(txns[0].ops[0].value, 0) == 1u);
+  // `clock` follows at open, also a system transaction.
+  CHECK(txns[1].ops[0].key == "clock");
+  auto format = read_meta(*s, "format").value();
+  REQUIRE(format);
+  CHECK(format->size() == 4);
+}
+
+TEST_CASE("primary store: values are stored as version + payload and read back", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto txn = s->begin();
+  txn.put(1, "apple", "red");
+  txn.put(1, "kiwi", "");
+  auto info = txn.commit().value();
+  CHECK(info.sequence > 0);
+  CHECK(info.time > 0);
+  auto apple = s->get(1, "apple").value();
+  REQUIRE(apple);
+  CHECK(apple->version == info.time);
+  CHECK(apple->payload == "red");
+  auto kiwi = s->get(1, "kiwi").value();
+  REQUIRE(kiwi);
+  CHECK(kiwi->payload.empty());
+  CHECK_FALSE(s->get(1, "pear").value());
+
+  std::string raw;
+  auto& p = primary_store_access::get(*s);
+  REQUIRE(p.db->Get(rocksdb::ReadOptions{}, p.tables.at(1), "apple", &raw).ok());
+  CHECK(raw.size() == 8 + 3);
+  CHECK(get_le<std::uint64_t>(raw, 0) == info.time);
+
+  auto del = s->begin();
+  del.del(1, "apple");
+  REQUIRE(del.commit());
+  CHECK_FALSE(s->get(1, "apple").value());
+
+  std::vector<std::string> ids;
+  REQUIRE(s->scan(1, "", [&](std::string_view id, const record&) {
+    ids.emplace_back(id);
+    return true;
+  }));
+  CHECK(ids == std::vector<std::string>{"kiwi"});
+}
+
+TEST_CASE("primary store: the committed sequence is the batch's first sequence", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto before = latest_sequence(*s);
+  auto info = test::put_records(*s, "k", 5);
+  CHECK(info.sequence == before + 1);
+  CHECK(latest_sequence(*s) == before + 5);
+}
+
+TEST_CASE("primary store: bad input fails invalid_argument and writes nothing", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto before = latest_sequence(*s);
+  auto expect_invalid = [&](transaction txn, const std::string& fragment) {
+    auto r = txn.commit();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().value() == errc::invalid_argument);
+    CHECK_THAT(r.error().message(), Catch::Contains(fragment));
+    CHECK(latest_sequence(*s) == before);
+  };
+  {
+    auto t = s->begin();
+    t.put(1, "ok", "v");
+    t.put(9, "x", "v");
+    expect_invalid(std::move(t), "unknown table 9");
+  }
+  {
+    auto t = s->begin();
+    t.put(0, "x", "v");
+    expect_invalid(std::move(t), "table id 0");
+  }
+  {
+    auto t = s->begin();
+    t.put(1, "", "v");
+    expect_invalid(std::move(t), "record id of 0 bytes");
+  }
+  {
+    auto t = s->begin();
+    t.del(1, std::string(4097, 'x'));
+    expect_invalid(std::move(t), "record id of 4097 bytes");
+  }
+  {
+    auto t = s->begin();
+    t.delete_range(1, "a", "b");
+    expect_invalid(std::move(t), "reload");
+  }
+  {
+    auto t = s->begin(txn_flags::reload);
+    t.delete_range(1, "b", "a");
+    expect_invalid(std::move(t), "begin < end");
+  }
+  // The largest valid record id is accepted.
+  auto t = s->begin();
+  t.put(1, std::string(4096, 'x'), "v");
+  CHECK(t.commit());
+  CHECK(s->create_table(0).error().value() == errc::invalid_argument);
+}
+
+TEST_CASE("primary store: an empty log name is refused at open", "[adapter][store]") {
+  temp_dir dir;
+  auto r = primary_store::open(dir / "db", test::options(""));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::invalid_argument);
+  CHECK_THAT(r.error().message(), Catch::StartsWith("store_options.log_name"));
+  CHECK_FALSE(std::filesystem::exists(dir / "db"));
+}
+
+TEST_CASE("primary store: an empty transaction writes nothing", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto before = latest_sequence(*s);
+  auto info = s->begin().commit().value();
+  CHECK(info.sequence == 0);
+  CHECK(info.time == 0);
+  CHECK(latest_sequence(*s) == before);
+}
+
+TEST_CASE("primary store: a transaction commits at most once", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto t = s->begin();
+  t.put(1, "a", "1");
+  REQUIRE(t.commit());
+  auto again = t.commit();
+  REQUIRE_FALSE(again);
+  CHECK(again.error().value() == errc::invalid_argument);
+}
+
+TEST_CASE("primary store: delete_range in a reload transaction removes the range", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  test::put_records(*s, "k", 5);
+  auto t = s->begin(txn_flags::reload);
+  t.delete_range(1, "k1", "k3");
+  REQUIRE(t.commit());
+  CHECK(s->get(1, "k0").value());
+  CHECK_FALSE(s->get(1, "k1").value());
+  CHECK_FALSE(s->get(1, "k2").value());
+  CHECK(s->get(1, "k3").value());
+}
+
+TEST_CASE("primary store: a stored value without a valid version reads as record_corrupt", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto& p = primary_store_access::get(*s);
+  // Written around primary_store on purpose: this is the corruption under test.
+  REQUIRE(p.db->Put(rocksdb::WriteOptions{}, p.tables.at(1), "short", "abc").ok());
+  REQUIRE(p.db->Put(rocksdb::WriteOptions{}, p.tables.at(1), "zero", std::string(9, '\0')).ok());
+  CHECK(s->get(1, "short").error().value() == errc::record_corrupt);
+  CHECK(s->get(1, "zero").error().value() == errc::record_corrupt);
+  auto scanned = s->scan(1, "", [](std::string_view, const record&) { return true; });
+  CHECK(scanned.error().value() == errc::record_corrupt);
+}
+
+TEST_CASE("primary store: a foreign format record fails open with store_format_mismatch", "[adapter][store]") {
+  temp_dir dir;
+  {
+    auto s = test::open_store(dir / "db");
+    std::string two;
+    put_le<std::uint32_t>(two, 2);
+    transaction::op op;
+    op.key = "format";
+    op.value = two;
+    REQUIRE(commit_system(*s, {op}));
+    REQUIRE(s->close());
+  }
+  auto r = primary_store::open(dir / "db", test::options());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::store_format_mismatch);
+  CHECK_THAT(r.error().message(), Catch::Contains("format 2"));
+}
+
+TEST_CASE("primary store: a plain RocksDB database with data is not a dix store", "[adapter][store]") {
+  temp_dir dir;
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(o, (dir / "db").string(), &raw).ok());
+    REQUIRE(raw->Put(rocksdb::WriteOptions{}, "k", "v").ok());
+    delete raw;
+  }
+  auto r = primary_store::open(dir / "db", test::options());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::store_format_mismatch);
+}
+
+TEST_CASE("primary store: opening a path already open in this process fails io_error naming it", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto again = primary_store::open(dir / "db", test::options());
+  REQUIRE_FALSE(again);
+  CHECK(again.error().value() == errc::io_error);
+  CHECK_THAT(again.error().message(), Catch::Contains((dir / "db").string()));
+  CHECK_THAT(again.error().message(), Catch::Contains("already open in this process"));
+}
+
+TEST_CASE("primary store: after close every call fails io_error and close is idempotent", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  REQUIRE(s->close());
+  REQUIRE(s->close());
+  auto t = s->begin();
+  t.put(1, "a", "b");
+  CHECK(t.commit().error().value() == errc::io_error);
+  CHECK(s->get(1, "a").error().value() == errc::io_error);
+  CHECK(sync_wal(*s).error().value() == errc::io_error);
+}
+
+TEST_CASE("primary store: index_time is strictly increasing across close and reopen (clock record)", "[adapter][store][time]") {
+  temp_dir dir;
+  auto& counter = process_index_time();
+  index_time_t written = 0;
+  {
+    auto s = test::open_store(dir / "db");
+    // Pretend the wall clock ran an hour ahead while this store was written.
+    counter.raise_floor(system_clock().wall_now_ns() + 3600ull * 1'000'000'000);
+    written = test::put_records(*s, "k", 1).time;
+    REQUIRE(s->close());
+    auto clock = read_meta(*s, "clock");
+    CHECK_FALSE(clock);  // closed
+  }
+  counter.test_reset(0);  // as a fresh process: only the store remembers
+  auto s = test::open_store(dir / "db");
+  CHECK(s->index_time() > written);
+  auto clock = read_meta(*s, "clock").value();
+  REQUIRE(clock);
+  CHECK(get_le<std::uint64_t>(*clock, 0) > written);
+}
+
+TEST_CASE("primary store: index_time stays above the newest WAL header after a crash", "[adapter][store][time]") {
+  temp_dir dir;
+  { auto s = test::open_store(dir / "db"); REQUIRE(s->close()); }
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child writes with a clock two hours ahead and dies without close(): no `clock` record.
+    ::close(fds[0]);
+    auto s = primary_store::open(dir / "db", test::options());
+    if (!s) ::_exit(1);
+    process_index_time().raise_floor(system_clock().wall_now_ns() + 7200ull * 1'000'000'000);
+    auto t = (*s)->begin();
+    t.put(1, "crash", "v");
+    t.set_sync(true);
+    auto info = t.commit();
+    if (!info) ::_exit(2);
+    auto written = info->time;
+    if (::write(fds[1], &written, sizeof written) != sizeof written) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  index_time_t written = 0;
+  REQUIRE(::read(fds[0], &written, sizeof written) == sizeof written);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  process_index_time().test_reset(0);
+  auto s = test::open_store(dir / "db");
+  CHECK(s->index_time() > written);
+  auto got = s->get(1, "crash").value();
+  REQUIRE(got);
+  CHECK(got->version == written);
+}
+
+TEST_CASE("primary store: synced_sequence follows sync commits and explicit WAL syncs", "[adapter][store][sync]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto base = synced_sequence(*s);
+  CHECK(base == latest_sequence(*s));  // everything recovered at open is durable
+  auto unsynced = test::put_records(*s, "a", 3);
+  CHECK(synced_sequence(*s) < unsynced.sequence + 2);
+  auto synced_to = sync_wal(*s).value();
+  CHECK(synced_to == latest_sequence(*s));
+  CHECK(synced_sequence(*s) >= unsynced.sequence + 2);
+  auto t = s->begin();
+  t.put(1, "b", "v");
+  t.set_sync(true);
+  auto info = t.commit().value();
+  CHECK(synced_sequence(*s) == info.sequence);
+  CHECK(primary_store_access::get(*s).wal_syncs.load() == 1);
+}
+
+TEST_CASE("primary store: concurrent committers never share a WAL record (behaviour 30)", "[adapter][store][concurrency]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  REQUIRE(s->create_table(2));
+  constexpr int writers = 8, per_writer = 150;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  std::vector<std::vector<commit_info>> results(writers + 1);
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < per_writer; ++i) {
+        auto t = s->begin();
+        t.put(w % 2 == 0 ? 1u : 2u, "w" + std::to_string(w) + "-" + std::to_string(i), "payload");
+        t.put(1, "shared", std::to_string(w));
+        t.set_sync(w % 4 == 0);  // sync and non-sync writers mixed
+        results[static_cast<std::size_t>(w)].push_back(t.commit().value());
+      }
+    });
+  }
+  // System transactions (as a rebuild writes its epoch and boundary records) interleave.
+  threads.emplace_back([&] {
+    while (!go.load()) std::this_thread::yield();
+    for (int i = 0; i < 40; ++i) {
+      transaction::op op;
+      op.key = "epoch/idx";
+      op.value = std::string(8, static_cast<char>(i));
+      results[writers].push_back(commit_system(*s, {op}).value());
+    }
+  });
+  go = true;
+  for (auto& t : threads) t.join();
+
+  std::set<std::uint64_t> sequences;
+  for (auto& list : results) {
+    for (auto& info : list) CHECK(sequences.insert(info.sequence).second);
+  }
+  auto txns = read_all(s);  // fails with log_corrupt if any record held two headers
+  std::uint64_t user = 0, system = 0;
+  index_time_t last_time = 0;
+  for (auto& t : txns) {
+    CHECK(t.time > last_time);  // header time order equals sequence order
+    last_time = t.time;
+    if (t.has_flag(header_flag::system)) ++system;
+    else {
+      ++user;
+      CHECK(t.count == 2);
+      CHECK(sequences.count(t.sequence) == 1);
+    }
+  }
+  CHECK(user == writers * per_writer);
+  CHECK(system >= 40);
+}
+
+TEST_CASE("primary store: the admission hook can refuse or delay writes; replicated writes bypass it", "[adapter][store][gate]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  CHECK(s->admit(1).kind == admit_kind::open);  // the default admits everything
+  set_admission_hook(*s, [](std::uint32_t table) {
+    admission a;
+    if (table == 1) {
+      a.kind = admit_kind::reject;
+      a.backend_id = "by-category";
+    }
+    return a;
+  });
+  auto before = latest_sequence(*s);
+  auto t = s->begin();
+  t.put(1, "a", "v");
+  auto refused = t.commit();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::index_lagging);
+  CHECK(is_retryable(refused.error().value()));
+  CHECK_THAT(refused.error().message(), Catch::Contains("by-category"));
+  CHECK(latest_sequence(*s) == before);
+  auto replicated = s->begin(txn_flags::replicated);
+  replicated.put(1, "a", "v");
+  CHECK(replicated.commit());
+  auto recovery = s->begin(txn_flags::recovery);
+  recovery.put(1, "b", "v");
+  CHECK(recovery.commit());
+  set_admission_hook(*s, [](std::uint32_t) {
+    return admission{admit_kind::delay, std::chrono::microseconds{1}, "x"};
+  });
+  auto delayed = s->begin();
+  delayed.put(1, "c", "v");
+  CHECK(delayed.commit());
+}
+
+TEST_CASE("primary store: commit listeners hear every commit with its flags", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  std::vector<commit_event> heard;
+  auto id = add_commit_listener(*s, [&](const commit_event& e) { heard.push_back(e); });
+  auto info = test::put_records(*s, "k", 2);
+  transaction::op op;
+  op.key = "condemned/x";
+  op.value = "\x01";
+  auto sys = commit_system(*s, {op}).value();
+  remove_commit_listener(*s, id);
+  test::put_records(*s, "z", 1);
+  REQUIRE(heard.size() == 2);
+  CHECK(heard[0].info.sequence == info.sequence);
+  CHECK(heard[0].flags == 0);
+  CHECK(heard[1].info.sequence == sys.sequence);
+  CHECK(heard[1].flags == header_flag::system);
+}
+
+TEST_CASE("primary store: a coverage point is taken under the commit mutex", "[adapter][store]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto info = test::put_records(*s, "k", 3);
+  auto point = capture_coverage_point(*s).value();
+  CHECK(point.latest_sequence == info.sequence + 2);
+  CHECK(point.time > info.time);
+}
+
+TEST_CASE("primary store: read-only open writes nothing", "[adapter][store]") {
+  temp_dir dir;
+  std::uint64_t latest = 0;
+  {
+    auto s = test::open_store(dir / "db");
+    test::put_records(*s, "k", 3);
+    REQUIRE(s->close());
+    latest = latest_sequence(*s);
+  }
+  auto ro = open_read_only(dir / "db", "main").value();
+  latest = latest_sequence(*ro);
+  auto t = ro->begin();
+  t.put(1, "x", "y");
+  CHECK(t.commit().error().value() == errc::invalid_argument);
+  REQUIRE(ro->close());
+  auto again = open_read_only(dir / "db", "main").value();
+  CHECK(latest_sequence(*again) == latest);
+  CHECK(open_read_only(dir / "missing", "main").error().value() == errc::io_error);
+}

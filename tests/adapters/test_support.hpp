@@ -1,0 +1,126 @@
+// Shared helpers for adapter tests: temp directories, stores, WAL file surgery, child processes.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include "adapters/primary_store_impl.hpp"
+
+namespace dix::test {
+
+// A fresh directory, removed at scope exit.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("dix-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline store_options options(const std::string& log = "main") {
+  store_options o;
+  o.log_name = log;
+  return o;
+}
+
+inline std::shared_ptr<primary_store> open_store(const std::filesystem::path& path,
+                                                 const store_options& o = options()) {
+  auto s = primary_store::open(path, o);
+  if (!s) throw std::runtime_error(s.error().to_string());
+  if (!(*s)->create_table(1)) throw std::runtime_error("create_table failed");
+  return *s;
+}
+
+// Commits one transaction putting `n` records "<prefix>i" = "value-i".
+inline commit_info put_records(primary_store& s, const std::string& prefix, int n, std::uint32_t table = 1) {
+  auto txn = s.begin();
+  for (int i = 0; i < n; ++i) txn.put(table, prefix + std::to_string(i), "value-" + std::to_string(i));
+  return txn.commit().value();
+}
+
+inline rocksdb::DB& raw_db(primary_store& s) { return *primary_store_access::get(s).db; }
+
+// Flushes every memtable: RocksDB switches to a new WAL file and archives the old one.
+inline void switch_wal(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  for (auto* h : p.handles) {
+    auto st = p.db->Flush(fo, h);
+    if (!st.ok()) throw std::runtime_error(st.ToString());
+  }
+}
+
+inline std::vector<std::filesystem::path> wal_files(const std::filesystem::path& db, bool archived) {
+  std::vector<std::filesystem::path> out;
+  auto dir = archived ? db / "archive" : db;
+  if (!std::filesystem::exists(dir)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".log") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct command_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv (argv[0] a path) with stdout and stderr captured; no shell involved.
+inline command_result run(const std::vector<std::string>& argv, const std::filesystem::path& scratch) {
+  auto out_path = scratch / "stdout.txt";
+  auto err_path = scratch / "stderr.txt";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen(out_path.c_str(), "w", stdout);
+    std::freopen(err_path.c_str(), "w", stderr);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  auto slurp = [](const std::filesystem::path& p) {
+    std::string text;
+    if (FILE* f = std::fopen(p.c_str(), "r")) {
+      std::array<char, 4096> buf{};
+      std::size_t n;
+      while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) text.append(buf.data(), n);
+      std::fclose(f);
+    }
+    return text;
+  };
+  command_result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+}  // namespace dix::test
