@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <set>
 #include <thread>
 
 #include <rocksdb/options.h>
@@ -54,11 +53,6 @@ rocksdb::DBOptions db_options(const store_options& o) {
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 
-std::string version_bytes(std::uint64_t version) {
-  std::string out;
-  put_le<std::uint64_t>(out, version);
-  return out;
-}
 
 // The header time of the newest batch in the WAL, 0 if there is none (formats.md §1.4).
 std::uint64_t newest_wal_time(rocksdb::DB& db) {
@@ -147,19 +141,20 @@ result<void> raise_time_floor(primary_store::impl& p) {
   return {};
 }
 
-transaction::op meta_put(std::string key, std::string value) {
-  transaction::op op;
-  op.kind = op_kind::put;
-  op.meta = true;
-  op.key = std::move(key);
-  op.value = std::move(value);
-  return op;
+// Caller holds lifecycle.
+result<commit_info> write_meta(primary_store::impl& p, const std::vector<meta_op>& ops) {
+  batch_builder batch;
+  for (const auto& op : ops) {
+    if (op.kind == op_kind::del) batch.del(p.meta, op.key);
+    else batch.put_plain(p.meta, op.key, op.value);
+  }
+  return p.write_locked(header_flag::system, batch, true);
 }
 
 result<void> write_clock(primary_store::impl& p) {
   std::string value;
   put_le<std::uint64_t>(value, process_index_time().next(system_clock().wall_now_ns()));
-  auto done = p.write_locked(header_flag::system, {meta_put("clock", std::move(value))}, true);
+  auto done = write_meta(p, {meta_op{op_kind::put, "clock", std::move(value)}});
   if (!done) return done.error();
   return {};
 }
@@ -180,62 +175,28 @@ family_map primary_store::impl::families() const {
   return map;
 }
 
-result<commit_info> primary_store::impl::write(std::uint8_t flags,
-                                               const std::vector<transaction::op>& ops,
-                                               bool sync) {
+result<commit_info> primary_store::impl::write(std::uint8_t flags, batch_builder& batch, bool sync) {
   std::shared_lock lock(lifecycle);
-  return write_locked(flags, ops, sync);
+  return write_locked(flags, batch, sync);
 }
 
-result<commit_info> primary_store::impl::write_locked(std::uint8_t flags,
-                                                      const std::vector<transaction::op>& ops,
-                                                      bool sync) {
+result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_builder& batch, bool sync) {
   if (!open) return error{errc::io_error, "primary store " + path.string() + " is closed"};
   if (read_only) return error{errc::invalid_argument, "primary store " + path.string() + " is open read-only"};
-  if (ops.empty()) return commit_info{};
-  // Resolve handles before taking the mutex; validation already proved every table exists.
-  std::vector<rocksdb::ColumnFamilyHandle*> families;
-  families.reserve(ops.size());
-  for (const auto& op : ops) families.push_back(op.meta ? meta : tables.at(op.table));
-
+  const auto ops = batch.ops();
+  if (ops == 0) return commit_info{};
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   wo.disableWAL = false;
   std::unique_lock guard(commit_mutex);
-  txn_header header;
-  header.flags = flags;
-  header.time = process_index_time().next(system_clock().wall_now_ns());
-  header.op_count = static_cast<std::uint32_t>(ops.size());
-  const auto version = version_bytes(header.time);
-  rocksdb::WriteBatch batch;
-  batch.PutLogData(encode_header(header));
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto& op = ops[i];
-    rocksdb::Status s;
-    switch (op.kind) {
-      case op_kind::put:
-        if (op.meta) {
-          s = batch.Put(families[i], slice(op.key), slice(op.value));
-        } else {
-          rocksdb::Slice key = slice(op.key);
-          rocksdb::Slice parts[2] = {slice(version), slice(op.value)};
-          s = batch.Put(families[i], rocksdb::SliceParts(&key, 1), rocksdb::SliceParts(parts, 2));
-        }
-        break;
-      case op_kind::del: s = batch.Delete(families[i], slice(op.key)); break;
-      case op_kind::delete_range:
-        s = batch.DeleteRange(families[i], slice(op.key), slice(op.value));
-        break;
-    }
-    if (!s.ok()) return error{errc::invalid_argument, "building the write batch: " + s.ToString()};
-  }
+  commit_info info;
+  info.time = process_index_time().next(system_clock().wall_now_ns());
+  batch.stamp(flags, info.time);
   auto s = db->Write(wo, &batch);
   if (!s.ok()) return error{errc::io_error, "writing to " + path.string() + ": " + s.ToString()};
-  commit_info info;
-  info.sequence = db->GetLatestSequenceNumber() - ops.size() + 1;
-  info.time = header.time;
+  info.sequence = db->GetLatestSequenceNumber() - ops + 1;
   if (sync) {
-    auto end = info.sequence + ops.size() - 1;
+    auto end = info.sequence + ops - 1;
     auto prev = synced_sequence.load(std::memory_order_relaxed);
     while (prev < end && !synced_sequence.compare_exchange_weak(prev, end)) {
     }
@@ -307,8 +268,12 @@ result<std::shared_ptr<primary_store>> finish_open(std::unique_ptr<primary_store
   if (created) {
     std::string format;
     put_le<std::uint32_t>(format, store_format_version);
-    auto written = p->write(header_flag::system, {meta_put("format", std::move(format))}, true);
-    if (!written) return fail(written.error());
+    std::shared_lock lock(p->lifecycle);
+    auto written = write_meta(*p, {meta_op{op_kind::put, "format", std::move(format)}});
+    if (!written) {
+      lock.unlock();
+      return fail(written.error());
+    }
   }
   if (auto ok = check_format(*p); !ok) return fail(ok.error());
   if (auto ok = raise_time_floor(*p); !ok) return fail(ok.error());
@@ -422,7 +387,11 @@ bool primary_store::has_table(std::uint32_t table) const {
 }
 
 transaction primary_store::begin(txn_flags flags) {
-  return transaction(shared_from_this(), flags, impl_->options.sync_commits);
+  auto st = std::make_unique<transaction::state>();
+  st->store = shared_from_this();
+  st->flags = flags;
+  st->sync = impl_->options.sync_commits;
+  return transaction(std::move(st));
 }
 
 result<std::optional<record>> primary_store::get(std::uint32_t table, std::string_view id) const {
@@ -484,58 +453,158 @@ const std::filesystem::path& primary_store::path() const noexcept { return impl_
 result<void> primary_store::close() { return impl_->close(); }
 
 // ---------------------------------------------------------------------------------------------
+// batch_builder
+
+batch_builder::batch_builder() {
+  // The header is the first record; its bytes are the last 24 of the rep after PutLogData.
+  auto s = PutLogData(encode_header(txn_header{}));
+  (void)s;  // appending to an in-memory batch cannot fail
+  header_offset_ = rep_.size() - txn_header_bytes;
+}
+
+void batch_builder::put_versioned(rocksdb::ColumnFamilyHandle* family, std::string_view key,
+                                  std::string_view payload) {
+  static constexpr char zero_version[value_version_bytes] = {};
+  rocksdb::Slice k = slice(key);
+  rocksdb::Slice parts[2] = {rocksdb::Slice(zero_version, value_version_bytes), slice(payload)};
+  auto s = Put(family, rocksdb::SliceParts(&k, 1), rocksdb::SliceParts(parts, 2));
+  (void)s;  // sizes were validated (≤ 4096-byte ids); RocksDB's only failure is > 4 GiB
+  // A Put record ends with its value, so the version starts value-length bytes from the end.
+  version_offsets_.push_back(rep_.size() - value_version_bytes - payload.size());
+  ++ops_;
+}
+
+void batch_builder::put_plain(rocksdb::ColumnFamilyHandle* family, std::string_view key, std::string_view value) {
+  auto s = Put(family, slice(key), slice(value));
+  (void)s;
+  ++ops_;
+}
+
+void batch_builder::del(rocksdb::ColumnFamilyHandle* family, std::string_view key) {
+  auto s = Delete(family, slice(key));
+  (void)s;
+  ++ops_;
+}
+
+void batch_builder::delete_range(rocksdb::ColumnFamilyHandle* family, std::string_view begin, std::string_view end) {
+  auto s = DeleteRange(family, slice(begin), slice(end));
+  (void)s;
+  ++ops_;
+}
+
+void batch_builder::stamp(std::uint8_t flags, index_time_t time) {
+  auto header = encode_header(txn_header{flags, time, ops_});
+  rep_.replace(header_offset_, txn_header_bytes, header);
+  std::string version;
+  put_le<std::uint64_t>(version, time);
+  for (auto offset : version_offsets_) rep_.replace(offset, value_version_bytes, version);
+}
+
+// ---------------------------------------------------------------------------------------------
 // transaction
 
-transaction::transaction(std::shared_ptr<primary_store> store, txn_flags flags, bool sync)
-    : store_(std::move(store)), ops_(std::make_unique<std::vector<op>>()), flags_(flags), sync_(sync) {}
+namespace {
+
+// Records the first failure; later operations are ignored and commit() reports it.
+void fail_txn(transaction::state& st, errc code, std::string message) {
+  if (!st.failed) st.failed = error{code, std::move(message)};
+}
+
+// The handle of `table` for an operation, or null after recording why not. Caller holds lifecycle.
+rocksdb::ColumnFamilyHandle* table_handle(transaction::state& st, primary_store::impl& p, std::uint32_t table,
+                                          std::size_t op_index) {
+  auto where = "operation " + std::to_string(op_index) + ": ";
+  if (!p.open) {
+    fail_txn(st, errc::io_error, "primary store " + p.path.string() + " is closed");
+    return nullptr;
+  }
+  if (st.cached_handle != nullptr && st.cached_table == table) return st.cached_handle;
+  if (table == 0) {
+    fail_txn(st, errc::invalid_argument, where + "table id 0: must be in [1, 4294967295]");
+    return nullptr;
+  }
+  auto it = p.tables.find(table);
+  if (it == p.tables.end()) {
+    fail_txn(st, errc::invalid_argument, where + "unknown table " + std::to_string(table) + " (create_table first)");
+    return nullptr;
+  }
+  if (std::find(st.tables.begin(), st.tables.end(), table) == st.tables.end()) st.tables.push_back(table);
+  st.cached_table = table;
+  st.cached_handle = it->second;
+  return it->second;
+}
+
+bool usable(const std::unique_ptr<transaction::state>& st) { return st && !st->committed && !st->failed; }
+
+}  // namespace
+
+transaction::transaction(std::unique_ptr<state> s) : state_(std::move(s)) {}
 transaction::transaction(transaction&&) noexcept = default;
 transaction& transaction::operator=(transaction&&) noexcept = default;
 transaction::~transaction() = default;
 
 void transaction::put(std::uint32_t table, std::string_view id, std::string_view payload) {
-  if (ops_) ops_->push_back(op{op_kind::put, false, table, std::string(id), std::string(payload)});
+  if (!usable(state_)) return;
+  auto& st = *state_;
+  auto& p = primary_store_access::get(*st.store);
+  std::shared_lock lock(p.lifecycle);
+  auto* handle = table_handle(st, p, table, st.batch.ops());
+  if (handle == nullptr) return;
+  if (id.empty() || id.size() > max_record_id_bytes) {
+    return fail_txn(st, errc::invalid_argument, "operation " + std::to_string(st.batch.ops()) + ": record id of " +
+                                                    std::to_string(id.size()) + " bytes: must be 1…4096");
+  }
+  st.batch.put_versioned(handle, id, payload);
 }
+
 void transaction::del(std::uint32_t table, std::string_view id) {
-  if (ops_) ops_->push_back(op{op_kind::del, false, table, std::string(id), {}});
+  if (!usable(state_)) return;
+  auto& st = *state_;
+  auto& p = primary_store_access::get(*st.store);
+  std::shared_lock lock(p.lifecycle);
+  auto* handle = table_handle(st, p, table, st.batch.ops());
+  if (handle == nullptr) return;
+  if (id.empty() || id.size() > max_record_id_bytes) {
+    return fail_txn(st, errc::invalid_argument, "operation " + std::to_string(st.batch.ops()) + ": record id of " +
+                                                    std::to_string(id.size()) + " bytes: must be 1…4096");
+  }
+  st.batch.del(handle, id);
 }
+
 void transaction::delete_range(std::uint32_t table, std::string_view begin, std::string_view end) {
-  if (ops_) ops_->push_back(op{op_kind::delete_range, false, table, std::string(begin), std::string(end)});
+  if (!usable(state_)) return;
+  auto& st = *state_;
+  auto where = "operation " + std::to_string(st.batch.ops()) + ": ";
+  if ((st.flags & txn_flags::reload) != txn_flags::reload) {
+    return fail_txn(st, errc::invalid_argument, where + "delete_range needs a transaction flagged reload");
+  }
+  if (begin.size() > max_record_id_bytes || end.size() > max_record_id_bytes || !(begin < end)) {
+    return fail_txn(st, errc::invalid_argument, where + "delete_range needs begin < end, each at most 4096 bytes");
+  }
+  auto& p = primary_store_access::get(*st.store);
+  std::shared_lock lock(p.lifecycle);
+  auto* handle = table_handle(st, p, table, st.batch.ops());
+  if (handle == nullptr) return;
+  st.batch.delete_range(handle, begin, end);
 }
-void transaction::set_sync(bool sync) { sync_ = sync; }
-std::size_t transaction::size() const noexcept { return ops_ ? ops_->size() : 0; }
+
+void transaction::set_sync(bool sync) {
+  if (state_) state_->sync = sync;
+}
+
+std::size_t transaction::size() const noexcept { return state_ ? state_->batch.ops() : 0; }
 
 result<commit_info> transaction::commit() {
-  if (!ops_ || !store_) return error{errc::invalid_argument, "transaction already committed"};
-  auto ops = std::move(ops_);
-  auto& p = *store_->impl_;
-  const bool reload = (flags_ & txn_flags::reload) == txn_flags::reload;
-  std::set<std::uint32_t> tables;
-  {
-    std::shared_lock lock(p.lifecycle);
-    if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
-    for (std::size_t i = 0; i < ops->size(); ++i) {
-      const auto& o = (*ops)[i];
-      auto where = "operation " + std::to_string(i) + ": ";
-      if (o.table == 0) return error{errc::invalid_argument, where + "table id 0: must be in [1, 4294967295]"};
-      if (p.tables.count(o.table) == 0) {
-        return error{errc::invalid_argument, where + "unknown table " + std::to_string(o.table) + " (create_table first)"};
-      }
-      if (o.kind == op_kind::delete_range) {
-        if (!reload) return error{errc::invalid_argument, where + "delete_range needs a transaction flagged reload"};
-        if (o.key.size() > max_record_id_bytes || o.value.size() > max_record_id_bytes || !(o.key < o.value)) {
-          return error{errc::invalid_argument, where + "delete_range needs begin < end, each at most 4096 bytes"};
-        }
-      } else if (o.key.empty() || o.key.size() > max_record_id_bytes) {
-        return error{errc::invalid_argument, where + "record id of " + std::to_string(o.key.size()) + " bytes: must be 1…4096"};
-      }
-      tables.insert(o.table);
-    }
-  }
+  if (!state_ || state_->committed) return error{errc::invalid_argument, "transaction already committed"};
+  auto& st = *state_;
+  st.committed = true;
+  if (st.failed) return *st.failed;
+  auto& store = *st.store;
   const auto never_gated = txn_flags::replicated | txn_flags::recovery;
-  if ((flags_ & never_gated) == txn_flags::none) {
+  if ((st.flags & never_gated) == txn_flags::none) {
     std::chrono::microseconds delay{0};
-    for (auto table : tables) {
-      auto a = store_->admit(table);
+    for (auto table : st.tables) {
+      auto a = store.admit(table);
       if (a.kind == admit_kind::reject) {
         return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind table " +
                                               std::to_string(table) + "; retry after a pause"};
@@ -545,15 +614,16 @@ result<commit_info> transaction::commit() {
     // Throttled: wait outside the commit mutex (protocol.md §13.5).
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
   }
-  return p.write(static_cast<std::uint8_t>(flags_), *ops, sync_);
+  return primary_store_access::get(store).write(static_cast<std::uint8_t>(st.flags), st.batch, st.sync);
 }
 
 // ---------------------------------------------------------------------------------------------
 // internal hooks
 
-result<commit_info> commit_system(primary_store& s, std::vector<transaction::op> ops) {
-  for (auto& op : ops) op.meta = true;
-  return primary_store_access::get(s).write(header_flag::system, ops, true);
+result<commit_info> commit_system(primary_store& s, const std::vector<meta_op>& ops) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  return write_meta(p, ops);
 }
 
 result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key) {

@@ -15,11 +15,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include <dix/primary_store.hpp>
 
@@ -31,12 +33,45 @@ inline constexpr const char* meta_family_name = "dix.meta";
 inline constexpr std::uint32_t store_format_version = 1;
 inline constexpr std::size_t max_record_id_bytes = 4096;
 
-struct transaction::op {
-  op_kind kind = op_kind::put;
-  bool meta = false;  // on dix.meta; system transactions only
-  std::uint32_t table = 0;
-  std::string key;    // record id; delete_range: begin
-  std::string value;  // put: payload (the version is added at commit); delete_range: end
+// A dix transaction's WriteBatch, built as operations arrive: the header is written first as a
+// placeholder, each table value gets an 8-byte version placeholder, and stamp() fills in the
+// header time (and every version) under the commit mutex. Patching in place avoids copying
+// every payload a second time inside the mutex.
+class batch_builder : public rocksdb::WriteBatch {
+ public:
+  batch_builder();
+  // Table values: version placeholder + payload. Meta values: stored as given.
+  void put_versioned(rocksdb::ColumnFamilyHandle* family, std::string_view key, std::string_view payload);
+  void put_plain(rocksdb::ColumnFamilyHandle* family, std::string_view key, std::string_view value);
+  void del(rocksdb::ColumnFamilyHandle* family, std::string_view key);
+  void delete_range(rocksdb::ColumnFamilyHandle* family, std::string_view begin, std::string_view end);
+  std::uint32_t ops() const noexcept { return ops_; }
+  // Writes the header (flags, time, op count) and every value version = time.
+  void stamp(std::uint8_t flags, index_time_t time);
+
+ private:
+  std::size_t header_offset_ = 0;
+  std::vector<std::size_t> version_offsets_;
+  std::uint32_t ops_ = 0;
+};
+
+// A system transaction's operation on dix.meta (formats.md §5).
+struct meta_op {
+  op_kind kind = op_kind::put;  // put or del
+  std::string key;
+  std::string value;
+};
+
+struct transaction::state {
+  std::shared_ptr<primary_store> store;
+  txn_flags flags = txn_flags::none;
+  bool sync = false;
+  bool committed = false;
+  std::optional<dix::error> failed;  // the first invalid operation
+  batch_builder batch;
+  std::vector<std::uint32_t> tables;  // distinct tables written, for admission
+  std::uint32_t cached_table = 0;     // the last table's handle, valid while the store is open
+  rocksdb::ColumnFamilyHandle* cached_handle = nullptr;
 };
 
 // What a commit listener hears, after DB::Write returned and the commit mutex was released.
@@ -74,11 +109,10 @@ struct primary_store::impl {
   std::map<std::uint64_t, std::function<void()>> close_listeners;  // called under lifecycle (X)
   std::uint64_t next_hook_id = 1;
 
-  // Writes one WriteBatch = header + ops under the commit mutex (the only DB::Write of a store).
-  result<commit_info> write(std::uint8_t flags, const std::vector<transaction::op>& ops, bool sync);
+  // Stamps and writes one WriteBatch under the commit mutex (the only DB::Write of a store).
+  result<commit_info> write(std::uint8_t flags, batch_builder& batch, bool sync);
   // Same, caller already holds lifecycle (shared or exclusive).
-  result<commit_info> write_locked(std::uint8_t flags, const std::vector<transaction::op>& ops,
-                                   bool sync);
+  result<commit_info> write_locked(std::uint8_t flags, batch_builder& batch, bool sync);
   void notify(const commit_event& e);
   // Writes `clock` (unless record_clock is false: a failed open must not write), drops the
   // close listeners' iterators, closes RocksDB. Idempotent.
@@ -101,7 +135,7 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
                                                       const std::string& log_name);
 
 // System transaction (flag system, sync) on dix.meta, under the commit mutex.
-result<commit_info> commit_system(primary_store& s, std::vector<transaction::op> ops);
+result<commit_info> commit_system(primary_store& s, const std::vector<meta_op>& ops);
 result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key);
 
 // Listener called after every commit (outside the commit mutex); the id removes it.

@@ -206,7 +206,7 @@ TEST_CASE("primary store: a foreign format record fails open with store_format_m
     auto s = test::open_store(dir / "db");
     std::string two;
     put_le<std::uint32_t>(two, 2);
-    transaction::op op;
+    meta_op op;
     op.key = "format";
     op.value = two;
     REQUIRE(commit_system(*s, {op}));
@@ -355,7 +355,7 @@ TEST_CASE("primary store: concurrent committers never share a WAL record (behavi
   threads.emplace_back([&] {
     while (!go.load()) std::this_thread::yield();
     for (int i = 0; i < 40; ++i) {
-      transaction::op op;
+      meta_op op;
       op.key = "epoch/idx";
       op.value = std::string(8, static_cast<char>(i));
       results[writers].push_back(commit_system(*s, {op}).value());
@@ -426,7 +426,7 @@ TEST_CASE("primary store: commit listeners hear every commit with its flags", "[
   std::vector<commit_event> heard;
   auto id = add_commit_listener(*s, [&](const commit_event& e) { heard.push_back(e); });
   auto info = test::put_records(*s, "k", 2);
-  transaction::op op;
+  meta_op op;
   op.key = "condemned/x";
   op.value = "\x01";
   auto sys = commit_system(*s, {op}).value();
@@ -459,6 +459,7 @@ TEST_CASE("primary store: read-only open writes nothing", "[adapter][store]") {
   }
   auto ro = open_read_only(dir / "db", "main").value();
   latest = latest_sequence(*ro);
+  CHECK(latest > 0);
   auto t = ro->begin();
   t.put(1, "x", "y");
   CHECK(t.commit().error().value() == errc::invalid_argument);

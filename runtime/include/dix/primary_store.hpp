@@ -98,8 +98,9 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
 };
 
 // A unit of writes. Move-only; destroyed uncommitted = discarded. Not thread-safe itself.
-// Operations are validated at commit; the first invalid one fails the whole transaction with
-// invalid_argument and nothing is written.
+// Operations are validated as they are added and encoded straight into the WriteBatch; the
+// first invalid one makes commit() fail with invalid_argument (io_error for a closed store)
+// and nothing is written.
 class transaction {
  public:
   transaction(transaction&&) noexcept;
@@ -118,15 +119,12 @@ class transaction {
   // at most once; later calls fail invalid_argument.
   result<commit_info> commit();
 
-  struct op;
+  struct state;  // runtime/adapters/primary_store_impl.hpp
 
  private:
   friend class primary_store;
-  transaction(std::shared_ptr<primary_store> store, txn_flags flags, bool sync);
-  std::shared_ptr<primary_store> store_;
-  std::unique_ptr<std::vector<op>> ops_;
-  txn_flags flags_;
-  bool sync_;
+  explicit transaction(std::unique_ptr<state> s);
+  std::unique_ptr<state> state_;
 };
 
 }  // namespace dix
