@@ -302,6 +302,11 @@ std::string open_failure(const std::filesystem::path& path, const rocksdb::Statu
 result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem::path& path,
                                                            const store_options& options) {
   if (auto ok = validate(options); !ok) return ok.error();
+  if (options.create_if_missing) {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return error{errc::io_error, "cannot create " + path.string() + ": " + ec.message()};
+  }
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();
   auto p = std::make_unique<impl>();

@@ -49,6 +49,19 @@ TEST_CASE("primary store: a new store writes `format` as its first transaction",
   CHECK(format->size() == 4);
 }
 
+TEST_CASE("primary store: open creates missing parent directories, or fails io_error without create_if_missing", "[adapter][store]") {
+  temp_dir dir;
+  auto o = test::options();
+  o.create_if_missing = false;
+  auto missing = primary_store::open(dir / "a" / "b" / "db", o);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().value() == errc::io_error);
+  CHECK_FALSE(std::filesystem::exists(dir / "a"));
+  auto created = primary_store::open(dir / "a" / "b" / "db", test::options());
+  REQUIRE(created);
+  CHECK((*created)->path() == dir / "a" / "b" / "db");
+}
+
 TEST_CASE("primary store: values are stored as version + payload and read back", "[adapter][store]") {
   temp_dir dir;
   auto s = test::open_store(dir / "db");

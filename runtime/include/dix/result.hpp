@@ -37,10 +37,10 @@ class error {
   std::string message_;
 };
 
-class bad_result_access : public std::logic_error {
+class bad_result_access : public std::logic_error {  // what() = the error's message
  public:
   explicit bad_result_access(dix::error e)
-      : std::logic_error(e.to_string()), error_(std::move(e)) {}
+      : std::logic_error(e.message()), error_(std::move(e)) {}
   const dix::error& error() const noexcept { return error_; }
 
  private:
