@@ -518,12 +518,12 @@ void fail_txn(transaction::state& st, errc code, std::string message) {
 // The handle of `table` for an operation, or null after recording why not. Caller holds lifecycle.
 rocksdb::ColumnFamilyHandle* table_handle(transaction::state& st, primary_store::impl& p, std::uint32_t table,
                                           std::size_t op_index) {
-  auto where = "operation " + std::to_string(op_index) + ": ";
   if (!p.open) {
     fail_txn(st, errc::io_error, "primary store " + p.path.string() + " is closed");
     return nullptr;
   }
   if (st.cached_handle != nullptr && st.cached_table == table) return st.cached_handle;
+  auto where = "operation " + std::to_string(op_index) + ": ";
   if (table == 0) {
     fail_txn(st, errc::invalid_argument, where + "table id 0: must be in [1, 4294967295]");
     return nullptr;

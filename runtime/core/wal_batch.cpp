@@ -67,6 +67,7 @@ result<wal_transaction> decode_transaction(const raw_batch& raw, const family_ma
   txn.flags = header->flags;
   txn.data_size = raw.data_size;
   txn.ops.reserve(raw.records.size() - 1);
+  auto role = families.end();
   for (std::size_t i = 1; i < raw.records.size(); ++i) {
     const auto& r = raw.records[i];
     wal_op op;
@@ -81,7 +82,8 @@ result<wal_transaction> decode_transaction(const raw_batch& raw, const family_ma
       default:
         return corrupt(raw, std::string(to_string(r.kind)) + " record is never written by dix");
     }
-    auto role = families.find(r.family);
+    // Consecutive operations usually hit one family: look it up once per run.
+    if (role == families.end() || role->first != r.family) role = families.find(r.family);
     if (role == families.end()) {
       return corrupt(raw, "operation on unknown column family id " + std::to_string(r.family));
     }
