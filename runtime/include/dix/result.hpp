@@ -2,8 +2,10 @@
 // programmer errors are assertions. Every function returning a result is [[nodiscard]].
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -104,6 +106,28 @@ template <class T>
 using future = std::future<result<T>>;
 template <class T>
 using shared_future = std::shared_future<result<T>>;
+
+// Cooperative cancellation. A default token is never cancelled. cancel() is seen by every copy
+// of the source's tokens; waiting code checks it at least every 10 ms (api.md §1).
+class cancel_token {
+ public:
+  cancel_token() = default;
+  bool cancelled() const noexcept { return flag_ && flag_->load(std::memory_order_acquire); }
+
+ private:
+  friend class cancel_source;
+  explicit cancel_token(std::shared_ptr<const std::atomic<bool>> flag) : flag_(std::move(flag)) {}
+  std::shared_ptr<const std::atomic<bool>> flag_;
+};
+
+class cancel_source {
+ public:
+  cancel_token token() const { return cancel_token(flag_); }
+  void cancel() noexcept { flag_->store(true, std::memory_order_release); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_ = std::make_shared<std::atomic<bool>>(false);
+};
 
 // Spells out a deliberate ignore of a result; `why` documents the reason at the call site.
 template <class T>

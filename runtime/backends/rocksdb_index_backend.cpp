@@ -1,0 +1,591 @@
+#include <dix/backends/rocksdb_index_backend.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <variant>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "core/bytes.hpp"
+#include "core/names.hpp"
+
+namespace dix {
+namespace {
+
+constexpr std::size_t max_keys = 256;
+constexpr std::size_t max_key_bytes = 1024;
+constexpr const char* entries_family = "entries";
+constexpr const char* reverse_family = "reverse";
+constexpr const char* meta_family = "meta";
+constexpr std::string_view cursor_key = "cursor";
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+// Record ref: u8 log length, log, u32 big-endian table, record id.
+std::string encode_ref(std::string_view log, std::uint32_t table, std::string_view id) {
+  std::string out;
+  out.reserve(1 + log.size() + 4 + id.size());
+  out.push_back(static_cast<char>(log.size()));
+  out.append(log);
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((table >> shift) & 0xFF));
+  out.append(id);
+  return out;
+}
+
+bool decode_ref(std::string_view bytes, record_ref& out) {
+  if (bytes.empty()) return false;
+  auto log_len = static_cast<std::uint8_t>(bytes[0]);
+  if (bytes.size() < 1u + log_len + 4u) return false;
+  out.log.assign(bytes.substr(1, log_len));
+  std::uint32_t table = 0;
+  for (std::size_t i = 0; i < 4; ++i) table = (table << 8) | static_cast<std::uint8_t>(bytes[1 + log_len + i]);
+  out.table = table;
+  out.record_id.assign(bytes.substr(1 + log_len + 4));
+  return true;
+}
+
+// Index key escaped (0x00 → 0x00 0xFF) so a terminator 0x00 0x01 keeps key order for ranges.
+std::string escape_key(std::string_view key) {
+  std::string out;
+  out.reserve(key.size() + 2);
+  for (char c : key) {
+    out.push_back(c);
+    if (c == '\0') out.push_back('\xFF');
+  }
+  return out;
+}
+
+std::string entry_key(std::string_view index_key, std::string_view ref) {
+  auto out = escape_key(index_key);
+  out.push_back('\0');
+  out.push_back('\x01');
+  out.append(ref);
+  return out;
+}
+
+// The record ref after the 0x00 0x01 terminator of an entry key, or empty when malformed.
+std::string_view ref_of_entry(std::string_view entry) {
+  for (std::size_t i = 0; i + 1 < entry.size(); ++i) {
+    if (entry[i] != '\0') continue;
+    if (entry[i + 1] == '\x01') return entry.substr(i + 2);
+    ++i;  // an escaped 0x00 0xFF
+  }
+  return {};
+}
+
+struct barrier_item {
+  std::vector<completion> done;
+};
+struct control_item {
+  enum class kind { shutdown, reset } what;
+  epoch_t epoch;
+  completion done;
+};
+using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
+
+}  // namespace
+
+result<void> validate(const rocksdb_index_options& o) {
+  if (o.path.empty()) return {errc::invalid_argument, "rocksdb_index_options.path = \"\": must name a directory"};
+  if (o.max_queued_bytes < 1024 || o.max_queued_bytes > (16ull << 30)) {
+    return {errc::invalid_argument, "rocksdb_index_options.max_queued_bytes = " + std::to_string(o.max_queued_bytes) +
+                                        ": must be in [1024, 17179869184]"};
+  }
+  return {};
+}
+
+std::string encode_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(keys.size()));
+  for (const auto& k : keys) {
+    // Longer than a u16 can say: encode the first 65535 bytes, which decode as key_too_long.
+    auto n = std::min<std::size_t>(k.size(), 0xFFFF);
+    put_le<std::uint16_t>(out, static_cast<std::uint16_t>(n));
+    out.append(k, 0, n);
+  }
+  return out;
+}
+
+result<std::vector<std::string>> decode_keys(std::string_view bytes) {
+  auto bad = [](const char* code) { return error{errc::invalid_argument, code}; };
+  if (bytes.size() < 4) return bad("bad_encoding");
+  auto n = get_le<std::uint32_t>(bytes, 0);
+  if (n > max_keys) return bad("too_many_keys");
+  std::vector<std::string> keys;
+  keys.reserve(n);
+  std::size_t at = 4;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (bytes.size() - at < 2) return bad("bad_encoding");
+    auto len = get_le<std::uint16_t>(bytes, at);
+    at += 2;
+    if (bytes.size() - at < len) return bad("bad_encoding");
+    if (len == 0) return bad("bad_encoding");
+    if (len > max_key_bytes) return bad("key_too_long");
+    keys.emplace_back(bytes.substr(at, len));
+    at += len;
+  }
+  if (at != bytes.size()) return bad("bad_encoding");
+  return keys;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct rocksdb_index_backend::impl {
+  std::string id;
+  rocksdb_index_options options;
+  backend_host* host = nullptr;
+
+  // The database. Opened lazily, closed by shutdown. Queries and the applier hold `db_mutex`
+  // shared; open, close and reset hold it exclusively.
+  mutable std::shared_mutex db_mutex;
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::ColumnFamilyHandle* entries = nullptr;
+  rocksdb::ColumnFamilyHandle* reverse = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+
+  // The queue between deliver/flush/shutdown/reset and the applier.
+  mutable std::mutex queue_mutex;
+  std::condition_variable queue_cv;
+  std::deque<queue_item> queue;
+  std::uint64_t queued_bytes = 0;
+  bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
+  bool stopping = false;
+
+  // Durable cursor as of the last barrier (or as read from disk at open).
+  mutable std::mutex durable_mutex;
+  std::optional<cursor> durable;
+  bool durable_loaded = false;
+
+  // Applier-only state.
+  std::optional<cursor> applied_through;
+  epoch_t applied_epoch = 0;
+  bool poisoned = false;  // an apply failed: drop work until shutdown or reset
+  std::atomic<std::uint64_t> applied_batches{0};
+  std::atomic<std::uint64_t> dropped_batches{0};
+
+  std::mutex callbacks_mutex;
+  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
+  std::uint64_t next_callback = 1;
+
+  std::thread applier;
+
+  ~impl() { close_db(); }
+
+  // Caller holds db_mutex exclusively.
+  result<void> open_db();
+  void close_db();
+  // Opens under the exclusive lock if needed.
+  result<void> ensure_open();
+
+  void emit(state_change change);
+  void run_applier();
+  result<void> apply(const batch& b);
+  result<void> run_barrier();
+  result<void> run_reset();
+  static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+};
+
+result<void> rocksdb_index_backend::impl::open_db() {
+  if (db) return {};
+  rocksdb::DBOptions o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{
+      {rocksdb::kDefaultColumnFamilyName, {}}, {entries_family, {}}, {reverse_family, {}}, {meta_family, {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> opened;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::Open(o, options.path.string(), families, &opened, &raw);
+  if (!s.ok()) return {errc::io_error, "index " + id + ": cannot open " + options.path.string() + ": " + s.ToString()};
+  db.reset(raw);
+  handles = opened;
+  entries = opened[1];
+  reverse = opened[2];
+  meta = opened[3];
+  return {};
+}
+
+void rocksdb_index_backend::impl::close_db() {
+  if (!db) return;
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  handles.clear();
+  entries = reverse = meta = nullptr;
+  db->Close().PermitUncheckedError();
+  db.reset();
+}
+
+result<void> rocksdb_index_backend::impl::ensure_open() {
+  {
+    std::shared_lock lock(db_mutex);
+    if (db) return {};
+  }
+  std::unique_lock lock(db_mutex);
+  return open_db();
+}
+
+void rocksdb_index_backend::impl::emit(state_change change) {
+  std::vector<std::function<void(state_change)>> copy;
+  {
+    std::lock_guard g(callbacks_mutex);
+    for (auto& [key, fn] : callbacks) copy.push_back(fn);
+  }
+  for (auto& fn : copy) fn(change);
+}
+
+result<void> rocksdb_index_backend::impl::apply(const batch& b) {
+  if (auto ok = ensure_open(); !ok) return ok;
+  std::shared_lock lock(db_mutex);
+  rocksdb::WriteBatch wb;
+  std::string old_value;
+  for (const auto& r : b.records) {
+    auto ref = encode_ref(r.log, r.table, r.record_id);
+    auto s = db->Get(rocksdb::ReadOptions{}, reverse, ref, &old_value);
+    if (s.ok() && old_value.size() >= 8) {
+      if (auto old_keys = decode_keys(std::string_view(old_value).substr(8))) {
+        for (const auto& k : *old_keys) wb.Delete(entries, entry_key(k, ref)).PermitUncheckedError();
+      }
+    } else if (!s.ok() && !s.IsNotFound()) {
+      return {errc::io_error, "index " + id + ": reading reverse entry: " + s.ToString()};
+    }
+    std::optional<std::vector<std::string>> keys;
+    if (r.state.kind == state_kind::record) {
+      auto decoded = decode_keys(r.state.projection);
+      if (decoded) keys = std::move(*decoded);
+      else if (host != nullptr) host->note_unindexable(decoded.error().message());
+    }
+    if (keys) {
+      for (const auto& k : *keys) wb.Put(entries, entry_key(k, ref), rocksdb::Slice()).PermitUncheckedError();
+      std::string value;
+      put_le<std::uint64_t>(value, r.state.version);
+      value += r.state.projection;
+      wb.Put(reverse, ref, value).PermitUncheckedError();
+    } else {
+      wb.Delete(reverse, ref).PermitUncheckedError();
+    }
+  }
+  if (b.through) wb.Put(meta, slice(cursor_key), slice(b.through->bytes())).PermitUncheckedError();
+  rocksdb::WriteOptions wo;
+  wo.sync = false;
+  auto s = db->Write(wo, &wb);
+  if (!s.ok()) return {errc::io_error, "index " + id + ": writing a batch: " + s.ToString()};
+  return {};
+}
+
+result<void> rocksdb_index_backend::impl::run_barrier() {
+  if (auto ok = ensure_open(); !ok) return ok;
+  {
+    std::shared_lock lock(db_mutex);
+    auto s = db->FlushWAL(true);
+    if (!s.ok()) return {errc::io_error, "index " + id + ": FlushWAL: " + s.ToString()};
+  }
+  // Publish only work of the current owner (protocol.md §9.4).
+  if (applied_through && host != nullptr && host->is_owner_epoch(applied_epoch)) {
+    std::lock_guard g(durable_mutex);
+    durable = applied_through;
+    durable_loaded = true;
+  }
+  return {};
+}
+
+result<void> rocksdb_index_backend::impl::run_reset() {
+  std::unique_lock lock(db_mutex);
+  if (auto ok = open_db(); !ok) return ok;
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  // The cursor goes first, durably: a crash from here on leaves a cursorless index.
+  auto s = db->Delete(sync, meta, slice(cursor_key));
+  if (!s.ok()) return {errc::io_error, "index " + id + ": deleting the cursor: " + s.ToString()};
+  for (auto** family : {&entries, &reverse}) {
+    auto name = (*family)->GetName();
+    s = db->DropColumnFamily(*family);
+    if (!s.ok()) return {errc::io_error, "index " + id + ": dropping " + name + ": " + s.ToString()};
+    auto old = *family;
+    s = db->CreateColumnFamily({}, name, family);
+    if (!s.ok()) return {errc::io_error, "index " + id + ": creating " + name + ": " + s.ToString()};
+    for (auto& h : handles) {
+      if (h == old) h = *family;
+    }
+    db->DestroyColumnFamilyHandle(old).PermitUncheckedError();
+  }
+  applied_through.reset();
+  std::lock_guard g(durable_mutex);
+  durable.reset();
+  durable_loaded = true;
+  return {};
+}
+
+void rocksdb_index_backend::impl::run_applier() {
+  for (;;) {
+    queue_item item;
+    {
+      std::unique_lock lock(queue_mutex);
+      queue_cv.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;  // stopping
+      item = std::move(queue.front());
+      queue.pop_front();
+    }
+    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&item)) {
+      const auto& bt = **b;
+      bool changed = false;
+      if (poisoned) {
+        ++dropped_batches;
+      } else if (host != nullptr && host->is_owner_epoch(bt.epoch)) {
+        auto ok = apply(bt);
+        if (!ok) {
+          // Batches carry resolved states, not deltas: applying later batches over a lost one
+          // would let a cursor claim work the index lacks. Drop everything until a shutdown or
+          // reset, and report a permanent failure (the runtime condemns and rebuilds).
+          poisoned = true;
+          ++dropped_batches;
+          emit({state_change_kind::failed, bt.epoch});
+        } else {
+          ++applied_batches;
+          if (bt.through) {
+            applied_through = bt.through;
+            applied_epoch = bt.epoch;
+          }
+        }
+      } else {
+        ++dropped_batches;
+      }
+      {
+        std::lock_guard lock(queue_mutex);
+        queued_bytes -= weight(bt);
+        if (deferred_pending && queued_bytes <= options.max_queued_bytes / 2) {
+          deferred_pending = false;
+          changed = true;
+        }
+      }
+      if (changed) emit({state_change_kind::changed, 0});
+    } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
+      auto outcome = poisoned ? result<void>{errc::backend_failed, "index " + id + " lost accepted work"}
+                              : run_barrier();
+      for (auto& done : barrier->done) std::move(done)(outcome);
+      emit({state_change_kind::changed, 0});
+    } else {
+      auto& control = std::get<control_item>(item);
+      result<void> outcome;
+      poisoned = false;
+      if (control.what == control_item::kind::reset) {
+        outcome = run_reset();
+      } else {
+        std::unique_lock lock(db_mutex);
+        close_db();
+        std::lock_guard g(durable_mutex);
+        durable_loaded = false;  // the next owner reads the cursor from disk again
+        applied_through.reset();
+      }
+      std::move(control.done)(outcome);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+rocksdb_index_backend::rocksdb_index_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std::string id,
+                                                                             rocksdb_index_options options) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  auto* raw = p.get();
+  p->applier = std::thread([raw] { raw->run_applier(); });
+  return std::shared_ptr<rocksdb_index_backend>(new rocksdb_index_backend(std::move(p)));
+}
+
+rocksdb_index_backend::~rocksdb_index_backend() {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->stopping = true;
+    // Work still queued is dropped: it was never made durable, so nothing is lost that a
+    // restart would not replay from the durable cursor.
+    impl_->queue.clear();
+  }
+  impl_->queue_cv.notify_all();
+  if (impl_->applier.joinable()) impl_->applier.join();
+}
+
+const std::string& rocksdb_index_backend::id() const noexcept { return impl_->id; }
+
+void rocksdb_index_backend::attach(backend_host& host) { impl_->host = &host; }
+
+result<std::optional<cursor>> rocksdb_index_backend::durable_cursor() {
+  {
+    std::lock_guard g(impl_->durable_mutex);
+    if (impl_->durable_loaded) return impl_->durable;
+  }
+  if (auto ok = impl_->ensure_open(); !ok) return ok.error();
+  std::string bytes;
+  rocksdb::Status s;
+  {
+    std::shared_lock lock(impl_->db_mutex);
+    if (!impl_->db) return error{errc::io_error, "index " + impl_->id + " closed while reading its cursor"};
+    s = impl_->db->Get(rocksdb::ReadOptions{}, impl_->meta, slice(cursor_key), &bytes);
+  }
+  std::lock_guard g(impl_->durable_mutex);
+  if (s.IsNotFound()) {
+    impl_->durable.reset();
+  } else if (!s.ok()) {
+    return error{errc::io_error, "index " + impl_->id + ": reading the cursor: " + s.ToString()};
+  } else {
+    auto decoded = cursor::decode(bytes);
+    if (!decoded) return decoded.error();
+    impl_->durable = std::move(*decoded);
+  }
+  impl_->durable_loaded = true;
+  return impl_->durable;
+}
+
+delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
+  if (!b) return delivery_result::failed;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    // Soft cap: an empty queue accepts any single batch.
+    if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
+      impl_->deferred_pending = true;
+      return delivery_result::deferred;
+    }
+    impl_->queued_bytes += impl::weight(*b);
+    impl_->queue.emplace_back(std::move(b));
+  }
+  impl_->queue_cv.notify_one();
+  return delivery_result::accepted;
+}
+
+void rocksdb_index_backend::flush(flush_reason reason, completion done) {
+  (void)reason;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    // Requests made while a barrier is still queued join it.
+    if (!impl_->queue.empty()) {
+      if (auto* pending = std::get_if<barrier_item>(&impl_->queue.back())) {
+        pending->done.push_back(std::move(done));
+        return;
+      }
+    }
+    barrier_item item;
+    item.done.push_back(std::move(done));
+    impl_->queue.emplace_back(std::move(item));
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    // Drop queued work of `epoch`; what is in flight finishes before the control item runs.
+    for (auto it = impl_->queue.begin(); it != impl_->queue.end();) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
+      if (b != nullptr && (*b)->epoch == epoch) {
+        impl_->queued_bytes -= impl::weight(**b);
+        it = impl_->queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    impl_->queue.emplace_back(control_item{control_item::kind::shutdown, epoch, std::move(done)});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    for (auto it = impl_->queue.begin(); it != impl_->queue.end();) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
+      if (b != nullptr && (*b)->epoch == epoch) {
+        impl_->queued_bytes -= impl::weight(**b);
+        it = impl_->queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    impl_->queue.emplace_back(control_item{control_item::kind::reset, epoch, std::move(done)});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+subscription rocksdb_index_backend::on_state_change(std::function<void(state_change)> callback) {
+  std::lock_guard g(impl_->callbacks_mutex);
+  auto key = impl_->next_callback++;
+  impl_->callbacks.emplace(key, std::move(callback));
+  auto* p = impl_.get();
+  return subscription([p, key] {
+    std::lock_guard g2(p->callbacks_mutex);
+    p->callbacks.erase(key);
+  });
+}
+
+namespace {
+
+using rows_result = result<query_result<std::vector<record_ref>>>;
+
+}  // namespace
+
+// Shared by lookup and range: admission first, then entries in [from, stop) (stop empty: while
+// `prefix` matches), versions read from `reverse`.
+static rows_result query_entries(rocksdb_index_backend::impl& p, const coverage_mode& mode, const std::string& from,
+                                 const std::string& stop, const std::string& prefix, std::size_t limit) {
+  if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
+  auto admitted = p.host->admit_query(mode);
+  if (!admitted) return admitted.error();
+  if (auto ok = p.ensure_open(); !ok) return ok.error();
+  std::shared_lock lock(p.db_mutex);
+  if (!p.db) return error{errc::unavailable, "index " + p.id + " is closed"};
+  query_result<std::vector<record_ref>> out;
+  out.coverage = *admitted;
+  std::unique_ptr<rocksdb::Iterator> it(p.db->NewIterator(rocksdb::ReadOptions{}, p.entries));
+  std::vector<std::string> refs;
+  for (it->Seek(from); it->Valid() && refs.size() < limit; it->Next()) {
+    auto key = it->key().ToStringView();
+    if (!prefix.empty() && key.substr(0, prefix.size()) != prefix) break;
+    if (!stop.empty() && key >= std::string_view(stop)) break;
+    auto ref = ref_of_entry(key);
+    if (!ref.empty()) refs.emplace_back(ref);
+  }
+  if (!it->status().ok()) return error{errc::io_error, "index " + p.id + ": " + it->status().ToString()};
+  std::vector<rocksdb::Slice> keys(refs.begin(), refs.end());
+  std::vector<std::string> values(refs.size());
+  std::vector<rocksdb::ColumnFamilyHandle*> families(refs.size(), p.reverse);
+  auto statuses = p.db->MultiGet(rocksdb::ReadOptions{}, families, keys, &values);
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    record_ref row;
+    if (!decode_ref(refs[i], row)) continue;
+    if (statuses[i].ok() && values[i].size() >= 8) row.version = get_le<std::uint64_t>(values[i], 0);
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+result<query_result<std::vector<record_ref>>> rocksdb_index_backend::lookup(std::string_view key, std::size_t limit,
+                                                                            const coverage_mode& mode) {
+  auto prefix = escape_key(key);
+  prefix.push_back('\0');
+  prefix.push_back('\x01');
+  return query_entries(*impl_, mode, prefix, {}, prefix, limit);
+}
+
+result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::string_view begin, std::string_view end,
+                                                                           std::size_t limit, const coverage_mode& mode) {
+  if (!(begin < end)) return error{errc::invalid_argument, "range needs begin < end"};
+  return query_entries(*impl_, mode, escape_key(begin), escape_key(end), {}, limit);
+}
+
+std::uint64_t rocksdb_index_backend::test_queued_bytes() const {
+  std::lock_guard lock(impl_->queue_mutex);
+  return impl_->queued_bytes;
+}
+std::uint64_t rocksdb_index_backend::test_applied_batches() const { return impl_->applied_batches.load(); }
+std::uint64_t rocksdb_index_backend::test_dropped_batches() const { return impl_->dropped_batches.load(); }
+
+}  // namespace dix

@@ -1,0 +1,23 @@
+#include <dix/readiness.hpp>
+
+#include <array>
+
+namespace dix {
+
+std::string_view to_string(readiness_state s) noexcept {
+  static constexpr std::array<std::string_view, 5> names{"unknown", "ready", "rebuilding", "needs-rebuild",
+                                                         "unavailable"};
+  auto i = static_cast<std::size_t>(s);
+  return i < names.size() ? names[i] : names[0];
+}
+
+std::string_view to_string(readiness_reason r) noexcept {
+  static constexpr std::array<std::string_view, 15> names{
+      "none",          "cursor-missing",  "cursor-unoffered", "log-missing",      "log-retention",
+      "log-corrupt",   "reload",          "backend-failed",   "runner-failed",    "condemned",
+      "shutdown-failed", "rebuild-failed", "rebuild-exhausted", "rebuild-requested", "registration-changed"};
+  auto i = static_cast<std::size_t>(r);
+  return i < names.size() ? names[i] : names[0];
+}
+
+}  // namespace dix

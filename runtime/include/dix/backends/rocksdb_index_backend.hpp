@@ -1,0 +1,88 @@
+// rocksdb_index_backend: the default backend, a secondary index in its own RocksDB database
+// (backends.md §1). A projection encodes a record's index keys with encode_keys(); the backend
+// keeps `entries` (index key → record refs, in key order), `reverse` (record ref → its current
+// keys and version) and `meta` (`cursor`), writes each batch as one WriteBatch (entries and the
+// batch's cursor together) and makes them durable with FlushWAL(true) at barriers.
+//
+// Threads: deliver/flush/shutdown/reset enqueue; one applier thread per instance applies the
+// queue (never a CAF scheduler thread). Queries may run on any thread at any time.
+// Crash contract: the on-disk cursor always describes exactly the entries stored with it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/backend.hpp>
+
+namespace dix {
+
+struct rocksdb_index_options {
+  std::filesystem::path path;  // the index database, never a primary store. Default: none (required)
+  std::uint64_t max_queued_bytes = 64u << 20;  // [1 KiB, 16 GiB]; deliveries are deferred above. Default: 64 MiB
+};
+result<void> validate(const rocksdb_index_options& options);
+
+struct record_ref {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t version = 0;
+  friend bool operator==(const record_ref& a, const record_ref& b) noexcept {
+    return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version;
+  }
+};
+
+template <class Rows>
+struct query_result {
+  Rows rows;
+  dix::coverage coverage;  // the admission's answer
+};
+
+// The projection encoding: u32 count, then (u16 length, bytes) per key. Valid: 0…256 keys of
+// 1…1024 bytes; the backend treats anything else as unindexable (`bad_encoding`,
+// `key_too_long`, `too_many_keys`), never as a failure.
+std::string encode_keys(const std::vector<std::string>& keys);
+// The keys, or the unindexable code in the error message (errc::invalid_argument).
+result<std::vector<std::string>> decode_keys(std::string_view bytes);
+
+class rocksdb_index_backend final : public backend {
+ public:
+  // invalid_argument for bad options or id. The database is opened lazily.
+  static result<std::shared_ptr<rocksdb_index_backend>> create(std::string id, rocksdb_index_options options);
+  ~rocksdb_index_backend() override;  // stops the applier; closes the database
+
+  const std::string& id() const noexcept override;
+  std::string_view kind() const noexcept override { return "rocksdb_index"; }
+  void attach(backend_host& host) override;
+  result<std::optional<cursor>> durable_cursor() override;  // cursor_invalid: stored bytes undecodable
+  delivery_result deliver(std::shared_ptr<const batch> b) override;
+  void flush(flush_reason reason, completion done) override;
+  void shutdown(epoch_t epoch, completion done) override;
+  subscription on_state_change(std::function<void(state_change)> callback) override;
+  bool supports_reset() const noexcept override { return true; }
+  void reset(epoch_t epoch, completion done) override;
+
+  // Records whose current keys include `key`, in record-ref order; at most `limit` rows.
+  result<query_result<std::vector<record_ref>>> lookup(std::string_view key, std::size_t limit,
+                                                       const coverage_mode& mode = {});
+  // Records with a key in [begin, end), in key order; at most `limit` rows.
+  result<query_result<std::vector<record_ref>>> range(std::string_view begin, std::string_view end,
+                                                      std::size_t limit, const coverage_mode& mode = {});
+
+  // Test hooks: bytes queued now; the number of batches applied and dropped (wrong epoch).
+  std::uint64_t test_queued_bytes() const;
+  std::uint64_t test_applied_batches() const;
+  std::uint64_t test_dropped_batches() const;
+
+  struct impl;
+
+ private:
+  explicit rocksdb_index_backend(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace dix

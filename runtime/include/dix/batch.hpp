@@ -1,0 +1,58 @@
+// What a runner delivers to a backend (api.md §4, protocol.md §4.6): the transactions of one
+// chunk of the log, the last-write-wins record view with each key's state resolved once from the
+// primary store, and the cursor the chunk completes (absent on scan chunks).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dix/cursor.hpp>
+#include <dix/result.hpp>
+
+namespace dix {
+
+enum class state_kind : std::uint8_t {
+  record,       // present: `projection` holds the backend-encoded value
+  absent,       // deleted (or never written): backends remove any entry
+  unindexable,  // present but not indexable: `reason` holds a code; backends remove any entry
+};
+
+struct record_state {
+  state_kind kind = state_kind::absent;
+  std::uint64_t version = 0;  // the stored value's version (header time); 0 when absent
+  std::string projection;     // state_kind::record only
+  std::string reason;         // state_kind::unindexable only: a code, never record content
+};
+
+struct record_entry {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t log_version = 0;  // header time of the key's last collected occurrence
+  record_state state;
+};
+
+struct mutation {
+  std::uint32_t record = 0;       // index into batch::records
+  std::uint64_t log_version = 0;  // header time of the transaction
+};
+
+struct log_transaction {
+  std::string log;
+  std::uint64_t sequence = 0;
+  index_time_t time = 0;
+  std::vector<mutation> mutations;
+};
+
+struct batch {
+  epoch_t epoch = 0;
+  std::vector<log_transaction> transactions;  // empty for scan chunks and cursor-only batches
+  std::vector<record_entry> records;          // last-write-wins view, first-occurrence order
+  std::optional<cursor> through;              // absent on scan chunks
+  bool rebuild = false;
+  std::uint64_t bytes = 0;                    // the chunk estimate of protocol.md §4.3
+};
+
+}  // namespace dix

@@ -1,0 +1,52 @@
+// Readiness ("may I serve from this index at all?") and coverage ("does it include what I
+// committed?"), as any process reads them (api.md §7; formats.md §4.5 codes).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include <dix/result.hpp>
+
+namespace dix {
+
+using std::chrono::milliseconds;
+
+enum class readiness_state : std::uint8_t { unknown, ready, rebuilding, needs_rebuild, unavailable };
+
+// formats.md §4.5 reason codes, same numbers.
+enum class readiness_reason : std::uint8_t {
+  none, cursor_missing, cursor_unoffered, log_missing, log_retention, log_corrupt, reload,
+  backend_failed, runner_failed, condemned, shutdown_failed, rebuild_failed, rebuild_exhausted,
+  rebuild_requested, registration_changed };
+
+// "ready", "needs-rebuild"; "log-retention", "registration-changed" (the spec's spellings).
+std::string_view to_string(readiness_state s) noexcept;
+std::string_view to_string(readiness_reason r) noexcept;
+
+struct readiness {
+  readiness_state state = readiness_state::unknown;
+  readiness_reason reason = readiness_reason::none;
+  std::uint32_t rebuild_attempts = 0;
+  epoch_t owner_epoch = 0;
+};
+
+enum class coverage_state : std::uint8_t { unknown, bounded, current };
+
+struct coverage {
+  coverage_state state = coverage_state::unknown;
+  milliseconds tolerance{0};
+  std::optional<milliseconds> lag_upper_bound;
+};
+
+enum class coverage_kind : std::uint8_t { strict, bounded, wait };
+
+struct coverage_mode {
+  coverage_kind kind = coverage_kind::bounded;  // Default: bounded
+  milliseconds tolerance{3000};                 // bounded. Default: 3000 ms
+  index_time_t since = 0;                       // wait: the index time to be covered
+  milliseconds timeout{0};                      // wait: ≤ max_coverage_wait
+};
+
+}  // namespace dix

@@ -1,0 +1,317 @@
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+
+#include "adapters/test_support.hpp"
+#include "support/fake_host.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+
+namespace {
+
+cursor make_cursor(std::uint64_t sequence) {
+  return cursor::make({log_position{"main", "identity-1", sequence, 1000 + sequence}}).value();
+}
+
+record_entry entry(const std::string& id, std::vector<std::string> keys, std::uint64_t version) {
+  record_entry e;
+  e.log = "main";
+  e.table = 1;
+  e.record_id = id;
+  e.log_version = version;
+  e.state.kind = state_kind::record;
+  e.state.version = version;
+  e.state.projection = encode_keys(keys);
+  return e;
+}
+
+record_entry absent(const std::string& id) {
+  record_entry e;
+  e.log = "main";
+  e.table = 1;
+  e.record_id = id;
+  e.state.kind = state_kind::absent;
+  return e;
+}
+
+std::shared_ptr<const batch> make_batch(epoch_t epoch, std::vector<record_entry> records,
+                                        std::optional<std::uint64_t> through, std::uint64_t bytes = 100) {
+  auto b = std::make_shared<batch>();
+  b->epoch = epoch;
+  b->records = std::move(records);
+  if (through) b->through = make_cursor(*through);
+  b->bytes = bytes;
+  return b;
+}
+
+struct fixture {
+  temp_dir dir;
+  test::fake_host host;
+  test::change_log changes;
+  std::shared_ptr<rocksdb_index_backend> index;
+  subscription sub;
+
+  explicit fixture(std::uint64_t cap = 64u << 20) {
+    rocksdb_index_options o;
+    o.path = dir / "index";
+    o.max_queued_bytes = cap;
+    index = rocksdb_index_backend::create("by-category", o).value();
+    index->attach(host);
+    sub = index->on_state_change(changes.callback());
+  }
+
+  result<void> barrier() {
+    test::waiter w;
+    index->flush(flush_reason::age, w.make());
+    return w.wait();
+  }
+
+  std::vector<std::string> lookup(const std::string& key) {
+    std::vector<std::string> ids;
+    auto found = index->lookup(key, 100).value();
+    for (auto& row : found.rows) ids.push_back(row.record_id);
+    return ids;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rocksdb index: encode_keys round-trips and invalid encodings have their codes", "[adapter][backend]") {
+  auto keys = std::vector<std::string>{"books", std::string("a\0b", 3), std::string(1024, 'k')};
+  CHECK(decode_keys(encode_keys(keys)).value() == keys);
+  CHECK(decode_keys(encode_keys({})).value().empty());
+  CHECK(decode_keys("abc").error().message() == "bad_encoding");
+  CHECK(decode_keys(encode_keys({std::string(1025, 'k')})).error().message() == "key_too_long");
+  CHECK(decode_keys(encode_keys({std::string(70000, 'k')})).error().message() == "key_too_long");
+  CHECK(decode_keys(encode_keys(std::vector<std::string>(257, "k"))).error().message() == "too_many_keys");
+  CHECK(decode_keys(encode_keys({""})).error().message() == "bad_encoding");
+  CHECK(decode_keys(encode_keys({"a"}) + "x").error().message() == "bad_encoding");
+}
+
+TEST_CASE("rocksdb index: a barrier makes entries and the batch's cursor durable together", "[adapter][backend]") {
+  fixture f;
+  CHECK_FALSE(f.index->durable_cursor().value());
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 11), entry("p2", {"books", "toys"}, 12)}, 5)) ==
+          delivery_result::accepted);
+  REQUIRE(f.barrier());
+  auto durable = f.index->durable_cursor().value();
+  REQUIRE(durable);
+  CHECK(*durable == make_cursor(5));
+  CHECK(f.lookup("books") == std::vector<std::string>{"p1", "p2"});
+  CHECK(f.lookup("toys") == std::vector<std::string>{"p2"});
+  auto rows = f.index->lookup("books", 100).value();
+  CHECK(rows.rows[0].version == 11);
+  CHECK(rows.rows[0].log == "main");
+  CHECK(rows.rows[0].table == 1);
+  CHECK(rows.coverage.state == coverage_state::current);
+  CHECK(f.changes.count_locked(state_change_kind::changed) >= 1);  // every barrier emits changed
+}
+
+TEST_CASE("rocksdb index: updates move a record's keys and deletes remove them", "[adapter][backend]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 1), entry("p2", {"books"}, 2)}, 3)) ==
+          delivery_result::accepted);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"garden"}, 4), absent("p2")}, 6)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books").empty());
+  CHECK(f.lookup("garden") == std::vector<std::string>{"p1"});
+  CHECK(*f.index->durable_cursor().value() == make_cursor(6));
+}
+
+TEST_CASE("rocksdb index: an unindexable projection removes the record and notes its code", "[adapter][backend]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 1)}, 2)) == delivery_result::accepted);
+  auto bad = entry("p1", {}, 3);
+  bad.state.projection = "ab";  // shorter than the u32 count
+  REQUIRE(f.index->deliver(make_batch(1, {bad}, 4)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books").empty());
+  CHECK(f.host.unindexable() == std::vector<std::string>{"bad_encoding"});
+  CHECK(*f.index->durable_cursor().value() == make_cursor(4));  // the cursor still advances
+}
+
+TEST_CASE("rocksdb index: ranges are in key order with an exclusive end, keys may hold 0x00", "[adapter][backend]") {
+  fixture f;
+  std::string a0("a\0", 2);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("r1", {"a"}, 1), entry("r2", {a0}, 1), entry("r3", {"ab"}, 1),
+                                          entry("r4", {"b"}, 1)},
+                                      2)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  auto ids = [&](std::string_view begin, std::string_view end) {
+    std::vector<std::string> out;
+    auto found = f.index->range(begin, end, 100).value();
+    for (auto& row : found.rows) out.push_back(row.record_id);
+    return out;
+  };
+  CHECK(ids("a", "b") == std::vector<std::string>{"r1", "r2", "r3"});
+  CHECK(ids(a0, "ab") == std::vector<std::string>{"r2"});
+  CHECK(ids("a", a0) == std::vector<std::string>{"r1"});
+  CHECK(ids("a", "z").size() == 4);
+  CHECK(f.index->range("a", "z", 2).value().rows.size() == 2);
+  CHECK(f.lookup(a0) == std::vector<std::string>{"r2"});
+  CHECK(f.index->range("b", "a", 10).error().value() == errc::invalid_argument);
+}
+
+TEST_CASE("rocksdb index: queries pass the host's admission first", "[adapter][backend]") {
+  fixture f;
+  f.host.refuse = true;
+  auto r = f.index->lookup("books", 10);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::unavailable);
+}
+
+TEST_CASE("rocksdb index: work of another epoch is dropped, never applied", "[adapter][backend][epoch]") {
+  fixture f;
+  f.host.epoch = 2;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("old", {"books"}, 1)}, 9)) == delivery_result::accepted);
+  REQUIRE(f.index->deliver(make_batch(2, {entry("new", {"books"}, 2)}, 3)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books") == std::vector<std::string>{"new"});
+  CHECK(*f.index->durable_cursor().value() == make_cursor(3));
+  CHECK(f.index->test_dropped_batches() == 1);
+}
+
+TEST_CASE("rocksdb index: a full queue defers, and `changed` follows once it drains to half", "[adapter][backend][deferred]") {
+  fixture f(4096);
+  f.host.close_gate();  // the applier stops inside its first epoch check
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1, 3000)) == delivery_result::accepted);
+  REQUIRE(f.host.wait_calls(1));
+  // The first batch is in flight (still counted); the queue itself is empty: soft cap accepts.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2, 3000)) == delivery_result::accepted);
+  CHECK(f.index->deliver(make_batch(1, {entry("c", {"k"}, 3)}, 3, 10)) == delivery_result::deferred);
+  CHECK(f.index->test_queued_bytes() == 6000);
+  CHECK(f.changes.count_locked(state_change_kind::changed) == 0);
+  f.host.open_gate();
+  REQUIRE(f.changes.wait_for(state_change_kind::changed));
+  CHECK(f.index->deliver(make_batch(1, {entry("c", {"k"}, 3)}, 3, 10)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("k") == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("rocksdb index: shutdown drops queued work of its epoch and releases the database", "[adapter][backend][shutdown]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  f.host.close_gate();
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("c", {"k"}, 3)}, 3)) == delivery_result::accepted);
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  f.host.open_gate();
+  REQUIRE(shut.wait());
+  // The database is closed: a second instance on the same path can open it now.
+  {
+    test::fake_host other_host;
+    rocksdb_index_options o;
+    o.path = f.dir / "index";
+    auto other = rocksdb_index_backend::create("by-category", o).value();
+    other->attach(other_host);
+    auto durable = other->durable_cursor().value();
+    REQUIRE(durable);
+    // "b" may have been in flight when shutdown came; "c" was still queued and is dropped.
+    CHECK((*durable == make_cursor(1) || *durable == make_cursor(2)));
+    test::waiter done;
+    other->shutdown(1, done.make());
+    REQUIRE(done.wait());
+  }
+  CHECK(f.index->test_dropped_batches() + f.index->test_applied_batches() <= 3);
+  // The same object accepts work of a later epoch and reopens lazily.
+  f.host.epoch = 2;
+  REQUIRE(f.index->deliver(make_batch(2, {entry("d", {"k"}, 4)}, 4)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(*f.index->durable_cursor().value() == make_cursor(4));
+  auto ids = f.lookup("k");
+  CHECK(std::find(ids.begin(), ids.end(), "c") == ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "d") != ids.end());
+}
+
+TEST_CASE("rocksdb index: reset removes the cursor durably and empties the index", "[adapter][backend][reset]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  test::waiter done;
+  f.index->reset(1, done.make());
+  REQUIRE(done.wait());
+  CHECK_FALSE(f.index->durable_cursor().value());
+  CHECK(f.lookup("k").empty());
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("k") == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("rocksdb index: after the process dies the on-disk cursor describes exactly the entries with it", "[adapter][backend][crash]") {
+  temp_dir dir;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    test::fake_host host;
+    rocksdb_index_options o;
+    o.path = dir / "index";
+    auto index = rocksdb_index_backend::create("by-category", o).value();
+    index->attach(host);
+    for (std::uint64_t i = 1; i <= 50; ++i) {
+      // Record r<i> moves from key "old" to key "new" in batch i; cursor i.
+      auto b = make_batch(1, {entry("r" + std::to_string(i), {"new"}, i), entry("r" + std::to_string(i + 1), {"old"}, i)}, i);
+      index->deliver(b);
+      if (i == 20) {
+        test::waiter w;
+        index->flush(flush_reason::age, w.make());
+        if (!w.wait()) ::_exit(2);
+      }
+    }
+    test::waiter w;
+    index->flush(flush_reason::age, w.make());
+    if (!w.wait()) ::_exit(2);
+    ::_exit(0);  // no shutdown, no destructor: the process just ends
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  test::fake_host host;
+  rocksdb_index_options o;
+  o.path = dir / "index";
+  auto index = rocksdb_index_backend::create("by-category", o).value();
+  index->attach(host);
+  auto durable = index->durable_cursor().value();
+  REQUIRE(durable);
+  auto n = durable->logs()[0].sequence;
+  CHECK(n >= 20);
+  std::vector<std::string> expect_new;
+  for (std::uint64_t i = 1; i <= n; ++i) expect_new.push_back("r" + std::to_string(i));
+  std::sort(expect_new.begin(), expect_new.end());
+  std::vector<std::string> got;
+  auto found_new = index->lookup("new", 1000).value();
+  for (auto& row : found_new.rows) got.push_back(row.record_id);
+  CHECK(got == expect_new);
+  std::vector<std::string> old;
+  auto found_old = index->lookup("old", 1000).value();
+  for (auto& row : found_old.rows) old.push_back(row.record_id);
+  CHECK(old == std::vector<std::string>{"r" + std::to_string(n + 1)});
+}
+
+TEST_CASE("rocksdb index: bad options and ids are invalid_argument", "[adapter][backend]") {
+  rocksdb_index_options o;
+  CHECK(rocksdb_index_backend::create("x", o).error().value() == errc::invalid_argument);
+  o.path = "/tmp/whatever";
+  CHECK(rocksdb_index_backend::create(".hidden", o).error().value() == errc::invalid_argument);
+  CHECK(rocksdb_index_backend::create("", o).error().value() == errc::invalid_argument);
+  o.max_queued_bytes = 10;
+  CHECK_THAT(rocksdb_index_backend::create("x", o).error().message(),
+             Catch::StartsWith("rocksdb_index_options.max_queued_bytes = 10"));
+}
+
+TEST_CASE("backend: a dropped completion reports backend_failed", "[core][backend]") {
+  std::optional<result<void>> seen;
+  { completion c([&](result<void> r) { seen = r; }); }
+  REQUIRE(seen);
+  CHECK(seen->error().value() == errc::backend_failed);
+  seen.reset();
+  completion once([&](result<void> r) { seen = r; });
+  std::move(once)(result<void>{});
+  REQUIRE(seen);
+  CHECK(seen->has_value());
+}
