@@ -1,0 +1,23 @@
+// The store-reader port over a primary_store (raw stored values, sequences, SyncWAL).
+#pragma once
+
+#include <memory>
+
+#include "adapters/primary_store_impl.hpp"
+#include "ports/store_reader.hpp"
+
+namespace dix {
+
+class rocksdb_store_reader final : public store_reader {
+ public:
+  explicit rocksdb_store_reader(std::shared_ptr<primary_store> store) : store_(std::move(store)) {}
+  result<std::optional<std::string>> read(std::uint32_t table, std::string_view id) override;
+  result<std::uint64_t> latest_sequence() override;
+  std::uint64_t synced_sequence() const noexcept override { return dix::synced_sequence(*store_); }
+  result<std::uint64_t> sync_wal() override { return dix::sync_wal(*store_); }
+
+ private:
+  std::shared_ptr<primary_store> store_;
+};
+
+}  // namespace dix

@@ -1,0 +1,118 @@
+// tailer_core: turns a registration's logs into bounded batches (protocol.md §3, §4).
+//
+//   install(cursor) ──► exact resume of every log (§3.1, §3.2) ──► pull() … pull() …
+//
+// Each pull() is one drain turn: continue the carried remainder of the previous turn, read more
+// transactions (smallest next header time first, ties by attach order), stop at the turn budgets
+// or the chunk's distinct-key bound (both may cut a transaction), resolve each distinct key once
+// with a primary read after its last collected occurrence, cut the chunk at the longest resolved
+// prefix, advance `through` per log over the transactions the chunk holds completely, and make
+// sure every store the batch read is synced up to what was read (§4.8) before returning it.
+//
+// The core drives its ports (log sources, store readers) synchronously and takes time only from
+// the clock it is given; it owns no thread. Any fault leaves it needing install() again.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dix/batch.hpp>
+#include <dix/options.hpp>
+#include <dix/projection.hpp>
+#include <dix/readiness.hpp>
+
+#include "core/clock.hpp"
+#include "ports/log_source.hpp"
+#include "ports/store_reader.hpp"
+
+namespace dix {
+
+// One log of a registration, in attach order. The pointers outlive the core.
+struct tailer_log {
+  log_source* source = nullptr;
+  store_reader* store = nullptr;
+};
+
+// A fault to hand to the runner: suspect (condemn, with a reason) or transient (retry).
+struct tailer_fault {
+  bool transient = false;
+  readiness_reason reason = readiness_reason::none;
+  std::string text;  // local only: may name tables, never record content
+};
+
+struct log_progress {
+  std::string log;
+  std::uint64_t read_sequence = 0;    // end of the last transaction read from the log
+  std::uint64_t latest_sequence = 0;  // the store's latest sequence when the turn ended
+};
+
+struct tailer_chunk {
+  std::shared_ptr<const batch> delivery;  // null: nothing to deliver this turn
+  bool cut_open = false;     // a transaction is cut: `through` cannot pass it until it completes
+  bool end_of_log = false;   // every log caught up and nothing carried
+  std::uint64_t bytes_read = 0;
+  std::uint64_t transactions_read = 0;
+  std::uint64_t primary_reads = 0;
+  std::uint64_t unindexable = 0;
+  std::uint64_t wal_syncs = 0;
+  std::vector<log_progress> logs;  // attach order
+};
+
+struct install_outcome {
+  std::optional<tailer_fault> fault;
+  std::vector<std::uint64_t> anchor_ends;  // per log (attach order): the anchor's end sequence
+};
+
+struct pull_outcome {
+  std::optional<tailer_fault> fault;
+  tailer_chunk chunk;
+};
+
+class tailer_core {
+ public:
+  tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections);
+
+  // Checks that the cursor names exactly this registration's logs (else registration-changed)
+  // with their identities (else log-missing), opens each log at its anchor with exact resume and
+  // forgets everything carried. The anchors are skipped: they are already in the index.
+  install_outcome install(const cursor& c);
+
+  // One drain turn; see the file comment. `epoch` is stamped on the batch.
+  pull_outcome pull(const runner_options& budget, epoch_t epoch, const clock& time);
+
+  // The cursor the last batch advanced to (the installed one before any batch).
+  const std::optional<cursor>& through() const noexcept { return through_; }
+
+ private:
+  struct open_txn {
+    std::size_t log = 0;
+    std::shared_ptr<const wal_transaction> txn;
+    std::size_t done_ops = 0;  // operations already delivered in earlier chunks (a cut transaction)
+  };
+  struct log_state {
+    tailer_log port;
+    std::string name;
+    std::string identity;
+    std::optional<wal_transaction> lookahead;  // read, not yet collected
+    bool caught_up = false;                    // the last read found nothing new
+    std::uint64_t read_end = 0;
+    log_position through;                      // this log's entry of `through_`
+  };
+
+  // Reads the next transaction over all logs (header-time order); nullopt when all caught up.
+  std::optional<tailer_fault> read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read);
+  bool projected(const std::string& log, std::uint32_t table) const;
+
+  std::vector<log_state> logs_;
+  std::map<table_ref, projection> projections_;
+  std::deque<open_txn> carried_;  // read, not yet wholly delivered, in read order
+  std::optional<cursor> through_;
+  bool installed_ = false;
+};
+
+}  // namespace dix

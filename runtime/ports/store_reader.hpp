@@ -1,0 +1,28 @@
+// Port: a primary store as the log tailer uses it besides its WAL — point reads of stored values
+// (resolution, protocol.md §4.3), its latest sequence, and the WAL sync before delivery (§4.8).
+// The RocksDB adapter is runtime/adapters/rocksdb_store_reader; tests use fakes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dix/result.hpp>
+
+namespace dix {
+
+class store_reader {
+ public:
+  virtual ~store_reader() = default;
+  // The stored value (8-byte version + payload, unchecked) or nullopt when absent. io_error when
+  // the store is closed or unreadable (a transient fault for the runtime).
+  virtual result<std::optional<std::string>> read(std::uint32_t table, std::string_view id) = 0;
+  virtual result<std::uint64_t> latest_sequence() = 0;
+  // The highest sequence known durable in the WAL.
+  virtual std::uint64_t synced_sequence() const noexcept = 0;
+  // Reads the latest sequence, syncs the WAL, raises synced_sequence to it; returns it.
+  virtual result<std::uint64_t> sync_wal() = 0;
+};
+
+}  // namespace dix

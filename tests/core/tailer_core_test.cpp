@@ -1,0 +1,366 @@
+// tailer_core (protocol.md §3, §4) over fake stores: collection, resolution, chunk cut,
+// `through`, cursor-only batches, faults and the sync before delivery.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "core/tailer_core.hpp"
+#include "support/fake_store.hpp"
+
+using namespace dix;
+using dix::test::fake_store;
+
+namespace {
+
+constexpr std::uint32_t products = 1;
+constexpr std::uint32_t other = 2;
+
+projection echo() {
+  return [](std::string_view payload, const record_info&) -> projection_result { return std::string(payload); };
+}
+
+struct harness {
+  fake_store store{"main", "id-main"};
+  fake_store::source source{store};
+  fake_store::reader reader{store};
+  manual_clock time;
+  runner_options budget;
+  std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
+  std::unique_ptr<tailer_core> core;
+
+  harness() { store.commit({test::put(products, "seed", "s")}, 0, true); }
+
+  cursor anchor() {
+    const auto& first = store.transactions().front();
+    return cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value();
+  }
+  void install(const cursor& c) {
+    core = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections);
+    auto r = core->install(c);
+    REQUIRE_FALSE(r.fault);
+  }
+  tailer_chunk pull() {
+    auto r = core->pull(budget, 7, time);
+    if (r.fault) FAIL("unexpected fault: " << r.fault->text);
+    return r.chunk;
+  }
+};
+
+const record_entry* find(const batch& b, const std::string& id) {
+  for (const auto& r : b.records) {
+    if (r.record_id == id) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("tailer: a turn delivers the record view, its transactions and the advanced cursor", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  auto [s1, t1] = h.store.commit({test::put(products, "a", "A1"), test::put(products, "b", "B1")});
+  auto [s2, t2] = h.store.commit({test::del(products, "b")});
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  const auto& b = *chunk.delivery;
+  CHECK(b.epoch == 7);
+  REQUIRE(b.transactions.size() == 2);
+  CHECK(b.transactions[0].sequence == s1);
+  CHECK(b.transactions[0].mutations.size() == 2);
+  CHECK(b.transactions[1].sequence == s2);
+  REQUIRE(b.records.size() == 2);
+  CHECK(b.records[0].record_id == "a");
+  CHECK(b.records[0].state.kind == state_kind::record);
+  CHECK(b.records[0].state.projection == "A1");
+  CHECK(b.records[0].state.version == t1);
+  CHECK(b.records[1].state.kind == state_kind::absent);
+  CHECK(b.records[1].log_version == t2);
+  REQUIRE(b.through);
+  CHECK(b.through->logs()[0].sequence == s2);
+  CHECK(b.through->logs()[0].time == t2);
+  CHECK(chunk.end_of_log);
+  CHECK_FALSE(chunk.cut_open);
+  CHECK(chunk.logs[0].read_sequence == s2);
+  CHECK(b.bytes > 0);
+  // Nothing new: nothing to deliver.
+  auto idle = h.pull();
+  CHECK_FALSE(idle.delivery);
+  CHECK(idle.end_of_log);
+}
+
+TEST_CASE("tailer: a key written in the first and third transaction is read once, after the third (behaviour 7)", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "k", "v1")});
+  h.store.commit({test::put(products, "j", "x")});
+  auto [s3, t3] = h.store.commit({test::put(products, "k", "v3")});
+  auto reads_before = h.store.reads();
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  CHECK(h.store.reads() - reads_before == 2);  // k and j, once each
+  const auto* k = find(*chunk.delivery, "k");
+  REQUIRE(k);
+  CHECK(k->state.projection == "v3");
+  CHECK(k->log_version == t3);
+  CHECK(chunk.delivery->records.size() == 2);
+  CHECK(chunk.delivery->records[0].record_id == "k");  // first-occurrence order
+  (void)s3;
+}
+
+TEST_CASE("tailer: only unrelated commits give one cursor-only batch per turn, no primary read (behaviour 8)", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(other, "x", "1")});
+  auto [s2, t2] = h.store.commit({test::put(other, "y", "2")});
+  auto reads_before = h.store.reads();
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  CHECK(chunk.delivery->transactions.empty());
+  CHECK(chunk.delivery->records.empty());
+  REQUIRE(chunk.delivery->through);
+  CHECK(chunk.delivery->through->logs()[0].sequence == s2);
+  CHECK(h.store.reads() == reads_before);
+  CHECK_FALSE(h.pull().delivery);
+  (void)t2;
+}
+
+TEST_CASE("tailer: a transaction over max_chunk_records spans chunks and only the last advances through (behaviour 6)", "[core][tailer]") {
+  harness h;
+  h.budget.max_chunk_records = 2;
+  auto start = h.anchor();
+  h.install(start);
+  auto [big, big_time] = h.store.commit({test::put(products, "a", "1"), test::put(products, "b", "2"),
+                                         test::put(products, "c", "3"), test::put(products, "d", "4"),
+                                         test::put(products, "e", "5")});
+  auto first = h.pull();
+  REQUIRE(first.delivery);
+  CHECK(first.cut_open);
+  CHECK(first.delivery->records.size() == 2);
+  CHECK(*first.delivery->through == start);  // a cut chunk does not advance
+  REQUIRE(first.delivery->transactions.size() == 1);
+  CHECK(first.delivery->transactions[0].sequence == big);
+  CHECK(first.delivery->transactions[0].mutations.size() == 2);
+
+  auto second = h.pull();
+  REQUIRE(second.delivery);
+  CHECK(second.cut_open);
+  CHECK(second.delivery->records[0].record_id == "c");
+  CHECK(*second.delivery->through == start);
+
+  auto third = h.pull();
+  REQUIRE(third.delivery);
+  CHECK_FALSE(third.cut_open);
+  CHECK(third.delivery->records.size() == 1);
+  CHECK(third.delivery->records[0].record_id == "e");
+  CHECK(third.delivery->through->logs()[0].sequence == big);
+
+  // A crash after the first chunk was durable: its cursor is still `start`, so the whole
+  // transaction is redelivered from its first operation.
+  h.install(start);
+  auto again = h.pull();
+  REQUIRE(again.delivery);
+  CHECK(again.delivery->records[0].record_id == "a");
+  CHECK(again.cut_open);
+  (void)big_time;
+}
+
+TEST_CASE("tailer: max_chunk_bytes stops resolution and carries the rest", "[core][tailer]") {
+  harness h;
+  h.budget.max_chunk_bytes = 1024;
+  h.install(h.anchor());
+  std::string big(300, 'x');  // estimate per key: 1 + (8 + 300) + 300 bytes
+  h.store.commit({test::put(products, "a", big)});
+  auto [s2, t2] = h.store.commit({test::put(products, "b", big)});
+  auto first = h.pull();
+  REQUIRE(first.delivery);
+  CHECK(first.delivery->records.size() == 2);  // the estimate reaches the cap only after b
+  h.store.commit({test::put(products, "c", big)});
+  h.store.commit({test::put(products, "d", big)});
+  h.store.commit({test::put(products, "e", big)});
+  auto second = h.pull();
+  REQUIRE(second.delivery);
+  CHECK(second.delivery->records.size() == 2);
+  CHECK_FALSE(second.end_of_log);
+  auto third = h.pull();
+  REQUIRE(third.delivery);
+  CHECK(third.delivery->records.size() == 1);
+  CHECK(third.delivery->records[0].record_id == "e");
+  CHECK(third.end_of_log);
+  (void)s2;
+  (void)t2;
+}
+
+TEST_CASE("tailer: max_transactions_per_turn stops between transactions", "[core][tailer]") {
+  harness h;
+  h.budget.max_transactions_per_turn = 2;
+  h.install(h.anchor());
+  for (int i = 0; i < 5; ++i) h.store.commit({test::put(products, "k" + std::to_string(i), "v")});
+  CHECK(h.pull().delivery->transactions.size() == 2);
+  CHECK(h.pull().delivery->transactions.size() == 2);
+  auto last = h.pull();
+  CHECK(last.delivery->transactions.size() == 1);
+  CHECK(last.end_of_log);
+}
+
+namespace {
+
+// A clock that moves 1 ms every time it is read, so the turn's time budget runs out.
+class ticking_clock final : public clock {
+ public:
+  steady_time steady_now() const noexcept override { return now_ += std::chrono::milliseconds(1); }
+  std::uint64_t wall_now_ns() const noexcept override { return 1; }
+
+ private:
+  mutable steady_time now_{};
+};
+
+}  // namespace
+
+TEST_CASE("tailer: the time budget is checked every 16 operations and may cut a transaction", "[core][tailer]") {
+  harness h;
+  h.budget.max_milliseconds_per_turn = std::chrono::milliseconds(1);
+  h.install(h.anchor());
+  std::vector<test::fake_op> ops;
+  for (int i = 0; i < 40; ++i) ops.push_back(test::put(products, "k" + std::to_string(100 + i), "v"));
+  h.store.commit(ops);
+  ticking_clock time;
+  auto r = h.core->pull(h.budget, 1, time);
+  REQUIRE_FALSE(r.fault);
+  REQUIRE(r.chunk.delivery);
+  CHECK(r.chunk.delivery->records.size() == 16);
+  CHECK(r.chunk.cut_open);
+}
+
+TEST_CASE("tailer: unindexable projections and corrupt stored values are delivered as unindexable (behaviour 25)", "[core][tailer]") {
+  harness h;
+  h.projections[table_ref{"main", products}] = [](std::string_view payload, const record_info&) -> projection_result {
+    if (payload == "bad") return unindexable{"no category"};  // not a valid code: normalised
+    if (payload == "skip") return unindexable{"missing_field"};
+    return std::string(payload);
+  };
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "a", "bad"), test::put(products, "b", "skip"), test::put(products, "c", "ok")});
+  h.store.poke(products, "c", std::string(3, 'x'));  // shorter than the version: record-corrupt
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  const auto& b = *chunk.delivery;
+  CHECK(find(b, "a")->state.kind == state_kind::unindexable);
+  CHECK(find(b, "a")->state.reason == "invalid-reason");
+  CHECK(find(b, "b")->state.reason == "missing_field");
+  CHECK(find(b, "c")->state.reason == "record-corrupt");
+  CHECK(find(b, "c")->state.version == 0);
+  CHECK(chunk.unindexable == 3);
+  CHECK(b.through->logs()[0].sequence == h.store.latest() - 2);  // the cursor still advances
+}
+
+TEST_CASE("tailer: a throwing projection is runner-failed (behaviour 25)", "[core][tailer]") {
+  harness h;
+  h.projections[table_ref{"main", products}] = [](std::string_view, const record_info&) -> projection_result {
+    throw std::runtime_error("boom");
+  };
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "a", "1")});
+  auto r = h.core->pull(h.budget, 1, h.time);
+  REQUIRE(r.fault);
+  CHECK_FALSE(r.fault->transient);
+  CHECK(r.fault->reason == readiness_reason::runner_failed);
+}
+
+TEST_CASE("tailer: a reload of a projected table is fault reload; of another table, progress", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(other, "x", "1")}, header_flag::reload);
+  auto fine = h.pull();
+  REQUIRE(fine.delivery);
+  CHECK(fine.delivery->records.empty());
+  h.store.commit({test::put(products, "x", "1")}, header_flag::reload);
+  auto r = h.core->pull(h.budget, 1, h.time);
+  REQUIRE(r.fault);
+  CHECK(r.fault->reason == readiness_reason::reload);
+}
+
+TEST_CASE("tailer: system transactions are progress only", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  test::fake_op meta{op_kind::put, 0, "epoch/x", "12345678", true};
+  auto [s, t] = h.store.commit({meta}, header_flag::system, true);
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  CHECK(chunk.delivery->records.empty());
+  CHECK(chunk.delivery->through->logs()[0].sequence == s);
+  (void)t;
+}
+
+TEST_CASE("tailer: install verifies the cursor's logs, identities and anchors", "[core][tailer]") {
+  harness h;
+  auto good = h.anchor();
+  tailer_core core({{&h.source, &h.reader}}, h.projections);
+  auto other_identity = cursor::make({log_position{"main", "someone-else", good.logs()[0].sequence, good.logs()[0].time}}).value();
+  auto r = core.install(other_identity);
+  REQUIRE(r.fault);
+  CHECK(r.fault->reason == readiness_reason::log_missing);
+  auto other_log = cursor::make({log_position{"aux", "id-main", 1, 1}}).value();
+  CHECK(core.install(other_log).fault->reason == readiness_reason::registration_changed);
+  auto wrong_time = cursor::make({log_position{"main", "id-main", good.logs()[0].sequence, 5}}).value();
+  CHECK(core.install(wrong_time).fault->reason == readiness_reason::log_retention);
+  auto ok = core.install(good);
+  REQUIRE_FALSE(ok.fault);
+  CHECK(ok.anchor_ends == std::vector<std::uint64_t>{good.logs()[0].sequence});
+}
+
+TEST_CASE("tailer: a failed primary read is a transient fault", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "a", "1")});
+  h.store.fail_reads = true;
+  auto r = h.core->pull(h.budget, 1, h.time);
+  REQUIRE(r.fault);
+  CHECK(r.fault->transient);
+}
+
+TEST_CASE("tailer: a batch is delivered only once the WAL it read is synced (protocol §4.8)", "[core][tailer][sync]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "a", "1")});  // not synced
+  CHECK(h.store.synced() < h.store.latest());
+  auto chunk = h.pull();
+  REQUIRE(chunk.delivery);
+  CHECK(chunk.wal_syncs == 1);
+  CHECK(h.store.synced() == h.store.latest());
+  h.store.commit({test::put(products, "b", "1")}, 0, true);  // a sync commit: nothing to do
+  auto synced = h.pull();
+  REQUIRE(synced.delivery);
+  CHECK(synced.wal_syncs == 0);
+  h.store.commit({test::put(products, "c", "1")});
+  h.store.fail_sync = true;
+  auto r = h.core->pull(h.budget, 1, h.time);
+  REQUIRE(r.fault);
+  CHECK(r.fault->transient);  // a failed SyncWAL: nothing delivered, retry later
+}
+
+TEST_CASE("tailer: two logs interleave by header time and each advances its own cursor entry", "[core][tailer]") {
+  fake_store one{"one", "id-1"}, two{"two", "id-2"};
+  one.commit({test::put(products, "seed", "1")}, 0, true);
+  two.commit({test::put(products, "seed", "1")}, 0, true);
+  fake_store::source s1{one}, s2{two};
+  fake_store::reader r1{one}, r2{two};
+  std::map<table_ref, projection> projections{{table_ref{"one", products}, echo()}, {table_ref{"two", products}, echo()}};
+  tailer_core core({{&s1, &r1}, {&s2, &r2}}, projections);
+  auto a = one.transactions().front(), b = two.transactions().front();
+  auto start = cursor::make({log_position{"one", "id-1", a.sequence, a.time}, log_position{"two", "id-2", b.sequence, b.time}}).value();
+  REQUIRE_FALSE(core.install(start).fault);
+  auto [x1, tx1] = one.commit({test::put(products, "x", "1")});
+  auto [y1, ty1] = two.commit({test::put(products, "y", "1")});
+  manual_clock time;
+  auto r = core.pull(runner_options{}, 1, time);
+  REQUIRE_FALSE(r.fault);
+  REQUIRE(r.chunk.delivery);
+  const auto& batch = *r.chunk.delivery;
+  REQUIRE(batch.transactions.size() == 2);
+  CHECK(batch.transactions[0].log == "one");
+  CHECK(batch.transactions[1].log == "two");
+  CHECK(batch.through->find("one")->sequence == x1);
+  CHECK(batch.through->find("two")->sequence == y1);
+  (void)tx1;
+  (void)ty1;
+}

@@ -1,0 +1,197 @@
+// An in-memory primary store for core tests and the simulation: a log of transactions (with the
+// header times, sequences and operations the RocksDB store would write) and the table contents
+// they produce, behind the log_source and store_reader ports. It behaves like the real thing in
+// the ways the cores can observe: sequences advance by the operation count, header times
+// strictly increase, values are stored as version + payload, next() after caught up continues
+// with later commits, a purged anchor or a reused sequence is log-retention, and an OS crash
+// loses exactly the transactions beyond the synced sequence.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/bytes.hpp"
+#include "core/txn_header.hpp"
+#include "ports/log_source.hpp"
+#include "ports/store_reader.hpp"
+
+namespace dix::test {
+
+struct fake_op {
+  op_kind kind = op_kind::put;
+  std::uint32_t table = 0;
+  std::string id;
+  std::string payload;  // put only
+  bool meta = false;
+};
+
+inline fake_op put(std::uint32_t table, std::string id, std::string payload) {
+  return fake_op{op_kind::put, table, std::move(id), std::move(payload), false};
+}
+inline fake_op del(std::uint32_t table, std::string id) { return fake_op{op_kind::del, table, std::move(id), {}, false}; }
+
+class fake_store {
+ public:
+  fake_store(std::string log, std::string identity) : log_name_(std::move(log)), identity_(std::move(identity)) {}
+
+  const std::string& log_name() const { return log_name_; }
+  const std::string& identity() const { return identity_; }
+
+  // Commits one transaction; returns {sequence, time}.
+  std::pair<std::uint64_t, index_time_t> commit(std::vector<fake_op> ops, std::uint8_t flags = 0, bool sync = false) {
+    auto stored = std::make_shared<std::vector<fake_op>>(std::move(ops));
+    wal_transaction t;
+    t.sequence = latest_ + 1;
+    t.count = static_cast<std::uint32_t>(stored->size());
+    t.time = ++clock_;
+    t.flags = flags;
+    t.data_size = 0;
+    auto values = std::make_shared<std::vector<std::string>>();
+    values->reserve(stored->size());
+    for (auto& o : *stored) {
+      values->push_back(o.kind == op_kind::put ? encode_value(t.time, o.payload) : std::string());
+      t.data_size += o.id.size() + values->back().size() + 8;
+    }
+    for (std::size_t i = 0; i < stored->size(); ++i) {
+      const auto& o = (*stored)[i];
+      wal_op w;
+      w.kind = o.kind;
+      w.meta = o.meta;
+      w.table = o.table;
+      w.key = o.id;
+      w.value = (*values)[i];
+      t.ops.push_back(w);
+      auto& slot = tables_[o.table][o.id];
+      if (o.kind == op_kind::put) slot = (*values)[i];
+      else slot.reset();
+    }
+    t.storage = std::make_shared<std::pair<decltype(stored), decltype(values)>>(stored, values);
+    latest_ = t.end_sequence();
+    if (sync) synced_ = latest_;
+    log_.push_back(std::move(t));
+    return {log_.back().sequence, log_.back().time};
+  }
+
+  // Writes a stored value directly (e.g. a corrupt one), as a tool outside dix could.
+  void poke(std::uint32_t table, const std::string& id, std::optional<std::string> stored) {
+    tables_[table][id] = std::move(stored);
+  }
+
+  // An OS crash: every transaction beyond the synced sequence is lost, the tables revert, and
+  // the next commits reuse the lost sequences (with new header times).
+  void crash() {
+    while (!log_.empty() && log_.back().sequence > synced_) log_.pop_back();
+    latest_ = log_.empty() ? 0 : log_.back().end_sequence();
+    tables_.clear();
+    for (const auto& t : log_) {
+      for (const auto& o : t.ops) {
+        auto& slot = tables_[o.table][std::string(o.key)];
+        if (o.kind == op_kind::put) slot = std::string(o.value);
+        else slot.reset();
+      }
+    }
+  }
+  // Drops every transaction before `sequence` from the log (a WAL purge).
+  void purge_before(std::uint64_t sequence) {
+    while (!log_.empty() && log_.front().end_sequence() < sequence) {
+      log_.erase(log_.begin());
+      ++purged_;
+    }
+  }
+
+  std::uint64_t latest() const { return latest_; }
+  std::uint64_t synced() const { return synced_; }
+  std::uint64_t syncs() const { return syncs_; }
+  std::uint64_t reads() const { return reads_; }
+  const std::vector<wal_transaction>& transactions() const { return log_; }
+  std::optional<std::string> value(std::uint32_t table, const std::string& id) const {
+    auto t = tables_.find(table);
+    if (t == tables_.end()) return std::nullopt;
+    auto v = t->second.find(id);
+    return v == t->second.end() ? std::nullopt : v->second;
+  }
+  const std::map<std::string, std::optional<std::string>>& table(std::uint32_t table) { return tables_[table]; }
+
+  // Faults the next read / sync with io_error.
+  bool fail_reads = false;
+  bool fail_sync = false;
+
+  class source final : public log_source {
+   public:
+    explicit source(fake_store& s) : s_(s) {}
+    const std::string& log_name() const noexcept override { return s_.log_name_; }
+    const std::string& identity() const noexcept override { return s_.identity_; }
+    result<wal_transaction> open(std::uint64_t sequence, index_time_t time) override {
+      open_ = false;
+      for (std::size_t i = 0; i < s_.log_.size(); ++i) {
+        const auto& t = s_.log_[i];
+        if (t.sequence < sequence) continue;
+        if (t.sequence != sequence) break;
+        if (time != 0 && t.time != time) return error{errc::log_retention, "header time differs"};
+        open_ = true;
+        last_end_ = t.end_sequence();
+        return t;
+      }
+      return error{errc::log_retention, "sequence " + std::to_string(sequence) + " not retained"};
+    }
+    result<std::optional<wal_transaction>> next() override {
+      if (!open_) return error{errc::io_error, "not open"};
+      auto it = std::upper_bound(s_.log_.begin(), s_.log_.end(), last_end_,
+                                 [](std::uint64_t seq, const wal_transaction& t) { return seq < t.sequence; });
+      if (it == s_.log_.end()) return std::optional<wal_transaction>{};
+      if (it->sequence != last_end_ + 1) {
+        open_ = false;
+        return error{errc::log_retention, "gap after " + std::to_string(last_end_)};
+      }
+      last_end_ = it->end_sequence();
+      return std::optional<wal_transaction>{*it};
+    }
+    result<std::uint64_t> latest_sequence() const override { return s_.latest_; }
+    result<wal_retention> retention(std::uint64_t, std::uint64_t) const override { return wal_retention{}; }
+    std::uint64_t reopens() const noexcept override { return 0; }
+
+   private:
+    fake_store& s_;
+    bool open_ = false;
+    std::uint64_t last_end_ = 0;
+  };
+
+  class reader final : public store_reader {
+   public:
+    explicit reader(fake_store& s) : s_(s) {}
+    result<std::optional<std::string>> read(std::uint32_t table, std::string_view id) override {
+      if (s_.fail_reads) return error{errc::io_error, "read failed (injected)"};
+      ++s_.reads_;
+      return s_.value(table, std::string(id));
+    }
+    result<std::uint64_t> latest_sequence() override { return s_.latest_; }
+    std::uint64_t synced_sequence() const noexcept override { return s_.synced_; }
+    result<std::uint64_t> sync_wal() override {
+      if (s_.fail_sync) return error{errc::io_error, "SyncWAL failed (injected)"};
+      ++s_.syncs_;
+      s_.synced_ = s_.latest_;
+      return s_.latest_;
+    }
+
+   private:
+    fake_store& s_;
+  };
+
+ private:
+  std::string log_name_;
+  std::string identity_;
+  std::vector<wal_transaction> log_;
+  std::map<std::uint32_t, std::map<std::string, std::optional<std::string>>> tables_;
+  std::uint64_t latest_ = 0;
+  std::uint64_t synced_ = 0;
+  std::uint64_t syncs_ = 0;
+  std::uint64_t reads_ = 0;
+  std::uint64_t purged_ = 0;
+  index_time_t clock_ = 1000;
+};
+
+}  // namespace dix::test
