@@ -93,7 +93,34 @@ install_outcome tailer_core::install(const cursor& c) {
   }
   through_ = c;
   installed_ = true;
+  out.installed = c;
   return out;
+}
+
+install_outcome tailer_core::install_from_start() {
+  install_outcome out;
+  std::vector<log_position> start;
+  for (auto& l : logs_) {
+    auto first = l.port.source->open(1, 0);
+    if (!first) {
+      out.fault = fault_from(first.error(), l.name);
+      return out;
+    }
+    for (const auto& o : first->ops) {
+      if (!o.meta && projected(l.name, o.table)) {
+        out.fault = suspect(readiness_reason::cursor_missing,
+                            "log " + l.name + " starts with a transaction on a projected table");
+        return out;
+      }
+    }
+    start.push_back(log_position{l.name, l.identity, first->sequence, first->time});
+  }
+  auto c = cursor::make(std::move(start));
+  if (!c) {
+    out.fault = suspect(readiness_reason::cursor_missing, c.error().message());
+    return out;
+  }
+  return install(*c);
 }
 
 std::optional<tailer_fault> tailer_core::read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read) {

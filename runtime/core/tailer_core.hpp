@@ -66,6 +66,7 @@ struct tailer_chunk {
 struct install_outcome {
   std::optional<tailer_fault> fault;
   std::vector<std::uint64_t> anchor_ends;  // per log (attach order): the anchor's end sequence
+  std::optional<cursor> installed;         // the cursor now installed
 };
 
 struct pull_outcome {
@@ -81,6 +82,12 @@ class tailer_core {
   // with their identities (else log-missing), opens each log at its anchor with exact resume and
   // forgets everything carried. The anchors are skipped: they are already in the index.
   install_outcome install(const cursor& c);
+
+  // For an index with no durable cursor: every log must still hold its first transaction
+  // (sequence 1, the store's `format` record: a system transaction), which becomes the anchor of
+  // a start cursor that is then installed. log-retention when a log no longer starts at 1;
+  // cursor-missing when the first transaction holds projected operations (it cannot be skipped).
+  install_outcome install_from_start();
 
   // One drain turn; see the file comment. `epoch` is stamped on the batch.
   pull_outcome pull(const runner_options& budget, epoch_t epoch, const clock& time);

@@ -1,0 +1,586 @@
+#include "core/runner_core.hpp"
+
+#include <algorithm>
+
+namespace dix {
+
+std::string_view to_string(runner_state s) noexcept {
+  switch (s) {
+    case runner_state::dormant: return "dormant";
+    case runner_state::waiting_lock: return "waiting-lock";
+    case runner_state::running: return "running";
+    case runner_state::idle: return "idle";
+    case runner_state::deferred: return "deferred";
+    case runner_state::waiting_durable: return "waiting-durable";
+    case runner_state::rebuilding: return "rebuilding";
+    case runner_state::needs_rebuild: return "needs-rebuild";
+    case runner_state::unavailable: return "unavailable";
+    case runner_state::releasing: return "releasing";
+    case runner_state::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::uint64_t mutations_of(const batch& b) {
+  std::uint64_t n = 0;
+  for (const auto& t : b.transactions) n += t.mutations.size();
+  return n;
+}
+
+bool is_cursor_only(const batch& b) { return b.transactions.empty() && b.records.empty(); }
+
+std::uint64_t ms_between(steady_time from, steady_time to) {
+  if (to <= from) return 0;
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
+}
+
+}  // namespace
+
+runner_core::runner_core(config c) : config_(std::move(c)) {}
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
+  published_ = s;
+  reason_ = r;
+  out.push_back(fx::publish{s, r, 0});
+}
+
+bool runner_core::non_durable_work() const noexcept {
+  if (unanchored_bytes_ != 0 || unanchored_mutations_ != 0) return true;
+  for (std::size_t i = 1; i < offered_.size(); ++i) {
+    if (!offered_[i].cursor_only) return true;
+  }
+  return false;
+}
+
+void runner_core::discard_progress() {
+  ++gen_;
+  offered_.clear();
+  unanchored_bytes_ = unanchored_mutations_ = 0;
+  unflushed_bytes_ = unflushed_mutations_ = 0;
+  held_.reset();
+  in_flight_.reset();
+  pull_in_flight_ = delivery_in_flight_ = durable_in_flight_ = reconcile_again_ = false;
+  age_timer_armed_ = cursor_timer_armed_ = age_running_ = false;
+  cut_open_ = end_of_log_ = false;
+  more_ = true;
+  stalled_ = false;
+  installed_ = false;
+}
+
+// Starts the flush-age timer if it is not running (restart: from now in any case). Timers
+// cannot be cancelled, so one pending timer event at most is armed; when it fires early (the
+// deadline moved), it re-arms for the rest.
+void runner_core::arm_age_timer(effects& out, steady_time now, bool restart) {
+  if (!age_running_ || restart) age_deadline_ = now + config_.options.max_flush_age;
+  age_running_ = true;
+  if (age_timer_armed_) return;
+  age_timer_armed_ = true;
+  out.push_back(fx::arm_timer{timer_kind::flush_age,
+                              std::chrono::duration_cast<std::chrono::milliseconds>(age_deadline_ - now), gen_});
+}
+
+void runner_core::request_flush(flush_reason reason, effects& out, steady_time now) {
+  ++flushes_[static_cast<std::size_t>(reason)];
+  unflushed_bytes_ = unflushed_mutations_ = 0;
+  out.push_back(fx::flush{gen_, reason});
+  // The age timer restarts after each request while non-durable work remains (§6.2).
+  if (non_durable_work()) arm_age_timer(out, now, true);
+  else age_running_ = false;
+}
+
+void runner_core::reconcile(effects& out) {
+  if (durable_in_flight_) {
+    reconcile_again_ = true;
+    return;
+  }
+  durable_in_flight_ = true;
+  out.push_back(fx::query_durable{gen_});
+}
+
+void runner_core::next_turn(effects& out) {
+  if (!owner_ || !installed_ || stopping_ || parked_) return;
+  if (pull_in_flight_ || delivery_in_flight_ || held_) return;
+  if (state_ == runner_state::deferred || state_ == runner_state::waiting_durable) return;
+  if (!more_) return;
+  more_ = false;
+  pull_in_flight_ = true;
+  if (state_ == runner_state::idle) state_ = runner_state::running;
+  out.push_back(fx::pull{gen_, epoch_});
+}
+
+void runner_core::deliver_held(effects& out, steady_time now) {
+  (void)now;
+  in_flight_ = std::move(held_);
+  held_.reset();
+  delivery_in_flight_ = true;
+  changed_at_issue_ = changed_count_;
+  state_ = runner_state::running;
+  out.push_back(fx::deliver{gen_, in_flight_});
+}
+
+void runner_core::begin_release(effects& out) {
+  release_phase_ = release_phase::flushing;
+  // A release gets a generation of its own: continuations of the drain are dropped.
+  out.push_back(fx::flush{gen_, flush_reason::shutdown});
+  ++flushes_[static_cast<std::size_t>(flush_reason::shutdown)];
+}
+
+void runner_core::condemn(readiness_reason reason, std::string message, effects& out, steady_time now) {
+  (void)now;
+  last_fault_ = reason;
+  message_ = std::move(message);
+  discard_progress();
+  publish(readiness_state::needs_rebuild, reason, out);
+  parked_ = true;
+  state_ = runner_state::needs_rebuild;
+  // Rebuild arrives with a later issue: until then the condemned index is released and parks.
+  if (owner_ && release_phase_ == release_phase::none) begin_release(out);
+}
+
+void runner_core::transient_fault(bool from_durable, std::string message, effects& out, steady_time now) {
+  ++transient_faults_;
+  message_ = std::move(message);
+  if (transient_faults_ >= config_.options.max_rebuild_attempts) {
+    condemn(from_durable ? readiness_reason::backend_failed : readiness_reason::runner_failed,
+            "too many consecutive transient faults; last: " + message_, out, now);
+    return;
+  }
+  discard_progress();
+  state_ = runner_state::running;
+  auto shift = std::min<std::uint32_t>(transient_faults_ - 1, 30);
+  auto base = config_.options.rebuild_backoff.count();
+  auto cap = config_.options.max_rebuild_backoff.count();
+  auto delay = base > (cap >> shift) ? cap : std::min<long long>(base << shift, cap);
+  out.push_back(fx::arm_timer{timer_kind::transient_retry, std::chrono::milliseconds(delay), gen_});
+}
+
+// ---- events -------------------------------------------------------------------------------------
+
+effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
+  effects out;
+  (void)now;
+  if (stopping_ || parked_ || state_ == runner_state::stopped || state_ == runner_state::unavailable) return out;
+  const bool commit = (flags & wake_flag::commit) != 0;
+  const bool system_only = commit && (flags & wake_flag::system) != 0;
+  if (!owner_) {
+    if (state_ != runner_state::dormant) return out;  // waiting for the lock already
+    // Dormant: system commits, backend and timer wakes do not start an acquisition (§8.3).
+    const bool starts = (commit && !system_only) || (flags & wake_flag::coverage) != 0;
+    if (!starts) return out;
+    state_ = runner_state::waiting_lock;
+    out.push_back(fx::request_lock{});
+    return out;
+  }
+  if (commit && !system_only) {
+    more_ = true;
+    if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out);
+  } else if (system_only && state_ != runner_state::idle) {
+    more_ = true;  // progress only, but it moves the cursor when read
+  }
+  return out;
+}
+
+effects runner_core::on_lock_acquired(steady_time now) {
+  effects out;
+  (void)now;
+  if (state_ != runner_state::waiting_lock) {
+    if (!owner_) out.push_back(fx::release_lock{});  // stale grant: hand it back
+    return out;
+  }
+  if (stopping_) {
+    out.push_back(fx::release_lock{});
+    return out;
+  }
+  ++gen_;
+  owner_ = true;
+  state_ = runner_state::running;
+  out.push_back(fx::mint_epoch{});
+  return out;
+}
+
+effects runner_core::on_epoch_minted(epoch_t epoch, steady_time now) {
+  effects out;
+  (void)now;
+  epoch_ = epoch;
+  // No backend call uses the epoch before it is persisted (§9.3).
+  out.push_back(fx::persist_epoch{epoch, gen_});
+  return out;
+}
+
+effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  effects out;
+  if (!current(gen)) return out;
+  if (!outcome) {
+    // Unlock without any backend call and try again after the backoff (§9.3).
+    owner_ = false;
+    message_ = outcome.error().message();
+    state_ = runner_state::dormant;
+    out.push_back(fx::release_lock{});
+    out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
+    return out;
+  }
+  durable_in_flight_ = true;
+  out.push_back(fx::query_durable{gen_});
+  (void)now;
+  return out;
+}
+
+effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now) {
+  effects out;
+  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  durable_in_flight_ = false;
+  if (!durable) {
+    if (durable.error().value() == errc::cursor_invalid) {
+      condemn(readiness_reason::cursor_missing, durable.error().message(), out, now);
+    } else {
+      transient_fault(true, "durable_cursor(): " + durable.error().message(), out, now);
+    }
+    return out;
+  }
+  if (!installed_) {
+    // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
+    if (*durable) {
+      durable_ = *durable;
+      out.push_back(fx::open_log{gen_, *durable});
+    } else {
+      initial_pending_ = true;
+      out.push_back(fx::open_log{gen_, std::nullopt});
+    }
+    return out;
+  }
+  // Reconciliation (§5.4).
+  if (!*durable) {
+    if (!initial_pending_) {
+      condemn(readiness_reason::cursor_missing, "the backend lost its durable cursor", out, now);
+      return out;
+    }
+  } else {
+    const auto& d = **durable;
+    auto match = std::find_if(offered_.begin(), offered_.end(), [&](const offered_entry& e) { return e.through == d; });
+    if (match == offered_.end()) {
+      condemn(readiness_reason::cursor_unoffered, "the durable cursor " + d.to_json() + " was never offered", out, now);
+      return out;
+    }
+    auto index = static_cast<std::size_t>(match - offered_.begin());
+    bool advanced = index > 0 || initial_pending_;
+    offered_.erase(offered_.begin(), match);
+    durable_ = d;
+    if (advanced) {
+      transient_faults_ = 0;
+      initial_pending_ = false;
+      if (published_ != readiness_state::ready) publish(readiness_state::ready, readiness_reason::none, out);
+    }
+  }
+  if (state_ == runner_state::waiting_durable && !cut_open_ &&
+      offered_.size() - 1 < config_.options.max_accepted_batches_ahead) {
+    state_ = runner_state::running;
+    stalled_ = false;
+    next_turn(out);
+  }
+  if (reconcile_again_) {
+    reconcile_again_ = false;
+    reconcile(out);
+  } else if (end_of_log_ && !more_ && !pull_in_flight_ && !delivery_in_flight_ && !held_ &&
+             state_ == runner_state::running && !non_durable_work() && !initial_pending_) {
+    state_ = runner_state::idle;  // idle pass (§5.6)
+  }
+  return out;
+}
+
+effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
+                                   const std::optional<cursor>& installed, steady_time now) {
+  effects out;
+  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  if (fault) {
+    if (fault->transient) {
+      transient_fault(false, fault->text, out, now);
+    } else if (initial_pending_ && fault->reason == readiness_reason::log_retention) {
+      // A fresh index whose logs no longer start at sequence 1 needs a rebuild from a scan.
+      condemn(readiness_reason::cursor_missing, "no durable cursor and the log is purged: " + fault->text, out, now);
+    } else {
+      condemn(fault->reason, fault->text, out, now);
+    }
+    return out;
+  }
+  if (!installed) {
+    transient_fault(false, "the tailer installed no cursor", out, now);
+    return out;
+  }
+  installed_ = true;
+  offered_.clear();
+  offered_.push_back(offered_entry{*installed, 0, 0, true, now});
+  if (initial_pending_) {
+    if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, readiness_reason::cursor_missing, out);
+  } else if (published_ != readiness_state::ready) {
+    // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5).
+    publish(readiness_state::ready, readiness_reason::none, out);
+  }
+  state_ = runner_state::running;
+  more_ = true;
+  next_turn(out);
+  return out;
+}
+
+effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now) {
+  effects out;
+  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  pull_in_flight_ = false;
+  if (outcome.fault) {
+    if (outcome.fault->transient) transient_fault(false, outcome.fault->text, out, now);
+    else condemn(outcome.fault->reason, outcome.fault->text, out, now);
+    return out;
+  }
+  const auto& chunk = outcome.chunk;
+  logs_ = chunk.logs;
+  wal_syncs_ += chunk.wal_syncs;
+  unindexable_ += chunk.unindexable;
+  cut_open_ = chunk.cut_open;
+  end_of_log_ = chunk.end_of_log;
+  if (!chunk.end_of_log) more_ = true;
+  if (chunk.delivery) {
+    in_flight_ = chunk.delivery;
+    delivery_in_flight_ = true;
+    changed_at_issue_ = changed_count_;
+    out.push_back(fx::deliver{gen_, in_flight_});
+    return out;
+  }
+  // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush.
+  stalled_ = false;
+  reconcile(out);
+  if (!non_durable_work() && !more_ && !initial_pending_) state_ = runner_state::idle;
+  else if (non_durable_work()) arm_age_timer(out, now, false);
+  next_turn(out);
+  return out;
+}
+
+effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_time now) {
+  effects out;
+  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  delivery_in_flight_ = false;
+  auto b = std::move(in_flight_);
+  in_flight_.reset();
+  if (!b) return out;
+  switch (r) {
+    case delivery_result::failed:
+      condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);
+      return out;
+    case delivery_result::deferred:
+      held_ = std::move(b);
+      state_ = runner_state::deferred;
+      if (!stalled_) {
+        stalled_ = true;
+        stalled_since_ = now;
+      }
+      if (changed_count_ > changed_at_issue_) {
+        deliver_held(out, now);  // a `changed` arrived meanwhile: the room may exist already
+      } else {
+        out.push_back(fx::arm_timer{timer_kind::deferral_retry, config_.options.max_flush_age, gen_});
+      }
+      return out;
+    case delivery_result::accepted: break;
+  }
+  stalled_ = false;
+  ++delivered_batches_;
+  delivered_records_ += b->records.size();
+  const auto mutations = mutations_of(*b);
+  const bool cursor_only = is_cursor_only(*b);
+  if (b->through && (offered_.empty() || *b->through != offered_.back().through)) {
+    offered_.push_back(offered_entry{*b->through, b->bytes + unanchored_bytes_, mutations + unanchored_mutations_,
+                                     cursor_only, now});
+    unanchored_bytes_ = unanchored_mutations_ = 0;
+  } else {
+    unanchored_bytes_ += b->bytes;
+    unanchored_mutations_ += mutations;
+  }
+  if (cursor_only) {
+    if (!cursor_timer_armed_) {
+      cursor_timer_armed_ = true;
+      out.push_back(fx::arm_timer{timer_kind::cursor_flush, config_.cursor_flush_age, gen_});
+    }
+  } else {
+    unflushed_bytes_ += b->bytes;
+    unflushed_mutations_ += mutations;
+    arm_age_timer(out, now, false);
+  }
+  if (unflushed_mutations_ >= config_.options.flush_after_mutations ||
+      unflushed_bytes_ >= config_.options.flush_after_bytes) {
+    request_flush(flush_reason::threshold, out, now);
+  }
+  reconcile(out);
+  if (!cut_open_ && offered_.size() - 1 >= config_.options.max_accepted_batches_ahead) {
+    state_ = runner_state::waiting_durable;
+    stalled_ = true;
+    stalled_since_ = now;
+    return out;
+  }
+  state_ = runner_state::running;
+  next_turn(out);
+  return out;
+}
+
+effects runner_core::on_flush_done(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  effects out;
+  if (gen != gen_ || !owner_) return out;
+  if (release_phase_ == release_phase::flushing) {
+    // An error here is logged only; the shutdown decides (§9.6).
+    if (!outcome) message_ = "flush(shutdown): " + outcome.error().message();
+    release_phase_ = release_phase::shutting_down;
+    out.push_back(fx::shutdown{epoch_});
+    return out;
+  }
+  if (release_phase_ != release_phase::none) return out;
+  if (!outcome) {
+    condemn(readiness_reason::backend_failed, "flush: " + outcome.error().message(), out, now);
+    return out;
+  }
+  reconcile(out);
+  return out;
+}
+
+effects runner_core::on_state_change(state_change change, steady_time now) {
+  effects out;
+  if (!owner_ || state_ == runner_state::stopped || state_ == runner_state::unavailable ||
+      release_phase_ != release_phase::none) {
+    return out;
+  }
+  switch (change.kind) {
+    case state_change_kind::changed:
+      ++changed_count_;
+      if (state_ == runner_state::deferred && held_ && !delivery_in_flight_) deliver_held(out, now);
+      if (installed_ && offered_.size() > 1) reconcile(out);
+      break;
+    case state_change_kind::accepted_work_lost:
+      if (change.epoch != 0 && change.epoch != epoch_) break;
+      // Replay everything after the durable cursor (§5.7).
+      discard_progress();
+      durable_in_flight_ = true;
+      out.push_back(fx::query_durable{gen_});
+      break;
+    case state_change_kind::failed:
+      if (change.epoch != 0 && change.epoch != epoch_) break;
+      condemn(readiness_reason::backend_failed, "the backend reported a permanent failure", out, now);
+      break;
+  }
+  return out;
+}
+
+effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time now) {
+  effects out;
+  if (gen != gen_ || stopping_ || parked_) return out;
+  switch (kind) {
+    case timer_kind::flush_age:
+      age_timer_armed_ = false;
+      if (!owner_ || !age_running_) break;
+      if (now < age_deadline_) {
+        arm_age_timer(out, now, false);  // restarted since this event was armed
+      } else {
+        age_running_ = false;
+        if (non_durable_work()) request_flush(flush_reason::age, out, now);
+      }
+      break;
+    case timer_kind::cursor_flush:
+      cursor_timer_armed_ = false;
+      if (owner_ && offered_.size() > 1) request_flush(flush_reason::age, out, now);
+      break;
+    case timer_kind::deferral_retry:
+      if (owner_ && state_ == runner_state::deferred && held_ && !delivery_in_flight_) deliver_held(out, now);
+      break;
+    case timer_kind::transient_retry:
+      if (!owner_) {
+        state_ = runner_state::waiting_lock;
+        out.push_back(fx::request_lock{});
+      } else {
+        durable_in_flight_ = true;
+        out.push_back(fx::query_durable{gen_});
+      }
+      break;
+  }
+  return out;
+}
+
+effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now) {
+  effects out;
+  (void)now;
+  if (epoch != epoch_ || release_phase_ != release_phase::shutting_down) return out;
+  if (!outcome) {
+    // The backend cannot prove quiescence: keep the lock, never hand it on (§9.7).
+    release_phase_ = release_phase::held;
+    message_ = "shutdown rejected: " + outcome.error().message();
+    state_ = runner_state::unavailable;
+    publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
+    if (stopping_) out.push_back(fx::stopped{error{errc::backend_failed, message_}});
+    return out;
+  }
+  release_phase_ = release_phase::none;
+  owner_ = false;
+  ++gen_;
+  out.push_back(fx::release_lock{});
+  if (stopping_) {
+    state_ = runner_state::stopped;
+    out.push_back(fx::stopped{result<void>{}});
+  } else {
+    state_ = parked_ ? runner_state::needs_rebuild : runner_state::dormant;
+  }
+  return out;
+}
+
+effects runner_core::stop(steady_time now) {
+  effects out;
+  (void)now;
+  if (stopping_) return out;  // the first stop's outcome stands
+  stopping_ = true;
+  if (release_phase_ == release_phase::held) {
+    out.push_back(fx::stopped{error{errc::backend_failed, message_}});
+    return out;
+  }
+  if (release_phase_ != release_phase::none) return out;  // a release is under way: it settles stop
+  if (!owner_) {
+    if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
+    state_ = runner_state::stopped;
+    out.push_back(fx::stopped{result<void>{}});
+    return out;
+  }
+  discard_progress();
+  state_ = runner_state::releasing;
+  begin_release(out);
+  return out;
+}
+
+runner_snapshot runner_core::snapshot(steady_time now) const {
+  runner_snapshot s;
+  s.state = state_;
+  s.reason = reason_;
+  s.epoch = epoch_;
+  s.owner = owner_;
+  s.message = message_;
+  s.durable = durable_;
+  if (owner_) {
+    s.accepted_batches = offered_.empty() ? 0 : offered_.size() - 1;
+    s.accepted_bytes = unanchored_bytes_;
+    s.accepted_mutations = unanchored_mutations_;
+    for (std::size_t i = 1; i < offered_.size(); ++i) {
+      s.accepted_bytes += offered_[i].bytes;
+      s.accepted_mutations += offered_[i].mutations;
+      if (s.oldest_accepted_age_ms == 0 && !offered_[i].cursor_only) {
+        s.oldest_accepted_age_ms = ms_between(offered_[i].accepted_at, now);
+      }
+    }
+    s.deferred_bytes = held_ ? held_->bytes : 0;
+    s.stalled_ms = stalled_ ? ms_between(stalled_since_, now) : 0;
+  }
+  s.delivered_batches = delivered_batches_;
+  s.delivered_records = delivered_records_;
+  s.flushes = flushes_;
+  s.wal_syncs = wal_syncs_;
+  s.unindexable_records = unindexable_;
+  s.transient_faults = transient_faults_;
+  s.last_fault = last_fault_;
+  s.logs = logs_;
+  return s;
+}
+
+}  // namespace dix

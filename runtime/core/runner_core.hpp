@@ -1,0 +1,198 @@
+// runner_core: the decisions of one backend id's runner (protocol.md §1.3–§1.5, §4.8 via the
+// tailer, §5–§8, §9.2 steps that need no segment, §10.3 subset, §10.5, §14, §15), as a pure state
+// machine. Each handler takes an event and `now` and returns the effects to carry out, in order:
+// the runner actor sends the messages, arms the timers and publishes. The core never sends,
+// sleeps, reads a clock or does I/O.
+//
+// STATES (runner_state)
+//
+//   dormant ──wake──► waiting_lock ──lock──► running: mint + persist epoch, read the durable
+//      ▲                                      cursor, install it (exact resume), publish, drain
+//      │                                          │
+//      │          ┌──── deferred ◄─deferred───────┤ accepted ──► running … ──► idle (caught up)
+//      │          │  (changed / retry timer)      ├──► waiting_durable (accepted-ahead cap)
+//      │          └──────────────► running        │
+//      │                                          ├─ suspect fault ──► needs_rebuild (parked;
+//      │                                          │   released; rebuild arrives with issue 5)
+//      │                                          └─ transient fault ──► backoff ──► reinstall
+//      └──────────── stop(): releasing ──flush(shutdown), shutdown(epoch)──► stopped
+//                                        (rejected shutdown: unavailable, lock kept)
+//
+// A fresh index (no durable cursor) whose every log still holds its first transaction is built
+// by reading the logs from sequence 1 (docs/decisions/0002); readiness is `rebuilding` until the
+// first durable advance. Otherwise an absent cursor condemns with `cursor-missing`.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <dix/backend.hpp>
+#include <dix/batch.hpp>
+#include <dix/options.hpp>
+#include <dix/readiness.hpp>
+
+#include "core/tailer_core.hpp"
+
+namespace dix {
+
+enum class runner_state : std::uint8_t {
+  dormant, waiting_lock, running, idle, deferred, waiting_durable, rebuilding, needs_rebuild, unavailable,
+  releasing, stopped };
+std::string_view to_string(runner_state s) noexcept;
+
+namespace wake_flag {
+inline constexpr std::uint8_t commit = 1;
+inline constexpr std::uint8_t system = 2;  // with commit: the commit was a system transaction
+inline constexpr std::uint8_t backend = 4;
+inline constexpr std::uint8_t timer = 8;
+inline constexpr std::uint8_t coverage = 16;
+}  // namespace wake_flag
+
+enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry };
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+// ---- effects --------------------------------------------------------------------------------
+namespace fx {
+struct request_lock {};
+struct release_lock {};
+struct mint_epoch {};                      // answer with on_epoch_minted at once
+struct persist_epoch { epoch_t epoch; std::uint64_t gen; };
+struct query_durable { std::uint64_t gen; };
+struct open_log { std::uint64_t gen; std::optional<cursor> from; };  // nullopt: from sequence 1
+struct pull { std::uint64_t gen; epoch_t epoch; };
+struct deliver { std::uint64_t gen; std::shared_ptr<const batch> b; };
+struct flush { std::uint64_t gen; flush_reason reason; };
+struct shutdown { epoch_t epoch; };
+struct publish { readiness_state state; readiness_reason reason; std::uint32_t attempts; };
+struct arm_timer { timer_kind kind; std::chrono::milliseconds delay; std::uint64_t gen; };
+struct stopped { result<void> outcome; };
+}  // namespace fx
+
+using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
+                            fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
+                            fx::publish, fx::arm_timer, fx::stopped>;
+using effects = std::vector<effect>;
+
+// What status() and metrics() report (protocol.md §14), refreshed after every event.
+struct runner_snapshot {
+  runner_state state = runner_state::dormant;
+  readiness_reason reason = readiness_reason::none;
+  epoch_t epoch = 0;
+  bool owner = false;
+  std::string message;  // local text for the last fault
+  std::optional<cursor> durable;
+  std::uint64_t accepted_batches = 0, accepted_bytes = 0, accepted_mutations = 0, deferred_bytes = 0;
+  std::uint64_t delivered_batches = 0, delivered_records = 0;
+  std::array<std::uint64_t, 4> flushes{};
+  std::uint64_t wal_syncs = 0, unindexable_records = 0;
+  std::uint32_t transient_faults = 0;
+  readiness_reason last_fault = readiness_reason::none;
+  std::uint64_t stalled_ms = 0, oldest_accepted_age_ms = 0;
+  std::vector<log_progress> logs;
+};
+
+class runner_core {
+ public:
+  struct config {
+    runner_options options;
+    std::chrono::milliseconds cursor_flush_age{600000};  // min(wal_ttl / 8, 10 min), protocol §16
+  };
+  explicit runner_core(config c);
+
+  effects on_wake(std::uint8_t flags, steady_time now);
+  effects on_lock_acquired(steady_time now);
+  effects on_epoch_minted(epoch_t epoch, steady_time now);
+  effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);
+  // `installed`: the cursor the tailer installed (the start cursor when opened from sequence 1).
+  effects on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
+                        const std::optional<cursor>& installed, steady_time now);
+  effects on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now);
+  effects on_delivery(std::uint64_t gen, delivery_result r, steady_time now);
+  effects on_flush_done(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  effects on_state_change(state_change change, steady_time now);
+  effects on_timer(timer_kind kind, std::uint64_t gen, steady_time now);
+  effects on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now);
+  effects stop(steady_time now);
+
+  runner_snapshot snapshot(steady_time now) const;
+  runner_state state() const noexcept { return state_; }
+  std::uint64_t generation() const noexcept { return gen_; }
+  epoch_t epoch() const noexcept { return epoch_; }
+
+ private:
+  struct offered_entry {
+    cursor through;
+    std::uint64_t bytes = 0;
+    std::uint64_t mutations = 0;
+    bool cursor_only = false;
+    steady_time accepted_at{};
+  };
+
+  bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_ && state_ != runner_state::stopped; }
+  void discard_progress();
+  void next_turn(effects& out);
+  void request_flush(flush_reason reason, effects& out, steady_time now);
+  void reconcile(effects& out);
+  void condemn(readiness_reason reason, std::string message, effects& out, steady_time now);
+  void transient_fault(bool from_durable, std::string message, effects& out, steady_time now);
+  void begin_release(effects& out);
+  void publish(readiness_state s, readiness_reason r, effects& out);
+  bool non_durable_work() const noexcept;
+  void arm_age_timer(effects& out, steady_time now, bool restart);
+  void deliver_held(effects& out, steady_time now);
+
+  config config_;
+  runner_state state_ = runner_state::dormant;
+  readiness_state published_ = readiness_state::unknown;
+  readiness_reason reason_ = readiness_reason::none;
+  std::string message_;
+  std::uint64_t gen_ = 0;
+  epoch_t epoch_ = 0;
+  bool owner_ = false;
+  bool stopping_ = false;
+  bool parked_ = false;          // condemned and released: waits for a rebuild (next issues)
+  bool installed_ = false;       // a cursor is installed in the tailer: reconciliation may run
+  enum class release_phase : std::uint8_t { none, flushing, shutting_down, held };
+  release_phase release_phase_ = release_phase::none;
+  bool initial_pending_ = false;  // built from sequence 1: durable may be absent until a barrier
+
+  // Drain pipeline: one pull or one delivery in flight at a time.
+  bool pull_in_flight_ = false;
+  bool delivery_in_flight_ = false;
+  bool durable_in_flight_ = false;
+  bool reconcile_again_ = false;
+  bool flush_in_flight_ = false;
+  bool more_ = true;             // the last chunk did not reach the end of the log, or a commit came since
+  bool end_of_log_ = false;
+  bool cut_open_ = false;
+  std::shared_ptr<const batch> in_flight_;
+  std::shared_ptr<const batch> held_;  // deferred, retried unchanged
+  std::uint64_t changed_count_ = 0, changed_at_issue_ = 0;
+  steady_time stalled_since_{};
+  bool stalled_ = false;
+
+  std::vector<offered_entry> offered_;  // offered_[0] is the durable one (or the start cursor)
+  std::uint64_t unanchored_bytes_ = 0, unanchored_mutations_ = 0;
+  std::uint64_t unflushed_bytes_ = 0, unflushed_mutations_ = 0;
+  bool age_timer_armed_ = false;  // a flush_age timer event is pending
+  bool age_running_ = false;      // the flush-age clock runs (until age_deadline_)
+  steady_time age_deadline_{};
+  bool cursor_timer_armed_ = false;
+
+  std::uint32_t transient_faults_ = 0;
+  readiness_reason last_fault_ = readiness_reason::none;
+  std::optional<cursor> durable_;
+  std::uint64_t delivered_batches_ = 0, delivered_records_ = 0, wal_syncs_ = 0, unindexable_ = 0;
+  std::array<std::uint64_t, 4> flushes_{};
+  std::vector<log_progress> logs_;
+};
+
+}  // namespace dix

@@ -1,0 +1,344 @@
+// runner_core (protocol.md §5–§10 subset) driven through the deterministic sim_pipeline, plus a
+// few event sequences fed to the core by hand.
+#include <catch2/catch.hpp>
+
+#include "core/runner_core.hpp"
+#include "support/sim_pipeline.hpp"
+
+using namespace dix;
+using dix::test::sim_pipeline;
+using dix::test::sim_table;
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// The primary's projection (payload) of every present key, as the index should hold it.
+test::index_map expected_index(test::fake_store& store) {
+  test::index_map out;
+  for (const auto& [id, stored] : store.table(sim_table)) {
+    if (!stored) continue;
+    auto v = decode_value(*stored);
+    out[test::index_key("main", sim_table, id)] = test::index_entry{v->version, std::string(v->payload)};
+  }
+  return out;
+}
+
+bool published(const sim_pipeline& p, readiness_state s, readiness_reason r) {
+  for (const auto& x : p.publications) {
+    if (x.state == s && x.reason == r) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("runner: a fresh index is built from sequence 1 and becomes ready at its first durable advance", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "books"), test::put(sim_table, "b", "toys")});
+  REQUIRE(p.publications.size() >= 1);
+  CHECK(p.publications.front().state == readiness_state::rebuilding);
+  CHECK(p.publications.front().reason == readiness_reason::cursor_missing);
+  CHECK(p.runner->epoch() == 1);
+  CHECK(p.persisted_epoch == 1);
+  p.advance(milliseconds(1000));  // the age flush
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  REQUIRE(p.backend.durable());
+  CHECK(p.backend.durable()->logs()[0].sequence == p.store.latest() - 1);
+  CHECK(p.runner->state() == runner_state::idle);
+}
+
+TEST_CASE("runner: a restarted runner resumes from the durable cursor and publishes ready only after verifying it (behaviour 5)", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.backend.durable());
+  p.restart_runner();
+  p.publications.clear();
+  p.delivered.clear();
+  p.commit({test::put(sim_table, "b", "2")});
+  REQUIRE_FALSE(p.publications.empty());
+  CHECK(p.publications.front().state == readiness_state::ready);
+  CHECK(p.runner->epoch() == 2);
+  // Nothing durable is delivered again: the first batch holds only "b".
+  REQUIRE_FALSE(p.delivered.empty());
+  CHECK(p.delivered.front()->records.size() == 1);
+  CHECK(p.delivered.front()->records[0].record_id == "b");
+
+  // The anchor purged: exact resume fails and `ready` is never published.
+  p.advance(milliseconds(1000));
+  p.store.purge_before(p.store.latest() + 1);
+  p.restart_runner();
+  p.publications.clear();
+  p.commit({test::put(sim_table, "c", "3")});
+  CHECK_FALSE(published(p, readiness_state::ready, readiness_reason::none));
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::log_retention));
+  CHECK(p.runner->state() == runner_state::needs_rebuild);
+  CHECK_FALSE(p.lock_held);  // condemned and released
+}
+
+TEST_CASE("runner: after deferred, commits cause no redelivery; a changed redelivers the identical batch (behaviour 9)", "[core][runner][deferred]") {
+  runner_options o;
+  o.max_flush_age = milliseconds(1000);
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;
+  p.backend.cap = 1;
+  p.commit({test::put(sim_table, "a", "1")});  // accepted, queued
+  p.commit({test::put(sim_table, "b", "2")});  // deferred: the queue is at its cap
+  REQUIRE(p.runner->state() == runner_state::deferred);
+  auto deferred_batch = p.delivered.back();
+  auto deliveries = p.delivered.size();
+  p.commit({test::put(sim_table, "c", "3")});
+  p.commit({test::put(sim_table, "d", "4")});
+  CHECK(p.delivered.size() == deliveries);  // commit wakes never retry
+  p.backend.apply_queue();                   // room: the backend emits `changed`
+  p.run();
+  REQUIRE(p.delivered.size() >= deliveries + 1);  // then draining continues with c and d
+  CHECK(p.delivered[deliveries] == deferred_batch);  // the identical batch object, same epoch
+  CHECK(p.delivered[deliveries]->epoch == deferred_batch->epoch);
+}
+
+TEST_CASE("runner: without any changed, the max_flush_age timer retries a deferred batch (behaviour 9)", "[core][runner][deferred]") {
+  runner_options o;
+  o.max_flush_age = milliseconds(500);
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;
+  p.backend.cap = 1;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.commit({test::put(sim_table, "b", "2")});
+  REQUIRE(p.runner->state() == runner_state::deferred);
+  auto deliveries = p.delivered.size();
+  p.backend.cap = 100;  // room appears silently (a misbehaving backend): only the timer helps
+  p.advance(milliseconds(499));
+  CHECK(p.delivered.size() == deliveries);
+  p.advance(milliseconds(1));
+  CHECK(p.delivered.size() == deliveries + 1);
+}
+
+TEST_CASE("runner: a changed that arrives before the deferred result is counted and retries at once (behaviour 9)", "[core][runner][deferred]") {
+  // Fed by hand: deliver issued, then a `changed`, then the deferred result.
+  runner_core::config c;
+  runner_core core(c);
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  out = core.on_lock_acquired(now);
+  out = core.on_epoch_minted(1, now);
+  auto gen = core.generation();
+  out = core.on_epoch_persisted(gen, result<void>{}, now);
+  auto start = cursor::make({log_position{"main", "id", 1, 10}}).value();
+  out = core.on_durable(gen, std::optional<cursor>{start}, now);
+  out = core.on_log_opened(gen, std::nullopt, start, now);
+  auto b = std::make_shared<batch>();
+  b->epoch = 1;
+  b->through = cursor::make({log_position{"main", "id", 2, 11}}).value();
+  b->records.push_back(record_entry{"main", 1, "a", 11, {state_kind::absent, 0, {}, {}}});
+  pull_outcome chunk;
+  chunk.chunk.delivery = b;
+  out = core.on_chunk(gen, chunk, now);
+  REQUIRE(std::holds_alternative<fx::deliver>(out.back()));
+  out = core.on_state_change({state_change_kind::changed, 0}, now);
+  out = core.on_delivery(gen, delivery_result::deferred, now);
+  REQUIRE_FALSE(out.empty());
+  auto* retry = std::get_if<fx::deliver>(&out.back());
+  REQUIRE(retry);
+  CHECK(retry->b == b);
+}
+
+TEST_CASE("runner: a durable cursor mixing two offered cursors is cursor-unoffered (behaviour 10)", "[core][runner]") {
+  runner_core core(runner_core::config{});
+  steady_time now{};
+  (void)core.on_wake(wake_flag::commit, now);
+  (void)core.on_lock_acquired(now);
+  (void)core.on_epoch_minted(1, now);
+  auto gen = core.generation();
+  (void)core.on_epoch_persisted(gen, result<void>{}, now);
+  auto c0 = cursor::make({log_position{"a", "ia", 1, 10}, log_position{"b", "ib", 1, 10}}).value();
+  auto c1 = cursor::make({log_position{"a", "ia", 2, 11}, log_position{"b", "ib", 1, 10}}).value();
+  auto c2 = cursor::make({log_position{"a", "ia", 2, 11}, log_position{"b", "ib", 2, 12}}).value();
+  auto mixed = cursor::make({log_position{"a", "ia", 1, 10}, log_position{"b", "ib", 2, 12}}).value();
+  (void)core.on_durable(gen, std::optional<cursor>{c0}, now);
+  (void)core.on_log_opened(gen, std::nullopt, c0, now);
+  for (const auto& through : {c1, c2}) {
+    auto b = std::make_shared<batch>();
+    b->epoch = 1;
+    b->through = through;
+    b->records.push_back(record_entry{"a", 1, "k", 11, {state_kind::absent, 0, {}, {}}});
+    pull_outcome chunk;
+    chunk.chunk.delivery = b;
+    (void)core.on_chunk(gen, chunk, now);
+    (void)core.on_delivery(gen, delivery_result::accepted, now);
+  }
+  auto out = core.on_durable(gen, std::optional<cursor>{mixed}, now);
+  bool condemned = false;
+  for (auto& e : out) {
+    if (auto* pub = std::get_if<fx::publish>(&e)) {
+      condemned = pub->state == readiness_state::needs_rebuild && pub->reason == readiness_reason::cursor_unoffered;
+    }
+  }
+  CHECK(condemned);
+  CHECK(core.state() == runner_state::needs_rebuild);
+}
+
+TEST_CASE("runner: waiting-durable is never entered while a transaction is cut open (behaviour 11)", "[core][runner]") {
+  runner_options o;
+  o.max_accepted_batches_ahead = 1;
+  o.max_chunk_records = 1;
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;  // nothing becomes durable
+  p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2"), test::put(sim_table, "c", "3")});
+  // Three chunks of the cut transaction were delivered although the cap is 1.
+  std::size_t with_records = 0;
+  for (auto& b : p.delivered) with_records += b->records.empty() ? 0 : 1;
+  CHECK(with_records == 3);
+  // Once it completed, the cap applies.
+  p.commit({test::put(sim_table, "d", "4")});
+  CHECK(p.runner->state() == runner_state::waiting_durable);
+  auto before = p.delivered.size();
+  p.commit({test::put(sim_table, "e", "5")});
+  CHECK(p.delivered.size() == before);
+  p.backend.barrier();  // durable advance: below the cap again
+  p.run();
+  CHECK(p.delivered.size() > before);
+}
+
+TEST_CASE("runner: after accepted-work-lost the next batch starts right after the durable cursor (behaviour 12)", "[core][runner]") {
+  sim_pipeline p;
+  p.backend.auto_barrier = false;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.backend.barrier();
+  p.run();
+  auto durable = *p.backend.durable();
+  p.commit({test::put(sim_table, "b", "2")});
+  p.commit({test::put(sim_table, "c", "3")});
+  auto before = p.delivered.size();
+  p.backend.lose_accepted(p.runner->epoch());
+  p.run();
+  REQUIRE(p.delivered.size() > before);
+  const auto& replay = *p.delivered[before];
+  REQUIRE_FALSE(replay.transactions.empty());
+  CHECK(replay.transactions.front().sequence == durable.logs()[0].sequence + 1);
+  p.backend.barrier();
+  p.run();
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: flush triggers are the mutation threshold and the age timer; the end of log requests none", "[core][runner][flush]") {
+  runner_options o;
+  o.flush_after_mutations = 3;
+  o.max_flush_age = milliseconds(200);
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;
+  p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "1")});
+  CHECK(p.flush_requests.empty());  // caught up, 2 mutations: no flush yet
+  p.commit({test::put(sim_table, "c", "1")});
+  REQUIRE(p.flush_requests.size() == 1);
+  CHECK(p.flush_requests[0] == flush_reason::threshold);
+  p.commit({test::put(sim_table, "d", "1")});
+  p.advance(milliseconds(199));
+  CHECK(p.flush_requests.size() == 1);
+  p.advance(milliseconds(1));
+  REQUIRE(p.flush_requests.size() == 2);
+  CHECK(p.flush_requests[1] == flush_reason::age);
+}
+
+TEST_CASE("runner: stop flushes with reason shutdown, shuts the epoch down and releases the lock", "[core][runner][stop]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.stop();
+  REQUIRE(p.stopped);
+  CHECK(p.stopped->has_value());
+  CHECK(p.flush_requests.back() == flush_reason::shutdown);
+  CHECK_FALSE(p.lock_held);
+  CHECK(p.runner->state() == runner_state::stopped);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a rejected shutdown keeps the lock and publishes unavailable/shutdown-failed", "[core][runner][stop]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.backend.reject_shutdown = true;
+  p.stop();
+  REQUIRE(p.stopped);
+  REQUIRE_FALSE(p.stopped->has_value());
+  CHECK(p.stopped->error().value() == errc::backend_failed);
+  CHECK(p.lock_held);
+  CHECK(published(p, readiness_state::unavailable, readiness_reason::shutdown_failed));
+  p.stopped.reset();
+  p.stop();  // stop again: no second outcome (the actor returns the same future)
+  CHECK_FALSE(p.stopped);
+}
+
+TEST_CASE("runner: transient faults back off and retry; max_rebuild_attempts in a row condemn", "[core][runner][transient]") {
+  runner_options o;
+  o.rebuild_backoff = milliseconds(100);
+  o.max_rebuild_attempts = 3;
+  sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  p.restart_runner();
+  p.backend.durable_error = true;
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK(p.runner->state() == runner_state::running);
+  CHECK(p.publications.back().state == readiness_state::ready);  // readiness unchanged
+  p.advance(milliseconds(100));  // retry 1 fails again
+  CHECK(p.runner->state() == runner_state::running);
+  p.advance(milliseconds(200));  // retry 2: the third consecutive fault condemns
+  CHECK(p.runner->state() == runner_state::needs_rebuild);
+  CHECK(p.publications.back().reason == readiness_reason::backend_failed);
+}
+
+TEST_CASE("runner: a transient fault that clears resumes from the durable cursor without condemning", "[core][runner][transient]") {
+  runner_options o;
+  o.rebuild_backoff = milliseconds(50);
+  sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  p.store.fail_reads = true;
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK(p.runner->state() == runner_state::running);
+  p.store.fail_reads = false;
+  p.advance(milliseconds(50));
+  p.advance(milliseconds(1000));
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  CHECK_FALSE(published(p, readiness_state::needs_rebuild, readiness_reason::runner_failed));
+}
+
+TEST_CASE("runner: a failed delivery condemns with backend-failed and releases", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.backend.fail_next_delivery = true;
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::backend_failed));
+  CHECK(p.runner->state() == runner_state::needs_rebuild);
+  CHECK_FALSE(p.lock_held);
+  auto before = p.delivered.size();
+  p.commit({test::put(sim_table, "c", "3")});  // parked: commits do nothing
+  CHECK(p.delivered.size() == before);
+}
+
+TEST_CASE("runner: a dormant runner ignores system commits and starts on a non-system one", "[core][runner]") {
+  sim_pipeline p;
+  p.wake(wake_flag::commit | wake_flag::system);
+  CHECK(p.runner->state() == runner_state::dormant);
+  CHECK_FALSE(p.lock_held);
+  p.wake(wake_flag::backend);
+  CHECK(p.runner->state() == runner_state::dormant);
+  p.wake(wake_flag::commit);
+  CHECK(p.lock_held);
+}
+
+TEST_CASE("runner: an OS crash losing the unsynced primary tail leaves no stale key (behaviour 26)", "[core][runner][crash]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "old")}, true);
+  p.advance(milliseconds(1000));
+  p.commit({test::put(sim_table, "a", "new")});  // not synced by the writer
+  p.advance(milliseconds(1000));                   // delivered (after a WAL sync) and made durable
+  CHECK(p.store.syncs() >= 1);
+  p.store.crash();                                 // loses only what was never synced: nothing here
+  p.backend.crash();
+  p.restart_runner();
+  p.commit({test::put(sim_table, "z", "1")});
+  p.advance(milliseconds(1000));
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}

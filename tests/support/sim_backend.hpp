@@ -1,0 +1,154 @@
+// A backend for the simulation and runner tests that behaves like a real one in everything the
+// runtime can observe: deliver queues (deferring at a cap, and then emitting `changed` once room
+// exists), work is applied in order with the epoch checked first (other epochs' work is dropped),
+// a barrier makes the applied index and the last applied `through` durable together, a crash
+// loses exactly what no barrier covered, shutdown drops queued work of its epoch.
+// Single-threaded: the test decides when barriers run.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dix/backend.hpp>
+
+namespace dix::test {
+
+struct index_entry {
+  std::uint64_t version = 0;
+  std::string projection;
+  friend bool operator==(const index_entry& a, const index_entry& b) {
+    return a.version == b.version && a.projection == b.projection;
+  }
+};
+using index_map = std::map<std::string, index_entry>;  // "log/table/id" → entry
+
+inline std::string index_key(const std::string& log, std::uint32_t table, const std::string& id) {
+  return log + "/" + std::to_string(table) + "/" + id;
+}
+
+class sim_backend final : public backend {
+ public:
+  // Knobs.
+  std::size_t cap = 1u << 30;          // queued batches before `deferred`
+  bool fail_next_delivery = false;
+  bool reject_shutdown = false;
+  bool durable_error = false;          // durable_cursor() fails (a transient fault)
+  bool auto_barrier = true;            // flush runs the barrier at once
+
+  const std::string& id() const noexcept override { return id_; }
+  std::string_view kind() const noexcept override { return "sim"; }
+  void attach(backend_host& host) override { host_ = &host; }
+  result<std::optional<cursor>> durable_cursor() override {
+    if (durable_error) return error{errc::timeout, "durable_cursor failed (injected)"};
+    return durable_cursor_;
+  }
+  delivery_result deliver(std::shared_ptr<const batch> b) override {
+    if (fail_next_delivery) {
+      fail_next_delivery = false;
+      return delivery_result::failed;
+    }
+    if (!queue_.empty() && queue_.size() >= cap) {
+      deferred_pending_ = true;
+      return delivery_result::deferred;
+    }
+    queue_.push_back(std::move(b));
+    return delivery_result::accepted;
+  }
+  void flush(flush_reason, completion done) override {
+    waiters_.push_back(std::move(done));
+    if (auto_barrier) barrier();
+  }
+  void shutdown(epoch_t epoch, completion done) override {
+    if (reject_shutdown) {
+      std::move(done)(error{errc::backend_failed, "shutdown rejected (injected)"});
+      return;
+    }
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      it = (*it)->epoch == epoch ? queue_.erase(it) : std::next(it);
+    }
+    apply_queue();
+    std::move(done)(result<void>{});
+  }
+  subscription on_state_change(std::function<void(state_change)> callback) override {
+    callback_ = std::move(callback);
+    return subscription([this] { callback_ = nullptr; });
+  }
+
+  // Applies the queue, makes it durable, completes waiting flushes, emits `changed`.
+  void barrier() {
+    apply_queue();
+    durable_ = applied_;
+    durable_cursor_ = applied_cursor_;
+    ++barriers;
+    auto waiters = std::move(waiters_);
+    waiters_.clear();
+    for (auto& w : waiters) std::move(w)(result<void>{});
+    emit({state_change_kind::changed, 0});
+  }
+  // Applies queued work without a barrier (an applier making progress).
+  void apply_queue() {
+    while (!queue_.empty()) {
+      auto b = queue_.front();
+      queue_.pop_front();
+      if (host_ == nullptr || !host_->is_owner_epoch(b->epoch)) {
+        ++dropped_batches;
+        continue;
+      }
+      applied_epochs.push_back(b->epoch);
+      for (const auto& r : b->records) {
+        auto key = index_key(r.log, r.table, r.record_id);
+        if (r.state.kind == state_kind::record) applied_[key] = index_entry{r.state.version, r.state.projection};
+        else applied_.erase(key);
+      }
+      if (b->through) applied_cursor_ = b->through;
+    }
+    if (deferred_pending_) {
+      deferred_pending_ = false;
+      emit({state_change_kind::changed, 0});
+    }
+  }
+  // The process died: what no barrier covered is gone; pending completions are never called.
+  void crash() {
+    queue_.clear();
+    applied_ = durable_;
+    applied_cursor_ = durable_cursor_;
+    for (auto& w : waiters_) w = completion([](result<void>) {});
+    waiters_.clear();
+    deferred_pending_ = false;
+  }
+  // Accepted, non-durable work is discarded and reported (protocol.md §7).
+  void lose_accepted(epoch_t epoch) {
+    queue_.clear();
+    applied_ = durable_;
+    applied_cursor_ = durable_cursor_;
+    emit({state_change_kind::accepted_work_lost, epoch});
+  }
+  void fail(epoch_t epoch) { emit({state_change_kind::failed, epoch}); }
+
+  const index_map& durable_index() const { return durable_; }
+  const std::optional<cursor>& durable() const { return durable_cursor_; }
+  std::size_t queued() const { return queue_.size(); }
+
+  std::uint64_t barriers = 0;
+  std::uint64_t dropped_batches = 0;
+  std::vector<epoch_t> applied_epochs;
+
+ private:
+  void emit(state_change c) {
+    if (callback_) callback_(c);
+  }
+  std::string id_ = "sim-index";
+  backend_host* host_ = nullptr;
+  std::deque<std::shared_ptr<const batch>> queue_;
+  index_map applied_, durable_;
+  std::optional<cursor> applied_cursor_, durable_cursor_;
+  std::vector<completion> waiters_;
+  std::function<void(state_change)> callback_;
+  bool deferred_pending_ = false;
+};
+
+}  // namespace dix::test
