@@ -38,7 +38,7 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 
 }  // namespace
 
-runner_core::runner_core(config c) : config_(std::move(c)) {}
+runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base) {}
 
 // ---- helpers ------------------------------------------------------------------------------------
 
@@ -149,7 +149,12 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
             "too many consecutive transient faults; last: " + message_, out, now);
     return;
   }
+  // The backend still holds the work it accepted (same epoch): keep the offered list and resume
+  // after its newest entry, so nothing accepted is delivered again and the durable cursor the
+  // backend reports later is still one of ours. Only what the tailer carried is dropped.
+  auto accepted = std::move(offered_);
   discard_progress();
+  offered_ = std::move(accepted);
   state_ = runner_state::running;
   auto shift = std::min<std::uint32_t>(transient_faults_ - 1, 30);
   auto base = config_.options.rebuild_backoff.count();
@@ -311,8 +316,11 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     return out;
   }
   installed_ = true;
-  offered_.clear();
-  offered_.push_back(offered_entry{*installed, 0, 0, true, now});
+  if (offered_.empty() || offered_.back().through != *installed) {
+    offered_.clear();
+    offered_.push_back(offered_entry{*installed, 0, 0, true, now});
+  }
+  if (non_durable_work()) arm_age_timer(out, now, false);
   if (initial_pending_) {
     if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, readiness_reason::cursor_missing, out);
   } else if (published_ != readiness_state::ready) {
@@ -387,7 +395,8 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   ++delivered_batches_;
   delivered_records_ += b->records.size();
   const auto mutations = mutations_of(*b);
-  const bool cursor_only = is_cursor_only(*b);
+  // Cursor-only: no mutation of its own and none absorbed from the cut chunks it completes.
+  const bool cursor_only = is_cursor_only(*b) && unanchored_bytes_ == 0 && unanchored_mutations_ == 0;
   if (b->through && (offered_.empty() || *b->through != offered_.back().through)) {
     offered_.push_back(offered_entry{*b->through, b->bytes + unanchored_bytes_, mutations + unanchored_mutations_,
                                      cursor_only, now});
@@ -415,6 +424,9 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     state_ = runner_state::waiting_durable;
     stalled_ = true;
     stalled_since_ = now;
+    // Only cursor-only progress fills the cap: no age timer runs for it, and waiting for the
+    // long cursor timer would stall the index, so ask for the barrier now.
+    if (!non_durable_work()) request_flush(flush_reason::age, out, now);
     return out;
   }
   state_ = runner_state::running;
@@ -493,6 +505,8 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
       if (!owner_) {
         state_ = runner_state::waiting_lock;
         out.push_back(fx::request_lock{});
+      } else if (!offered_.empty()) {
+        out.push_back(fx::open_log{gen_, offered_.back().through});
       } else {
         durable_in_flight_ = true;
         out.push_back(fx::query_durable{gen_});

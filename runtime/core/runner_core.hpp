@@ -103,6 +103,10 @@ class runner_core {
   struct config {
     runner_options options;
     std::chrono::milliseconds cursor_flush_age{600000};  // min(wal_ttl / 8, 10 min), protocol §16
+    // First generation of this runner incarnation. Replies still in flight from an earlier
+    // incarnation (a restarted runner actor) carry its generations; distinct bases keep them
+    // from ever matching (the actor passes incarnation << 32).
+    std::uint64_t generation_base = 0;
   };
   explicit runner_core(config c);
 

@@ -34,6 +34,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/timespan.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "core/clock.hpp"
 #include "messages/type_ids.hpp"

@@ -54,7 +54,19 @@ class sim_pipeline final : public backend_host {
     tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_);
     runner_core::config c;
     c.options = options_;
+    c.generation_base = (++incarnation_) << 32;
     runner = std::make_unique<runner_core>(c);
+  }
+
+  // The runner actor died; the supervisor, as the lock holder, carries out the release steps
+  // itself (actors.md §3: flush(shutdown), shutdown of the held epoch), releases the lock and
+  // starts a new runner.
+  void supervisor_restart_runner() {
+    if (lock_held && runner->epoch() != 0) {
+      backend.flush(flush_reason::shutdown, completion([](result<void>) {}));
+      backend.shutdown(runner->epoch(), completion([](result<void>) {}));
+    }
+    restart_runner();
   }
 
   void wake(std::uint8_t flags = wake_flag::commit) {
@@ -183,6 +195,7 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::stopped& s) { stopped = s.outcome; }
 
   runner_options options_;
+  std::uint64_t incarnation_ = 0;
   std::map<table_ref, projection> projections_;
   std::deque<event> mailbox_;
   std::multimap<steady_time, event> timers_;
