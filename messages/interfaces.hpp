@@ -1,0 +1,99 @@
+// The wiring diagram in code: every actor handle that crosses a file (actors.md §1–§3).
+//
+//                               runtime (public API, helper threads)
+//                                   │ stop → stopped, rebuild_request → bool
+//                                   ▼
+//                          ┌── supervisor_actor ──┐  spawns, monitors and restarts the children
+//                          │   (one per runtime)  │  below; lends each runner its ownership
+//                          └──────────┬───────────┘
+//            stop → stopped           │ spawns per id: tailer, proxy, then runner
+//            rebuild_request → bool   ▼
+//  store listener, lock table,  ┌─────────────────┐  log_open, log_pull, scan_pull,
+//  watcher, runtime ──────────► │  runner_actor   │  boundary_capture, meta_write,
+//  wake, lock_acquired,         │  (one per id)   │  epoch_change ─────────────────►┌──────────────────┐
+//  lock_contended,              │                 │ ◄─ log_opened, log_chunk,       │ log_tailer_actor │
+//  coverage_query,              │  timer → self   │    log_fault, scan_chunk,       │ (one per id,     │
+//  coverage_demand              │  (delayed)      │    boundary, meta_written ──────│  detached)       │
+//                               │                 │                                 └──────────────────┘
+//                               │                 │  deliver → delivery_result_msg
+//                               │                 │  durable_query → durable
+//                               │                 │  flush_request → flush_done      ┌────────────────────┐
+//                               │                 │  shutdown_request → quiescence ─►│ backend_proxy_actor│
+//                               │                 │  reset_request → reset_done      │ (one per id,       │
+//                               │                 │  epoch_change, coverage_publish  │  detached; owns    │
+//                               │                 │ ◄─ state_change_msg ─────────────│  the backend)      │
+//                               └────────┬────────┘                                  └────────────────────┘
+//                                        │ publication → published
+//                                        ▼
+//                          readiness_publisher_actor (one per runtime; segment atomics, futex)
+//
+// Request/response pairs are CAF responses (replies_to). The tailer conversation is
+// asynchronous both ways (reacts_to on each side): an open or a pull answers with one of two
+// event types (log_opened or log_fault, log_chunk or log_fault), which a typed response cannot
+// express. The tailer therefore answers the sender of the command it handles
+// (caf::actor_cast<runner_actor>(self->current_sender())). The proxy's state_change_msg is
+// likewise a one-way send to the runner it serves. The supervisor sends shutdown_request to a
+// proxy itself when a runner died (actors.md §3). Every answer echoes `gen` (or the epoch), and
+// the runner drops answers of another generation (protocol.md §1.3).
+//
+// remote_host_actor (actors.md §2) belongs to the remote backend (backends.md §4); its session
+// messages (hello, durable pushes) are not part of the runtime's table and are declared there.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "messages/delivery.hpp"
+#include "messages/publication.hpp"
+#include "messages/runner.hpp"
+#include "messages/tailer.hpp"
+
+namespace dix {
+
+// The log tailer of one id: all primary-store I/O of that id (actors.md §1).
+using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
+                                          caf::reacts_to<log_pull>,
+                                          caf::reacts_to<scan_pull>,
+                                          caf::reacts_to<boundary_capture>,
+                                          caf::reacts_to<meta_write>,
+                                          caf::reacts_to<epoch_change>>;
+
+// The backend proxy of one id: the only caller of the backend object.
+using backend_proxy_actor =
+  caf::typed_actor<caf::replies_to<deliver>::with<delivery_result_msg>,
+                   caf::replies_to<durable_query>::with<durable>,
+                   caf::replies_to<flush_request>::with<flush_done>,
+                   caf::replies_to<shutdown_request>::with<quiescence>,
+                   caf::replies_to<reset_request>::with<reset_done>,
+                   caf::reacts_to<epoch_change>,
+                   caf::reacts_to<coverage_publish>>;
+
+// The runner of one registered id: runner_core's decisions, carried out.
+using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
+                                      caf::reacts_to<timer>,
+                                      caf::reacts_to<lock_acquired>,
+                                      caf::reacts_to<lock_contended>,
+                                      caf::reacts_to<log_opened>,
+                                      caf::reacts_to<log_chunk>,
+                                      caf::reacts_to<log_fault>,
+                                      caf::reacts_to<scan_chunk>,
+                                      caf::reacts_to<boundary>,
+                                      caf::reacts_to<meta_written>,
+                                      caf::reacts_to<state_change_msg>,
+                                      caf::reacts_to<coverage_query>,
+                                      caf::reacts_to<coverage_demand>,
+                                      caf::replies_to<rebuild_request>::with<bool>,
+                                      caf::replies_to<stop>::with<stopped>>;
+
+// The readiness publisher of one runtime: applies publications in arrival order.
+using readiness_publisher_actor =
+  caf::typed_actor<caf::replies_to<publication>::with<published>>;
+
+// The supervisor of one runtime. Down messages of its children are system messages and need no
+// signature. Its restart delays (actors.md §3) are delayed messages to itself, which a typed
+// actor must list: the actors.md table names no type for them yet, so the supervisor's author
+// adds one here.
+using supervisor_actor = caf::typed_actor<caf::replies_to<stop>::with<stopped>,
+                                          caf::replies_to<rebuild_request>::with<bool>>;
+
+}  // namespace dix

@@ -1,0 +1,142 @@
+// Messages that steer a runner from outside its conversations with tailer and proxy: wakes
+// (protocol.md §8), lock-table results (§9.1), its own timers, coverage demand (§12), rebuild
+// requests (§11.2) and stop (§15). The runner's core decides what each one means in the
+// runner's current situation (§8.3).
+#pragma once
+
+#include <cstdint>
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <dix/result.hpp>
+
+#include "core/runner_core.hpp"  // wake_flag, timer_kind
+#include "messages/values.hpp"
+
+namespace dix {
+
+// -- wakes ------------------------------------------------------------------------------------
+
+// The wake bits are runner_core's (dix::wake_flag::commit, system, backend, timer, coverage), so
+// the actor hands `flags` to runner_core::on_wake as is. Several wakes before a turn coalesce
+// into one (protocol.md §8.2).
+inline constexpr std::uint8_t wake_flags_mask = wake_flag::commit | wake_flag::system |
+                                                wake_flag::backend | wake_flag::timer |
+                                                wake_flag::coverage;
+
+// Sent by the store listener, an admission refusal, the runtime and the runner itself.
+struct wake {
+  std::uint8_t flags = 0;  // wake_flag bits
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wake& x) {
+  return f(caf::meta::type_name("dix.wake"), x.flags, caf::meta::load_callback([&x] {
+             return wire::check_bits("dix.wake.flags", x.flags, wake_flags_mask);
+           }));
+}
+
+// -- lock table (protocol.md §9.1) ------------------------------------------------------------
+
+// lock table → runner: the entry is this runner's now (free, or handed over by a release).
+struct lock_acquired {
+  std::uint64_t gen = 0;  // the generation the acquisition was requested under
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
+  return f(caf::meta::type_name("dix.lock_acquired"), x.gen);
+}
+
+// lock table → current owner: another runner of the id started waiting.
+struct lock_contended {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lock_contended&) {
+  return f(caf::meta::type_name("dix.lock_contended"));
+}
+
+// -- timers -----------------------------------------------------------------------------------
+
+// runner → itself, as a delayed message on the actor clock (fake time in tests). The kind is
+// runner_core's timer_kind (actors.md §2 lists flush age, cursor flush, backoff, transient
+// retry, lag tick, coverage refresh, deferral retry), handed to runner_core::on_timer as is.
+// A timer never leaves its process, so a load does not range-check the kind.
+struct timer {
+  timer_kind kind = timer_kind::flush_age;
+  std::uint64_t gen = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, timer& x) {
+  return f(caf::meta::type_name("dix.timer"), x.kind, x.gen);
+}
+
+// -- stop (protocol.md §15) -------------------------------------------------------------------
+
+// runtime → supervisor → runner: release and stop. → stopped
+struct stop {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stop&) {
+  return f(caf::meta::type_name("dix.stop"));
+}
+
+// Reply: none, or backend_failed naming the ids whose shutdown was rejected (locks kept).
+struct stopped {
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stopped& x) {
+  return f(caf::meta::type_name("dix.stopped"), x.error);
+}
+
+// -- coverage (protocol.md §12.4, §12.6) ------------------------------------------------------
+
+// runtime → runner: the first coverage waiter of the id arrived.
+struct coverage_query {
+  index_time_t since = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_query& x) {
+  return f(caf::meta::type_name("dix.coverage_query"), x.since);
+}
+
+// watcher → runner: the slot's coverage_demand exceeds its coverage_time.
+struct coverage_demand {
+  index_time_t demand = 0;
+  index_time_t coverage_time = 0;  // as the watcher saw it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_demand& x) {
+  return f(caf::meta::type_name("dix.coverage_demand"), x.demand, x.coverage_time);
+}
+
+// -- rebuild requests (protocol.md §11.2) -----------------------------------------------------
+
+enum class rebuild_source : std::uint8_t {
+  local_call,   // runtime::request_rebuild(id) in this runtime
+  shared_flag,  // the watcher saw rebuild_request = 1 in the slot
+  backend,      // backend_host::request_rebuild()
+};
+
+// → bool: the result of runtime::request_rebuild (protocol.md §11.2 table).
+struct rebuild_request {
+  rebuild_source source = rebuild_source::local_call;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rebuild_request& x) {
+  return f(caf::meta::type_name("dix.rebuild_request"), x.source,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rebuild_request.source", x.source,
+                                     rebuild_source::local_call, rebuild_source::backend);
+           }));
+}
+
+}  // namespace dix

@@ -1,0 +1,77 @@
+// The one type-ID block of dix (actors.md §2). Debian's CAF 0.17.6 already ships the 0.18-style
+// macros (caf/type_id.hpp) and actor_system_config::add_message_types<IdBlock>(); on 0.17 the
+// block is a registration list: it assigns each message type an ID and a portable name
+// ("dix::log_pull"), and add_dix_message_types() announces every type to the config, which is
+// what serialization (the middleman, to_string of type-erased values) needs. Local sends work
+// without it; a remote one fails at run time with an unannounced type.
+//
+// Every type that is a message element is listed here; types that only appear inside one
+// (batch_msg, turn_budgets, coverage_capture, log_progress, the dix value types) are not.
+// Add new message types at the end: IDs are positions in this block.
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <caf/type_id.hpp>
+
+#include "messages/delivery.hpp"
+#include "messages/publication.hpp"
+#include "messages/runner.hpp"
+#include "messages/tailer.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
+
+  // runner.hpp
+  CAF_ADD_TYPE_ID(dix, (dix::wake))
+  CAF_ADD_TYPE_ID(dix, (dix::lock_acquired))
+  CAF_ADD_TYPE_ID(dix, (dix::lock_contended))
+  CAF_ADD_TYPE_ID(dix, (dix::timer))
+  CAF_ADD_TYPE_ID(dix, (dix::stop))
+  CAF_ADD_TYPE_ID(dix, (dix::stopped))
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_query))
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_demand))
+  CAF_ADD_TYPE_ID(dix, (dix::rebuild_request))
+
+  // tailer.hpp
+  CAF_ADD_TYPE_ID(dix, (dix::log_open))
+  CAF_ADD_TYPE_ID(dix, (dix::log_opened))
+  CAF_ADD_TYPE_ID(dix, (dix::log_pull))
+  CAF_ADD_TYPE_ID(dix, (dix::log_chunk))
+  CAF_ADD_TYPE_ID(dix, (dix::log_fault))
+  CAF_ADD_TYPE_ID(dix, (dix::meta_write))
+  CAF_ADD_TYPE_ID(dix, (dix::meta_written))
+  CAF_ADD_TYPE_ID(dix, (dix::boundary_capture))
+  CAF_ADD_TYPE_ID(dix, (dix::boundary))
+  CAF_ADD_TYPE_ID(dix, (dix::scan_pull))
+  CAF_ADD_TYPE_ID(dix, (dix::scan_chunk))
+
+  // delivery.hpp
+  CAF_ADD_TYPE_ID(dix, (dix::epoch_change))
+  CAF_ADD_TYPE_ID(dix, (dix::deliver))
+  CAF_ADD_TYPE_ID(dix, (dix::delivery_result_msg))
+  CAF_ADD_TYPE_ID(dix, (dix::durable_query))
+  CAF_ADD_TYPE_ID(dix, (dix::durable))
+  CAF_ADD_TYPE_ID(dix, (dix::flush_request))
+  CAF_ADD_TYPE_ID(dix, (dix::flush_done))
+  CAF_ADD_TYPE_ID(dix, (dix::state_change_msg))
+  CAF_ADD_TYPE_ID(dix, (dix::shutdown_request))
+  CAF_ADD_TYPE_ID(dix, (dix::quiescence))
+  CAF_ADD_TYPE_ID(dix, (dix::reset_request))
+  CAF_ADD_TYPE_ID(dix, (dix::reset_done))
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_publish))
+
+  // publication.hpp
+  CAF_ADD_TYPE_ID(dix, (dix::publication))
+  CAF_ADD_TYPE_ID(dix, (dix::published))
+
+CAF_END_TYPE_ID_BLOCK(dix)
+
+namespace dix {
+
+// cfg.add_message_types<caf::id_block::dix>(): announces every type of the block.
+void add_dix_message_types(caf::actor_system_config& cfg);
+
+// add_dix_message_types and add_dix_error_category (errors.hpp): what every actor system that
+// runs dix actors needs.
+void configure_dix(caf::actor_system_config& cfg);
+
+}  // namespace dix

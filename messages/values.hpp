@@ -1,0 +1,213 @@
+// How dix's public value types travel in CAF messages (CAF 0.17 inspect(), actors.md §2).
+//
+// * Batches travel as batch_msg{shared_ptr<const batch>}: in process a message copy shares the
+//   one immutable batch, which reaches backend::deliver as is. inspect() writes the whole batch
+//   (epoch, transactions with mutations, records with states, through, rebuild, bytes) and a
+//   load builds a new one, so the remote transport can reuse it.
+// * Cursors travel as their canonical encoding (formats.md §3) and are decoded on load; bytes
+//   that do not decode fail the load with message_invalid, never a crash and never a repaired
+//   cursor. Loads also reject enum values outside their enums and mutations naming a record the
+//   batch does not hold.
+// * Enums travel as their underlying integers (CAF 0.17's default for enums).
+// * std::optional fields go through wire::opt(x): a presence flag, then the value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <dix/backend.hpp>
+#include <dix/batch.hpp>
+#include <dix/cursor.hpp>
+#include <dix/readiness.hpp>
+
+#include "messages/errors.hpp"
+
+namespace dix {
+
+namespace wire {
+
+// A view of an optional field for inspect(): f(wire::opt(x.field)).
+template <class T>
+struct optional_field {
+  std::optional<T>* value;
+};
+
+template <class T>
+optional_field<T> opt(std::optional<T>& x) noexcept {
+  return {&x};
+}
+
+// message_invalid "<field> = <value>: must be in [<min>, <max>]" unless min ≤ value ≤ max.
+caf::error check_range(const char* field, long long value, long long min, long long max);
+
+// message_invalid "<field> = <value>: bits outside <mask>" unless value only uses mask's bits.
+caf::error check_bits(const char* field, unsigned value, unsigned mask);
+
+// For enums loaded as integers: the range of the enum's declared values.
+template <class Enum>
+caf::error check_enum(const char* field, Enum value, Enum min, Enum max) {
+  using underlying = std::underlying_type_t<Enum>;
+  return check_range(field, static_cast<long long>(static_cast<underlying>(value)),
+                     static_cast<long long>(static_cast<underlying>(min)),
+                     static_cast<long long>(static_cast<underlying>(max)));
+}
+
+// Every mutation names a record of the batch (protocol.md §4.6).
+caf::error check_batch(const batch& b);
+
+// message_invalid naming the cursor rule that failed.
+caf::error cursor_load_error(const dix::error& decode_error);
+
+template <class Inspector>
+constexpr bool is_printer = std::is_void<typename Inspector::result_type>::value;
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
+  if constexpr (Inspector::reads_state) {
+    bool present = x.value->has_value();
+    if (!present) return f(present);
+    return f(present, **x.value);
+  } else {
+    static_assert(std::is_same<typename Inspector::result_type, caf::error>::value,
+                  "loading inspectors report errors");
+    bool present = false;
+    if (auto err = f(present)) return err;
+    if (!present) {
+      x.value->reset();
+      return caf::error{};
+    }
+    T loaded{};
+    if (auto err = f(loaded)) return err;
+    *x.value = std::move(loaded);
+    return caf::error{};
+  }
+}
+
+// Optional cursors: the encoding when saving, the JSON rendering when printing, a decode when
+// loading (cursor has no default state, so it never loads in place).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optional_field<cursor>& x) {
+  if constexpr (Inspector::reads_state) {
+    bool present = x.value->has_value();
+    if (!present) return f(present);
+    std::string text = is_printer<Inspector> ? (*x.value)->to_json() : (*x.value)->encode();
+    return f(present, text);
+  } else {
+    bool present = false;
+    if (auto err = f(present)) return err;
+    if (!present) {
+      x.value->reset();
+      return caf::error{};
+    }
+    std::string bytes;
+    if (auto err = f(bytes)) return err;
+    auto decoded = cursor::decode(bytes);
+    if (!decoded) return cursor_load_error(decoded.error());
+    *x.value = std::move(*decoded);
+    return caf::error{};
+  }
+}
+
+}  // namespace wire
+
+// -- inspect() for the public value types (found by ADL) -------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, record_state& x) {
+  return f(caf::meta::type_name("dix.record_state"), x.kind, x.version, x.projection, x.reason,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.record_state.kind", x.kind, state_kind::record,
+                                     state_kind::unindexable);
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, record_entry& x) {
+  return f(caf::meta::type_name("dix.record_entry"), x.log, x.table, x.record_id, x.log_version,
+           x.state);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, mutation& x) {
+  return f(caf::meta::type_name("dix.mutation"), x.record, x.log_version);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, log_transaction& x) {
+  return f(caf::meta::type_name("dix.log_transaction"), x.log, x.sequence, x.time, x.mutations);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch& x) {
+  return f(caf::meta::type_name("dix.batch"), x.epoch, x.transactions, x.records,
+           wire::opt(x.through), x.rebuild, x.bytes,
+           caf::meta::load_callback([&x] { return wire::check_batch(x); }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, readiness& x) {
+  return f(caf::meta::type_name("dix.readiness"), x.state, x.reason, x.rebuild_attempts,
+           x.owner_epoch, caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.readiness.state", x.state,
+                                             readiness_state::unknown,
+                                             readiness_state::unavailable))
+               return err;
+             return wire::check_enum("dix.readiness.reason", x.reason, readiness_reason::none,
+                                     readiness_reason::registration_changed);
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, state_change& x) {
+  return f(caf::meta::type_name("dix.state_change"), x.kind, x.epoch,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.state_change.kind", x.kind, state_change_kind::changed,
+                                     state_change_kind::failed);
+           }));
+}
+
+// -- the batch carrier -----------------------------------------------------------------------
+
+// One immutable batch, shared by every in-process copy of the message that carries it.
+struct batch_msg {
+  std::shared_ptr<const batch> value;  // null: no batch (e.g. a turn with nothing to deliver)
+
+  explicit operator bool() const noexcept { return value != nullptr; }
+  const batch& operator*() const noexcept { return *value; }
+  const batch* operator->() const noexcept { return value.get(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_msg& x) {
+  if constexpr (Inspector::reads_state) {
+    bool present = x.value != nullptr;
+    if (!present) return f(caf::meta::type_name("dix.batch_msg"), present);
+    // CAF 0.17 inspectors take mutable references even when they only read; a saving or
+    // printing inspector never writes through it, so the shared batch stays untouched.
+    auto& shared = const_cast<batch&>(*x.value);
+    return f(caf::meta::type_name("dix.batch_msg"), present, shared);
+  } else {
+    static_assert(std::is_same<typename Inspector::result_type, caf::error>::value,
+                  "loading inspectors report errors");
+    bool present = false;
+    if (auto err = f(present)) return err;
+    if (!present) {
+      x.value.reset();
+      return caf::error{};
+    }
+    auto loaded = std::make_shared<batch>();
+    if (auto err = f(*loaded)) return err;
+    x.value = std::move(loaded);
+    return caf::error{};
+  }
+}
+
+}  // namespace dix

@@ -1,0 +1,38 @@
+// Ports for ownership (actors.md §4): the runner lock and the readiness slot. The adapters in
+// this issue are in-process (runtime/adapters/in_process_ownership); the next issue replaces them
+// with the process-wide lock table + flock crash guard and the shared readiness segment, without
+// touching the runner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <dix/readiness.hpp>
+
+namespace dix {
+
+// One owner per backend id at a time. acquire() never blocks: `granted` runs (on the caller's or
+// the releasing thread) when the requester becomes the owner. A release hands the entry to the
+// first waiter, FIFO.
+class runner_lock {
+ public:
+  virtual ~runner_lock() = default;
+  virtual void acquire(const std::string& id, std::uint64_t requester, std::function<void()> granted) = 0;
+  // Releases ownership, or withdraws a pending request. Unknown requesters are ignored.
+  virtual void release(const std::string& id, std::uint64_t requester) = 0;
+};
+
+// A backend id's readiness slot (formats.md §4.3 fields the runner uses).
+class readiness_slot {
+ public:
+  virtual ~readiness_slot() = default;
+  virtual epoch_t mint_epoch() = 0;  // owner_epoch.fetch_add(1) + 1
+  virtual epoch_t owner_epoch() const noexcept = 0;
+  virtual void raise_epoch_floor(epoch_t floor) = 0;  // CAS-max (formats.md §4.6 step 4)
+  // Stores reason and attempts, then state (release order, formats.md §4.4), then notifies.
+  virtual void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) = 0;
+  virtual dix::readiness read() const noexcept = 0;
+};
+
+}  // namespace dix
