@@ -58,7 +58,10 @@ using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
                                           caf::reacts_to<meta_write>,
                                           caf::reacts_to<epoch_change>>;
 
-// The backend proxy of one id: the only caller of the backend object.
+// The backend proxy of one id: the only caller of the backend object. The last four entries are
+// its own mailbox: a backend's state changes and completions (any thread) are sent to the proxy
+// itself first, so they keep mailbox order behind the reply of the call that caused them
+// (protocol.md §5.1); internally flush_done.gen carries the completion's token.
 using backend_proxy_actor =
   caf::typed_actor<caf::replies_to<deliver>::with<delivery_result_msg>,
                    caf::replies_to<durable_query>::with<durable>,
@@ -66,7 +69,11 @@ using backend_proxy_actor =
                    caf::replies_to<shutdown_request>::with<quiescence>,
                    caf::replies_to<reset_request>::with<reset_done>,
                    caf::reacts_to<epoch_change>,
-                   caf::reacts_to<coverage_publish>>;
+                   caf::reacts_to<coverage_publish>,
+                   caf::reacts_to<state_change_msg>,
+                   caf::reacts_to<flush_done>,
+                   caf::reacts_to<quiescence>,
+                   caf::reacts_to<reset_done>>;
 
 // The runner of one registered id: runner_core's decisions, carried out.
 using runner_actor = caf::typed_actor<caf::reacts_to<wake>,

@@ -83,11 +83,14 @@ struct log_opened {
   // Per log, the anchor transaction's end sequence (sequence + op count − 1), which coverage
   // association compares with captured positions (protocol.md §12.2).
   dix::positions anchor_ends;
+  // The cursor now installed: `from`, or the start cursor when the log_open had none (an index
+  // built from sequence 1, docs/decisions/0002). The runner's offered list starts with it.
+  std::optional<dix::cursor> installed;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_opened& x) {
-  return f(caf::meta::type_name("dix.log_opened"), x.gen, x.anchor_ends);
+  return f(caf::meta::type_name("dix.log_opened"), x.gen, x.anchor_ends, wire::opt(x.installed));
 }
 
 // -- pull -------------------------------------------------------------------------------------

@@ -15,5 +15,6 @@ inline constexpr int exit_log = 3;
 
 int run_wal(const std::vector<std::string>& argv);
 int run_write(const std::vector<std::string>& argv);
+int run_demo(const std::vector<std::string>& argv);
 
 }  // namespace dix::cli

@@ -11,6 +11,11 @@ namespace {
 constexpr const char* usage = R"(usage: dix <command> [options]
 
 commands:
+  demo   [--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS]
+         The main job: writes N product records (updates and deletes mixed in) into DIR/primary
+         at R per second while two secondary indexes (by category, by brand) follow the WAL;
+         shows progress, runs sample queries, verifies the indexes against the primary store.
+         Defaults: DIR ./dix-demo, N 20000, R 10000. Run it again to resume.
   wal    --db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
          Print a primary store's log name, identity, latest sequence, WAL retention, then its
          transactions from SEQ (default: sequence 1). Never writes to the store.
@@ -37,6 +42,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "wal") return dix::cli::run_wal(args);
   if (command == "write") return dix::cli::run_write(args);
+  if (command == "demo") return dix::cli::run_demo(args);
   if (command == "bench") return dix::bench::run(args);
   std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;
   return dix::cli::exit_usage;

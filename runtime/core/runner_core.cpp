@@ -365,6 +365,13 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   return out;
 }
 
+effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now) {
+  if (!installed_) return on_log_opened(gen, fault, std::nullopt, now);
+  pull_outcome out;
+  out.fault = fault;
+  return on_chunk(gen, out, now);
+}
+
 effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_time now) {
   effects out;
   if (!current(gen) || release_phase_ != release_phase::none) return out;

@@ -119,6 +119,8 @@ class runner_core {
   effects on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
                         const std::optional<cursor>& installed, steady_time now);
   effects on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now);
+  // A fault from the tailer answering either an open or a pull (the core knows which it awaits).
+  effects on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now);
   effects on_delivery(std::uint64_t gen, delivery_result r, steady_time now);
   effects on_flush_done(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_state_change(state_change change, steady_time now);

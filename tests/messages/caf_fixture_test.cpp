@@ -48,6 +48,10 @@ dix::backend_proxy_actor::behavior_type fake_proxy(
     },
     [self](const dix::epoch_change& e) { self->state.epochs_seen.push_back(e.epoch); },
     [](const dix::coverage_publish&) {},
+    [](const dix::state_change_msg&) {},
+    [](const dix::flush_done&) {},
+    [](const dix::quiescence&) {},
+    [](const dix::reset_done&) {},
   };
 }
 

@@ -1,0 +1,155 @@
+#include "actors/backend_proxy_actor.hpp"
+
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace dix {
+namespace {
+
+struct proxy_state {
+  std::shared_ptr<backend> b;
+  subscription changes;
+  runner_actor runner;  // the sender of the last command: where state changes go
+  std::uint64_t next_token = 1;
+  std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> flushes;
+  std::map<epoch_t, caf::typed_response_promise<quiescence>> shutdowns;
+  std::map<epoch_t, caf::typed_response_promise<reset_done>> resets;
+  static inline const char* name = "dix.backend_proxy";
+};
+
+using proxy_pointer = backend_proxy_actor::stateful_pointer<proxy_state>;
+
+caf::error to_caf(const result<void>& r) {
+  return r ? caf::error{} : make_error(r.error().value(), r.error().message());
+}
+
+// Posts `msg` to the proxy if it still exists. Backends keep callbacks and completions for as
+// long as they like; a weak reference keeps them from keeping the proxy alive.
+template <class Message>
+void post_to(const caf::weak_actor_ptr& weak, Message msg) {
+  if (auto strong = weak.lock()) caf::anon_send(caf::actor_cast<backend_proxy_actor>(strong), std::move(msg));
+}
+
+void remember_runner(proxy_pointer self) {
+  if (auto r = caf::actor_cast<runner_actor>(self->current_sender())) self->state.runner = r;
+}
+
+backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<backend> b) {
+  self->state.b = std::move(b);
+  caf::weak_actor_ptr me = self->ctrl();
+  try {
+    self->state.changes = self->state.b->on_state_change([me](state_change c) {
+      post_to(me, state_change_msg{c.kind, c.epoch});
+    });
+  } catch (...) {
+    // A backend that cannot subscribe is failed from the start; the runner sees it at delivery.
+  }
+  self->attach_functor([self] { self->state.changes.reset(); });
+  return {
+    [self](deliver& m) -> delivery_result_msg {
+      remember_runner(self);
+      try {
+        return {m.gen, self->state.b->deliver(m.batch.value), {}};
+      } catch (const std::exception& e) {
+        return {m.gen, delivery_result::failed, std::string("deliver threw: ") + e.what()};
+      } catch (...) {
+        return {m.gen, delivery_result::failed, "deliver threw"};
+      }
+    },
+    [self](durable_query& m) -> durable {
+      remember_runner(self);
+      try {
+        auto d = self->state.b->durable_cursor();
+        if (!d) return {m.gen, std::nullopt, make_error(d.error().value(), d.error().message())};
+        return {m.gen, *d, caf::error{}};
+      } catch (const std::exception& e) {
+        return {m.gen, std::nullopt, make_error(errc::backend_failed, std::string("durable_cursor threw: ") + e.what())};
+      } catch (...) {
+        return {m.gen, std::nullopt, make_error(errc::backend_failed, "durable_cursor threw")};
+      }
+    },
+    [self, me](flush_request& m) -> caf::result<flush_done> {
+      remember_runner(self);
+      auto promise = self->make_response_promise<flush_done>();
+      auto token = self->state.next_token++;
+      self->state.flushes.emplace(token, std::make_pair(m.gen, promise));
+      try {
+        self->state.b->flush(m.reason, completion([me, token](result<void> r) {
+          post_to(me, flush_done{token, to_caf(r)});
+        }));
+      } catch (...) {
+        post_to(me, flush_done{token, make_error(errc::backend_failed, "flush threw")});
+      }
+      return promise;
+    },
+    [self, me](shutdown_request& m) -> caf::result<quiescence> {
+      remember_runner(self);
+      auto promise = self->make_response_promise<quiescence>();
+      self->state.shutdowns[m.epoch] = promise;
+      auto epoch = m.epoch;
+      try {
+        self->state.b->shutdown(epoch, completion([me, epoch](result<void> r) {
+          post_to(me, quiescence{epoch, to_caf(r)});
+        }));
+      } catch (...) {
+        post_to(me, quiescence{epoch, make_error(errc::backend_failed, "shutdown threw")});
+      }
+      return promise;
+    },
+    [self, me](reset_request& m) -> caf::result<reset_done> {
+      remember_runner(self);
+      auto promise = self->make_response_promise<reset_done>();
+      self->state.resets[m.epoch] = promise;
+      auto epoch = m.epoch;
+      try {
+        self->state.b->reset(epoch, completion([me, epoch](result<void> r) { post_to(me, reset_done{epoch, to_caf(r)}); }));
+      } catch (...) {
+        post_to(me, reset_done{epoch, make_error(errc::backend_failed, "reset threw")});
+      }
+      return promise;
+    },
+    [](epoch_change&) {},
+    [self](coverage_publish& m) {
+      try {
+        self->state.b->publish_coverage(m.positions, m.coverage_time, m.epoch);
+      } catch (...) {
+      }
+    },
+    // -- the proxy's own mailbox: completions and state changes, forwarded in order --
+    [self](state_change_msg& m) {
+      if (self->state.runner) self->send(self->state.runner, m);
+    },
+    [self](flush_done& m) {
+      auto it = self->state.flushes.find(m.gen);  // internally gen is the completion's token
+      if (it == self->state.flushes.end()) return;
+      auto [gen, promise] = it->second;
+      self->state.flushes.erase(it);
+      promise.deliver(flush_done{gen, m.error});
+    },
+    [self](quiescence& m) {
+      auto it = self->state.shutdowns.find(m.epoch);
+      if (it == self->state.shutdowns.end()) return;
+      auto promise = it->second;
+      self->state.shutdowns.erase(it);
+      promise.deliver(m);
+    },
+    [self](reset_done& m) {
+      auto it = self->state.resets.find(m.epoch);
+      if (it == self->state.resets.end()) return;
+      auto promise = it->second;
+      self->state.resets.erase(it);
+      promise.deliver(m);
+    },
+  };
+}
+
+}  // namespace
+
+backend_proxy_actor spawn_backend_proxy(caf::actor_system& sys, std::shared_ptr<backend> b, bool detached) {
+  if (detached) return sys.spawn<caf::detached>(proxy, std::move(b));
+  return sys.spawn(proxy, std::move(b));
+}
+
+}  // namespace dix

@@ -1,0 +1,100 @@
+#include "actors/log_tailer_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "adapters/primary_store_impl.hpp"
+#include "core/bytes.hpp"
+#include "core/tailer_core.hpp"
+
+namespace dix {
+namespace {
+
+struct tailer_state {
+  std::shared_ptr<tailer_deps> deps;
+  runner_options budgets;
+  static inline const char* name = "dix.log_tailer";
+};
+
+runner_actor sender_of(log_tailer_actor::stateful_pointer<tailer_state> self) {
+  return caf::actor_cast<runner_actor>(self->current_sender());
+}
+
+log_fault to_message(std::uint64_t gen, const tailer_fault& f) { return log_fault{gen, f.transient, f.reason, f.text}; }
+
+dix::positions anchor_positions(const tailer_deps& d, const std::vector<std::uint64_t>& ends) {
+  dix::positions out;
+  for (std::size_t i = 0; i < ends.size() && i < d.sources.size(); ++i) out[d.sources[i]->log_name()] = ends[i];
+  return out;
+}
+
+log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer_state> self,
+                                       std::shared_ptr<tailer_deps> deps) {
+  self->state.deps = std::move(deps);
+  return {
+    [self](log_open& m) {
+      auto& d = *self->state.deps;
+      auto out = m.from ? d.core->install(*m.from) : d.core->install_from_start();
+      auto to = sender_of(self);
+      if (out.fault) self->send(to, to_message(m.gen, *out.fault));
+      else self->send(to, log_opened{m.gen, anchor_positions(d, out.anchor_ends), out.installed});
+    },
+    [self](log_pull& m) {
+      auto& d = *self->state.deps;
+      auto& o = self->state.budgets;
+      o.max_transactions_per_turn = m.budgets.max_transactions_per_turn;
+      o.max_bytes_per_turn = m.budgets.max_bytes_per_turn;
+      o.max_milliseconds_per_turn = m.budgets.max_milliseconds_per_turn;
+      o.max_chunk_records = m.budgets.max_chunk_records;
+      o.max_chunk_bytes = m.budgets.max_chunk_bytes;
+      auto out = d.core->pull(o, m.epoch, *d.time);
+      auto to = sender_of(self);
+      if (out.fault) {
+        self->send(to, to_message(m.gen, *out.fault));
+        return;
+      }
+      log_chunk chunk;
+      chunk.gen = m.gen;
+      chunk.batch.value = std::move(out.chunk.delivery);
+      chunk.cut_open = out.chunk.cut_open;
+      chunk.end_of_log = out.chunk.end_of_log;
+      chunk.bytes_read = out.chunk.bytes_read;
+      chunk.unindexable = out.chunk.unindexable;
+      chunk.logs = out.chunk.logs;
+      chunk.wal_syncs = out.chunk.wal_syncs;
+      self->send(to, std::move(chunk));
+    },
+    [self](scan_pull& m) {
+      // Rebuild from a scan arrives with a later issue; answer with a clear fault, never silence.
+      self->send(sender_of(self), log_fault{m.gen, false, readiness_reason::rebuild_failed, "rebuild scans are not built yet"});
+    },
+    [self](boundary_capture& m) {
+      self->send(sender_of(self), boundary{m.gen, std::nullopt, make_error(errc::not_supported, "rebuild boundaries are not built yet")});
+    },
+    [self](meta_write& m) {
+      auto& d = *self->state.deps;
+      meta_written reply{m.kind, m.value, caf::error{}};
+      if (m.kind == meta_kind::epoch) {
+        std::string value;
+        put_le<std::uint64_t>(value, m.value);
+        auto done = commit_system(*d.home, {meta_op{op_kind::put, "epoch/" + d.id, std::move(value)}});
+        if (!done) reply.error = make_error(done.error().value(), done.error().message());
+      } else {
+        reply.error = make_error(errc::not_supported, "condemnation markers arrive with ownership");
+      }
+      self->send(sender_of(self), reply);
+    },
+    [](epoch_change&) {
+      // The tailer stamps the epoch each pull carries; nothing to remember here.
+    },
+  };
+}
+
+}  // namespace
+
+log_tailer_actor spawn_log_tailer(caf::actor_system& sys, std::shared_ptr<tailer_deps> deps, bool detached) {
+  if (detached) return sys.spawn<caf::detached>(tailer, std::move(deps));
+  return sys.spawn(tailer, std::move(deps));
+}
+
+}  // namespace dix

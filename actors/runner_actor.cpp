@@ -1,0 +1,160 @@
+#include "actors/runner_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace dix {
+namespace {
+
+struct runner_state_data {
+  runner_deps deps;
+  std::unique_ptr<runner_core> core;
+  std::uint64_t persist_gen = 0;  // the generation a pending epoch write was issued under
+  std::vector<caf::typed_response_promise<stopped>> stop_promises;
+  std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
+  static inline const char* name = "dix.runner";
+};
+
+using runner_pointer = runner_actor::stateful_pointer<runner_state_data>;
+
+steady_time now_of(runner_pointer self) { return self->home_system().clock().now(); }
+
+result<void> from_caf(const caf::error& e) {
+  if (!e) return {};
+  return to_dix_error(e);
+}
+
+void apply(runner_pointer self, effects fx);
+
+void carry_out(runner_pointer self, effect& e) {
+  auto& s = self->state;
+  auto& d = s.deps;
+  std::visit(
+    [&](auto& x) {
+      using T = std::decay_t<decltype(x)>;
+      if constexpr (std::is_same_v<T, fx::request_lock>) {
+        caf::weak_actor_ptr me = self->ctrl();
+        d.lock->acquire(d.id, d.requester, [me] {
+          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0});
+        });
+      } else if constexpr (std::is_same_v<T, fx::release_lock>) {
+        d.lock->release(d.id, d.requester);
+      } else if constexpr (std::is_same_v<T, fx::mint_epoch>) {
+        apply(self, s.core->on_epoch_minted(d.slot->mint_epoch(), now_of(self)));
+      } else if constexpr (std::is_same_v<T, fx::persist_epoch>) {
+        s.persist_gen = x.gen;
+        self->send(d.tailer, meta_write{meta_kind::epoch, x.epoch});
+      } else if constexpr (std::is_same_v<T, fx::query_durable>) {
+        self->request(d.proxy, caf::infinite, durable_query{x.gen})
+          .then([self](durable& r) {
+                  result<std::optional<cursor>> value = r.error ? result<std::optional<cursor>>(from_caf(r.error).error())
+                                                                : result<std::optional<cursor>>(r.cursor);
+                  apply(self, self->state.core->on_durable(r.gen, value, now_of(self)));
+                },
+                [self, gen = x.gen](caf::error& err) {
+                  apply(self, self->state.core->on_durable(gen, from_caf(err).error(), now_of(self)));
+                });
+      } else if constexpr (std::is_same_v<T, fx::open_log>) {
+        self->send(d.tailer, log_open{x.gen, x.from, d.logs});
+      } else if constexpr (std::is_same_v<T, fx::pull>) {
+        const auto& o = d.config.options;
+        turn_budgets b{o.max_transactions_per_turn, o.max_bytes_per_turn, o.max_milliseconds_per_turn,
+                       o.max_chunk_records, o.max_chunk_bytes};
+        self->send(d.tailer, log_pull{x.gen, x.epoch, b, std::nullopt, false});
+      } else if constexpr (std::is_same_v<T, fx::deliver>) {
+        self->request(d.proxy, caf::infinite, deliver{x.gen, batch_msg{x.b}})
+          .then([self](delivery_result_msg& r) { apply(self, self->state.core->on_delivery(r.gen, r.result, now_of(self))); },
+                [self, gen = x.gen](caf::error&) {
+                  // The proxy died with the delivery: the backend failed it.
+                  apply(self, self->state.core->on_delivery(gen, delivery_result::failed, now_of(self)));
+                });
+      } else if constexpr (std::is_same_v<T, fx::flush>) {
+        self->request(d.proxy, caf::infinite, flush_request{x.gen, x.reason})
+          .then([self](flush_done& r) { apply(self, self->state.core->on_flush_done(r.gen, from_caf(r.error), now_of(self))); },
+                [self, gen = x.gen](caf::error& err) {
+                  apply(self, self->state.core->on_flush_done(gen, from_caf(err), now_of(self)));
+                });
+      } else if constexpr (std::is_same_v<T, fx::shutdown>) {
+        self->request(d.proxy, caf::infinite, shutdown_request{x.epoch})
+          .then([self](quiescence& r) { apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self))); },
+                [self, epoch = x.epoch](caf::error& err) {
+                  apply(self, self->state.core->on_shutdown_done(epoch, from_caf(err), now_of(self)));
+                });
+      } else if constexpr (std::is_same_v<T, fx::publish>) {
+        d.slot->publish(x.state, x.reason, x.attempts);
+      } else if constexpr (std::is_same_v<T, fx::arm_timer>) {
+        self->delayed_send(self, x.delay, timer{x.kind, x.gen});
+      } else if constexpr (std::is_same_v<T, fx::stopped>) {
+        stopped out{x.outcome ? caf::error{} : make_error(x.outcome.error().value(), x.outcome.error().message())};
+        s.outcome = out;
+        for (auto& p : s.stop_promises) p.deliver(out);
+        s.stop_promises.clear();
+      }
+    },
+    e);
+}
+
+void apply(runner_pointer self, effects fx) {
+  for (auto& e : fx) carry_out(self, e);
+  auto& s = self->state;
+  if (s.deps.snapshot) s.deps.snapshot->store(s.core->snapshot(now_of(self)));
+}
+
+runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
+  auto& s = self->state;
+  s.deps = std::move(deps);
+  s.core = std::make_unique<runner_core>(s.deps.config);
+  // A dying runner must not keep the lock without the handoff; the supervisor's release steps
+  // arrive with the restart policy. Until then, releasing here keeps other runners from waiting.
+  self->attach_functor([self] {
+    auto& d = self->state.deps;
+    if (d.lock != nullptr) d.lock->release(d.id, d.requester);
+  });
+  return {
+    [self](wake& m) { apply(self, self->state.core->on_wake(m.flags, now_of(self))); },
+    [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
+    [self](lock_acquired&) { apply(self, self->state.core->on_lock_acquired(now_of(self))); },
+    [](lock_contended&) {
+      // Sticky ownership (protocol.md §9.5): a waiting peer never makes the owner let go.
+    },
+    [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
+    [self](log_chunk& m) {
+      pull_outcome out;
+      out.chunk.delivery = std::move(m.batch.value);
+      out.chunk.cut_open = m.cut_open;
+      out.chunk.end_of_log = m.end_of_log;
+      out.chunk.bytes_read = m.bytes_read;
+      out.chunk.unindexable = m.unindexable;
+      out.chunk.logs = std::move(m.logs);
+      out.chunk.wal_syncs = m.wal_syncs;
+      apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
+    },
+    [self](log_fault& m) {
+      apply(self, self->state.core->on_log_fault(m.gen, tailer_fault{m.transient, m.reason, m.text}, now_of(self)));
+    },
+    [](scan_chunk&) {},
+    [](boundary&) {},
+    [self](meta_written& m) {
+      if (m.kind != meta_kind::epoch) return;
+      apply(self, self->state.core->on_epoch_persisted(self->state.persist_gen, from_caf(m.error), now_of(self)));
+    },
+    [self](state_change_msg& m) { apply(self, self->state.core->on_state_change(m.to_state_change(), now_of(self))); },
+    [](coverage_query&) {},
+    [](coverage_demand&) {},
+    [](rebuild_request&) { return false; },
+    [self](stop&) -> caf::result<stopped> {
+      auto& st = self->state;
+      if (st.outcome) return *st.outcome;
+      auto promise = self->make_response_promise<stopped>();
+      st.stop_promises.push_back(promise);
+      apply(self, st.core->stop(now_of(self)));
+      return promise;
+    },
+  };
+}
+
+}  // namespace
+
+runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps) { return sys.spawn(runner, std::move(deps)); }
+
+}  // namespace dix

@@ -1,0 +1,389 @@
+// The composition root behind dix::runtime: one CAF actor system per runtime, and per registered
+// id a log tailer and a backend proxy (detached: they block on RocksDB and backend code) and a
+// runner on the scheduler. Store commit listeners wake the runners. The ownership ports are the
+// in-process adapters until the ownership issue replaces them with the segment and lock table.
+#include <dix/runtime.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/backend_proxy_actor.hpp"
+#include "actors/log_tailer_actor.hpp"
+#include "actors/runner_actor.hpp"
+#include "adapters/in_process_ownership.hpp"
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/rocksdb_log_source.hpp"
+#include "adapters/rocksdb_store_reader.hpp"
+#include "core/bytes.hpp"
+#include "core/names.hpp"
+#include "core/tailer_core.hpp"
+#include "messages/type_ids.hpp"
+
+namespace dix {
+namespace {
+
+// Slots of this process, per (home store path, id): epochs stay monotone across runtimes.
+std::shared_ptr<in_process_slot> process_slot(const std::string& home, const std::string& id) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<in_process_slot>> slots;
+  std::lock_guard g(mutex);
+  auto& s = slots[{home, id}];
+  if (!s) s = std::make_shared<in_process_slot>();
+  return s;
+}
+
+class host_impl final : public backend_host {
+ public:
+  explicit host_impl(std::shared_ptr<in_process_slot> slot) : slot_(std::move(slot)) {}
+  bool is_owner_epoch(epoch_t e) const noexcept override { return slot_->owner_epoch() == e; }
+  dix::readiness readiness() const noexcept override { return slot_->read(); }
+  void note_unindexable(std::string_view) noexcept override { unindexable.fetch_add(1, std::memory_order_relaxed); }
+  void request_rebuild() noexcept override {}  // rebuild arrives with a later issue
+  result<coverage> admit_query(const coverage_mode& mode, cancel_token) override {
+    // Until coverage is built, queries are admitted from readiness alone (issue 3).
+    auto r = slot_->read();
+    switch (r.state) {
+      case readiness_state::ready: return coverage{coverage_state::unknown, mode.tolerance, std::nullopt};
+      case readiness_state::rebuilding: return error{errc::rebuilding, "the index is rebuilding"};
+      default: return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
+    }
+  }
+  std::atomic<std::uint64_t> unindexable{0};
+
+ private:
+  std::shared_ptr<in_process_slot> slot_;
+};
+
+class runtime_config final : public caf::actor_system_config {
+ public:
+  explicit runtime_config(std::uint32_t threads) {
+    configure_dix(*this);
+    set("logger.file-verbosity", caf::atom("quiet"));
+    set("logger.console-verbosity", caf::atom("quiet"));
+    if (threads > 0) set("scheduler.max-threads", static_cast<std::size_t>(threads));
+  }
+};
+
+std::atomic<std::uint64_t> next_requester{1};
+
+}  // namespace
+
+struct runtime::impl {
+  struct entry {
+    std::string id;
+    registration reg;
+    std::shared_ptr<in_process_slot> slot;
+    std::unique_ptr<host_impl> host;
+    std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
+    log_tailer_actor tailer;
+    backend_proxy_actor proxy;
+    runner_actor runner;
+    std::optional<shared_future<void>> unregistered;
+  };
+
+  std::vector<std::shared_ptr<primary_store>> stores;
+  runtime_options options;
+  std::unique_ptr<runtime_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  mutable std::mutex mutex;
+  std::map<std::string, std::shared_ptr<entry>> entries;
+  std::vector<std::uint64_t> listeners;  // one per store
+  std::shared_ptr<const std::vector<runner_actor>> runners = std::make_shared<std::vector<runner_actor>>();
+  bool stopping = false;
+  std::optional<shared_future<void>> stop_future;
+
+  void publish_runners() {  // caller holds mutex
+    auto list = std::make_shared<std::vector<runner_actor>>();
+    for (auto& [id, e] : entries) list->push_back(e->runner);
+    std::atomic_store(&runners, std::shared_ptr<const std::vector<runner_actor>>(std::move(list)));
+  }
+
+  void wake_all(std::uint8_t flags) {
+    auto list = std::atomic_load(&runners);
+    for (const auto& r : *list) caf::anon_send(r, dix::wake{flags});
+  }
+
+  // Stops one entry's runner (release), then its actors. Blocking; never on a scheduler thread.
+  result<void> release(const std::shared_ptr<entry>& e) {
+    result<void> outcome;
+    {
+      caf::scoped_actor self{*sys};
+      self->request(e->runner, caf::infinite, dix::stop{})
+        .receive([&](dix::stopped& s) { if (s.error) outcome = to_dix_error(s.error); },
+                 [&](caf::error& err) { outcome = to_dix_error(err); });
+    }
+    if (outcome) {
+      caf::anon_send_exit(e->runner, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(e->tailer, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(e->proxy, caf::exit_reason::user_shutdown);
+    }
+    return outcome;
+  }
+};
+
+runtime::runtime(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+
+result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<primary_store>> stores,
+                                                 runtime_options options) {
+  if (stores.empty() || stores.size() > 32) {
+    return error{errc::invalid_argument, "runtime needs 1…32 stores, got " + std::to_string(stores.size())};
+  }
+  std::set<std::string> names;
+  for (const auto& s : stores) {
+    if (!s) return error{errc::invalid_argument, "runtime: a store is null"};
+    if (!names.insert(s->log_name()).second) {
+      return error{errc::invalid_argument, "runtime: two stores share the log name " + s->log_name()};
+    }
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  auto p = std::make_shared<impl>();
+  p->stores = std::move(stores);
+  p->options = options;
+  p->cfg = std::make_unique<runtime_config>(options.actor_threads);
+  p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  std::weak_ptr<impl> weak = p;
+  for (auto& s : p->stores) {
+    p->listeners.push_back(add_commit_listener(*s, [weak](const commit_event& e) {
+      if (auto self = weak.lock()) {
+        std::uint8_t flags = wake_flag::commit;
+        if ((e.flags & header_flag::system) != 0) flags |= wake_flag::system;
+        self->wake_all(flags);
+      }
+    }));
+  }
+  return std::unique_ptr<runtime>(new runtime(std::move(p)));
+}
+
+runtime::~runtime() {
+  auto done = stop();
+  done.wait();
+  for (std::size_t i = 0; i < impl_->stores.size() && i < impl_->listeners.size(); ++i) {
+    remove_commit_listener(*impl_->stores[i], impl_->listeners[i]);
+  }
+  {
+    std::lock_guard g(impl_->mutex);
+    for (auto& [id, e] : impl_->entries) {
+      caf::anon_send_exit(e->runner, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(e->tailer, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(e->proxy, caf::exit_reason::user_shutdown);
+    }
+    impl_->entries.clear();
+    impl_->publish_runners();
+  }
+  impl_->sys.reset();  // waits for every actor
+}
+
+result<registration_handle> runtime::register_index(registration r) {
+  auto& p = *impl_;
+  std::unique_lock lock(p.mutex);
+  if (p.stopping) return error{errc::stopped, "the runtime is stopped"};
+  if (!r.backend) return error{errc::invalid_argument, "registration.backend is null"};
+  auto id = r.backend->id();
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (r.projections.empty()) return error{errc::invalid_argument, "registration of " + id + " has no projection"};
+  std::vector<std::shared_ptr<primary_store>> logs;  // attach order, those holding a projected table
+  for (const auto& s : p.stores) {
+    bool used = false;
+    for (const auto& [ref, fn] : r.projections) used = used || ref.log == s->log_name();
+    if (used) logs.push_back(s);
+  }
+  for (const auto& [ref, fn] : r.projections) {
+    auto store = std::find_if(p.stores.begin(), p.stores.end(), [&](const auto& s) { return s->log_name() == ref.log; });
+    if (store == p.stores.end()) return error{errc::invalid_argument, "projection on log " + ref.log + ", which is not attached"};
+    if (!(*store)->has_table(ref.table)) {
+      return error{errc::invalid_argument, "projection on log " + ref.log + " table " + std::to_string(ref.table) + ", which does not exist"};
+    }
+    if (!fn) return error{errc::invalid_argument, "projection on log " + ref.log + " table " + std::to_string(ref.table) + " is empty"};
+  }
+  if (r.projection_version.size() > 256) {
+    return error{errc::invalid_argument, "registration.projection_version has " + std::to_string(r.projection_version.size()) + " bytes: at most 256"};
+  }
+  auto runner_opts = r.options.value_or(p.options.runner);
+  if (auto ok = validate(runner_opts); !ok) return ok.error();
+  if (r.backend->kind() == "remote" && runner_opts.max_chunk_bytes > (32u << 20)) {
+    return error{errc::invalid_argument, "runner_options.max_chunk_bytes = " + std::to_string(runner_opts.max_chunk_bytes) +
+                                             ": must be at most 33554432 for a remote backend"};
+  }
+  if (p.entries.count(id) != 0) return error{errc::already_registered, "backend id " + id + " is registered in this runtime"};
+
+  auto e = std::make_shared<impl::entry>();
+  e->id = id;
+  e->slot = process_slot(p.stores.front()->path().string(), id);
+  // Epoch floor (formats.md §4.6 step 4): never below the persisted epoch/<id>.
+  if (auto persisted = read_meta(*p.stores.front(), "epoch/" + id); persisted && *persisted && (*persisted)->size() == 8) {
+    e->slot->raise_epoch_floor(get_le<std::uint64_t>(**persisted, 0));
+  }
+  e->host = std::make_unique<host_impl>(e->slot);
+  try {
+    r.backend->attach(*e->host);
+  } catch (const std::exception& ex) {
+    return error{errc::backend_failed, "attach of " + id + " threw: " + ex.what()};
+  }
+
+  auto deps = std::make_shared<tailer_deps>();
+  deps->id = id;
+  deps->home = p.stores.front();
+  deps->time = &system_clock();
+  std::vector<tailer_log> ports;
+  std::vector<std::string> log_names;
+  for (const auto& s : logs) {
+    auto source = std::make_shared<rocksdb_log_source>(s);
+    auto reader = std::make_shared<rocksdb_store_reader>(s);
+    ports.push_back(tailer_log{source.get(), reader.get()});
+    deps->sources.push_back(source);
+    deps->readers.push_back(reader);
+    log_names.push_back(s->log_name());
+  }
+  deps->core = std::make_unique<tailer_core>(std::move(ports), r.projections);
+  e->tailer = spawn_log_tailer(*p.sys, deps, true);
+  e->proxy = spawn_backend_proxy(*p.sys, r.backend, true);
+  runner_deps rd;
+  rd.id = id;
+  rd.config.options = runner_opts;
+  std::uint64_t ttl_ms = 600000;
+  for (const auto& s : logs) {
+    auto ttl = primary_store_access::get(*s).options.wal_ttl_s;
+    if (ttl != 0) ttl_ms = std::min<std::uint64_t>(ttl_ms, ttl * 1000 / 8);
+  }
+  rd.config.cursor_flush_age = std::chrono::milliseconds(std::max<std::uint64_t>(ttl_ms, 1));
+  rd.config.generation_base = next_requester.load() << 32;
+  rd.tailer = e->tailer;
+  rd.proxy = e->proxy;
+  rd.slot = e->slot;
+  rd.lock = &in_process_lock_table::instance();
+  rd.requester = next_requester.fetch_add(1);
+  rd.logs = log_names;
+  rd.snapshot = e->snapshot;
+  e->runner = spawn_runner(*p.sys, std::move(rd));
+  e->reg = std::move(r);
+  p.entries[id] = e;
+  p.publish_runners();
+  lock.unlock();
+  caf::anon_send(e->runner, dix::wake{wake_flag::commit});  // as if by a non-system commit (§2.2)
+  return registration_handle(impl_, id);
+}
+
+shared_future<void> registration_handle::unregister() {
+  auto owner = std::static_pointer_cast<runtime::impl>(owner_.lock());
+  if (!owner) {
+    std::promise<result<void>> done;
+    done.set_value(error{errc::stopped, "the runtime is gone"});
+    return done.get_future().share();
+  }
+  std::shared_ptr<runtime::impl::entry> e;
+  {
+    std::lock_guard g(owner->mutex);
+    auto it = owner->entries.find(id_);
+    if (it == owner->entries.end()) {
+      std::promise<result<void>> done;
+      done.set_value(error{errc::not_registered, "backend id " + id_ + " is not registered"});
+      return done.get_future().share();
+    }
+    e = it->second;
+    if (e->unregistered) return *e->unregistered;
+    // The task drops its captures when done: a future kept by a caller must not keep the
+    // entry's actor handles (and so the actor system's shutdown) alive.
+    e->unregistered = std::async(std::launch::async, [owner, e]() mutable {
+                        auto outcome = owner->release(e);
+                        {
+                          std::lock_guard g2(owner->mutex);
+                          if (outcome) {
+                            owner->entries.erase(e->id);
+                            owner->publish_runners();
+                          }
+                        }
+                        e.reset();
+                        owner.reset();
+                        return outcome;
+                      }).share();
+    return *e->unregistered;
+  }
+}
+
+void runtime::wake() { impl_->wake_all(wake_flag::commit); }
+
+std::optional<runner_status> runtime::status(std::string_view id) const {
+  std::lock_guard g(impl_->mutex);
+  auto it = impl_->entries.find(std::string(id));
+  if (it == impl_->entries.end()) return std::nullopt;
+  auto s = it->second->snapshot->load();
+  return runner_status{std::string(to_string(s.state)), s.reason, s.epoch, s.message};
+}
+
+result<dix::readiness> runtime::readiness(std::string_view id) const {
+  std::lock_guard g(impl_->mutex);
+  auto it = impl_->entries.find(std::string(id));
+  if (it == impl_->entries.end()) return error{errc::not_registered, "backend id " + std::string(id) + " has no slot here"};
+  return it->second->slot->read();
+}
+
+std::optional<runner_metrics> runtime::metrics(std::string_view id) const {
+  std::lock_guard g(impl_->mutex);
+  auto it = impl_->entries.find(std::string(id));
+  if (it == impl_->entries.end()) return std::nullopt;
+  const auto& e = *it->second;
+  auto s = e.snapshot->load();
+  runner_metrics m;
+  m.readiness = e.slot->read();
+  m.owner = s.owner;
+  m.epoch = s.epoch;
+  m.accepted_batches = s.accepted_batches;
+  m.accepted_bytes = s.accepted_bytes;
+  m.accepted_mutations = s.accepted_mutations;
+  m.deferred_bytes = s.deferred_bytes;
+  m.oldest_accepted_age_ms = s.oldest_accepted_age_ms;
+  m.stalled_ms = s.stalled_ms;
+  m.delivered_batches = s.delivered_batches;
+  m.delivered_records = s.delivered_records;
+  m.flushes = s.flushes;
+  m.wal_syncs = s.wal_syncs;
+  m.unindexable_records = s.unindexable_records + e.host->unindexable.load();
+  m.transient_faults = s.transient_faults;
+  m.last_fault = s.last_fault;
+  for (const auto& l : s.logs) {
+    log_metrics lm;
+    lm.log = l.log;
+    lm.read_sequence = l.read_sequence;
+    lm.latest_sequence = l.latest_sequence;
+    if (s.durable) {
+      if (const auto* entry = s.durable->find(l.log)) lm.durable_sequence = entry->sequence;
+    }
+    lm.sequence_lag = lm.latest_sequence > lm.durable_sequence ? lm.latest_sequence - lm.durable_sequence : 0;
+    m.logs.push_back(lm);
+  }
+  return m;
+}
+
+shared_future<void> runtime::stop() {
+  auto p = impl_;
+  std::lock_guard g(p->mutex);
+  if (p->stop_future) return *p->stop_future;
+  p->stopping = true;
+  std::vector<std::shared_ptr<impl::entry>> all;
+  for (auto& [id, e] : p->entries) all.push_back(e);
+  p->stop_future = std::async(std::launch::async, [p, all]() mutable {
+                     std::string failed;
+                     for (const auto& e : all) {
+                       auto outcome = e->unregistered ? e->unregistered->get() : p->release(e);
+                       if (!outcome) failed += (failed.empty() ? "" : ", ") + e->id;
+                     }
+                     all.clear();  // see unregister(): release the captured handles
+                     p.reset();
+                     if (!failed.empty()) return result<void>{errc::backend_failed, "shutdown rejected by " + failed};
+                     return result<void>{};
+                   }).share();
+  return *p->stop_future;
+}
+
+}  // namespace dix
