@@ -253,7 +253,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: tailer messages round-trip", "[actor][
   CHECK(open.logs == std::vector<std::string>{"aux", "main"});
   CHECK_FALSE(roundtrip(dix::log_open{5, std::nullopt, {"main"}}).from.has_value());
 
-  auto opened = roundtrip(dix::log_opened{5, {{"aux", 7}, {"main", 44}}});
+  auto opened = roundtrip(dix::log_opened{5, {{"aux", 7}, {"main", 44}}, std::nullopt});
   CHECK(opened.gen == 5);
   CHECK(opened.anchor_ends == dix::positions{{"aux", 7}, {"main", 44}});
 
