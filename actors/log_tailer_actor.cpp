@@ -3,8 +3,6 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "adapters/primary_store_impl.hpp"
-#include "core/bytes.hpp"
 #include "core/tailer_core.hpp"
 
 namespace dix {
@@ -75,9 +73,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       auto& d = *self->state.deps;
       meta_written reply{m.kind, m.value, caf::error{}};
       if (m.kind == meta_kind::epoch) {
-        std::string value;
-        put_le<std::uint64_t>(value, m.value);
-        auto done = commit_system(*d.home, {meta_op{op_kind::put, "epoch/" + d.id, std::move(value)}});
+        auto done = d.persist_epoch ? d.persist_epoch(m.value) : result<void>{errc::io_error, "no home store"};
         if (!done) reply.error = make_error(done.error().value(), done.error().message());
       } else {
         reply.error = make_error(errc::not_supported, "condemnation markers arrive with ownership");

@@ -4,6 +4,7 @@
 // on the test scheduler in actor tests. It answers the sender of each command.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <caf/fwd.hpp>
 
 #include <dix/options.hpp>
+#include <dix/result.hpp>
 
 #include "messages/interfaces.hpp"
 
@@ -27,7 +29,9 @@ struct tailer_deps {
   std::unique_ptr<tailer_core> core;       // over the ports below
   std::vector<std::shared_ptr<log_source>> sources;   // kept alive for the core
   std::vector<std::shared_ptr<store_reader>> readers; // kept alive for the core
-  std::shared_ptr<primary_store> home;     // metadata records (formats.md §5)
+  // Writes epoch/<id> (system transaction, sync) in the home store (formats.md §5). Production
+  // binds it to commit_system on the home store; actor tests to a recorder.
+  std::function<result<void>(std::uint64_t epoch)> persist_epoch;
   const clock* time = nullptr;             // turn budgets
 };
 

@@ -233,7 +233,13 @@ result<registration_handle> runtime::register_index(registration r) {
 
   auto deps = std::make_shared<tailer_deps>();
   deps->id = id;
-  deps->home = p.stores.front();
+  deps->persist_epoch = [home = p.stores.front(), key = "epoch/" + id](std::uint64_t epoch) -> result<void> {
+    std::string value;
+    put_le<std::uint64_t>(value, epoch);
+    auto done = commit_system(*home, {meta_op{op_kind::put, key, std::move(value)}});
+    if (!done) return done.error();
+    return {};
+  };
   deps->time = &system_clock();
   std::vector<tailer_log> ports;
   std::vector<std::string> log_names;

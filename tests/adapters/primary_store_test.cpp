@@ -294,6 +294,7 @@ TEST_CASE("primary store: index_time stays above the newest WAL header after a c
   { auto s = test::open_store(dir / "db"); REQUIRE(s->close()); }
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
+  std::fflush(nullptr);  // nothing buffered may be written twice by the child
   pid_t pid = ::fork();
   if (pid == 0) {
     // The child writes with a clock two hours ahead and dies without close(): no `clock` record.

@@ -94,6 +94,7 @@ struct command_result {
 inline command_result run(const std::vector<std::string>& argv, const std::filesystem::path& scratch) {
   auto out_path = scratch / "stdout.txt";
   auto err_path = scratch / "stderr.txt";
+  std::fflush(nullptr);  // nothing buffered may be written twice by the child
   pid_t pid = ::fork();
   if (pid == 0) {
     std::freopen(out_path.c_str(), "w", stdout);

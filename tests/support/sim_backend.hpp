@@ -38,6 +38,7 @@ class sim_backend final : public backend {
   bool reject_shutdown = false;
   bool durable_error = false;          // durable_cursor() fails (a transient fault)
   bool auto_barrier = true;            // flush runs the barrier at once
+  bool changed_inside_deliver = false; // a deferring deliver emits `changed` before it returns
 
   const std::string& id() const noexcept override { return id_; }
   std::string_view kind() const noexcept override { return "sim"; }
@@ -51,8 +52,13 @@ class sim_backend final : public backend {
       fail_next_delivery = false;
       return delivery_result::failed;
     }
+    seen.push_back(b);
     if (!queue_.empty() && queue_.size() >= cap) {
       deferred_pending_ = true;
+      if (changed_inside_deliver) {
+        // Room appeared while deliver ran (an applier thread); the change is reported at once.
+        apply_queue();
+      }
       return delivery_result::deferred;
     }
     queue_.push_back(std::move(b));
@@ -134,6 +140,7 @@ class sim_backend final : public backend {
   std::size_t queued() const { return queue_.size(); }
 
   std::uint64_t barriers = 0;
+  std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;
   std::vector<epoch_t> applied_epochs;
 
