@@ -11,5 +11,6 @@ namespace dix::bench {
 int run(const std::vector<std::string>& argv);
 
 int run_wal(const std::vector<std::string>& argv);
+int run_catchup(const std::vector<std::string>& argv);
 
 }  // namespace dix::bench

@@ -192,12 +192,13 @@ int run_wal(const std::vector<std::string>& argv) {
 
 int run(const std::vector<std::string>& argv) {
   if (argv.empty()) {
-    std::cerr << "dix bench: name a benchmark: wal\n";
+    std::cerr << "dix bench: name a benchmark: wal, catchup\n";
     return 2;
   }
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (argv[0] == "wal") return run_wal(rest);
-  std::cerr << "dix bench: unknown benchmark \"" << argv[0] << "\" (known: wal)\n";
+  if (argv[0] == "catchup") return run_catchup(rest);
+  std::cerr << "dix bench: unknown benchmark \"" << argv[0] << "\" (known: wal, catchup)\n";
   return 2;
 }
 

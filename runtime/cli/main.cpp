@@ -25,6 +25,9 @@ commands:
          (puts, updates and deletes) in transactions of K operations.
   bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
+  bench  catchup [--records N] [--dir DIR] [--json FILE]
+         Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
+         RocksDB ingest of the same entries; peak RSS.
   help   This text.
 
 exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request
