@@ -37,6 +37,10 @@ class sim_pipeline final : public backend_host {
     restart_runner();
   }
 
+  // Completions the backend still holds report "dropped" when destroyed; let them do so while the
+  // mailbox they post to still exists.
+  ~sim_pipeline() override { backend.crash(); }
+
   // backend_host
   bool is_owner_epoch(epoch_t e) const noexcept override { return slot_epoch == e; }
   dix::readiness readiness() const noexcept override { return {}; }
