@@ -539,6 +539,14 @@ rocksdb::ColumnFamilyHandle* table_handle(transaction::state& st, primary_store:
   return it->second;
 }
 
+// Record ids are 1…4096 bytes; anything else fails the transaction.
+bool valid_record_id(transaction::state& st, std::string_view id) {
+  if (!id.empty() && id.size() <= max_record_id_bytes) return true;
+  fail_txn(st, errc::invalid_argument, "operation " + std::to_string(st.batch.ops()) + ": record id of " +
+                                           std::to_string(id.size()) + " bytes: must be 1…4096");
+  return false;
+}
+
 bool usable(const std::unique_ptr<transaction::state>& st) { return st && !st->committed && !st->failed; }
 
 }  // namespace
@@ -554,11 +562,7 @@ void transaction::put(std::uint32_t table, std::string_view id, std::string_view
   auto& p = primary_store_access::get(*st.store);
   std::shared_lock lock(p.lifecycle);
   auto* handle = table_handle(st, p, table, st.batch.ops());
-  if (handle == nullptr) return;
-  if (id.empty() || id.size() > max_record_id_bytes) {
-    return fail_txn(st, errc::invalid_argument, "operation " + std::to_string(st.batch.ops()) + ": record id of " +
-                                                    std::to_string(id.size()) + " bytes: must be 1…4096");
-  }
+  if (handle == nullptr || !valid_record_id(st, id)) return;
   st.batch.put_versioned(handle, id, payload);
 }
 
@@ -568,11 +572,7 @@ void transaction::del(std::uint32_t table, std::string_view id) {
   auto& p = primary_store_access::get(*st.store);
   std::shared_lock lock(p.lifecycle);
   auto* handle = table_handle(st, p, table, st.batch.ops());
-  if (handle == nullptr) return;
-  if (id.empty() || id.size() > max_record_id_bytes) {
-    return fail_txn(st, errc::invalid_argument, "operation " + std::to_string(st.batch.ops()) + ": record id of " +
-                                                    std::to_string(id.size()) + " bytes: must be 1…4096");
-  }
+  if (handle == nullptr || !valid_record_id(st, id)) return;
   st.batch.del(handle, id);
 }
 

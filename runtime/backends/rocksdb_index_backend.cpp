@@ -184,6 +184,18 @@ struct rocksdb_index_backend::impl {
   result<void> ensure_open();
 
   void emit(state_change change);
+  // Removes queued batches of `epoch` (shutdown and reset quiescence). Caller holds queue_mutex.
+  void drop_queued(epoch_t epoch) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
+      if (b != nullptr && (*b)->epoch == epoch) {
+        queued_bytes -= weight(**b);
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   void run_applier();
   result<void> apply(const batch& b);
   result<void> run_barrier();
@@ -484,15 +496,7 @@ void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) {
   {
     std::lock_guard lock(impl_->queue_mutex);
     // Drop queued work of `epoch`; what is in flight finishes before the control item runs.
-    for (auto it = impl_->queue.begin(); it != impl_->queue.end();) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
-      if (b != nullptr && (*b)->epoch == epoch) {
-        impl_->queued_bytes -= impl::weight(**b);
-        it = impl_->queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    impl_->drop_queued(epoch);
     impl_->queue.emplace_back(control_item{control_item::kind::shutdown, epoch, std::move(done)});
   }
   impl_->queue_cv.notify_one();
@@ -501,15 +505,7 @@ void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) {
 void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
   {
     std::lock_guard lock(impl_->queue_mutex);
-    for (auto it = impl_->queue.begin(); it != impl_->queue.end();) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
-      if (b != nullptr && (*b)->epoch == epoch) {
-        impl_->queued_bytes -= impl::weight(**b);
-        it = impl_->queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    impl_->drop_queued(epoch);
     impl_->queue.emplace_back(control_item{control_item::kind::reset, epoch, std::move(done)});
   }
   impl_->queue_cv.notify_one();
