@@ -15,6 +15,28 @@ result<std::optional<std::string>> rocksdb_store_reader::read(std::uint32_t tabl
   return std::optional<std::string>{std::move(value)};
 }
 
+result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
+    std::uint32_t table, const std::vector<std::string_view>& ids) {
+  auto& p = primary_store_access::get(*store_);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  std::vector<std::optional<std::string>> out(ids.size());
+  auto family = p.tables.find(table);
+  if (family == p.tables.end() || ids.empty()) return out;
+  std::vector<rocksdb::Slice> keys;
+  keys.reserve(ids.size());
+  for (auto id : ids) keys.emplace_back(id.data(), id.size());
+  std::vector<rocksdb::PinnableSlice> values(ids.size());
+  std::vector<rocksdb::Status> statuses(ids.size());
+  p.db->MultiGet(rocksdb::ReadOptions{}, family->second, ids.size(), keys.data(), values.data(), statuses.data());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return error{errc::io_error, "reading table " + std::to_string(table) + ": " + statuses[i].ToString()};
+    out[i] = values[i].ToString();
+  }
+  return out;
+}
+
 result<std::uint64_t> rocksdb_store_reader::latest_sequence() {
   auto& p = primary_store_access::get(*store_);
   std::shared_lock lock(p.lifecycle);

@@ -12,6 +12,8 @@ class rocksdb_store_reader final : public store_reader {
  public:
   explicit rocksdb_store_reader(std::shared_ptr<primary_store> store) : store_(std::move(store)) {}
   result<std::optional<std::string>> read(std::uint32_t table, std::string_view id) override;
+  result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
+                                                            const std::vector<std::string_view>& ids) override;
   result<std::uint64_t> latest_sequence() override;
   std::uint64_t synced_sequence() const noexcept override { return dix::synced_sequence(*store_); }
   result<std::uint64_t> sync_wal() override { return dix::sync_wal(*store_); }

@@ -253,12 +253,22 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   if (auto ok = ensure_open(); !ok) return ok;
   std::shared_lock lock(db_mutex);
   rocksdb::WriteBatch wb;
-  std::string old_value;
-  for (const auto& r : b.records) {
-    auto ref = encode_ref(r.log, r.table, r.record_id);
-    auto s = db->Get(rocksdb::ReadOptions{}, reverse, ref, &old_value);
+  // The records of a batch are distinct keys: read every current reverse entry in one MultiGet.
+  const auto n = b.records.size();
+  std::vector<std::string> refs;
+  refs.reserve(n);
+  for (const auto& r : b.records) refs.push_back(encode_ref(r.log, r.table, r.record_id));
+  std::vector<rocksdb::Slice> ref_slices(refs.begin(), refs.end());
+  std::vector<rocksdb::PinnableSlice> old_values(n);
+  std::vector<rocksdb::Status> statuses(n);
+  if (n > 0) db->MultiGet(rocksdb::ReadOptions{}, reverse, n, ref_slices.data(), old_values.data(), statuses.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& r = b.records[i];
+    const auto& ref = refs[i];
+    const auto& s = statuses[i];
+    auto old_value = old_values[i].ToStringView();
     if (s.ok() && old_value.size() >= 8) {
-      if (auto old_keys = decode_keys(std::string_view(old_value).substr(8))) {
+      if (auto old_keys = decode_keys(old_value.substr(8))) {
         for (const auto& k : *old_keys) wb.Delete(entries, entry_key(k, ref)).PermitUncheckedError();
       }
     } else if (!s.ok() && !s.IsNotFound()) {

@@ -235,31 +235,48 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
   records.reserve(keys.size());
   std::uint64_t estimate = 0;
   std::set<std::size_t> logs_read;
+  constexpr std::size_t read_group = 16;
+  std::size_t group_begin = 0, group_end = 0;
+  std::vector<std::optional<std::string>> group_values;
   for (std::size_t k = 0; k < keys.size(); ++k) {
     if (!records.empty() && estimate >= budget.max_chunk_bytes) break;
     if (k > 0 && k % check_every == 0 && spent()) break;
     const auto& key = keys[k];
     auto& l = logs_[key.log];
-    auto stored = l.port.store->read(key.table, key.id);
-    ++chunk.primary_reads;
-    logs_read.insert(key.log);
-    if (!stored) {
-      out.fault = fault_from(stored.error(), l.name);
-      out.fault->transient = true;  // a failed primary read is never the log's fault
-      installed_ = false;
-      return out;
+    if (k >= group_end) {
+      // Read this key and up to 15 following keys of the same log and table in one group, in
+      // first-occurrence order (§4.3); a group read after the chunk closes is simply unused.
+      group_begin = k;
+      group_end = k + 1;
+      while (group_end < keys.size() && group_end - k < read_group && keys[group_end].log == key.log &&
+             keys[group_end].table == key.table) {
+        ++group_end;
+      }
+      std::vector<std::string_view> ids;
+      for (auto g = k; g < group_end; ++g) ids.push_back(keys[g].id);
+      auto group = l.port.store->read_many(key.table, ids);
+      ++chunk.primary_reads;
+      logs_read.insert(key.log);
+      if (!group) {
+        out.fault = fault_from(group.error(), l.name);
+        out.fault->transient = true;  // a failed primary read is never the log's fault
+        installed_ = false;
+        return out;
+      }
+      group_values = std::move(*group);
     }
+    auto& stored = group_values[k - group_begin];
     record_entry e;
     e.log = l.name;
     e.table = key.table;
     e.record_id = std::string(key.id);
     e.log_version = key.last_version;
     std::size_t stored_size = 0;
-    if (!*stored) {
+    if (!stored) {
       e.state.kind = state_kind::absent;
     } else {
-      stored_size = (*stored)->size();
-      auto value = decode_value(**stored);
+      stored_size = stored->size();
+      auto value = decode_value(*stored);
       if (!value) {
         e.state.kind = state_kind::unindexable;
         e.state.reason = "record-corrupt";

@@ -57,7 +57,7 @@ struct tailer_chunk {
   bool end_of_log = false;   // every log caught up and nothing carried
   std::uint64_t bytes_read = 0;
   std::uint64_t transactions_read = 0;
-  std::uint64_t primary_reads = 0;
+  std::uint64_t primary_reads = 0;  // read calls (groups of ≤ 16 keys, protocol.md §4.3)
   std::uint64_t unindexable = 0;
   std::uint64_t wal_syncs = 0;
   std::vector<log_progress> logs;  // attach order

@@ -39,7 +39,7 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   (void)again;
 }
 
-TEST_CASE("store reader: reads stored values raw and reports a closed store as io_error", "[adapter][tailer]") {
+TEST_CASE("store reader: reads stored values raw, alone or grouped, and reports a closed store as io_error", "[adapter][tailer]") {
   temp_dir dir;
   auto s = test::open_store(dir / "db");
   test::put_records(*s, "k", 1);
@@ -49,7 +49,14 @@ TEST_CASE("store reader: reads stored values raw and reports a closed store as i
   CHECK(v->size() == 8 + std::string("value-0").size());
   CHECK_FALSE(reader.read(1, "missing").value());
   CHECK_FALSE(reader.read(77, "k0").value());  // a table never created holds nothing
+  auto many = reader.read_many(1, {"k0", "missing", "k0"}).value();
+  REQUIRE(many.size() == 3);
+  CHECK(many[0] == *v);
+  CHECK_FALSE(many[1]);
+  CHECK(many[2] == *v);
+  CHECK_FALSE(reader.read_many(77, {"k0"}).value()[0]);
   REQUIRE(s->close());
   CHECK(reader.read(1, "k0").error().value() == errc::io_error);
+  CHECK(reader.read_many(1, {"k0"}).error().value() == errc::io_error);
   CHECK(reader.latest_sequence().error().value() == errc::io_error);
 }
