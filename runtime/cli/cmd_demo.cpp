@@ -147,8 +147,9 @@ int run_demo(const std::vector<std::string>& argv) {
               std::to_string(behind) + ", " +
               std::string(to_string(m ? m->readiness.state : readiness_state::unknown));
     }
+    // Flushed every time: a pipe (a log collector, a test) sees each line as it happens.
     if (tty && !final_line) std::cout << "\r" << line << "\x1b[K" << std::flush;
-    else std::cout << line << "\n";
+    else std::cout << line << std::endl;
   };
 
   auto deadline = clock_type::now() + std::chrono::seconds(timeout_seconds);

@@ -103,7 +103,7 @@ TEST_CASE("actors: a fresh index is acquired, built from sequence 1 and made dur
   CHECK(p.state() == runner_state::idle);
 }
 
-TEST_CASE("actors: after deferred, commits do not redeliver; a changed redelivers the identical batch", "[actor][deferred]") {
+TEST_CASE("actors: after deferred, commits do not redeliver, a changed redelivers the identical batch", "[actor][deferred]") {
   pipeline p;
   p.backend->auto_barrier = false;
   p.backend->cap = 1;

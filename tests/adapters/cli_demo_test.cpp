@@ -12,13 +12,13 @@ using dix::test::temp_dir;
 TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a SIGKILL mid-run", "[adapter][cli][demo]") {
   temp_dir dir;
   auto demo_dir = (dir / "demo").string();
-  auto first = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "3000", "--rate", "0"}, dir.path());
+  auto first = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "2000", "--rate", "0"}, dir.path());
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
   CHECK_THAT(first.out, Catch::Contains("verify by-category: OK"));
   CHECK_THAT(first.out, Catch::Contains("verify by-brand: OK"));
 
-  auto second = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "500", "--rate", "0"}, dir.path());
+  auto second = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "300", "--rate", "0"}, dir.path());
   INFO(second.out << second.err);
   REQUIRE(second.exit_code == 0);
   // Only the new writes were delivered: far fewer records than the store holds.
@@ -33,7 +33,7 @@ TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a S
     ::dup2(out[1], STDOUT_FILENO);
     ::close(out[0]);
     ::close(out[1]);
-    ::execl(DIX_BINARY, DIX_BINARY, "demo", "--dir", demo_dir.c_str(), "--records", "1000000", "--rate", "20000",
+    ::execl(DIX_BINARY, DIX_BINARY, "demo", "--dir", demo_dir.c_str(), "--records", "1000000", "--rate", "5000",
             static_cast<char*>(nullptr));
     ::_exit(127);
   }

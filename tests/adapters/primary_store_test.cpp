@@ -399,7 +399,7 @@ TEST_CASE("primary store: concurrent committers never share a WAL record (behavi
   CHECK(system >= 40);
 }
 
-TEST_CASE("primary store: the admission hook can refuse or delay writes; replicated writes bypass it", "[adapter][store][gate]") {
+TEST_CASE("primary store: the admission hook can refuse or delay writes, replicated writes bypass it", "[adapter][store][gate]") {
   temp_dir dir;
   auto s = test::open_store(dir / "db");
   CHECK(s->admit(1).kind == admit_kind::open);  // the default admits everything

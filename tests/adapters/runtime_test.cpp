@@ -56,7 +56,7 @@ TEST_CASE("runtime: registration checks fail without side effects (protocol §2.
   CHECK(rt->status("x") == std::nullopt);  // nothing of the failed registrations remains
 }
 
-TEST_CASE("runtime: stop returns the same future every call; afterwards registration fails stopped", "[adapter][runtime][stop]") {
+TEST_CASE("runtime: stop returns the same future every call, afterwards registration fails stopped", "[adapter][runtime][stop]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
   auto rt = runtime::create({store}).value();

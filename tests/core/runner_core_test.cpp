@@ -78,7 +78,7 @@ TEST_CASE("runner: a restarted runner resumes from the durable cursor and publis
   CHECK_FALSE(p.lock_held);  // condemned and released
 }
 
-TEST_CASE("runner: after deferred, commits cause no redelivery; a changed redelivers the identical batch (behaviour 9)", "[core][runner][deferred]") {
+TEST_CASE("runner: after deferred, commits cause no redelivery, a changed redelivers the identical batch (behaviour 9)", "[core][runner][deferred]") {
   runner_options o;
   o.max_flush_age = milliseconds(1000);
   sim_pipeline p(o);
@@ -223,7 +223,7 @@ TEST_CASE("runner: after accepted-work-lost the next batch starts right after th
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 
-TEST_CASE("runner: flush triggers are the mutation threshold and the age timer; the end of log requests none", "[core][runner][flush]") {
+TEST_CASE("runner: flush triggers are the mutation threshold and the age timer, the end of log requests none", "[core][runner][flush]") {
   runner_options o;
   o.flush_after_mutations = 3;
   o.max_flush_age = milliseconds(200);
@@ -269,7 +269,7 @@ TEST_CASE("runner: a rejected shutdown keeps the lock and publishes unavailable/
   CHECK_FALSE(p.stopped);
 }
 
-TEST_CASE("runner: transient faults back off and retry; max_rebuild_attempts in a row condemn", "[core][runner][transient]") {
+TEST_CASE("runner: transient faults back off and retry, max_rebuild_attempts in a row condemn", "[core][runner][transient]") {
   runner_options o;
   o.rebuild_backoff = milliseconds(100);
   o.max_rebuild_attempts = 3;

@@ -266,7 +266,7 @@ TEST_CASE("tailer: a throwing projection is runner-failed (behaviour 25)", "[cor
   CHECK(r.fault->reason == readiness_reason::runner_failed);
 }
 
-TEST_CASE("tailer: a reload of a projected table is fault reload; of another table, progress", "[core][tailer]") {
+TEST_CASE("tailer: a reload of a projected table is fault reload, of another table progress", "[core][tailer]") {
   harness h;
   h.install(h.anchor());
   h.store.commit({test::put(other, "x", "1")}, header_flag::reload);
