@@ -173,3 +173,25 @@ TEST_CASE("actors: a rejected shutdown makes every stop fail with backend_failed
   CHECK(p.slot->read().state == readiness_state::unavailable);
   CHECK(p.slot->read().reason == readiness_reason::shutdown_failed);
 }
+
+TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, readiness unchanged, the index continues (behaviour 27)", "[actor][transient]") {
+  runner_options o;
+  o.rebuild_backoff = std::chrono::milliseconds(100);
+  pipeline p(o);
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  p.store.fail_reads = true;  // what a closed or failing primary store answers: io_error
+  p.commit("b", "2");
+  CHECK(p.slot->read().state == readiness_state::ready);  // no condemnation, no new publication
+  CHECK(p.snapshot->load().transient_faults == 1);
+  p.advance(100ms);  // the retry fails again
+  CHECK(p.snapshot->load().transient_faults == 2);
+  p.store.fail_reads = false;
+  p.advance(200ms);   // the next retry resumes from the newest accepted cursor
+  p.advance(1000ms);  // and the age flush makes it durable
+  CHECK(p.backend->durable_index().count(test::index_key("main", 1, "b")) == 1);
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.snapshot->load().transient_faults == 0);  // reset by the durable advance
+  CHECK(p.snapshot->load().last_fault == readiness_reason::none);
+}
