@@ -60,6 +60,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       chunk.unindexable = out.chunk.unindexable;
       chunk.logs = out.chunk.logs;
       chunk.wal_syncs = out.chunk.wal_syncs;
+      chunk.log_reopens = out.chunk.log_reopens;
       self->send(to, std::move(chunk));
     },
     [self](scan_pull& m) {

@@ -127,6 +127,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       out.chunk.unindexable = m.unindexable;
       out.chunk.logs = std::move(m.logs);
       out.chunk.wal_syncs = m.wal_syncs;
+      out.chunk.log_reopens = m.log_reopens;
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {

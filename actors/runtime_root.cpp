@@ -354,6 +354,7 @@ std::optional<runner_metrics> runtime::metrics(std::string_view id) const {
   m.delivered_records = s.delivered_records;
   m.flushes = s.flushes;
   m.wal_syncs = s.wal_syncs;
+  m.log_reopens = s.log_reopens;
   m.unindexable_records = s.unindexable_records + e.host->unindexable.load();
   m.transient_faults = s.transient_faults;
   m.last_fault = s.last_fault;

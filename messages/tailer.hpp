@@ -121,7 +121,7 @@ struct log_chunk {
   std::uint64_t bytes_read = 0;             // WriteBatch data size read this turn
   std::uint64_t unindexable = 0;            // records resolved as unindexable (§4.4)
   std::vector<log_progress> logs;           // attach order
-  std::uint64_t log_reopens = 0;            // iterator re-opens this turn (§3.4)
+  std::uint64_t log_reopens = 0;            // iterator re-opens so far, all logs (§3.4)
   std::uint64_t wal_syncs = 0;              // SyncWAL calls made for this batch (§4.8)
 };
 

@@ -346,6 +346,10 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   logs_ = chunk.logs;
   wal_syncs_ += chunk.wal_syncs;
   unindexable_ += chunk.unindexable;
+  // The tailer reports re-opens since its last install; keep a total across installs.
+  if (chunk.log_reopens < reopens_seen_) reopens_base_ += reopens_seen_;
+  reopens_seen_ = chunk.log_reopens;
+  log_reopens_ = reopens_base_ + reopens_seen_;
   cut_open_ = chunk.cut_open;
   end_of_log_ = chunk.end_of_log;
   if (!chunk.end_of_log) more_ = true;
@@ -597,6 +601,7 @@ runner_snapshot runner_core::snapshot(steady_time now) const {
   s.delivered_records = delivered_records_;
   s.flushes = flushes_;
   s.wal_syncs = wal_syncs_;
+  s.log_reopens = log_reopens_;
   s.unindexable_records = unindexable_;
   s.transient_faults = transient_faults_;
   s.last_fault = last_fault_;

@@ -91,7 +91,7 @@ struct runner_snapshot {
   std::uint64_t accepted_batches = 0, accepted_bytes = 0, accepted_mutations = 0, deferred_bytes = 0;
   std::uint64_t delivered_batches = 0, delivered_records = 0;
   std::array<std::uint64_t, 4> flushes{};
-  std::uint64_t wal_syncs = 0, unindexable_records = 0;
+  std::uint64_t wal_syncs = 0, unindexable_records = 0, log_reopens = 0;
   std::uint32_t transient_faults = 0;
   readiness_reason last_fault = readiness_reason::none;
   std::uint64_t stalled_ms = 0, oldest_accepted_age_ms = 0;
@@ -197,6 +197,7 @@ class runner_core {
   readiness_reason last_fault_ = readiness_reason::none;
   std::optional<cursor> durable_;
   std::uint64_t delivered_batches_ = 0, delivered_records_ = 0, wal_syncs_ = 0, unindexable_ = 0;
+  std::uint64_t log_reopens_ = 0, reopens_base_ = 0, reopens_seen_ = 0;
   std::array<std::uint64_t, 4> flushes_{};
   std::vector<log_progress> logs_;
 };

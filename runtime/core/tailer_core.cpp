@@ -378,6 +378,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
       ++chunk.wal_syncs;
     }
     chunk.logs.push_back(log_progress{l.name, l.read_end, *latest});
+    chunk.log_reopens += l.port.source->reopens();
   }
   chunk.end_of_log = carried_.empty() && std::all_of(logs_.begin(), logs_.end(), [](const log_state& l) {
                        return l.caught_up && !l.lookahead;

@@ -60,6 +60,7 @@ struct tailer_chunk {
   std::uint64_t primary_reads = 0;  // read calls (groups of ≤ 16 keys, protocol.md §4.3)
   std::uint64_t unindexable = 0;
   std::uint64_t wal_syncs = 0;
+  std::uint64_t log_reopens = 0;  // iterator re-opens after WAL switches, all logs (the sources' totals)
   std::vector<log_progress> logs;  // attach order
 };
 

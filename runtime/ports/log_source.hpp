@@ -55,7 +55,7 @@ class log_source {
   virtual result<wal_retention> retention(std::uint64_t anchor_sequence,
                                           std::uint64_t wall_now_ns) const = 0;
 
-  // Re-opens made after open() (WAL switches); protocol.md metric `log_reopens`.
+  // Re-opens after WAL switches since the source was created (cumulative); metric `log_reopens`.
   virtual std::uint64_t reopens() const noexcept = 0;
 };
 

@@ -36,6 +36,12 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   auto r2 = core.pull(runner_options{}, 1, time);
   REQUIRE(r2.chunk.delivery);
   CHECK(r2.chunk.wal_syncs == 0);
+  CHECK(r2.chunk.log_reopens == 0);
+  test::switch_wal(*s);  // a WAL switch: the next pull re-opens once, and reports it
+  test::put_records(*s, "d", 1);
+  auto r3 = core.pull(runner_options{}, 1, time);
+  REQUIRE(r3.chunk.delivery);
+  CHECK(r3.chunk.log_reopens == 1);
   (void)again;
 }
 

@@ -72,7 +72,7 @@ struct runner_metrics {  // protocol.md §14.2 (the fields built so far)
   std::uint64_t oldest_accepted_age_ms = 0, stalled_ms = 0;
   std::uint64_t delivered_batches = 0, delivered_records = 0;
   std::array<std::uint64_t, 4> flushes{};  // indexed by flush_reason
-  std::uint64_t wal_syncs = 0, unindexable_records = 0;
+  std::uint64_t wal_syncs = 0, unindexable_records = 0, log_reopens = 0;
   std::uint32_t transient_faults = 0;
   readiness_reason last_fault = readiness_reason::none;
   std::vector<log_metrics> logs;
