@@ -32,6 +32,30 @@ void post_to(const caf::weak_actor_ptr& weak, Message msg) {
   if (auto strong = weak.lock()) caf::anon_send(caf::actor_cast<backend_proxy_actor>(strong), std::move(msg));
 }
 
+// Starts an epoch-matched backend call (shutdown, reset) whose completion comes back through the
+// proxy's own mailbox as `Done{epoch, error}`; the promise answers the runner then.
+template <class Done, class Call>
+caf::result<Done> await_epoch(proxy_pointer self, std::map<epoch_t, caf::typed_response_promise<Done>>& pending,
+                              const caf::weak_actor_ptr& me, epoch_t epoch, const char* what, Call call) {
+  auto promise = self->template make_response_promise<Done>();
+  pending[epoch] = promise;
+  try {
+    call(completion([me, epoch](result<void> r) { post_to(me, Done{epoch, to_caf(r)}); }));
+  } catch (...) {
+    post_to(me, Done{epoch, make_error(errc::backend_failed, std::string(what) + " threw")});
+  }
+  return promise;
+}
+
+template <class Done>
+void deliver_pending(std::map<epoch_t, caf::typed_response_promise<Done>>& pending, epoch_t epoch, Done& m) {
+  auto it = pending.find(epoch);
+  if (it == pending.end()) return;
+  auto promise = it->second;
+  pending.erase(it);
+  promise.deliver(m);
+}
+
 void remember_runner(proxy_pointer self) {
   if (auto r = caf::actor_cast<runner_actor>(self->current_sender())) self->state.runner = r;
 }
@@ -86,29 +110,13 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
     },
     [self, me](shutdown_request& m) -> caf::result<quiescence> {
       remember_runner(self);
-      auto promise = self->make_response_promise<quiescence>();
-      self->state.shutdowns[m.epoch] = promise;
-      auto epoch = m.epoch;
-      try {
-        self->state.b->shutdown(epoch, completion([me, epoch](result<void> r) {
-          post_to(me, quiescence{epoch, to_caf(r)});
-        }));
-      } catch (...) {
-        post_to(me, quiescence{epoch, make_error(errc::backend_failed, "shutdown threw")});
-      }
-      return promise;
+      return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
+                                     [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
     },
     [self, me](reset_request& m) -> caf::result<reset_done> {
       remember_runner(self);
-      auto promise = self->make_response_promise<reset_done>();
-      self->state.resets[m.epoch] = promise;
-      auto epoch = m.epoch;
-      try {
-        self->state.b->reset(epoch, completion([me, epoch](result<void> r) { post_to(me, reset_done{epoch, to_caf(r)}); }));
-      } catch (...) {
-        post_to(me, reset_done{epoch, make_error(errc::backend_failed, "reset threw")});
-      }
-      return promise;
+      return await_epoch<reset_done>(self, self->state.resets, me, m.epoch, "reset",
+                                     [&](completion done) { self->state.b->reset(m.epoch, std::move(done)); });
     },
     [](epoch_change&) {},
     [self](coverage_publish& m) {
@@ -128,20 +136,8 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       self->state.flushes.erase(it);
       promise.deliver(flush_done{gen, m.error});
     },
-    [self](quiescence& m) {
-      auto it = self->state.shutdowns.find(m.epoch);
-      if (it == self->state.shutdowns.end()) return;
-      auto promise = it->second;
-      self->state.shutdowns.erase(it);
-      promise.deliver(m);
-    },
-    [self](reset_done& m) {
-      auto it = self->state.resets.find(m.epoch);
-      if (it == self->state.resets.end()) return;
-      auto promise = it->second;
-      self->state.resets.erase(it);
-      promise.deliver(m);
-    },
+    [self](quiescence& m) { deliver_pending(self->state.shutdowns, m.epoch, m); },
+    [self](reset_done& m) { deliver_pending(self->state.resets, m.epoch, m); },
   };
 }
 

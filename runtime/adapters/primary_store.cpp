@@ -556,24 +556,28 @@ transaction::transaction(transaction&&) noexcept = default;
 transaction& transaction::operator=(transaction&&) noexcept = default;
 transaction::~transaction() = default;
 
-void transaction::put(std::uint32_t table, std::string_view id, std::string_view payload) {
-  if (!usable(state_)) return;
-  auto& st = *state_;
+namespace {
+
+// Checks a keyed operation and, under the lifecycle lock, hands the table's handle to `add`.
+template <class Add>
+void add_keyed(std::unique_ptr<transaction::state>& state, std::uint32_t table, std::string_view id, Add add) {
+  if (!usable(state)) return;
+  auto& st = *state;
   auto& p = primary_store_access::get(*st.store);
   std::shared_lock lock(p.lifecycle);
   auto* handle = table_handle(st, p, table, st.batch.ops());
   if (handle == nullptr || !valid_record_id(st, id)) return;
-  st.batch.put_versioned(handle, id, payload);
+  add(st.batch, handle);
+}
+
+}  // namespace
+
+void transaction::put(std::uint32_t table, std::string_view id, std::string_view payload) {
+  add_keyed(state_, table, id, [&](batch_builder& b, rocksdb::ColumnFamilyHandle* h) { b.put_versioned(h, id, payload); });
 }
 
 void transaction::del(std::uint32_t table, std::string_view id) {
-  if (!usable(state_)) return;
-  auto& st = *state_;
-  auto& p = primary_store_access::get(*st.store);
-  std::shared_lock lock(p.lifecycle);
-  auto* handle = table_handle(st, p, table, st.batch.ops());
-  if (handle == nullptr || !valid_record_id(st, id)) return;
-  st.batch.del(handle, id);
+  add_keyed(state_, table, id, [&](batch_builder& b, rocksdb::ColumnFamilyHandle* h) { b.del(h, id); });
 }
 
 void transaction::delete_range(std::uint32_t table, std::string_view begin, std::string_view end) {

@@ -226,14 +226,12 @@ int run_demo(const std::vector<std::string>& argv) {
   for (auto& ix : indexes) {
     auto& k = keys[ix.id];
     std::vector<std::string> all_keys(k.begin(), k.end());
-    // Keys the primary no longer holds must be absent from the index too: read the index's
-    // whole key range, not only the expected keys.
-    std::set<std::tuple<std::string, std::string, std::uint64_t>> held;
-    if (auto rows = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000)) {
-      for (auto& r : rows->rows) held.emplace("", r.record_id, r.version);
-    }
+    // Keys the primary no longer holds must be absent from the index too: count the index's
+    // whole key range (printable keys), not only the expected keys.
+    std::size_t held = 0;
+    if (auto rows = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000)) held = rows->rows.size();
     auto got = index_contents(*ix.backend, all_keys);
-    bool same = got == expected[ix.id] && held.size() == expected[ix.id].size();
+    bool same = got == expected[ix.id] && held == expected[ix.id].size();
     auto m = (*rt)->metrics(ix.id);
     std::cout << "verify " << ix.id << ": " << (same ? "OK" : "MISMATCH") << " (" << expected[ix.id].size()
               << " entries for " << present << " products; this run delivered " << (m ? m->delivered_batches : 0)

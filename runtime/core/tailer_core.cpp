@@ -10,9 +10,10 @@
 namespace dix {
 namespace {
 
+// `e` already names its log (log_merge prefixes it) when `log` is empty.
 tailer_fault fault_from(const error& e, const std::string& log) {
   tailer_fault f;
-  f.text = "log " + log + ": " + e.message();
+  f.text = log.empty() ? e.message() : "log " + log + ": " + e.message();
   switch (e.value()) {
     case errc::log_retention: f.reason = readiness_reason::log_retention; break;
     case errc::log_corrupt: f.reason = readiness_reason::log_corrupt; break;
@@ -85,12 +86,13 @@ install_outcome tailer_core::install(const cursor& c) {
       out.fault = fault_from(anchor.error(), l.name);
       return out;
     }
-    l.lookahead.reset();
-    l.caught_up = false;
     l.read_end = anchor->end_sequence();
     l.through = *entry;
     out.anchor_ends.push_back(l.read_end);
   }
+  std::vector<log_source*> sources;
+  for (auto& l : logs_) sources.push_back(l.port.source);
+  merge_ = std::make_unique<log_merge>(std::move(sources));  // no look-ahead survives a re-install
   through_ = c;
   installed_ = true;
   out.installed = c;
@@ -124,23 +126,16 @@ install_outcome tailer_core::install_from_start() {
 }
 
 std::optional<tailer_fault> tailer_core::read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < logs_.size(); ++i) {
-    auto& l = logs_[i];
-    if (!l.lookahead && !l.caught_up) {
-      auto next = l.port.source->next();
-      if (!next) return fault_from(next.error(), l.name);
-      if (*next) l.lookahead = std::move(**next);
-      else l.caught_up = true;
-    }
-    if (l.lookahead && (!best || l.lookahead->time < logs_[*best].lookahead->time)) best = i;
+  auto next = merge_->next();
+  if (!next) return fault_from(next.error(), {});
+  if (!*next) {
+    all_caught_up_ = true;
+    return std::nullopt;
   }
-  if (!best) return std::nullopt;
-  auto& l = logs_[*best];
-  bytes_read += l.lookahead->data_size;
-  l.read_end = l.lookahead->end_sequence();
-  out = open_txn{*best, std::make_shared<const wal_transaction>(std::move(*l.lookahead)), 0};
-  l.lookahead.reset();
+  auto& l = logs_[(*next)->source];
+  bytes_read += (*next)->txn.data_size;
+  l.read_end = (*next)->txn.end_sequence();
+  out = open_txn{(*next)->source, std::make_shared<const wal_transaction>(std::move((*next)->txn)), 0};
   return std::nullopt;
 }
 
@@ -153,7 +148,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
   }
   const auto start = time.steady_now();
   auto spent = [&] { return time.steady_now() - start >= budget.max_milliseconds_per_turn; };
-  for (auto& l : logs_) l.caught_up = false;
+  all_caught_up_ = false;
 
   // ---- collection (identities only, §4.2) ----
   struct collected {
@@ -380,9 +375,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     chunk.logs.push_back(log_progress{l.name, l.read_end, *latest});
     chunk.log_reopens += l.port.source->reopens();
   }
-  chunk.end_of_log = carried_.empty() && std::all_of(logs_.begin(), logs_.end(), [](const log_state& l) {
-                       return l.caught_up && !l.lookahead;
-                     });
+  chunk.end_of_log = carried_.empty() && all_caught_up_;
   if (deliver) chunk.delivery = std::move(b);
   return out;
 }

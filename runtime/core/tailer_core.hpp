@@ -27,6 +27,7 @@
 #include <dix/readiness.hpp>
 
 #include "core/clock.hpp"
+#include "core/log_merge.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
 
@@ -106,18 +107,19 @@ class tailer_core {
     tailer_log port;
     std::string name;
     std::string identity;
-    std::optional<wal_transaction> lookahead;  // read, not yet collected
-    bool caught_up = false;                    // the last read found nothing new
     std::uint64_t read_end = 0;
     log_position through;                      // this log's entry of `through_`
   };
 
-  // Reads the next transaction over all logs (header-time order); nullopt when all caught up.
+  // Reads the next transaction over all logs through merge_ (header-time order); sets
+  // all_caught_up_ when every log is caught up.
   std::optional<tailer_fault> read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read);
   bool projected(const std::string& log, std::uint32_t table) const;
 
   std::vector<log_state> logs_;
   std::map<table_ref, projection> projections_;
+  std::unique_ptr<log_merge> merge_;  // over the sources in attach order; rebuilt by install()
+  bool all_caught_up_ = false;        // the last read of this turn found every log caught up
   std::deque<open_txn> carried_;  // read, not yet wholly delivered, in read order
   std::optional<cursor> through_;
   bool installed_ = false;
