@@ -1,0 +1,711 @@
+#include "adapters/readiness_segment.hpp"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <system_error>
+#include <vector>
+
+#include <dix/free_functions.hpp>
+
+#include "core/names.hpp"
+
+namespace dix {
+
+// formats.md §4.1: the layout is defined for 64-bit little-endian Linux; other hosts refuse to
+// build rather than attach.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the readiness segment is little-endian only");
+static_assert(sizeof(void*) == 8, "the readiness segment is 64-bit only");
+static_assert(__atomic_always_lock_free(8, 0), "8-byte atomics must be lock-free on the mapping");
+static_assert(__atomic_always_lock_free(4, 0), "4-byte atomics must be lock-free on the mapping");
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace segment_layout;
+
+// Header offsets (formats.md §4.2).
+constexpr std::size_t h_magic = 0;
+constexpr std::size_t h_layout_version = 8;
+constexpr std::size_t h_header_bytes = 12;
+constexpr std::size_t h_slot_bytes = 16;
+constexpr std::size_t h_slot_count = 20;
+constexpr std::size_t h_reset_count = 24;
+constexpr std::size_t h_change_counter = 32;
+constexpr std::size_t h_reserved = 40;
+
+// Slot offsets (formats.md §4.3).
+constexpr std::size_t s_state = 0;
+constexpr std::size_t s_reason = 4;
+constexpr std::size_t s_rebuild_attempts = 8;
+constexpr std::size_t s_rebuild_request = 12;
+constexpr std::size_t s_lag_gate = 16;
+constexpr std::size_t s_owner_epoch = 24;
+constexpr std::size_t s_coverage_time = 32;
+constexpr std::size_t s_change_counter = 40;
+constexpr std::size_t s_coverage_demand = 48;
+constexpr std::size_t s_id_len = 56;
+constexpr std::size_t s_id = 64;
+static_assert(s_id + max_id_bytes == slot_bytes);
+static_assert(h_reserved + 88 == header_bytes);
+
+// "DIXREADY" as the little-endian 64-bit word at offset 0.
+constexpr std::uint64_t magic_word() {
+  constexpr char text[] = "DIXREADY";
+  std::uint64_t w = 0;
+  for (int i = 7; i >= 0; --i) w = (w << 8) | static_cast<unsigned char>(text[i]);
+  return w;
+}
+constexpr std::uint64_t dix_magic = magic_word();
+static_assert(dix_magic == 0x5944414552584944ull);
+
+constexpr std::uint32_t highest_state = static_cast<std::uint32_t>(readiness_state::unavailable);
+constexpr std::uint32_t highest_reason = static_cast<std::uint32_t>(readiness_reason::registration_changed);
+
+// Field access: the builtins of the field's width on the mapping, nothing else (§4.4). The
+// mapping is page-aligned and every offset is a multiple of its field's width.
+template <class T>
+T* field(unsigned char* base, std::size_t offset) noexcept {
+  return reinterpret_cast<T*>(base + offset);
+}
+template <class T>
+T load(unsigned char* base, std::size_t offset) noexcept {
+  return __atomic_load_n(field<T>(base, offset), __ATOMIC_ACQUIRE);
+}
+template <class T>
+void store(unsigned char* base, std::size_t offset, T value, int order = __ATOMIC_RELEASE) noexcept {
+  __atomic_store_n(field<T>(base, offset), value, order);
+}
+
+long futex(void* word, int op, std::uint32_t value, const timespec* timeout) noexcept {
+  return ::syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
+}
+
+// Shared (not FUTEX_PRIVATE_FLAG) wake of every waiter on the counter at `offset`.
+void wake_all(unsigned char* base, std::size_t offset) noexcept {
+  futex(base + offset, FUTEX_WAKE, static_cast<std::uint32_t>(INT_MAX), nullptr);
+}
+
+// Waits on the low 32 bits of the 64-bit counter at base+offset (the address itself: little-endian).
+std::uint64_t wait_counter(unsigned char* base, std::size_t offset, std::uint64_t seen, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto now_value = load<std::uint64_t>(base, offset);
+    if (now_value != seen) return now_value;
+    auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return now_value;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    // EAGAIN (already changed), ETIMEDOUT, EINTR and spurious wakes all re-check above.
+    futex(base + offset, FUTEX_WAIT, static_cast<std::uint32_t>(seen), &ts);
+  }
+}
+
+class unique_fd {
+ public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) : fd_(fd) {}
+  ~unique_fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = other.release();
+    }
+    return *this;
+  }
+  int get() const noexcept { return fd_; }
+  int release() noexcept {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+error os_error(const std::string& what, const fs::path& path, int code) {
+  return error{errc::io_error,
+               "readiness segment: " + what + " " + path.string() + ": " + std::generic_category().message(code)};
+}
+
+// mkdir 0700; the mode is set explicitly so the umask cannot widen or narrow it.
+result<void> make_directory(const fs::path& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    if (::chmod(path.c_str(), 0700) != 0) return os_error("chmod", path, errno);
+    return {};
+  }
+  if (errno != EEXIST) return os_error("mkdir", path, errno);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return os_error("stat", path, errno);
+  if (!S_ISDIR(st.st_mode)) return os_error("expected a directory at", path, ENOTDIR);
+  return {};
+}
+
+// Opens a lock file read-write, creating it 0600 (fchmod: umask-independent) when missing.
+result<unique_fd> open_or_create(const fs::path& path) {
+  unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd.get() >= 0) {
+    if (::fchmod(fd.get(), 0600) != 0) return os_error("fchmod", path, errno);
+    return fd;
+  }
+  if (errno != EEXIST) return os_error("create", path, errno);
+  fd = unique_fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) return os_error("open", path, errno);
+  return fd;
+}
+
+// An open-file-description lock on the whole file (F_OFD_SETLK, F_OFD_SETLKW, F_OFD_GETLK).
+int ofd_lock(int fd, int command, short type, struct flock* out = nullptr) noexcept {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 0;  // whole file
+  fl.l_pid = 0;  // required for OFD locks
+  int rc;
+  do {
+    rc = ::fcntl(fd, command, &fl);
+  } while (rc != 0 && errno == EINTR && command == F_OFD_SETLKW);
+  if (out) *out = fl;
+  return rc;
+}
+
+// flock(LOCK_EX) on readiness.lock for the guard's lifetime.
+class flock_guard {
+ public:
+  static result<flock_guard> lock(int fd, const fs::path& path) {
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) return os_error("flock", path, errno);
+    return flock_guard(fd);
+  }
+  flock_guard(flock_guard&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  flock_guard& operator=(flock_guard&&) = delete;
+  ~flock_guard() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+  }
+
+ private:
+  explicit flock_guard(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+std::size_t file_bytes(std::uint32_t slot_count) noexcept {
+  return header_bytes + static_cast<std::size_t>(slot_count) * slot_bytes;
+}
+
+// Message of segment_layout_mismatch (formats.md §4.6 step 2).
+error layout_mismatch(const fs::path& path, const std::string& found, const std::string& expected) {
+  return error{errc::segment_layout_mismatch,
+               "readiness segment " + path.string() + ": found " + found + ", expected " + expected +
+                   "; stop every process using this database, then delete " + path.string()};
+}
+
+// Validates a mapped segment whose magic is not zero; returns its slot count.
+result<std::uint32_t> check_layout(unsigned char* base, std::size_t size, const fs::path& path) {
+  const std::string expected_version = "layout version " + std::to_string(layout_version);
+  if (size < 8) return layout_mismatch(path, "a file of " + std::to_string(size) + " bytes", expected_version);
+  auto magic = load<std::uint64_t>(base, h_magic);
+  if (magic != dix_magic) {
+    char text[8];
+    std::memcpy(text, &magic, sizeof text);
+    return layout_mismatch(path, "magic \"" + escape_bytes(std::string_view(text, sizeof text)) +
+                                     "\" (not a dix readiness segment)",
+                           expected_version + " (magic \"DIXREADY\")");
+  }
+  if (size < header_bytes) {
+    std::string found = "a file of " + std::to_string(size) + " bytes";
+    if (size >= h_layout_version + 4) {
+      found = "layout version " + std::to_string(load<std::uint32_t>(base, h_layout_version)) + " in " + found;
+    }
+    return layout_mismatch(path, found, expected_version + " (at least " + std::to_string(header_bytes) + " bytes)");
+  }
+  auto version = load<std::uint32_t>(base, h_layout_version);
+  if (version != layout_version) {
+    return layout_mismatch(path, "layout version " + std::to_string(version), expected_version);
+  }
+  auto header = load<std::uint32_t>(base, h_header_bytes);
+  auto slot = load<std::uint32_t>(base, h_slot_bytes);
+  if (header != header_bytes || slot != slot_bytes) {
+    return layout_mismatch(path,
+                           "layout version 1 with header_bytes " + std::to_string(header) + ", slot_bytes " +
+                               std::to_string(slot),
+                           expected_version + " with header_bytes " + std::to_string(header_bytes) +
+                               ", slot_bytes " + std::to_string(slot_bytes));
+  }
+  auto count = load<std::uint32_t>(base, h_slot_count);
+  if (count == 0 || count > max_slot_count || size != file_bytes(count)) {
+    return layout_mismatch(
+        path, "layout version 1 with slot_count " + std::to_string(count) + " in " + std::to_string(size) + " bytes",
+        expected_version + " with 1…" + std::to_string(max_slot_count) + " slots in " +
+            std::to_string(header_bytes) + " + slot_count × " + std::to_string(slot_bytes) + " bytes" +
+            (count > 0 && count <= max_slot_count ? " (" + std::to_string(file_bytes(count)) + ")" : ""));
+  }
+  return count;
+}
+
+// Id helpers: eight 64-bit words at slot offset 64 (§4.4: relaxed word stores, then id_len).
+void write_id(unsigned char* slot, std::string_view id) noexcept {
+  unsigned char bytes[max_id_bytes] = {};
+  std::memcpy(bytes, id.data(), id.size());
+  for (std::size_t w = 0; w < max_id_bytes / 8; ++w) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + w * 8, 8);
+    store<std::uint64_t>(slot, s_id + w * 8, word, __ATOMIC_RELAXED);
+  }
+  store<std::uint32_t>(slot, s_id_len, static_cast<std::uint32_t>(id.size()));
+}
+
+// The claimed id of a slot; empty for a free one (or a corrupt length).
+std::string read_id(unsigned char* slot) {
+  auto len = load<std::uint32_t>(slot, s_id_len);
+  if (len == 0 || len > max_id_bytes) return {};
+  char bytes[max_id_bytes];
+  for (std::size_t w = 0; w < max_id_bytes / 8; ++w) {
+    auto word = __atomic_load_n(field<std::uint64_t>(slot, s_id + w * 8), __ATOMIC_RELAXED);
+    std::memcpy(bytes + w * 8, &word, 8);
+  }
+  return std::string(bytes, len);
+}
+
+dix::readiness read_slot(unsigned char* slot) noexcept {
+  // state first (acquire): a new state implies a reason and count at least as new (§4.4).
+  auto state = load<std::uint32_t>(slot, s_state);
+  auto reason = load<std::uint32_t>(slot, s_reason);
+  dix::readiness r;
+  r.state = state <= highest_state ? static_cast<readiness_state>(state) : readiness_state::unknown;
+  r.reason = reason <= highest_reason ? static_cast<readiness_reason>(reason) : readiness_reason::none;
+  r.rebuild_attempts = load<std::uint32_t>(slot, s_rebuild_attempts);
+  r.owner_epoch = load<std::uint64_t>(slot, s_owner_epoch);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The mapped file.
+
+class segment_mapping {
+ public:
+  segment_mapping(unsigned char* base, std::size_t bytes) : base_(base), bytes_(bytes) {}
+  ~segment_mapping() { ::munmap(base_, bytes_); }
+  segment_mapping(const segment_mapping&) = delete;
+  segment_mapping& operator=(const segment_mapping&) = delete;
+
+  unsigned char* base() const noexcept { return base_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  // Valid once the layout was checked (fixed at creation).
+  std::uint32_t slot_count() const noexcept { return slot_count_; }
+  void set_slot_count(std::uint32_t n) noexcept { slot_count_ = n; }
+  unsigned char* slot(std::uint32_t index) const noexcept {
+    return base_ + header_bytes + static_cast<std::size_t>(index) * slot_bytes;
+  }
+
+  // §4.4: after a slot write, the slot's counter, then the header's (release), then wake both.
+  void changed(std::uint32_t index) const noexcept {
+    __atomic_fetch_add(field<std::uint64_t>(slot(index), s_change_counter), 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(field<std::uint64_t>(base_, h_change_counter), 1, __ATOMIC_RELEASE);
+    wake_all(slot(index), s_change_counter);
+    wake_all(base_, h_change_counter);
+  }
+
+  std::optional<std::uint32_t> find(std::string_view id) const {
+    for (std::uint32_t i = 0; i < slot_count_; ++i) {
+      auto len = load<std::uint32_t>(slot(i), s_id_len);
+      if (len == id.size() && read_id(slot(i)) == id) return i;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  unsigned char* base_;
+  std::size_t bytes_;
+  std::uint32_t slot_count_ = 0;
+};
+
+namespace {
+
+result<std::shared_ptr<segment_mapping>> map_file(int fd, std::size_t bytes, bool writable, const fs::path& path) {
+  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* addr = ::mmap(nullptr, bytes, prot, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) return os_error("mmap", path, errno);
+  return std::make_shared<segment_mapping>(static_cast<unsigned char*>(addr), bytes);
+}
+
+result<std::size_t> size_of(int fd, const fs::path& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return os_error("fstat", path, errno);
+  return static_cast<std::size_t>(st.st_size);
+}
+
+// §4.6 step 2, holding readiness.lock.
+result<std::shared_ptr<segment_mapping>> create_or_validate(const fs::path& path, std::uint32_t slot_count) {
+  unique_fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno != ENOENT) return os_error("open", path, errno);
+    fd = unique_fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd.get() < 0) return os_error("create", path, errno);
+  }
+  auto size = size_of(fd.get(), path);
+  if (!size) return size.error();
+  if (*size > 0) {
+    auto mapping = map_file(fd.get(), *size, true, path);
+    if (!mapping) return mapping.error();
+    bool zero_magic = *size >= 8 && load<std::uint64_t>((*mapping)->base(), h_magic) == 0;
+    if (!zero_magic) {
+      auto count = check_layout((*mapping)->base(), *size, path);
+      if (!count) return count.error();
+      (*mapping)->set_slot_count(*count);
+      return mapping;
+    }
+  }
+  // Missing, empty or zero magic (an interrupted creation): (re)create, magic last.
+  if (::fchmod(fd.get(), 0600) != 0) return os_error("fchmod", path, errno);
+  auto bytes = file_bytes(slot_count);
+  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate", path, errno);
+  auto mapping = map_file(fd.get(), bytes, true, path);
+  if (!mapping) return mapping.error();
+  auto* base = (*mapping)->base();
+  // An interrupted creation may have left anything behind the zero magic: clear every word.
+  for (std::size_t offset = 8; offset < bytes; offset += 8) store<std::uint64_t>(base, offset, 0, __ATOMIC_RELAXED);
+  store<std::uint32_t>(base, h_layout_version, layout_version, __ATOMIC_RELAXED);
+  store<std::uint32_t>(base, h_header_bytes, header_bytes, __ATOMIC_RELAXED);
+  store<std::uint32_t>(base, h_slot_bytes, slot_bytes, __ATOMIC_RELAXED);
+  store<std::uint32_t>(base, h_slot_count, slot_count, __ATOMIC_RELAXED);
+  store<std::uint64_t>(base, h_magic, dix_magic);  // release: the header is complete before it
+  (*mapping)->set_slot_count(slot_count);
+  return mapping;
+}
+
+// §4.6 step 1, first attacher only, holding readiness.lock: no runtime is attached.
+void stale_reset(const segment_mapping& m) {
+  std::vector<std::uint32_t> claimed;
+  for (std::uint32_t i = 0; i < m.slot_count(); ++i) {
+    auto* slot = m.slot(i);
+    if (load<std::uint32_t>(slot, s_id_len) == 0) continue;
+    // owner_epoch, rebuild_request and the id stay: a request made while nothing ran is kept.
+    store<std::uint32_t>(slot, s_reason, 0);
+    store<std::uint32_t>(slot, s_rebuild_attempts, 0);
+    store<std::uint32_t>(slot, s_lag_gate, 0);
+    store<std::uint64_t>(slot, s_coverage_time, 0);
+    store<std::uint64_t>(slot, s_coverage_demand, 0);
+    store<std::uint32_t>(slot, s_state, 0);
+    claimed.push_back(i);
+  }
+  __atomic_fetch_add(field<std::uint64_t>(m.base(), h_reset_count), 1, __ATOMIC_RELEASE);
+  for (auto i : claimed) m.changed(i);
+  if (claimed.empty()) {
+    __atomic_fetch_add(field<std::uint64_t>(m.base(), h_change_counter), 1, __ATOMIC_RELEASE);
+    wake_all(m.base(), h_change_counter);
+  }
+}
+
+// realpath(home_db); nullopt when it does not exist.
+result<std::optional<fs::path>> canonical_home(const fs::path& home_db) {
+  std::error_code ec;
+  auto home = fs::canonical(home_db, ec);
+  if (!ec) return std::optional<fs::path>(home);
+  if (ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) {
+    return std::optional<fs::path>();
+  }
+  return os_error("realpath", home_db, ec.value());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// segment_slot
+
+segment_slot::segment_slot(std::shared_ptr<const segment_mapping> mapping, std::uint32_t index)
+    : mapping_(std::move(mapping)), index_(index) {}
+
+unsigned char* segment_slot::base() const noexcept { return mapping_->slot(index_); }
+
+void segment_slot::changed() noexcept { mapping_->changed(index_); }
+
+epoch_t segment_slot::mint_epoch() {
+  auto epoch = __atomic_add_fetch(field<std::uint64_t>(base(), s_owner_epoch), 1, __ATOMIC_ACQ_REL);
+  changed();
+  return epoch;
+}
+
+epoch_t segment_slot::owner_epoch() const noexcept { return load<std::uint64_t>(base(), s_owner_epoch); }
+
+void segment_slot::raise_epoch_floor(epoch_t floor) {
+  auto* word = field<std::uint64_t>(base(), s_owner_epoch);
+  auto current = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  while (current < floor) {
+    if (__atomic_compare_exchange_n(word, &current, floor, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      changed();
+      return;
+    }
+  }
+}
+
+void segment_slot::publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) {
+  store<std::uint32_t>(base(), s_reason, static_cast<std::uint32_t>(reason));
+  store<std::uint32_t>(base(), s_rebuild_attempts, attempts);
+  store<std::uint32_t>(base(), s_state, static_cast<std::uint32_t>(state));
+  changed();
+}
+
+dix::readiness segment_slot::read() const noexcept { return read_slot(base()); }
+
+void segment_slot::set_lag_gate(std::uint32_t gate) {
+  store<std::uint32_t>(base(), s_lag_gate, gate);
+  changed();
+}
+
+std::uint32_t segment_slot::lag_gate() const noexcept { return load<std::uint32_t>(base(), s_lag_gate); }
+
+void segment_slot::set_coverage_time(index_time_t time) {
+  store<std::uint64_t>(base(), s_coverage_time, time);
+  changed();
+}
+
+index_time_t segment_slot::coverage_time() const noexcept { return load<std::uint64_t>(base(), s_coverage_time); }
+
+void segment_slot::request_rebuild() {
+  store<std::uint32_t>(base(), s_rebuild_request, 1);
+  changed();
+}
+
+bool segment_slot::consume_rebuild_request() {
+  auto was = __atomic_exchange_n(field<std::uint32_t>(base(), s_rebuild_request), 0u, __ATOMIC_ACQ_REL);
+  if (was != 0) changed();
+  return was != 0;
+}
+
+index_time_t segment_slot::coverage_demand() const noexcept { return load<std::uint64_t>(base(), s_coverage_demand); }
+
+void segment_slot::raise_coverage_demand(index_time_t since) {
+  auto* word = field<std::uint64_t>(base(), s_coverage_demand);
+  auto current = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  while (current < since) {
+    if (__atomic_compare_exchange_n(word, &current, since, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      changed();
+      return;
+    }
+  }
+}
+
+bool segment_slot::clear_coverage_demand(index_time_t seen) {
+  auto expected = seen;
+  bool cleared = __atomic_compare_exchange_n(field<std::uint64_t>(base(), s_coverage_demand), &expected,
+                                             std::uint64_t{0}, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  if (cleared && seen != 0) changed();
+  return cleared;
+}
+
+std::uint64_t segment_slot::change_counter() const noexcept { return load<std::uint64_t>(base(), s_change_counter); }
+
+std::uint64_t segment_slot::wait_change(std::uint64_t seen, milliseconds timeout) const {
+  return wait_counter(base(), s_change_counter, seen, timeout);
+}
+
+std::string segment_slot::id() const { return read_id(base()); }
+
+// ---------------------------------------------------------------------------------------------
+// readiness_segment
+
+readiness_segment::readiness_segment(fs::path directory, int attach_fd, int lock_fd,
+                                     std::shared_ptr<segment_mapping> mapping)
+    : directory_(std::move(directory)), attach_fd_(attach_fd), lock_fd_(lock_fd), mapping_(std::move(mapping)) {}
+
+readiness_segment::~readiness_segment() {
+  mapping_.reset();
+  ::close(lock_fd_);
+  ::close(attach_fd_);  // releases the OFD read lock: this runtime is detached
+}
+
+result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::path& home_db,
+                                                                     std::uint32_t slot_count) {
+  if (slot_count == 0 || slot_count > max_slot_count) {
+    return error{errc::invalid_argument, "readiness segment: slot_count " + std::to_string(slot_count) +
+                                             " outside 1…" + std::to_string(max_slot_count)};
+  }
+  auto home = canonical_home(home_db);
+  if (!home) return home.error();
+  if (!*home) return os_error("realpath", home_db, ENOENT);
+  auto directory = **home / "dix";
+  if (auto made = make_directory(directory); !made) return made.error();
+  if (auto made = make_directory(directory / "runner"); !made) return made.error();
+  auto attach_fd = open_or_create(directory / "attach.lock");
+  if (!attach_fd) return attach_fd.error();
+  auto lock_fd = open_or_create(directory / "readiness.lock");
+  if (!lock_fd) return lock_fd.error();
+
+  // The first attacher holds a write lock until it has reset stale state; later ones wait for
+  // its downgrade with a blocking read lock.
+  bool first = ofd_lock(attach_fd->get(), F_OFD_SETLK, F_WRLCK) == 0;
+  if (!first) {
+    if (errno != EAGAIN && errno != EACCES) return os_error("lock", directory / "attach.lock", errno);
+    if (ofd_lock(attach_fd->get(), F_OFD_SETLKW, F_RDLCK) != 0) {
+      return os_error("lock", directory / "attach.lock", errno);
+    }
+  }
+  std::shared_ptr<segment_mapping> mapping;
+  {
+    auto guard = flock_guard::lock(lock_fd->get(), directory / "readiness.lock");
+    if (!guard) return guard.error();
+    auto validated = create_or_validate(directory / "readiness.seg", slot_count);
+    if (!validated) return validated.error();  // closing attach_fd drops the lock
+    mapping = std::move(*validated);
+    if (first) stale_reset(*mapping);
+  }
+  // Downgrade after readiness.lock is released; atomic, so no other attacher slips in between.
+  if (first && ofd_lock(attach_fd->get(), F_OFD_SETLK, F_RDLCK) != 0) {
+    return os_error("downgrade lock", directory / "attach.lock", errno);
+  }
+  return std::shared_ptr<readiness_segment>(
+      new readiness_segment(std::move(directory), attach_fd->release(), lock_fd->release(), std::move(mapping)));
+}
+
+result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view id) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "readiness segment: backend id \"" + escape_bytes(id) +
+                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
+  }
+  std::lock_guard in_process(claim_mutex_);
+  auto guard = flock_guard::lock(lock_fd_, directory_ / "readiness.lock");
+  if (!guard) return guard.error();
+  auto index = mapping_->find(id);
+  if (!index) {
+    for (std::uint32_t i = 0; i < mapping_->slot_count(); ++i) {
+      if (load<std::uint32_t>(mapping_->slot(i), s_id_len) == 0) {
+        index = i;
+        break;
+      }
+    }
+    if (!index) {
+      return error{errc::segment_full, "readiness segment " + (directory_ / "readiness.seg").string() + ": all " +
+                                           std::to_string(mapping_->slot_count()) +
+                                           " slots are claimed, none left for backend id \"" + std::string(id) +
+                                           "\""};
+    }
+    write_id(mapping_->slot(*index), id);
+    mapping_->changed(*index);
+  }
+  // The slot shares ownership of the whole segment: its owner stays attached while it lives.
+  return std::make_shared<segment_slot>(std::shared_ptr<const segment_mapping>(shared_from_this(), mapping_.get()),
+                                        *index);
+}
+
+std::uint32_t readiness_segment::slot_count() const noexcept { return mapping_->slot_count(); }
+
+std::uint64_t readiness_segment::reset_count() const noexcept {
+  return load<std::uint64_t>(mapping_->base(), h_reset_count);
+}
+
+std::uint64_t readiness_segment::segment_change_counter() const noexcept {
+  return load<std::uint64_t>(mapping_->base(), h_change_counter);
+}
+
+std::uint64_t readiness_segment::wait_change(std::uint64_t seen, milliseconds timeout) const {
+  return wait_counter(mapping_->base(), h_change_counter, seen, timeout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// segment_view
+
+segment_view::segment_view(fs::path directory, std::shared_ptr<segment_mapping> mapping, access mode)
+    : directory_(std::move(directory)), mapping_(std::move(mapping)), mode_(mode) {}
+
+segment_view::~segment_view() = default;
+
+result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db, access mode) {
+  auto home = canonical_home(home_db);
+  if (!home) return home.error();
+  if (!*home) return std::shared_ptr<segment_view>();
+  auto directory = **home / "dix";
+  auto path = directory / "readiness.seg";
+  bool writable = mode == access::read_write;
+  unique_fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::shared_ptr<segment_view>();
+    return os_error("open", path, errno);
+  }
+  // A creator holds readiness.lock, which readers never take: it ftruncates before it writes the
+  // magic, so a size that changed under a non-zero magic means the file was re-created; map again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto size = size_of(fd.get(), path);
+    if (!size) return size.error();
+    if (*size == 0) return std::shared_ptr<segment_view>();
+    auto mapping = map_file(fd.get(), *size, writable, path);
+    if (!mapping) return mapping.error();
+    if (*size >= 8 && load<std::uint64_t>((*mapping)->base(), h_magic) == 0) return std::shared_ptr<segment_view>();
+    auto again = size_of(fd.get(), path);
+    if (!again) return again.error();
+    if (*again != *size) continue;
+    auto count = check_layout((*mapping)->base(), *size, path);
+    if (!count) return count.error();
+    (*mapping)->set_slot_count(*count);
+    return std::shared_ptr<segment_view>(new segment_view(std::move(directory), std::move(*mapping), mode));
+  }
+  return error{errc::io_error, "readiness segment " + path.string() + ": its size kept changing while mapping it"};
+}
+
+std::optional<std::uint32_t> segment_view::find(std::string_view id) const { return mapping_->find(id); }
+
+dix::readiness segment_view::read(std::uint32_t index) const { return read_slot(mapping_->slot(index)); }
+
+std::shared_ptr<segment_slot> segment_view::slot(std::uint32_t index) const {
+  if (mode_ != access::read_write) return nullptr;
+  return std::make_shared<segment_slot>(mapping_, index);
+}
+
+result<bool> segment_view::runtime_attached() const {
+  auto path = directory_ / "attach.lock";
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return false;
+    return os_error("open", path, errno);
+  }
+  // Reports a conflicting lock without taking one (§4.6 step 5).
+  struct flock found {};
+  if (ofd_lock(fd.get(), F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
+  return found.l_type != F_UNLCK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Free functions (api.md §7)
+
+result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "read_readiness: backend id \"" + escape_bytes(id) +
+                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
+  }
+  auto view = segment_view::open(home_db, segment_view::access::read_only);
+  if (!view) return view.error();
+  if (!*view) return readiness{};  // no segment: unknown, epoch 0
+  auto index = (*view)->find(id);
+  if (!index) {
+    return error{errc::not_registered, "read_readiness: backend id \"" + std::string(id) +
+                                           "\" has no slot in the readiness segment of " + home_db.string()};
+  }
+  // The lock before the slot: a state read after seeing a runtime attached was published by a
+  // runtime that was attached, never a leftover a later stale reset would have cleared.
+  auto attached = (*view)->runtime_attached();
+  if (!attached) return attached.error();
+  auto r = (*view)->read(*index);
+  if (!*attached) return readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
+  return r;
+}
+
+}  // namespace dix

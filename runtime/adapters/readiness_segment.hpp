@@ -1,0 +1,158 @@
+// The shared readiness segment (formats.md §4): `P/dix/readiness.seg`, a file mapped MAP_SHARED by
+// every runtime of the database P, one 128-byte slot per backend id. The readiness_slot port of
+// runtime/ports/ownership.hpp over one slot, plus the slot fields the runner needs later (lag gate,
+// coverage time and demand, rebuild request) and futex waits on the change counters.
+//
+// Linux, 64-bit little-endian only. Every field is accessed with `__atomic_*` builtins of its own
+// width on the mapping (§4.4); no std::atomic is placed on it.
+//
+// Lifetimes: a readiness_segment holds an OFD read lock on `attach.lock` (§4.6) from attach() to
+// its destruction; a segment_slot keeps its segment (mapping and lock) alive. A segment_view maps
+// the segment without attaching, for the free functions (api.md §7).
+//
+// Thread safety: every method may be called from any thread. Only the owner of a slot's runner
+// lock may call the owner-only mutators (formats.md §4.4); the adapter does not check it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ports/ownership.hpp"
+
+namespace dix {
+
+// formats.md §4.2, §4.3: offsets and sizes, as numbers the tests can check against the spec.
+namespace segment_layout {
+inline constexpr std::uint32_t layout_version = 1;
+inline constexpr std::uint32_t header_bytes = 128;
+inline constexpr std::uint32_t slot_bytes = 128;
+inline constexpr std::uint32_t default_slot_count = 64;
+inline constexpr std::uint32_t max_slot_count = 65536;  // 8 MiB; the spec sets no limit
+inline constexpr std::size_t max_id_bytes = 64;
+}  // namespace segment_layout
+
+class segment_mapping;  // the mapped file; defined in the .cpp
+
+// One slot of a mapped segment. Implements the readiness_slot port; the owner-only mutators
+// follow the §4.4 ordering and, after every write, bump the slot's and the header's change
+// counters (release) and FUTEX_WAKE all waiters of both.
+class segment_slot final : public readiness_slot {
+ public:
+  segment_slot(std::shared_ptr<const segment_mapping> mapping, std::uint32_t index);
+
+  // readiness_slot
+  epoch_t mint_epoch() override;                      // owner_epoch.fetch_add(1, acq_rel) + 1
+  epoch_t owner_epoch() const noexcept override;      // acquire
+  void raise_epoch_floor(epoch_t floor) override;     // CAS-max; never lowers
+  void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) override;
+  dix::readiness read() const noexcept override;      // unknown codes read unknown / none
+
+  // Owner: lag_gate (0 open, 1…1 000 000 µs per gated write, 0xFFFFFFFF exceeded).
+  void set_lag_gate(std::uint32_t gate);
+  std::uint32_t lag_gate() const noexcept;
+  // Owner: the index time certified covered; 0 = none.
+  void set_coverage_time(index_time_t time);
+  index_time_t coverage_time() const noexcept;
+  // Anyone: stores rebuild_request = 1 (release).
+  void request_rebuild();
+  // Owner: exchange(0) (acq_rel); true if a request was pending.
+  bool consume_rebuild_request();
+  // Waiters raise (CAS max), the owner clears with the value it saw (CAS to 0; false if a
+  // waiter raised it meanwhile).
+  index_time_t coverage_demand() const noexcept;
+  void raise_coverage_demand(index_time_t since);
+  bool clear_coverage_demand(index_time_t seen);
+
+  std::uint64_t change_counter() const noexcept;  // acquire
+  // Blocks until the slot's change counter differs from `seen` or `timeout` passed; returns the
+  // counter (equal to `seen` on timeout). FUTEX_WAIT on its low 32 bits (shared futex).
+  std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+
+  std::uint32_t index() const noexcept { return index_; }
+  std::string id() const;
+
+ private:
+  unsigned char* base() const noexcept;
+  void changed() noexcept;  // counter bumps and wakes, §4.4
+
+  std::shared_ptr<const segment_mapping> mapping_;
+  std::uint32_t index_;
+};
+
+// An attached runtime's view of the segment (formats.md §4.6 steps 1–3).
+class readiness_segment : public std::enable_shared_from_this<readiness_segment> {
+ public:
+  // Creates `realpath(home_db)/dix/` (0700, with `runner/`), the lock files and the segment (0600)
+  // as needed, attaches (OFD read lock on attach.lock) and, as the first attacher, resets stale
+  // state. `slot_count` (1…max_slot_count) applies only when the segment is created.
+  // Fails invalid_argument (slot_count), segment_layout_mismatch (an existing segment of another
+  // layout: the message names the path, the versions and the remedy), io_error (system calls;
+  // home_db missing).
+  static result<std::shared_ptr<readiness_segment>> attach(
+      const std::filesystem::path& home_db,
+      std::uint32_t slot_count = segment_layout::default_slot_count);
+
+  ~readiness_segment();
+  readiness_segment(const readiness_segment&) = delete;
+  readiness_segment& operator=(const readiness_segment&) = delete;
+
+  // The slot of `id`, claimed if new (§4.6 step 3; slots are never freed). Fails
+  // invalid_argument (id outside the name rules), segment_full, io_error (flock).
+  result<std::shared_ptr<segment_slot>> claim(std::string_view id);
+
+  std::uint32_t slot_count() const noexcept;
+  std::uint64_t reset_count() const noexcept;
+  std::uint64_t segment_change_counter() const noexcept;  // acquire
+  // As segment_slot::wait_change, on the header's segment_change_counter.
+  std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+  // `realpath(home_db)/dix`.
+  const std::filesystem::path& directory() const noexcept { return directory_; }
+
+ private:
+  readiness_segment(std::filesystem::path directory, int attach_fd, int lock_fd,
+                    std::shared_ptr<segment_mapping> mapping);
+
+  std::filesystem::path directory_;
+  int attach_fd_;  // holds the OFD read lock
+  int lock_fd_;    // readiness.lock, flock'ed around claims
+  std::shared_ptr<segment_mapping> mapping_;
+  std::mutex claim_mutex_;  // flock on one descriptor does not exclude this process's threads
+};
+
+// The segment mapped without attaching (formats.md §4.6 step 5): never locks attach.lock.
+class segment_view {
+ public:
+  enum class access { read_only, read_write };
+
+  // nullptr when there is no segment: home_db, `dix/` or the file missing, or the magic zero.
+  // Fails segment_layout_mismatch, io_error.
+  static result<std::shared_ptr<segment_view>> open(const std::filesystem::path& home_db,
+                                                    access mode = access::read_only);
+
+  ~segment_view();
+  segment_view(const segment_view&) = delete;
+  segment_view& operator=(const segment_view&) = delete;
+
+  std::optional<std::uint32_t> find(std::string_view id) const;
+  dix::readiness read(std::uint32_t index) const;
+  // The slot, for the read-write free functions; nullptr on a read-only view.
+  std::shared_ptr<segment_slot> slot(std::uint32_t index) const;
+  // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached.
+  result<bool> runtime_attached() const;
+
+ private:
+  segment_view(std::filesystem::path directory, std::shared_ptr<segment_mapping> mapping, access mode);
+
+  std::filesystem::path directory_;
+  std::shared_ptr<segment_mapping> mapping_;
+  access mode_;
+};
+
+}  // namespace dix

@@ -1,0 +1,579 @@
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <thread>
+
+#include <dix/free_functions.hpp>
+
+#include "adapters/readiness_segment.hpp"
+#include "adapters/test_support.hpp"
+#include "core/bytes.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A home store directory; the segment needs nothing of RocksDB but the directory.
+fs::path make_home(const temp_dir& dir) {
+  auto home = dir / "db";
+  fs::create_directories(home);
+  return home;
+}
+
+fs::path segment_file(const fs::path& home) { return fs::canonical(home) / "dix" / "readiness.seg"; }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void patch_file(const fs::path& path, std::size_t offset, const std::string& bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(f.good());
+}
+
+std::string le32(std::uint32_t v) {
+  std::string s;
+  put_le(s, v);
+  return s;
+}
+
+mode_t mode_of(const fs::path& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+std::shared_ptr<readiness_segment> attach(const fs::path& home, std::uint32_t slots = 64) {
+  auto s = readiness_segment::attach(home, slots);
+  if (!s) FAIL(s.error().to_string());
+  return *s;
+}
+
+std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
+  auto slot = s.claim(id);
+  if (!slot) FAIL(slot.error().to_string());
+  return *slot;
+}
+
+// Restores the process umask at scope exit.
+class umask_scope {
+ public:
+  explicit umask_scope(mode_t mask) : old_(::umask(mask)) {}
+  ~umask_scope() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+// Pipes for parent/child hand-shakes: one byte per step, no sleeps.
+struct pipe_pair {
+  int read_end = -1;
+  int write_end = -1;
+  pipe_pair() {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    read_end = fds[0];
+    write_end = fds[1];
+  }
+  ~pipe_pair() {
+    ::close(read_end);
+    ::close(write_end);
+  }
+  void send(char c) const { REQUIRE(::write(write_end, &c, 1) == 1); }
+  char receive() const {
+    char c = 0;
+    ssize_t n;
+    do {
+      n = ::read(read_end, &c, 1);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 ? c : '\0';
+  }
+};
+
+// Runs `body` in a forked child that calls only segment code and then _exit()s; it never returns
+// into Catch and never touches RocksDB.
+pid_t fork_child(const std::function<int()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int code = 3;
+    try {
+      code = body();
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// True once thread `tid` of this process sits in the futex system call.
+bool in_futex_wait(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long number = -1;
+  in >> number;
+  return number == SYS_futex;
+}
+
+}  // namespace
+
+TEST_CASE("readiness segment: attach creates dix/ 0700 and the files 0600 with the exact 128-byte header, whatever the umask", "[adapter][segment]") {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    temp_dir dir;
+    auto home = make_home(dir);
+    {
+      umask_scope scope(mask);
+      auto s = attach(home);
+      CHECK(s->slot_count() == 64);
+      CHECK(s->directory() == fs::canonical(home) / "dix");
+    }
+    auto d = fs::canonical(home) / "dix";
+    CHECK(mode_of(d) == 0700);
+    CHECK(mode_of(d / "runner") == 0700);
+    CHECK(mode_of(d / "readiness.seg") == 0600);
+    CHECK(mode_of(d / "readiness.lock") == 0600);
+    CHECK(mode_of(d / "attach.lock") == 0600);
+
+    auto bytes = read_file(d / "readiness.seg");
+    REQUIRE(bytes.size() == 128 + 64 * 128);
+    CHECK(bytes.substr(0, 8) == "DIXREADY");
+    CHECK(get_le<std::uint32_t>(bytes, 8) == 1u);    // layout_version
+    CHECK(get_le<std::uint32_t>(bytes, 12) == 128u); // header_bytes
+    CHECK(get_le<std::uint32_t>(bytes, 16) == 128u); // slot_bytes
+    CHECK(get_le<std::uint32_t>(bytes, 20) == 64u);  // slot_count
+    CHECK(get_le<std::uint64_t>(bytes, 24) == 1u);   // reset_count: the first attach reset
+    CHECK(bytes.substr(40, 88) == std::string(88, '\0'));
+    CHECK(bytes.substr(128) == std::string(64 * 128, '\0'));
+  }
+}
+
+TEST_CASE("readiness segment: a claim writes the id, its length and bumps both change counters", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 4);
+  auto before = s->segment_change_counter();
+  auto a = claim(*s, "by-brand");
+  auto b = claim(*s, "by-category");
+  CHECK(a->index() == 0);
+  CHECK(b->index() == 1);
+  CHECK(a->id() == "by-brand");
+  CHECK(claim(*s, "by-brand")->index() == 0);  // found, not claimed again
+  CHECK(s->segment_change_counter() == before + 2);
+  CHECK(a->change_counter() == 1);
+
+  auto bytes = read_file(segment_file(home));
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 56) == 8u);
+  CHECK(bytes.substr(128 + 64, 64) == std::string("by-brand") + std::string(56, '\0'));
+  CHECK(get_le<std::uint32_t>(bytes, 256 + 56) == 11u);
+
+  auto bad = s->claim(".hidden");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().value() == errc::invalid_argument);
+}
+
+TEST_CASE("readiness segment: the third claim of a 2-slot segment fails segment_full", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  claim(*s, "a");
+  claim(*s, "b");
+  auto full = s->claim("c");
+  REQUIRE_FALSE(full);
+  CHECK(full.error().value() == errc::segment_full);
+  CHECK(full.error().message().find("\"c\"") != std::string::npos);
+  CHECK(claim(*s, "b")->index() == 1);  // existing ids still resolve
+}
+
+TEST_CASE("readiness segment: layout version 2 fails segment_layout_mismatch naming path, versions and remedy", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home).reset();
+  auto path = segment_file(home);
+  patch_file(path, 8, le32(2));
+
+  auto r = readiness_segment::attach(home);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::segment_layout_mismatch);
+  const auto& m = r.error().message();
+  CHECK(m.find(path.string()) != std::string::npos);
+  CHECK(m.find("found layout version 2") != std::string::npos);
+  CHECK(m.find("expected layout version 1") != std::string::npos);
+  CHECK(m.find("stop every process using this database, then delete " + path.string()) != std::string::npos);
+
+  // Readers refuse the same way, and the file is left alone.
+  auto read = read_readiness(home, "x");
+  REQUIRE_FALSE(read);
+  CHECK(read.error().value() == errc::segment_layout_mismatch);
+  CHECK(get_le<std::uint32_t>(read_file(path), 8) == 2u);
+}
+
+TEST_CASE("readiness segment: a file of the wrong size fails segment_layout_mismatch", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home).reset();
+  auto path = segment_file(home);
+  fs::resize_file(path, 1000);
+
+  auto r = readiness_segment::attach(home);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::segment_layout_mismatch);
+  const auto& m = r.error().message();
+  CHECK(m.find(path.string()) != std::string::npos);
+  CHECK(m.find("1000 bytes") != std::string::npos);
+  CHECK(m.find("expected layout version 1") != std::string::npos);
+  CHECK(m.find("then delete " + path.string()) != std::string::npos);
+  CHECK(fs::file_size(path) == 1000);
+
+  // A foreign magic too.
+  fs::resize_file(path, 128 + 64 * 128);
+  patch_file(path, 0, "NOTDIX!!");
+  auto foreign = readiness_segment::attach(home);
+  REQUIRE_FALSE(foreign);
+  CHECK(foreign.error().value() == errc::segment_layout_mismatch);
+  CHECK(foreign.error().message().find("NOTDIX!!") != std::string::npos);
+}
+
+TEST_CASE("readiness segment: a zero magic or an empty file (interrupted creation) is recreated", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto s = attach(home, 8);
+    claim(*s, "old")->publish(readiness_state::ready, readiness_reason::none, 0);
+  }
+  auto path = segment_file(home);
+  patch_file(path, 0, std::string(8, '\0'));
+  patch_file(path, 8, le32(7));  // whatever else an interrupted creator left behind
+
+  auto before = read_readiness(home, "old");
+  REQUIRE(before);
+  CHECK(before->state == readiness_state::unknown);
+  CHECK(before->owner_epoch == 0);
+
+  {
+    auto s = attach(home);  // default 64 slots: the old size does not matter
+    CHECK(s->slot_count() == 64);
+    auto bytes = read_file(path);
+    REQUIRE(bytes.size() == 128 + 64 * 128);
+    CHECK(bytes.substr(0, 8) == "DIXREADY");
+    CHECK(get_le<std::uint32_t>(bytes, 8) == 1u);
+    CHECK(bytes.substr(128) == std::string(64 * 128, '\0'));  // the old claim is gone
+    auto gone = read_readiness(home, "old");
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().value() == errc::not_registered);
+  }
+
+  fs::resize_file(path, 0);
+  CHECK(read_readiness(home, "old")->state == readiness_state::unknown);
+  auto s = attach(home, 3);
+  CHECK(s->slot_count() == 3);
+  CHECK(fs::file_size(path) == 128 + 3 * 128);
+  CHECK(mode_of(path) == 0600);
+}
+
+TEST_CASE("readiness segment: publish reads back, bumps both counters, and unknown codes read unknown and none", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  auto slot_before = slot->change_counter();
+  auto segment_before = s->segment_change_counter();
+
+  slot->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 3);
+  auto r = slot->read();
+  CHECK(r.state == readiness_state::needs_rebuild);
+  CHECK(r.reason == readiness_reason::log_retention);
+  CHECK(r.rebuild_attempts == 3);
+  CHECK(slot->change_counter() == slot_before + 1);
+  CHECK(s->segment_change_counter() == segment_before + 1);
+
+  auto bytes = read_file(segment_file(home));
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 0) == 3u);  // state needs-rebuild
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 4) == 4u);  // reason log-retention
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 8) == 3u);  // rebuild_attempts
+  CHECK(get_le<std::uint64_t>(bytes, 128 + 40) == slot->change_counter());
+
+  // The file and the mapping share the page cache: foreign codes written into the file.
+  patch_file(segment_file(home), 128, le32(99) + le32(77));
+  r = slot->read();
+  CHECK(r.state == readiness_state::unknown);
+  CHECK(r.reason == readiness_reason::none);
+  CHECK(read_readiness(home, "idx")->state == readiness_state::unknown);
+}
+
+TEST_CASE("readiness segment: minted epochs rise by one and the epoch floor never lowers", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  CHECK(slot->owner_epoch() == 0);
+  CHECK(slot->mint_epoch() == 1);
+  CHECK(slot->mint_epoch() == 2);
+  slot->raise_epoch_floor(10);
+  CHECK(slot->owner_epoch() == 10);
+  auto counter = slot->change_counter();
+  slot->raise_epoch_floor(4);  // never lowers, and no change to announce
+  CHECK(slot->owner_epoch() == 10);
+  CHECK(slot->change_counter() == counter);
+  CHECK(slot->mint_epoch() == 11);
+  // Another handle on the same slot sees the same epoch.
+  CHECK(claim(*s, "idx")->owner_epoch() == 11);
+}
+
+TEST_CASE("readiness segment: lag gate, coverage time and demand, rebuild request", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  slot->set_lag_gate(250);
+  CHECK(slot->lag_gate() == 250);
+  slot->set_coverage_time(1'733'000'000'000'000'000ull);
+  CHECK(slot->coverage_time() == 1'733'000'000'000'000'000ull);
+
+  CHECK_FALSE(slot->consume_rebuild_request());
+  slot->request_rebuild();
+  CHECK(slot->consume_rebuild_request());
+  CHECK_FALSE(slot->consume_rebuild_request());
+
+  slot->raise_coverage_demand(50);
+  slot->raise_coverage_demand(40);  // CAS max: stays 50
+  CHECK(slot->coverage_demand() == 50);
+  CHECK_FALSE(slot->clear_coverage_demand(40));  // a waiter raised it past what the owner saw
+  CHECK(slot->coverage_demand() == 50);
+  CHECK(slot->clear_coverage_demand(50));
+  CHECK(slot->coverage_demand() == 0);
+
+  auto bytes = read_file(segment_file(home));
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 16) == 250u);
+  CHECK(get_le<std::uint64_t>(bytes, 128 + 32) == 1'733'000'000'000'000'000ull);
+}
+
+TEST_CASE("readiness segment: wait_change returns the counter at once when it already moved, and the seen value on timeout", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  auto seen = s->segment_change_counter();
+  CHECK(s->wait_change(seen, 1ms) == seen);
+  CHECK(slot->wait_change(slot->change_counter(), 1ms) == slot->change_counter());
+  slot->publish(readiness_state::ready, readiness_reason::none, 0);
+  CHECK(s->wait_change(seen, 10s) == seen + 1);
+}
+
+TEST_CASE("readiness segment: the first attacher resets stale slots but keeps epoch, rebuild request and id", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto s = attach(home);
+    CHECK(s->reset_count() == 1);
+    auto slot = claim(*s, "idx");
+    slot->raise_epoch_floor(7);
+    slot->publish(readiness_state::ready, readiness_reason::reload, 2);
+    slot->set_lag_gate(5);
+    slot->set_coverage_time(123);
+    slot->raise_coverage_demand(456);
+    slot->request_rebuild();
+  }  // detached
+  auto s = attach(home);
+  CHECK(s->reset_count() == 2);
+  auto slot = claim(*s, "idx");
+  CHECK(slot->index() == 0);
+  auto r = slot->read();
+  CHECK(r.state == readiness_state::unknown);
+  CHECK(r.reason == readiness_reason::none);
+  CHECK(r.rebuild_attempts == 0);
+  CHECK(r.owner_epoch == 7);
+  CHECK(slot->lag_gate() == 0);
+  CHECK(slot->coverage_time() == 0);
+  CHECK(slot->coverage_demand() == 0);
+  CHECK(slot->consume_rebuild_request());
+}
+
+TEST_CASE("readiness segment: no stale reset while another runtime is still attached", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto first = attach(home);
+  claim(*first, "idx")->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto second = attach(home);  // waits for nothing: the first one already downgraded
+  CHECK(second->reset_count() == 1);
+  first.reset();
+  auto third = attach(home);
+  CHECK(third->reset_count() == 1);
+  CHECK(claim(*third, "idx")->read().state == readiness_state::ready);
+  CHECK(read_readiness(home, "idx")->state == readiness_state::ready);
+}
+
+TEST_CASE("readiness segment: a claimed slot keeps its segment attached after the last segment handle goes", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  slot->publish(readiness_state::ready, readiness_reason::none, 0);
+  s.reset();
+  CHECK(read_readiness(home, "idx")->state == readiness_state::ready);
+  slot.reset();
+  CHECK(read_readiness(home, "idx")->state == readiness_state::unknown);
+}
+
+TEST_CASE("read_readiness: no segment, unknown id, attached and detached runtime", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+
+  auto none = read_readiness(home, "idx");
+  REQUIRE(none);
+  CHECK(none->state == readiness_state::unknown);
+  CHECK(none->owner_epoch == 0);
+  CHECK(read_readiness(dir / "missing", "idx")->state == readiness_state::unknown);
+  CHECK_FALSE(fs::exists(fs::canonical(home) / "dix"));  // readers create nothing
+
+  auto invalid = read_readiness(home, "a/b");
+  REQUIRE_FALSE(invalid);
+  CHECK(invalid.error().value() == errc::invalid_argument);
+
+  {
+    auto s = attach(home);
+    auto slot = claim(*s, "idx");
+    slot->raise_epoch_floor(4);
+    CHECK(slot->mint_epoch() == 5);
+    slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+
+    auto unknown = read_readiness(home, "other");
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().value() == errc::not_registered);
+
+    auto live = read_readiness(home, "idx");
+    REQUIRE(live);
+    CHECK(live->state == readiness_state::rebuilding);
+    CHECK(live->reason == readiness_reason::rebuild_requested);
+    CHECK(live->rebuild_attempts == 1);
+    CHECK(live->owner_epoch == 5);
+  }
+  auto detached = read_readiness(home, "idx");
+  REQUIRE(detached);
+  CHECK(detached->state == readiness_state::unknown);
+  CHECK(detached->reason == readiness_reason::none);
+  CHECK(detached->rebuild_attempts == 0);
+  CHECK(detached->owner_epoch == 5);
+}
+
+TEST_CASE("readiness segment: another process publishes ready, read_readiness sees it, and after its SIGKILL the next attach resets", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  pipe_pair to_parent;
+  pid_t child = fork_child([&]() {
+    auto s = readiness_segment::attach(home);
+    if (!s) return 10;
+    auto slot = (*s)->claim("idx");
+    if (!slot) return 11;
+    (*slot)->raise_epoch_floor(8);
+    (*slot)->mint_epoch();  // 9
+    (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
+    char ready = 'r';
+    if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
+    for (;;) ::pause();  // attached until killed
+  });
+  REQUIRE(to_parent.receive() == 'r');
+
+  auto live = read_readiness(home, "idx");
+  REQUIRE(live);
+  CHECK(live->state == readiness_state::ready);
+  CHECK(live->owner_epoch == 9);
+
+  REQUIRE(::kill(child, SIGKILL) == 0);
+  CHECK(wait_exit(child) == 128 + SIGKILL);
+
+  auto dead = read_readiness(home, "idx");
+  REQUIRE(dead);
+  CHECK(dead->state == readiness_state::unknown);
+  CHECK(dead->owner_epoch == 9);
+
+  auto s = attach(home);
+  CHECK(s->reset_count() == 2);  // the child's first attach, then this one
+  auto r = claim(*s, "idx")->read();
+  CHECK(r.state == readiness_state::unknown);
+  CHECK(r.reason == readiness_reason::none);
+  CHECK(r.owner_epoch == 9);
+}
+
+TEST_CASE("readiness segment: a futex waiter is woken by another process's publish", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  pipe_pair go;
+  pipe_pair done;
+  // Forked before any thread exists here; the child attaches as a second runtime (no reset).
+  pid_t child = fork_child([&]() {
+    char c = 0;
+    if (::read(go.read_end, &c, 1) != 1) return 10;
+    auto seg = readiness_segment::attach(home);
+    if (!seg) return 11;
+    auto child_slot = (*seg)->claim("idx");
+    if (!child_slot) return 12;
+    (*child_slot)->publish(readiness_state::ready, readiness_reason::none, 0);
+    char ok = 'p';
+    if (::write(done.write_end, &ok, 1) != 1) return 13;
+    return 0;
+  });
+
+  auto segment_seen = s->segment_change_counter();
+  auto slot_seen = slot->change_counter();
+  std::atomic<pid_t> segment_tid{0}, slot_tid{0};
+  std::uint64_t segment_after = 0, slot_after = 0;
+  std::chrono::steady_clock::duration segment_took{}, slot_took{};
+  std::thread segment_waiter([&] {
+    segment_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    auto start = std::chrono::steady_clock::now();
+    segment_after = s->wait_change(segment_seen, 10s);
+    segment_took = std::chrono::steady_clock::now() - start;
+  });
+  std::thread slot_waiter([&] {
+    slot_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    auto start = std::chrono::steady_clock::now();
+    slot_after = slot->wait_change(slot_seen, 10s);
+    slot_took = std::chrono::steady_clock::now() - start;
+  });
+  // Both waiters must be asleep in FUTEX_WAIT before the child publishes, so the wake (not the
+  // pre-check) is what returns them. Bounded spin on /proc, no sleep.
+  auto spin_deadline = std::chrono::steady_clock::now() + 10s;
+  bool both_asleep = false;
+  while (!both_asleep && std::chrono::steady_clock::now() < spin_deadline) {
+    both_asleep = segment_tid != 0 && slot_tid != 0 && in_futex_wait(segment_tid) && in_futex_wait(slot_tid);
+    if (!both_asleep) std::this_thread::yield();
+  }
+  CHECK(both_asleep);
+  go.send('g');
+  segment_waiter.join();
+  slot_waiter.join();
+  CHECK(done.receive() == 'p');
+  CHECK(wait_exit(child) == 0);
+
+  CHECK(segment_after != segment_seen);
+  CHECK(slot_after != slot_seen);
+  CHECK(segment_took < 5s);
+  CHECK(slot_took < 5s);
+  CHECK(slot->read().state == readiness_state::ready);
+}
