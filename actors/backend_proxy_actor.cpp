@@ -56,6 +56,8 @@ void deliver_pending(std::map<epoch_t, caf::typed_response_promise<Done>>& pendi
   promise.deliver(m);
 }
 
+// Only the runner delivers and asks for the durable cursor; flush, shutdown and reset also come
+// from the supervisor standing in for a dead runner, whose address must not receive state changes.
 void remember_runner(proxy_pointer self) {
   if (auto r = caf::actor_cast<runner_actor>(self->current_sender())) self->state.runner = r;
 }
@@ -71,6 +73,9 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
     // A backend that cannot subscribe is failed from the start; the runner sees it at delivery.
   }
   self->attach_functor([self] { self->state.changes.reset(); });
+  // A one-way message the receiver could not handle comes back as an error: drop it rather than
+  // let the default handler end the proxy (and with it the backend's calls).
+  self->set_error_handler([](caf::error&) {});
   return {
     [self](deliver& m) -> delivery_result_msg {
       remember_runner(self);
@@ -95,7 +100,6 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       }
     },
     [self, me](flush_request& m) -> caf::result<flush_done> {
-      remember_runner(self);
       auto promise = self->make_response_promise<flush_done>();
       auto token = self->state.next_token++;
       self->state.flushes.emplace(token, std::make_pair(m.gen, promise));
@@ -109,12 +113,10 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       return promise;
     },
     [self, me](shutdown_request& m) -> caf::result<quiescence> {
-      remember_runner(self);
       return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
                                      [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
     },
     [self, me](reset_request& m) -> caf::result<reset_done> {
-      remember_runner(self);
       return await_epoch<reset_done>(self, self->state.resets, me, m.epoch, "reset",
                                      [&](completion done) { self->state.b->reset(m.epoch, std::move(done)); });
     },

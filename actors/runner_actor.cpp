@@ -26,6 +26,15 @@ result<void> from_caf(const caf::error& e) {
 
 void apply(runner_pointer self, effects fx);
 
+// A request to a proxy that died fails with request_receiver_down: that is the crash of a child
+// (the supervisor's child_down follows), not an answer of the backend. The core learns it now, so
+// nothing it sends meanwhile goes to the dead proxy.
+bool proxy_gone(runner_pointer self, const caf::error& err) {
+  if (err != caf::sec::request_receiver_down) return false;
+  apply(self, self->state.core->on_child_down(child_kind::proxy, false, now_of(self)));
+  return true;
+}
+
 void carry_out(runner_pointer self, effect& e) {
   auto& s = self->state;
   auto& d = s.deps;
@@ -52,6 +61,7 @@ void carry_out(runner_pointer self, effect& e) {
                   apply(self, self->state.core->on_durable(r.gen, value, now_of(self)));
                 },
                 [self, gen = x.gen](caf::error& err) {
+                  if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_durable(gen, from_caf(err).error(), now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::open_log>) {
@@ -64,20 +74,22 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::deliver>) {
         self->request(d.proxy, caf::infinite, deliver{x.gen, batch_msg{x.b}})
           .then([self](delivery_result_msg& r) { apply(self, self->state.core->on_delivery(r.gen, r.result, now_of(self))); },
-                [self, gen = x.gen](caf::error&) {
-                  // The proxy died with the delivery: the backend failed it.
+                [self, gen = x.gen](caf::error& err) {
+                  if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_delivery(gen, delivery_result::failed, now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::flush>) {
         self->request(d.proxy, caf::infinite, flush_request{x.gen, x.reason})
           .then([self](flush_done& r) { apply(self, self->state.core->on_flush_done(r.gen, from_caf(r.error), now_of(self))); },
                 [self, gen = x.gen](caf::error& err) {
+                  if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_flush_done(gen, from_caf(err), now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::shutdown>) {
         self->request(d.proxy, caf::infinite, shutdown_request{x.epoch})
           .then([self](quiescence& r) { apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self))); },
                 [self, epoch = x.epoch](caf::error& err) {
+                  if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_shutdown_done(epoch, from_caf(err), now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::publish>) {
@@ -104,12 +116,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   auto& s = self->state;
   s.deps = std::move(deps);
   s.core = std::make_unique<runner_core>(s.deps.config);
-  // A dying runner must not keep the lock without the handoff; the supervisor's release steps
-  // arrive with the restart policy. Until then, releasing here keeps other runners from waiting.
-  self->attach_functor([self] {
-    auto& d = self->state.deps;
-    if (d.lock != nullptr) d.lock->release(d.id, d.requester);
-  });
+  if (s.deps.snapshot) s.deps.snapshot->store(s.core->snapshot(now_of(self)));  // e.g. parked from the start
+  // A dying runner keeps its lock entry: its supervisor, as the lock holder, quiesces the backend
+  // and only then releases the entry (actors.md §3), so no successor overlaps unfinished work.
   return {
     [self](wake& m) { apply(self, self->state.core->on_wake(m.flags, now_of(self))); },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
@@ -143,6 +152,13 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [](coverage_query&) {},
     [](coverage_demand&) {},
     [](rebuild_request&) { return false; },
+    [self](child_down& m) { apply(self, self->state.core->on_child_down(m.kind, m.escalated, now_of(self))); },
+    [self](child_up& m) {
+      auto& d = self->state.deps;
+      if (m.kind == child_kind::tailer) d.tailer = caf::actor_cast<log_tailer_actor>(m.handle);
+      if (m.kind == child_kind::proxy) d.proxy = caf::actor_cast<backend_proxy_actor>(m.handle);
+      apply(self, self->state.core->on_child_up(m.kind, now_of(self)));
+    },
     [self](stop&) -> caf::result<stopped> {
       auto& st = self->state;
       if (st.outcome) return *st.outcome;

@@ -1,7 +1,8 @@
-// The composition root behind dix::runtime: one CAF actor system per runtime, and per registered
-// id a log tailer and a backend proxy (detached: they block on RocksDB and backend code) and a
-// runner on the scheduler. Store commit listeners wake the runners. The ownership ports are the
-// in-process adapters until the ownership issue replaces them with the segment and lock table.
+// The composition root behind dix::runtime: one CAF actor system per runtime with one supervisor,
+// which spawns per registered id a log tailer and a backend proxy (detached: they block on RocksDB
+// and backend code) and a runner on the scheduler, and restarts them (actors.md §3). Store commit
+// listeners wake the runners. The ownership ports are the in-process adapters until the ownership
+// issue replaces them with the segment and lock table.
 #include <dix/runtime.hpp>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "actors/backend_proxy_actor.hpp"
 #include "actors/log_tailer_actor.hpp"
 #include "actors/runner_actor.hpp"
+#include "actors/supervisor_actor.hpp"
 #include "adapters/in_process_ownership.hpp"
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/rocksdb_log_source.hpp"
@@ -84,10 +86,21 @@ struct runtime::impl {
     std::shared_ptr<in_process_slot> slot;
     std::unique_ptr<host_impl> host;
     std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
-    log_tailer_actor tailer;
-    backend_proxy_actor proxy;
-    runner_actor runner;
     std::optional<shared_future<void>> unregistered;
+  };
+
+  // The id's current runner, replaced by the supervisor when it respawns one.
+  struct runner_cell {
+    std::mutex mutex;
+    runner_actor runner;
+    void set(const runner_actor& r) {
+      std::lock_guard g(mutex);
+      runner = r;
+    }
+    runner_actor get() {
+      std::lock_guard g(mutex);
+      return runner;
+    }
   };
 
   std::vector<std::shared_ptr<primary_store>> stores;
@@ -97,35 +110,35 @@ struct runtime::impl {
   mutable std::mutex mutex;
   std::map<std::string, std::shared_ptr<entry>> entries;
   std::vector<std::uint64_t> listeners;  // one per store
-  std::shared_ptr<const std::vector<runner_actor>> runners = std::make_shared<std::vector<runner_actor>>();
+  std::shared_ptr<supervisor_registry> registry = std::make_shared<supervisor_registry>();
+  supervisor_actor supervisor;
+  std::map<std::string, std::shared_ptr<runner_cell>> cells;  // guarded by mutex
+  std::shared_ptr<const std::vector<std::shared_ptr<runner_cell>>> runners =
+    std::make_shared<std::vector<std::shared_ptr<runner_cell>>>();
   bool stopping = false;
   std::optional<shared_future<void>> stop_future;
 
   void publish_runners() {  // caller holds mutex
-    auto list = std::make_shared<std::vector<runner_actor>>();
-    for (auto& [id, e] : entries) list->push_back(e->runner);
-    std::atomic_store(&runners, std::shared_ptr<const std::vector<runner_actor>>(std::move(list)));
+    auto list = std::make_shared<std::vector<std::shared_ptr<runner_cell>>>();
+    for (auto& [id, c] : cells) list->push_back(c);
+    std::atomic_store(&runners, std::shared_ptr<const std::vector<std::shared_ptr<runner_cell>>>(std::move(list)));
   }
 
   void wake_all(std::uint8_t flags) {
     auto list = std::atomic_load(&runners);
-    for (const auto& r : *list) caf::anon_send(r, dix::wake{flags});
+    for (const auto& c : *list) {
+      if (auto r = c->get()) caf::anon_send(r, dix::wake{flags});
+    }
   }
 
-  // Stops one entry's runner (release), then its actors. Blocking; never on a scheduler thread.
+  // Releases one id through the supervisor, which then stops its actors. Blocking; never on a
+  // scheduler thread.
   result<void> release(const std::shared_ptr<entry>& e) {
     result<void> outcome;
-    {
-      caf::scoped_actor self{*sys};
-      self->request(e->runner, caf::infinite, dix::stop{})
-        .receive([&](dix::stopped& s) { if (s.error) outcome = to_dix_error(s.error); },
-                 [&](caf::error& err) { outcome = to_dix_error(err); });
-    }
-    if (outcome) {
-      caf::anon_send_exit(e->runner, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(e->tailer, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(e->proxy, caf::exit_reason::user_shutdown);
-    }
+    caf::scoped_actor self{*sys};
+    self->request(supervisor, caf::infinite, dix::unsupervise{e->id})
+      .receive([&](dix::stopped& s) { if (s.error) outcome = to_dix_error(s.error); },
+               [&](caf::error& err) { outcome = to_dix_error(err); });
     return outcome;
   }
 };
@@ -150,6 +163,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   p->options = options;
   p->cfg = std::make_unique<runtime_config>(options.actor_threads);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  p->supervisor = spawn_supervisor(*p->sys, p->registry);
   std::weak_ptr<impl> weak = p;
   for (auto& s : p->stores) {
     p->listeners.push_back(add_commit_listener(*s, [weak](const commit_event& e) {
@@ -171,12 +185,10 @@ runtime::~runtime() {
   }
   {
     std::lock_guard g(impl_->mutex);
-    for (auto& [id, e] : impl_->entries) {
-      caf::anon_send_exit(e->runner, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(e->tailer, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(e->proxy, caf::exit_reason::user_shutdown);
-    }
+    caf::anon_send_exit(impl_->supervisor, caf::exit_reason::user_shutdown);  // and its children
+    impl_->supervisor = nullptr;
     impl_->entries.clear();
+    impl_->cells.clear();
     impl_->publish_runners();
   }
   impl_->sys.reset();  // waits for every actor
@@ -252,8 +264,6 @@ result<registration_handle> runtime::register_index(registration r) {
     log_names.push_back(s->log_name());
   }
   deps->core = std::make_unique<tailer_core>(std::move(ports), r.projections);
-  e->tailer = spawn_log_tailer(*p.sys, deps, true);
-  e->proxy = spawn_backend_proxy(*p.sys, r.backend, true);
   runner_deps rd;
   rd.id = id;
   rd.config.options = runner_opts;
@@ -263,20 +273,41 @@ result<registration_handle> runtime::register_index(registration r) {
     if (ttl != 0) ttl_ms = std::min<std::uint64_t>(ttl_ms, ttl * 1000 / 8);
   }
   rd.config.cursor_flush_age = std::chrono::milliseconds(std::max<std::uint64_t>(ttl_ms, 1));
-  rd.config.generation_base = next_requester.load() << 32;
-  rd.tailer = e->tailer;
-  rd.proxy = e->proxy;
   rd.slot = e->slot;
   rd.lock = &in_process_lock_table::instance();
   rd.requester = next_requester.fetch_add(1);
   rd.logs = log_names;
   rd.snapshot = e->snapshot;
-  e->runner = spawn_runner(*p.sys, std::move(rd));
+
+  auto cell = std::make_shared<impl::runner_cell>();
+  auto spec = std::make_shared<supervised_spec>();
+  spec->id = id;
+  spec->options = runner_opts;
+  caf::actor_system* sys = p.sys.get();
+  spec->spawn_tailer = [sys, deps] { return spawn_log_tailer(*sys, deps, true); };
+  spec->spawn_proxy = [sys, b = r.backend] { return spawn_backend_proxy(*sys, b, true); };
+  spec->spawn_runner = [sys, rd](log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
+    auto d = rd;
+    d.tailer = std::move(t);
+    d.proxy = std::move(x);
+    d.config.start_condemned = condemned;
+    // Each incarnation its own generations: late replies to a dead runner never match.
+    d.config.generation_base = next_requester.fetch_add(1) << 32;
+    return spawn_runner(*sys, std::move(d));
+  };
+  spec->snapshot = e->snapshot;
+  spec->slot = e->slot;
+  spec->lock = rd.lock;
+  spec->requester = rd.requester;
+  spec->runner_changed = [cell](const runner_actor& runner) { cell->set(runner); };
+  p.registry->put(std::move(spec));
   e->reg = std::move(r);
   p.entries[id] = e;
+  p.cells[id] = cell;
   p.publish_runners();
   lock.unlock();
-  caf::anon_send(e->runner, dix::wake{wake_flag::commit});  // as if by a non-system commit (§2.2)
+  // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
+  caf::anon_send(p.supervisor, dix::supervise{id});
   return registration_handle(impl_, id);
 }
 
@@ -306,6 +337,7 @@ shared_future<void> registration_handle::unregister() {
                           std::lock_guard g2(owner->mutex);
                           if (outcome) {
                             owner->entries.erase(e->id);
+                            owner->cells.erase(e->id);
                             owner->publish_runners();
                           }
                         }

@@ -90,17 +90,19 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<coverage_query>,
                                       caf::reacts_to<coverage_demand>,
                                       caf::replies_to<rebuild_request>::with<bool>,
-                                      caf::replies_to<stop>::with<stopped>>;
+                                      caf::replies_to<stop>::with<stopped>,
+                                      caf::reacts_to<child_down>,
+                                      caf::reacts_to<child_up>>;
 
 // The readiness publisher of one runtime: applies publications in arrival order.
 using readiness_publisher_actor =
   caf::typed_actor<caf::replies_to<publication>::with<published>>;
 
 // The supervisor of one runtime. Down messages of its children are system messages and need no
-// signature. Its restart delays (actors.md §3) are delayed messages to itself, which a typed
-// actor must list: the actors.md table names no type for them yet, so the supervisor's author
-// adds one here.
-using supervisor_actor = caf::typed_actor<caf::replies_to<stop>::with<stopped>,
-                                          caf::replies_to<rebuild_request>::with<bool>>;
+// signature. Its restart delays (actors.md §3) are `respawn` messages to itself.
+using supervisor_actor = caf::typed_actor<caf::reacts_to<supervise>,
+                                          caf::replies_to<unsupervise>::with<stopped>,
+                                          caf::replies_to<stop>::with<stopped>,
+                                          caf::reacts_to<respawn>>;
 
 }  // namespace dix

@@ -5,14 +5,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include <caf/actor_control_block.hpp>
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <dix/result.hpp>
 
-#include "core/runner_core.hpp"  // wake_flag, timer_kind
+#include "core/runner_core.hpp"  // wake_flag, timer_kind, child_kind
 #include "messages/values.hpp"
 
 namespace dix {
@@ -137,6 +139,69 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_request& x) {
              return wire::check_enum("dix.rebuild_request.source", x.source,
                                      rebuild_source::local_call, rebuild_source::backend);
            }));
+}
+
+// -- supervision (actors.md §3) ----------------------------------------------------------------
+
+// supervisor → runner: the id's tailer or proxy died; `escalated`: it will not be restarted.
+struct child_down {
+  child_kind kind = child_kind::tailer;
+  bool escalated = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, child_down& x) {
+  return f(caf::meta::type_name("dix.child_down"), x.kind, x.escalated,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.child_down.kind", x.kind, child_kind::tailer, child_kind::runner);
+           }));
+}
+
+// supervisor → runner: the replacement of a dead tailer or proxy; the runner talks to it from now.
+struct child_up {
+  child_kind kind = child_kind::tailer;
+  caf::strong_actor_ptr handle;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, child_up& x) {
+  return f(caf::meta::type_name("dix.child_up"), x.kind, x.handle,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.child_up.kind", x.kind, child_kind::tailer, child_kind::runner);
+           }));
+}
+
+// runtime → supervisor: start supervising the id whose spec the runtime placed in the
+// supervisor's registry (the spec holds objects that are no message: the backend, the ports).
+struct supervise {
+  std::string id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, supervise& x) {
+  return f(caf::meta::type_name("dix.supervise"), x.id);
+}
+
+// runtime → supervisor: release the id (protocol.md §2.4) and stop its actors. → stopped
+struct unsupervise {
+  std::string id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, unsupervise& x) {
+  return f(caf::meta::type_name("dix.unsupervise"), x.id);
+}
+
+// supervisor → itself (delayed by the restart policy): respawn the id's child of this kind.
+struct respawn {
+  std::string id;
+  child_kind kind = child_kind::tailer;
+  std::uint64_t incarnation = 0;  // the id's supervision incarnation the respawn belongs to
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, respawn& x) {
+  return f(caf::meta::type_name("dix.respawn"), x.id, x.kind, x.incarnation);
 }
 
 }  // namespace dix

@@ -63,6 +63,13 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::publication))
   CAF_ADD_TYPE_ID(dix, (dix::published))
 
+  // runner.hpp: supervision
+  CAF_ADD_TYPE_ID(dix, (dix::child_down))
+  CAF_ADD_TYPE_ID(dix, (dix::child_up))
+  CAF_ADD_TYPE_ID(dix, (dix::supervise))
+  CAF_ADD_TYPE_ID(dix, (dix::unsupervise))
+  CAF_ADD_TYPE_ID(dix, (dix::respawn))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {

@@ -38,7 +38,14 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 
 }  // namespace
 
-runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base) {}
+runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base) {
+  if (config_.start_condemned) {
+    parked_ = true;
+    state_ = runner_state::needs_rebuild;
+    published_ = readiness_state::needs_rebuild;
+    reason_ = last_fault_ = *config_.start_condemned;
+  }
+}
 
 // ---- helpers ------------------------------------------------------------------------------------
 
@@ -123,6 +130,10 @@ void runner_core::deliver_held(effects& out, steady_time now) {
 }
 
 void runner_core::begin_release(effects& out) {
+  if (!proxy_up_) {
+    release_phase_ = release_phase::awaiting_proxy;  // on_child_up(proxy) starts it
+    return;
+  }
   release_phase_ = release_phase::flushing;
   // A release gets a generation of its own: continuations of the drain are dropped.
   out.push_back(fx::flush{gen_, flush_reason::shutdown});
@@ -156,11 +167,31 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
   discard_progress();
   offered_ = std::move(accepted);
   state_ = runner_state::running;
-  auto shift = std::min<std::uint32_t>(transient_faults_ - 1, 30);
-  auto base = config_.options.rebuild_backoff.count();
-  auto cap = config_.options.max_rebuild_backoff.count();
-  auto delay = base > (cap >> shift) ? cap : std::min<long long>(base << shift, cap);
-  out.push_back(fx::arm_timer{timer_kind::transient_retry, std::chrono::milliseconds(delay), gen_});
+  auto delay = backoff_delay(transient_faults_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff);
+  out.push_back(fx::arm_timer{timer_kind::transient_retry, delay, gen_});
+}
+
+// After a backoff: acquire again, or repeat the acquisition step that failed, or reinstall the
+// durable cursor (§5.7, §10.5). A child being respawned holds the retry until it is up.
+void runner_core::retry(effects& out) {
+  if (!owner_) {
+    state_ = runner_state::waiting_lock;
+    out.push_back(fx::request_lock{});
+    return;
+  }
+  if (!tailer_up_ || !proxy_up_) {
+    pending_retry_ = true;
+    return;
+  }
+  pending_retry_ = false;
+  if (!epoch_persisted_) {
+    out.push_back(fx::persist_epoch{epoch_, gen_});
+  } else if (!offered_.empty()) {
+    out.push_back(fx::open_log{gen_, offered_.back().through});
+  } else {
+    durable_in_flight_ = true;
+    out.push_back(fx::query_durable{gen_});
+  }
 }
 
 // ---- events -------------------------------------------------------------------------------------
@@ -202,6 +233,7 @@ effects runner_core::on_lock_acquired(steady_time now) {
   }
   ++gen_;
   owner_ = true;
+  epoch_persisted_ = false;
   state_ = runner_state::running;
   out.push_back(fx::mint_epoch{});
   return out;
@@ -212,6 +244,10 @@ effects runner_core::on_epoch_minted(epoch_t epoch, steady_time now) {
   (void)now;
   epoch_ = epoch;
   // No backend call uses the epoch before it is persisted (§9.3).
+  if (!tailer_up_) {
+    pending_retry_ = true;
+    return out;
+  }
   out.push_back(fx::persist_epoch{epoch, gen_});
   return out;
 }
@@ -228,9 +264,14 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
     out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
     return out;
   }
+  epoch_persisted_ = true;
+  (void)now;
+  if (!proxy_up_) {
+    pending_retry_ = true;
+    return out;
+  }
   durable_in_flight_ = true;
   out.push_back(fx::query_durable{gen_});
-  (void)now;
   return out;
 }
 
@@ -513,15 +554,7 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
       if (owner_ && state_ == runner_state::deferred && held_ && !delivery_in_flight_) deliver_held(out, now);
       break;
     case timer_kind::transient_retry:
-      if (!owner_) {
-        state_ = runner_state::waiting_lock;
-        out.push_back(fx::request_lock{});
-      } else if (!offered_.empty()) {
-        out.push_back(fx::open_log{gen_, offered_.back().through});
-      } else {
-        durable_in_flight_ = true;
-        out.push_back(fx::query_durable{gen_});
-      }
+      retry(out);
       break;
   }
   return out;
@@ -542,14 +575,91 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
   }
   release_phase_ = release_phase::none;
   owner_ = false;
+  epoch_persisted_ = false;
   ++gen_;
   out.push_back(fx::release_lock{});
   if (stopping_) {
     state_ = runner_state::stopped;
     out.push_back(fx::stopped{result<void>{}});
   } else {
-    state_ = parked_ ? runner_state::needs_rebuild : runner_state::dormant;
+    state_ = parked_ ? parked_state_ : runner_state::dormant;
   }
+  return out;
+}
+
+effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time now) {
+  effects out;
+  bool& up = kind == child_kind::tailer ? tailer_up_ : proxy_up_;
+  if (kind == child_kind::runner || state_ == runner_state::stopped) return out;
+  const bool was_up = up;
+  up = false;
+  if (escalated) {
+    // Supervision escalated (§10.3): unavailable, released, nothing restarted for this id.
+    if (parked_ && parked_state_ == runner_state::unavailable) return out;
+    const auto reason = kind == child_kind::proxy ? readiness_reason::backend_failed : readiness_reason::runner_failed;
+    last_fault_ = reason;
+    message_ = kind == child_kind::proxy ? "the backend proxy kept failing" : "the log tailer kept failing";
+    discard_progress();
+    parked_ = true;
+    parked_state_ = runner_state::unavailable;
+    if (!owner_) {
+      if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
+      state_ = stopping_ ? runner_state::stopped : runner_state::unavailable;
+      return out;
+    }
+    publish(readiness_state::unavailable, reason, out);
+    state_ = runner_state::unavailable;
+    if (kind == child_kind::tailer) {
+      if (release_phase_ == release_phase::none) begin_release(out);
+      return out;
+    }
+    // No proxy will come back to quiesce the backend: release without it. The epoch fences the
+    // backend's late work (a successor mints a larger one, backends check is_owner_epoch).
+    release_phase_ = release_phase::none;
+    owner_ = false;
+    epoch_persisted_ = false;
+    unquiesced_ = true;
+    out.push_back(fx::release_lock{});
+    if (stopping_) {
+      state_ = runner_state::stopped;
+      out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
+    }
+    return out;
+  }
+  if (!was_up) return out;
+  if (kind == child_kind::tailer) {
+    // A tailer crash is transient (§10.5): no marker, readiness unchanged, the durable cursor is
+    // reinstalled once the replacement is up. The release needs no tailer.
+    if (!owner_ || stopping_ || parked_ || release_phase_ != release_phase::none) return out;
+    transient_fault(false, "the log tailer stopped", out, now);
+    return out;
+  }
+  // A proxy crash is suspect (§10.5: backend-failed). A release under way starts again with the
+  // replacement (its replies from the dead proxy are dropped by generation and phase).
+  if (release_phase_ == release_phase::flushing || release_phase_ == release_phase::shutting_down) {
+    ++gen_;
+    release_phase_ = release_phase::awaiting_proxy;
+    return out;
+  }
+  if (!owner_) {
+    last_fault_ = readiness_reason::backend_failed;
+    return out;
+  }
+  if (!parked_ && !stopping_) condemn(readiness_reason::backend_failed, "the backend proxy stopped", out, now);
+  return out;
+}
+
+effects runner_core::on_child_up(child_kind kind, steady_time now) {
+  effects out;
+  (void)now;
+  if (kind == child_kind::tailer) tailer_up_ = true;
+  else if (kind == child_kind::proxy) proxy_up_ = true;
+  else return out;
+  if (release_phase_ == release_phase::awaiting_proxy && proxy_up_ && owner_) {
+    begin_release(out);
+    return out;
+  }
+  if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) retry(out);
   return out;
 }
 
@@ -566,7 +676,8 @@ effects runner_core::stop(steady_time now) {
   if (!owner_) {
     if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
     state_ = runner_state::stopped;
-    out.push_back(fx::stopped{result<void>{}});
+    if (unquiesced_) out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
+    else out.push_back(fx::stopped{result<void>{}});
     return out;
   }
   discard_progress();

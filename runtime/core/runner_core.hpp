@@ -37,6 +37,7 @@
 #include <dix/options.hpp>
 #include <dix/readiness.hpp>
 
+#include "core/restart_policy.hpp"  // child_kind
 #include "core/tailer_core.hpp"
 
 namespace dix {
@@ -107,6 +108,9 @@ class runner_core {
     // incarnation (a restarted runner actor) carry its generations; distinct bases keep them
     // from ever matching (the actor passes incarnation << 32).
     std::uint64_t generation_base = 0;
+    // A runner respawned by the supervisor after a crash of its predecessor starts parked in
+    // needs-rebuild with this reason (the supervisor published it, actors.md §3).
+    std::optional<readiness_reason> start_condemned;
   };
   explicit runner_core(config c);
 
@@ -127,6 +131,11 @@ class runner_core {
   effects on_timer(timer_kind kind, std::uint64_t gen, steady_time now);
   effects on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now);
   effects stop(steady_time now);
+  // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
+  // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
+  // failed request before the supervisor tells it.
+  effects on_child_down(child_kind kind, bool escalated, steady_time now);
+  effects on_child_up(child_kind kind, steady_time now);
 
   runner_snapshot snapshot(steady_time now) const;
   runner_state state() const noexcept { return state_; }
@@ -154,6 +163,7 @@ class runner_core {
   bool non_durable_work() const noexcept;
   void arm_age_timer(effects& out, steady_time now, bool restart);
   void deliver_held(effects& out, steady_time now);
+  void retry(effects& out);
 
   config config_;
   runner_state state_ = runner_state::dormant;
@@ -165,10 +175,16 @@ class runner_core {
   bool owner_ = false;
   bool stopping_ = false;
   bool parked_ = false;          // condemned and released: waits for a rebuild (next issues)
+  runner_state parked_state_ = runner_state::needs_rebuild;  // or unavailable (escalated)
   bool installed_ = false;       // a cursor is installed in the tailer: reconciliation may run
-  enum class release_phase : std::uint8_t { none, flushing, shutting_down, held };
+  // awaiting_proxy: the release waits for the supervisor to respawn the dead proxy.
+  enum class release_phase : std::uint8_t { none, awaiting_proxy, flushing, shutting_down, held };
   release_phase release_phase_ = release_phase::none;
   bool initial_pending_ = false;  // built from sequence 1: durable may be absent until a barrier
+  bool epoch_persisted_ = false;  // epoch/<id> of the current epoch is durable (§9.3)
+  bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
+  bool pending_retry_ = false;     // a retry waits for a child to come back
+  bool unquiesced_ = false;        // released without a shutdown (the proxy escalated): stop fails
 
   // Drain pipeline: one pull or one delivery in flight at a time.
   bool pull_in_flight_ = false;

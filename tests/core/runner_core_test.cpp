@@ -342,3 +342,131 @@ TEST_CASE("runner: an OS crash losing the unsynced primary tail leaves no stale 
   p.advance(milliseconds(1000));
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
+
+// ---- supervision events (actors.md §3), fed to the core by hand ---------------------------------
+
+namespace {
+
+template <class T>
+const T* find_fx(const effects& fx) {
+  for (const auto& e : fx) {
+    if (const auto* x = std::get_if<T>(&e)) return x;
+  }
+  return nullptr;
+}
+
+// A runner that owns the lock with epoch 1 persisted and a durable query outstanding.
+struct owning_core {
+  runner_core::config config = [] {
+    runner_core::config c;
+    c.options.rebuild_backoff = milliseconds(100);
+    return c;
+  }();
+  runner_core core{config};
+  steady_time now{};
+  owning_core() {
+    core.on_wake(wake_flag::commit, now);
+    core.on_lock_acquired(now);
+    auto fx = core.on_epoch_minted(1, now);
+    REQUIRE(find_fx<fx::persist_epoch>(fx));
+    fx = core.on_epoch_persisted(find_fx<fx::persist_epoch>(fx)->gen, result<void>{}, now);
+    REQUIRE(find_fx<fx::query_durable>(fx));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("runner: a tailer lost while the epoch is being persisted persists it again once the replacement is up", "[core][runner][supervision]") {
+  runner_core::config c;
+  c.options.rebuild_backoff = milliseconds(100);
+  runner_core r(c);
+  steady_time now{};
+  r.on_wake(wake_flag::commit, now);
+  r.on_lock_acquired(now);
+  REQUIRE(find_fx<fx::persist_epoch>(r.on_epoch_minted(1, now)));
+  auto fx = r.on_child_down(child_kind::tailer, false, now);
+  const auto* retry = find_fx<fx::arm_timer>(fx);
+  REQUIRE(retry);
+  CHECK(retry->kind == timer_kind::transient_retry);
+  CHECK(find_fx<fx::publish>(fx) == nullptr);  // transient: readiness unchanged
+  CHECK(r.on_timer(timer_kind::transient_retry, retry->gen, now + milliseconds(100)).empty());  // no tailer yet
+  fx = r.on_child_up(child_kind::tailer, now + milliseconds(150));
+  const auto* persist = find_fx<fx::persist_epoch>(fx);
+  REQUIRE(persist);
+  CHECK(persist->epoch == 1);  // the same epoch, never used unpersisted
+}
+
+TEST_CASE("runner: a proxy lost during the release restarts the release with the replacement", "[core][runner][supervision]") {
+  owning_core o;
+  auto fx = o.core.stop(o.now);
+  REQUIRE(find_fx<fx::flush>(fx));
+  fx = o.core.on_child_down(child_kind::proxy, false, o.now);
+  CHECK(fx.empty());
+  fx = o.core.on_child_up(child_kind::proxy, o.now);
+  const auto* flush = find_fx<fx::flush>(fx);
+  REQUIRE(flush);
+  CHECK(flush->reason == flush_reason::shutdown);
+  fx = o.core.on_flush_done(flush->gen, result<void>{}, o.now);
+  REQUIRE(find_fx<fx::shutdown>(fx));
+  CHECK(find_fx<fx::shutdown>(fx)->epoch == 1);
+  fx = o.core.on_shutdown_done(1, result<void>{}, o.now);
+  CHECK(find_fx<fx::release_lock>(fx));
+  REQUIRE(find_fx<fx::stopped>(fx));
+  CHECK(find_fx<fx::stopped>(fx)->outcome);
+}
+
+TEST_CASE("runner: a proxy that escalated releases without backend calls, publishes unavailable, and stop fails", "[core][runner][supervision]") {
+  owning_core o;
+  auto fx = o.core.on_child_down(child_kind::proxy, true, o.now);
+  const auto* pub = find_fx<fx::publish>(fx);
+  REQUIRE(pub);
+  CHECK(pub->state == readiness_state::unavailable);
+  CHECK(pub->reason == readiness_reason::backend_failed);
+  CHECK(find_fx<fx::release_lock>(fx));
+  CHECK(find_fx<fx::flush>(fx) == nullptr);
+  CHECK(find_fx<fx::shutdown>(fx) == nullptr);
+  CHECK(o.core.state() == runner_state::unavailable);
+  CHECK(o.core.on_wake(wake_flag::commit, o.now).empty());  // nothing restarts
+  fx = o.core.stop(o.now);
+  REQUIRE(find_fx<fx::stopped>(fx));
+  CHECK(find_fx<fx::stopped>(fx)->outcome.error().value() == errc::backend_failed);
+}
+
+TEST_CASE("runner: a proxy lost while owning condemns with backend-failed and the release waits for the replacement", "[core][runner][supervision]") {
+  owning_core o;
+  auto fx = o.core.on_child_down(child_kind::proxy, false, o.now);
+  const auto* pub = find_fx<fx::publish>(fx);
+  REQUIRE(pub);
+  CHECK(pub->state == readiness_state::needs_rebuild);
+  CHECK(pub->reason == readiness_reason::backend_failed);
+  CHECK(find_fx<fx::flush>(fx) == nullptr);  // no proxy to talk to
+  CHECK(o.core.on_child_down(child_kind::proxy, false, o.now).empty());  // told twice: once
+  fx = o.core.on_child_up(child_kind::proxy, o.now);
+  REQUIRE(find_fx<fx::flush>(fx));
+  CHECK(find_fx<fx::flush>(fx)->reason == flush_reason::shutdown);
+}
+
+TEST_CASE("restart policy: delays double from rebuild_backoff up to the cap, max_rebuild_attempts in a row escalate, 60 s of calm resets", "[core][supervision]") {
+  runner_options o;
+  o.rebuild_backoff = milliseconds(100);
+  o.max_rebuild_backoff = milliseconds(250);
+  o.max_rebuild_attempts = 4;
+  restart_history h;
+  steady_time t{};
+  auto d = decide_restart(child_kind::tailer, h, t, o);
+  CHECK_FALSE(d.escalate);
+  CHECK(d.delay == milliseconds(100));
+  d = decide_restart(child_kind::tailer, h, t + milliseconds(1), o);
+  CHECK(d.delay == milliseconds(200));
+  d = decide_restart(child_kind::tailer, h, t + milliseconds(2), o);
+  CHECK(d.delay == milliseconds(250));  // capped
+  d = decide_restart(child_kind::tailer, h, t + milliseconds(3), o);
+  CHECK(d.escalate);
+  restart_history calm;
+  decide_restart(child_kind::proxy, calm, t, o);
+  decide_restart(child_kind::proxy, calm, t + std::chrono::seconds(1), o);
+  d = decide_restart(child_kind::proxy, calm, t + std::chrono::seconds(62), o);  // 61 s after the last
+  CHECK_FALSE(d.escalate);
+  CHECK(d.delay == milliseconds(100));
+  CHECK(backoff_delay(200, milliseconds(1000), milliseconds(300000)) == milliseconds(300000));  // shift saturates
+}

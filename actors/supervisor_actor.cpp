@@ -1,0 +1,269 @@
+#include "actors/supervisor_actor.hpp"
+
+#include <array>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "core/restart_policy.hpp"
+#include "messages/errors.hpp"
+
+namespace dix {
+namespace {
+
+struct supervised_id {
+  std::shared_ptr<supervised_spec> spec;
+  log_tailer_actor tailer;
+  backend_proxy_actor proxy;
+  runner_actor runner;
+  std::array<restart_history, 3> history{};  // by child_kind
+  std::uint64_t incarnation = 0;
+  std::optional<readiness_reason> runner_start;  // the next runner starts parked with it
+  bool recovering = false;  // release steps for a dead runner under way
+  bool held = false;        // those steps' shutdown was rejected: the lock stays held
+  bool escalated = false;   // nothing of this id is restarted
+  std::vector<caf::typed_response_promise<stopped>> waiting;  // unsupervise during recovery
+};
+
+struct supervisor_state {
+  std::shared_ptr<supervisor_registry> registry;
+  std::map<std::string, supervised_id> ids;
+  std::map<caf::actor_addr, std::pair<std::string, child_kind>> children;
+  std::uint64_t next_incarnation = 1;
+  static inline const char* name = "dix.supervisor";
+};
+
+using supervisor_pointer = supervisor_actor::stateful_pointer<supervisor_state>;
+
+template <class Handle>
+void adopt(supervisor_pointer self, const std::string& id, child_kind kind, const Handle& h) {
+  self->monitor(h);
+  self->state.children[h.address()] = {id, kind};
+}
+
+template <class Handle>
+void retire(supervisor_pointer self, Handle& h) {
+  if (!h) return;
+  self->demonitor(h.address());
+  self->state.children.erase(h.address());
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+  h = nullptr;
+}
+
+void spawn_runner_of(supervisor_pointer self, const std::string& id, supervised_id& e) {
+  e.runner = e.spec->spawn_runner(e.tailer, e.proxy, e.runner_start);
+  adopt(self, id, child_kind::runner, e.runner);
+  if (e.spec->runner_changed) e.spec->runner_changed(e.runner);
+  // A child still being respawned is down for the new runner too.
+  if (!e.tailer) self->send(e.runner, child_down{child_kind::tailer, false});
+  if (!e.proxy) self->send(e.runner, child_down{child_kind::proxy, false});
+  // As if by a non-system commit (protocol.md §2.2): the runner evaluates the index at once.
+  if (!e.runner_start) self->send(e.runner, wake{wake_flag::commit});
+}
+
+// Stops supervising: the id's actors are told to exit and forgotten.
+void forget(supervisor_pointer self, const std::string& id) {
+  auto it = self->state.ids.find(id);
+  if (it == self->state.ids.end()) return;
+  auto& e = it->second;
+  retire(self, e.runner);
+  retire(self, e.tailer);
+  retire(self, e.proxy);
+  self->state.ids.erase(it);
+}
+
+void answer_waiting(supervised_id& e, const stopped& outcome) {
+  for (auto& p : e.waiting) p.deliver(outcome);
+  e.waiting.clear();
+}
+
+// The rest of the release steps for a dead runner, once the backend answered (or could not be
+// asked): publish, unlock, respawn or escalate.
+void after_quiescence(supervisor_pointer self, const std::string& id, bool owned, bool escalate,
+                      std::chrono::milliseconds delay, const caf::error& shutdown_error) {
+  auto it = self->state.ids.find(id);
+  if (it == self->state.ids.end()) return;
+  auto& e = it->second;
+  auto& spec = *e.spec;
+  e.recovering = false;
+  if (shutdown_error) {
+    // The backend cannot prove quiescence: keep the lock, never hand it on (protocol.md §9.7).
+    e.held = true;
+    spec.slot->publish(readiness_state::unavailable, readiness_reason::shutdown_failed, 0);
+    answer_waiting(e, stopped{make_error(errc::backend_failed, "shutdown of " + id + " rejected after its runner failed")});
+    return;
+  }
+  if (owned) {
+    spec.slot->publish(escalate ? readiness_state::unavailable : readiness_state::needs_rebuild,
+                       readiness_reason::runner_failed, 0);
+  }
+  spec.lock->release(id, spec.requester);
+  if (!e.waiting.empty()) {  // unregistered meanwhile: released, nothing to restart
+    answer_waiting(e, stopped{});
+    forget(self, id);
+    return;
+  }
+  if (escalate) {
+    e.escalated = true;
+    return;
+  }
+  if (owned) e.runner_start = readiness_reason::runner_failed;
+  self->delayed_send(self, delay, respawn{id, child_kind::runner, e.incarnation});
+}
+
+// actors.md §3, runner down: the supervisor holds the lock entry and performs the release steps.
+void recover_runner(supervisor_pointer self, const std::string& id, supervised_id& e, const restart_decision& d) {
+  auto s = e.spec->snapshot ? e.spec->snapshot->load() : runner_snapshot{};
+  const bool owned = s.owner;
+  if (!owned || !e.proxy) {
+    // Not the owner: nothing to quiesce. Owner with a dead proxy: no one can quiesce the backend;
+    // the next owner's larger epoch fences its late work.
+    after_quiescence(self, id, owned, d.escalate, d.delay, caf::error{});
+    return;
+  }
+  e.recovering = true;
+  auto proxy = e.proxy;
+  auto epoch = s.epoch;
+  auto shut = [self, id, proxy, epoch, d] {
+    self->request(proxy, caf::infinite, shutdown_request{epoch})
+      .then([self, id, d](quiescence& q) { after_quiescence(self, id, true, d.escalate, d.delay, q.error); },
+            [self, id, d](caf::error& err) { after_quiescence(self, id, true, d.escalate, d.delay, err); });
+  };
+  // An error of flush(shutdown) is logged only; the shutdown decides (protocol.md §9.6).
+  self->request(proxy, caf::infinite, flush_request{0, flush_reason::shutdown})
+    .then([shut](flush_done&) { shut(); }, [shut](caf::error&) { shut(); });
+}
+
+void on_down(supervisor_pointer self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  auto child = st.children.find(dm.source);
+  if (child == st.children.end()) return;
+  auto [id, kind] = child->second;
+  st.children.erase(child);
+  auto it = st.ids.find(id);
+  if (it == st.ids.end()) return;
+  auto& e = it->second;
+  auto d = decide_restart(kind, e.history[static_cast<std::size_t>(kind)], self->clock().now(), e.spec->options);
+  switch (kind) {
+    case child_kind::tailer:
+    case child_kind::proxy:
+      if (kind == child_kind::tailer) e.tailer = nullptr;
+      else e.proxy = nullptr;
+      if (e.runner) self->send(e.runner, child_down{kind, d.escalate});
+      if (d.escalate) {
+        e.escalated = true;
+        return;
+      }
+      self->delayed_send(self, d.delay, respawn{id, kind, e.incarnation});
+      return;
+    case child_kind::runner:
+      e.runner = nullptr;
+      recover_runner(self, id, e, d);
+      return;
+  }
+}
+
+supervisor_actor::behavior_type supervisor(supervisor_pointer self, std::shared_ptr<supervisor_registry> registry) {
+  self->state.registry = std::move(registry);
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    std::vector<std::string> ids;
+    for (auto& [id, e] : self->state.ids) ids.push_back(id);
+    for (auto& id : ids) forget(self, id);
+    self->quit(em.reason);
+  });
+  return {
+    [self](supervise& m) {
+      auto spec = self->state.registry->take(m.id);
+      if (!spec || self->state.ids.count(m.id) != 0) return;
+      auto& e = self->state.ids[m.id];
+      e.spec = std::move(spec);
+      e.incarnation = self->state.next_incarnation++;
+      e.tailer = e.spec->spawn_tailer();
+      adopt(self, m.id, child_kind::tailer, e.tailer);
+      e.proxy = e.spec->spawn_proxy();
+      adopt(self, m.id, child_kind::proxy, e.proxy);
+      spawn_runner_of(self, m.id, e);
+    },
+    [self](respawn& m) {
+      auto it = self->state.ids.find(m.id);
+      if (it == self->state.ids.end()) return;
+      auto& e = it->second;
+      if (e.incarnation != m.incarnation || e.escalated) return;
+      switch (m.kind) {
+        case child_kind::tailer:
+          if (e.tailer) return;
+          e.tailer = e.spec->spawn_tailer();
+          adopt(self, m.id, m.kind, e.tailer);
+          if (e.runner) self->send(e.runner, child_up{m.kind, caf::actor_cast<caf::strong_actor_ptr>(e.tailer)});
+          return;
+        case child_kind::proxy:
+          if (e.proxy) return;
+          e.proxy = e.spec->spawn_proxy();
+          adopt(self, m.id, m.kind, e.proxy);
+          if (e.runner) self->send(e.runner, child_up{m.kind, caf::actor_cast<caf::strong_actor_ptr>(e.proxy)});
+          return;
+        case child_kind::runner:
+          if (e.runner || e.recovering || e.held) return;
+          spawn_runner_of(self, m.id, e);
+          return;
+      }
+    },
+    [self](unsupervise& m) -> caf::result<stopped> {
+      auto it = self->state.ids.find(m.id);
+      if (it == self->state.ids.end()) return stopped{};
+      auto& e = it->second;
+      if (e.held) return stopped{make_error(errc::backend_failed, "shutdown of " + m.id + " was rejected; its lock stays held")};
+      auto promise = self->make_response_promise<stopped>();
+      if (e.recovering) {
+        e.waiting.push_back(promise);
+        return promise;
+      }
+      if (!e.runner) {  // escalated, or between a crash and the respawn: released already
+        forget(self, m.id);
+        return stopped{};
+      }
+      self->request(e.runner, caf::infinite, stop{})
+        .then([self, promise, id = m.id](stopped& s) mutable {
+                if (!s.error) forget(self, id);
+                promise.deliver(s);
+              },
+              [promise](caf::error& err) mutable { promise.deliver(stopped{err}); });
+      return promise;
+    },
+    [self](stop&) -> caf::result<stopped> {
+      auto promise = self->make_response_promise<stopped>();
+      std::vector<std::string> ids;
+      for (auto& [id, e] : self->state.ids) ids.push_back(id);
+      if (ids.empty()) return stopped{};
+      struct tally {
+        std::size_t left;
+        std::string failed;
+      };
+      auto t = std::make_shared<tally>(tally{ids.size(), {}});
+      for (auto& id : ids) {
+        self->request(caf::actor_cast<supervisor_actor>(self), caf::infinite, unsupervise{id})
+          .then([t, promise, id](stopped& s) mutable {
+                  if (s.error) t->failed += (t->failed.empty() ? "" : ", ") + id;
+                  if (--t->left == 0) {
+                    promise.deliver(t->failed.empty() ? stopped{}
+                                                      : stopped{make_error(errc::backend_failed, "shutdown rejected by " + t->failed)});
+                  }
+                },
+                [t, promise, id](caf::error&) mutable {
+                  t->failed += (t->failed.empty() ? "" : ", ") + id;
+                  if (--t->left == 0) promise.deliver(stopped{make_error(errc::backend_failed, "shutdown rejected by " + t->failed)});
+                });
+      }
+      return promise;
+    },
+  };
+}
+
+}  // namespace
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<supervisor_registry> registry) {
+  return sys.spawn(supervisor, std::move(registry));
+}
+
+}  // namespace dix

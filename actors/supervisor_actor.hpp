@@ -1,0 +1,77 @@
+// supervisor_actor: one per runtime (actors.md §1, §3). It spawns each registered id's tailer and
+// proxy, then its runner, monitors all three, and on a down message asks the restart policy:
+//
+//   tailer down   transient for the runner (child_down, then child_up with the replacement after
+//                 the policy's delay): no marker, readiness unchanged, durable cursor reinstalled.
+//   proxy down    suspect: the runner condemns with backend-failed; the replacement is spawned
+//                 around the same backend object after the delay, and the runner releases
+//                 through it.
+//   runner down   the supervisor, as the lock holder, quiesces the backend itself —
+//                 flush(shutdown), shutdown(the held epoch) through the proxy —, publishes
+//                 needs-rebuild/runner-failed, releases the lock entry, and respawns the runner
+//                 parked in needs-rebuild. A rejected shutdown keeps the lock
+//                 (unavailable/shutdown-failed) and the id stops failing with backend_failed.
+//   escalate      after max_rebuild_attempts consecutive failures of a child of one id: the id
+//                 is released, published unavailable, and nothing of it is restarted.
+//
+// The supervisor never blocks: the backend calls go through the proxy as requests. What an id
+// needs to (re)spawn its children — the backend, the ports, factories — is no message: the
+// runtime puts a supervised_spec into the registry, then sends `supervise{id}`.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include <dix/options.hpp>
+
+#include "actors/runner_actor.hpp"
+#include "messages/interfaces.hpp"
+#include "ports/ownership.hpp"
+
+namespace dix {
+
+struct supervised_spec {
+  std::string id;
+  runner_options options;  // max_rebuild_attempts, rebuild_backoff, max_rebuild_backoff
+  std::function<log_tailer_actor()> spawn_tailer;
+  std::function<backend_proxy_actor()> spawn_proxy;
+  // start_condemned: a replacement after a runner crash starts parked with this reason.
+  std::function<runner_actor(log_tailer_actor, backend_proxy_actor, std::optional<readiness_reason> start_condemned)>
+    spawn_runner;
+  std::shared_ptr<snapshot_box> snapshot;  // the runner's: whether it owned the lock, its epoch
+  std::shared_ptr<readiness_slot> slot;
+  runner_lock* lock = nullptr;
+  std::uint64_t requester = 0;  // the id's token in the lock table (the ownership record)
+  // Told about every runner spawned for the id (the runtime's wake list). Optional.
+  std::function<void(const runner_actor&)> runner_changed;
+};
+
+class supervisor_registry {
+ public:
+  void put(std::shared_ptr<supervised_spec> spec) {
+    std::lock_guard g(mutex_);
+    specs_[spec->id] = std::move(spec);
+  }
+  std::shared_ptr<supervised_spec> take(const std::string& id) {
+    std::lock_guard g(mutex_);
+    auto it = specs_.find(id);
+    if (it == specs_.end()) return nullptr;
+    auto s = std::move(it->second);
+    specs_.erase(it);
+    return s;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<supervised_spec>> specs_;
+};
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<supervisor_registry> registry);
+
+}  // namespace dix
