@@ -43,8 +43,9 @@ void carry_out(runner_pointer self, effect& e) {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, fx::request_lock>) {
         caf::weak_actor_ptr me = self->ctrl();
-        d.lock->acquire(d.id, d.requester, [me] {
-          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0});
+        d.lock->acquire(d.id, d.requester, [me](result<void> r) {
+          caf::error err = r ? caf::error{} : make_error(r.error());
+          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0, std::move(err)});
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
         d.lock->release(d.id, d.requester);
@@ -122,7 +123,11 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   return {
     [self](wake& m) { apply(self, self->state.core->on_wake(m.flags, now_of(self))); },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
-    [self](lock_acquired&) { apply(self, self->state.core->on_lock_acquired(now_of(self))); },
+    [self](lock_acquired& m) {
+      auto& core = *self->state.core;
+      if (m.error) apply(self, core.on_lock_failed(to_dix_error(m.error), now_of(self)));
+      else apply(self, core.on_lock_acquired(now_of(self)));
+    },
     [](lock_contended&) {
       // Sticky ownership (protocol.md §9.5): a waiting peer never makes the owner let go.
     },

@@ -42,14 +42,16 @@ typename Inspector::result_type inspect(Inspector& f, wake& x) {
 
 // -- lock table (protocol.md §9.1) ------------------------------------------------------------
 
-// lock table → runner: the entry is this runner's now (free, or handed over by a release).
+// lock table → runner: the entry is this runner's now (free, or handed over by a release) — or,
+// with `error`, it could not be taken (another process holds the crash guard, §9.1).
 struct lock_acquired {
   std::uint64_t gen = 0;  // the generation the acquisition was requested under
+  caf::error error;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
-  return f(caf::meta::type_name("dix.lock_acquired"), x.gen);
+  return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error);
 }
 
 // lock table → current owner: another runner of the id started waiting.

@@ -2,7 +2,7 @@
 
 namespace dix {
 
-void in_process_lock_table::acquire(const std::string& id, std::uint64_t requester, std::function<void()> granted) {
+void in_process_lock_table::acquire(const std::string& id, std::uint64_t requester, grant granted) {
   {
     std::lock_guard lock(mutex_);
     auto& e = entries_[id];
@@ -12,11 +12,11 @@ void in_process_lock_table::acquire(const std::string& id, std::uint64_t request
     }
     e.owner = requester;
   }
-  granted();
+  granted(result<void>{});
 }
 
 void in_process_lock_table::release(const std::string& id, std::uint64_t requester) {
-  std::function<void()> next;
+  grant next;
   {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(id);
@@ -38,7 +38,7 @@ void in_process_lock_table::release(const std::string& id, std::uint64_t request
       e.waiters.pop_front();
     }
   }
-  if (next) next();  // immediate in-process handoff
+  if (next) next(result<void>{});  // immediate in-process handoff
 }
 
 in_process_lock_table& in_process_lock_table::instance() {

@@ -15,7 +15,7 @@ namespace dix {
 
 class in_process_lock_table final : public runner_lock {
  public:
-  void acquire(const std::string& id, std::uint64_t requester, std::function<void()> granted) override;
+  void acquire(const std::string& id, std::uint64_t requester, grant granted) override;
   void release(const std::string& id, std::uint64_t requester) override;
   // The process-wide table.
   static in_process_lock_table& instance();
@@ -23,7 +23,7 @@ class in_process_lock_table final : public runner_lock {
  private:
   struct entry {
     std::uint64_t owner = 0;  // 0: free
-    std::deque<std::pair<std::uint64_t, std::function<void()>>> waiters;
+    std::deque<std::pair<std::uint64_t, grant>> waiters;
   };
   std::mutex mutex_;
   std::map<std::string, entry> entries_;

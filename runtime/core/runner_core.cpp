@@ -239,6 +239,21 @@ effects runner_core::on_lock_acquired(steady_time now) {
   return out;
 }
 
+effects runner_core::on_lock_failed(const error& e, steady_time now) {
+  effects out;
+  (void)now;
+  if (state_ != runner_state::waiting_lock || owner_) return out;
+  message_ = "runner lock: " + e.message();
+  if (stopping_) {
+    state_ = runner_state::stopped;
+    out.push_back(fx::stopped{result<void>{}});
+    return out;
+  }
+  // Stays in waiting-lock (commits and coverage wakes are ignored while the backoff runs, §8.3).
+  out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
+  return out;
+}
+
 effects runner_core::on_epoch_minted(epoch_t epoch, steady_time now) {
   effects out;
   (void)now;

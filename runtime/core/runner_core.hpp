@@ -116,6 +116,9 @@ class runner_core {
 
   effects on_wake(std::uint8_t flags, steady_time now);
   effects on_lock_acquired(steady_time now);
+  // The lock table could not take the entry (§9.1: another process holds the crash guard): no
+  // fault; the acquisition is retried after rebuild_backoff.
+  effects on_lock_failed(const error& e, steady_time now);
   effects on_epoch_minted(epoch_t epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);

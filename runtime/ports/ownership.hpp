@@ -9,16 +9,20 @@
 #include <string>
 
 #include <dix/readiness.hpp>
+#include <dix/result.hpp>
 
 namespace dix {
 
 // One owner per backend id at a time. acquire() never blocks: `granted` runs (on the caller's or
-// the releasing thread) when the requester becomes the owner. A release hands the entry to the
-// first waiter, FIFO.
+// the releasing thread) when the requester becomes the owner — with an error instead when the
+// entry could not be taken (the flock crash guard is held by another process, protocol.md §9.1:
+// io_error naming the lock file; the entry stays free and the requester is not queued). A release
+// hands the entry to the first waiter, FIFO.
 class runner_lock {
  public:
+  using grant = std::function<void(result<void>)>;
   virtual ~runner_lock() = default;
-  virtual void acquire(const std::string& id, std::uint64_t requester, std::function<void()> granted) = 0;
+  virtual void acquire(const std::string& id, std::uint64_t requester, grant granted) = 0;
   // Releases ownership, or withdraws a pending request. Unknown requesters are ignored.
   virtual void release(const std::string& id, std::uint64_t requester) = 0;
 };

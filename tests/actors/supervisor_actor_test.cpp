@@ -131,7 +131,7 @@ struct supervised : test::caf_fixture {
   // Whether another requester gets the lock at once (the id's entry is free).
   bool lock_free() {
     bool granted = false;
-    locks.acquire("idx", 99, [&] { granted = true; });
+    locks.acquire("idx", 99, [&](result<void> r) { granted = static_cast<bool>(r); });
     if (!granted) locks.release("idx", 99);  // withdraw the wait
     return granted;
   }
