@@ -1,0 +1,190 @@
+#include "adapters/process_lock_table.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <iterator>
+#include <system_error>
+
+namespace dix {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+error os_error(const std::string& what, const fs::path& path, int code) {
+  return error{errc::io_error,
+               "runner lock " + path.string() + ": " + what + ": " + std::generic_category().message(code)};
+}
+
+// mkdir 0700, the mode set explicitly so the umask cannot change it. An existing directory is
+// kept as it is; anything else at the path (a symlink included) is refused.
+result<void> make_directory(const fs::path& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    if (::chmod(path.c_str(), 0700) != 0) return os_error("chmod", path, errno);
+    return {};
+  }
+  if (errno != EEXIST) return os_error("mkdir", path, errno);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return os_error("stat", path, errno);
+  if (!S_ISDIR(st.st_mode)) return os_error("expected a directory", path, ENOTDIR);
+  return {};
+}
+
+// Opens the lock file read-write, creating it 0600 (fchmod: umask-independent) when missing. The
+// descriptor is the caller's.
+result<int> open_lock_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    if (::fchmod(fd, 0600) != 0) {
+      int code = errno;
+      ::close(fd);
+      return os_error("fchmod", path, code);
+    }
+    return fd;
+  }
+  if (errno != EEXIST) return os_error("create", path, errno);
+  fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return os_error("open", path, errno);
+  return fd;
+}
+
+// Canonical form of a directory that may not exist yet.
+fs::path canonical_directory(const fs::path& path) {
+  std::error_code ec;
+  auto canonical = fs::weakly_canonical(path, ec);
+  if (!ec) return canonical;
+  auto absolute = fs::absolute(path, ec);
+  return ec ? path.lexically_normal() : absolute.lexically_normal();
+}
+
+}  // namespace
+
+std::shared_ptr<process_lock_table> process_lock_table::for_home(const fs::path& dix_dir) {
+  // Tables live while their users hold them; an expired one is replaced, and having closed its
+  // descriptors on destruction it left no flock behind.
+  static std::mutex registry_mutex;
+  static std::map<fs::path, std::weak_ptr<process_lock_table>> registry;
+  auto key = canonical_directory(dix_dir);
+  std::lock_guard lock(registry_mutex);
+  for (auto it = registry.begin(); it != registry.end();) {
+    it = it->second.expired() ? registry.erase(it) : std::next(it);
+  }
+  auto& slot = registry[key];
+  auto table = slot.lock();
+  if (!table) {
+    table = std::make_shared<process_lock_table>(key);
+    slot = table;
+  }
+  return table;
+}
+
+process_lock_table::process_lock_table(fs::path dix_dir) : dix_dir_(std::move(dix_dir)) {}
+
+process_lock_table::~process_lock_table() {
+  for (auto& [id, e] : entries_) {
+    if (e.descriptor >= 0) ::close(e.descriptor);
+  }
+}
+
+fs::path process_lock_table::lock_file(const std::string& id) const {
+  return dix_dir_ / "runner" / (id + ".lock");
+}
+
+result<int> process_lock_table::take_flock(const std::string& id) const {
+  auto path = lock_file(id);
+  if (auto made = make_directory(path.parent_path()); !made) return made.error();
+  auto fd = open_lock_file(path);
+  if (!fd) return fd.error();
+  int rc;
+  do {
+    rc = ::flock(*fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return *fd;
+  int code = errno;
+  ::close(*fd);
+  if (code == EWOULDBLOCK) {
+    return error{errc::io_error, "runner lock " + path.string() + " is held by another process"};
+  }
+  return os_error("flock", path, code);
+}
+
+void process_lock_table::acquire(const std::string& id, std::uint64_t requester, grant granted) {
+  assert(requester != 0);
+  result<void> outcome;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it != entries_.end() && it->second.owner != requester) {
+      auto& waiters = it->second.waiters;
+      for (auto& w : waiters) {
+        if (w.first == requester) {
+          w.second = std::move(granted);
+          return;
+        }
+      }
+      waiters.emplace_back(requester, std::move(granted));
+      return;
+    }
+    if (it == entries_.end()) {
+      // Free → owned: the flock is taken under the table mutex, so a release closing the
+      // previous descriptor and this open cannot interleave (a second descriptor of this process
+      // would find its own flock in the way).
+      auto fd = take_flock(id);
+      if (fd) {
+        auto& e = entries_[id];
+        e.owner = requester;
+        e.descriptor = *fd;
+      } else {
+        outcome = fd.error();
+      }
+    }
+  }
+  granted(std::move(outcome));
+}
+
+void process_lock_table::release(const std::string& id, std::uint64_t requester) {
+  grant next;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    auto& e = it->second;
+    if (e.owner != requester) {
+      for (auto w = e.waiters.begin(); w != e.waiters.end(); ++w) {
+        if (w->first == requester) {
+          e.waiters.erase(w);
+          break;
+        }
+      }
+      return;
+    }
+    if (e.waiters.empty()) {
+      ::close(e.descriptor);  // drops the flock: the entry is free in every process
+      entries_.erase(it);
+      return;
+    }
+    // Immediate in-process handoff; the descriptor, and with it the flock, stays.
+    e.owner = e.waiters.front().first;
+    next = std::move(e.waiters.front().second);
+    e.waiters.pop_front();
+  }
+  if (next) next(result<void>{});
+}
+
+bool process_lock_table::owned(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  return entries_.count(id) != 0;
+}
+
+std::size_t process_lock_table::test_waiter_count(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? 0 : it->second.waiters.size();
+}
+
+}  // namespace dix

@@ -1,0 +1,447 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "adapters/process_lock_table.hpp"
+#include "adapters/test_support.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// `<home>/dix` as the segment leaves it: created 0700 by the first attach.
+fs::path make_dix_dir(const temp_dir& dir, const std::string& home = "db") {
+  auto dix_dir = dir / home / "dix";
+  fs::create_directories(dix_dir);
+  return dix_dir;
+}
+
+mode_t mode_of(const fs::path& path) {
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// Every grant the table calls, in order.
+struct grants {
+  std::vector<std::pair<std::uint64_t, result<void>>> calls;
+
+  runner_lock::grant for_requester(std::uint64_t requester) {
+    return [this, requester](result<void> r) { calls.emplace_back(requester, std::move(r)); };
+  }
+  std::vector<std::uint64_t> granted() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& [requester, r] : calls) {
+      if (r) out.push_back(requester);
+    }
+    return out;
+  }
+};
+
+// Restores the process umask at scope exit.
+class umask_scope {
+ public:
+  explicit umask_scope(mode_t mask) : old_(::umask(mask)) {}
+  ~umask_scope() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+// Pipes for parent/child hand-shakes: one byte per step, no sleeps.
+struct pipe_pair {
+  int read_end = -1;
+  int write_end = -1;
+  pipe_pair() {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    read_end = fds[0];
+    write_end = fds[1];
+  }
+  ~pipe_pair() {
+    ::close(read_end);
+    ::close(write_end);
+  }
+  void send(char c) const { REQUIRE(::write(write_end, &c, 1) == 1); }
+  char receive() const {
+    char c = 0;
+    ssize_t n;
+    do {
+      n = ::read(read_end, &c, 1);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 ? c : '\0';
+  }
+};
+
+// Runs `body` in a forked child that then _exit()s: it never returns into Catch, and it calls
+// only open, flock, read, write and close — never RocksDB, whose state the fork copied.
+pid_t fork_child(const std::function<int()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(body());
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+char child_receive(int fd) {
+  char c = 0;
+  ssize_t n;
+  do {
+    n = ::read(fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  return n == 1 ? c : 'q';
+}
+
+bool child_send(int fd, char c) { return ::write(fd, &c, 1) == 1; }
+
+// Another process that answers, per 'p' it reads, whether it can take the flock of `path`
+// through a descriptor of its own: 'h' (EWOULDBLOCK: held elsewhere), 'f' (free: it took and
+// dropped it) or 'e'. It exits on 'q' or end of input.
+//
+// Fork it before the parent's table opens any lock file: a forked child shares the parent's
+// open file descriptions, and an inherited copy would keep the parent's flock alive after the
+// table closes its own descriptor.
+class flock_probe {
+ public:
+  explicit flock_probe(const fs::path& path) {
+    int commands = commands_.read_end;
+    int answers = answers_.write_end;
+    std::string file = path.string();
+    pid_ = fork_child([commands, answers, file]() {
+      while (child_receive(commands) == 'p') {
+        int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+        char answer = 'e';
+        if (fd >= 0) {
+          if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            answer = 'f';
+          } else if (errno == EWOULDBLOCK) {
+            answer = 'h';
+          }
+          ::close(fd);
+        }
+        if (!child_send(answers, answer)) return 4;
+      }
+      return 0;
+    });
+  }
+  ~flock_probe() {
+    if (pid_ > 0) {
+      char quit = 'q';
+      (void)!::write(commands_.write_end, &quit, 1);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  flock_probe(const flock_probe&) = delete;
+  flock_probe& operator=(const flock_probe&) = delete;
+
+  char probe() {
+    commands_.send('p');
+    return answers_.receive();
+  }
+
+ private:
+  pipe_pair commands_;
+  pipe_pair answers_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("process lock table: a free entry is granted at once and its lock file is flocked", "[adapter][lock]") {
+  temp_dir dir;
+  auto dix_dir = make_dix_dir(dir);
+  auto table = process_lock_table::for_home(dix_dir);
+  CHECK(table->lock_file("idx") == fs::canonical(dix_dir) / "runner" / "idx.lock");
+  fs::create_directories(dix_dir / "runner");
+  {
+    std::ofstream touch(dix_dir / "runner" / "idx.lock");
+  }
+  flock_probe other(dix_dir / "runner" / "idx.lock");
+  REQUIRE(other.probe() == 'f');
+
+  grants g;
+  CHECK_FALSE(table->owned("idx"));
+  table->acquire("idx", 1, g.for_requester(1));
+  REQUIRE(g.calls.size() == 1);
+  CHECK(g.granted() == std::vector<std::uint64_t>{1});
+  CHECK(table->owned("idx"));
+  CHECK_FALSE(table->owned("other"));
+  CHECK(other.probe() == 'h');
+
+  table->release("idx", 1);
+  CHECK_FALSE(table->owned("idx"));
+  CHECK(other.probe() == 'f');
+}
+
+TEST_CASE("process lock table: a second requester is queued and handed the entry FIFO on release, the flock kept across the handoff", "[adapter][lock]") {
+  temp_dir dir;
+  auto dix_dir = make_dix_dir(dir);
+  auto table = process_lock_table::for_home(dix_dir);
+  auto path = table->lock_file("idx");
+  fs::create_directories(path.parent_path());
+  {
+    std::ofstream touch(path);
+  }
+  flock_probe other(path);
+
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  table->acquire("idx", 2, g.for_requester(2));
+  table->acquire("idx", 3, g.for_requester(3));
+  CHECK(g.granted() == std::vector<std::uint64_t>{1});
+  CHECK(g.calls.size() == 1);
+  CHECK(table->test_waiter_count("idx") == 2);
+  CHECK(other.probe() == 'h');
+
+  table->release("idx", 1);
+  CHECK(g.granted() == std::vector<std::uint64_t>{1, 2});
+  CHECK(table->owned("idx"));
+  CHECK(table->test_waiter_count("idx") == 1);
+  CHECK(other.probe() == 'h');  // the handoff kept the descriptor
+
+  table->release("idx", 2);
+  CHECK(g.granted() == std::vector<std::uint64_t>{1, 2, 3});
+  CHECK(other.probe() == 'h');
+
+  table->release("idx", 3);
+  CHECK(g.calls.size() == 3);
+  CHECK_FALSE(table->owned("idx"));
+  CHECK(other.probe() == 'f');
+}
+
+TEST_CASE("process lock table: releasing a waiting requester withdraws it and an unknown requester's release is ignored", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(make_dix_dir(dir));
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  table->acquire("idx", 2, g.for_requester(2));
+  table->acquire("idx", 3, g.for_requester(3));
+
+  table->release("idx", 99);    // neither owner nor waiter
+  table->release("other", 1);   // no such entry
+  CHECK(table->owned("idx"));
+  CHECK(table->test_waiter_count("idx") == 2);
+  CHECK(g.calls.size() == 1);
+
+  table->release("idx", 2);  // withdraws the waiter
+  CHECK(table->test_waiter_count("idx") == 1);
+  CHECK(g.calls.size() == 1);
+
+  table->release("idx", 1);
+  CHECK(g.granted() == std::vector<std::uint64_t>{1, 3});
+  table->release("idx", 3);
+  CHECK(g.calls.size() == 2);
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: the owner acquiring again is granted again and keeps the entry", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(make_dix_dir(dir));
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  table->acquire("idx", 1, g.for_requester(1));
+  CHECK(g.granted() == std::vector<std::uint64_t>{1, 1});
+  CHECK(table->test_waiter_count("idx") == 0);
+  table->release("idx", 1);
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: a grant may re-enter the table", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(make_dix_dir(dir));
+  std::vector<std::uint64_t> order;
+  table->acquire("idx", 1, [&](result<void> r) {
+    REQUIRE(r);
+    order.push_back(1);
+    CHECK(table->owned("idx"));
+  });
+  table->acquire("idx", 2, [&](result<void> r) {
+    REQUIRE(r);
+    order.push_back(2);
+    table->release("idx", 2);  // runs on the releasing thread, outside the table mutex
+  });
+  table->release("idx", 1);
+  CHECK(order == std::vector<std::uint64_t>{1, 2});
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: another process holding the flock refuses the acquisition with io_error naming the file, unqueued, until it is killed", "[adapter][lock]") {
+  temp_dir dir;
+  auto dix_dir = make_dix_dir(dir);
+  auto table = process_lock_table::for_home(dix_dir);
+  auto path = table->lock_file("idx");
+  REQUIRE(::mkdir(path.parent_path().c_str(), 0700) == 0);
+
+  pipe_pair to_parent;
+  pipe_pair to_child;
+  std::string file = path.string();
+  int report = to_parent.write_end;
+  int wait_on = to_child.read_end;
+  pid_t child = fork_child([file, report, wait_on]() {
+    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return 10;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return 11;
+    if (!child_send(report, 'k')) return 12;
+    child_receive(wait_on);  // holds the flock until killed
+    return 0;
+  });
+  REQUIRE(to_parent.receive() == 'k');
+
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  REQUIRE(g.calls.size() == 1);
+  const auto& refused = g.calls[0].second;
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+  CHECK(refused.error().message() == "runner lock " + path.string() + " is held by another process");
+  CHECK_FALSE(table->owned("idx"));
+  CHECK(table->test_waiter_count("idx") == 0);
+
+  REQUIRE(::kill(child, SIGKILL) == 0);
+  CHECK(wait_exit(child) == 128 + SIGKILL);  // the kernel dropped the child's flock
+
+  table->acquire("idx", 2, g.for_requester(2));
+  REQUIRE(g.calls.size() == 2);
+  CHECK(g.granted() == std::vector<std::uint64_t>{2});
+  CHECK(table->owned("idx"));
+  table->release("idx", 2);
+  CHECK(g.calls.size() == 2);  // the refused requester was never queued
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: while this process owns the id another process cannot flock the file, after the release it can", "[adapter][lock]") {
+  temp_dir dir;
+  auto dix_dir = make_dix_dir(dir);
+  auto table = process_lock_table::for_home(dix_dir);
+  auto path = table->lock_file("idx");
+
+  // The child is forked before the table opens the file (see flock_probe).
+  pipe_pair to_child;
+  pipe_pair to_parent;
+  std::string file = path.string();
+  int commands = to_child.read_end;
+  int answers = to_parent.write_end;
+  pid_t child = fork_child([file, commands, answers]() {
+    for (char round : {'1', '2'}) {
+      if (child_receive(commands) != round) return 10;
+      int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) return 11;
+      int rc = ::flock(fd, LOCK_EX | LOCK_NB);
+      char answer = rc == 0 ? 'f' : errno == EWOULDBLOCK ? 'w' : 'e';
+      if (!child_send(answers, answer)) return 12;
+      if (rc == 0) ::flock(fd, LOCK_UN);
+      ::close(fd);
+    }
+    return 0;
+  });
+
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  REQUIRE(g.granted() == std::vector<std::uint64_t>{1});
+  to_child.send('1');
+  CHECK(to_parent.receive() == 'w');  // EWOULDBLOCK
+
+  table->release("idx", 1);
+  to_child.send('2');
+  CHECK(to_parent.receive() == 'f');
+  CHECK(wait_exit(child) == 0);
+}
+
+TEST_CASE("process lock table: runner/ is created 0700 and lock files 0600 whatever the umask", "[adapter][lock]") {
+  for (mode_t mask : {mode_t{0}, mode_t{0777}}) {
+    temp_dir dir;
+    auto table = process_lock_table::for_home(make_dix_dir(dir));
+    grants g;
+    {
+      umask_scope scope(mask);
+      table->acquire("idx", 1, g.for_requester(1));
+      table->acquire("other.idx", 2, g.for_requester(2));
+    }
+    REQUIRE(g.granted() == std::vector<std::uint64_t>{1, 2});
+    CHECK(mode_of(table->directory() / "runner") == 0700);
+    CHECK(mode_of(table->lock_file("idx")) == 0600);
+    CHECK(mode_of(table->lock_file("other.idx")) == 0600);
+    table->release("idx", 1);
+    table->release("other.idx", 2);
+  }
+}
+
+TEST_CASE("process lock table: a symlink planted as the lock file is refused with io_error naming the path", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(make_dix_dir(dir));
+  auto path = table->lock_file("idx");
+  REQUIRE(::mkdir(path.parent_path().c_str(), 0700) == 0);
+  auto target = dir / "elsewhere";
+  fs::create_symlink(target, path);
+
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  REQUIRE(g.calls.size() == 1);
+  REQUIRE_FALSE(g.calls[0].second);
+  CHECK(g.calls[0].second.error().value() == errc::io_error);
+  CHECK(g.calls[0].second.error().message().find(path.string()) != std::string::npos);
+  CHECK_FALSE(fs::exists(target));
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: a missing dix directory fails io_error naming the path and the errno text", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(dir / "absent" / "dix");
+  grants g;
+  table->acquire("idx", 1, g.for_requester(1));
+  REQUIRE(g.calls.size() == 1);
+  REQUIRE_FALSE(g.calls[0].second);
+  const auto& e = g.calls[0].second.error();
+  CHECK(e.value() == errc::io_error);
+  CHECK(e.message().find((table->directory() / "runner").string()) != std::string::npos);
+  CHECK(e.message().find("No such file or directory") != std::string::npos);
+  CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: two different homes are independent tables, one path one table", "[adapter][lock]") {
+  temp_dir dir;
+  auto a_dir = make_dix_dir(dir, "a");
+  auto b_dir = make_dix_dir(dir, "b");
+  fs::create_directory_symlink(dir / "a", dir / "a-link");
+
+  auto a = process_lock_table::for_home(a_dir);
+  auto b = process_lock_table::for_home(b_dir);
+  CHECK(a != b);
+  CHECK(process_lock_table::for_home(dir / "a-link" / "dix") == a);
+  CHECK(process_lock_table::for_home(a_dir / ".") == a);
+
+  grants g;
+  a->acquire("idx", 1, g.for_requester(1));
+  b->acquire("idx", 2, g.for_requester(2));
+  CHECK(g.granted() == std::vector<std::uint64_t>{1, 2});
+  CHECK(a->owned("idx"));
+  CHECK(b->owned("idx"));
+  CHECK(fs::exists(a_dir / "runner" / "idx.lock"));
+  CHECK(fs::exists(b_dir / "runner" / "idx.lock"));
+
+  a->release("idx", 1);
+  CHECK_FALSE(a->owned("idx"));
+  CHECK(b->owned("idx"));
+  b->release("idx", 2);
+}
