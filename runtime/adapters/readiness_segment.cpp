@@ -665,6 +665,23 @@ std::optional<std::uint32_t> segment_view::find(std::string_view id) const { ret
 
 dix::readiness segment_view::read(std::uint32_t index) const { return read_slot(mapping_->slot(index)); }
 
+std::vector<std::pair<std::uint32_t, std::string>> segment_view::claimed() const {
+  std::vector<std::pair<std::uint32_t, std::string>> out;
+  for (std::uint32_t i = 0; i < mapping_->slot_count(); ++i) {
+    auto id = read_id(mapping_->slot(i));
+    if (!id.empty()) out.emplace_back(i, std::move(id));
+  }
+  return out;
+}
+
+std::uint64_t segment_view::segment_change_counter() const noexcept {
+  return load<std::uint64_t>(mapping_->base(), h_change_counter);
+}
+
+std::uint64_t segment_view::wait_change(std::uint64_t seen, milliseconds timeout) const {
+  return wait_counter(mapping_->base(), h_change_counter, seen, timeout);
+}
+
 std::shared_ptr<segment_slot> segment_view::slot(std::uint32_t index) const {
   if (mode_ != access::read_write) return nullptr;
   return std::make_shared<segment_slot>(mapping_, index);

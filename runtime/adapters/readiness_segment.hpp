@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ports/ownership.hpp"
 
@@ -142,6 +144,13 @@ class segment_view {
 
   std::optional<std::uint32_t> find(std::string_view id) const;
   dix::readiness read(std::uint32_t index) const;
+  // Every claimed slot as (index, backend id), in slot order.
+  std::vector<std::pair<std::uint32_t, std::string>> claimed() const;
+  // The header's segment_change_counter (acquire) and a futex wait on it, as
+  // readiness_segment::segment_change_counter and wait_change; FUTEX_WAIT works on a read-only
+  // mapping (formats.md §4.4).
+  std::uint64_t segment_change_counter() const noexcept;
+  std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   // The slot, for the read-write free functions; nullptr on a read-only view.
   std::shared_ptr<segment_slot> slot(std::uint32_t index) const;
   // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached.

@@ -1,6 +1,7 @@
 // The `dix` subcommands. Each takes its own arguments (after the subcommand name) and returns
 // the process exit status: 0 success, 1 an operating error, 2 bad arguments, 3 the log cannot
-// serve the request (log-retention, log-corrupt, log-missing).
+// serve the request (log-retention, log-corrupt, log-missing) or, for `dix status`, the readiness
+// segment has another layout.
 #pragma once
 
 #include <string>
@@ -12,9 +13,11 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_error = 1;
 inline constexpr int exit_usage = 2;
 inline constexpr int exit_log = 3;
+inline constexpr int exit_layout = 3;  // dix status: the readiness segment has another layout
 
 int run_wal(const std::vector<std::string>& argv);
 int run_write(const std::vector<std::string>& argv);
 int run_demo(const std::vector<std::string>& argv);
+int run_status(const std::vector<std::string>& argv);
 
 }  // namespace dix::cli

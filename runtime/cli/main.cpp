@@ -23,6 +23,11 @@ commands:
   write  --db PATH [--log NAME] [--records N] [--per-txn K] [--seed S] [--sync]
          Create or extend a primary store with a realistic product catalogue: N record writes
          (puts, updates and deletes) in transactions of K operations.
+  status --db PATH [--json] [--watch [--updates N]]
+         The readiness of every backend id (state, reason, attempts, epoch) from the database's
+         readiness segment; never opens the store. No lag: only a runtime knows it. --watch
+         reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
+         layout. `dix status --help` for more.
   bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
   bench  catchup [--records N] [--dir DIR] [--json FILE]
@@ -30,7 +35,8 @@ commands:
          RocksDB ingest of the same entries; peak RSS.
   help   This text.
 
-exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request
+exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request (wal) or
+readiness segment of another layout (status)
 )";
 
 }  // namespace
@@ -46,6 +52,7 @@ int main(int argc, char** argv) {
   if (command == "wal") return dix::cli::run_wal(args);
   if (command == "write") return dix::cli::run_write(args);
   if (command == "demo") return dix::cli::run_demo(args);
+  if (command == "status") return dix::cli::run_status(args);
   if (command == "bench") return dix::bench::run(args);
   std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;
   return dix::cli::exit_usage;

@@ -1,0 +1,280 @@
+// `dix status`: the readiness of every backend id of a database, read from its shared readiness
+// segment (formats.md §4) the way read_readiness reads one id (api.md §7). It maps
+// `<db>/dix/readiness.seg` read-only and tests `attach.lock` with F_OFD_GETLK; it never opens the
+// RocksDB store, takes no lock and writes nothing, so it is safe beside a running owner.
+//
+// It runs in a process of its own, which has no runtime: lag is known only to a runtime, so it is
+// not shown. `--watch` sleeps on the header's segment_change_counter futex and reprints when the
+// table changed; the wait's timeout (tick_ms) only re-checks the stop flag, the attach state and
+// whether the segment file was created or replaced, none of which moves the counter.
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dix/readiness.hpp>
+
+#include "adapters/readiness_segment.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "core/json.hpp"
+
+namespace dix::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* usage = R"(usage: dix status --db PATH [--json] [--watch [--updates N]]
+
+Print the readiness of every backend id of the database whose home store is PATH: one line per
+id, sorted, with state, reason, rebuild attempts and owner epoch (formats.md §4.5 names). Reads
+only PATH/dix/readiness.seg (mapped read-only) and tests PATH/dix/attach.lock without locking it;
+never opens the RocksDB store, so it is safe while the owning process runs. Without an attached
+runtime every id reads `unknown` with its stored epoch. Lag is not shown: only a runtime knows it,
+and this command runs in a process of its own.
+
+  --json         one JSON object per table:
+                 {"db","segment","attached","indexes":[{"id","state","reason",
+                  "rebuild_attempts","owner_epoch"}]}
+  --watch        print the table, then again whenever it changes (futex wakeups on the
+                 segment's change counter, not polling) until SIGINT or SIGTERM; a blank line
+                 ends each plain table
+  --updates N    with --watch: exit after N reprints
+
+exit status: 0 success (also: no segment yet), 1 error, 2 bad arguments,
+3 the readiness segment has another layout (the message names the remedy)
+)";
+
+// The futex wait's timeout: how often --watch re-checks what does not move the change counter.
+constexpr std::chrono::milliseconds tick_ms{1000};
+
+volatile std::sig_atomic_t stop_requested = 0;
+
+void on_stop_signal(int) noexcept { stop_requested = 1; }
+
+// SIGINT/SIGTERM set the flag. No SA_RESTART: a blocked poll returns at once; the futex wait
+// resumes after EINTR, so a stop is seen within tick_ms.
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+struct entry {
+  std::string id;
+  readiness r;
+};
+
+struct table {
+  bool segment = false;   // PATH/dix/readiness.seg exists with a non-zero magic
+  bool attached = false;  // some runtime holds its OFD read lock on attach.lock
+  std::vector<entry> indexes;  // sorted by id
+};
+
+// Which file a view maps, so --watch notices a segment deleted and created anew.
+struct file_identity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  bool operator==(const file_identity& other) const { return device == other.device && inode == other.inode; }
+};
+
+std::optional<file_identity> identity_of(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return file_identity{st.st_dev, st.st_ino};
+}
+
+// The segment of one database, re-opened when its file appears or is replaced.
+class segment_source {
+ public:
+  explicit segment_source(fs::path home) : home_(std::move(home)), file_(home_ / "dix" / "readiness.seg") {}
+
+  // Opens the view when there is none or the file changed. Fails segment_layout_mismatch, io_error.
+  result<void> refresh() {
+    auto now = identity_of(file_);
+    if (view_ && now && *now == identity_) return {};
+    // Identity before open: a file replaced in between is noticed at the next refresh.
+    auto view = segment_view::open(home_, segment_view::access::read_only);
+    if (!view) return view.error();
+    view_ = *view;
+    identity_ = view_ && now ? *now : file_identity{};
+    return {};
+  }
+
+  result<table> read() const {
+    table t;
+    if (!view_) return t;
+    t.segment = true;
+    // The lock before the slots, as read_readiness: a state read after seeing a runtime attached
+    // was published by an attached runtime, never a leftover a later stale reset clears.
+    auto attached = view_->runtime_attached();
+    if (!attached) return attached.error();
+    t.attached = *attached;
+    for (auto& [index, id] : view_->claimed()) {
+      auto r = view_->read(index);
+      if (!t.attached) r = readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
+      t.indexes.push_back(entry{std::move(id), r});
+    }
+    std::sort(t.indexes.begin(), t.indexes.end(), [](const entry& a, const entry& b) { return a.id < b.id; });
+    return t;
+  }
+
+  std::uint64_t counter() const noexcept { return view_ ? view_->segment_change_counter() : 0; }
+
+  // Blocks until the table may have changed (true) or a stop was requested (false). Every
+  // tick_ms it re-checks the stop flag, the attach state and the segment file's identity.
+  bool wait(std::uint64_t seen, bool attached_seen) const {
+    for (;;) {
+      if (stop_requested) return false;
+      if (view_) {
+        if (view_->wait_change(seen, tick_ms) != seen) return true;
+      } else {
+        ::poll(nullptr, 0, static_cast<int>(tick_ms.count()));  // returns early on a signal
+      }
+      if (stop_requested) return false;
+      auto now = identity_of(file_);
+      if (view_ ? !now || !(*now == identity_) : now.has_value()) return true;
+      if (view_) {
+        auto attached = view_->runtime_attached();
+        if (!attached || *attached != attached_seen) return true;
+      }
+    }
+  }
+
+  const fs::path& home() const { return home_; }
+
+ private:
+  fs::path home_;
+  fs::path file_;
+  std::shared_ptr<segment_view> view_;
+  file_identity identity_;
+};
+
+std::string render_json(const fs::path& home, const table& t) {
+  std::ostringstream out;
+  out << "{\"db\":" << json_string(home.string()) << ",\"segment\":" << (t.segment ? "true" : "false")
+      << ",\"attached\":" << (t.attached ? "true" : "false") << ",\"indexes\":[";
+  for (std::size_t i = 0; i < t.indexes.size(); ++i) {
+    const auto& e = t.indexes[i];
+    out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(e.r.state)
+        << "\",\"reason\":\"" << to_string(e.r.reason) << "\",\"rebuild_attempts\":" << e.r.rebuild_attempts
+        << ",\"owner_epoch\":" << e.r.owner_epoch << "}";
+  }
+  out << "]}\n";
+  return out.str();
+}
+
+std::string render_plain(const fs::path& home, const table& t) {
+  std::ostringstream out;
+  if (!t.segment) {
+    out << "no readiness segment at " << (home / "dix").string() << " (no runtime has attached)\n";
+    return out.str();
+  }
+  out << "db " << home.string() << "\n";
+  out << (t.attached ? "runtime attached\n"
+                     : "no runtime attached: every id reads unknown with its stored epoch\n");
+  if (t.indexes.empty()) {
+    out << "no backend id has claimed a slot\n";
+    return out.str();
+  }
+  std::vector<std::vector<std::string>> rows{{"id", "state", "reason", "attempts", "epoch"}};
+  for (const auto& e : t.indexes) {
+    rows.push_back({e.id, std::string(to_string(e.r.state)), std::string(to_string(e.r.reason)),
+                    std::to_string(e.r.rebuild_attempts), std::to_string(e.r.owner_epoch)});
+  }
+  std::vector<std::size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      out << row[c];
+      if (c + 1 < row.size()) out << std::string(widths[c] - row[c].size() + 2, ' ');
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+// One line on stderr; with --json also an error object on stdout, as `dix wal` does.
+int fail(const fs::path& home, bool json, const error& e) {
+  std::cerr << "dix status: " << e.to_string() << "\n";
+  if (json) {
+    std::cout << "{\"db\":" << json_string(home.string()) << ",\"error\":{\"reason\":"
+              << json_string(to_string(e.value())) << ",\"message\":" << json_string(e.message()) << "}}\n"
+              << std::flush;
+  }
+  return e.value() == errc::segment_layout_mismatch ? exit_layout : exit_error;
+}
+
+}  // namespace
+
+int run_status(const std::vector<std::string>& argv) {
+  std::string problem;
+  auto a = args::parse(argv, {"db", "updates"}, {"json", "watch", "help"}, problem);
+  if (a && a->has("help")) {
+    std::cout << usage;
+    return exit_ok;
+  }
+  if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
+  else if (a && !a->has("db")) problem = "--db PATH is required";
+  else if (a && a->has("updates") && !a->has("watch")) problem = "--updates needs --watch";
+  auto updates = a && problem.empty() ? a->number("updates", 0, 1, UINT64_MAX, problem) : std::nullopt;
+  if (!a || !problem.empty() || !updates) {
+    std::cerr << "dix status: " << problem << "\n" << usage;
+    return exit_usage;
+  }
+  auto db = fs::path(a->get("db"));
+  std::error_code ec;
+  auto kind = fs::status(db, ec).type();
+  auto home = kind == fs::file_type::directory ? fs::canonical(db, ec) : fs::path();
+  if (kind != fs::file_type::directory || ec) {
+    std::cerr << "dix status: --db " << db.string() << ": "
+              << (kind == fs::file_type::not_found ? "no such directory"
+                  : ec                             ? ec.message()
+                                                   : "not a directory")
+              << "\n";
+    return exit_usage;
+  }
+  bool json = a->has("json");
+  bool watch = a->has("watch");
+  if (watch) install_stop_handlers();
+
+  segment_source source(home);
+  std::optional<std::string> shown;
+  std::uint64_t reprints = 0;
+  for (;;) {
+    if (auto opened = source.refresh(); !opened) return fail(home, json, opened.error());
+    // The counter before the table: a change made after this load wakes the wait below.
+    auto seen = source.counter();
+    auto t = source.read();
+    if (!t) return fail(home, json, t.error());
+    auto text = json ? render_json(home, *t) : render_plain(home, *t);
+    if (watch && !json) text += "\n";
+    // The counter also moves for fields the table does not show (coverage time, lag gate,
+    // demands), so --watch prints only tables that differ from the last one.
+    if (!shown || text != *shown) {
+      std::cout << text << std::flush;
+      if (shown) ++reprints;
+      shown = std::move(text);
+    }
+    if (!watch || (*updates != 0 && reprints >= *updates)) return exit_ok;
+    if (!source.wait(seen, t->attached)) return exit_ok;
+  }
+}
+
+}  // namespace dix::cli

@@ -1,0 +1,362 @@
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "adapters/readiness_segment.hpp"
+#include "adapters/test_support.hpp"
+#include "core/bytes.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every wait on the child is bounded by this; a child still running then is killed.
+constexpr std::chrono::seconds failure_timeout{30};
+
+test::command_result dix_cli(const temp_dir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), DIX_BINARY);
+  return test::run(args, dir.path());
+}
+
+fs::path make_home(const temp_dir& dir) {
+  auto home = dir / "db";
+  fs::create_directories(home);
+  return fs::canonical(home);
+}
+
+std::shared_ptr<readiness_segment> attach(const fs::path& home) {
+  auto s = readiness_segment::attach(home);
+  if (!s) FAIL(s.error().to_string());
+  return *s;
+}
+
+std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
+  auto slot = s.claim(id);
+  if (!slot) FAIL(slot.error().to_string());
+  return *slot;
+}
+
+// The test process plays the runtime: three ids, claimed out of order, each in another state.
+std::shared_ptr<readiness_segment> three_indexes(const fs::path& home) {
+  auto segment = attach(home);
+  auto category = claim(*segment, "by-category");
+  category->raise_epoch_floor(2);
+  category->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto brand = claim(*segment, "by-brand");
+  brand->raise_epoch_floor(5);
+  brand->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 2);
+  auto other = claim(*segment, "a.x");
+  CHECK(other->mint_epoch() == 1);
+  other->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  return segment;
+}
+
+// `dix status --watch` with stdout on a pipe; killed at scope exit if it is still running.
+class watcher {
+ public:
+  watcher(const temp_dir& dir, std::vector<std::string> args) {
+    args.insert(args.begin(), DIX_BINARY);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    auto err_path = dir / "watch-stderr.txt";
+    std::fflush(nullptr);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::freopen(err_path.c_str(), "w", stderr);
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out_ = fds[0];
+    deadline_ = std::chrono::steady_clock::now() + failure_timeout;
+  }
+  ~watcher() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(out_);
+  }
+  watcher(const watcher&) = delete;
+  watcher& operator=(const watcher&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // The next plain table: everything up to and including the blank line that ends it. Empty on
+  // end of file or the failure timeout.
+  std::string next_table() { return next_until("\n\n"); }
+  // The next line (a --json table), with its newline.
+  std::string next_line() { return next_until("\n"); }
+
+  // Reads to end of file (the child closed stdout by exiting) and reaps it; -1 on the timeout.
+  int exit_code() {
+    while (fill()) {
+    }
+    if (!eof_) return -1;
+    int status = 0;
+    REQUIRE(::waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string rest() const { return buffer_; }
+
+ private:
+  std::string next_until(const std::string& end) {
+    for (;;) {
+      if (auto at = buffer_.find(end); at != std::string::npos) {
+        auto text = buffer_.substr(0, at + end.size());
+        buffer_.erase(0, at + end.size());
+        return text;
+      }
+      if (!fill()) return {};
+    }
+  }
+
+  // One blocking read, bounded by the deadline; false at end of file or past the deadline.
+  bool fill() {
+    if (eof_) return false;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{out_, POLLIN, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready <= 0) return false;
+    char chunk[4096];
+    auto n = ::read(out_, chunk, sizeof chunk);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  bool eof_ = false;
+  std::string buffer_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+const std::string three_rows =
+    "id           state          reason             attempts  epoch\n"
+    "a.x          rebuilding     rebuild-requested  1         1\n"
+    "by-brand     needs-rebuild  log-retention      2         5\n"
+    "by-category  ready          none               0         2\n";
+
+}  // namespace
+
+TEST_CASE("dix status: one aligned line per backend id sorted by id with the spec's names", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out == "db " + home.string() + "\nruntime attached\n" + three_rows);
+}
+
+TEST_CASE("dix status: --json prints the database, the attach state and every index", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  auto r = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "{\"db\":\"" + home.string() +
+                     "\",\"segment\":true,\"attached\":true,\"indexes\":["
+                     "{\"id\":\"a.x\",\"state\":\"rebuilding\",\"reason\":\"rebuild-requested\","
+                     "\"rebuild_attempts\":1,\"owner_epoch\":1},"
+                     "{\"id\":\"by-brand\",\"state\":\"needs-rebuild\",\"reason\":\"log-retention\","
+                     "\"rebuild_attempts\":2,\"owner_epoch\":5},"
+                     "{\"id\":\"by-category\",\"state\":\"ready\",\"reason\":\"none\","
+                     "\"rebuild_attempts\":0,\"owner_epoch\":2}]}\n");
+}
+
+TEST_CASE("dix status: without an attached runtime every id reads unknown with its stored epoch", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  three_indexes(home).reset();  // the runtime detaches; the slots keep their last states
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "db " + home.string() +
+                     "\nno runtime attached: every id reads unknown with its stored epoch\n"
+                     "id           state    reason  attempts  epoch\n"
+                     "a.x          unknown  none    0         1\n"
+                     "by-brand     unknown  none    0         5\n"
+                     "by-category  unknown  none    0         2\n");
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"attached\":false"));
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"unknown\",\"reason\":\"none\","
+                                       "\"rebuild_attempts\":0,\"owner_epoch\":5}"));
+}
+
+TEST_CASE("dix status: a database without a segment prints a note and exits 0", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n");
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK(json.out == "{\"db\":\"" + home.string() + "\",\"segment\":false,\"attached\":false,\"indexes\":[]}\n");
+  CHECK_FALSE(fs::exists(home / "dix"));  // a reader creates nothing
+}
+
+TEST_CASE("dix status: a segment of another layout exits 3 naming the reason and the remedy", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home).reset();
+  auto path = home / "dix" / "readiness.seg";
+  {
+    std::string version;
+    put_le(version, std::uint32_t{2});
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(8);  // layout_version (formats.md §4.2)
+    f.write(version.data(), static_cast<std::streamsize>(version.size()));
+    REQUIRE(f.good());
+  }
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 3);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("dix status: segment_layout_mismatch"));
+  CHECK_THAT(r.err, Catch::Contains("found layout version 2, expected layout version 1"));
+  CHECK_THAT(r.err, Catch::Contains("stop every process using this database, then delete " + path.string()));
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 3);
+  CHECK_THAT(json.out, Catch::Contains("\"error\":{\"reason\":\"segment_layout_mismatch\""));
+}
+
+TEST_CASE("dix status: bad arguments and a missing database exit 2", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  CHECK(dix_cli(dir, {"status"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"status", "--db"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"status", "--db", home.string(), "--bogus"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"status", "--db", home.string(), "extra"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"status", "--db", home.string(), "--updates", "1"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"status", "--db", home.string(), "--watch", "--updates", "0"}).exit_code == 2);
+  auto usage = dix_cli(dir, {"status", "--db", home.string(), "--json", "--frobnicate"});
+  CHECK(usage.exit_code == 2);
+  CHECK_THAT(usage.err, Catch::Contains("usage: dix status --db PATH"));
+  auto missing = dix_cli(dir, {"status", "--db", (dir / "nothing").string()});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains((dir / "nothing").string() + ": no such directory"));
+  std::ofstream(dir / "plain-file") << "x";
+  auto file = dix_cli(dir, {"status", "--db", (dir / "plain-file").string()});
+  CHECK(file.exit_code == 2);
+  CHECK_THAT(file.err, Catch::Contains("not a directory"));
+  auto help = dix_cli(dir, {"status", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("Lag is not shown"));
+}
+
+TEST_CASE("dix status: reads the segment beside a running owner and never opens the store's files", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto store = test::open_store(home);  // the owner: RocksDB open, its LOCK held
+  auto segment = three_indexes(home);
+  int events = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  REQUIRE(events >= 0);
+  REQUIRE(::inotify_add_watch(events, home.c_str(), IN_OPEN) >= 0);
+
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::EndsWith(three_rows));
+
+  // Opens reported for entries of the store directory. An idle RocksDB opens none of these, and
+  // a read-only open would read CURRENT, IDENTITY and the MANIFEST; LOCK is never to be touched.
+  std::vector<std::string> opened;
+  alignas(inotify_event) char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(events, buffer, sizeof buffer)) > 0) {
+    for (char* p = buffer; p < buffer + n;) {
+      auto* e = reinterpret_cast<inotify_event*>(p);
+      if (e->len > 0 && (e->mask & IN_ISDIR) == 0) opened.emplace_back(e->name);
+      p += sizeof(inotify_event) + e->len;
+    }
+  }
+  ::close(events);
+  for (const auto& name : opened) {
+    INFO(name);
+    CHECK(name != "LOCK");
+    CHECK(name != "CURRENT");
+    CHECK(name != "IDENTITY");
+    CHECK(name.rfind("MANIFEST", 0) != 0);
+    CHECK(name.rfind("OPTIONS", 0) != 0);
+  }
+  REQUIRE(store->close());
+}
+
+TEST_CASE("dix status --watch: reprints when a slot changes and exits after --updates 1", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "1"});
+  auto first = w.next_table();
+  CHECK(first == "db " + home.string() + "\nruntime attached\n" + three_rows + "\n");
+
+  // The child printed the table after loading the change counter, so this change wakes it.
+  claim(*segment, "by-category")->publish(readiness_state::rebuilding, readiness_reason::reload, 1);
+  auto second = w.next_table();
+  CHECK_THAT(second, Catch::Contains("by-category  rebuilding     reload             1         2\n"));
+  CHECK_THAT(second, Catch::Contains("by-brand     needs-rebuild  log-retention      2         5\n"));
+  CHECK(w.exit_code() == 0);
+  CHECK(w.rest().empty());
+}
+
+TEST_CASE("dix status --watch: notices a segment created after it started and a runtime detaching", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "2"});
+  CHECK(w.next_table() == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n\n");
+
+  // The segment is prepared beside the database and renamed into place, so the child sees it
+  // complete or not at all. The OFD lock belongs to the open attach.lock, which the rename keeps.
+  // Neither the new file nor the detach moves a counter the child waits on: its tick finds them.
+  fs::create_directories(dir / "staging");
+  auto segment = three_indexes(fs::canonical(dir / "staging"));
+  fs::rename(dir / "staging" / "dix", home / "dix");
+  CHECK(w.next_table() == "db " + home.string() + "\nruntime attached\n" + three_rows + "\n");
+  segment.reset();
+  auto detached = w.next_table();
+  CHECK_THAT(detached, Catch::Contains("no runtime attached"));
+  CHECK_THAT(detached, Catch::Contains("by-brand     unknown  none    0         5\n"));
+  CHECK(w.exit_code() == 0);
+}
+
+TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "[adapter][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  for (int signal : {SIGTERM, SIGINT}) {
+    INFO(signal);
+    watcher w(dir, {"status", "--db", home.string(), "--watch", "--json"});
+    // The first table is printed after the handlers are installed.
+    CHECK_THAT(w.next_line(), Catch::Contains("\"attached\":true"));
+    REQUIRE(::kill(w.pid(), signal) == 0);
+    CHECK(w.exit_code() == 0);
+    CHECK(w.rest().empty());
+  }
+}
