@@ -73,11 +73,24 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     [self](meta_write& m) {
       auto& d = *self->state.deps;
       meta_written reply{m.kind, m.value, caf::error{}};
-      if (m.kind == meta_kind::epoch) {
-        auto done = d.persist_epoch ? d.persist_epoch(m.value) : result<void>{errc::io_error, "no home store"};
-        if (!done) reply.error = make_error(done.error().value(), done.error().message());
-      } else {
-        reply.error = make_error(errc::not_supported, "condemnation markers arrive with ownership");
+      auto missing = result<void>{errc::not_supported, "no metadata writer"};
+      result<void> done;
+      switch (m.kind) {
+        case meta_kind::epoch: done = d.persist_epoch ? d.persist_epoch(m.value) : missing; break;
+        case meta_kind::condemn: done = d.write_marker ? d.write_marker() : missing; break;
+        case meta_kind::settle: done = d.settle ? d.settle(m.value) : missing; break;
+      }
+      if (!done) reply.error = make_error(done.error().value(), done.error().message());
+      self->send(sender_of(self), reply);  // the runner, or the supervisor standing in for a dead one
+    },
+    [self](meta_read& m) {
+      auto& d = *self->state.deps;
+      meta_state reply{m.gen, false, std::nullopt, caf::error{}};
+      auto r = d.read_records ? d.read_records() : result<meta_records>{meta_records{}};
+      if (!r) reply.error = make_error(r.error().value(), r.error().message());
+      else {
+        reply.condemned = r->condemned;
+        reply.fingerprint = r->fingerprint;
       }
       self->send(sender_of(self), reply);
     },

@@ -14,6 +14,7 @@
 #include <dix/options.hpp>
 #include <dix/result.hpp>
 
+#include "core/runner_core.hpp"  // meta_records
 #include "messages/interfaces.hpp"
 
 namespace dix {
@@ -32,6 +33,11 @@ struct tailer_deps {
   // Writes epoch/<id> (system transaction, sync) in the home store (formats.md §5). Production
   // binds it to commit_system on the home store; actor tests to a recorder.
   std::function<result<void>(std::uint64_t epoch)> persist_epoch;
+  // condemned/<id> = 01 (sync); registration/<id> = fingerprint with condemned/<id> deleted, one
+  // commit (sync); the two records as read now (formats.md §5). Unset: not_supported.
+  std::function<result<void>()> write_marker;
+  std::function<result<void>(std::uint64_t fingerprint)> settle;
+  std::function<result<meta_records>()> read_records;
   const clock* time = nullptr;             // turn budgets
 };
 

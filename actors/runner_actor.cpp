@@ -10,6 +10,7 @@ struct runner_state_data {
   runner_deps deps;
   std::unique_ptr<runner_core> core;
   std::uint64_t persist_gen = 0;  // the generation a pending epoch write was issued under
+  std::uint64_t marker_gen = 0, settle_gen = 0;  // likewise for the marker and the settle
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
   static inline const char* name = "dix.runner";
@@ -54,6 +55,14 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::persist_epoch>) {
         s.persist_gen = x.gen;
         self->send(d.tailer, meta_write{meta_kind::epoch, x.epoch});
+      } else if constexpr (std::is_same_v<T, fx::read_meta>) {
+        self->send(d.tailer, meta_read{x.gen});
+      } else if constexpr (std::is_same_v<T, fx::write_marker>) {
+        s.marker_gen = x.gen;
+        self->send(d.tailer, meta_write{meta_kind::condemn, 0});
+      } else if constexpr (std::is_same_v<T, fx::settle>) {
+        s.settle_gen = x.gen;
+        self->send(d.tailer, meta_write{meta_kind::settle, x.fingerprint});
       } else if constexpr (std::is_same_v<T, fx::query_durable>) {
         self->request(d.proxy, caf::infinite, durable_query{x.gen})
           .then([self](durable& r) {
@@ -150,8 +159,17 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [](scan_chunk&) {},
     [](boundary&) {},
     [self](meta_written& m) {
-      if (m.kind != meta_kind::epoch) return;
-      apply(self, self->state.core->on_epoch_persisted(self->state.persist_gen, from_caf(m.error), now_of(self)));
+      auto& st = self->state;
+      switch (m.kind) {
+        case meta_kind::epoch: apply(self, st.core->on_epoch_persisted(st.persist_gen, from_caf(m.error), now_of(self))); break;
+        case meta_kind::condemn: apply(self, st.core->on_marker_written(st.marker_gen, from_caf(m.error), now_of(self))); break;
+        case meta_kind::settle: apply(self, st.core->on_settled(st.settle_gen, from_caf(m.error), now_of(self))); break;
+      }
+    },
+    [self](meta_state& m) {
+      auto& st = self->state;
+      result<meta_records> records = m.error ? result<meta_records>(to_dix_error(m.error)) : result<meta_records>(meta_records{m.condemned, m.fingerprint});
+      apply(self, st.core->on_meta_state(m.gen, records, st.deps.slot->read(), now_of(self)));
     },
     [self](state_change_msg& m) { apply(self, self->state.core->on_state_change(m.to_state_change(), now_of(self))); },
     [](coverage_query&) {},

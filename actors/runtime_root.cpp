@@ -1,8 +1,8 @@
 // The composition root behind dix::runtime: one CAF actor system per runtime with one supervisor,
 // which spawns per registered id a log tailer and a backend proxy (detached: they block on RocksDB
 // and backend code) and a runner on the scheduler, and restarts them (actors.md §3). Store commit
-// listeners wake the runners. The ownership ports are the in-process adapters until the ownership
-// issue replaces them with the segment and lock table.
+// listeners wake the runners. Readiness lives in the shared segment of the home store
+// (formats.md §4): attached at create, one slot claimed per registered id.
 #include <dix/runtime.hpp>
 
 #include <algorithm>
@@ -11,6 +11,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+
+#include <sys/vfs.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -21,11 +23,13 @@
 #include "actors/log_tailer_actor.hpp"
 #include "actors/runner_actor.hpp"
 #include "actors/supervisor_actor.hpp"
-#include "adapters/in_process_ownership.hpp"
+#include "adapters/process_lock_table.hpp"
 #include "adapters/primary_store_impl.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "adapters/rocksdb_log_source.hpp"
 #include "adapters/rocksdb_store_reader.hpp"
 #include "core/bytes.hpp"
+#include "core/fingerprint.hpp"
 #include "core/names.hpp"
 #include "core/tailer_core.hpp"
 #include "messages/type_ids.hpp"
@@ -33,19 +37,11 @@
 namespace dix {
 namespace {
 
-// Slots of this process, per (home store path, id): epochs stay monotone across runtimes.
-std::shared_ptr<in_process_slot> process_slot(const std::string& home, const std::string& id) {
-  static std::mutex mutex;
-  static std::map<std::pair<std::string, std::string>, std::shared_ptr<in_process_slot>> slots;
-  std::lock_guard g(mutex);
-  auto& s = slots[{home, id}];
-  if (!s) s = std::make_shared<in_process_slot>();
-  return s;
-}
+constexpr long nfs_super_magic = 0x6969;  // <linux/magic.h> NFS_SUPER_MAGIC
 
 class host_impl final : public backend_host {
  public:
-  explicit host_impl(std::shared_ptr<in_process_slot> slot) : slot_(std::move(slot)) {}
+  explicit host_impl(std::shared_ptr<readiness_slot> slot) : slot_(std::move(slot)) {}
   bool is_owner_epoch(epoch_t e) const noexcept override { return slot_->owner_epoch() == e; }
   dix::readiness readiness() const noexcept override { return slot_->read(); }
   void note_unindexable(std::string_view) noexcept override { unindexable.fetch_add(1, std::memory_order_relaxed); }
@@ -62,8 +58,45 @@ class host_impl final : public backend_host {
   std::atomic<std::uint64_t> unindexable{0};
 
  private:
-  std::shared_ptr<in_process_slot> slot_;
+  std::shared_ptr<readiness_slot> slot_;
 };
+
+// The home store's records of one id (formats.md §5), for the tailer's metadata commands.
+void bind_meta(tailer_deps& deps, const std::shared_ptr<primary_store>& home, const std::string& id) {
+  deps.persist_epoch = [home, key = "epoch/" + id](std::uint64_t epoch) -> result<void> {
+    std::string value;
+    put_le<std::uint64_t>(value, epoch);
+    auto done = commit_system(*home, {meta_op{op_kind::put, key, std::move(value)}});
+    if (!done) return done.error();
+    return {};
+  };
+  deps.write_marker = [home, key = "condemned/" + id]() -> result<void> {
+    auto done = commit_system(*home, {meta_op{op_kind::put, key, std::string(1, '\x01')}});
+    if (!done) return done.error();
+    return {};
+  };
+  deps.settle = [home, id](std::uint64_t fingerprint) -> result<void> {
+    std::string value;
+    put_le<std::uint64_t>(value, fingerprint);
+    auto done = commit_system(*home, {meta_op{op_kind::put, "registration/" + id, std::move(value)},
+                                      meta_op{op_kind::del, "condemned/" + id, {}}});
+    if (!done) return done.error();
+    return {};
+  };
+  deps.read_records = [home, id]() -> result<meta_records> {
+    meta_records r;
+    auto marker = read_meta(*home, "condemned/" + id);
+    if (!marker) return marker.error();
+    r.condemned = marker->has_value();
+    auto fp = read_meta(*home, "registration/" + id);
+    if (!fp) return fp.error();
+    if (*fp) {
+      if ((*fp)->size() != 8) return error{errc::record_corrupt, "registration/" + id + " is not 8 bytes"};
+      r.fingerprint = get_le<std::uint64_t>(**fp, 0);
+    }
+    return r;
+  };
+}
 
 class runtime_config final : public caf::actor_system_config {
  public:
@@ -83,7 +116,7 @@ struct runtime::impl {
   struct entry {
     std::string id;
     registration reg;
-    std::shared_ptr<in_process_slot> slot;
+    std::shared_ptr<segment_slot> slot;
     std::unique_ptr<host_impl> host;
     std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
     std::optional<shared_future<void>> unregistered;
@@ -104,6 +137,8 @@ struct runtime::impl {
   };
 
   std::vector<std::shared_ptr<primary_store>> stores;
+  std::shared_ptr<readiness_segment> segment;  // of the home store; attached for our lifetime
+  std::shared_ptr<process_lock_table> locks;   // the process's runner lock table of that home
   runtime_options options;
   std::unique_ptr<runtime_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -158,7 +193,16 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
     }
   }
   if (auto ok = validate(options); !ok) return ok.error();
+  const auto home = stores.front()->path();
+  struct statfs fs {};
+  if (::statfs(home.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == nfs_super_magic) {
+    return error{errc::invalid_argument, "runtime: " + home.string() + " is on NFS; dix needs a local filesystem for its locks and readiness segment"};
+  }
+  auto segment = readiness_segment::attach(home);
+  if (!segment) return segment.error();
   auto p = std::make_shared<impl>();
+  p->segment = std::move(*segment);
+  p->locks = process_lock_table::for_home(p->segment->directory());
   p->stores = std::move(stores);
   p->options = options;
   p->cfg = std::make_unique<runtime_config>(options.actor_threads);
@@ -229,13 +273,20 @@ result<registration_handle> runtime::register_index(registration r) {
   }
   if (p.entries.count(id) != 0) return error{errc::already_registered, "backend id " + id + " is registered in this runtime"};
 
+  std::vector<projected_table> tables;
+  for (const auto& [ref, fn] : r.projections) tables.push_back(projected_table{ref.log, ref.table});
+  auto fingerprint = registration_fingerprint(r.backend->kind(), id, r.projection_version, std::move(tables));
+  if (!fingerprint) return fingerprint.error();
+  auto slot = p.segment->claim(id);  // formats.md §4.6 step 3; segment_full
+  if (!slot) return slot.error();
+
   auto e = std::make_shared<impl::entry>();
   e->id = id;
-  e->slot = process_slot(p.stores.front()->path().string(), id);
+  e->slot = std::move(*slot);
   // Epoch floor (formats.md §4.6 step 4): never below the persisted epoch/<id>.
-  if (auto persisted = read_meta(*p.stores.front(), "epoch/" + id); persisted && *persisted && (*persisted)->size() == 8) {
-    e->slot->raise_epoch_floor(get_le<std::uint64_t>(**persisted, 0));
-  }
+  auto persisted = read_meta(*p.stores.front(), "epoch/" + id);
+  if (!persisted) return error{persisted.error().value(), "reading epoch/" + id + ": " + persisted.error().message()};
+  if (*persisted && (*persisted)->size() == 8) e->slot->raise_epoch_floor(get_le<std::uint64_t>(**persisted, 0));
   e->host = std::make_unique<host_impl>(e->slot);
   try {
     r.backend->attach(*e->host);
@@ -245,13 +296,7 @@ result<registration_handle> runtime::register_index(registration r) {
 
   auto deps = std::make_shared<tailer_deps>();
   deps->id = id;
-  deps->persist_epoch = [home = p.stores.front(), key = "epoch/" + id](std::uint64_t epoch) -> result<void> {
-    std::string value;
-    put_le<std::uint64_t>(value, epoch);
-    auto done = commit_system(*home, {meta_op{op_kind::put, key, std::move(value)}});
-    if (!done) return done.error();
-    return {};
-  };
+  bind_meta(*deps, p.stores.front(), id);
   deps->time = &system_clock();
   std::vector<tailer_log> ports;
   std::vector<std::string> log_names;
@@ -267,6 +312,7 @@ result<registration_handle> runtime::register_index(registration r) {
   runner_deps rd;
   rd.id = id;
   rd.config.options = runner_opts;
+  rd.config.fingerprint = *fingerprint;
   std::uint64_t ttl_ms = 600000;
   for (const auto& s : logs) {
     auto ttl = primary_store_access::get(*s).options.wal_ttl_s;
@@ -274,7 +320,7 @@ result<registration_handle> runtime::register_index(registration r) {
   }
   rd.config.cursor_flush_age = std::chrono::milliseconds(std::max<std::uint64_t>(ttl_ms, 1));
   rd.slot = e->slot;
-  rd.lock = &in_process_lock_table::instance();
+  rd.lock = p.locks.get();
   rd.requester = next_requester.fetch_add(1);
   rd.logs = log_names;
   rd.snapshot = e->snapshot;

@@ -22,6 +22,8 @@ struct supervised_id {
   bool recovering = false;  // release steps for a dead runner under way
   bool held = false;        // those steps' shutdown was rejected: the lock stays held
   bool escalated = false;   // nothing of this id is restarted
+  // A marker write for a dead runner is in flight: how to go on when the tailer answers.
+  std::optional<restart_decision> marker_then;
   std::vector<caf::typed_response_promise<stopped>> waiting;  // unsupervise during recovery
 };
 
@@ -77,22 +79,41 @@ void answer_waiting(supervised_id& e, const stopped& outcome) {
   e.waiting.clear();
 }
 
+void finish_release(supervisor_pointer self, const std::string& id, bool owned, bool escalate,
+                    std::chrono::milliseconds delay);
+
 // The rest of the release steps for a dead runner, once the backend answered (or could not be
-// asked): publish, unlock, respawn or escalate.
+// asked): the condemnation marker (formats.md §5, through the tailer: all store I/O of an id is
+// the tailer's), then publish, unlock, respawn or escalate.
 void after_quiescence(supervisor_pointer self, const std::string& id, bool owned, bool escalate,
                       std::chrono::milliseconds delay, const caf::error& shutdown_error) {
   auto it = self->state.ids.find(id);
   if (it == self->state.ids.end()) return;
   auto& e = it->second;
-  auto& spec = *e.spec;
-  e.recovering = false;
   if (shutdown_error) {
     // The backend cannot prove quiescence: keep the lock, never hand it on (protocol.md §9.7).
+    e.recovering = false;
     e.held = true;
-    spec.slot->publish(readiness_state::unavailable, readiness_reason::shutdown_failed, 0);
+    e.spec->slot->publish(readiness_state::unavailable, readiness_reason::shutdown_failed, 0);
     answer_waiting(e, stopped{make_error(errc::backend_failed, "shutdown of " + id + " rejected after its runner failed")});
     return;
   }
+  if (owned && e.tailer) {
+    e.marker_then = restart_decision{escalate, delay};
+    self->send(e.tailer, meta_write{meta_kind::condemn, 0});
+    return;
+  }
+  // No tailer to write the marker: published without it, as after a failed marker write (§10.3).
+  finish_release(self, id, owned, escalate, delay);
+}
+
+void finish_release(supervisor_pointer self, const std::string& id, bool owned, bool escalate,
+                    std::chrono::milliseconds delay) {
+  auto it = self->state.ids.find(id);
+  if (it == self->state.ids.end()) return;
+  auto& e = it->second;
+  auto& spec = *e.spec;
+  e.recovering = false;
   if (owned) {
     spec.slot->publish(escalate ? readiness_state::unavailable : readiness_state::needs_rebuild,
                        readiness_reason::runner_failed, 0);
@@ -149,6 +170,12 @@ void on_down(supervisor_pointer self, const caf::down_msg& dm) {
     case child_kind::proxy:
       if (kind == child_kind::tailer) e.tailer = nullptr;
       else e.proxy = nullptr;
+      if (kind == child_kind::tailer && e.marker_then) {  // the marker write died with it
+        auto then = *e.marker_then;
+        e.marker_then.reset();
+        finish_release(self, id, true, then.escalate, then.delay);
+        if (self->state.ids.count(id) == 0) return;
+      }
       if (e.runner) self->send(e.runner, child_down{kind, d.escalate});
       if (d.escalate) {
         e.escalated = true;
@@ -184,6 +211,19 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self, std::shared_
       e.proxy = e.spec->spawn_proxy();
       adopt(self, m.id, child_kind::proxy, e.proxy);
       spawn_runner_of(self, m.id, e);
+    },
+    [self](meta_written& m) {
+      if (m.kind != meta_kind::condemn) return;
+      auto sender = self->current_sender();
+      if (!sender) return;
+      auto child = self->state.children.find(sender->address());
+      if (child == self->state.children.end()) return;
+      auto id = child->second.first;
+      auto it = self->state.ids.find(id);
+      if (it == self->state.ids.end() || !it->second.marker_then) return;
+      auto then = *it->second.marker_then;
+      it->second.marker_then.reset();
+      finish_release(self, id, true, then.escalate, then.delay);  // written or not: §10.3
     },
     [self](respawn& m) {
       auto it = self->state.ids.find(m.id);

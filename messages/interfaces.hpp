@@ -56,6 +56,7 @@ using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
                                           caf::reacts_to<scan_pull>,
                                           caf::reacts_to<boundary_capture>,
                                           caf::reacts_to<meta_write>,
+                                          caf::reacts_to<meta_read>,
                                           caf::reacts_to<epoch_change>>;
 
 // The backend proxy of one id: the only caller of the backend object. The last four entries are
@@ -86,6 +87,7 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<scan_chunk>,
                                       caf::reacts_to<boundary>,
                                       caf::reacts_to<meta_written>,
+                                      caf::reacts_to<meta_state>,
                                       caf::reacts_to<state_change_msg>,
                                       caf::reacts_to<coverage_query>,
                                       caf::reacts_to<coverage_demand>,
@@ -103,6 +105,7 @@ using readiness_publisher_actor =
 using supervisor_actor = caf::typed_actor<caf::reacts_to<supervise>,
                                           caf::replies_to<unsupervise>::with<stopped>,
                                           caf::replies_to<stop>::with<stopped>,
-                                          caf::reacts_to<respawn>>;
+                                          caf::reacts_to<respawn>,
+                                          caf::reacts_to<meta_written>>;
 
 }  // namespace dix

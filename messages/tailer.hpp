@@ -190,6 +190,30 @@ typename Inspector::result_type inspect(Inspector& f, meta_written& x) {
            }));
 }
 
+// Command: read condemned/<id> and registration/<id> from the home store (protocol.md §9.2
+// step 3). → meta_state
+struct meta_read {
+  std::uint64_t gen = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, meta_read& x) {
+  return f(caf::meta::type_name("dix.meta_read"), x.gen);
+}
+
+// Event: what the read found; `error` set: the read failed (a transient fault, §10.5).
+struct meta_state {
+  std::uint64_t gen = 0;
+  bool condemned = false;
+  std::optional<std::uint64_t> fingerprint;
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, meta_state& x) {
+  return f(caf::meta::type_name("dix.meta_state"), x.gen, x.condemned, wire::opt(x.fingerprint), x.error);
+}
+
 // -- rebuild boundary and scan (protocol.md §11.5–11.7) --------------------------------------
 
 // Command: commit boundary/<id> = epoch in every store of the registration's logs, take the

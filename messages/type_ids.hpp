@@ -70,6 +70,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::unsupervise))
   CAF_ADD_TYPE_ID(dix, (dix::respawn))
 
+  // tailer.hpp: metadata reads
+  CAF_ADD_TYPE_ID(dix, (dix::meta_read))
+  CAF_ADD_TYPE_ID(dix, (dix::meta_state))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {

@@ -128,6 +128,7 @@ void process_lock_table::acquire(const std::string& id, std::uint64_t requester,
         }
       }
       waiters.emplace_back(requester, std::move(granted));
+      changed_.notify_all();
       return;
     }
     if (it == entries_.end()) {
@@ -143,6 +144,7 @@ void process_lock_table::acquire(const std::string& id, std::uint64_t requester,
         outcome = fd.error();
       }
     }
+    changed_.notify_all();
   }
   granted(std::move(outcome));
 }
@@ -158,11 +160,13 @@ void process_lock_table::release(const std::string& id, std::uint64_t requester)
       for (auto w = e.waiters.begin(); w != e.waiters.end(); ++w) {
         if (w->first == requester) {
           e.waiters.erase(w);
+          changed_.notify_all();
           break;
         }
       }
       return;
     }
+    changed_.notify_all();
     if (e.waiters.empty()) {
       ::close(e.descriptor);  // drops the flock: the entry is free in every process
       entries_.erase(it);
@@ -179,6 +183,16 @@ void process_lock_table::release(const std::string& id, std::uint64_t requester)
 bool process_lock_table::owned(const std::string& id) const {
   std::lock_guard lock(mutex_);
   return entries_.count(id) != 0;
+}
+
+bool process_lock_table::wait_until(const std::string& id,
+                                    const std::function<bool(bool owned, std::size_t waiters)>& pred,
+                                    std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    auto it = entries_.find(id);
+    return it == entries_.end() ? pred(false, 0) : pred(true, it->second.waiters.size());
+  });
 }
 
 std::size_t process_lock_table::test_waiter_count(const std::string& id) const {

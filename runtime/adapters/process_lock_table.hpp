@@ -23,7 +23,10 @@
 // descriptor it still holds (as the process's death would) and drops pending grants.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -66,6 +69,10 @@ class process_lock_table final : public runner_lock {
 
   // Requesters queued behind the owner of `id`.
   std::size_t test_waiter_count(const std::string& id) const;
+  // Blocks until pred(owned, waiters) holds for `id` or the timeout passes; the table's condition
+  // variable is notified at every change (protocol.md §9.1: for blocking callers and tests).
+  bool wait_until(const std::string& id, const std::function<bool(bool owned, std::size_t waiters)>& pred,
+                  std::chrono::milliseconds timeout) const;
 
  private:
   struct entry {
@@ -79,6 +86,7 @@ class process_lock_table final : public runner_lock {
 
   const std::filesystem::path dix_dir_;
   mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
   std::map<std::string, entry> entries_;
 };
 

@@ -65,6 +65,9 @@ bool runner_core::non_durable_work() const noexcept {
 
 void runner_core::discard_progress() {
   ++gen_;
+  // Replies to metadata writes of the old generation are dropped: a settle is retried at the
+  // next durable advance (settle_wanted_ stays), a pending condemnation publishes now.
+  settle_pending_ = ready_after_settle_ = false;
   offered_.clear();
   unanchored_bytes_ = unanchored_mutations_ = 0;
   unflushed_bytes_ = unflushed_mutations_ = 0;
@@ -145,11 +148,104 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
   last_fault_ = reason;
   message_ = std::move(message);
   discard_progress();
-  publish(readiness_state::needs_rebuild, reason, out);
   parked_ = true;
   state_ = runner_state::needs_rebuild;
+  condemn_reason_ = reason;
+  if (owner_ && release_phase_ == release_phase::none && config_.fingerprint && !marker_known_) {
+    if (tailer_up_) {
+      // The durable marker first, then the publication (§10.4): shared readiness does not
+      // survive the last process, the marker does.
+      marker_pending_ = true;
+      out.push_back(fx::write_marker{gen_});
+      return;
+    }
+    parked_ = false;  // no tailer to write it: as a failed write, retried at the next acquisition
+  }
+  publish(readiness_state::needs_rebuild, reason, out);
   // Rebuild arrives with a later issue: until then the condemned index is released and parks.
   if (owner_ && release_phase_ == release_phase::none) begin_release(out);
+}
+
+effects runner_core::on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  effects out;
+  (void)now;
+  if (gen != gen_ || !owner_ || !marker_pending_) return out;
+  marker_pending_ = false;
+  if (outcome) {
+    marker_known_ = true;
+  } else {
+    // Published before the marker on purpose (§10.3): it only withholds `ready`. Not parked: the
+    // next wake acquires again, finds the slot needs-rebuild and writes the marker then.
+    message_ += "; writing the condemnation marker failed: " + outcome.error().message();
+    parked_ = false;
+  }
+  publish(readiness_state::needs_rebuild, condemn_reason_, out);
+  if (release_phase_ == release_phase::none) begin_release(out);
+  return out;
+}
+
+effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  effects out;
+  (void)now;
+  if (gen != gen_ || !owner_ || !settle_pending_) return out;
+  settle_pending_ = false;
+  // A failed commit is logged; `ready` is published anyway and the commit is retried at the next
+  // durable advance (a stale marker only causes a needless rebuild, §10.4).
+  if (outcome) {
+    settle_wanted_ = false;
+    marker_known_ = false;
+    records_.fingerprint = config_.fingerprint;
+    records_.condemned = false;
+  } else {
+    message_ = "writing the registration record failed: " + outcome.error().message();
+  }
+  if (ready_after_settle_ && published_ != readiness_state::ready) {
+    publish(readiness_state::ready, readiness_reason::none, out);
+  }
+  ready_after_settle_ = false;
+  return out;
+}
+
+effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot,
+                                   steady_time now) {
+  effects out;
+  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  if (!records) {
+    transient_fault(false, "reading the condemnation marker: " + records.error().message(), out, now);
+    return out;
+  }
+  meta_read_ = true;
+  records_ = *records;
+  marker_known_ = records_.condemned;
+  // Step 5: an inherited `unavailable` is latched; the index is released and left alone.
+  if (slot.state == readiness_state::unavailable) {
+    message_ = "the slot says unavailable (" + std::string(to_string(slot.reason)) + ")";
+    last_fault_ = slot.reason;
+    discard_progress();
+    parked_ = true;
+    parked_state_ = runner_state::unavailable;
+    state_ = runner_state::unavailable;
+    published_ = readiness_state::unavailable;
+    reason_ = slot.reason;
+    begin_release(out);
+    return out;
+  }
+  // Step 6: a condemned generation. The build from sequence 1 of a fresh index (reason
+  // cursor-missing while rebuilding) is the one rebuild this issue has: it continues (step 8).
+  const bool initial_build = slot.state == readiness_state::rebuilding && slot.reason == readiness_reason::cursor_missing;
+  if (slot.state == readiness_state::needs_rebuild || (slot.state == readiness_state::rebuilding && !initial_build)) {
+    condemn(slot.reason == readiness_reason::none ? readiness_reason::condemned : slot.reason,
+            "the slot says " + std::string(to_string(slot.state)), out, now);
+    return out;
+  }
+  // Step 7: the marker survives every process; a condemned cursor is never trusted.
+  if (records_.condemned) {
+    condemn(readiness_reason::condemned, "the condemnation marker is present", out, now);
+    return out;
+  }
+  durable_in_flight_ = true;
+  out.push_back(fx::query_durable{gen_});
+  return out;
 }
 
 void runner_core::transient_fault(bool from_durable, std::string message, effects& out, steady_time now) {
@@ -186,6 +282,8 @@ void runner_core::retry(effects& out) {
   pending_retry_ = false;
   if (!epoch_persisted_) {
     out.push_back(fx::persist_epoch{epoch_, gen_});
+  } else if (!meta_read_) {
+    out.push_back(fx::read_meta{gen_});
   } else if (!offered_.empty()) {
     out.push_back(fx::open_log{gen_, offered_.back().through});
   } else {
@@ -234,6 +332,7 @@ effects runner_core::on_lock_acquired(steady_time now) {
   ++gen_;
   owner_ = true;
   epoch_persisted_ = false;
+  meta_read_ = acquired_ = marker_known_ = marker_pending_ = settle_pending_ = settle_wanted_ = ready_after_settle_ = false;
   state_ = runner_state::running;
   out.push_back(fx::mint_epoch{});
   return out;
@@ -285,8 +384,7 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
     pending_retry_ = true;
     return out;
   }
-  durable_in_flight_ = true;
-  out.push_back(fx::query_durable{gen_});
+  out.push_back(fx::read_meta{gen_});
   return out;
 }
 
@@ -305,10 +403,27 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   if (!installed_) {
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
+      if (!acquired_ && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
+        // §9.2 step 8: the index was made by another registration (or by none we know of).
+        condemn(readiness_reason::registration_changed,
+                records_.fingerprint ? "the index was made by a registration with another fingerprint"
+                                     : "no registration record for this index",
+                out, now);
+        return out;
+      }
       durable_ = *durable;
       out.push_back(fx::open_log{gen_, *durable});
     } else {
       initial_pending_ = true;
+      if (config_.fingerprint && records_.fingerprint != config_.fingerprint && !settle_wanted_) {
+        // A build from sequence 1 is this registration's index from the start: record its
+        // fingerprint first. The tailer commits it before it opens the log (mailbox order), so
+        // no barrier of the build can be durable without it; a failure is retried at the first
+        // durable advance.
+        settle_wanted_ = true;
+        settle_pending_ = true;
+        out.push_back(fx::settle{gen_, *config_.fingerprint});
+      }
       out.push_back(fx::open_log{gen_, std::nullopt});
     }
     return out;
@@ -333,7 +448,16 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     if (advanced) {
       transient_faults_ = 0;
       initial_pending_ = false;
-      if (published_ != readiness_state::ready) publish(readiness_state::ready, readiness_reason::none, out);
+      if (settle_wanted_ || settle_pending_) {
+        // The registration record first, then `ready` (§10.4); on_settled publishes.
+        ready_after_settle_ = true;
+        if (!settle_pending_) {
+          settle_pending_ = true;
+          out.push_back(fx::settle{gen_, *config_.fingerprint});
+        }
+      } else if (published_ != readiness_state::ready) {
+        publish(readiness_state::ready, readiness_reason::none, out);
+      }
     }
   }
   if (state_ == runner_state::waiting_durable && !cut_open_ &&
@@ -372,6 +496,7 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     return out;
   }
   installed_ = true;
+  acquired_ = true;
   if (offered_.empty() || offered_.back().through != *installed) {
     offered_.clear();
     offered_.push_back(offered_entry{*installed, 0, 0, true, now});
@@ -642,6 +767,10 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     return out;
   }
   if (!was_up) return out;
+  if (kind == child_kind::tailer && marker_pending_) {
+    // The marker write died with the tailer: as a failed write (§10.3).
+    return on_marker_written(gen_, error{errc::io_error, "the log tailer stopped"}, now);
+  }
   if (kind == child_kind::tailer) {
     // A tailer crash is transient (§10.5): no marker, readiness unchanged, the durable cursor is
     // reinstalled once the replacement is up. The release needs no tailer.
@@ -694,6 +823,10 @@ effects runner_core::stop(steady_time now) {
     if (unquiesced_) out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
     else out.push_back(fx::stopped{result<void>{}});
     return out;
+  }
+  if (marker_pending_) {  // its reply will be dropped: publish the condemnation now
+    marker_pending_ = false;
+    publish(readiness_state::needs_rebuild, condemn_reason_, out);
   }
   discard_progress();
   state_ = runner_state::releasing;

@@ -72,14 +72,27 @@ struct deliver { std::uint64_t gen; std::shared_ptr<const batch> b; };
 struct flush { std::uint64_t gen; flush_reason reason; };
 struct shutdown { epoch_t epoch; };
 struct publish { readiness_state state; readiness_reason reason; std::uint32_t attempts; };
+// Read condemned/<id> and registration/<id> from the home store (§9.2 step 3); answer with
+// on_meta_state, passing the slot's readiness as read now.
+struct read_meta { std::uint64_t gen; };
+// Write condemned/<id> (sync) before the condemnation is published (§10.4); on_marker_written.
+struct write_marker { std::uint64_t gen; };
+// One commit: registration/<id> = fingerprint and delete condemned/<id> (§10.4); on_settled.
+struct settle { std::uint64_t gen; std::uint64_t fingerprint; };
 struct arm_timer { timer_kind kind; std::chrono::milliseconds delay; std::uint64_t gen; };
 struct stopped { result<void> outcome; };
 }  // namespace fx
 
 using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
                             fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
-                            fx::publish, fx::arm_timer, fx::stopped>;
+                            fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle>;
 using effects = std::vector<effect>;
+
+// The home store's records of an id that acquisition reads (formats.md §5).
+struct meta_records {
+  bool condemned = false;                   // condemned/<id> present
+  std::optional<std::uint64_t> fingerprint;  // registration/<id>
+};
 
 // What status() and metrics() report (protocol.md §14), refreshed after every event.
 struct runner_snapshot {
@@ -111,6 +124,10 @@ class runner_core {
     // A runner respawned by the supervisor after a crash of its predecessor starts parked in
     // needs-rebuild with this reason (the supervisor published it, actors.md §3).
     std::optional<readiness_reason> start_condemned;
+    // This registration's fingerprint (formats.md §5). Set: acquisition compares it with the
+    // stored one (§9.2 step 8) and the first durable advance of a build writes it (settle).
+    // Unset (core and actor tests that model no metadata): neither happens.
+    std::optional<std::uint64_t> fingerprint;
   };
   explicit runner_core(config c);
 
@@ -121,6 +138,10 @@ class runner_core {
   effects on_lock_failed(const error& e, steady_time now);
   effects on_epoch_minted(epoch_t epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  // §9.2 steps 3, 5–7: the marker and fingerprint records, and the slot's readiness as found.
+  effects on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot, steady_time now);
+  effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);
   // `installed`: the cursor the tailer installed (the start cursor when opened from sequence 1).
   effects on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
@@ -188,6 +209,15 @@ class runner_core {
   bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
   bool pending_retry_ = false;     // a retry waits for a child to come back
   bool unquiesced_ = false;        // released without a shutdown (the proxy escalated): stop fails
+  bool meta_read_ = false;         // this ownership read the marker and fingerprint (§9.2 step 3)
+  bool acquired_ = false;          // this ownership installed its first cursor: acquisition is over
+  meta_records records_;
+  bool marker_known_ = false;      // this ownership found or wrote condemned/<id> (§10.4)
+  bool marker_pending_ = false;    // a marker write is in flight; the publication waits for it
+  readiness_reason condemn_reason_ = readiness_reason::none;
+  bool settle_pending_ = false;
+  bool settle_wanted_ = false;       // the registration record is still to be written
+  bool ready_after_settle_ = false;  // on_settled publishes `ready`
 
   // Drain pipeline: one pull or one delivery in flight at a time.
   bool pull_in_flight_ = false;

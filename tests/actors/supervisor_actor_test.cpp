@@ -50,6 +50,7 @@ struct supervised : test::caf_fixture {
   in_process_lock_table locks;
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
   std::vector<std::uint64_t> persisted;
+  int markers = 0;  // condemned/<id> writes
   supervisor_actor sup;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
@@ -71,6 +72,10 @@ struct supervised : test::caf_fixture {
                                          }}});
     deps->persist_epoch = [this](std::uint64_t e) -> result<void> {
       persisted.push_back(e);
+      return {};
+    };
+    deps->write_marker = [this]() -> result<void> {
+      ++markers;
       return {};
     };
     deps->time = &clock;
@@ -219,7 +224,9 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   p.advance(1000ms);
   REQUIRE(p.slot->read().state == readiness_state::ready);
   p.commit("b", "2");  // accepted, not yet durable: the shutdown drops it
+  CHECK(p.markers == 0);
   p.crash(p.runner);
+  CHECK(p.markers == 1);  // the durable marker before the publication
   CHECK(p.slot->read().state == readiness_state::needs_rebuild);
   CHECK(p.slot->read().reason == readiness_reason::runner_failed);
   CHECK(p.lock_free());

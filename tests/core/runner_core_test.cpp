@@ -370,6 +370,8 @@ struct owning_core {
     auto fx = core.on_epoch_minted(1, now);
     REQUIRE(find_fx<fx::persist_epoch>(fx));
     fx = core.on_epoch_persisted(find_fx<fx::persist_epoch>(fx)->gen, result<void>{}, now);
+    REQUIRE(find_fx<fx::read_meta>(fx));
+    fx = core.on_meta_state(find_fx<fx::read_meta>(fx)->gen, meta_records{}, dix::readiness{}, now);
     REQUIRE(find_fx<fx::query_durable>(fx));
   }
 };

@@ -142,6 +142,7 @@ std::string run_seed(std::uint64_t seed, std::size_t steps) {
     } else if (action < 91) {
       p.store.crash();  // an OS crash: the primary loses its unsynced WAL tail …
       p.backend.crash();  // … the backend what no barrier covered, and the runtime restarts
+      p.reset_segment();
       p.restart_runner();
       p.wake();
       trace << "X";

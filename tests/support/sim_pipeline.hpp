@@ -49,7 +49,8 @@ class sim_pipeline final : public backend_host {
   result<coverage> admit_query(const coverage_mode&, cancel_token) override { return coverage{}; }
 
   // A new runtime process (or a restarted runner actor): new cores, lock free, mailbox and
-  // timers of the old one gone. The store, the backend and the slot's epoch survive.
+  // timers of the old one gone. The store, the backend and the slot's epoch survive (and its
+  // readiness; an OS crash also calls reset_segment()).
   void restart_runner() {
     mailbox_.clear();
     timers_.clear();
@@ -59,8 +60,12 @@ class sim_pipeline final : public backend_host {
     runner_core::config c;
     c.options = options_;
     c.generation_base = (++incarnation_) << 32;
+    c.fingerprint = sim_fingerprint;
     runner = std::make_unique<runner_core>(c);
   }
+
+  // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
+  void reset_segment() { slot_readiness = {}; }
 
   // The runner actor died; the supervisor, as the lock holder, carries out the release steps
   // itself (actors.md §3: flush(shutdown), shutdown of the held epoch), releases the lock and
@@ -122,7 +127,10 @@ class sim_pipeline final : public backend_host {
   sim_backend backend;
   std::unique_ptr<tailer_core> tailer;
   std::unique_ptr<runner_core> runner;
+  static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
   epoch_t slot_epoch = 0;
+  dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
+  meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
   std::vector<fx::publish> publications;
@@ -190,7 +198,28 @@ class sim_pipeline final : public backend_host {
       post([this, epoch, r] { return runner->on_shutdown_done(epoch, r, time.steady_now()); });
     }));
   }
-  void carry_out(fx::publish& p) { publications.push_back(p); }
+  void carry_out(fx::publish& p) {
+    publications.push_back(p);
+    slot_readiness.state = p.state;
+    slot_readiness.reason = p.reason;
+  }
+  void carry_out(fx::read_meta& r) {
+    auto gen = r.gen;
+    auto records = meta;
+    auto slot = slot_readiness;
+    post([this, gen, records, slot] { return runner->on_meta_state(gen, records, slot, time.steady_now()); });
+  }
+  void carry_out(fx::write_marker& w) {
+    meta.condemned = true;
+    auto gen = w.gen;
+    post([this, gen] { return runner->on_marker_written(gen, result<void>{}, time.steady_now()); });
+  }
+  void carry_out(fx::settle& x) {
+    meta.fingerprint = x.fingerprint;
+    meta.condemned = false;
+    auto gen = x.gen;
+    post([this, gen] { return runner->on_settled(gen, result<void>{}, time.steady_now()); });
+  }
   void carry_out(fx::arm_timer& t) {
     auto kind = t.kind;
     auto gen = t.gen;

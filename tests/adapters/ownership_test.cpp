@@ -1,0 +1,234 @@
+// Ownership across runtimes of one process over the real adapters: the shared readiness segment,
+// the process lock table with its flock crash guard, epochs persisted in the home store, the
+// condemnation marker and the registration fingerprint (protocol.md §9, §10; formats.md §4, §5).
+// Real threads and real time (the public API); waits are futex waits on the segment's change
+// counter or futures, bounded by generous failure timeouts, never sleeps.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <functional>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/free_functions.hpp>
+#include <dix/runtime.hpp>
+
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/process_lock_table.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "adapters/test_support.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+using dix::test::temp_dir;
+
+namespace {
+
+registration index_registration(std::shared_ptr<backend> b, std::string version = "") {
+  registration r;
+  r.backend = std::move(b);
+  r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
+    return encode_keys({std::string(payload)});
+  };
+  r.projection_version = std::move(version);
+  return r;
+}
+
+std::shared_ptr<rocksdb_index_backend> make_index(const std::filesystem::path& path, const std::string& id = "by-value") {
+  rocksdb_index_options o;
+  o.path = path;
+  return rocksdb_index_backend::create(id, o).value();
+}
+
+// A rocksdb_index_backend whose shutdown can be made to fail (the backend "cannot prove
+// quiescence", protocol.md §9.7); everything else is the real backend.
+class refusing_backend final : public backend {
+ public:
+  explicit refusing_backend(std::shared_ptr<rocksdb_index_backend> inner) : inner_(std::move(inner)) {}
+  const std::string& id() const noexcept override { return inner_->id(); }
+  std::string_view kind() const noexcept override { return inner_->kind(); }
+  void attach(backend_host& host) override { inner_->attach(host); }
+  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
+  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
+  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
+  void shutdown(epoch_t epoch, completion done) override {
+    if (refuse.load()) {
+      std::move(done)(error{errc::backend_failed, "shutdown refused (test)"});
+      return;
+    }
+    inner_->shutdown(epoch, std::move(done));
+  }
+  subscription on_state_change(std::function<void(state_change)> callback) override {
+    return inner_->on_state_change(std::move(callback));
+  }
+  std::atomic<bool> refuse{false};
+
+ private:
+  std::shared_ptr<rocksdb_index_backend> inner_;
+};
+
+// Waits until the id's readiness as any process reads it satisfies `pred`: futex waits on the
+// segment's change counter (every publication bumps it), 30 s failure bound.
+bool wait_readiness(const std::filesystem::path& home, const std::string& id,
+                    const std::function<bool(const dix::readiness&)>& pred) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto view = segment_view::open(home).value();
+  REQUIRE(view);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto seen = view->segment_change_counter();
+    auto r = read_readiness(home, id);
+    if (r && pred(*r)) return true;
+    view->wait_change(seen, 1s);
+  }
+  return false;
+}
+
+bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
+
+// Waits (the lock table's condition variable, 30 s failure bound) until one runner of this
+// process owns by-value and exactly one waits behind it.
+bool waiting_behind_owner(const std::filesystem::path& home) {
+  auto table = process_lock_table::for_home(home / "dix");
+  return table->wait_until("by-value", [](bool owned, std::size_t waiters) { return owned && waiters == 1; }, 30s);
+}
+
+}  // namespace
+
+TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the other never contends, the handoff is immediate under a larger epoch (behaviour 13)", "[adapter][ownership]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  auto a = make_index(dir / "a");
+  auto b = make_index(dir / "b");
+  auto h1 = rt1->register_index(index_registration(a)).value();
+  test::put_records(*store, "k", 20);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  const auto e1 = read_readiness(home, "by-value")->owner_epoch;
+  REQUIRE(rt1->metrics("by-value")->owner);
+
+  auto h2 = rt2->register_index(index_registration(b)).value();
+  for (int i = 0; i < 50; ++i) test::put_records(*store, "m" + std::to_string(i) + "-", 2);
+  // However many commits: rt1 keeps the lock, rt2 only waits, no new epoch is minted.
+  REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return is_ready(r); }));
+  CHECK(rt1->metrics("by-value")->owner);
+  CHECK_FALSE(rt2->metrics("by-value")->owner);
+  CHECK(rt2->metrics("by-value")->delivered_batches == 0);
+  CHECK(waiting_behind_owner(home));
+  CHECK(rt2->status("by-value")->state == "waiting-lock");
+  CHECK(read_readiness(home, "by-value")->owner_epoch == e1);
+
+  REQUIRE(h1.unregister().get());  // flush(shutdown) → shutdown(epoch) → handoff
+  auto a_durable = a->durable_cursor().value();
+  REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return is_ready(r) && r.owner_epoch > e1; }));
+  const auto e2 = read_readiness(home, "by-value")->owner_epoch;
+  CHECK(rt2->metrics("by-value")->owner);
+  test::put_records(*store, "after", 5);
+  CHECK(a->durable_cursor().value() == a_durable);  // the ex-owner's backend receives nothing more
+
+  // The ex-owner's backend object, registered again, waits, and serves a larger epoch after rt2 stops.
+  auto h1b = rt1->register_index(index_registration(a)).value();
+  REQUIRE(rt2->stop().get());
+  REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return is_ready(r) && r.owner_epoch > e2; }));
+  CHECK(rt1->metrics("by-value")->owner);
+  CHECK(rt1->metrics("by-value")->epoch > e2);
+  REQUIRE(rt1->stop().get());
+}
+
+TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg deleted (behaviour 15)", "[adapter][ownership]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  epoch_t first = 0;
+  {
+    auto store = test::open_store(home);
+    auto rt = runtime::create({store}).value();
+    rt->register_index(index_registration(make_index(dir / "idx"))).value();
+    test::put_records(*store, "k", 5);
+    REQUIRE(wait_readiness(home, "by-value", is_ready));
+    first = read_readiness(home, "by-value")->owner_epoch;
+    REQUIRE(rt->stop().get());
+  }
+  REQUIRE(first >= 1);
+  REQUIRE(std::filesystem::remove(home / "dix" / "readiness.seg"));
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  CHECK(read_readiness(home, "by-value")->owner_epoch > first);  // the floor came from epoch/<id>
+  REQUIRE(rt->stop().get());
+}
+
+TEST_CASE("ownership: a changed projection_version condemns with registration-changed and writes the marker first (behaviour 2, condemnation)", "[adapter][ownership]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  {
+    auto store = test::open_store(home);
+    auto rt = runtime::create({store}).value();
+    rt->register_index(index_registration(make_index(dir / "idx"), "v1")).value();
+    test::put_records(*store, "k", 5);
+    REQUIRE(wait_readiness(home, "by-value", is_ready));
+    CHECK_FALSE(read_meta(*store, "condemned/by-value").value());
+    CHECK(read_meta(*store, "registration/by-value").value());  // the build recorded its fingerprint
+    REQUIRE(rt->stop().get());
+  }
+  auto store = test::open_store(home);
+  {
+    auto rt = runtime::create({store}).value();
+    rt->register_index(index_registration(make_index(dir / "idx"), "v2")).value();
+    REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
+    CHECK(read_readiness(home, "by-value")->reason == readiness_reason::registration_changed);
+    CHECK(read_meta(*store, "condemned/by-value").value());  // durable before the publication
+    REQUIRE(rt->stop().get());
+  }
+  // The marker outlives every process: after a full restart (stale reset: `unknown`), even the
+  // old registration does not trust the cursor again.
+  auto rt = runtime::create({store}).value();
+  rt->register_index(index_registration(make_index(dir / "idx"), "v1")).value();
+  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
+  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::condemned);
+  REQUIRE(rt->stop().get());
+}
+
+TEST_CASE("ownership: a rejected shutdown keeps the lock, publishes unavailable, shutdown-failed, and every stop returns the same failing future (behaviour 16, first half)", "[adapter][ownership][stop]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  auto refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
+  rt1->register_index(index_registration(refusing)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  refusing->refuse = true;
+  auto first = rt1->stop();
+  auto second = rt1->stop();
+  REQUIRE_FALSE(first.get());
+  CHECK(first.get().error().value() == errc::backend_failed);
+  CHECK(&first.get() == &second.get());
+  auto r = read_readiness(home, "by-value").value();
+  CHECK(r.state == readiness_state::unavailable);
+  CHECK(r.reason == readiness_reason::shutdown_failed);
+  // The lock stays held: another runtime of the process registering the id only waits.
+  rt2->register_index(index_registration(make_index(dir / "b"))).value();
+  test::put_records(*store, "more", 5);
+  rt2->wake();
+  CHECK(waiting_behind_owner(home));
+  CHECK(rt2->status("by-value")->state == "waiting-lock");
+  CHECK_FALSE(rt2->metrics("by-value")->owner);
+  CHECK(read_readiness(home, "by-value")->state == readiness_state::unavailable);
+}
+
+TEST_CASE("ownership: another process reads ready published by the owner, without a runtime (dix status)", "[adapter][ownership]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  auto out = test::run({DIX_BINARY, "status", "--db", home.string(), "--json"}, dir.path());
+  CHECK(out.exit_code == 0);
+  CHECK_THAT(out.out, Catch::Contains("\"id\":\"by-value\"") && Catch::Contains("\"state\":\"ready\""));
+  CHECK_THAT(out.out, Catch::Contains("\"attached\":true"));
+  REQUIRE(rt->stop().get());
+}
