@@ -428,6 +428,13 @@ std::optional<runner_metrics> runtime::metrics(std::string_view id) const {
   m.deferred_bytes = s.deferred_bytes;
   m.oldest_accepted_age_ms = s.oldest_accepted_age_ms;
   m.stalled_ms = s.stalled_ms;
+  m.cursor_lag_ms = s.cursor_lag_ms;
+  m.unread_age_ms = s.unread_age_ms;
+  m.lag_ms = s.lag_ms;
+  m.quiescence_age_ms = s.quiescence_age_ms;
+  m.rebuild_attempts = m.readiness.rebuild_attempts;
+  m.lag_gate = e.slot->lag_gate();
+  m.coverage_time = e.slot->coverage_time();
   m.delivered_batches = s.delivered_batches;
   m.delivered_records = s.delivered_records;
   m.flushes = s.flushes;

@@ -310,6 +310,10 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     return out;
   }
   if (commit && !system_only) {
+    if (end_of_log_ && !unread_) {  // stamps unread_since (§8.2): lag must not hide a reader behind
+      unread_ = true;
+      unread_since_ = now;
+    }
     more_ = true;
     if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out);
   } else if (system_only && state_ != runner_state::idle) {
@@ -533,6 +537,13 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   log_reopens_ = reopens_base_ + reopens_seen_;
   cut_open_ = chunk.cut_open;
   end_of_log_ = chunk.end_of_log;
+  if (chunk.end_of_log) unread_ = false;
+  if (chunk.delivery && chunk.delivery->through) {
+    for (const auto& p : chunk.delivery->through->logs()) {
+      auto& t = read_time_[p.log];
+      t = std::max(t, p.time);
+    }
+  }
   if (!chunk.end_of_log) more_ = true;
   if (chunk.delivery) {
     in_flight_ = chunk.delivery;
@@ -633,6 +644,7 @@ effects runner_core::on_flush_done(std::uint64_t gen, const result<void>& outcom
     // An error here is logged only; the shutdown decides (§9.6).
     if (!outcome) message_ = "flush(shutdown): " + outcome.error().message();
     release_phase_ = release_phase::shutting_down;
+    quiescence_since_ = now;
     out.push_back(fx::shutdown{epoch_});
     return out;
   }
@@ -855,6 +867,20 @@ runner_snapshot runner_core::snapshot(steady_time now) const {
     }
     s.deferred_bytes = held_ ? held_->bytes : 0;
     s.stalled_ms = stalled_ ? ms_between(stalled_since_, now) : 0;
+    // The effective entry: the newest offered one preceded by nothing but cursor-only work.
+    std::size_t effective = 0;
+    while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
+    if (!offered_.empty()) {
+      for (const auto& p : offered_[effective].through.logs()) {
+        auto it = read_time_.find(p.log);
+        if (it != read_time_.end() && it->second > p.time) {
+          s.cursor_lag_ms = std::max<std::uint64_t>(s.cursor_lag_ms, (it->second - p.time) / 1'000'000);
+        }
+      }
+    }
+    s.unread_age_ms = unread_ ? ms_between(unread_since_, now) : 0;
+    s.lag_ms = std::max({s.cursor_lag_ms, s.stalled_ms, s.unread_age_ms, s.oldest_accepted_age_ms});
+    if (release_phase_ == release_phase::shutting_down) s.quiescence_age_ms = ms_between(quiescence_since_, now);
   }
   s.delivered_batches = delivered_batches_;
   s.delivered_records = delivered_records_;

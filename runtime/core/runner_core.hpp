@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -109,6 +110,10 @@ struct runner_snapshot {
   std::uint32_t transient_faults = 0;
   readiness_reason last_fault = readiness_reason::none;
   std::uint64_t stalled_ms = 0, oldest_accepted_age_ms = 0;
+  // protocol.md §13.1: cursor lag (newest header time read − the effective entry's anchor time),
+  // unread age (a commit seen while caught up, not yet read), and lag = the largest of the four.
+  std::uint64_t cursor_lag_ms = 0, unread_age_ms = 0, lag_ms = 0;
+  std::uint64_t quiescence_age_ms = 0;  // how long the current shutdown has been pending
   std::vector<log_progress> logs;
 };
 
@@ -249,6 +254,10 @@ class runner_core {
   std::uint64_t log_reopens_ = 0, reopens_base_ = 0, reopens_seen_ = 0;
   std::array<std::uint64_t, 4> flushes_{};
   std::vector<log_progress> logs_;
+  std::map<std::string, index_time_t> read_time_;  // per log: newest anchor header time read
+  bool unread_ = false;                            // a commit arrived while caught up
+  steady_time unread_since_{};
+  steady_time quiescence_since_{};
 };
 
 }  // namespace dix

@@ -472,3 +472,36 @@ TEST_CASE("restart policy: delays double from rebuild_backoff up to the cap, max
   CHECK(d.delay == milliseconds(100));
   CHECK(backoff_delay(200, milliseconds(1000), milliseconds(300000)) == milliseconds(300000));  // shift saturates
 }
+
+TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unread age of a commit not read, lag the largest", "[core][runner][metrics]") {
+  runner_options o;
+  o.max_flush_age = milliseconds(1000);
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;
+  p.backend.cap = 1;
+  p.commit({test::put(sim_table, "a", "1")});
+  auto idle = p.runner->snapshot(p.time.steady_now());
+  CHECK(idle.unread_age_ms == 0);
+  CHECK(idle.stalled_ms == 0);
+  p.commit({test::put(sim_table, "b", "2")});  // deferred: stalled from now
+  REQUIRE(p.runner->state() == runner_state::deferred);
+  p.advance(milliseconds(300));
+  p.commit({test::put(sim_table, "c", "3")});  // no turn while deferred: read later
+  p.advance(milliseconds(200));
+  auto s = p.runner->snapshot(p.time.steady_now());
+  CHECK(s.stalled_ms == 500);
+  CHECK(s.unread_age_ms == 200);
+  CHECK(s.lag_ms == std::max({s.cursor_lag_ms, s.stalled_ms, s.unread_age_ms, s.oldest_accepted_age_ms}));
+  CHECK(s.lag_ms >= 500);
+  // Once everything is read and durable, every component is 0 again.
+  p.backend.auto_barrier = true;
+  p.backend.cap = 1000;
+  p.backend.apply_queue();
+  p.run();
+  p.advance(milliseconds(2000));
+  auto caught_up = p.runner->snapshot(p.time.steady_now());
+  CHECK(caught_up.stalled_ms == 0);
+  CHECK(caught_up.unread_age_ms == 0);
+  CHECK(caught_up.cursor_lag_ms == 0);
+  CHECK(caught_up.lag_ms == 0);
+}

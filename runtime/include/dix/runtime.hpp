@@ -64,12 +64,18 @@ struct log_metrics {
   std::uint64_t read_sequence = 0, durable_sequence = 0, latest_sequence = 0, sequence_lag = 0;
 };
 
-struct runner_metrics {  // protocol.md §14.2 (the fields built so far)
+struct runner_metrics {  // protocol.md §14.2 (rebuilt_records arrives with rebuild)
   dix::readiness readiness;
   bool owner = false;
   epoch_t epoch = 0;
   std::uint64_t accepted_batches = 0, accepted_bytes = 0, accepted_mutations = 0, deferred_bytes = 0;
   std::uint64_t oldest_accepted_age_ms = 0, stalled_ms = 0;
+  std::uint64_t cursor_lag_ms = 0, unread_age_ms = 0, lag_ms = 0;  // §13.1; lag_ms the largest
+  std::uint32_t lag_gate = 0;             // the slot's stored gate (0 until the writer gate is built)
+  std::uint32_t rebuild_attempts = 0;     // the slot's
+  std::uint64_t quiescence_age_ms = 0;    // how long the current shutdown has been pending
+  index_time_t coverage_time = 0;         // 0 until coverage is built
+  std::uint64_t coverage_age_ms = 0;
   std::uint64_t delivered_batches = 0, delivered_records = 0;
   std::array<std::uint64_t, 4> flushes{};  // indexed by flush_reason
   std::uint64_t wal_syncs = 0, unindexable_records = 0, log_reopens = 0;
