@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -576,4 +577,56 @@ TEST_CASE("readiness segment: a futex waiter is woken by another process's publi
   CHECK(segment_took < 5s);
   CHECK(slot_took < 5s);
   CHECK(slot->read().state == readiness_state::ready);
+}
+
+TEST_CASE("readiness segment: readers testing attach.lock while runtimes attach never prevent the stale reset (behaviour 29)", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home);  // create the segment
+  // Two reader processes read the slot as fast as they can (each read tests attach.lock with
+  // F_OFD_GETLK) until the parent closes their pipe.
+  pipe_pair stop;
+  std::vector<pid_t> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.push_back(fork_child([&]() {
+      ::close(stop.write_end);
+      ::fcntl(stop.read_end, F_SETFL, O_NONBLOCK);
+      for (;;) {
+        (void)read_readiness(home, "idx");
+        char c = 0;
+        if (::read(stop.read_end, &c, 1) == 0) return 0;  // the parent closed the pipe
+      }
+    }));
+  }
+  epoch_t last = 0;
+  for (int round = 0; round < 40; ++round) {
+    // A run that published `ready` and a coverage time, then crashed (SIGKILL while attached).
+    pipe_pair to_parent;
+    pid_t crashed = fork_child([&]() {
+      auto s = readiness_segment::attach(home);
+      if (!s) return 10;
+      auto slot = (*s)->claim("idx");
+      if (!slot) return 11;
+      (*slot)->mint_epoch();
+      (*slot)->set_coverage_time(1000 + static_cast<index_time_t>(round));
+      (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
+      char ready = 'r';
+      if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
+      for (;;) ::pause();
+    });
+    REQUIRE(to_parent.receive() == 'r');
+    REQUIRE(::kill(crashed, SIGKILL) == 0);
+    REQUIRE(wait_exit(crashed) == 128 + SIGKILL);
+    // The next runtime's attach resets the slot although readers keep testing the lock.
+    auto s = attach(home);
+    auto slot = claim(*s, "idx");
+    auto r = slot->read();
+    CHECK(r.state == readiness_state::unknown);
+    CHECK(slot->coverage_time() == 0);
+    CHECK(r.owner_epoch > last);  // epochs stay monotone across the crashes
+    last = r.owner_epoch;
+  }
+  ::close(stop.write_end);
+  stop.write_end = -1;
+  for (auto pid : readers) CHECK(wait_exit(pid) == 0);
 }
