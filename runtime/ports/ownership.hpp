@@ -1,7 +1,6 @@
-// Ports for ownership (actors.md §4): the runner lock and the readiness slot. The adapters in
-// this issue are in-process (runtime/adapters/in_process_ownership); the next issue replaces them
-// with the process-wide lock table + flock crash guard and the shared readiness segment, without
-// touching the runner.
+// Ports for ownership (actors.md §4): the runner lock and the readiness slot. Real adapters:
+// runtime/adapters/process_lock_table (lock table + flock crash guard) and readiness_segment
+// (segment_slot); memory-only fakes for actor tests: runtime/adapters/in_process_ownership.
 #pragma once
 
 #include <cstdint>

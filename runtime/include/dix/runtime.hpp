@@ -6,9 +6,10 @@
 // the destructor (until stop settles). Everything else returns at once.
 //
 // Built so far (see docs/architecture.md): registration, draining, delivery, flushes, faults,
-// status/metrics, stop. Ownership across runtimes and processes, the shared readiness segment,
-// rebuild, coverage and the writer gate arrive with later issues; until then a condemned index
-// parks in `needs-rebuild` and `readiness()` reports this runtime's in-process slot.
+// supervision, ownership across the runtimes of a process (lock table + flock guard, epochs,
+// the shared readiness segment of the home store, condemnation marker, fingerprint),
+// status/metrics, stop. Rebuild, coverage and the writer gate arrive with later issues; until
+// then a condemned index parks in `needs-rebuild` with its reason.
 #pragma once
 
 #include <array>
