@@ -233,8 +233,16 @@ int run_status(const std::vector<std::string>& argv) {
   if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
   else if (a && !a->has("db")) problem = "--db PATH is required";
   else if (a && a->has("updates") && !a->has("watch")) problem = "--updates needs --watch";
-  auto updates = a && problem.empty() ? a->number("updates", 0, 1, UINT64_MAX, problem) : std::nullopt;
-  if (!a || !problem.empty() || !updates) {
+  // A plain value, not the optional: GCC 12 at -O3 warns that the optional may be uninitialized.
+  std::uint64_t updates = 0;
+  bool updates_ok = false;
+  if (a && problem.empty()) {
+    if (auto n = a->number("updates", 0, 1, UINT64_MAX, problem)) {
+      updates = *n;
+      updates_ok = true;
+    }
+  }
+  if (!a || !problem.empty() || !updates_ok) {
     std::cerr << "dix status: " << problem << "\n" << usage;
     return exit_usage;
   }
@@ -272,7 +280,7 @@ int run_status(const std::vector<std::string>& argv) {
       if (shown) ++reprints;
       shown = std::move(text);
     }
-    if (!watch || (*updates != 0 && reprints >= *updates)) return exit_ok;
+    if (!watch || (updates != 0 && reprints >= updates)) return exit_ok;
     if (!source.wait(seen, t->attached)) return exit_ok;
   }
 }
