@@ -84,10 +84,19 @@ double baseline_ingest(const std::filesystem::path& dir, std::size_t records) {
 
 int run_catchup(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = cli::args::parse(argv, {"records", "dir", "json", "timeout"}, {}, problem);
+  auto a = cli::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads"},
+                            {}, problem);
   auto records = a ? a->number("records", 1'000'000, per_txn, 100'000'000, problem) : std::nullopt;
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
-  if (!records || !timeout_s) {
+  // Runner options for profiles: under callgrind a 5 ms turn resolves only a few keys, so a
+  // profile that should show realistic chunks passes a longer turn (e.g. --turn-ms 300).
+  const runner_options defaults;
+  auto turn_ms = timeout_s ? a->number("turn-ms", static_cast<std::uint64_t>(defaults.max_milliseconds_per_turn.count()),
+                                       1, 1000, problem)
+                           : std::nullopt;
+  auto chunk_records = turn_ms ? a->number("chunk-records", defaults.max_chunk_records, 1, 1u << 20, problem) : std::nullopt;
+  auto actor_threads = chunk_records ? a->number("actor-threads", 0, 0, 256, problem) : std::nullopt;
+  if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads) {
     std::cerr << "dix bench catchup: " << problem << "\n";
     return 2;
   }
@@ -106,9 +115,15 @@ int run_catchup(const std::vector<std::string>& argv) {
     rocksdb_index_options io;
     io.path = scratch.path() / "index";
     auto index = rocksdb_index_backend::create("catchup", io).value();
-    auto rt = runtime::create({store}).value();
+    runtime_options rto;
+    rto.actor_threads = static_cast<std::uint32_t>(*actor_threads);
+    auto rt = runtime::create({store}, rto).value();
     registration r;
     r.backend = index;
+    runner_options ro;
+    ro.max_milliseconds_per_turn = std::chrono::milliseconds(*turn_ms);
+    ro.max_chunk_records = static_cast<std::uint32_t>(*chunk_records);
+    r.options = ro;
     r.projections[table_ref{"main", table}] = [](std::string_view payload, const record_info&) -> projection_result {
       return encode_keys({std::string(payload.substr(0, 8))});
     };
@@ -135,7 +150,8 @@ int run_catchup(const std::vector<std::string>& argv) {
          << ",\"dix_seconds\":" << dix_s << ",\"dix_records_per_s\":" << dix_rate
          << ",\"baseline_records_per_s\":" << baseline << ",\"ratio\":" << dix_rate / baseline
          << ",\"delivered_batches\":" << (m ? m->delivered_batches : 0) << ",\"backlog_seconds\":" << backlog_s
-         << ",\"peak_rss_mb\":" << peak_rss_mb() << "}\n";
+         << ",\"peak_rss_mb\":" << peak_rss_mb() << ",\"turn_ms\":" << *turn_ms
+         << ",\"chunk_records\":" << *chunk_records << "}\n";
     std::cout << json.str();
     if (a->has("json")) std::ofstream(a->get("json")) << json.str();
     return 0;

@@ -1,9 +1,10 @@
 #include "core/tailer_core.hpp"
 
 #include <algorithm>
+#include <cassert>
+#include <functional>
 #include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <string_view>
 
 #include "core/txn_header.hpp"
 
@@ -29,14 +30,14 @@ tailer_fault suspect(readiness_reason reason, std::string text) {
 
 tailer_fault transient(std::string text) { return tailer_fault{true, readiness_reason::none, std::move(text)}; }
 
-// Identity of a key across logs and tables: log index, table, record id.
-std::string key_of(std::size_t log, std::uint32_t table, std::string_view id) {
-  std::string k;
-  k.reserve(5 + id.size());
-  k.push_back(static_cast<char>(log));
-  for (int shift = 0; shift < 32; shift += 8) k.push_back(static_cast<char>((table >> shift) & 0xFF));
-  k.append(id);
-  return k;
+// Hash of a key's identity (log index, table, record id), for the turn's key table.
+std::uint64_t key_hash(std::size_t log, std::uint32_t table, std::string_view id) {
+  std::uint64_t h = std::hash<std::string_view>{}(id);
+  h ^= ((static_cast<std::uint64_t>(table) << 8) ^ static_cast<std::uint64_t>(log)) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return h;
 }
 
 constexpr std::size_t check_every = 16;  // time-budget checks: every 16 operations / keys
@@ -50,18 +51,26 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     s.port = l;
     s.name = l.source->log_name();
     s.identity = l.source->identity();
+    for (const auto& [ref, fn] : projections_) {
+      if (ref.log == s.name) s.projected.emplace_back(ref.table, &fn);  // map order: by table
+    }
     logs_.push_back(std::move(s));
   }
 }
 
-bool tailer_core::projected(const std::string& log, std::uint32_t table) const {
-  return projections_.count(table_ref{log, table}) != 0;
+const projection* tailer_core::projection_of(std::size_t log, std::uint32_t table) const {
+  const auto& tables = logs_[log].projected;
+  auto it = std::lower_bound(tables.begin(), tables.end(), table,
+                             [](const auto& entry, std::uint32_t t) { return entry.first < t; });
+  return it != tables.end() && it->first == table ? it->second : nullptr;
 }
 
 install_outcome tailer_core::install(const cursor& c) {
   install_outcome out;
   installed_ = false;
   carried_.clear();
+  carried_op_keys_.clear();
+  carried_key_hashes_.clear();
   through_.reset();
   std::set<std::string> named, ours;
   for (const auto& p : c.logs()) named.insert(p.log);
@@ -102,14 +111,15 @@ install_outcome tailer_core::install(const cursor& c) {
 install_outcome tailer_core::install_from_start() {
   install_outcome out;
   std::vector<log_position> start;
-  for (auto& l : logs_) {
+  for (std::size_t i = 0; i < logs_.size(); ++i) {
+    auto& l = logs_[i];
     auto first = l.port.source->open(1, 0);
     if (!first) {
       out.fault = fault_from(first.error(), l.name);
       return out;
     }
     for (const auto& o : first->ops) {
-      if (!o.meta && projected(l.name, o.table)) {
+      if (!o.meta && projection_of(i, o.table) != nullptr) {
         out.fault = suspect(readiness_reason::cursor_missing,
                             "log " + l.name + " starts with a transaction on a projected table");
         return out;
@@ -160,12 +170,41 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     std::size_t log;
     std::uint32_t table;
     std::string_view id;
+    std::uint64_t hash;
     std::size_t first_op;
     index_time_t last_version = 0;
   };
   std::vector<collected> ops;
   std::vector<key_info> keys;
-  std::unordered_map<std::string, std::size_t> key_index;
+  // The carried remainder is collected first, operation by operation as before, but its keys
+  // come from the last turn (`replay`, through `renumber`: the last turn's key → this turn's)
+  // until it is used up; only then is the key table built and record ids hashed.
+  const auto replay = std::move(carried_op_keys_);
+  const auto replay_hashes = std::move(carried_key_hashes_);
+  carried_op_keys_.clear();
+  carried_key_hashes_.clear();
+  constexpr std::uint32_t unnumbered = ~std::uint32_t{0};
+  std::vector<std::uint32_t> renumber(replay_hashes.size(), unnumbered);
+  std::size_t replayed = 0;
+  ops.reserve(replay.size() + 256);
+  keys.reserve(std::min<std::size_t>(budget.max_chunk_records, replay_hashes.size() + 256));
+  // The key table: open addressing with linear probing, slot = key index + 1 (0: empty), at
+  // most half full. Built once the replay is used up.
+  bool table_built = false;
+  std::size_t mask = 0;
+  auto place = [&](std::uint64_t hash) -> std::uint32_t& {
+    auto at = static_cast<std::size_t>(hash) & mask;
+    while (key_slots_[at] != 0) at = (at + 1) & mask;
+    return key_slots_[at];
+  };
+  auto build_table = [&](std::size_t capacity) {
+    std::size_t size = 64;
+    while (size < 2 * capacity) size *= 2;
+    key_slots_.assign(size, 0);
+    mask = size - 1;
+    for (std::size_t k = 0; k < keys.size(); ++k) place(keys[k].hash) = static_cast<std::uint32_t>(k + 1);
+    table_built = true;
+  };
   std::uint64_t turn_bytes = 0;
   std::size_t turn_txns = 0, since_check = 0;
   bool stop = false;
@@ -185,7 +224,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
       const auto& log_name = logs_[next->log].name;
       if (t.has_flag(header_flag::reload) && !t.has_flag(header_flag::system)) {
         for (const auto& o : t.ops) {
-          if (!o.meta && projected(log_name, o.table)) {
+          if (!o.meta && projection_of(next->log, o.table) != nullptr) {
             out.fault = suspect(readiness_reason::reload, "log " + log_name + ": a reload transaction at sequence " +
                                                               std::to_string(t.sequence) + " replaced table " +
                                                               std::to_string(o.table));
@@ -198,21 +237,47 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     }
     const auto& work = carried_[ti];
     const auto& t = *work.txn;
-    const auto& log_name = logs_[work.log].name;
     ++turn_txns;
     turn_bytes += t.data_size;
     for (std::size_t op = work.done_ops; op < t.ops.size(); ++op) {
       const auto& o = t.ops[op];
       collected c{ti, op, -1};
       bool new_key = false;
-      if (!o.meta && o.kind != op_kind::delete_range && projected(log_name, o.table)) {
-        auto [it, inserted] = key_index.emplace(key_of(work.log, o.table, o.key), keys.size());
-        if (inserted) {
-          keys.push_back(key_info{work.log, o.table, o.key, ops.size(), t.time});
+      if (replayed < replay.size()) {
+        const auto last = replay[replayed++];
+        assert((last >= 0) == (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table)));
+        if (last >= 0) {
+          auto& number = renumber[static_cast<std::size_t>(last)];
+          if (number == unnumbered) {
+            number = static_cast<std::uint32_t>(keys.size());
+            // The id is taken from this occurrence: the last turn's may lie in a delivered transaction.
+            keys.push_back(key_info{work.log, o.table, o.key, replay_hashes[static_cast<std::size_t>(last)], ops.size(), t.time});
+            new_key = true;
+          }
+          keys[number].last_version = t.time;
+          c.key = static_cast<std::ptrdiff_t>(number);
+        }
+      } else if (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table) != nullptr) {
+        if (!table_built || 2 * (keys.size() + 1) > key_slots_.size()) {
+          build_table(std::max<std::size_t>(2 * keys.size(), std::min<std::size_t>(budget.max_chunk_records, 1024)));
+        }
+        const auto hash = key_hash(work.log, o.table, o.key);
+        auto at = static_cast<std::size_t>(hash) & mask;
+        std::size_t index = keys.size();
+        for (; key_slots_[at] != 0; at = (at + 1) & mask) {
+          const auto& k = keys[key_slots_[at] - 1];
+          if (k.hash == hash && k.id == o.key && k.table == o.table && k.log == work.log) {
+            index = key_slots_[at] - 1;
+            break;
+          }
+        }
+        if (index == keys.size()) {
+          key_slots_[at] = static_cast<std::uint32_t>(index + 1);
+          keys.push_back(key_info{work.log, o.table, o.key, hash, ops.size(), t.time});
           new_key = true;
         }
-        keys[it->second].last_version = t.time;
-        c.key = static_cast<std::ptrdiff_t>(it->second);
+        keys[index].last_version = t.time;
+        c.key = static_cast<std::ptrdiff_t>(index);
       }
       ops.push_back(c);
       // Both bounds may cut a transaction (§4.2).
@@ -278,7 +343,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
         ++chunk.unindexable;
       } else {
         e.state.version = value->version;
-        const auto& fn = projections_.at(table_ref{l.name, key.table});
+        const auto& fn = *projection_of(key.log, key.table);
         record_info info{l.name, key.table, key.id, value->version, stored_size};
         projection_result projected_value;
         try {
@@ -337,6 +402,13 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
   }
   if (complete < carried_.size()) carried_[complete].done_ops = consumed[complete];
   carried_.erase(carried_.begin(), carried_.begin() + static_cast<std::ptrdiff_t>(complete));
+  // The operations collected beyond the chunk start exactly where carried_ now resumes.
+  if (chunk_ops < ops.size()) {
+    carried_op_keys_.reserve(ops.size() - chunk_ops);
+    for (std::size_t i = chunk_ops; i < ops.size(); ++i) carried_op_keys_.push_back(static_cast<std::int32_t>(ops[i].key));
+    carried_key_hashes_.reserve(keys.size());
+    for (const auto& k : keys) carried_key_hashes_.push_back(k.hash);
+  }
   chunk.cut_open = !carried_.empty() && carried_.front().done_ops > 0;
 
   if (advanced) {

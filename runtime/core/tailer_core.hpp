@@ -8,6 +8,8 @@
 // with a primary read after its last collected occurrence, cut the chunk at the longest resolved
 // prefix, advance `through` per log over the transactions the chunk holds completely, and make
 // sure every store the batch read is synced up to what was read (§4.8) before returning it.
+// What a turn collected beyond its chunk is kept as key identities, so the next turn collects
+// that remainder again (same stops, same clock reads) without hashing its record ids again.
 //
 // The core drives its ports (log sources, store readers) synchronously and takes time only from
 // the clock it is given; it owns no thread. Any fault leaves it needing install() again.
@@ -97,6 +99,13 @@ class tailer_core {
   // The cursor the last batch advanced to (the installed one before any batch).
   const std::optional<cursor>& through() const noexcept { return through_; }
 
+  // Makes the next turn collect the carried remainder from the record ids again, as if nothing
+  // had been kept from the last turn: the tests compare the two ways.
+  void test_forget_collection() noexcept {
+    carried_op_keys_.clear();
+    carried_key_hashes_.clear();
+  }
+
  private:
   struct open_txn {
     std::size_t log = 0;
@@ -109,18 +118,28 @@ class tailer_core {
     std::string identity;
     std::uint64_t read_end = 0;
     log_position through;                      // this log's entry of `through_`
+    // The projected tables of this log, by table id, each with its projection (in projections_).
+    std::vector<std::pair<std::uint32_t, const projection*>> projected;
   };
 
   // Reads the next transaction over all logs through merge_ (header-time order); sets
   // all_caught_up_ when every log is caught up.
   std::optional<tailer_fault> read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read);
-  bool projected(const std::string& log, std::uint32_t table) const;
+  // The projection of (log, table), or null when the registration does not project the table.
+  const projection* projection_of(std::size_t log, std::uint32_t table) const;
 
   std::vector<log_state> logs_;
   std::map<table_ref, projection> projections_;
   std::unique_ptr<log_merge> merge_;  // over the sources in attach order; rebuilt by install()
   bool all_caught_up_ = false;        // the last read of this turn found every log caught up
   std::deque<open_txn> carried_;  // read, not yet wholly delivered, in read order
+  // What the last turn collected beyond its chunk, in collection order: per operation the index
+  // of its key in carried_key_hashes_ (-1: not projected), per key the hash of its identity. A
+  // turn collects the carried remainder again first (§4.2); it takes these operations' keys from
+  // here instead of hashing every record id again. Identities only: the bytes stay in carried_.
+  std::vector<std::int32_t> carried_op_keys_;
+  std::vector<std::uint64_t> carried_key_hashes_;
+  std::vector<std::uint32_t> key_slots_;  // the turn's key table (open addressing), kept for its capacity
   std::optional<cursor> through_;
   bool installed_ = false;
 };

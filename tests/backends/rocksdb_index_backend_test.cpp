@@ -122,6 +122,34 @@ TEST_CASE("rocksdb index: updates move a record's keys and deletes remove them",
   CHECK(*f.index->durable_cursor().value() == make_cursor(6));
 }
 
+TEST_CASE("rocksdb index: kept keys stay, dropped ones go, repeated keys count once, in any record order", "[adapter][backend]") {
+  fixture f;
+  // Records out of id order, one projection repeating a key.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p3", {"toys", "books"}, 1), entry("p1", {"books", "books", "garden"}, 1),
+                                          entry("p2", {"toys"}, 1)},
+                                      2)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books") == std::vector<std::string>{"p1", "p3"});
+  CHECK(f.lookup("garden") == std::vector<std::string>{"p1"});
+  CHECK(f.lookup("toys") == std::vector<std::string>{"p2", "p3"});
+  // p1 keeps books (once, after twice), drops garden and gains toys; p3 keeps toys twice and
+  // drops books; p2 is deleted; p0 is new. Versions follow the newest state.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p3", {"toys", "toys"}, 5), absent("p2"), entry("p1", {"toys", "books"}, 5),
+                                          entry("p0", {"garden"}, 5)},
+                                      3)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books") == std::vector<std::string>{"p1"});
+  CHECK(f.lookup("garden") == std::vector<std::string>{"p0"});
+  CHECK(f.lookup("toys") == std::vector<std::string>{"p1", "p3"});
+  for (const auto& row : f.index->lookup("toys", 100).value().rows) CHECK(row.version == 5);
+  // And back: p1 to exactly its first keys.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"garden", "books"}, 7)}, 4)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("books") == std::vector<std::string>{"p1"});
+  CHECK(f.lookup("garden") == std::vector<std::string>{"p0", "p1"});
+  CHECK(f.lookup("toys") == std::vector<std::string>{"p3"});
+}
+
 TEST_CASE("rocksdb index: an unindexable projection removes the record and notes its code", "[adapter][backend]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 1)}, 2)) == delivery_result::accepted);
