@@ -12,5 +12,6 @@ int run(const std::vector<std::string>& argv);
 
 int run_wal(const std::vector<std::string>& argv);
 int run_catchup(const std::vector<std::string>& argv);
+int run_failover(const std::vector<std::string>& argv);
 
 }  // namespace dix::bench

@@ -192,13 +192,14 @@ int run_wal(const std::vector<std::string>& argv) {
 
 int run(const std::vector<std::string>& argv) {
   if (argv.empty()) {
-    std::cerr << "dix bench: name a benchmark: wal, catchup\n";
+    std::cerr << "dix bench: name a benchmark: wal, catchup, failover\n";
     return 2;
   }
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (argv[0] == "wal") return run_wal(rest);
   if (argv[0] == "catchup") return run_catchup(rest);
-  std::cerr << "dix bench: unknown benchmark \"" << argv[0] << "\" (known: wal, catchup)\n";
+  if (argv[0] == "failover") return run_failover(rest);
+  std::cerr << "dix bench: unknown benchmark \"" << argv[0] << "\" (known: wal, catchup, failover)\n";
   return 2;
 }
 

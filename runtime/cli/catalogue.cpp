@@ -1,8 +1,10 @@
 #include "cli/catalogue.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cstdio>
+#include <thread>
 
 namespace dix::cli {
 namespace {
@@ -71,6 +73,59 @@ std::optional<std::string_view> field_of(std::string_view payload, std::string_v
   auto end = payload.find('"', begin);
   if (end == std::string_view::npos) return std::nullopt;
   return payload.substr(begin, end - begin);
+}
+
+namespace {
+
+projection by_field(std::string field) {
+  return [field](std::string_view payload, const record_info&) -> projection_result {
+    auto value = field_of(payload, field);
+    if (!value || value->empty()) return unindexable{"no_" + field};
+    return encode_keys({std::string(*value)});
+  };
+}
+
+}  // namespace
+
+result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
+                                                                std::optional<runner_options> options) {
+  std::vector<catalogue_index> indexes{{"by-category", "category", nullptr}, {"by-brand", "brand", nullptr}};
+  for (auto& ix : indexes) {
+    rocksdb_index_options o;
+    o.path = dir / ix.id;
+    auto backend = rocksdb_index_backend::create(ix.id, o);
+    if (!backend) return error{backend.error().value(), "creating " + ix.id + ": " + backend.error().message()};
+    ix.backend = *backend;
+    registration r;
+    r.backend = ix.backend;
+    r.projections[table_ref{"main", products_table}] = by_field(ix.field);
+    r.projection_version = "demo-v1";
+    r.options = options;
+    auto handle = rt.register_index(std::move(r));
+    if (!handle) return error{handle.error().value(), "registering " + ix.id + ": " + handle.error().message()};
+  }
+  return indexes;
+}
+
+result<void> write_catalogue(primary_store& store, std::uint64_t seed, std::uint64_t existing,
+                             std::uint64_t records, std::uint64_t rate, const std::atomic<bool>& stop,
+                             writer_progress& progress) {
+  catalogue workload(seed + existing, existing);
+  catalogue::counts counts;
+  auto start = std::chrono::steady_clock::now();
+  std::uint64_t written = 0;
+  while (written < records && !stop.load()) {
+    auto n = std::min<std::uint64_t>(10, records - written);
+    auto txn = store.begin();
+    workload.fill(txn, n, counts);
+    auto done = txn.commit();
+    if (!done) return done.error();
+    written += n;
+    progress.last_commit = done->sequence;
+    progress.written = written;
+    if (rate > 0) std::this_thread::sleep_until(start + std::chrono::microseconds(written * 1'000'000 / rate));
+  }
+  return {};
 }
 
 }  // namespace dix::cli

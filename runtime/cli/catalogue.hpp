@@ -2,13 +2,19 @@
 // whose payload names a category and a brand — shared by `dix write` and `dix demo`.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/primary_store.hpp>
+#include <dix/runtime.hpp>
 
 namespace dix::cli {
 
@@ -38,5 +44,30 @@ result<std::uint64_t> highest_id(const primary_store& store);
 
 // The value of "field":"…" in a catalogue payload, or nullopt.
 std::optional<std::string_view> field_of(std::string_view payload, std::string_view field);
+
+// The catalogue's secondary indexes, shared by `dix demo` and `dix serve`: `by-category` and
+// `by-brand`, each a rocksdb_index_backend in `<dir>/<id>` indexing one payload field of table 1
+// of the store logged as "main".
+struct catalogue_index {
+  std::string id;
+  std::string field;
+  std::shared_ptr<rocksdb_index_backend> backend;
+};
+// Creates both backends and registers them with `rt` (projection version "demo-v1", `options`
+// for both when given). The error names the index that failed.
+result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
+                                                                std::optional<runner_options> options = {});
+
+// What a catalogue writer has done so far, readable from any thread.
+struct writer_progress {
+  std::atomic<std::uint64_t> written{0};      // operations committed
+  std::atomic<std::uint64_t> last_commit{0};  // first sequence of the last transaction
+};
+// Commits catalogue operations in transactions of 10, numbering after `existing` records, paced
+// to `rate` per second (0 = full speed), until `records` operations are written or `stop` is
+// set. Returns the first failed commit.
+result<void> write_catalogue(primary_store& store, std::uint64_t seed, std::uint64_t existing,
+                             std::uint64_t records, std::uint64_t rate, const std::atomic<bool>& stop,
+                             writer_progress& progress);
 
 }  // namespace dix::cli

@@ -25,20 +25,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-struct index_spec {
-  std::string id;
-  std::string field;
-  std::shared_ptr<rocksdb_index_backend> backend;
-};
-
-projection by_field(std::string field) {
-  return [field](std::string_view payload, const record_info&) -> projection_result {
-    auto value = field_of(payload, field);
-    if (!value || value->empty()) return unindexable{"no_" + field};
-    return encode_keys({std::string(*value)});
-  };
-}
-
 // Every (key, record id, version) the index holds, read back through its range query.
 std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(rocksdb_index_backend& b,
                                                                              const std::vector<std::string>& keys) {
@@ -87,52 +73,28 @@ int run_demo(const std::vector<std::string>& argv) {
   std::cout << "dix demo: primary store " << (dir / "primary").string() << " (" << *existing
             << " products so far), writing " << *records << " more at " << (*rate == 0 ? std::string("full speed") : std::to_string(*rate) + "/s") << "\n";
 
-  std::vector<index_spec> indexes{{"by-category", "category", nullptr}, {"by-brand", "brand", nullptr}};
   auto rt = runtime::create({*store});
   if (!rt) {
     std::cerr << "dix demo: " << rt.error().to_string() << "\n";
     return exit_error;
   }
-  for (auto& ix : indexes) {
-    rocksdb_index_options o;
-    o.path = dir / ix.id;
-    ix.backend = rocksdb_index_backend::create(ix.id, o).value();
-    registration r;
-    r.backend = ix.backend;
-    r.projections[table_ref{"main", products_table}] = by_field(ix.field);
-    r.projection_version = "demo-v1";
-    auto handle = (*rt)->register_index(std::move(r));
-    if (!handle) {
-      std::cerr << "dix demo: registering " << ix.id << ": " << handle.error().to_string() << "\n";
-      return exit_error;
-    }
+  auto registered = register_catalogue_indexes(**rt, dir);
+  if (!registered) {
+    std::cerr << "dix demo: " << registered.error().to_string() << "\n";
+    return exit_error;
   }
+  auto& indexes = *registered;
 
   // The writer: transactions of 10 operations, paced to the requested rate.
   std::atomic<bool> writer_done{false};
-  std::atomic<std::uint64_t> written{0};
-  std::atomic<std::uint64_t> last_commit{0};  // first sequence of the writer's last transaction
+  const std::atomic<bool> never_stop{false};
+  writer_progress wp;
+  auto& written = wp.written;
+  auto& last_commit = wp.last_commit;  // first sequence of the writer's last transaction
   std::string writer_error;
   std::thread writer([&] {
-    catalogue workload(*seed + *existing, *existing);
-    catalogue::counts counts;
-    auto start = clock_type::now();
-    while (written.load() < *records) {
-      auto n = std::min<std::uint64_t>(10, *records - written.load());
-      auto txn = (*store)->begin();
-      workload.fill(txn, n, counts);
-      auto done = txn.commit();
-      if (!done) {
-        writer_error = done.error().to_string();
-        break;
-      }
-      written += n;
-      last_commit = done->sequence;
-      if (*rate > 0) {
-        auto due = start + std::chrono::microseconds(written.load() * 1'000'000 / *rate);
-        std::this_thread::sleep_until(due);
-      }
-    }
+    auto done = write_catalogue(**store, *seed, *existing, *records, *rate, never_stop, wp);
+    if (!done) writer_error = done.error().to_string();
     writer_done = true;
   });
 

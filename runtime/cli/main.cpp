@@ -28,6 +28,15 @@ commands:
          readiness segment; never opens the store. No lag: only a runtime knows it. --watch
          reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
          layout. `dix status --help` for more.
+  serve  --dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
+         [--flush-age-ms MS] [--timing]
+         One process of a failover pair: owns DIR/primary (--standby: waits without polling until
+         the owning process is gone, then takes the store over, WAL recovery included), runs the
+         demo's two indexes, writes R catalogue operations per second (default 1000) and prints
+         each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
+         stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
+         bound what a takeover replays. Exit 1 at once if another process holds the store and
+         --standby is not given.
   bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
   bench  catchup [--records N] [--dir DIR] [--json FILE]
@@ -53,6 +62,7 @@ int main(int argc, char** argv) {
   if (command == "write") return dix::cli::run_write(args);
   if (command == "demo") return dix::cli::run_demo(args);
   if (command == "status") return dix::cli::run_status(args);
+  if (command == "serve") return dix::cli::run_serve(args);
   if (command == "bench") return dix::bench::run(args);
   std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;
   return dix::cli::exit_usage;

@@ -39,6 +39,12 @@ result<void> validate(const store_options& o) {
             "store_options.wal_ttl_s = 0 and store_options.wal_size_limit_mb = 0: at least one "
             "must be set (both 0 deletes WAL files at once, so no index could resume)"};
   }
+  if (o.write_buffer_size != 0) {
+    DIX_CHECK(in_range<std::uint64_t>("store_options", "write_buffer_size", o.write_buffer_size, 64u << 10, 64ull << 30));
+  }
+  if (o.max_total_wal_size != 0) {
+    DIX_CHECK(in_range<std::uint64_t>("store_options", "max_total_wal_size", o.max_total_wal_size, 64u << 10, 1ull << 40));
+  }
   return {};
 }
 

@@ -19,6 +19,14 @@ struct store_options {
   std::uint64_t wal_ttl_s = 259200;  // WAL_ttl_seconds, 0 = none. Default: 259 200 (3 days)
   std::uint64_t wal_size_limit_mb = 16384;  // WAL_size_limit_MB, 0 = none. Both 0: invalid. Default: 16 384 (16 GiB)
   bool sync_commits = false;  // WriteOptions::sync; with false the runtime syncs before delivery (protocol §4.8). Default: false
+  // RocksDB memtable size of every column family, 0 = RocksDB's (64 MiB), else [64 KiB, 64 GiB].
+  // With max_total_wal_size it bounds the WAL a crash leaves to replay, which a standby taking
+  // over pays inside DB::Open (protocol §9.8; the failover fixture uses 4 MiB). Default: 0
+  std::uint64_t write_buffer_size = 0;
+  // RocksDB max_total_wal_size: live WAL bytes after which the memtables holding the oldest WAL
+  // file are flushed, 0 = RocksDB's (4 × the memtable total), else [64 KiB, 1 TiB]. Archived WAL
+  // (wal_ttl_s, wal_size_limit_mb) is not counted. Failover fixture: 8 MiB. Default: 0
+  std::uint64_t max_total_wal_size = 0;
 };
 
 struct runner_options {

@@ -50,6 +50,14 @@ struct admission {
 
 class transaction;
 
+// Progress of primary_store::open_standby, reported from the calling thread: `waiting` before
+// each blocking wait for the store, `granted` when one returns (before DB::Open). Either may be
+// empty. For messages and timing; they must not touch the store's files.
+struct standby_events {
+  std::function<void()> waiting;
+  std::function<void()> granted;
+};
+
 class primary_store : public std::enable_shared_from_this<primary_store> {
  public:
   // Opens (or creates) the store with the RocksDB settings formats.md §1.1 requires, checks the
@@ -58,6 +66,23 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
   // RocksDB fails, including a path already open in this process (the message names the path).
   static result<std::shared_ptr<primary_store>> open(const std::filesystem::path& path,
                                                      const store_options& options);
+  // The standby (protocol.md §9.8): open() for a process that waits to take the store over.
+  // While another process holds it, blocks in fcntl(F_SETLKW) for a write lock on `<path>/LOCK`
+  // — no polling: the kernel grants it when that process is gone and RocksDB's lock with it —,
+  // closes that descriptor BEFORE DB::Open (RocksDB's lock is a POSIX record lock owned by the
+  // process: closing any descriptor of LOCK after the open would silently drop it), then opens
+  // as open() does, WAL recovery included. If the open then fails on the lock (another standby
+  // won), it waits again. A store no process holds, or one that does not exist yet, opens at once.
+  // Rules for the calling process: it MUST NOT otherwise open, lock or close `<path>/LOCK`, and
+  // must not open the same path by other means while this call runs. Calls for one path are
+  // serialised in the process; a store this process already has open fails at once (io_error,
+  // "already open in this process") without LOCK being opened.
+  // Cancellation: none in-process — the call returns only with the store or an error. To stop a
+  // waiting standby, end its process (SIGTERM, SIGKILL); the probe ends with it.
+  // Errors: as open(), plus io_error when the wait itself fails (e.g. EDEADLK).
+  static result<std::shared_ptr<primary_store>> open_standby(const std::filesystem::path& path,
+                                                             const store_options& options,
+                                                             const standby_events& events = {});
   ~primary_store();  // closes if still open (writing `clock`, errors ignored)
 
   primary_store(const primary_store&) = delete;

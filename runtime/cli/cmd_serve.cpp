@@ -1,0 +1,244 @@
+// `dix serve`: one process of a failover pair (protocol.md §9.8). It opens DIR/primary — with
+// --standby through primary_store::open_standby, which blocks on the store's LOCK until the
+// owning process is gone —, creates the runtime, registers the demo's catalogue indexes, writes
+// catalogue operations at --rate from a thread while the indexes follow, and runs until killed
+// (SIGINT/SIGTERM stop it cleanly once it owns the store; before that they end it at once).
+// It prints one line per readiness change of each index, read from the shared segment through
+// its futex, and with --timing the CLOCK_MONOTONIC time of each takeover phase, which
+// `dix bench failover` subtracts from the time it sent SIGKILL to the owner.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include <dix/runtime.hpp>
+
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "cli/args.hpp"
+#include "cli/catalogue.hpp"
+#include "cli/commands.hpp"
+
+namespace dix::cli {
+namespace {
+
+// CLOCK_MONOTONIC in ns (libstdc++'s steady_clock): comparable between processes of one boot.
+std::int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Wakes the main thread: a signal handler (async-signal-safe write) or a failed writer.
+int wake_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int) {
+  char c = 's';
+  auto n = ::write(wake_pipe[1], &c, 1);
+  (void)n;  // the pipe holds far more than the signals anyone sends
+}
+
+class printer {
+ public:
+  explicit printer(bool timing) : timing_(timing) {}
+  // One line, flushed: a pipe (a test, the bench) sees each line as it happens.
+  void line(const std::string& text) const { std::cout << text << std::endl; }
+  // "phase NAME t_ns=…" with --timing only.
+  void phase(const std::string& name) const {
+    if (timing_) line("phase " + name + " t_ns=" + std::to_string(monotonic_ns()));
+  }
+  bool timing() const { return timing_; }
+
+ private:
+  bool timing_;
+};
+
+// Prints each index's readiness whenever it changes (segment futex), and with --timing the
+// first durable advance after each `ready` (metrics, read every millisecond until it moves:
+// a measurement aid, off without --timing).
+void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
+                     const std::vector<catalogue_index>& indexes, const std::atomic<bool>& stop) {
+  struct seen {
+    std::optional<std::uint32_t> slot;
+    std::optional<readiness> last;
+    std::optional<std::uint64_t> durable_at_ready;  // awaiting the first advance past it
+  };
+  std::vector<seen> state(indexes.size());
+  auto durable = [&](const std::string& id) -> std::uint64_t {
+    auto m = rt.metrics(id);
+    return m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
+  };
+  while (!stop.load()) {
+    auto counter = view.segment_change_counter();
+    bool awaiting_advance = false;
+    for (std::size_t i = 0; i < indexes.size(); ++i) {
+      auto& s = state[i];
+      const auto& id = indexes[i].id;
+      if (!s.slot) s.slot = view.find(id);
+      if (!s.slot) continue;
+      auto r = view.read(*s.slot);
+      if (!s.last || r.state != s.last->state || r.reason != s.last->reason || r.owner_epoch != s.last->owner_epoch) {
+        s.last = r;
+        std::string text = id + " " + std::string(to_string(r.state)) + " epoch=" + std::to_string(r.owner_epoch);
+        if (r.reason != readiness_reason::none) text += " reason=" + std::string(to_string(r.reason));
+        if (out.timing()) text += " t_ns=" + std::to_string(monotonic_ns());
+        out.line(text);
+        s.durable_at_ready.reset();
+        if (r.state == readiness_state::ready && out.timing()) s.durable_at_ready = durable(id);
+      }
+      if (s.durable_at_ready) {
+        auto now = durable(id);
+        if (now > *s.durable_at_ready) {
+          out.line(id + " durable seq=" + std::to_string(now) + " t_ns=" + std::to_string(monotonic_ns()));
+          s.durable_at_ready.reset();
+        } else {
+          awaiting_advance = true;
+        }
+      }
+    }
+    // The 250 ms bound only lets a clean stop end this thread; changes wake it at once.
+    view.wait_change(counter, std::chrono::milliseconds(awaiting_advance ? 1 : 250));
+  }
+}
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& argv) {
+  std::string problem;
+  auto a = args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms"},
+                       {"standby", "timing"}, problem);
+  if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
+  else if (a && !a->has("dir")) problem = "--dir DIR is required";
+  auto rate = a && problem.empty() ? a->number("rate", 1000, 0, 10'000'000, problem) : std::nullopt;
+  auto seed = rate ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;
+  auto buffer_kib = seed ? a->number("write-buffer-kib", 4096, 64, 64ull << 20, problem) : std::nullopt;
+  auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
+  const runner_options defaults;
+  auto flush_age = wal_kib ? a->number("flush-age-ms", static_cast<std::uint64_t>(defaults.max_flush_age.count()), 1,
+                                       600'000, problem)
+                           : std::nullopt;
+  if (!a || !problem.empty() || !flush_age) {
+    std::cerr << "dix serve: " << problem << "\n";
+    return exit_usage;
+  }
+  const printer out(a->has("timing"));
+  const std::filesystem::path dir = a->get("dir");
+  const auto path = dir / "primary";
+  out.phase("start");
+
+  store_options so;
+  so.log_name = "main";
+  so.write_buffer_size = *buffer_kib << 10;
+  so.max_total_wal_size = *wal_kib << 10;
+  const bool standby = a->has("standby");
+  std::uint64_t waits = 0;
+  standby_events events;
+  events.waiting = [&] {
+    ++waits;
+    out.line("serve: standby, waiting for " + path.string());
+    out.phase("waiting");
+  };
+  events.granted = [&] { out.phase("granted"); };
+  auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
+  if (!store && !standby && store.error().message().find("While lock file") != std::string::npos) {
+    std::cerr << "dix serve: " << path.string() << " is held by another process (--standby waits for it): "
+              << store.error().to_string() << "\n";
+    return exit_error;
+  }
+  if (standby && store) out.line("serve: took over " + path.string() + " after " + std::to_string(waits) + " wait(s)");
+  if (!store) {
+    std::cerr << "dix serve: " << store.error().to_string() << "\n";
+    return exit_error;
+  }
+  out.phase("store");
+  if (auto ok = (*store)->create_table(products_table); !ok) {
+    std::cerr << "dix serve: " << ok.error().to_string() << "\n";
+    return exit_error;
+  }
+  auto rt = runtime::create({*store});
+  if (!rt) {
+    std::cerr << "dix serve: " << rt.error().to_string() << "\n";
+    return exit_error;
+  }
+  out.phase("runtime");
+  runner_options ro;
+  ro.max_flush_age = std::chrono::milliseconds(*flush_age);
+  auto indexes = register_catalogue_indexes(**rt, dir, ro);
+  if (!indexes) {
+    std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
+    return exit_error;
+  }
+  out.phase("registered");
+  auto view = segment_view::open(path);
+  if (!view || !*view) {
+    std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
+              << (view ? std::string("missing") : view.error().to_string()) << "\n";
+    return exit_error;
+  }
+
+  // Now that the store is ours, SIGINT/SIGTERM stop cleanly; every thread may take them.
+  if (::pipe2(wake_pipe, O_CLOEXEC) != 0) {
+    std::cerr << "dix serve: pipe: " << std::strerror(errno) << "\n";
+    return exit_error;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] { watch_readiness(out, **rt, **view, *indexes, stop); });
+  auto existing = highest_id(**store);
+  std::string writer_error;
+  std::thread writer;
+  if (!existing) {
+    writer_error = existing.error().to_string();
+  } else {
+    out.line("serve: owner of " + path.string() + " (" + std::to_string(*existing) + " products), writing " +
+             (*rate == 0 ? std::string("at full speed") : std::to_string(*rate) + "/s"));
+    writer = std::thread([&] {
+      writer_progress progress;
+      auto done = write_catalogue(**store, *seed, *existing, UINT64_MAX, *rate, stop, progress);
+      if (!done) {
+        writer_error = done.error().to_string();
+        char c = 'w';
+        auto n = ::write(wake_pipe[1], &c, 1);
+        (void)n;
+      }
+    });
+  }
+  if (writer_error.empty()) {
+    char c = 0;
+    while (::read(wake_pipe[0], &c, 1) < 0 && errno == EINTR) {
+    }
+  }
+  stop = true;
+  if (writer.joinable()) writer.join();
+  watcher.join();
+  int status = exit_ok;
+  if (!writer_error.empty()) {
+    std::cerr << "dix serve: the writer failed: " << writer_error << "\n";
+    status = exit_error;
+  }
+  if (auto stopped = (*rt)->stop().get(); !stopped) {
+    std::cerr << "dix serve: stop: " << stopped.error().to_string() << "\n";
+    status = exit_error;
+  }
+  rt->reset();
+  indexes->clear();
+  if (auto ok = (*store)->close(); !ok) {
+    std::cerr << "dix serve: closing the store: " << ok.error().to_string() << "\n";
+    status = exit_error;
+  }
+  out.line("serve: stopped");
+  return status;
+}
+
+}  // namespace dix::cli
