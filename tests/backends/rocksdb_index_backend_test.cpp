@@ -141,7 +141,8 @@ TEST_CASE("rocksdb index: kept keys stay, dropped ones go, repeated keys count o
   CHECK(f.lookup("books") == std::vector<std::string>{"p1"});
   CHECK(f.lookup("garden") == std::vector<std::string>{"p0"});
   CHECK(f.lookup("toys") == std::vector<std::string>{"p1", "p3"});
-  for (const auto& row : f.index->lookup("toys", 100).value().rows) CHECK(row.version == 5);
+  auto toys = f.index->lookup("toys", 100).value();  // a named result: the loop must not range over a temporary's member
+  for (const auto& row : toys.rows) CHECK(row.version == 5);
   // And back: p1 to exactly its first keys.
   REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"garden", "books"}, 7)}, 4)) == delivery_result::accepted);
   REQUIRE(f.barrier());
