@@ -10,31 +10,19 @@
 #include "support/caf_fixture.hpp"
 #include "support/fake_store.hpp"
 #include "support/sim_backend.hpp"
+#include "support/slot_host.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
 
 namespace {
 
-class slot_host final : public backend_host {
- public:
-  explicit slot_host(std::shared_ptr<in_process_slot> s) : slot_(std::move(s)) {}
-  bool is_owner_epoch(epoch_t e) const noexcept override { return slot_->owner_epoch() == e; }
-  dix::readiness readiness() const noexcept override { return slot_->read(); }
-  void note_unindexable(std::string_view) noexcept override {}
-  void request_rebuild() noexcept override {}
-  result<coverage> admit_query(const coverage_mode&, cancel_token) override { return coverage{}; }
-
- private:
-  std::shared_ptr<in_process_slot> slot_;
-};
-
 struct pipeline : test::caf_fixture {
   test::fake_store store{"main", "id-main"};
   std::shared_ptr<test::fake_store::source> source = std::make_shared<test::fake_store::source>(store);
   std::shared_ptr<test::fake_store::reader> reader = std::make_shared<test::fake_store::reader>(store);
   std::shared_ptr<in_process_slot> slot = std::make_shared<in_process_slot>();
-  slot_host host{slot};
+  test::slot_host host{slot};
   std::shared_ptr<test::sim_backend> backend = std::make_shared<test::sim_backend>();
   in_process_lock_table locks;
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
