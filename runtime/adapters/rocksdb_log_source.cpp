@@ -73,28 +73,35 @@ result<wal_transaction> rocksdb_log_source::open(std::uint64_t sequence, index_t
   iterator_ = std::move(*it);
   continuity_.expect_exact(sequence, time);
   auto first = read_current();
-  if (!first) {
+  if (!first || !*first) {
     iterator_.reset();
-    return first.error();
+    if (!first) return first.error();
+    // Only a recovery marker was there: nothing at `sequence` yet.
+    return error{errc::log_retention, "no retained WAL batch at sequence " + std::to_string(sequence) +
+                                          " (latest " + std::to_string(impl_.db->GetLatestSequenceNumber()) + ")"};
   }
   advance_ = true;
-  return first;
+  return std::move(**first);
 }
 
-result<wal_transaction> rocksdb_log_source::read_current() {
-  auto batch = iterator_->GetBatch();
-  std::shared_ptr<const rocksdb::WriteBatch> owned(std::move(batch.writeBatchPtr));
-  if (auto ok = read_write_batch(*owned, batch.sequence, scratch_); !ok) return ok.error();
-  if (has_unknown_family(scratch_, families_)) families_ = impl_.families();  // once per batch
-  auto txn = decode_transaction(scratch_, families_);
-  if (!txn) {
-    // A wrong batch where an exact one was expected is a retention failure first.
-    if (auto gap = continuity_.check_expected_sequence(batch.sequence); !gap) return gap.error();
-    return txn.error();
+result<std::optional<wal_transaction>> rocksdb_log_source::read_current() {
+  for (; iterator_->Valid(); iterator_->Next()) {
+    auto batch = iterator_->GetBatch();
+    std::shared_ptr<const rocksdb::WriteBatch> owned(std::move(batch.writeBatchPtr));
+    if (auto ok = read_write_batch(*owned, batch.sequence, scratch_); !ok) return ok.error();
+    if (is_recovery_marker(scratch_)) continue;  // no operation, no sequence: continuity holds
+    if (has_unknown_family(scratch_, families_)) families_ = impl_.families();  // once per batch
+    auto txn = decode_transaction(scratch_, families_);
+    if (!txn) {
+      // A wrong batch where an exact one was expected is a retention failure first.
+      if (auto gap = continuity_.check_expected_sequence(batch.sequence); !gap) return gap.error();
+      return txn.error();
+    }
+    if (auto ok = continuity_.check(txn->sequence, txn->count, txn->time); !ok) return ok.error();
+    txn->storage = std::move(owned);
+    return std::optional<wal_transaction>{std::move(*txn)};
   }
-  if (auto ok = continuity_.check(txn->sequence, txn->count, txn->time); !ok) return ok.error();
-  txn->storage = std::move(owned);
-  return txn;
+  return std::optional<wal_transaction>{};
 }
 
 result<std::optional<wal_transaction>> rocksdb_log_source::next() {
@@ -113,11 +120,11 @@ result<std::optional<wal_transaction>> rocksdb_log_source::pull() {
     iterator_->Next();
     advance_ = false;
   }
-  if (iterator_->Valid()) {
-    auto txn = read_current();
-    if (!txn) return txn.error();
+  auto txn = read_current();
+  if (!txn) return txn.error();
+  if (*txn) {
     advance_ = true;
-    return std::optional<wal_transaction>{std::move(*txn)};
+    return txn;
   }
   auto s = iterator_->status();
   if (s.ok()) {
@@ -137,10 +144,10 @@ result<std::optional<wal_transaction>> rocksdb_log_source::pull() {
   iterator_ = std::move(*it);
   ++reopens_;
   continuity_.expect_exact(last + 1, 0);
-  auto txn = read_current();
-  if (!txn) return txn.error();
-  advance_ = true;
-  return std::optional<wal_transaction>{std::move(*txn)};
+  auto reread = read_current();
+  if (!reread) return reread.error();
+  advance_ = reread->has_value();  // else only a recovery marker: the next pull asks status()
+  return reread;
 }
 
 result<std::uint64_t> rocksdb_log_source::latest_sequence() const {

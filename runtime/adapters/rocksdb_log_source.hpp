@@ -1,7 +1,8 @@
 // The log-source port over RocksDB's own WAL (protocol.md §3): GetUpdatesSince with exact
 // resume, one iterator kept open and pulled with Next() after it went invalid (pinned on RocksDB
 // 7.8.3 by an adapter test), re-open at last + 1 only after a WAL switch (TryAgain), every batch
-// validated (formats.md §1.3) and checked for continuity (core/wal_continuity).
+// validated (formats.md §1.3) and checked for continuity (core/wal_continuity). RocksDB's own
+// empty recovery batches are stepped over (decision 0005).
 //
 // Thread safety: one thread at a time per source (the tailer's). Safe against a concurrent
 // primary_store::close(): the iterator is dropped before RocksDB closes and later calls fail
@@ -37,8 +38,10 @@ class rocksdb_log_source final : public log_source {
  private:
   // next() without the lock and the reset on error.
   result<std::optional<wal_transaction>> pull();
-  // Reads, validates and continuity-checks the batch under the iterator. Caller holds lifecycle.
-  result<wal_transaction> read_current();
+  // Reads, validates and continuity-checks the batch under the iterator, first stepping over
+  // RocksDB's recovery markers (core/wal_batch is_recovery_marker); nullopt when the iterator is
+  // not valid (any more). Caller holds lifecycle.
+  result<std::optional<wal_transaction>> read_current();
   // Opens an iterator at `sequence` that must be valid. Caller holds lifecycle.
   result<std::unique_ptr<rocksdb::TransactionLogIterator>> open_iterator(std::uint64_t sequence);
 

@@ -46,6 +46,10 @@ bool has_unknown_family(const raw_batch& raw, const family_map& families) noexce
   return false;
 }
 
+bool is_recovery_marker(const raw_batch& raw) noexcept {
+  return raw.count == 0 && raw.records.empty();
+}
+
 result<wal_transaction> decode_transaction(const raw_batch& raw, const family_map& families) {
   if (raw.records.empty() || raw.records.front().kind != raw_kind::log_data) {
     return corrupt(raw, "first record is not the dix header (LogData)");

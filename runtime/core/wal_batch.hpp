@@ -72,6 +72,14 @@ struct wal_transaction {
 // map from the store once before decoding (a table created after it started, protocol.md §3.5).
 bool has_unknown_family(const raw_batch& raw, const family_map& families) noexcept;
 
+// RocksDB's own recovery marker (decision 0005): when point-in-time recovery stops at a torn WAL
+// tail, RocksDB 7.8.3 writes an empty WriteBatch (Count() 0, no record at all) carrying the
+// recovered sequence at the head of the new WAL, so that a later recovery finds consecutive
+// sequences. It holds no operation and consumes no sequence number (the next batch starts at the
+// same sequence), so log readers skip it. A batch with any record — a dix header included — and
+// Count() 0 is not a marker and stays log_corrupt.
+bool is_recovery_marker(const raw_batch& raw) noexcept;
+
 // log_corrupt naming the rule for every violation of formats.md §1.3. The result's views point
 // into the same bytes as raw's; the caller sets `storage`.
 result<wal_transaction> decode_transaction(const raw_batch& raw, const family_map& families);

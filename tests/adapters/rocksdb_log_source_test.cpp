@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "adapters/rocksdb_log_source.hpp"
@@ -253,6 +254,56 @@ TEST_CASE("log source: a corrupted WAL byte is log-corrupt", "[adapter][tailer][
   REQUIRE_FALSE(r);
   INFO(r.error().message());
   CHECK(r.error().value() == errc::log_corrupt);
+}
+
+TEST_CASE("log source: RocksDB's empty recovery batch after a torn WAL tail is stepped over (kill test finding)", "[adapter][tailer][corrupt]") {
+  temp_dir dir;
+  commit_info a;
+  commit_info kept;
+  {
+    auto s = test::open_store(dir / "db");
+    a = test::put_records(*s, "a", 3);
+    for (int i = 0; i < 10; ++i) kept = test::put_records(*s, "b" + std::to_string(i), 5);
+    REQUIRE(s->close());  // its last WAL batch is the clock record (formats.md §5)
+  }
+  // What a SIGKILL in the middle of a WAL write leaves: the last record cut short.
+  auto live = test::wal_files(dir / "db", false);
+  REQUIRE(live.size() == 1);
+  std::filesystem::resize_file(live[0], std::filesystem::file_size(live[0]) - 10);
+
+  auto s = test::open_store(dir / "db");
+  auto c = test::put_records(*s, "c", 2);
+  // The scenario really has the marker: Count() 0, no record, sharing c's sequence.
+  {
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    REQUIRE(test::raw_db(*s).GetUpdatesSince(a.sequence, &it).ok());
+    int markers = 0;
+    for (; it->Valid(); it->Next()) {
+      auto batch = it->GetBatch();
+      if (batch.writeBatchPtr->Count() != 0) continue;
+      ++markers;
+      CHECK(batch.writeBatchPtr->GetDataSize() == 12);  // the bare WriteBatch header
+      CHECK(batch.sequence <= c.sequence);
+    }
+    REQUIRE(markers >= 1);
+  }
+
+  rocksdb_log_source source(s);
+  auto anchor = source.open(a.sequence, a.time).value();
+  auto rest = drain(source);
+  REQUIRE_FALSE(rest.empty());
+  std::uint64_t end = anchor.end_sequence();
+  for (const auto& txn : rest) {
+    CHECK(txn.sequence == end + 1);  // contiguous across the marker
+    end = txn.end_sequence();
+  }
+  CHECK(rest.back().sequence == c.sequence);
+  CHECK(std::any_of(rest.begin(), rest.end(), [&](const auto& t) { return t.sequence == kept.sequence; }));
+
+  // Opening exactly at the sequence the marker shares returns the real transaction.
+  auto at_c = source.open(c.sequence, c.time).value();
+  CHECK(at_c.sequence == c.sequence);
+  CHECK(at_c.ops.size() == 2);
 }
 
 TEST_CASE("log source: a closed store is an io_error, not a log fault", "[adapter][tailer]") {

@@ -245,6 +245,19 @@ TEST_CASE("wal_batch: rejects Count() == 0", "[core][wal_batch]") {
   require_log_corrupt(batch_builder::batch(5, {b.header(0, 1000, 0)}), "Count() is 0");
 }
 
+TEST_CASE("wal_batch: only a batch with no record at all is RocksDB's recovery marker", "[core][wal_batch]") {
+  batch_builder b;
+  CHECK(dix::is_recovery_marker(batch_builder::batch(1003, {})));
+  // A dix header with Count() 0 is a corrupt dix batch, not a marker.
+  auto header_only = batch_builder::batch(1003, {b.header(0, 1000, 0)});
+  CHECK_FALSE(dix::is_recovery_marker(header_only));
+  require_log_corrupt(header_only, "Count() is 0");
+  // A foreign batch without a header is not a marker either.
+  CHECK_FALSE(dix::is_recovery_marker(batch_builder::batch(1003, {b.put(table7_cf, "k")})));
+  // decode_transaction itself still rejects the empty batch; skipping it is the log reader's call.
+  require_log_corrupt(batch_builder::batch(1003, {}), "LogData");
+}
+
 TEST_CASE("wal_batch: rejects a system batch touching a table family", "[core][wal_batch]") {
   batch_builder b;
   require_log_corrupt(batch_builder::batch(5, {b.header(flag::system, 1000, 2),
