@@ -100,11 +100,16 @@ void bind_meta(tailer_deps& deps, const std::shared_ptr<primary_store>& home, co
 
 class runtime_config final : public caf::actor_system_config {
  public:
-  explicit runtime_config(std::uint32_t threads) {
+  runtime_config(std::uint32_t threads, actor_scheduler policy) {
     configure_dix(*this);
     set("logger.file-verbosity", caf::atom("quiet"));
     set("logger.console-verbosity", caf::atom("quiet"));
     if (threads > 0) set("scheduler.max-threads", static_cast<std::size_t>(threads));
+    if (policy == actor_scheduler::sharing) {
+      set("scheduler.policy", caf::atom("sharing"));
+    } else {
+      set("scheduler.policy", caf::atom("stealing"));
+    }
   }
 };
 
@@ -205,7 +210,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   p->locks = process_lock_table::for_home(p->segment->directory());
   p->stores = std::move(stores);
   p->options = options;
-  p->cfg = std::make_unique<runtime_config>(options.actor_threads);
+  p->cfg = std::make_unique<runtime_config>(options.actor_threads, options.scheduler);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
   p->supervisor = spawn_supervisor(*p->sys, p->registry);
   std::weak_ptr<impl> weak = p;

@@ -84,7 +84,7 @@ double baseline_ingest(const std::filesystem::path& dir, std::size_t records) {
 
 int run_catchup(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = cli::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads"},
+  auto a = cli::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler"},
                             {}, problem);
   auto records = a ? a->number("records", 1'000'000, per_txn, 100'000'000, problem) : std::nullopt;
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
@@ -96,7 +96,8 @@ int run_catchup(const std::vector<std::string>& argv) {
                            : std::nullopt;
   auto chunk_records = turn_ms ? a->number("chunk-records", defaults.max_chunk_records, 1, 1u << 20, problem) : std::nullopt;
   auto actor_threads = chunk_records ? a->number("actor-threads", 0, 0, 256, problem) : std::nullopt;
-  if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads) {
+  auto scheduler = actor_threads ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
+  if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads || !scheduler) {
     std::cerr << "dix bench catchup: " << problem << "\n";
     return 2;
   }
@@ -117,6 +118,7 @@ int run_catchup(const std::vector<std::string>& argv) {
     auto index = rocksdb_index_backend::create("catchup", io).value();
     runtime_options rto;
     rto.actor_threads = static_cast<std::uint32_t>(*actor_threads);
+    rto.scheduler = static_cast<actor_scheduler>(*scheduler);
     auto rt = runtime::create({store}, rto).value();
     registration r;
     r.backend = index;
@@ -151,7 +153,8 @@ int run_catchup(const std::vector<std::string>& argv) {
          << ",\"baseline_records_per_s\":" << baseline << ",\"ratio\":" << dix_rate / baseline
          << ",\"delivered_batches\":" << (m ? m->delivered_batches : 0) << ",\"backlog_seconds\":" << backlog_s
          << ",\"peak_rss_mb\":" << peak_rss_mb() << ",\"turn_ms\":" << *turn_ms
-         << ",\"chunk_records\":" << *chunk_records << "}\n";
+         << ",\"chunk_records\":" << *chunk_records
+         << ",\"scheduler\":\"" << (*scheduler == 0 ? "sharing" : "stealing") << "\"}\n";
     std::cout << json.str();
     if (a->has("json")) std::ofstream(a->get("json")) << json.str();
     return 0;

@@ -140,7 +140,7 @@ std::string self_path() {
 int run_failover(const std::vector<std::string>& argv) {
   std::string problem;
   auto a = cli::args::parse(
-      argv, {"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms"}, {"verbose"},
+      argv, {"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"}, {"verbose"},
       problem);
   auto kills = a ? a->number("kills", 50, 1, 100000, problem) : std::nullopt;
   auto rate = kills ? a->number("rate", 2000, 0, 10'000'000, problem) : std::nullopt;
@@ -148,7 +148,8 @@ int run_failover(const std::vector<std::string>& argv) {
   auto buffer_kib = interval ? a->number("write-buffer-kib", 4096, 64, 64ull << 20, problem) : std::nullopt;
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
-  if (!flush_age) {
+  auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
+  if (!scheduler) {
     std::cerr << "dix bench failover: " << problem << "\n";
     return 2;
   }
@@ -167,6 +168,8 @@ int run_failover(const std::vector<std::string>& argv) {
                                          std::to_string(*wal_kib),
                                          "--flush-age-ms",
                                          std::to_string(*flush_age),
+                                         "--scheduler",
+                                         *scheduler == 0 ? "sharing" : "stealing",
                                          "--timing"};
     failover_run run(serve, scratch.path());
     auto owner = run.start(false);
@@ -207,6 +210,7 @@ int run_failover(const std::vector<std::string>& argv) {
     json << "{\"bench\":\"failover\"," << build_fields() << ",\"kills\":" << rounds.size() << ",\"rate\":" << *rate
          << ",\"interval_ms\":" << *interval << ",\"write_buffer_kib\":" << *buffer_kib
          << ",\"max_wal_kib\":" << *wal_kib << ",\"flush_age_ms\":" << *flush_age
+         << ",\"scheduler\":\"" << (*scheduler == 0 ? "sharing" : "stealing") << "\""
          << ",\"p50_ms\":" << percentile(ready, 0.5) << ",\"p99_ms\":" << percentile(ready, 0.99)
          << ",\"max_ms\":" << percentile(ready, 1.0) << ",\"live_wal_mib_p50\":" << percentile(wal, 0.5)
          << ",\"live_wal_mib_max\":" << percentile(wal, 1.0) << ",\"phases\":{";

@@ -512,6 +512,8 @@ rocksdb_index_backend::~rocksdb_index_backend() {
   if (impl_->applier.joinable()) impl_->applier.join();
 }
 
+result<void> rocksdb_index_backend::open() { return impl_->ensure_open(); }
+
 const std::string& rocksdb_index_backend::id() const noexcept { return impl_->id; }
 
 void rocksdb_index_backend::attach(backend_host& host) { impl_->host = &host; }

@@ -58,4 +58,16 @@ std::optional<std::uint64_t> args::number(const std::string& name, std::uint64_t
   return value;
 }
 
+std::optional<std::size_t> args::choice(const std::string& name, const std::vector<std::string>& choices,
+                                        std::size_t fallback, std::string& error) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == it->second) return i;
+  }
+  error = "--" + name + " = \"" + it->second + "\": must be one of";
+  for (std::size_t i = 0; i < choices.size(); ++i) error += (i == 0 ? " " : ", ") + choices[i];
+  return std::nullopt;
+}
+
 }  // namespace dix::cli

@@ -22,6 +22,10 @@ class args {
   // Parses an unsigned decimal in [min, max]; sets error and returns nullopt otherwise.
   std::optional<std::uint64_t> number(const std::string& name, std::uint64_t fallback, std::uint64_t min,
                                       std::uint64_t max, std::string& error) const;
+  // The position of the value in `choices` (the fallback when absent); sets error and returns
+  // nullopt for any other value.
+  std::optional<std::size_t> choice(const std::string& name, const std::vector<std::string>& choices,
+                                    std::size_t fallback, std::string& error) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

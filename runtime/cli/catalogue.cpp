@@ -87,8 +87,7 @@ projection by_field(std::string field) {
 
 }  // namespace
 
-result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
-                                                                std::optional<runner_options> options) {
+result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir) {
   std::vector<catalogue_index> indexes{{"by-category", "category", nullptr}, {"by-brand", "brand", nullptr}};
   for (auto& ix : indexes) {
     rocksdb_index_options o;
@@ -96,6 +95,13 @@ result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, con
     auto backend = rocksdb_index_backend::create(ix.id, o);
     if (!backend) return error{backend.error().value(), "creating " + ix.id + ": " + backend.error().message()};
     ix.backend = *backend;
+  }
+  return indexes;
+}
+
+result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue_index>& indexes,
+                                        std::optional<runner_options> options) {
+  for (const auto& ix : indexes) {
     registration r;
     r.backend = ix.backend;
     r.projections[table_ref{"main", products_table}] = by_field(ix.field);
@@ -104,6 +110,14 @@ result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, con
     auto handle = rt.register_index(std::move(r));
     if (!handle) return error{handle.error().value(), "registering " + ix.id + ": " + handle.error().message()};
   }
+  return {};
+}
+
+result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
+                                                                std::optional<runner_options> options) {
+  auto indexes = make_catalogue_indexes(dir);
+  if (!indexes) return indexes.error();
+  if (auto ok = register_catalogue_indexes(rt, *indexes, options); !ok) return ok.error();
   return indexes;
 }
 

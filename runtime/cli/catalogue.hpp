@@ -53,8 +53,12 @@ struct catalogue_index {
   std::string field;
   std::shared_ptr<rocksdb_index_backend> backend;
 };
-// Creates both backends and registers them with `rt` (projection version "demo-v1", `options`
-// for both when given). The error names the index that failed.
+// Creates both backends (databases not opened yet). The error names the index that failed.
+result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir);
+// Registers them with `rt` (projection version "demo-v1", `options` for both when given).
+result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue_index>& indexes,
+                                        std::optional<runner_options> options = {});
+// Both in one step.
 result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
                                                                 std::optional<runner_options> options = {});
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <chrono>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -47,8 +48,11 @@ extern "C" void on_stop_signal(int) {
 class printer {
  public:
   explicit printer(bool timing) : timing_(timing) {}
-  // One line, flushed: a pipe (a test, the bench) sees each line as it happens.
-  void line(const std::string& text) const { std::cout << text << std::endl; }
+  // One line, flushed: a pipe (a test, the bench) sees each line as it happens. Any thread.
+  void line(const std::string& text) const {
+    std::lock_guard g(mutex_);
+    std::cout << text << std::endl;
+  }
   // "phase NAME t_ns=…" with --timing only.
   void phase(const std::string& name) const {
     if (timing_) line("phase " + name + " t_ns=" + std::to_string(monotonic_ns()));
@@ -57,6 +61,7 @@ class printer {
 
  private:
   bool timing_;
+  mutable std::mutex mutex_;
 };
 
 // Prints each index's readiness whenever it changes (segment futex), and with --timing the
@@ -111,7 +116,7 @@ void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
 
 int run_serve(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms"},
+  auto a = args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
                        {"standby", "timing"}, problem);
   if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
   else if (a && !a->has("dir")) problem = "--dir DIR is required";
@@ -123,7 +128,8 @@ int run_serve(const std::vector<std::string>& argv) {
   auto flush_age = wal_kib ? a->number("flush-age-ms", static_cast<std::uint64_t>(defaults.max_flush_age.count()), 1,
                                        600'000, problem)
                            : std::nullopt;
-  if (!a || !problem.empty() || !flush_age) {
+  auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
+  if (!a || !problem.empty() || !scheduler) {
     std::cerr << "dix serve: " << problem << "\n";
     return exit_usage;
   }
@@ -131,6 +137,32 @@ int run_serve(const std::vector<std::string>& argv) {
   const std::filesystem::path dir = a->get("dir");
   const auto path = dir / "primary";
   out.phase("start");
+
+  // The index backends exist before the store is ours: once it is, each index database opens on
+  // a thread of its own, so their recoveries overlap the store's (the runner would otherwise
+  // open them one step later, at acquisition). A failed early open is only late: the
+  // acquisition opens the database again.
+  auto indexes = make_catalogue_indexes(dir);
+  if (!indexes) {
+    std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
+    return exit_error;
+  }
+  std::vector<std::thread> early_opens;
+  auto open_indexes_early = [&] {
+    for (const auto& ix : *indexes) {
+      early_opens.emplace_back([&out, id = ix.id, backend = ix.backend] {
+        auto opened = backend->open();
+        out.phase("index-open " + id);
+        if (!opened) out.line("serve: early open of " + id + " failed (retried at acquisition): " + opened.error().to_string());
+      });
+    }
+  };
+  struct joiner {
+    std::vector<std::thread>& threads;
+    ~joiner() {
+      for (auto& t : threads) t.join();
+    }
+  } join_early_opens{early_opens};
 
   store_options so;
   so.log_name = "main";
@@ -144,7 +176,10 @@ int run_serve(const std::vector<std::string>& argv) {
     out.line("serve: standby, waiting for " + path.string());
     out.phase("waiting");
   };
-  events.granted = [&] { out.phase("granted"); };
+  events.granted = [&] {
+    out.phase("granted");
+    open_indexes_early();
+  };
   auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
   if (!store && !standby && store.error().message().find("While lock file") != std::string::npos) {
     std::cerr << "dix serve: " << path.string() << " is held by another process (--standby waits for it): "
@@ -157,11 +192,14 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("store");
+  if (!standby) open_indexes_early();
   if (auto ok = (*store)->create_table(products_table); !ok) {
     std::cerr << "dix serve: " << ok.error().to_string() << "\n";
     return exit_error;
   }
-  auto rt = runtime::create({*store});
+  runtime_options rto;
+  rto.scheduler = static_cast<actor_scheduler>(*scheduler);
+  auto rt = runtime::create({*store}, rto);
   if (!rt) {
     std::cerr << "dix serve: " << rt.error().to_string() << "\n";
     return exit_error;
@@ -169,9 +207,8 @@ int run_serve(const std::vector<std::string>& argv) {
   out.phase("runtime");
   runner_options ro;
   ro.max_flush_age = std::chrono::milliseconds(*flush_age);
-  auto indexes = register_catalogue_indexes(**rt, dir, ro);
-  if (!indexes) {
-    std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
+  if (auto registered = register_catalogue_indexes(**rt, *indexes, ro); !registered) {
+    std::cerr << "dix serve: " << registered.error().to_string() << "\n";
     return exit_error;
   }
   out.phase("registered");

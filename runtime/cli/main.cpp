@@ -29,9 +29,10 @@ commands:
          reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
          layout. `dix status --help` for more.
   serve  --dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
-         [--flush-age-ms MS] [--timing]
+         [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
-         the owning process is gone, then takes the store over, WAL recovery included), runs the
+         the owning process is gone, then takes the store over, WAL recovery included, while the
+         index databases recover on threads of their own), runs the
          demo's two indexes, writes R catalogue operations per second (default 1000) and prints
          each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
          stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
@@ -39,9 +40,14 @@ commands:
          --standby is not given.
   bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
-  bench  catchup [--records N] [--dir DIR] [--json FILE]
+  bench  catchup [--records N] [--dir DIR] [--json FILE] [--turn-ms MS] [--chunk-records N]
+         [--actor-threads T] [--scheduler sharing|stealing]
          Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
          RocksDB ingest of the same entries; peak RSS.
+  bench  failover [--kills N] [--rate R] [--interval-ms MS] [--dir DIR] [--json FILE]
+         [--write-buffer-kib K] [--max-wal-kib W] [--flush-age-ms MS] [--scheduler sharing|stealing]
+         An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
+         the standby's `ready` (p50/p99/max and per phase).
   help   This text.
 
 exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request (wal) or

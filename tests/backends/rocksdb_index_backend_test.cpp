@@ -111,6 +111,37 @@ TEST_CASE("rocksdb index: a barrier makes entries and the batch's cursor durable
   CHECK(f.changes.wait_for(state_change_kind::changed));  // every barrier emits changed (after done)
 }
 
+TEST_CASE("rocksdb index: open() opens the database early, before attach, idempotently, and a refused open is retried later", "[adapter][backend]") {
+  temp_dir dir;
+  rocksdb_index_options o;
+  o.path = dir / "index";
+  auto first = rocksdb_index_backend::create("by-brand", o).value();
+  REQUIRE(first->open());  // no attach yet
+  CHECK(std::filesystem::exists(o.path / "CURRENT"));
+  REQUIRE(first->open());  // idempotent
+  test::fake_host host;
+  first->attach(host);
+  CHECK_FALSE(first->durable_cursor().value());
+  REQUIRE(first->deliver(make_batch(1, {entry("p1", {"books"}, 11)}, 7)) == delivery_result::accepted);
+  test::waiter w;
+  first->flush(flush_reason::age, w.make());
+  REQUIRE(w.wait());
+
+  // While another holder has the database, open() is refused with io_error naming the path
+  // (RocksDB's own lock), and the backend keeps working once the holder is gone.
+  auto second = rocksdb_index_backend::create("by-brand", o).value();
+  auto refused = second->open();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+  CHECK_THAT(refused.error().message(), Catch::Contains(o.path.string()));
+  first.reset();  // closes the database
+  REQUIRE(second->open());
+  second->attach(host);
+  auto durable = second->durable_cursor().value();
+  REQUIRE(durable);
+  CHECK(*durable == make_cursor(7));
+}
+
 TEST_CASE("rocksdb index: updates move a record's keys and deletes remove them", "[adapter][backend]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 1), entry("p2", {"books"}, 2)}, 3)) ==

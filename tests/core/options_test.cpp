@@ -72,6 +72,8 @@ std::vector<range_case> range_cases() {
        [](O& o, long long v) { o.slot_count = narrow<std::uint32_t>(v); }},
       {"runtime_options", "actor_threads", 0, 256,
        [](O& o, long long v) { o.actor_threads = narrow<std::uint32_t>(v); }, {}, true},
+      {"runtime_options", "scheduler", 0, 1,
+       [](O& o, long long v) { o.scheduler = static_cast<dix::actor_scheduler>(v); }, {}, true},
   };
 }
 

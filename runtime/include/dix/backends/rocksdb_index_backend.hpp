@@ -51,9 +51,16 @@ result<std::vector<std::string>> decode_keys(std::string_view bytes);
 
 class rocksdb_index_backend final : public backend {
  public:
-  // invalid_argument for bad options or id. The database is opened lazily.
+  // invalid_argument for bad options or id. The database is opened lazily (or by open()).
   static result<std::shared_ptr<rocksdb_index_backend>> create(std::string id, rocksdb_index_options options);
   ~rocksdb_index_backend() override;  // stops the applier; closes the database
+
+  // Opens the index database now rather than at the first call that needs it (durable_cursor,
+  // at acquisition). Optional, idempotent, thread-safe, allowed before attach. A standby granted
+  // the home store calls it on a thread of its own, so the index's recovery overlaps the store's
+  // (docs/operations.md, "standby"). io_error when RocksDB cannot open the database — also while
+  // a dying owner's process still holds its lock; the open at acquisition then tries again.
+  result<void> open();
 
   const std::string& id() const noexcept override;
   std::string_view kind() const noexcept override { return "rocksdb_index"; }
