@@ -10,48 +10,13 @@
 #include <iterator>
 #include <system_error>
 
+#include "adapters/posix_files.hpp"
+
 namespace dix {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-error os_error(const std::string& what, const fs::path& path, int code) {
-  return error{errc::io_error,
-               "runner lock " + path.string() + ": " + what + ": " + std::generic_category().message(code)};
-}
-
-// mkdir 0700, the mode set explicitly so the umask cannot change it. An existing directory is
-// kept as it is; anything else at the path (a symlink included) is refused.
-result<void> make_directory(const fs::path& path) {
-  if (::mkdir(path.c_str(), 0700) == 0) {
-    if (::chmod(path.c_str(), 0700) != 0) return os_error("chmod", path, errno);
-    return {};
-  }
-  if (errno != EEXIST) return os_error("mkdir", path, errno);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return os_error("stat", path, errno);
-  if (!S_ISDIR(st.st_mode)) return os_error("expected a directory", path, ENOTDIR);
-  return {};
-}
-
-// Opens the lock file read-write, creating it 0600 (fchmod: umask-independent) when missing. The
-// descriptor is the caller's.
-result<int> open_lock_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    if (::fchmod(fd, 0600) != 0) {
-      int code = errno;
-      ::close(fd);
-      return os_error("fchmod", path, code);
-    }
-    return fd;
-  }
-  if (errno != EEXIST) return os_error("create", path, errno);
-  fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return os_error("open", path, errno);
-  return fd;
-}
 
 // Canonical form of a directory that may not exist yet.
 fs::path canonical_directory(const fs::path& path) {
@@ -97,20 +62,18 @@ fs::path process_lock_table::lock_file(const std::string& id) const {
 
 result<int> process_lock_table::take_flock(const std::string& id) const {
   auto path = lock_file(id);
-  if (auto made = make_directory(path.parent_path()); !made) return made.error();
-  auto fd = open_lock_file(path);
+  if (auto made = make_private_directory(path.parent_path(), "runner lock"); !made) return made.error();
+  auto fd = open_private_file(path, "runner lock");
   if (!fd) return fd.error();
   int rc;
   do {
-    rc = ::flock(*fd, LOCK_EX | LOCK_NB);
+    rc = ::flock(fd->get(), LOCK_EX | LOCK_NB);
   } while (rc != 0 && errno == EINTR);
-  if (rc == 0) return *fd;
-  int code = errno;
-  ::close(*fd);
-  if (code == EWOULDBLOCK) {
+  if (rc == 0) return fd->release();
+  if (errno == EWOULDBLOCK) {
     return error{errc::io_error, "runner lock " + path.string() + " is held by another process"};
   }
-  return os_error("flock", path, code);
+  return posix_error("runner lock", "flock", path, errno);
 }
 
 void process_lock_table::acquire(const std::string& id, std::uint64_t requester, grant granted) {

@@ -16,6 +16,7 @@
 
 #include <dix/free_functions.hpp>
 
+#include "adapters/posix_files.hpp"
 #include "core/names.hpp"
 
 namespace dix {
@@ -111,61 +112,8 @@ std::uint64_t wait_counter(unsigned char* base, std::size_t offset, std::uint64_
   }
 }
 
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) : fd_(fd) {}
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = other.release();
-    }
-    return *this;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 error os_error(const std::string& what, const fs::path& path, int code) {
-  return error{errc::io_error,
-               "readiness segment: " + what + " " + path.string() + ": " + std::generic_category().message(code)};
-}
-
-// mkdir 0700; the mode is set explicitly so the umask cannot widen or narrow it.
-result<void> make_directory(const fs::path& path) {
-  if (::mkdir(path.c_str(), 0700) == 0) {
-    if (::chmod(path.c_str(), 0700) != 0) return os_error("chmod", path, errno);
-    return {};
-  }
-  if (errno != EEXIST) return os_error("mkdir", path, errno);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return os_error("stat", path, errno);
-  if (!S_ISDIR(st.st_mode)) return os_error("expected a directory at", path, ENOTDIR);
-  return {};
-}
-
-// Opens a lock file read-write, creating it 0600 (fchmod: umask-independent) when missing.
-result<unique_fd> open_or_create(const fs::path& path) {
-  unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (fd.get() >= 0) {
-    if (::fchmod(fd.get(), 0600) != 0) return os_error("fchmod", path, errno);
-    return fd;
-  }
-  if (errno != EEXIST) return os_error("create", path, errno);
-  fd = unique_fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() < 0) return os_error("open", path, errno);
-  return fd;
+  return posix_error("readiness segment", what, path, code);
 }
 
 // An open-file-description lock on the whole file (F_OFD_SETLK, F_OFD_SETLKW, F_OFD_GETLK).
@@ -544,11 +492,11 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
   if (!home) return home.error();
   if (!*home) return os_error("realpath", home_db, ENOENT);
   auto directory = **home / "dix";
-  if (auto made = make_directory(directory); !made) return made.error();
-  if (auto made = make_directory(directory / "runner"); !made) return made.error();
-  auto attach_fd = open_or_create(directory / "attach.lock");
+  if (auto made = make_private_directory(directory, "readiness segment"); !made) return made.error();
+  if (auto made = make_private_directory(directory / "runner", "readiness segment"); !made) return made.error();
+  auto attach_fd = open_private_file(directory / "attach.lock", "readiness segment");
   if (!attach_fd) return attach_fd.error();
-  auto lock_fd = open_or_create(directory / "readiness.lock");
+  auto lock_fd = open_private_file(directory / "readiness.lock", "readiness segment");
   if (!lock_fd) return lock_fd.error();
 
   // The first attacher holds a write lock until it has reset stale state; later ones wait for

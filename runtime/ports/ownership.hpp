@@ -1,6 +1,7 @@
 // Ports for ownership (actors.md §4): the runner lock and the readiness slot. Real adapters:
 // runtime/adapters/process_lock_table (lock table + flock crash guard) and readiness_segment
-// (segment_slot); memory-only fakes for actor tests: runtime/adapters/in_process_ownership.
+// (segment_slot). Actor tests use the real lock table on a temporary directory and a memory-only
+// slot (tests/support/slot_host.hpp).
 #pragma once
 
 #include <cstdint>

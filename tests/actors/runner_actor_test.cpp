@@ -5,7 +5,8 @@
 #include "actors/backend_proxy_actor.hpp"
 #include "actors/log_tailer_actor.hpp"
 #include "actors/runner_actor.hpp"
-#include "adapters/in_process_ownership.hpp"
+#include "adapters/process_lock_table.hpp"
+#include "support/temp_dir.hpp"
 #include "core/tailer_core.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/fake_store.hpp"
@@ -21,10 +22,11 @@ struct pipeline : test::caf_fixture {
   test::fake_store store{"main", "id-main"};
   std::shared_ptr<test::fake_store::source> source = std::make_shared<test::fake_store::source>(store);
   std::shared_ptr<test::fake_store::reader> reader = std::make_shared<test::fake_store::reader>(store);
-  std::shared_ptr<in_process_slot> slot = std::make_shared<in_process_slot>();
+  std::shared_ptr<test::in_process_slot> slot = std::make_shared<test::in_process_slot>();
   test::slot_host host{slot};
   std::shared_ptr<test::sim_backend> backend = std::make_shared<test::sim_backend>();
-  in_process_lock_table locks;
+  test::temp_dir home;  // the lock table's runner/<id>.lock files
+  process_lock_table locks{home.path()};
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
   std::vector<std::uint64_t> persisted;
   log_tailer_actor tailer;

@@ -6,7 +6,8 @@
 #include "actors/log_tailer_actor.hpp"
 #include "actors/runner_actor.hpp"
 #include "actors/supervisor_actor.hpp"
-#include "adapters/in_process_ownership.hpp"
+#include "adapters/process_lock_table.hpp"
+#include "support/temp_dir.hpp"
 #include "core/tailer_core.hpp"
 #include "messages/errors.hpp"
 #include "support/caf_fixture.hpp"
@@ -32,10 +33,11 @@ struct supervised : test::caf_fixture {
   test::fake_store store{"main", "id-main"};
   std::shared_ptr<test::fake_store::source> source = std::make_shared<test::fake_store::source>(store);
   std::shared_ptr<test::fake_store::reader> reader = std::make_shared<test::fake_store::reader>(store);
-  std::shared_ptr<in_process_slot> slot = std::make_shared<in_process_slot>();
+  std::shared_ptr<test::in_process_slot> slot = std::make_shared<test::in_process_slot>();
   test::slot_host host{slot};
   std::shared_ptr<test::sim_backend> backend = std::make_shared<test::sim_backend>();
-  in_process_lock_table locks;
+  test::temp_dir home;  // the lock table's runner/<id>.lock files
+  process_lock_table locks{home.path()};
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
   std::vector<std::uint64_t> persisted;
   int markers = 0;  // condemned/<id> writes

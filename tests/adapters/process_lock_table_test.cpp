@@ -17,9 +17,15 @@
 
 #include "adapters/process_lock_table.hpp"
 #include "adapters/test_support.hpp"
+#include "support/child.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
+using dix::test::fork_child;
+using dix::test::pipe_pair;
+using dix::test::read_byte;
+using dix::test::umask_scope;
+using dix::test::wait_exit;
 namespace fs = std::filesystem;
 
 namespace {
@@ -53,66 +59,6 @@ struct grants {
   }
 };
 
-// Restores the process umask at scope exit.
-class umask_scope {
- public:
-  explicit umask_scope(mode_t mask) : old_(::umask(mask)) {}
-  ~umask_scope() { ::umask(old_); }
-
- private:
-  mode_t old_;
-};
-
-// Pipes for parent/child hand-shakes: one byte per step, no sleeps.
-struct pipe_pair {
-  int read_end = -1;
-  int write_end = -1;
-  pipe_pair() {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    read_end = fds[0];
-    write_end = fds[1];
-  }
-  ~pipe_pair() {
-    ::close(read_end);
-    ::close(write_end);
-  }
-  void send(char c) const { REQUIRE(::write(write_end, &c, 1) == 1); }
-  char receive() const {
-    char c = 0;
-    ssize_t n;
-    do {
-      n = ::read(read_end, &c, 1);
-    } while (n < 0 && errno == EINTR);
-    return n == 1 ? c : '\0';
-  }
-};
-
-// Runs `body` in a forked child that then _exit()s: it never returns into Catch, and it calls
-// only open, flock, read, write and close — never RocksDB, whose state the fork copied.
-pid_t fork_child(const std::function<int()>& body) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) ::_exit(body());
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-char child_receive(int fd) {
-  char c = 0;
-  ssize_t n;
-  do {
-    n = ::read(fd, &c, 1);
-  } while (n < 0 && errno == EINTR);
-  return n == 1 ? c : 'q';
-}
-
 bool child_send(int fd, char c) { return ::write(fd, &c, 1) == 1; }
 
 // Another process that answers, per 'p' it reads, whether it can take the flock of `path`
@@ -129,7 +75,7 @@ class flock_probe {
     int answers = answers_.write_end;
     std::string file = path.string();
     pid_ = fork_child([commands, answers, file]() {
-      while (child_receive(commands) == 'p') {
+      while (read_byte(commands) == 'p') {
         int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
         char answer = 'e';
         if (fd >= 0) {
@@ -303,7 +249,7 @@ TEST_CASE("process lock table: another process holding the flock refuses the acq
     if (fd < 0) return 10;
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return 11;
     if (!child_send(report, 'k')) return 12;
-    child_receive(wait_on);  // holds the flock until killed
+    read_byte(wait_on);  // holds the flock until killed
     return 0;
   });
   REQUIRE(to_parent.receive() == 'k');
@@ -344,7 +290,7 @@ TEST_CASE("process lock table: while this process owns the id another process ca
   int answers = to_parent.write_end;
   pid_t child = fork_child([file, commands, answers]() {
     for (char round : {'1', '2'}) {
-      if (child_receive(commands) != round) return 10;
+      if (read_byte(commands) != round) return 10;
       int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
       if (fd < 0) return 11;
       int rc = ::flock(fd, LOCK_EX | LOCK_NB);

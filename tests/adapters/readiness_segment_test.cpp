@@ -19,10 +19,15 @@
 
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "support/child.hpp"
 #include "core/bytes.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
+using dix::test::fork_child;
+using dix::test::pipe_pair;
+using dix::test::umask_scope;
+using dix::test::wait_exit;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -73,65 +78,6 @@ std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
   return *slot;
 }
 
-// Restores the process umask at scope exit.
-class umask_scope {
- public:
-  explicit umask_scope(mode_t mask) : old_(::umask(mask)) {}
-  ~umask_scope() { ::umask(old_); }
-
- private:
-  mode_t old_;
-};
-
-// Pipes for parent/child hand-shakes: one byte per step, no sleeps.
-struct pipe_pair {
-  int read_end = -1;
-  int write_end = -1;
-  pipe_pair() {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    read_end = fds[0];
-    write_end = fds[1];
-  }
-  ~pipe_pair() {
-    ::close(read_end);
-    ::close(write_end);
-  }
-  void send(char c) const { REQUIRE(::write(write_end, &c, 1) == 1); }
-  char receive() const {
-    char c = 0;
-    ssize_t n;
-    do {
-      n = ::read(read_end, &c, 1);
-    } while (n < 0 && errno == EINTR);
-    return n == 1 ? c : '\0';
-  }
-};
-
-// Runs `body` in a forked child that calls only segment code and then _exit()s; it never returns
-// into Catch and never touches RocksDB.
-pid_t fork_child(const std::function<int()>& body) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int code = 3;
-    try {
-      code = body();
-    } catch (...) {
-      code = 2;
-    }
-    ::_exit(code);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // True once thread `tid` of this process sits in the futex system call.
 bool in_futex_wait(pid_t tid) {
   std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
@@ -170,6 +116,24 @@ TEST_CASE("readiness segment: attach creates dix/ 0700 and the files 0600 with t
     CHECK(bytes.substr(40, 88) == std::string(88, '\0'));
     CHECK(bytes.substr(128) == std::string(64 * 128, '\0'));
   }
+}
+
+TEST_CASE("readiness segment: a dix/ that is a symlink or a file is refused with io_error naming the path", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", home / "dix");
+  auto linked = readiness_segment::attach(home, 64);
+  REQUIRE_FALSE(linked);
+  CHECK(linked.error().value() == errc::io_error);
+  CHECK_THAT(linked.error().message(), Catch::Contains("expected a directory (not a symlink) at " +
+                                                      (fs::canonical(home) / "dix").string()));
+  CHECK(fs::is_empty(dir / "elsewhere"));  // nothing was created through the link
+  fs::remove(home / "dix");
+  std::ofstream(home / "dix") << "x";
+  auto file = readiness_segment::attach(home, 64);
+  REQUIRE_FALSE(file);
+  CHECK(file.error().value() == errc::io_error);
 }
 
 TEST_CASE("readiness segment: a claim writes the id, its length and bumps both change counters", "[adapter][segment]") {

@@ -14,30 +14,9 @@
 #include <rocksdb/db.h>
 
 #include "adapters/primary_store_impl.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dix::test {
-
-// A fresh directory, removed at scope exit.
-class temp_dir {
- public:
-  temp_dir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("dix-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline store_options options(const std::string& log = "main") {
   store_options o;
