@@ -214,7 +214,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     transient_fault(false, "reading the condemnation marker: " + records.error().message(), out, now);
     return out;
   }
-  meta_read_ = true;
+  acquisition_ = acquisition::verifying;
   records_ = *records;
   marker_known_ = records_.condemned;
   // Step 5: an inherited `unavailable` is latched; the index is released and left alone.
@@ -280,9 +280,9 @@ void runner_core::retry(effects& out) {
     return;
   }
   pending_retry_ = false;
-  if (!epoch_persisted_) {
+  if (acquisition_ == acquisition::minting) {
     out.push_back(fx::persist_epoch{epoch_, gen_});
-  } else if (!meta_read_) {
+  } else if (acquisition_ == acquisition::reading_meta) {
     out.push_back(fx::read_meta{gen_});
   } else if (!offered_.empty()) {
     out.push_back(fx::open_log{gen_, offered_.back().through});
@@ -335,8 +335,8 @@ effects runner_core::on_lock_acquired(steady_time now) {
   }
   ++gen_;
   owner_ = true;
-  epoch_persisted_ = false;
-  meta_read_ = acquired_ = marker_known_ = marker_pending_ = settle_pending_ = settle_wanted_ = ready_after_settle_ = false;
+  acquisition_ = acquisition::minting;
+  marker_known_ = marker_pending_ = settle_pending_ = settle_wanted_ = ready_after_settle_ = false;
   state_ = runner_state::running;
   out.push_back(fx::mint_epoch{});
   return out;
@@ -382,7 +382,7 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
     out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
     return out;
   }
-  epoch_persisted_ = true;
+  acquisition_ = acquisition::reading_meta;
   (void)now;
   if (!proxy_up_) {
     pending_retry_ = true;
@@ -407,7 +407,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   if (!installed_) {
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
-      if (!acquired_ && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
+      if (acquisition_ != acquisition::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
         // §9.2 step 8: the index was made by another registration (or by none we know of).
         condemn(readiness_reason::registration_changed,
                 records_.fingerprint ? "the index was made by a registration with another fingerprint"
@@ -500,7 +500,7 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     return out;
   }
   installed_ = true;
-  acquired_ = true;
+  acquisition_ = acquisition::acquired;
   if (offered_.empty() || offered_.back().through != *installed) {
     offered_.clear();
     offered_.push_back(offered_entry{*installed, 0, 0, true, now});
@@ -727,7 +727,7 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
   }
   release_phase_ = release_phase::none;
   owner_ = false;
-  epoch_persisted_ = false;
+  acquisition_ = acquisition::minting;
   ++gen_;
   out.push_back(fx::release_lock{});
   if (stopping_) {
@@ -769,7 +769,7 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     // backend's late work (a successor mints a larger one, backends check is_owner_epoch).
     release_phase_ = release_phase::none;
     owner_ = false;
-    epoch_persisted_ = false;
+    acquisition_ = acquisition::minting;
     unquiesced_ = true;
     out.push_back(fx::release_lock{});
     if (stopping_) {

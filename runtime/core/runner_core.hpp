@@ -210,12 +210,16 @@ class runner_core {
   enum class release_phase : std::uint8_t { none, awaiting_proxy, flushing, shutting_down, held };
   release_phase release_phase_ = release_phase::none;
   bool initial_pending_ = false;  // built from sequence 1: durable may be absent until a barrier
-  bool epoch_persisted_ = false;  // epoch/<id> of the current epoch is durable (§9.3)
+  // How far this ownership's acquisition (§9.2) has come; each step needs the one before.
+  // minting: the epoch is not yet durable in epoch/<id> (§9.3), no backend call may use it.
+  // reading_meta: persisted; the marker, fingerprint and slot are being read (step 3).
+  // verifying: read; the durable cursor is being read, checked and installed (step 8).
+  // acquired: a first cursor is installed: acquisition is over, the fingerprint was checked.
+  enum class acquisition : std::uint8_t { minting, reading_meta, verifying, acquired };
+  acquisition acquisition_ = acquisition::minting;
   bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
   bool pending_retry_ = false;     // a retry waits for a child to come back
   bool unquiesced_ = false;        // released without a shutdown (the proxy escalated): stop fails
-  bool meta_read_ = false;         // this ownership read the marker and fingerprint (§9.2 step 3)
-  bool acquired_ = false;          // this ownership installed its first cursor: acquisition is over
   meta_records records_;
   bool marker_known_ = false;      // this ownership found or wrote condemned/<id> (§10.4)
   bool marker_pending_ = false;    // a marker write is in flight; the publication waits for it
