@@ -74,9 +74,12 @@ result<wal_transaction> rocksdb_log_source::open(std::uint64_t sequence, index_t
   continuity_.expect_exact(sequence, time);
   auto first = read_current();
   if (!first || !*first) {
+    auto status = iterator_->status();
     iterator_.reset();
     if (!first) return first.error();
-    // Only a recovery marker was there: nothing at `sequence` yet.
+    // Only recovery markers were there: a failure met while stepping over them, else nothing at
+    // `sequence` yet.
+    if (!status.ok() && !status.IsTryAgain()) return iterator_failure(status, sequence);
     return error{errc::log_retention, "no retained WAL batch at sequence " + std::to_string(sequence) +
                                           " (latest " + std::to_string(impl_.db->GetLatestSequenceNumber()) + ")"};
   }

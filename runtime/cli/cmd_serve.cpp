@@ -114,6 +114,40 @@ void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
 
 }  // namespace
 
+// Opens catalogue index databases early, one thread each (rocksdb_index_backend::open()).
+class early_opens {
+ public:
+  explicit early_opens(const printer& out) : out_(out) {}
+  ~early_opens() { join(); }
+  early_opens(const early_opens&) = delete;
+  early_opens& operator=(const early_opens&) = delete;
+
+  // Starts one open per index unless they were started already.
+  void start(const std::vector<catalogue_index>& indexes) {
+    if (started()) return;
+    for (const auto& ix : indexes) {
+      threads_.emplace_back([this, id = ix.id, backend = ix.backend] {
+        auto opened = backend->open();
+        if (opened) {
+          out_.phase("index-open " + id);
+        } else {
+          out_.line("serve: early open of " + id + " failed (retried at acquisition): " + opened.error().to_string());
+        }
+      });
+    }
+  }
+  bool started() const noexcept { return !threads_.empty(); }
+  // Waits for every open started; start() may then open again.
+  void join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  const printer& out_;
+  std::vector<std::thread> threads_;
+};
+
 int run_serve(const std::vector<std::string>& argv) {
   std::string problem;
   auto a = args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
@@ -138,31 +172,17 @@ int run_serve(const std::vector<std::string>& argv) {
   const auto path = dir / "primary";
   out.phase("start");
 
-  // The index backends exist before the store is ours: once it is, each index database opens on
-  // a thread of its own, so their recoveries overlap the store's (the runner would otherwise
-  // open them one step later, at acquisition). A failed early open is only late: the
+  // The index backends exist before the store is ours: once it is granted, each index database
+  // opens on a thread of its own, so their recoveries overlap the store's (the runner would
+  // otherwise open them one step later, at acquisition). A failed early open is only late: the
   // acquisition opens the database again.
   auto indexes = make_catalogue_indexes(dir);
   if (!indexes) {
     std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
     return exit_error;
   }
-  std::vector<std::thread> early_opens;
-  auto open_indexes_early = [&] {
-    for (const auto& ix : *indexes) {
-      early_opens.emplace_back([&out, id = ix.id, backend = ix.backend] {
-        auto opened = backend->open();
-        out.phase("index-open " + id);
-        if (!opened) out.line("serve: early open of " + id + " failed (retried at acquisition): " + opened.error().to_string());
-      });
-    }
-  };
-  struct joiner {
-    std::vector<std::thread>& threads;
-    ~joiner() {
-      for (auto& t : threads) t.join();
-    }
-  } join_early_opens{early_opens};
+  early_opens opens(out);
+  std::string replace_error;
 
   store_options so;
   so.log_name = "main";
@@ -172,13 +192,25 @@ int run_serve(const std::vector<std::string>& argv) {
   std::uint64_t waits = 0;
   standby_events events;
   events.waiting = [&] {
+    if (opens.started()) {
+      // Another process won the store after our grant: close what we opened early (the backends
+      // are replaced by unopened ones), or the winner could not open its index databases.
+      opens.join();
+      indexes->clear();
+      auto fresh = make_catalogue_indexes(dir);
+      if (fresh) {
+        *indexes = std::move(*fresh);
+      } else {
+        replace_error = fresh.error().to_string();
+      }
+    }
     ++waits;
     out.line("serve: standby, waiting for " + path.string());
     out.phase("waiting");
   };
   events.granted = [&] {
     out.phase("granted");
-    open_indexes_early();
+    if (replace_error.empty()) opens.start(*indexes);
   };
   auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
   if (!store && !standby && store.error().message().find("While lock file") != std::string::npos) {
@@ -191,8 +223,12 @@ int run_serve(const std::vector<std::string>& argv) {
     std::cerr << "dix serve: " << store.error().to_string() << "\n";
     return exit_error;
   }
+  if (!replace_error.empty()) {
+    std::cerr << "dix serve: " << replace_error << "\n";
+    return exit_error;
+  }
   out.phase("store");
-  if (!standby) open_indexes_early();
+  opens.start(*indexes);  // an owner, or a standby that found the store free: open them now
   if (auto ok = (*store)->create_table(products_table); !ok) {
     std::cerr << "dix serve: " << ok.error().to_string() << "\n";
     return exit_error;
@@ -212,6 +248,7 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("registered");
+  opens.join();  // the acquisition needs the databases anyway; no early open outlives the runtime
   auto view = segment_view::open(path);
   if (!view || !*view) {
     std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "

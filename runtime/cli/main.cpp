@@ -40,7 +40,7 @@ commands:
          --standby is not given.
   bench  wal [--records N] [--rounds R] [--dir DIR] [--json FILE]
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
-  bench  catchup [--records N] [--dir DIR] [--json FILE] [--turn-ms MS] [--chunk-records N]
+  bench  catchup [--records N] [--dir DIR] [--json FILE] [--timeout S] [--turn-ms MS] [--chunk-records N]
          [--actor-threads T] [--scheduler sharing|stealing]
          Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
          RocksDB ingest of the same entries; peak RSS.

@@ -148,3 +148,55 @@ TEST_CASE("behaviour 14: a standby process takes the store over after the owner'
   CHECK_THAT(verify.out, Catch::Contains("verify by-category: OK"));
   CHECK_THAT(verify.out, Catch::Contains("verify by-brand: OK"));
 }
+
+TEST_CASE("two standbys: the one that loses the store after its grant closes the index databases it opened "
+          "early, so the winner acquires, and later takes over itself",
+          "[adapter][failover]") {
+  temp_dir dir;
+  const auto serve_dir = (dir / "serve").string();
+  const auto home = dir / "serve" / "primary";
+
+  auto owner = child_process::spawn(serve_argv(serve_dir, false)).value();
+  REQUIRE(owner.wait_line("serve: owner of", in_30s()));
+  auto owner_epoch = dix::cli::wait_ready(home, catalogue_ids, 0, in_30s());
+  REQUIRE(owner_epoch);
+  std::vector<child_process> standbys;
+  for (int i = 0; i < 2; ++i) {
+    standbys.push_back(child_process::spawn(serve_argv(serve_dir, true)).value());
+    REQUIRE(standbys.back().wait_line("serve: standby, waiting for", in_30s()));
+  }
+
+  // Both are granted when the owner dies and both start opening the index databases; one opens
+  // the store, the other goes back to waiting and must let go of what it opened.
+  REQUIRE(::kill(owner.pid(), SIGKILL) == 0);
+  owner.reap(0);
+  auto first = dix::cli::wait_ready(home, catalogue_ids, *owner_epoch, in_30s());
+  INFO((first ? std::string() : first.error().to_string()));
+  REQUIRE(first);
+  // "took over" is printed before the runtime exists, so before `ready`: it is in the pipe now.
+  auto took_over = [](child_process& c) {
+    return c.wait_line("serve: took over", std::chrono::steady_clock::now() + 5ms).has_value();
+  };
+  const bool zero_won = took_over(standbys[0]);
+  const bool one_won = took_over(standbys[1]);
+  REQUIRE(zero_won != one_won);
+  auto& winner = zero_won ? standbys[0] : standbys[1];
+  auto& loser = zero_won ? standbys[1] : standbys[0];
+
+  // The loser waits again; when the winner dies it takes over under a still larger epoch.
+  winner.reap(SIGKILL);
+  auto second = dix::cli::wait_ready(home, catalogue_ids, *first, in_30s());
+  INFO((second ? std::string() : second.error().to_string()));
+  REQUIRE(second);
+  CHECK(*second > *first);
+  // "after 2 wait(s)" when it was granted and lost the race (the case this test is for), "after
+  // 1" when the winner had the store before the loser's probe was granted.
+  auto loser_line = loser.wait_line("serve: took over", in_30s());
+  REQUIRE(loser_line);
+  std::cout << "two standbys: the loser " << *loser_line << "\n";
+  loser.reap(SIGKILL);
+
+  auto verify = dix::test::run({DIX_BINARY, "demo", "--dir", serve_dir, "--records", "10", "--rate", "0"}, dir.path());
+  INFO(verify.out << verify.err);
+  REQUIRE(verify.exit_code == 0);
+}

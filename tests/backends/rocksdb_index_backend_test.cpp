@@ -408,9 +408,11 @@ TEST_CASE("rocksdb index: torn WAL tails over many reopens never lose a barrier'
   // it, deliver from there (as the runtime resumes), make some batches durable with a barrier,
   // apply more without one, drop the backend (no shutdown: a crash leaves the same files), then
   // cut the newest WAL file somewhere after the barrier's bytes — the torn tail a SIGKILL in the
-  // middle of a WAL write leaves. (Run with avoid_flush_during_recovery, the torn files would stay
-  // and every later recovery read past them; it passed that way too — see decision 0006 for why
-  // the option is not taken.)
+  // middle of a WAL write leaves. What it pins: a torn tail never splits a batch's entries from
+  // its cursor and never takes a barrier's work with it. Not what it pins: that the barrier
+  // synced (no OS crash here; the cut never reaches the barrier's bytes). Run with
+  // avoid_flush_during_recovery, the torn files would stay and every later recovery read past
+  // them; it passed that way too — decision 0006 says why the option is not taken.
   temp_dir dir;
   rocksdb_index_options o;
   o.path = dir / "index";
