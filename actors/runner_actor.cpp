@@ -130,7 +130,20 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   // A dying runner keeps its lock entry: its supervisor, as the lock holder, quiesces the backend
   // and only then releases the entry (actors.md §3), so no successor overlaps unfinished work.
   return {
-    [self](wake& m) { apply(self, self->state.core->on_wake(m.flags, now_of(self))); },
+    [self](wake& m) {
+      auto& st = self->state;
+      auto flags = m.flags;
+      if ((flags & wake_flag::rebuild) != 0) {
+        // §11.2: the owner consumes the request; a dormant runner acquires only while no runner
+        // of this process owns the id (it never contends with an owner, §9.5).
+        if (st.core->takes_rebuild_request()) {
+          if (st.deps.slot->consume_rebuild_request()) apply(self, st.core->on_rebuild_requested(now_of(self)));
+        }
+        if (st.core->owner() || st.deps.lock->owned(st.deps.id)) flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
+        if (flags == 0) return;
+      }
+      apply(self, st.core->on_wake(flags, now_of(self)));
+    },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
     [self](lock_acquired& m) {
       auto& core = *self->state.core;
@@ -169,7 +182,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](meta_state& m) {
       auto& st = self->state;
       result<meta_records> records = m.error ? result<meta_records>(to_dix_error(m.error)) : result<meta_records>(meta_records{m.condemned, m.fingerprint});
-      apply(self, st.core->on_meta_state(m.gen, records, st.deps.slot->read(), now_of(self)));
+      // §9.2 step 3: the request is consumed only by the acquisition that takes this answer.
+      const bool requested = records && st.core->awaits_meta(m.gen) && st.deps.slot->consume_rebuild_request();
+      apply(self, st.core->on_meta_state(m.gen, records, st.deps.slot->read(), now_of(self), requested));
     },
     [self](state_change_msg& m) { apply(self, self->state.core->on_state_change(m.to_state_change(), now_of(self))); },
     [](coverage_query&) {},

@@ -16,6 +16,9 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+
+#include <atomic>
+#include <thread>
 #include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -157,6 +160,37 @@ struct runtime::impl {
     std::make_shared<std::vector<std::shared_ptr<runner_cell>>>();
   bool stopping = false;
   std::optional<shared_future<void>> stop_future;
+  // The watcher (protocol.md §9.1): wakes local runners for rebuild requests in the segment.
+  std::thread watcher;
+  std::atomic<bool> watcher_stop{false};
+
+  void wake_id(const std::string& id, std::uint8_t flags) {  // caller holds mutex
+    auto it = cells.find(id);
+    if (it == cells.end()) return;
+    if (auto r = it->second->get()) caf::anon_send(r, dix::wake{flags});
+  }
+
+  // Sleeps on the segment's change counter (futex; any process's change wakes it, so does
+  // stop_watcher) with max_flush_age as the bound, and wakes the runner of every id whose slot
+  // holds a rebuild request. Coverage demand joins it with coverage (§12.6).
+  void watch() {
+    auto seen = segment->segment_change_counter();
+    while (!watcher_stop.load(std::memory_order_acquire)) {
+      {
+        std::lock_guard g(mutex);
+        for (const auto& [id, e] : entries) {
+          if (e->slot->rebuild_requested()) wake_id(id, wake_flag::rebuild);
+        }
+      }
+      seen = segment->wait_change(seen, options.runner.max_flush_age);
+    }
+  }
+  void stop_watcher() {
+    if (!watcher.joinable()) return;
+    watcher_stop.store(true, std::memory_order_release);
+    segment->notify();  // one header change: this watcher, and any other process's, looks once more
+    watcher.join();
+  }
 
   void publish_runners() {  // caller holds mutex
     auto list = std::make_shared<std::vector<std::shared_ptr<runner_cell>>>();
@@ -213,6 +247,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   p->cfg = std::make_unique<runtime_config>(options.actor_threads, options.scheduler);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
   p->supervisor = spawn_supervisor(*p->sys, p->registry);
+  p->watcher = std::thread([raw = p.get()] { raw->watch(); });  // joined by ~runtime before p goes
   std::weak_ptr<impl> weak = p;
   for (auto& s : p->stores) {
     p->listeners.push_back(add_commit_listener(*s, [weak](const commit_event& e) {
@@ -229,6 +264,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
 runtime::~runtime() {
   auto done = stop();
   done.wait();
+  impl_->stop_watcher();
   for (std::size_t i = 0; i < impl_->stores.size() && i < impl_->listeners.size(); ++i) {
     remove_commit_listener(*impl_->stores[i], impl_->listeners[i]);
   }
@@ -318,6 +354,7 @@ result<registration_handle> runtime::register_index(registration r) {
   rd.id = id;
   rd.config.options = runner_opts;
   rd.config.fingerprint = *fingerprint;
+  rd.config.rebuildable = r.backend->supports_reset();
   std::uint64_t ttl_ms = 600000;
   for (const auto& s : logs) {
     auto ttl = primary_store_access::get(*s).options.wal_ttl_s;
@@ -401,6 +438,17 @@ shared_future<void> registration_handle::unregister() {
 }
 
 void runtime::wake() { impl_->wake_all(wake_flag::commit); }
+
+bool runtime::request_rebuild(std::string_view id) {
+  std::lock_guard g(impl_->mutex);
+  if (impl_->stopping) return false;
+  auto it = impl_->entries.find(std::string(id));
+  if (it == impl_->entries.end() || it->second->unregistered) return false;
+  if (!it->second->reg.backend->supports_reset()) return false;
+  it->second->slot->request_rebuild();  // stores the flag and notifies (the watchers see it)
+  impl_->wake_id(it->first, wake_flag::rebuild);
+  return true;
+}
 
 std::optional<runner_status> runtime::status(std::string_view id) const {
   std::lock_guard g(impl_->mutex);

@@ -61,7 +61,7 @@ class process_lock_table final : public runner_lock {
   void release(const std::string& id, std::uint64_t requester) override;
 
   // Whether some requester of this process owns `id`.
-  bool owned(const std::string& id) const;
+  bool owned(const std::string& id) const override;
 
   const std::filesystem::path& directory() const noexcept { return dix_dir_; }
   // `<dix>/runner/<id>.lock`.

@@ -434,6 +434,8 @@ void segment_slot::request_rebuild() {
   changed();
 }
 
+bool segment_slot::rebuild_requested() const noexcept { return load<std::uint32_t>(base(), s_rebuild_request) != 0; }
+
 bool segment_slot::consume_rebuild_request() {
   auto was = __atomic_exchange_n(field<std::uint32_t>(base(), s_rebuild_request), 0u, __ATOMIC_ACQ_REL);
   if (was != 0) changed();
@@ -569,6 +571,11 @@ std::uint64_t readiness_segment::wait_change(std::uint64_t seen, milliseconds ti
   return wait_counter(mapping_->base(), h_change_counter, seen, timeout);
 }
 
+void readiness_segment::notify() noexcept {
+  __atomic_fetch_add(field<std::uint64_t>(mapping_->base(), h_change_counter), 1, __ATOMIC_RELEASE);
+  wake_all(mapping_->base(), h_change_counter);
+}
+
 // ---------------------------------------------------------------------------------------------
 // segment_view
 
@@ -671,6 +678,25 @@ result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
   auto r = (*view)->read(*index);
   if (!*attached) return readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
   return r;
+}
+
+result<bool> request_rebuild(const fs::path& home_db, std::string_view id) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "request_rebuild: backend id \"" + escape_bytes(id) +
+                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
+  }
+  auto view = segment_view::open(home_db, segment_view::access::read_write);
+  if (!view) return view.error();
+  if (!*view) {
+    return error{errc::not_registered, "request_rebuild: " + home_db.string() + " has no readiness segment"};
+  }
+  auto index = (*view)->find(id);
+  if (!index) {
+    return error{errc::not_registered, "request_rebuild: backend id \"" + std::string(id) +
+                                           "\" has no slot in the readiness segment of " + home_db.string()};
+  }
+  (*view)->slot(*index)->request_rebuild();
+  return true;
 }
 
 }  // namespace dix

@@ -64,8 +64,9 @@ class segment_slot final : public readiness_slot {
   index_time_t coverage_time() const noexcept;
   // Anyone: stores rebuild_request = 1 (release).
   void request_rebuild();
+  bool rebuild_requested() const noexcept override;  // acquire
   // Owner: exchange(0) (acq_rel); true if a request was pending.
-  bool consume_rebuild_request();
+  bool consume_rebuild_request() override;
   // Waiters raise (CAS max), the owner clears with the value it saw (CAS to 0; false if a
   // waiter raised it meanwhile).
   index_time_t coverage_demand() const noexcept;
@@ -114,6 +115,8 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
   std::uint64_t segment_change_counter() const noexcept;  // acquire
   // As segment_slot::wait_change, on the header's segment_change_counter.
   std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+  // Bumps segment_change_counter and wakes its waiters (a runtime's watcher leaving).
+  void notify() noexcept;
   // `realpath(home_db)/dix`.
   const std::filesystem::path& directory() const noexcept { return directory_; }
 

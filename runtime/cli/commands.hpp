@@ -19,6 +19,7 @@ int run_wal(const std::vector<std::string>& argv);
 int run_write(const std::vector<std::string>& argv);
 int run_demo(const std::vector<std::string>& argv);
 int run_status(const std::vector<std::string>& argv);
+int run_rebuild(const std::vector<std::string>& argv);
 int run_serve(const std::vector<std::string>& argv);
 
 }  // namespace dix::cli

@@ -28,6 +28,10 @@ commands:
          readiness segment; never opens the store. No lag: only a runtime knows it. --watch
          reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
          layout. `dix status --help` for more.
+  rebuild --db PATH ID
+         Asks the owner of index ID for a rebuild through the readiness segment, from any
+         process; never opens the store. Until rebuild exists the owner condemns the index
+         (`needs-rebuild`, reason `rebuild-requested`). Exit 1 when ID has no slot.
   serve  --dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
          [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   if (command == "write") return dix::cli::run_write(args);
   if (command == "demo") return dix::cli::run_demo(args);
   if (command == "status") return dix::cli::run_status(args);
+  if (command == "rebuild") return dix::cli::run_rebuild(args);
   if (command == "serve") return dix::cli::run_serve(args);
   if (command == "bench") return dix::bench::run(args);
   std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;

@@ -207,7 +207,7 @@ effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, 
 }
 
 effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot,
-                                   steady_time now) {
+                                   steady_time now, bool rebuild_requested) {
   effects out;
   if (!current(gen) || release_phase_ != release_phase::none) return out;
   if (!records) {
@@ -217,6 +217,12 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
   acquisition_ = acquisition::verifying;
   records_ = *records;
   marker_known_ = records_.condemned;
+  // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4) — until rebuild
+  // exists, the index is condemned with rebuild-requested and parks; the marker keeps the request.
+  if (rebuild_requested && config_.rebuildable) {
+    condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
+    return out;
+  }
   // Step 5: an inherited `unavailable` is latched; the index is released and left alone.
   if (slot.state == readiness_state::unavailable) {
     message_ = "the slot says unavailable (" + std::string(to_string(slot.reason)) + ")";
@@ -302,8 +308,9 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   const bool system_only = commit && (flags & wake_flag::system) != 0;
   if (!owner_) {
     if (state_ != runner_state::dormant) return out;  // waiting for the lock already
-    // Dormant: system commits, backend and timer wakes do not start an acquisition (§8.3).
-    const bool starts = (commit && !system_only) || (flags & wake_flag::coverage) != 0;
+    // Dormant: system commits, backend and timer wakes do not start an acquisition (§8.3); a
+    // rebuild wake does (the actor passes one only while no runner of the process owns the id).
+    const bool starts = (commit && !system_only) || (flags & (wake_flag::coverage | wake_flag::rebuild)) != 0;
     if (!starts) return out;
     state_ = runner_state::waiting_lock;
     out.push_back(fx::request_lock{});
@@ -319,6 +326,22 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   } else if (system_only && state_ != runner_state::idle) {
     more_ = true;  // progress only, but it moves the cursor when read
   }
+  return out;
+}
+
+bool runner_core::takes_rebuild_request() const noexcept {
+  return owner_ && !stopping_ && !parked_ && release_phase_ == release_phase::none &&
+         acquisition_ == acquisition::acquired && config_.rebuildable;
+}
+
+bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
+  return current(gen) && release_phase_ == release_phase::none && acquisition_ == acquisition::reading_meta;
+}
+
+effects runner_core::on_rebuild_requested(steady_time now) {
+  effects out;
+  if (!takes_rebuild_request()) return out;
+  condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
   return out;
 }
 

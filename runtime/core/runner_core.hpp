@@ -54,6 +54,7 @@ inline constexpr std::uint8_t system = 2;  // with commit: the commit was a syst
 inline constexpr std::uint8_t backend = 4;
 inline constexpr std::uint8_t timer = 8;
 inline constexpr std::uint8_t coverage = 16;
+inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is set (§11.2)
 }  // namespace wake_flag
 
 enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry };
@@ -74,7 +75,8 @@ struct flush { std::uint64_t gen; flush_reason reason; };
 struct shutdown { epoch_t epoch; };
 struct publish { readiness_state state; readiness_reason reason; std::uint32_t attempts; };
 // Read condemned/<id> and registration/<id> from the home store (§9.2 step 3); answer with
-// on_meta_state, passing the slot's readiness as read now.
+// on_meta_state, passing the slot's readiness as read now and, when the read succeeded, whether
+// a rebuild request was consumed (exchange(0) on the slot).
 struct read_meta { std::uint64_t gen; };
 // Write condemned/<id> (sync) before the condemnation is published (§10.4); on_marker_written.
 struct write_marker { std::uint64_t gen; };
@@ -133,6 +135,9 @@ class runner_core {
     // stored one (§9.2 step 8) and the first durable advance of a build writes it (settle).
     // Unset (core and actor tests that model no metadata): neither happens.
     std::optional<std::uint64_t> fingerprint;
+    // The backend implements reset (§11.1): a consumed rebuild request starts a rebuild — until
+    // rebuild exists, condemns with rebuild-requested and parks, as every rebuild trigger does.
+    bool rebuildable = false;
   };
   explicit runner_core(config c);
 
@@ -143,8 +148,19 @@ class runner_core {
   effects on_lock_failed(const error& e, steady_time now);
   effects on_epoch_minted(epoch_t epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
-  // §9.2 steps 3, 5–7: the marker and fingerprint records, and the slot's readiness as found.
-  effects on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot, steady_time now);
+  // §9.2 steps 3–7: the marker and fingerprint records, the slot's readiness as found, and
+  // whether this acquisition consumed a rebuild request.
+  effects on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot, steady_time now,
+                        bool rebuild_requested = false);
+  // The owner consumed the slot's rebuild request at a wake (§11.2). The actor consumes one only
+  // when takes_rebuild_request(); otherwise the flag stays for the acquisition's step 3 or a
+  // later wake (the watcher looks again at every segment change).
+  effects on_rebuild_requested(steady_time now);
+  bool takes_rebuild_request() const noexcept;
+  // Whether on_meta_state(gen, …) would be taken now: the actor consumes the slot's rebuild
+  // request for the acquisition only then, so a stale reply never swallows one.
+  bool awaits_meta(std::uint64_t gen) const noexcept;
+  bool owner() const noexcept { return owner_; }
   effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);

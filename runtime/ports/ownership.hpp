@@ -25,6 +25,8 @@ class runner_lock {
   virtual void acquire(const std::string& id, std::uint64_t requester, grant granted) = 0;
   // Releases ownership, or withdraws a pending request. Unknown requesters are ignored.
   virtual void release(const std::string& id, std::uint64_t requester) = 0;
+  // Whether some requester of this process owns `id` now.
+  virtual bool owned(const std::string& id) const = 0;
 };
 
 // A backend id's readiness slot (formats.md §4.3 fields the runner uses).
@@ -37,6 +39,10 @@ class readiness_slot {
   // Stores reason and attempts, then state (release order, formats.md §4.4), then notifies.
   virtual void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) = 0;
   virtual dix::readiness read() const noexcept = 0;
+  // rebuild_request (formats.md §4.3): anyone sets it; the owner consumes it with exchange(0)
+  // (protocol.md §9.2 step 3, §11.2). Both notify when they change it.
+  virtual bool rebuild_requested() const noexcept = 0;
+  virtual bool consume_rebuild_request() = 0;
 };
 
 }  // namespace dix

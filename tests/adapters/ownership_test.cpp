@@ -231,3 +231,48 @@ TEST_CASE("ownership: another process reads ready published by the owner, withou
   CHECK_THAT(out.out, Catch::Contains("\"attached\":true"));
   REQUIRE(rt->stop().get());
 }
+
+TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the idle owner through its watcher, without any commit (behaviour 20, until rebuild exists: condemned, marker first)", "[adapter][ownership][rebuild]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  rt->register_index(index_registration(make_index(dir / "other", "other"))).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  REQUIRE(wait_readiness(home, "other", is_ready));
+
+  // The runtime's own answers (§11.2): unknown id false; the free function refuses likewise.
+  CHECK_FALSE(rt->request_rebuild("nope"));
+  CHECK(request_rebuild(home, "nope").error().value() == errc::not_registered);
+  CHECK(request_rebuild(dir / "no-such-db", "by-value").error().value() == errc::not_registered);
+  CHECK(request_rebuild(home, ".bad").error().value() == errc::invalid_argument);
+
+  // Another process, idle owner, no commit: the watcher sees the flag and wakes the owner.
+  auto asked = test::run({DIX_BINARY, "rebuild", "--db", home.string(), "by-value"}, dir.path());
+  INFO(asked.out << asked.err);
+  REQUIRE(asked.exit_code == 0);
+  CHECK_THAT(asked.out, Catch::Contains("rebuild requested for by-value"));
+  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
+  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::rebuild_requested);
+  CHECK(read_meta(*store, "condemned/by-value").value());  // written before the publication
+  // Consumed: the flag is clear again (a read-write view of the slot says so).
+  auto view = segment_view::open(home, segment_view::access::read_write).value();
+  REQUIRE(view);
+  CHECK_FALSE(view->slot(*view->find("by-value"))->rebuild_requested());
+  CHECK(read_readiness(home, "other")->state == readiness_state::ready);  // the other index is untouched
+
+  // In-process, the same path; the answer after stop is false.
+  CHECK(rt->request_rebuild("other"));
+  REQUIRE(wait_readiness(home, "other", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
+  CHECK(read_readiness(home, "other")->reason == readiness_reason::rebuild_requested);
+  REQUIRE(rt->stop().get());
+  CHECK_FALSE(rt->request_rebuild("other"));
+
+  auto usage = test::run({DIX_BINARY, "rebuild", "--db", home.string()}, dir.path());
+  CHECK(usage.exit_code == 2);
+  auto unknown = test::run({DIX_BINARY, "rebuild", "--db", home.string(), "nope"}, dir.path());
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("has no slot"));
+}

@@ -505,3 +505,73 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   CHECK(caught_up.cursor_lag_ms == 0);
   CHECK(caught_up.lag_ms == 0);
 }
+
+TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-requested, marker first, and park until rebuild exists", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  REQUIRE(p.runner->takes_rebuild_request());
+  p.publications.clear();
+  p.store_rebuild_request();
+  CHECK_FALSE(p.slot_rebuild_request);  // consumed
+  CHECK(p.meta.condemned);              // the marker, before the publication
+  REQUIRE_FALSE(p.publications.empty());
+  CHECK(p.publications.front().state == readiness_state::needs_rebuild);
+  CHECK(p.publications.front().reason == readiness_reason::rebuild_requested);
+  CHECK(p.runner->state() == runner_state::needs_rebuild);
+  CHECK_FALSE(p.lock_held);
+  // Parked: later commits and requests change nothing; the flag stays for the future rebuild.
+  p.commit({test::put(sim_table, "b", "2")});
+  p.store_rebuild_request();
+  CHECK(p.slot_rebuild_request);
+  CHECK(p.runner->state() == runner_state::needs_rebuild);
+}
+
+TEST_CASE("runner: a request stored while nothing ran is consumed by the next acquisition (steps 3-4), and a dormant runner acquires for it without a commit", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.backend.durable());
+
+  // Stored while no runner ran (say by `dix rebuild` between two processes): the restarted
+  // runner consumes it at its acquisition, before it would verify the cursor.
+  p.restart_runner();
+  p.store_rebuild_request(false);
+  p.publications.clear();
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK_FALSE(p.slot_rebuild_request);
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::rebuild_requested));
+  CHECK_FALSE(published(p, readiness_state::ready, readiness_reason::none));
+
+  // A dormant runner woken by the watcher acquires without any commit and consumes it.
+  sim_pipeline q;
+  q.commit({test::put(sim_table, "a", "1")});
+  q.advance(milliseconds(1000));
+  q.restart_runner();
+  REQUIRE(q.runner->state() == runner_state::dormant);
+  q.publications.clear();
+  q.store_rebuild_request();
+  CHECK_FALSE(q.slot_rebuild_request);
+  CHECK(published(q, readiness_state::needs_rebuild, readiness_reason::rebuild_requested));
+}
+
+TEST_CASE("runner: a backend that cannot reset leaves the request alone and stays ready", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.rebuildable = false;
+  p.restart_runner();
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  CHECK_FALSE(p.runner->takes_rebuild_request());
+  p.store_rebuild_request();
+  CHECK(p.slot_rebuild_request);  // not consumed
+  CHECK(p.runner->state() == runner_state::idle);
+  CHECK(p.lock_held);
+  // An acquisition consumes it anyway (§9.2 step 3 consumes, step 4 needs a rebuildable
+  // backend): the index stays ready.
+  p.restart_runner();
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK_FALSE(p.slot_rebuild_request);
+  CHECK(p.publications.back().state == readiness_state::ready);
+}

@@ -61,7 +61,25 @@ class sim_pipeline final : public backend_host {
     c.options = options_;
     c.generation_base = (++incarnation_) << 32;
     c.fingerprint = sim_fingerprint;
+    c.rebuildable = rebuildable;
     runner = std::make_unique<runner_core>(c);
+  }
+
+  // Another process sets the slot's rebuild_request; the watcher wakes the runner, which the
+  // runner actor treats as it does: the owner consumes the request when it takes one, a dormant
+  // runner acquires while no runner owns the id, anyone else leaves the flag for later.
+  void store_rebuild_request(bool wake_runner = true) {
+    slot_rebuild_request = true;
+    if (!wake_runner) return;
+    post([this] {
+      if (runner->takes_rebuild_request()) {
+        if (!std::exchange(slot_rebuild_request, false)) return effects{};
+        return runner->on_rebuild_requested(time.steady_now());
+      }
+      if (runner->owner() || lock_held) return effects{};
+      return runner->on_wake(wake_flag::rebuild, time.steady_now());
+    });
+    run();
   }
 
   // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
@@ -130,6 +148,8 @@ class sim_pipeline final : public backend_host {
   static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
   epoch_t slot_epoch = 0;
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
+  bool slot_rebuild_request = false;  // the slot's rebuild_request: survives even a stale reset
+  bool rebuildable = true;            // the backend implements reset (applies at the next restart_runner)
   meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
@@ -207,7 +227,10 @@ class sim_pipeline final : public backend_host {
     auto gen = r.gen;
     auto records = meta;
     auto slot = slot_readiness;
-    post([this, gen, records, slot] { return runner->on_meta_state(gen, records, slot, time.steady_now()); });
+    post([this, gen, records, slot] {
+      const bool requested = runner->awaits_meta(gen) && std::exchange(slot_rebuild_request, false);
+      return runner->on_meta_state(gen, records, slot, time.steady_now(), requested);
+    });
   }
   void carry_out(fx::write_marker& w) {
     meta.condemned = true;

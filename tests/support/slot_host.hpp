@@ -27,6 +27,9 @@ class in_process_slot final : public readiness_slot {
     attempts_.store(attempts, std::memory_order_release);
     state_.store(static_cast<std::uint32_t>(state), std::memory_order_release);
   }
+  bool rebuild_requested() const noexcept override { return request_.load(std::memory_order_acquire); }
+  bool consume_rebuild_request() override { return request_.exchange(false, std::memory_order_acq_rel); }
+  void request_rebuild() { request_.store(true, std::memory_order_release); }
   dix::readiness read() const noexcept override {
     dix::readiness r;
     r.state = static_cast<readiness_state>(state_.load(std::memory_order_acquire));
@@ -39,6 +42,7 @@ class in_process_slot final : public readiness_slot {
  private:
   std::atomic<epoch_t> epoch_{0};
   std::atomic<std::uint32_t> state_{0}, reason_{0}, attempts_{0};
+  std::atomic<bool> request_{false};
 };
 
 

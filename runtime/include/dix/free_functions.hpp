@@ -17,4 +17,13 @@ namespace dix {
 // segment_layout_mismatch (a segment of another layout), io_error. Thread-safe; does not block.
 result<readiness> read_readiness(const std::filesystem::path& home_db, std::string_view id);
 
+// Asks for a rebuild of backend `id` from any process (api.md §7, protocol.md §11.2): maps the
+// segment read-write, stores rebuild_request = 1 in the id's slot and notifies; the owner's
+// watcher wakes it and it consumes the request, or the next acquisition does (the flag survives a
+// stale reset). true when stored. Fails invalid_argument (id outside the name rules),
+// not_registered (no segment, or no slot for `id`), segment_layout_mismatch, io_error. Until
+// rebuild exists, a consumed request condemns the index with `rebuild-requested` (it parks in
+// `needs-rebuild`).
+result<bool> request_rebuild(const std::filesystem::path& home_db, std::string_view id);
+
 }  // namespace dix

@@ -98,6 +98,12 @@ class runtime {
   std::optional<runner_status> status(std::string_view id) const;
   result<dix::readiness> readiness(std::string_view id) const;
   std::optional<runner_metrics> metrics(std::string_view id) const;
+  // protocol.md §11.2: false when `id` is not registered here, the runtime is stopped or the
+  // backend cannot reset; else stores rebuild_request in the id's slot, notifies, wakes the local
+  // runner and returns true. The owner — in this or another runtime — consumes the request at its
+  // next wake or acquisition. Until rebuild exists, a consumed request condemns the index with
+  // `rebuild-requested` and it parks in `needs-rebuild` (the marker keeps the request).
+  bool request_rebuild(std::string_view id);
   // Releases every id; succeeds only if every backend shutdown succeeded. Same future every call.
   shared_future<void> stop();
 
