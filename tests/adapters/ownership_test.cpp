@@ -276,3 +276,27 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the
   CHECK(unknown.exit_code == 1);
   CHECK_THAT(unknown.err, Catch::Contains("has no slot"));
 }
+
+TEST_CASE("ownership: a rebuild request made through the runtime that only waits reaches the owner of the other runtime", "[adapter][ownership][rebuild]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  rt1->register_index(index_registration(make_index(dir / "a"))).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  rt2->register_index(index_registration(make_index(dir / "b"))).value();
+  REQUIRE(waiting_behind_owner(home));
+  const auto e1 = read_readiness(home, "by-value")->owner_epoch;
+
+  CHECK(rt2->request_rebuild("by-value"));  // rt2's runner waits: the flag is for the owner
+  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
+  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::rebuild_requested);
+  CHECK(read_meta(*store, "condemned/by-value").value());
+  // The owner of epoch e1 consumed it; the waiter, handed the lock, found the slot condemned.
+  CHECK(rt1->status("by-value")->state == "needs-rebuild");
+  CHECK(read_readiness(home, "by-value")->owner_epoch >= e1);
+  REQUIRE(rt1->stop().get());
+  REQUIRE(rt2->stop().get());
+}
