@@ -189,7 +189,14 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](state_change_msg& m) { apply(self, self->state.core->on_state_change(m.to_state_change(), now_of(self))); },
     [](coverage_query&) {},
     [](coverage_demand&) {},
-    [](rebuild_request&) { return false; },
+    [self](rebuild_request&) {
+      // Only the retry of a held release after stop/unregister (§11.2 first row); requests to a
+      // registered id travel through the slot's flag and the watcher.
+      auto& st = self->state;
+      if (!st.core->holds_rejected_release()) return false;
+      apply(self, st.core->retry_release(now_of(self)));
+      return true;
+    },
     [self](child_down& m) { apply(self, self->state.core->on_child_down(m.kind, m.escalated, now_of(self))); },
     [self](child_up& m) {
       auto& d = self->state.deps;

@@ -440,6 +440,24 @@ shared_future<void> registration_handle::unregister() {
 void runtime::wake() { impl_->wake_all(wake_flag::commit); }
 
 bool runtime::request_rebuild(std::string_view id) {
+  runner_actor held;
+  {
+    std::lock_guard g(impl_->mutex);
+    auto it = impl_->entries.find(std::string(id));
+    if (it == impl_->entries.end()) return false;
+    if (impl_->stopping || it->second->unregistered) {
+      // §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps the
+      // lock retries its release only; the runner answers whether it holds one.
+      if (auto cell = impl_->cells.find(it->first); cell != impl_->cells.end()) held = cell->second->get();
+    }
+  }
+  if (held) {
+    bool retried = false;
+    caf::scoped_actor self{*impl_->sys};
+    self->request(held, std::chrono::seconds(10), dix::rebuild_request{dix::rebuild_source::local_call})
+      .receive([&](bool r) { retried = r; }, [](caf::error&) {});
+    return retried;
+  }
   std::lock_guard g(impl_->mutex);
   if (impl_->stopping) return false;
   auto it = impl_->entries.find(std::string(id));

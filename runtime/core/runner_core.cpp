@@ -338,6 +338,15 @@ bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
   return current(gen) && release_phase_ == release_phase::none && acquisition_ == acquisition::reading_meta;
 }
 
+effects runner_core::retry_release(steady_time now) {
+  effects out;
+  (void)now;
+  if (!holds_rejected_release() || !owner_) return out;
+  release_phase_ = release_phase::none;
+  begin_release(out);
+  return out;
+}
+
 effects runner_core::on_rebuild_requested(steady_time now) {
   effects out;
   if (!takes_rebuild_request()) return out;

@@ -176,6 +176,11 @@ class runner_core {
   effects on_timer(timer_kind kind, std::uint64_t gen, steady_time now);
   effects on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now);
   effects stop(steady_time now);
+  // §9.7, §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps
+  // the lock retries only its release (flush(shutdown) → shutdown(same epoch) → unlock); the
+  // backend must accept the retried shutdown. Empty unless the lock is held that way.
+  effects retry_release(steady_time now);
+  bool holds_rejected_release() const noexcept { return release_phase_ == release_phase::held && stopping_; }
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
   // failed request before the supervisor tells it.

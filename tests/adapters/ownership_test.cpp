@@ -300,3 +300,36 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
   REQUIRE(rt1->stop().get());
   REQUIRE(rt2->stop().get());
 }
+
+TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release; the waiting runtime then acquires, finds unavailable and needs a request of its own (behaviour 16, second half as far as rebuild allows)", "[adapter][ownership][stop][rebuild]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  auto refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
+  rt1->register_index(index_registration(refusing)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  refusing->refuse = true;
+  REQUIRE_FALSE(rt1->stop().get());
+  rt2->register_index(index_registration(make_index(dir / "b"))).value();
+  REQUIRE(waiting_behind_owner(home));  // the held lock: rt2 only waits
+  CHECK(rt2->request_rebuild("by-value"));
+  // The holder cannot take the request (it is not serving), so the lock stays where it was.
+  CHECK(waiting_behind_owner(home));
+
+  // The backend recovers; only the release is retried, through the stopped runtime.
+  refusing->refuse = false;
+  CHECK(rt1->request_rebuild("by-value"));
+  auto table = process_lock_table::for_home(home / "dix");
+  REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned || waiters == 0; }, 30s));
+  CHECK_FALSE(rt1->stop().get());  // still the same failing future
+  // rt2 acquired: the inherited `unavailable` is latched, then its own pending request revives it
+  // — until rebuild exists, as a condemnation with rebuild-requested.
+  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) {
+    return r.state == readiness_state::needs_rebuild && r.reason == readiness_reason::rebuild_requested;
+  }));
+  CHECK(rt1->request_rebuild("by-value") == false);  // nothing held any more
+  REQUIRE(rt2->stop().get());
+}
