@@ -134,12 +134,14 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto& st = self->state;
       auto flags = m.flags;
       if ((flags & wake_flag::rebuild) != 0) {
-        // §11.2: the owner consumes the request; a dormant runner acquires only while no runner
-        // of this process owns the id (it never contends with an owner, §9.5).
-        if (st.core->takes_rebuild_request()) {
-          if (st.deps.slot->consume_rebuild_request()) apply(self, st.core->on_rebuild_requested(now_of(self)));
+        switch (st.core->on_rebuild_wake(st.deps.lock->owned(st.deps.id))) {
+          case runner_core::rebuild_wake::consume:
+            if (st.deps.slot->consume_rebuild_request()) apply(self, st.core->on_rebuild_requested(now_of(self)));
+            flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
+            break;
+          case runner_core::rebuild_wake::acquire: break;  // on_wake starts the acquisition
+          case runner_core::rebuild_wake::ignore: flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild); break;
         }
-        if (st.core->owner() || st.deps.lock->owned(st.deps.id)) flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
         if (flags == 0) return;
       }
       apply(self, st.core->on_wake(flags, now_of(self)));

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <future>
 #include <map>
+#include <system_error>
 #include <mutex>
 #include <set>
 
@@ -172,19 +173,31 @@ struct runtime::impl {
 
   // Sleeps on the segment's change counter (futex; any process's change wakes it, so does
   // stop_watcher) with max_flush_age as the bound, and wakes the runner of every id whose slot
-  // holds a rebuild request. Coverage demand joins it with coverage (§12.6).
+  // holds a rebuild request — again only when that slot changed since (a runner that leaves the
+  // flag, being busy acquiring, publishes when done) or the wait timed out. Not while the runtime
+  // stops or the id unregisters. Coverage demand joins it with coverage (§12.6).
   void watch() {
+    std::map<std::string, std::uint64_t> woken;  // per id: the slot's change counter at the last wake
     auto seen = segment->segment_change_counter();
+    bool timed_out = false;
     while (!watcher_stop.load(std::memory_order_acquire)) {
       {
         std::lock_guard g(mutex);
         for (const auto& [id, e] : entries) {
-          if (e->slot->rebuild_requested()) wake_id(id, wake_flag::rebuild);
+          if (stopping || e->unregistered || !e->slot->rebuild_requested()) continue;
+          const auto counter = e->slot->change_counter();
+          auto last = woken.find(id);
+          if (!timed_out && last != woken.end() && last->second == counter) continue;
+          woken[id] = counter;
+          wake_id(id, wake_flag::rebuild);
         }
       }
-      seen = segment->wait_change(seen, options.runner.max_flush_age);
+      const auto now_seen = segment->wait_change(seen, options.runner.max_flush_age);
+      timed_out = now_seen == seen;
+      seen = now_seen;
     }
   }
+  ~impl() { stop_watcher(); }  // a backstop: ~runtime stops it first
   void stop_watcher() {
     if (!watcher.joinable()) return;
     watcher_stop.store(true, std::memory_order_release);
@@ -247,7 +260,6 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   p->cfg = std::make_unique<runtime_config>(options.actor_threads, options.scheduler);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
   p->supervisor = spawn_supervisor(*p->sys, p->registry);
-  p->watcher = std::thread([raw = p.get()] { raw->watch(); });  // joined by ~runtime before p goes
   std::weak_ptr<impl> weak = p;
   for (auto& s : p->stores) {
     p->listeners.push_back(add_commit_listener(*s, [weak](const commit_event& e) {
@@ -258,7 +270,13 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
       }
     }));
   }
-  return std::unique_ptr<runtime>(new runtime(std::move(p)));
+  std::unique_ptr<runtime> rt(new runtime(p));
+  try {
+    p->watcher = std::thread([raw = p.get()] { raw->watch(); });  // joined by ~runtime (and ~impl)
+  } catch (const std::system_error& e) {
+    return error{errc::io_error, std::string("runtime: cannot start the watcher thread: ") + e.what()};
+  }
+  return rt;
 }
 
 runtime::~runtime() {

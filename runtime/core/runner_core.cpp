@@ -219,7 +219,9 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
   marker_known_ = records_.condemned;
   // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4) — until rebuild
   // exists, the index is condemned with rebuild-requested and parks; the marker keeps the request.
-  if (rebuild_requested && config_.rebuildable) {
+  // An interrupted build from sequence 1 is a rebuild running: it absorbs the request (§11.2).
+  const bool building = slot.state == readiness_state::rebuilding && slot.reason == readiness_reason::cursor_missing;
+  if (rebuild_requested && config_.rebuildable && !building) {
     condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
     return out;
   }
@@ -334,6 +336,12 @@ bool runner_core::takes_rebuild_request() const noexcept {
          acquisition_ == acquisition::acquired && config_.rebuildable;
 }
 
+runner_core::rebuild_wake runner_core::on_rebuild_wake(bool owned_in_process) const noexcept {
+  if (takes_rebuild_request()) return rebuild_wake::consume;
+  if (!owner_ && !owned_in_process && state_ == runner_state::dormant && !parked_ && !stopping_) return rebuild_wake::acquire;
+  return rebuild_wake::ignore;
+}
+
 bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
   return current(gen) && release_phase_ == release_phase::none && acquisition_ == acquisition::reading_meta;
 }
@@ -350,6 +358,8 @@ effects runner_core::retry_release(steady_time now) {
 effects runner_core::on_rebuild_requested(steady_time now) {
   effects out;
   if (!takes_rebuild_request()) return out;
+  // A rebuild running absorbs the request (§11.2): the build from sequence 1 is one.
+  if (initial_pending_) return out;
   condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
   return out;
 }
@@ -406,10 +416,11 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
   effects out;
   if (!current(gen)) return out;
   if (!outcome) {
-    // Unlock without any backend call and try again after the backoff (§9.3).
+    // Unlock without any backend call and try again after the backoff (§9.3). Waiting-lock, as
+    // after a refused lock: no wake — a rebuild wake included — starts an acquisition sooner.
     owner_ = false;
     message_ = outcome.error().message();
-    state_ = runner_state::dormant;
+    state_ = runner_state::waiting_lock;
     out.push_back(fx::release_lock{});
     out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
     return out;

@@ -157,6 +157,12 @@ class runner_core {
   // later wake (the watcher looks again at every segment change).
   effects on_rebuild_requested(steady_time now);
   bool takes_rebuild_request() const noexcept;
+  // What a rebuild wake (the watcher saw the slot's flag) does: the owner consumes the flag (then
+  // on_rebuild_requested); a dormant runner acquires while no runner of this process owns the id
+  // (`owned_in_process`), so it never contends with an owner (§9.5) — its acquisition consumes the
+  // flag at step 3; anyone else leaves the flag alone.
+  enum class rebuild_wake : std::uint8_t { consume, acquire, ignore };
+  rebuild_wake on_rebuild_wake(bool owned_in_process) const noexcept;
   // Whether on_meta_state(gen, …) would be taken now: the actor consumes the slot's rebuild
   // request for the acquisition only then, so a stale reply never swallows one.
   bool awaits_meta(std::uint64_t gen) const noexcept;

@@ -2,6 +2,8 @@
 // few event sequences fed to the core by hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "core/runner_core.hpp"
 #include "support/sim_pipeline.hpp"
 
@@ -574,4 +576,38 @@ TEST_CASE("runner: a backend that cannot reset leaves the request alone and stay
   p.commit({test::put(sim_table, "b", "2")});
   CHECK_FALSE(p.slot_rebuild_request);
   CHECK(p.publications.back().state == readiness_state::ready);
+}
+
+TEST_CASE("runner: after a failed epoch write, wakes (a rebuild wake included) wait for the backoff", "[core][runner][rebuild]") {
+  runner_core::config c;
+  c.rebuildable = true;
+  runner_core core(c);
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  out = core.on_lock_acquired(now);
+  out = core.on_epoch_minted(1, now);
+  out = core.on_epoch_persisted(core.generation(), error{errc::io_error, "epoch write failed (test)"}, now);
+  REQUIRE(std::any_of(out.begin(), out.end(), [](const effect& e) { return std::holds_alternative<fx::release_lock>(e); }));
+  auto* timer = std::get_if<fx::arm_timer>(&out.back());
+  REQUIRE(timer);
+  CHECK(timer->kind == timer_kind::transient_retry);
+  // The watcher's wake (the mint changed the slot) must not start another acquisition at once.
+  CHECK(core.on_rebuild_wake(false) == runner_core::rebuild_wake::ignore);
+  CHECK(core.on_wake(wake_flag::rebuild, now).empty());
+  CHECK(core.on_wake(wake_flag::commit, now).empty());
+  // The timer does.
+  out = core.on_timer(timer_kind::transient_retry, timer->gen, now + c.options.rebuild_backoff);
+  REQUIRE_FALSE(out.empty());
+  CHECK(std::holds_alternative<fx::request_lock>(out.back()));
+}
+
+TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  REQUIRE(p.publications.back().state == readiness_state::rebuilding);
+  p.store_rebuild_request();
+  CHECK_FALSE(p.slot_rebuild_request);  // consumed, and nothing else
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK_FALSE(p.meta.condemned);
 }

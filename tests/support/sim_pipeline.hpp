@@ -72,12 +72,14 @@ class sim_pipeline final : public backend_host {
     slot_rebuild_request = true;
     if (!wake_runner) return;
     post([this] {
-      if (runner->takes_rebuild_request()) {
-        if (!std::exchange(slot_rebuild_request, false)) return effects{};
-        return runner->on_rebuild_requested(time.steady_now());
+      switch (runner->on_rebuild_wake(lock_held)) {
+        case runner_core::rebuild_wake::consume:
+          if (!std::exchange(slot_rebuild_request, false)) return effects{};
+          return runner->on_rebuild_requested(time.steady_now());
+        case runner_core::rebuild_wake::acquire: return runner->on_wake(wake_flag::rebuild, time.steady_now());
+        case runner_core::rebuild_wake::ignore: break;
       }
-      if (runner->owner() || lock_held) return effects{};
-      return runner->on_wake(wake_flag::rebuild, time.steady_now());
+      return effects{};
     });
     run();
   }

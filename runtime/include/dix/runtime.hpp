@@ -102,7 +102,9 @@ class runtime {
   // backend cannot reset; else stores rebuild_request in the id's slot, notifies, wakes the local
   // runner and returns true. The owner — in this or another runtime — consumes the request at its
   // next wake or acquisition. Until rebuild exists, a consumed request condemns the index with
-  // `rebuild-requested` and it parks in `needs-rebuild` (the marker keeps the request).
+  // `rebuild-requested` and it parks in `needs-rebuild` (the marker keeps the request); an index
+  // already parked keeps the flag for the next acquisition. On a stopped runtime or an
+  // unregistered id whose rejected shutdown keeps the lock, retries only that release (§9.7).
   bool request_rebuild(std::string_view id);
   // Releases every id; succeeds only if every backend shutdown succeeded. Same future every call.
   shared_future<void> stop();
