@@ -248,7 +248,6 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("registered");
-  opens.join();  // the acquisition needs the databases anyway; no early open outlives the runtime
   auto view = segment_view::open(path);
   if (!view || !*view) {
     std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
@@ -269,6 +268,7 @@ int run_serve(const std::vector<std::string>& argv) {
 
   std::atomic<bool> stop{false};
   std::thread watcher([&] { watch_readiness(out, **rt, **view, *indexes, stop); });
+  opens.join();  // after the watcher has its baseline; no early open outlives the runtime
   auto existing = highest_id(**store);
   std::string writer_error;
   std::thread writer;
