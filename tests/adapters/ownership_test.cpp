@@ -92,6 +92,26 @@ bool waiting_behind_owner(const std::filesystem::path& home) {
   return table->wait_until("by-value", [](bool owned, std::size_t waiters) { return owned && waiters == 1; }, 30s);
 }
 
+// Two runtimes of one process over one store; rt1 owns by-value through a backend whose
+// shutdown is then made to fail (the setup of behaviour 16).
+struct refused_shutdown {
+  temp_dir dir;
+  std::filesystem::path home = dir / "db";
+  std::shared_ptr<primary_store> store = test::open_store(home);
+  std::unique_ptr<runtime> rt1 = runtime::create({store}).value();
+  std::unique_ptr<runtime> rt2 = runtime::create({store}).value();
+  std::shared_ptr<refusing_backend> refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
+
+  refused_shutdown() {
+    rt1->register_index(index_registration(refusing)).value();
+    test::put_records(*store, "k", 5);
+    REQUIRE(wait_readiness(home, "by-value", is_ready));
+    refusing->refuse = true;
+  }
+  // rt2 registers the id too; it can only wait behind the held lock.
+  void register_second() { rt2->register_index(index_registration(make_index(dir / "b"))).value(); }
+};
+
 }  // namespace
 
 TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the other never contends, the handoff is immediate under a larger epoch (behaviour 13)", "[adapter][ownership]") {
@@ -190,31 +210,22 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
 }
 
 TEST_CASE("ownership: a rejected shutdown keeps the lock, publishes unavailable, shutdown-failed, and every stop returns the same failing future (behaviour 16, first half)", "[adapter][ownership][stop]") {
-  temp_dir dir;
-  const auto home = dir / "db";
-  auto store = test::open_store(home);
-  auto rt1 = runtime::create({store}).value();
-  auto rt2 = runtime::create({store}).value();
-  auto refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
-  rt1->register_index(index_registration(refusing)).value();
-  test::put_records(*store, "k", 5);
-  REQUIRE(wait_readiness(home, "by-value", is_ready));
-  refusing->refuse = true;
-  auto first = rt1->stop();
-  auto second = rt1->stop();
+  refused_shutdown f;
+  auto first = f.rt1->stop();
+  auto second = f.rt1->stop();
   REQUIRE_FALSE(first.get());
   CHECK(first.get().error().value() == errc::backend_failed);
   CHECK(&first.get() == &second.get());
-  auto r = read_readiness(home, "by-value").value();
+  auto r = read_readiness(f.home, "by-value").value();
   CHECK(r.state == readiness_state::unavailable);
   CHECK(r.reason == readiness_reason::shutdown_failed);
   // The lock stays held: another runtime of the process registering the id only waits.
-  rt2->register_index(index_registration(make_index(dir / "b"))).value();
-  test::put_records(*store, "more", 5);
-  rt2->wake();
-  CHECK(waiting_behind_owner(home));
-  CHECK_FALSE(rt2->metrics("by-value")->owner);
-  CHECK(read_readiness(home, "by-value")->state == readiness_state::unavailable);
+  f.register_second();
+  test::put_records(*f.store, "more", 5);
+  f.rt2->wake();
+  CHECK(waiting_behind_owner(f.home));
+  CHECK_FALSE(f.rt2->metrics("by-value")->owner);
+  CHECK(read_readiness(f.home, "by-value")->state == readiness_state::unavailable);
 }
 
 TEST_CASE("ownership: another process reads ready published by the owner, without a runtime (dix status)", "[adapter][ownership]") {
@@ -305,34 +316,25 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
 }
 
 TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release; the waiting runtime then acquires, finds unavailable and needs a request of its own (behaviour 16, second half as far as rebuild allows)", "[adapter][ownership][stop][rebuild]") {
-  temp_dir dir;
-  const auto home = dir / "db";
-  auto store = test::open_store(home);
-  auto rt1 = runtime::create({store}).value();
-  auto rt2 = runtime::create({store}).value();
-  auto refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
-  rt1->register_index(index_registration(refusing)).value();
-  test::put_records(*store, "k", 5);
-  REQUIRE(wait_readiness(home, "by-value", is_ready));
-  refusing->refuse = true;
-  REQUIRE_FALSE(rt1->stop().get());
-  rt2->register_index(index_registration(make_index(dir / "b"))).value();
-  REQUIRE(waiting_behind_owner(home));  // the held lock: rt2 only waits
-  CHECK(rt2->request_rebuild("by-value"));
+  refused_shutdown f;
+  REQUIRE_FALSE(f.rt1->stop().get());
+  f.register_second();
+  REQUIRE(waiting_behind_owner(f.home));  // the held lock: rt2 only waits
+  CHECK(f.rt2->request_rebuild("by-value"));
   // The holder cannot take the request (it is not serving), so the lock stays where it was.
-  CHECK(waiting_behind_owner(home));
+  CHECK(waiting_behind_owner(f.home));
 
   // The backend recovers; only the release is retried, through the stopped runtime.
-  refusing->refuse = false;
-  CHECK(rt1->request_rebuild("by-value"));
-  auto table = process_lock_table::for_home(home / "dix");
+  f.refusing->refuse = false;
+  CHECK(f.rt1->request_rebuild("by-value"));
+  auto table = process_lock_table::for_home(f.home / "dix");
   REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned || waiters == 0; }, 30s));
-  CHECK_FALSE(rt1->stop().get());  // still the same failing future
-  // rt2 acquired: the inherited `unavailable` is latched, then its own pending request revives it
-  // — until rebuild exists, as a condemnation with rebuild-requested.
-  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) {
+  CHECK_FALSE(f.rt1->stop().get());  // still the same failing future
+  // rt2 acquired: its own pending request is consumed at step 3 and, before the inherited
+  // `unavailable` is latched (step 5), revives it — until rebuild exists, as a condemnation.
+  REQUIRE(wait_readiness(f.home, "by-value", [](const dix::readiness& r) {
     return r.state == readiness_state::needs_rebuild && r.reason == readiness_reason::rebuild_requested;
   }));
-  CHECK(rt1->request_rebuild("by-value") == false);  // nothing held any more
-  REQUIRE(rt2->stop().get());
+  CHECK(f.rt1->request_rebuild("by-value") == false);  // nothing held any more
+  REQUIRE(f.rt2->stop().get());
 }
