@@ -134,14 +134,12 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto& st = self->state;
       auto flags = m.flags;
       if ((flags & wake_flag::rebuild) != 0) {
-        switch (st.core->on_rebuild_wake(st.deps.lock->owned(st.deps.id))) {
-          case runner_core::rebuild_wake::consume:
-            if (st.deps.slot->consume_rebuild_request()) apply(self, st.core->on_rebuild_requested(now_of(self)));
-            flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
-            break;
-          case runner_core::rebuild_wake::acquire: break;  // on_wake starts the acquisition
-          case runner_core::rebuild_wake::ignore: flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild); break;
+        const auto action = st.core->on_rebuild_wake(st.deps.lock->owned(st.deps.id));
+        if (action == runner_core::rebuild_wake::consume && st.deps.slot->consume_rebuild_request()) {
+          apply(self, st.core->on_rebuild_requested(now_of(self)));
         }
+        // Only `acquire` is left for on_wake, which starts the acquisition.
+        if (action != runner_core::rebuild_wake::acquire) flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
         if (flags == 0) return;
       }
       apply(self, st.core->on_wake(flags, now_of(self)));

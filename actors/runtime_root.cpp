@@ -9,17 +9,15 @@
 #include <atomic>
 #include <future>
 #include <map>
-#include <system_error>
 #include <mutex>
 #include <set>
+#include <system_error>
+#include <thread>
 
 #include <sys/vfs.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-
-#include <atomic>
-#include <thread>
 #include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -463,27 +461,23 @@ bool runtime::request_rebuild(std::string_view id) {
     std::lock_guard g(impl_->mutex);
     auto it = impl_->entries.find(std::string(id));
     if (it == impl_->entries.end()) return false;
-    if (impl_->stopping || it->second->unregistered) {
-      // §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps the
-      // lock retries its release only; the runner answers whether it holds one.
-      if (auto cell = impl_->cells.find(it->first); cell != impl_->cells.end()) held = cell->second->get();
+    auto& e = *it->second;
+    if (!impl_->stopping && !e.unregistered) {
+      if (!e.reg.backend->supports_reset()) return false;
+      e.slot->request_rebuild();  // stores the flag and notifies (the watchers see it)
+      impl_->wake_id(it->first, wake_flag::rebuild);
+      return true;
     }
+    // §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps the
+    // lock retries its release only; the runner answers whether it holds one.
+    if (auto cell = impl_->cells.find(it->first); cell != impl_->cells.end()) held = cell->second->get();
   }
-  if (held) {
-    bool retried = false;
-    caf::scoped_actor self{*impl_->sys};
-    self->request(held, std::chrono::seconds(10), dix::rebuild_request{dix::rebuild_source::local_call})
-      .receive([&](bool r) { retried = r; }, [](caf::error&) {});
-    return retried;
-  }
-  std::lock_guard g(impl_->mutex);
-  if (impl_->stopping) return false;
-  auto it = impl_->entries.find(std::string(id));
-  if (it == impl_->entries.end() || it->second->unregistered) return false;
-  if (!it->second->reg.backend->supports_reset()) return false;
-  it->second->slot->request_rebuild();  // stores the flag and notifies (the watchers see it)
-  impl_->wake_id(it->first, wake_flag::rebuild);
-  return true;
+  if (!held) return false;
+  bool retried = false;
+  caf::scoped_actor self{*impl_->sys};
+  self->request(held, std::chrono::seconds(10), dix::rebuild_request{dix::rebuild_source::local_call})
+    .receive([&](bool r) { retried = r; }, [](caf::error&) {});
+  return retried;
 }
 
 std::optional<runner_status> runtime::status(std::string_view id) const {

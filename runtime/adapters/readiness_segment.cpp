@@ -658,11 +658,18 @@ result<bool> segment_view::runtime_attached() const {
 // ---------------------------------------------------------------------------------------------
 // Free functions (api.md §7)
 
+namespace {
+
+// The free functions' answer to a backend id outside the name rules.
+error invalid_backend_id(std::string_view function, std::string_view id) {
+  return {errc::invalid_argument, std::string(function) + ": backend id \"" + escape_bytes(id) +
+                                      "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
+}
+
+}  // namespace
+
 result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "read_readiness: backend id \"" + escape_bytes(id) +
-                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
-  }
+  if (!is_valid_backend_id(id)) return invalid_backend_id("read_readiness", id);
   auto view = segment_view::open(home_db, segment_view::access::read_only);
   if (!view) return view.error();
   if (!*view) return readiness{};  // no segment: unknown, epoch 0
@@ -681,10 +688,7 @@ result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
 }
 
 result<bool> request_rebuild(const fs::path& home_db, std::string_view id) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "request_rebuild: backend id \"" + escape_bytes(id) +
-                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
-  }
+  if (!is_valid_backend_id(id)) return invalid_backend_id("request_rebuild", id);
   auto view = segment_view::open(home_db, segment_view::access::read_write);
   if (!view) return view.error();
   if (!*view) {

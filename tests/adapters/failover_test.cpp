@@ -30,6 +30,17 @@ std::vector<std::string> serve_argv(const std::string& dir, bool standby) {
   return argv;
 }
 
+// An owning `dix serve` over `serve_dir`, waited for until both indexes are ready; the epoch
+// they are ready under.
+std::pair<child_process, dix::epoch_t> start_owner(const std::string& serve_dir, const std::filesystem::path& home) {
+  auto owner = child_process::spawn(serve_argv(serve_dir, false)).value();
+  REQUIRE(owner.wait_line("serve: owner of", in_30s()));
+  auto epoch = dix::cli::wait_ready(home, catalogue_ids, 0, in_30s());
+  INFO((epoch ? std::string() : epoch.error().to_string()));
+  REQUIRE(epoch);
+  return {std::move(owner), *epoch};
+}
+
 }  // namespace
 
 TEST_CASE("failover fixture: write_buffer_size and max_total_wal_size reach RocksDB and are validated",
@@ -101,27 +112,23 @@ TEST_CASE("behaviour 14: a standby process takes the store over after the owner'
   const auto serve_dir = (dir / "serve").string();
   const auto home = dir / "serve" / "primary";
 
-  auto owner = child_process::spawn(serve_argv(serve_dir, false)).value();
-  REQUIRE(owner.wait_line("serve: owner of", in_30s()));
-  auto owner_epoch = dix::cli::wait_ready(home, catalogue_ids, 0, in_30s());
-  INFO((owner_epoch ? std::string() : owner_epoch.error().to_string()));
-  REQUIRE(owner_epoch);
+  auto [owner, owner_epoch] = start_owner(serve_dir, home);
 
   auto standby = child_process::spawn(serve_argv(serve_dir, true)).value();
   REQUIRE(standby.wait_line("serve: standby, waiting for", in_30s()));
   // Waiting: the owner's readiness stands, and the standby has not taken the store.
-  CHECK(dix::read_readiness(home, "by-category").value().owner_epoch == *owner_epoch);
+  CHECK(dix::read_readiness(home, "by-category").value().owner_epoch == owner_epoch);
 
   // SIGKILL while the owner's writer commits; the standby recovers the store (WAL replay
   // included), registers and acquires.
   auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(owner.pid(), SIGKILL) == 0);
-  auto taken = dix::cli::wait_ready(home, catalogue_ids, *owner_epoch, killed_at + 30s);
+  auto taken = dix::cli::wait_ready(home, catalogue_ids, owner_epoch, killed_at + 30s);
   auto elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - killed_at).count();
   INFO((taken ? std::string() : taken.error().to_string()));
   REQUIRE(taken);
-  CHECK(*taken > *owner_epoch);
-  std::cout << "behaviour 14: the standby published ready (epoch " << *taken << ", owner's " << *owner_epoch
+  CHECK(*taken > owner_epoch);
+  std::cout << "behaviour 14: the standby published ready (epoch " << *taken << ", owner's " << owner_epoch
             << ") " << elapsed << " ms after the owner's SIGKILL\n";
   auto status = owner.reap(0);
   CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
@@ -156,10 +163,7 @@ TEST_CASE("two standbys: the one that loses the store after its grant closes the
   const auto serve_dir = (dir / "serve").string();
   const auto home = dir / "serve" / "primary";
 
-  auto owner = child_process::spawn(serve_argv(serve_dir, false)).value();
-  REQUIRE(owner.wait_line("serve: owner of", in_30s()));
-  auto owner_epoch = dix::cli::wait_ready(home, catalogue_ids, 0, in_30s());
-  REQUIRE(owner_epoch);
+  auto [owner, owner_epoch] = start_owner(serve_dir, home);
   std::vector<child_process> standbys;
   for (int i = 0; i < 2; ++i) {
     standbys.push_back(child_process::spawn(serve_argv(serve_dir, true)).value());
@@ -170,7 +174,7 @@ TEST_CASE("two standbys: the one that loses the store after its grant closes the
   // the store, the other goes back to waiting and must let go of what it opened.
   REQUIRE(::kill(owner.pid(), SIGKILL) == 0);
   owner.reap(0);
-  auto first = dix::cli::wait_ready(home, catalogue_ids, *owner_epoch, in_30s());
+  auto first = dix::cli::wait_ready(home, catalogue_ids, owner_epoch, in_30s());
   INFO((first ? std::string() : first.error().to_string()));
   REQUIRE(first);
   // "took over" is printed before the runtime exists, so before `ready`: it is in the pipe now.

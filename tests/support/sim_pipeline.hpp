@@ -72,12 +72,10 @@ class sim_pipeline final : public backend_host {
     slot_rebuild_request = true;
     if (!wake_runner) return;
     post([this] {
-      switch (runner->on_rebuild_wake(lock_held)) {
-        case runner_core::rebuild_wake::consume:
-          if (!std::exchange(slot_rebuild_request, false)) return effects{};
-          return runner->on_rebuild_requested(time.steady_now());
-        case runner_core::rebuild_wake::acquire: return runner->on_wake(wake_flag::rebuild, time.steady_now());
-        case runner_core::rebuild_wake::ignore: break;
+      const auto action = runner->on_rebuild_wake(lock_held);
+      if (action == runner_core::rebuild_wake::acquire) return runner->on_wake(wake_flag::rebuild, time.steady_now());
+      if (action == runner_core::rebuild_wake::consume && std::exchange(slot_rebuild_request, false)) {
+        return runner->on_rebuild_requested(time.steady_now());
       }
       return effects{};
     });
