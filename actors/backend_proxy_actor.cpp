@@ -10,7 +10,6 @@ namespace {
 
 struct proxy_state {
   std::shared_ptr<backend> b;
-  subscription changes;
   runner_actor runner;  // the sender of the last command: where state changes go
   std::uint64_t next_token = 1;
   std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> flushes;
@@ -65,14 +64,6 @@ void remember_runner(proxy_pointer self) {
 backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<backend> b) {
   self->state.b = std::move(b);
   caf::weak_actor_ptr me = self->ctrl();
-  try {
-    self->state.changes = self->state.b->on_state_change([me](state_change c) {
-      post_to(me, state_change_msg{c.kind, c.epoch});
-    });
-  } catch (...) {
-    // A backend that cannot subscribe is failed from the start; the runner sees it at delivery.
-  }
-  self->attach_functor([self] { self->state.changes.reset(); });
   // A one-way message the receiver could not handle comes back as an error: drop it rather than
   // let the default handler end the proxy (and with it the backend's calls).
   self->set_error_handler([](caf::error&) {});

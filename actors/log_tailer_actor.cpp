@@ -73,12 +73,13 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     [self](meta_write& m) {
       auto& d = *self->state.deps;
       meta_written reply{m.kind, m.value, caf::error{}};
-      auto missing = result<void>{errc::not_supported, "no metadata writer"};
-      result<void> done;
-      switch (m.kind) {
-        case meta_kind::epoch: done = d.persist_epoch ? d.persist_epoch(m.value) : missing; break;
-        case meta_kind::condemn: done = d.write_marker ? d.write_marker() : missing; break;
-        case meta_kind::settle: done = d.settle ? d.settle(m.value) : missing; break;
+      result<void> done = error{errc::not_supported, "no metadata store"};
+      if (d.meta) {
+        switch (m.kind) {
+          case meta_kind::epoch: done = d.meta->persist_epoch(m.value); break;
+          case meta_kind::condemn: done = d.meta->write_marker(); break;
+          case meta_kind::settle: done = d.meta->settle(m.value); break;
+        }
       }
       if (!done) reply.error = make_error(done.error().value(), done.error().message());
       self->send(sender_of(self), reply);  // the runner, or the supervisor standing in for a dead one
@@ -86,7 +87,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     [self](meta_read& m) {
       auto& d = *self->state.deps;
       meta_state reply{m.gen, false, std::nullopt, caf::error{}};
-      auto r = d.read_records ? d.read_records() : result<meta_records>{meta_records{}};
+      auto r = d.meta ? d.meta->read_records() : result<meta_records>{meta_records{}};
       if (!r) reply.error = make_error(r.error().value(), r.error().message());
       else {
         reply.condemned = r->condemned;

@@ -4,7 +4,6 @@
 // on the test scheduler in actor tests. It answers the sender of each command.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +13,7 @@
 #include <dix/options.hpp>
 #include <dix/result.hpp>
 
-#include "core/runner_core.hpp"  // meta_records
+#include "ports/meta_store.hpp"
 #include "messages/interfaces.hpp"
 
 namespace dix {
@@ -30,14 +29,10 @@ struct tailer_deps {
   std::unique_ptr<tailer_core> core;       // over the ports below
   std::vector<std::shared_ptr<log_source>> sources;   // kept alive for the core
   std::vector<std::shared_ptr<store_reader>> readers; // kept alive for the core
-  // Writes epoch/<id> (system transaction, sync) in the home store (formats.md §5). Production
-  // binds it to commit_system on the home store; actor tests to a recorder.
-  std::function<result<void>(std::uint64_t epoch)> persist_epoch;
-  // condemned/<id> = 01 (sync); registration/<id> = fingerprint with condemned/<id> deleted, one
-  // commit (sync); the two records as read now (formats.md §5). Unset: not_supported.
-  std::function<result<void>()> write_marker;
-  std::function<result<void>(std::uint64_t fingerprint)> settle;
-  std::function<result<meta_records>()> read_records;
+  // The id's records in the home store (formats.md §5): production binds the RocksDB adapter
+  // (adapters/meta_records), actor tests a recorder. Null: every metadata command answers
+  // not_supported.
+  std::shared_ptr<meta_store> meta;
   const clock* time = nullptr;             // turn budgets
 };
 

@@ -13,6 +13,7 @@ struct runner_state_data {
   std::uint64_t marker_gen = 0, settle_gen = 0;  // likewise for the marker and the settle
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
+  std::optional<runner_status> reported;  // the status last passed to deps.on_status
   static inline const char* name = "dix.runner";
 };
 
@@ -44,14 +45,24 @@ void carry_out(runner_pointer self, effect& e) {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, fx::request_lock>) {
         caf::weak_actor_ptr me = self->ctrl();
-        d.lock->acquire(d.id, d.requester, [me](result<void> r) {
+        d.lock->acquire(d.id, d.token, [me](result<void> r) {
           caf::error err = r ? caf::error{} : make_error(r.error());
           if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0, std::move(err)});
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
-        d.lock->release(d.id, d.requester);
+        d.lock->release(d.id, d.token);
       } else if constexpr (std::is_same_v<T, fx::mint_epoch>) {
-        apply(self, s.core->on_epoch_minted(d.slot->mint_epoch(), now_of(self)));
+        // The mint is visible in the segment at once; whoever sees the new epoch there and then
+        // asks for metrics must find this runner owning it, so the snapshot is stored under the
+        // box's lock taken before the mint.
+        effects next;
+        auto mint = [&] {
+          next = s.core->on_epoch_minted(d.slot->mint_epoch(), now_of(self));
+          return s.core->snapshot();
+        };
+        if (d.snapshot) d.snapshot->store_with(mint);
+        else mint();
+        apply(self, std::move(next));
       } else if constexpr (std::is_same_v<T, fx::persist_epoch>) {
         s.persist_gen = x.gen;
         self->send(d.tailer, meta_write{meta_kind::epoch, x.epoch});
@@ -116,17 +127,31 @@ void carry_out(runner_pointer self, effect& e) {
     e);
 }
 
-void apply(runner_pointer self, effects fx) {
-  for (auto& e : fx) carry_out(self, e);
+// The snapshot first: a publication among the effects must never be visible before the state
+// that made it (status/metrics would lag the segment).
+void store_snapshot(runner_pointer self) {
   auto& s = self->state;
-  if (s.deps.snapshot) s.deps.snapshot->store(s.core->snapshot(now_of(self)));
+  if (!s.deps.snapshot) return;
+  auto snap = s.core->snapshot();
+  auto status = snap.status();
+  const bool changed = !s.reported || s.reported->state != status.state || s.reported->reason != status.reason ||
+                       s.reported->epoch != status.epoch;
+  s.deps.snapshot->store(std::move(snap));
+  if (!changed) return;
+  s.reported = status;
+  if (s.deps.on_status) s.deps.on_status(status, s.deps.snapshot->load_versioned().second);
+}
+
+void apply(runner_pointer self, effects fx) {
+  store_snapshot(self);
+  for (auto& e : fx) carry_out(self, e);
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   auto& s = self->state;
   s.deps = std::move(deps);
   s.core = std::make_unique<runner_core>(s.deps.config);
-  if (s.deps.snapshot) s.deps.snapshot->store(s.core->snapshot(now_of(self)));  // e.g. parked from the start
+  store_snapshot(self);  // e.g. parked from the start
   // A dying runner keeps its lock entry: its supervisor, as the lock holder, quiesces the backend
   // and only then releases the entry (actors.md §3), so no successor overlaps unfinished work.
   return {
@@ -194,6 +219,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       // registered id travel through the slot's flag and the watcher.
       auto& st = self->state;
       if (!st.core->holds_rejected_release()) return false;
+      st.outcome.reset();  // the retried release decides what the next stop answers
       apply(self, st.core->retry_release(now_of(self)));
       return true;
     },

@@ -1,12 +1,16 @@
 // runner_actor: one registered backend id's runner (actors.md §1). A thin shell over
 // runner_core: each handler reads the actor clock, calls the core and carries out the effects it
 // returns — requests to the tailer and the backend proxy, timers as delayed messages to itself,
-// publications to the readiness slot, lock requests to the lock table. After every event it
-// stores a snapshot that status()/metrics() read without asking the actor.
+// publications to the readiness slot, lock requests to the lock table. After every event, and
+// before any of its effects is carried out, it stores a snapshot that status()/metrics() read
+// without asking the actor: whoever sees a publication of this runner in the segment finds the
+// runner's snapshot at least as new.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,21 +22,37 @@
 
 namespace dix {
 
-// The latest runner_snapshot, shared with the runtime's status()/metrics().
+// The latest runner_snapshot, shared with the runtime's status()/metrics(). `version` counts the
+// stores, so a reader can order what it saw (subscriptions drop an event older than the value
+// they already reported).
 class snapshot_box {
  public:
   void store(runner_snapshot s) {
     std::lock_guard g(mutex_);
     value_ = std::move(s);
+    ++version_;
   }
   runner_snapshot load() const {
     std::lock_guard g(mutex_);
     return value_;
   }
+  // Stores what `make` returns while holding the box: `make` may publish something a reader can
+  // see (the epoch it mints) and a reader of the box then waits for the snapshot that includes it.
+  template <class Make>
+  void store_with(Make&& make) {
+    std::lock_guard g(mutex_);
+    value_ = make();
+    ++version_;
+  }
+  std::pair<runner_snapshot, std::uint64_t> load_versioned() const {
+    std::lock_guard g(mutex_);
+    return {value_, version_};
+  }
 
  private:
   mutable std::mutex mutex_;
   runner_snapshot value_;
+  std::uint64_t version_ = 0;
 };
 
 struct runner_deps {
@@ -42,9 +62,12 @@ struct runner_deps {
   backend_proxy_actor proxy;
   std::shared_ptr<readiness_slot> slot;
   runner_lock* lock = nullptr;
-  std::uint64_t requester = 0;  // this runner's token in the lock table
+  std::uint64_t token = 0;  // this registration's requester in the lock table
   std::vector<std::string> logs;
   std::shared_ptr<snapshot_box> snapshot;
+  // Called after the snapshot is stored whenever the status (state, reason, epoch) changed, with
+  // the snapshot's version. Optional.
+  std::function<void(const runner_status&, std::uint64_t version)> on_status;
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

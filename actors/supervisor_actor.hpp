@@ -14,15 +14,14 @@
 //   escalate      after max_rebuild_attempts consecutive failures of a child of one id: the id
 //                 is released, published unavailable, and nothing of it is restarted.
 //
-// The supervisor never blocks: the backend calls go through the proxy as requests. What an id
-// needs to (re)spawn its children — the backend, the ports, factories — is no message: the
-// runtime puts a supervised_spec into the registry, then sends `supervise{id}`.
+// The supervisor never blocks: the backend calls go through the proxy as requests. It supervises
+// registrations, not ids: while one registration of an id releases, a replacement of the same id
+// may already be waiting for the lock (protocol.md §2.4). `supervise{spec}` carries what a
+// registration needs to (re)spawn its children (the backend, the ports, factories).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -36,9 +35,11 @@
 
 namespace dix {
 
+// What the supervisor needs of one registration (actors/id_wiring.cpp makes it).
 struct supervised_spec {
   std::string id;
-  runner_options options;  // max_rebuild_attempts, rebuild_backoff, max_rebuild_backoff
+  std::uint64_t token = 0;  // the registration's requester in the lock table (its ownership record)
+  runner_options options;   // max_rebuild_attempts, rebuild_backoff, max_rebuild_backoff
   std::function<log_tailer_actor()> spawn_tailer;
   std::function<backend_proxy_actor()> spawn_proxy;
   // start_condemned: a replacement after a runner crash starts parked with this reason.
@@ -47,31 +48,10 @@ struct supervised_spec {
   std::shared_ptr<snapshot_box> snapshot;  // the runner's: whether it owned the lock, its epoch
   std::shared_ptr<readiness_slot> slot;
   runner_lock* lock = nullptr;
-  std::uint64_t requester = 0;  // the id's token in the lock table (the ownership record)
-  // Told about every runner spawned for the id (the runtime's wake list). Optional.
+  // Told about every runner spawned for the registration (the runtime's wake list). Optional.
   std::function<void(const runner_actor&)> runner_changed;
 };
 
-class supervisor_registry {
- public:
-  void put(std::shared_ptr<supervised_spec> spec) {
-    std::lock_guard g(mutex_);
-    specs_[spec->id] = std::move(spec);
-  }
-  std::shared_ptr<supervised_spec> take(const std::string& id) {
-    std::lock_guard g(mutex_);
-    auto it = specs_.find(id);
-    if (it == specs_.end()) return nullptr;
-    auto s = std::move(it->second);
-    specs_.erase(it);
-    return s;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<supervised_spec>> specs_;
-};
-
-supervisor_actor spawn_supervisor(caf::actor_system& sys, std::shared_ptr<supervisor_registry> registry);
+supervisor_actor spawn_supervisor(caf::actor_system& sys);
 
 }  // namespace dix

@@ -116,10 +116,10 @@ int run_catchup(const std::vector<std::string>& argv) {
     rocksdb_index_options io;
     io.path = scratch.path() / "index";
     auto index = rocksdb_index_backend::create("catchup", io).value();
-    runtime_options rto;
-    rto.actor_threads = static_cast<std::uint32_t>(*actor_threads);
-    rto.scheduler = static_cast<actor_scheduler>(*scheduler);
-    auto rt = runtime::create({store}, rto).value();
+    system_options sys;
+    sys.actor_threads = static_cast<std::uint32_t>(*actor_threads);
+    sys.scheduler = static_cast<actor_scheduler>(*scheduler);
+    auto rt = runtime::create({store}, {}, sys).value();
     registration r;
     r.backend = index;
     runner_options ro;

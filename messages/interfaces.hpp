@@ -1,7 +1,12 @@
 // The wiring diagram in code: every actor handle that crosses a file (actors.md §1–§3).
 //
-//                               runtime (public API, helper threads)
-//                                   │ stop → stopped, rebuild_request → bool
+//            application ── register_index, unregister_index, query_*, rebuild_index,
+//            (or the facade)   subscribe, unsubscribe, stop_runtime ──► runtime_actor
+//                                   ◄── readiness_changed, runner_state_changed (subscribers)
+//            watcher thread, publisher ── readiness_observed ──► runtime_actor
+//            runners ── runner_status_observed ──► runtime_actor
+//                                   │ supervise, unsupervise, stop → stopped
+//                                   │ (held release) rebuild_request → bool to the runner
 //                                   ▼
 //                          ┌── supervisor_actor ──┐  spawns, monitors and restarts the children
 //                          │   (one per runtime)  │  below; lends each runner its ownership
@@ -42,6 +47,8 @@
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
+
+#include <dix/caf.hpp>
 
 #include "messages/delivery.hpp"
 #include "messages/publication.hpp"
@@ -99,6 +106,12 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
 // The readiness publisher of one runtime: applies publications in arrival order.
 using readiness_publisher_actor =
   caf::typed_actor<caf::replies_to<publication>::with<published>>;
+
+// The runtime actor as the runtime's own actors see it: the public interface (runtime_actor,
+// <dix/caf.hpp>) plus what its watcher, publisher and runners tell it. spawn_runtime hands the
+// application the public part only.
+using runtime_actor_impl = runtime_actor::extend<caf::reacts_to<readiness_observed>,
+                                                 caf::reacts_to<runner_status_observed>>;
 
 // The supervisor of one runtime. Down messages of its children are system messages and need no
 // signature. Its restart delays (actors.md §3) are `respawn` messages to itself.

@@ -51,4 +51,18 @@ typename Inspector::result_type inspect(Inspector& f, published&) {
   return f(caf::meta::type_name("dix.published"));
 }
 
+// publisher or watcher → runtime: the slot of `id` as read after its change counter reached
+// `change_counter`. The runtime forwards it to the id's subscribers (readiness_changed) unless it
+// already sent a value of a later counter or the same value.
+struct readiness_observed {
+  std::string id;
+  std::uint64_t change_counter = 0;
+  dix::readiness readiness;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, readiness_observed& x) {
+  return f(caf::meta::type_name("dix.readiness_observed"), x.id, x.change_counter, x.readiness);
+}
+
 }  // namespace dix

@@ -5,28 +5,33 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/actor_control_block.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <dix/caf/inspect.hpp>
 #include <dix/result.hpp>
+#include <dix/status.hpp>
 
 #include "core/runner_core.hpp"  // wake_flag, timer_kind, child_kind
 #include "messages/values.hpp"
 
 namespace dix {
 
+struct supervised_spec;  // actors/supervisor_actor.hpp
+
 // -- wakes ------------------------------------------------------------------------------------
 
-// The wake bits are runner_core's (dix::wake_flag::commit, system, backend, timer, coverage), so
-// the actor hands `flags` to runner_core::on_wake as is. Several wakes before a turn coalesce
-// into one (protocol.md §8.2).
-inline constexpr std::uint8_t wake_flags_mask = wake_flag::commit | wake_flag::system |
-                                                wake_flag::backend | wake_flag::timer |
-                                                wake_flag::coverage;
+// The wake bits are runner_core's (dix::wake_flag::commit, system, backend, timer, coverage,
+// rebuild), so the actor hands `flags` to runner_core::on_wake as is. Several wakes before a turn
+// coalesce into one (protocol.md §8.2). wake_flag::all is every defined bit: a load accepts
+// exactly those.
+inline constexpr std::uint8_t wake_flags_mask = wake_flag::all;
 
 // Sent by the store listener, an admission refusal, the runtime and the runner itself.
 struct wake {
@@ -143,6 +148,22 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_request& x) {
            }));
 }
 
+// -- runner → runtime ---------------------------------------------------------------------------
+
+// The runner of registration `token` changed status (state, reason or epoch); `version` is its
+// snapshot's, so the runtime never reports an older status after a newer one.
+struct runner_status_observed {
+  std::string id;
+  std::uint64_t token = 0;
+  std::uint64_t version = 0;
+  runner_status status;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, runner_status_observed& x) {
+  return f(caf::meta::type_name("dix.runner_status_observed"), x.id, x.token, x.version, x.status);
+}
+
 // -- supervision (actors.md §3) ----------------------------------------------------------------
 
 // supervisor → runner: the id's tailer or proxy died; `escalated`: it will not be restarted.
@@ -173,37 +194,37 @@ typename Inspector::result_type inspect(Inspector& f, child_up& x) {
            }));
 }
 
-// runtime → supervisor: start supervising the id whose spec the runtime placed in the
-// supervisor's registry (the spec holds objects that are no message: the backend, the ports).
+// runtime → supervisor: start supervising a registration; the spec holds what is no message
+// (the backend, the ports, the factories of its actors: actors/supervisor_actor.hpp). It never
+// leaves the process (not in the type-ID block; CAF_ALLOW_UNSAFE_MESSAGE_TYPE below).
 struct supervise {
-  std::string id;
+  std::shared_ptr<const supervised_spec> spec;
 };
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, supervise& x) {
-  return f(caf::meta::type_name("dix.supervise"), x.id);
-}
-
-// runtime → supervisor: release the id (protocol.md §2.4) and stop its actors. → stopped
+// runtime → supervisor: release the registration `token` (protocol.md §2.4) and stop its
+// actors. → stopped
 struct unsupervise {
-  std::string id;
+  std::uint64_t token = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unsupervise& x) {
-  return f(caf::meta::type_name("dix.unsupervise"), x.id);
+  return f(caf::meta::type_name("dix.unsupervise"), x.token);
 }
 
-// supervisor → itself (delayed by the restart policy): respawn the id's child of this kind.
+// supervisor → itself (delayed by the restart policy): respawn the registration's child of this
+// kind.
 struct respawn {
-  std::string id;
+  std::uint64_t token = 0;
   child_kind kind = child_kind::tailer;
-  std::uint64_t incarnation = 0;  // the id's supervision incarnation the respawn belongs to
+  std::uint64_t incarnation = 0;  // the supervision incarnation the respawn belongs to
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, respawn& x) {
-  return f(caf::meta::type_name("dix.respawn"), x.id, x.kind, x.incarnation);
+  return f(caf::meta::type_name("dix.respawn"), x.token, x.kind, x.incarnation);
 }
 
 }  // namespace dix
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::supervise)

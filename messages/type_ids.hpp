@@ -6,12 +6,16 @@
 // without it; a remote one fails at run time with an unannounced type.
 //
 // Every type that is a message element is listed here; types that only appear inside one
-// (batch_msg, turn_budgets, coverage_capture, log_progress, the dix value types) are not.
+// (batch_msg, turn_budgets, coverage_capture, log_progress, the dix value types) are not, nor
+// are the messages that carry objects which never leave the process (supervise,
+// register_index: CAF_ALLOW_UNSAFE_MESSAGE_TYPE).
 // Add new message types at the end: IDs are positions in this block.
 #pragma once
 
 #include <caf/fwd.hpp>
 #include <caf/type_id.hpp>
+
+#include <dix/caf/messages.hpp>
 
 #include "messages/delivery.hpp"
 #include "messages/publication.hpp"
@@ -66,13 +70,35 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   // runner.hpp: supervision
   CAF_ADD_TYPE_ID(dix, (dix::child_down))
   CAF_ADD_TYPE_ID(dix, (dix::child_up))
-  CAF_ADD_TYPE_ID(dix, (dix::supervise))
   CAF_ADD_TYPE_ID(dix, (dix::unsupervise))
   CAF_ADD_TYPE_ID(dix, (dix::respawn))
 
   // tailer.hpp: metadata reads
   CAF_ADD_TYPE_ID(dix, (dix::meta_read))
   CAF_ADD_TYPE_ID(dix, (dix::meta_state))
+
+  // the runtime actor's own (runner.hpp, publication.hpp) and its public API (<dix/caf/messages.hpp>)
+  CAF_ADD_TYPE_ID(dix, (dix::runner_status_observed))
+  CAF_ADD_TYPE_ID(dix, (dix::readiness_observed))
+  CAF_ADD_TYPE_ID(dix, (dix::index_registered))
+  CAF_ADD_TYPE_ID(dix, (dix::unregister_index))
+  CAF_ADD_TYPE_ID(dix, (dix::index_unregistered))
+  CAF_ADD_TYPE_ID(dix, (dix::query_status))
+  CAF_ADD_TYPE_ID(dix, (dix::status_report))
+  CAF_ADD_TYPE_ID(dix, (dix::query_metrics))
+  CAF_ADD_TYPE_ID(dix, (dix::metrics_report))
+  CAF_ADD_TYPE_ID(dix, (dix::query_readiness))
+  CAF_ADD_TYPE_ID(dix, (dix::readiness_report))
+  CAF_ADD_TYPE_ID(dix, (dix::rebuild_index))
+  CAF_ADD_TYPE_ID(dix, (dix::rebuild_requested))
+  CAF_ADD_TYPE_ID(dix, (dix::subscribe))
+  CAF_ADD_TYPE_ID(dix, (dix::subscribed))
+  CAF_ADD_TYPE_ID(dix, (dix::unsubscribe))
+  CAF_ADD_TYPE_ID(dix, (dix::unsubscribed))
+  CAF_ADD_TYPE_ID(dix, (dix::readiness_changed))
+  CAF_ADD_TYPE_ID(dix, (dix::runner_state_changed))
+  CAF_ADD_TYPE_ID(dix, (dix::stop_runtime))
+  CAF_ADD_TYPE_ID(dix, (dix::runtime_stopped))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -28,37 +28,13 @@
 #include <dix/cursor.hpp>
 #include <dix/readiness.hpp>
 
+#include <dix/caf/inspect.hpp>
+
 #include "messages/errors.hpp"
 
 namespace dix {
 
 namespace wire {
-
-// A view of an optional field for inspect(): f(wire::opt(x.field)).
-template <class T>
-struct optional_field {
-  std::optional<T>* value;
-};
-
-template <class T>
-optional_field<T> opt(std::optional<T>& x) noexcept {
-  return {&x};
-}
-
-// message_invalid "<field> = <value>: must be in [<min>, <max>]" unless min ≤ value ≤ max.
-caf::error check_range(const char* field, long long value, long long min, long long max);
-
-// message_invalid "<field> = <value>: bits outside <mask>" unless value only uses mask's bits.
-caf::error check_bits(const char* field, unsigned value, unsigned mask);
-
-// For enums loaded as integers: the range of the enum's declared values.
-template <class Enum>
-caf::error check_enum(const char* field, Enum value, Enum min, Enum max) {
-  using underlying = std::underlying_type_t<Enum>;
-  return check_range(field, static_cast<long long>(static_cast<underlying>(value)),
-                     static_cast<long long>(static_cast<underlying>(min)),
-                     static_cast<long long>(static_cast<underlying>(max)));
-}
 
 // Every mutation names a record of the batch (protocol.md §4.6).
 caf::error check_batch(const batch& b);
@@ -68,28 +44,6 @@ caf::error cursor_load_error(const dix::error& decode_error);
 
 template <class Inspector>
 constexpr bool is_printer = std::is_void<typename Inspector::result_type>::value;
-
-template <class Inspector, class T>
-typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
-  if constexpr (Inspector::reads_state) {
-    bool present = x.value->has_value();
-    if (!present) return f(present);
-    return f(present, **x.value);
-  } else {
-    static_assert(std::is_same<typename Inspector::result_type, caf::error>::value,
-                  "loading inspectors report errors");
-    bool present = false;
-    if (auto err = f(present)) return err;
-    if (!present) {
-      x.value->reset();
-      return caf::error{};
-    }
-    T loaded{};
-    if (auto err = f(loaded)) return err;
-    *x.value = std::move(loaded);
-    return caf::error{};
-  }
-}
 
 // Optional cursors: the encoding when saving, the JSON rendering when printing, a decode when
 // loading (cursor has no default state, so it never loads in place).
@@ -150,19 +104,6 @@ typename Inspector::result_type inspect(Inspector& f, batch& x) {
   return f(caf::meta::type_name("dix.batch"), x.epoch, x.transactions, x.records,
            wire::opt(x.through), x.rebuild, x.bytes,
            caf::meta::load_callback([&x] { return wire::check_batch(x); }));
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, readiness& x) {
-  return f(caf::meta::type_name("dix.readiness"), x.state, x.reason, x.rebuild_attempts,
-           x.owner_epoch, caf::meta::load_callback([&x]() -> caf::error {
-             if (auto err = wire::check_enum("dix.readiness.state", x.state,
-                                             readiness_state::unknown,
-                                             readiness_state::unavailable))
-               return err;
-             return wire::check_enum("dix.readiness.reason", x.reason, readiness_reason::none,
-                                     readiness_reason::registration_changed);
-           }));
 }
 
 template <class Inspector>

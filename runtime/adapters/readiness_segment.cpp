@@ -527,6 +527,14 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
       new readiness_segment(std::move(directory), attach_fd->release(), lock_fd->release(), std::move(mapping)));
 }
 
+std::shared_ptr<segment_slot> readiness_segment::find(std::string_view id) const {
+  if (!is_valid_backend_id(id)) return nullptr;
+  auto index = mapping_->find(id);
+  if (!index) return nullptr;
+  auto self = std::const_pointer_cast<readiness_segment>(shared_from_this());
+  return std::make_shared<segment_slot>(std::shared_ptr<const segment_mapping>(self, mapping_.get()), *index);
+}
+
 result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view id) {
   if (!is_valid_backend_id(id)) {
     return error{errc::invalid_argument, "readiness segment: backend id \"" + escape_bytes(id) +

@@ -109,6 +109,9 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
   // The slot of `id`, claimed if new (§4.6 step 3; slots are never freed). Fails
   // invalid_argument (id outside the name rules), segment_full, io_error (flock).
   result<std::shared_ptr<segment_slot>> claim(std::string_view id);
+  // The slot of `id` if some runtime claimed one, without claiming; nullptr otherwise (also for
+  // an id outside the name rules). Takes no lock: a claim publishes id_len last (§4.4).
+  std::shared_ptr<segment_slot> find(std::string_view id) const;
 
   std::uint32_t slot_count() const noexcept;
   std::uint64_t reset_count() const noexcept;

@@ -233,9 +233,9 @@ int run_serve(const std::vector<std::string>& argv) {
     std::cerr << "dix serve: " << ok.error().to_string() << "\n";
     return exit_error;
   }
-  runtime_options rto;
-  rto.scheduler = static_cast<actor_scheduler>(*scheduler);
-  auto rt = runtime::create({*store}, rto);
+  system_options sys;
+  sys.scheduler = static_cast<actor_scheduler>(*scheduler);
+  auto rt = runtime::create({*store}, {}, sys);
   if (!rt) {
     std::cerr << "dix serve: " << rt.error().to_string() << "\n";
     return exit_error;

@@ -78,6 +78,11 @@ result<void> validate(const runtime_options& o) {
   DIX_CHECK(in_range(s, "max_coverage_wait", o.max_coverage_wait, 0, 600'000));
   DIX_CHECK(in_range(s, "max_write_delay", o.max_write_delay, 1, 1000));
   DIX_CHECK(in_range<std::uint32_t>(s, "slot_count", o.slot_count, 1, 4096));
+  return {};
+}
+
+result<void> validate(const system_options& o) {
+  constexpr const char* s = "system_options";
   DIX_CHECK(in_range<std::uint32_t>(s, "actor_threads", o.actor_threads, 0, 256));
   DIX_CHECK(in_range<std::uint32_t>(s, "scheduler", static_cast<std::uint32_t>(o.scheduler), 0, 1));
   return {};

@@ -1,4 +1,5 @@
 #include <dix/readiness.hpp>
+#include <dix/status.hpp>
 
 #include <array>
 
@@ -18,6 +19,14 @@ std::string_view to_string(readiness_reason r) noexcept {
       "shutdown-failed", "rebuild-failed", "rebuild-exhausted", "rebuild-requested", "registration-changed"};
   auto i = static_cast<std::size_t>(r);
   return i < names.size() ? names[i] : names[0];
+}
+
+std::string_view to_string(runner_state s) noexcept {
+  static constexpr std::array<std::string_view, 11> names{
+      "dormant",         "waiting-lock",  "running",     "idle",      "deferred", "waiting-durable",
+      "rebuilding",      "needs-rebuild", "unavailable", "releasing", "stopped"};
+  auto i = static_cast<std::size_t>(s);
+  return i < names.size() ? names[i] : "unknown";
 }
 
 }  // namespace dix

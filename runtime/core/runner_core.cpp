@@ -4,23 +4,6 @@
 
 namespace dix {
 
-std::string_view to_string(runner_state s) noexcept {
-  switch (s) {
-    case runner_state::dormant: return "dormant";
-    case runner_state::waiting_lock: return "waiting-lock";
-    case runner_state::running: return "running";
-    case runner_state::idle: return "idle";
-    case runner_state::deferred: return "deferred";
-    case runner_state::waiting_durable: return "waiting-durable";
-    case runner_state::rebuilding: return "rebuilding";
-    case runner_state::needs_rebuild: return "needs-rebuild";
-    case runner_state::unavailable: return "unavailable";
-    case runner_state::releasing: return "releasing";
-    case runner_state::stopped: return "stopped";
-  }
-  return "unknown";
-}
-
 namespace {
 
 std::uint64_t mutations_of(const batch& b) {
@@ -889,7 +872,7 @@ effects runner_core::stop(steady_time now) {
   return out;
 }
 
-runner_snapshot runner_core::snapshot(steady_time now) const {
+runner_snapshot runner_core::snapshot() const {
   runner_snapshot s;
   s.state = state_;
   s.reason = reason_;
@@ -904,12 +887,10 @@ runner_snapshot runner_core::snapshot(steady_time now) const {
     for (std::size_t i = 1; i < offered_.size(); ++i) {
       s.accepted_bytes += offered_[i].bytes;
       s.accepted_mutations += offered_[i].mutations;
-      if (s.oldest_accepted_age_ms == 0 && !offered_[i].cursor_only) {
-        s.oldest_accepted_age_ms = ms_between(offered_[i].accepted_at, now);
-      }
+      if (!s.oldest_accepted_at && !offered_[i].cursor_only) s.oldest_accepted_at = offered_[i].accepted_at;
     }
     s.deferred_bytes = held_ ? held_->bytes : 0;
-    s.stalled_ms = stalled_ ? ms_between(stalled_since_, now) : 0;
+    if (stalled_) s.stalled_since = stalled_since_;
     // The effective entry: the newest offered one preceded by nothing but cursor-only work.
     std::size_t effective = 0;
     while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
@@ -921,9 +902,8 @@ runner_snapshot runner_core::snapshot(steady_time now) const {
         }
       }
     }
-    s.unread_age_ms = unread_ ? ms_between(unread_since_, now) : 0;
-    s.lag_ms = std::max({s.cursor_lag_ms, s.stalled_ms, s.unread_age_ms, s.oldest_accepted_age_ms});
-    if (release_phase_ == release_phase::shutting_down) s.quiescence_age_ms = ms_between(quiescence_since_, now);
+    if (unread_) s.unread_since = unread_since_;
+    if (release_phase_ == release_phase::shutting_down) s.quiescence_since = quiescence_since_;
   }
   s.delivered_batches = delivered_batches_;
   s.delivered_records = delivered_records_;
@@ -935,6 +915,45 @@ runner_snapshot runner_core::snapshot(steady_time now) const {
   s.last_fault = last_fault_;
   s.logs = logs_;
   return s;
+}
+
+runner_status runner_snapshot::status() const { return runner_status{state, reason, epoch, message}; }
+
+runner_metrics runner_snapshot::metrics(steady_time now) const {
+  auto age = [now](const std::optional<steady_time>& since) -> std::uint64_t { return since ? ms_between(*since, now) : 0; };
+  runner_metrics m;
+  m.owner = owner;
+  m.epoch = epoch;
+  m.accepted_batches = accepted_batches;
+  m.accepted_bytes = accepted_bytes;
+  m.accepted_mutations = accepted_mutations;
+  m.deferred_bytes = deferred_bytes;
+  m.oldest_accepted_age_ms = age(oldest_accepted_at);
+  m.cursor_lag_ms = cursor_lag_ms;
+  m.stalled_ms = age(stalled_since);
+  m.unread_age_ms = age(unread_since);
+  m.lag_ms = std::max({m.cursor_lag_ms, m.stalled_ms, m.unread_age_ms, m.oldest_accepted_age_ms});
+  m.quiescence_age_ms = age(quiescence_since);
+  m.delivered_batches = delivered_batches;
+  m.delivered_records = delivered_records;
+  m.flushes = flushes;
+  m.wal_syncs = wal_syncs;
+  m.unindexable_records = unindexable_records;
+  m.log_reopens = log_reopens;
+  m.transient_faults = transient_faults;
+  m.last_fault = last_fault;
+  for (const auto& l : logs) {
+    log_metrics lm;
+    lm.log = l.log;
+    lm.read_sequence = l.read_sequence;
+    lm.latest_sequence = l.latest_sequence;
+    if (durable) {
+      if (const auto* entry = durable->find(l.log)) lm.durable_sequence = entry->sequence;
+    }
+    lm.sequence_lag = lm.latest_sequence > lm.durable_sequence ? lm.latest_sequence - lm.durable_sequence : 0;
+    m.logs.push_back(std::move(lm));
+  }
+  return m;
 }
 
 }  // namespace dix

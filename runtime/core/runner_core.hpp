@@ -37,16 +37,13 @@
 #include <dix/batch.hpp>
 #include <dix/options.hpp>
 #include <dix/readiness.hpp>
+#include <dix/status.hpp>
 
 #include "core/restart_policy.hpp"  // child_kind
 #include "core/tailer_core.hpp"
+#include "ports/meta_store.hpp"  // meta_records
 
 namespace dix {
-
-enum class runner_state : std::uint8_t {
-  dormant, waiting_lock, running, idle, deferred, waiting_durable, rebuilding, needs_rebuild, unavailable,
-  releasing, stopped };
-std::string_view to_string(runner_state s) noexcept;
 
 namespace wake_flag {
 inline constexpr std::uint8_t commit = 1;
@@ -55,6 +52,7 @@ inline constexpr std::uint8_t backend = 4;
 inline constexpr std::uint8_t timer = 8;
 inline constexpr std::uint8_t coverage = 16;
 inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is set (§11.2)
+inline constexpr std::uint8_t all = commit | system | backend | timer | coverage | rebuild;
 }  // namespace wake_flag
 
 enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry };
@@ -91,13 +89,9 @@ using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, 
                             fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle>;
 using effects = std::vector<effect>;
 
-// The home store's records of an id that acquisition reads (formats.md §5).
-struct meta_records {
-  bool condemned = false;                   // condemned/<id> present
-  std::optional<std::uint64_t> fingerprint;  // registration/<id>
-};
-
-// What status() and metrics() report (protocol.md §14), refreshed after every event.
+// What status() and metrics() report (protocol.md §14), taken after every event. Ages are not
+// frozen into it: it keeps the moments they count from, and metrics(now) computes them at the
+// time of the call (protocol.md §13.1, §14.2).
 struct runner_snapshot {
   runner_state state = runner_state::dormant;
   readiness_reason reason = readiness_reason::none;
@@ -111,12 +105,21 @@ struct runner_snapshot {
   std::uint64_t wal_syncs = 0, unindexable_records = 0, log_reopens = 0;
   std::uint32_t transient_faults = 0;
   readiness_reason last_fault = readiness_reason::none;
-  std::uint64_t stalled_ms = 0, oldest_accepted_age_ms = 0;
-  // protocol.md §13.1: cursor lag (newest header time read − the effective entry's anchor time),
-  // unread age (a commit seen while caught up, not yet read), and lag = the largest of the four.
-  std::uint64_t cursor_lag_ms = 0, unread_age_ms = 0, lag_ms = 0;
-  std::uint64_t quiescence_age_ms = 0;  // how long the current shutdown has been pending
+  // protocol.md §13.1: the cursor lag is a difference of header times (newest read − the
+  // effective entry's anchor time), fixed until the next event; the other components are ages
+  // of these moments (absent: the component is 0).
+  std::uint64_t cursor_lag_ms = 0;
+  std::optional<steady_time> oldest_accepted_at;  // oldest non-durable work, cursor-only aside
+  std::optional<steady_time> stalled_since;       // parked in deferred / waiting-durable
+  std::optional<steady_time> unread_since;        // a commit seen while caught up, not yet read
+  std::optional<steady_time> quiescence_since;    // the current shutdown is pending
   std::vector<log_progress> logs;
+
+  runner_status status() const;
+  // The public metrics at `now`. The slot's fields (readiness, lag_gate, rebuild_attempts,
+  // coverage_time) are left for the caller, who reads the slot; so is the backend's own count of
+  // unindexable records (backend_host::note_unindexable).
+  runner_metrics metrics(steady_time now) const;
 };
 
 class runner_core {
@@ -193,7 +196,7 @@ class runner_core {
   effects on_child_down(child_kind kind, bool escalated, steady_time now);
   effects on_child_up(child_kind kind, steady_time now);
 
-  runner_snapshot snapshot(steady_time now) const;
+  runner_snapshot snapshot() const;
   runner_state state() const noexcept { return state_; }
   std::uint64_t generation() const noexcept { return gen_; }
   epoch_t epoch() const noexcept { return epoch_; }

@@ -2,67 +2,24 @@
 // (no detached actors, no sleeps): message flows the cores cannot show on their own.
 #include <catch2/catch.hpp>
 
-#include "actors/backend_proxy_actor.hpp"
-#include "actors/log_tailer_actor.hpp"
-#include "actors/runner_actor.hpp"
-#include "adapters/process_lock_table.hpp"
-#include "support/temp_dir.hpp"
-#include "core/tailer_core.hpp"
-#include "support/caf_fixture.hpp"
-#include "support/fake_store.hpp"
-#include "support/sim_backend.hpp"
-#include "support/slot_host.hpp"
+#include "support/wired_id.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct pipeline : test::caf_fixture {
-  test::fake_store store{"main", "id-main"};
-  std::shared_ptr<test::fake_store::source> source = std::make_shared<test::fake_store::source>(store);
-  std::shared_ptr<test::fake_store::reader> reader = std::make_shared<test::fake_store::reader>(store);
-  std::shared_ptr<test::in_process_slot> slot = std::make_shared<test::in_process_slot>();
-  test::slot_host host{slot};
-  std::shared_ptr<test::sim_backend> backend = std::make_shared<test::sim_backend>();
-  test::temp_dir home;  // the lock table's runner/<id>.lock files
-  process_lock_table locks{home.path()};
-  std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
-  std::vector<std::uint64_t> persisted;
+struct pipeline : test::wired_id {
+  std::vector<std::uint64_t>& persisted = meta->epochs;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
   runner_actor runner;
 
   explicit pipeline(runner_options o = {}) {
-    store.commit({test::fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);
-    backend->attach(host);
-    auto deps = std::make_shared<tailer_deps>();
-    deps->id = "idx";
-    deps->sources = {source};
-    deps->readers = {reader};
-    deps->core = std::make_unique<tailer_core>(
-        std::vector<tailer_log>{{source.get(), reader.get()}},
-        std::map<table_ref, projection>{{table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result {
-                                           return std::string(p);
-                                         }}});
-    deps->persist_epoch = [this](std::uint64_t e) -> result<void> {
-      persisted.push_back(e);
-      return {};
-    };
-    deps->time = &clock;
-    tailer = spawn_log_tailer(sys, deps, false);
-    proxy = spawn_backend_proxy(sys, backend, false);
-    runner_deps rd;
-    rd.id = "idx";
-    rd.config.options = o;
-    rd.tailer = tailer;
-    rd.proxy = proxy;
-    rd.slot = slot;
-    rd.lock = &locks;
-    rd.requester = 1;
-    rd.logs = {"main"};
-    rd.snapshot = snapshot;
-    runner = spawn_runner(sys, rd);
+    auto spec = wiring(o);
+    tailer = spec->spawn_tailer();
+    proxy = spec->spawn_proxy();
+    runner = spec->spawn_runner(tailer, proxy, std::nullopt);
   }
   ~pipeline() override {
     caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);

@@ -2,18 +2,8 @@
 // message with reason `kill`, the restart delays are delayed messages moved by advance().
 #include <catch2/catch.hpp>
 
-#include "actors/backend_proxy_actor.hpp"
-#include "actors/log_tailer_actor.hpp"
-#include "actors/runner_actor.hpp"
-#include "actors/supervisor_actor.hpp"
-#include "adapters/process_lock_table.hpp"
-#include "support/temp_dir.hpp"
-#include "core/tailer_core.hpp"
 #include "messages/errors.hpp"
-#include "support/caf_fixture.hpp"
-#include "support/fake_store.hpp"
-#include "support/sim_backend.hpp"
-#include "support/slot_host.hpp"
+#include "support/wired_id.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -27,20 +17,12 @@ runner_options fast_policy() {
   return o;
 }
 
-// One supervised id over a fake store and the simulated backend. The spawn functions remember
-// the newest child of each kind, so a test can crash exactly the one the supervisor watches.
-struct supervised : test::caf_fixture {
-  test::fake_store store{"main", "id-main"};
-  std::shared_ptr<test::fake_store::source> source = std::make_shared<test::fake_store::source>(store);
-  std::shared_ptr<test::fake_store::reader> reader = std::make_shared<test::fake_store::reader>(store);
-  std::shared_ptr<test::in_process_slot> slot = std::make_shared<test::in_process_slot>();
-  test::slot_host host{slot};
-  std::shared_ptr<test::sim_backend> backend = std::make_shared<test::sim_backend>();
-  test::temp_dir home;  // the lock table's runner/<id>.lock files
-  process_lock_table locks{home.path()};
-  std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
-  std::vector<std::uint64_t> persisted;
-  int markers = 0;  // condemned/<id> writes
+// One supervised registration over a fake store and the simulated backend, wired by wire_registration(). The
+// spawn functions remember the newest child of each kind, so a test can crash exactly the one the
+// supervisor watches.
+struct supervised : test::wired_id {
+  std::vector<std::uint64_t>& persisted = meta->epochs;
+  int& markers = meta->markers;  // condemned/<id> writes
   supervisor_actor sup;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
@@ -49,62 +31,25 @@ struct supervised : test::caf_fixture {
   std::optional<readiness_reason> last_start;
 
   explicit supervised(runner_options o = fast_policy()) {
-    store.commit({test::fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);
-    backend->attach(host);
-    auto deps = std::make_shared<tailer_deps>();
-    deps->id = "idx";
-    deps->sources = {source};
-    deps->readers = {reader};
-    deps->core = std::make_unique<tailer_core>(
-        std::vector<tailer_log>{{source.get(), reader.get()}},
-        std::map<table_ref, projection>{{table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result {
-                                           return std::string(p);
-                                         }}});
-    deps->persist_epoch = [this](std::uint64_t e) -> result<void> {
-      persisted.push_back(e);
-      return {};
-    };
-    deps->write_marker = [this]() -> result<void> {
-      ++markers;
-      return {};
-    };
-    deps->time = &clock;
-    auto spec = std::make_shared<supervised_spec>();
-    spec->id = "idx";
-    spec->options = o;
-    spec->spawn_tailer = [this, deps] {
+    auto spec = wiring(o);
+    auto spawn_tailer = spec->spawn_tailer;
+    auto spawn_proxy = spec->spawn_proxy;
+    auto spawn_runner = spec->spawn_runner;
+    spec->spawn_tailer = [this, spawn_tailer] {
       ++tailers;
-      return tailer = spawn_log_tailer(sys, deps, false);
+      return tailer = spawn_tailer();
     };
-    spec->spawn_proxy = [this] {
+    spec->spawn_proxy = [this, spawn_proxy] {
       ++proxies;
-      return proxy = spawn_backend_proxy(sys, backend, false);
+      return proxy = spawn_proxy();
     };
-    spec->spawn_runner = [this, o](log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
+    spec->spawn_runner = [this, spawn_runner](log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
       ++runners;
       last_start = condemned;
-      runner_deps rd;
-      rd.id = "idx";
-      rd.config.options = o;
-      rd.config.start_condemned = condemned;
-      rd.config.generation_base = static_cast<std::uint64_t>(runners) << 32;
-      rd.tailer = std::move(t);
-      rd.proxy = std::move(x);
-      rd.slot = slot;
-      rd.lock = &locks;
-      rd.requester = 1;
-      rd.logs = {"main"};
-      rd.snapshot = snapshot;
-      return runner = spawn_runner(sys, rd);
+      return runner = spawn_runner(std::move(t), std::move(x), condemned);
     };
-    spec->snapshot = snapshot;
-    spec->slot = slot;
-    spec->lock = &locks;
-    spec->requester = 1;
-    auto registry = std::make_shared<supervisor_registry>();
-    registry->put(spec);
-    sup = spawn_supervisor(sys, registry);
-    caf::anon_send(sup, supervise{"idx"});
+    sup = spawn_supervisor(sys);
+    caf::anon_send(sup, supervise{spec});
     run();
   }
   ~supervised() override {
@@ -132,7 +77,7 @@ struct supervised : test::caf_fixture {
   }
   std::optional<stopped> unsupervise_now() {
     caf::scoped_actor self{sys};
-    self->send(sup, unsupervise{"idx"});
+    self->send(sup, unsupervise{1});
     run();
     return test::caf_fixture::try_receive<stopped>(self);
   }

@@ -306,7 +306,7 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
   CHECK(read_readiness(home, "by-value")->reason == readiness_reason::rebuild_requested);
   CHECK(read_meta(*store, "condemned/by-value").value());
   // The owner of epoch e1 consumed it; the waiter, handed the lock, found the slot condemned.
-  CHECK(rt1->status("by-value")->state == "needs-rebuild");
+  CHECK(rt1->status("by-value")->state == runner_state::needs_rebuild);
   auto table = process_lock_table::for_home(home / "dix");
   REQUIRE(table->wait_until("by-value", [](bool, std::size_t waiters) { return waiters == 0; }, 30s));
   REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return r.owner_epoch > e1; }));

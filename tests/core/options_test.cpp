@@ -32,7 +32,7 @@ T narrow(long long v) {
   return static_cast<T>(v);
 }
 
-// protocol.md §16 (and options.hpp for actor_threads, which §16 does not list).
+// protocol.md §16.
 std::vector<range_case> range_cases() {
   using O = dix::runtime_options;
   return {
@@ -70,10 +70,6 @@ std::vector<range_case> range_cases() {
        [](O& o, long long v) { o.max_write_delay = milliseconds{v}; }},
       {"runtime_options", "slot_count", 1, 4096,
        [](O& o, long long v) { o.slot_count = narrow<std::uint32_t>(v); }},
-      {"runtime_options", "actor_threads", 0, 256,
-       [](O& o, long long v) { o.actor_threads = narrow<std::uint32_t>(v); }, {}, true},
-      {"runtime_options", "scheduler", 0, 1,
-       [](O& o, long long v) { o.scheduler = static_cast<dix::actor_scheduler>(v); }, {}, true},
   };
 }
 
@@ -94,6 +90,19 @@ std::string expected_message(const range_case& c, long long value) {
 TEST_CASE("options: default runner and runtime options are valid", "[core][options]") {
   CHECK(dix::validate(dix::runner_options{}));
   CHECK(dix::validate(dix::runtime_options{}));
+  CHECK(dix::validate(dix::system_options{}));
+}
+
+TEST_CASE("options: the facade's system options name the field out of range", "[core][options]") {
+  dix::system_options o;
+  o.actor_threads = 256;
+  CHECK(dix::validate(o));
+  o.actor_threads = 257;
+  CHECK(dix::validate(o).error().message() == "system_options.actor_threads = 257: must be in [0, 256]");
+  o.actor_threads = 0;
+  o.scheduler = static_cast<dix::actor_scheduler>(2);
+  CHECK(dix::validate(o).error().message() == "system_options.scheduler = 2: must be in [0, 1]");
+  CHECK(dix::validate(o).error().value() == errc::invalid_argument);
 }
 
 TEST_CASE("options: default store options are valid once the required log name is set",

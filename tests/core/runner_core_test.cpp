@@ -482,7 +482,7 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   p.backend.auto_barrier = false;
   p.backend.cap = 1;
   p.commit({test::put(sim_table, "a", "1")});
-  auto idle = p.runner->snapshot(p.time.steady_now());
+  auto idle = p.runner->snapshot().metrics(p.time.steady_now());
   CHECK(idle.unread_age_ms == 0);
   CHECK(idle.stalled_ms == 0);
   p.commit({test::put(sim_table, "b", "2")});  // deferred: stalled from now
@@ -490,7 +490,7 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   p.advance(milliseconds(300));
   p.commit({test::put(sim_table, "c", "3")});  // no turn while deferred: read later
   p.advance(milliseconds(200));
-  auto s = p.runner->snapshot(p.time.steady_now());
+  auto s = p.runner->snapshot().metrics(p.time.steady_now());
   CHECK(s.stalled_ms == 500);
   CHECK(s.unread_age_ms == 200);
   CHECK(s.lag_ms == std::max({s.cursor_lag_ms, s.stalled_ms, s.unread_age_ms, s.oldest_accepted_age_ms}));
@@ -501,7 +501,7 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   p.backend.apply_queue();
   p.run();
   p.advance(milliseconds(2000));
-  auto caught_up = p.runner->snapshot(p.time.steady_now());
+  auto caught_up = p.runner->snapshot().metrics(p.time.steady_now());
   CHECK(caught_up.stalled_ms == 0);
   CHECK(caught_up.unread_age_ms == 0);
   CHECK(caught_up.cursor_lag_ms == 0);

@@ -216,6 +216,14 @@ TEST_CASE_METHOD(wire_fixture, "messages: in process a batch_msg is shared, neve
 
 // -- runner.hpp ------------------------------------------------------------------------------
 
+TEST_CASE_METHOD(wire_fixture, "messages: every wake flag survives the wire, a rebuild wake included", "[actor][messages]") {
+  for (std::uint8_t flag : {dix::wake_flag::commit, dix::wake_flag::system, dix::wake_flag::backend,
+                            dix::wake_flag::timer, dix::wake_flag::coverage, dix::wake_flag::rebuild}) {
+    CHECK(roundtrip(dix::wake{flag}).flags == flag);
+  }
+  CHECK(roundtrip(dix::wake{dix::wake_flag::all}).flags == dix::wake_flag::all);
+}
+
 TEST_CASE_METHOD(wire_fixture, "messages: runner messages round-trip", "[actor][messages]") {
   auto w = roundtrip(dix::wake{dix::wake_flag::commit | dix::wake_flag::system |
                                dix::wake_flag::coverage});
@@ -528,7 +536,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: out-of-range enums and record indices 
     dix::wake out;
     auto err = load(bytes, out);
     CHECK(dix::to_errc(err) == errc::message_invalid);
-    CHECK(dix::error_text(err) == "dix.wake.flags = 128: bits outside 31");
+    CHECK(dix::error_text(err) == "dix.wake.flags = 128: bits outside 63");
   }
   SECTION("delivery result") {
     buffer bytes;

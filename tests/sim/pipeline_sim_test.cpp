@@ -175,7 +175,7 @@ std::string run_seed(std::uint64_t seed, std::size_t steps) {
     p.backend.apply_queue();
     p.advance(milliseconds(2000));
     if (std::getenv("DIX_SIM_VERBOSE") != nullptr && i < 5) {
-      auto snap = p.runner->snapshot(p.time.steady_now());
+      auto snap = p.runner->snapshot();
       std::fprintf(stderr, "drain %d durable=%llu state=%s delivered=%zu queued=%zu accepted_batches=%llu timers=%zu read=%llu\n", i,
                    static_cast<unsigned long long>(p.backend.durable() ? p.backend.durable()->logs()[0].sequence : 0),
                    std::string(to_string(p.runner->state())).c_str(), p.delivered.size(), p.backend.queued(),

@@ -45,17 +45,22 @@ struct runner_options {
   milliseconds max_lag{0};  // 0 = no writer gate, else [1, 86 400 000]. Default: 0
 };
 
-// The CAF scheduler policy of a runtime's actor system (decision 0006). `sharing`: one queue,
-// idle workers block on a condition variable. `stealing` (CAF's own default): a queue per
-// worker, idle workers poll — spinning, then sleeping 50 µs at a time for about 25 ms — before
-// they block, which on a machine with few cores takes CPU from the tailer and the backends.
-enum class actor_scheduler : std::uint8_t { sharing = 0, stealing = 1 };
-
 struct runtime_options {
   runner_options runner;  // per-registration options replace it whole. Default: {}
   milliseconds max_coverage_wait{30000};  // [0, 600 000]. Default: 30 000 ms
   milliseconds max_write_delay{100};  // [1, 1000]. Default: 100 ms
   std::uint32_t slot_count = 64;  // [1, 4096]; only when creating the segment. Default: 64
+};
+
+// The CAF scheduler policy of the blocking facade's actor system (decision 0006). `sharing`: one
+// queue, idle workers block on a condition variable. `stealing` (CAF's own default): a queue per
+// worker, idle workers poll — spinning, then sleeping 50 µs at a time for about 25 ms — before
+// they block, which on a machine with few cores takes CPU from the tailer and the backends.
+enum class actor_scheduler : std::uint8_t { sharing = 0, stealing = 1 };
+
+// The actor system the blocking facade dix::runtime owns. An application that hosts dix in its
+// own actor system (<dix/caf.hpp>) configures its scheduler itself.
+struct system_options {
   std::uint32_t actor_threads = 0;  // CAF scheduler threads, 0 = hardware, else [1, 256]. Default: 0
   actor_scheduler scheduler = actor_scheduler::sharing;  // any other value is refused. Default: sharing
 };
@@ -64,5 +69,6 @@ struct runtime_options {
 result<void> validate(const store_options& options);
 result<void> validate(const runner_options& options);
 result<void> validate(const runtime_options& options);  // includes .runner
+result<void> validate(const system_options& options);
 
 }  // namespace dix

@@ -1,19 +1,18 @@
-// The runtime: keeps registered indexes in step with the attached primary stores (api.md §6).
-// One runner per backend id works at a time; its actors tail the stores' WALs, deliver bounded
-// batches and advance the backend's cursor only when the backend made the work durable.
+// The runtime (api.md §6): keeps registered indexes in step with the attached primary stores.
+// One runner per backend id works at a time across the runtimes and processes of a database; it
+// tails the stores' WALs, delivers bounded batches and advances the backend's cursor only when the
+// backend made the work durable.
 //
-// Thread safety: every member is thread-safe. Blocking: create, register_index (briefly), and
-// the destructor (until stop settles). Everything else returns at once.
+// dix::runtime is the blocking facade: it owns a CAF actor system of its own and talks to the
+// runtime actor that a CAF application would spawn in its own system (<dix/caf.hpp>). Both run
+// the same actors.
 //
-// Built so far (see docs/architecture.md): registration, draining, delivery, flushes, faults,
-// supervision, ownership across the runtimes of a process (lock table + flock guard, epochs,
-// the shared readiness segment of the home store, condemnation marker, fingerprint),
-// status/metrics, stop. Rebuild, coverage and the writer gate arrive with later issues; until
-// then a condemned index parks in `needs-rebuild` with its reason.
+// Thread safety: every member is thread-safe. Blocking: create, register_index (a round trip to
+// the runtime actor, which attaches the backend), request_rebuild (a round trip), and the
+// destructor (until stop settled). status, readiness, metrics and wake return at once; unregister
+// and stop return futures.
 #pragma once
 
-#include <array>
-#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,93 +26,80 @@
 #include <dix/projection.hpp>
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
+#include <dix/status.hpp>
 
 namespace dix {
 
 struct registration {
   std::shared_ptr<dix::backend> backend;        // qualified: the member reuses the type's name
   std::map<table_ref, projection> projections;  // ≥ 1
-  std::string projection_version;               // ≤ 256 bytes. Default: ""
-  std::optional<runner_options> options;        // replaces runtime_options::runner whole
+  std::string projection_version;  // change with projection logic/encoding; ≤ 256 bytes. Default: ""
+  std::optional<runner_options> options;  // replaces runtime_options::runner whole
 };
-
-class runtime;
 
 class registration_handle {  // destruction does not unregister
  public:
   const std::string& id() const noexcept { return id_; }
-  // Releases the id (flush(shutdown), shutdown(epoch), unlock). Same future every call.
+  // Unregisters the id (protocol.md §2.4): status(id) is gone at once and a replacement may
+  // register (it waits for the lock); the future resolves when the release (flush(shutdown),
+  // shutdown(epoch), the lock handed on) settled. Same future every call. Fails backend_failed
+  // when the shutdown was rejected (the lock stays held: request_rebuild(id) retries the
+  // release), not_registered when the id is no longer this handle's registration, stopped when
+  // the runtime is gone.
   shared_future<void> unregister();
 
  private:
   friend class runtime;
-  registration_handle(std::weak_ptr<void> owner, std::string id) : owner_(std::move(owner)), id_(std::move(id)) {}
-  std::weak_ptr<void> owner_;
+  struct facade;
+  registration_handle(std::weak_ptr<facade> owner, std::string id, std::uint64_t token)
+      : owner_(std::move(owner)), id_(std::move(id)), token_(token) {}
+  std::weak_ptr<facade> owner_;
   std::string id_;
-};
-
-
-struct runner_status {
-  std::string state;  // "dormant", "running", "idle", "deferred", "waiting-durable", "needs-rebuild", …
-  readiness_reason reason = readiness_reason::none;
-  epoch_t epoch = 0;
-  std::string message;  // local text, may quote the backend
-};
-
-struct log_metrics {
-  std::string log;
-  std::uint64_t read_sequence = 0, durable_sequence = 0, latest_sequence = 0, sequence_lag = 0;
-};
-
-struct runner_metrics {  // protocol.md §14.2 (rebuilt_records arrives with rebuild)
-  dix::readiness readiness;
-  bool owner = false;
-  epoch_t epoch = 0;
-  std::uint64_t accepted_batches = 0, accepted_bytes = 0, accepted_mutations = 0, deferred_bytes = 0;
-  std::uint64_t oldest_accepted_age_ms = 0, stalled_ms = 0;
-  std::uint64_t cursor_lag_ms = 0, unread_age_ms = 0, lag_ms = 0;  // §13.1; lag_ms the largest
-  std::uint32_t lag_gate = 0;             // the slot's stored gate (0 until the writer gate is built)
-  std::uint32_t rebuild_attempts = 0;     // the slot's
-  std::uint64_t quiescence_age_ms = 0;    // how long the current shutdown has been pending
-  index_time_t coverage_time = 0;         // 0 until coverage is built
-  std::uint64_t coverage_age_ms = 0;
-  std::uint64_t delivered_batches = 0, delivered_records = 0;
-  std::array<std::uint64_t, 4> flushes{};  // indexed by flush_reason
-  std::uint64_t wal_syncs = 0, unindexable_records = 0, log_reopens = 0;
-  std::uint32_t transient_faults = 0;
-  readiness_reason last_fault = readiness_reason::none;
-  std::vector<log_metrics> logs;
+  std::uint64_t token_ = 0;  // which registration of the id this handle names
 };
 
 class runtime {
  public:
-  // 1…32 stores with distinct log names; the first is the home store. Stores outlive the runtime.
+  // 1…32 stores with distinct log names; the first is the home store. The stores outlive the
+  // runtime. `system` configures the facade's actor system. Fails invalid_argument (store list,
+  // options, a home on NFS), segment_layout_mismatch, io_error.
   static result<std::unique_ptr<runtime>> create(std::vector<std::shared_ptr<primary_store>> stores,
-                                                 runtime_options options = {});
-  ~runtime();  // stop() and wait
+                                                 runtime_options options = {}, system_options system = {});
+  // stop() and wait; then releases in the process's lock table any lock a rejected shutdown kept.
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+  runtime(runtime&&) = delete;
+  runtime& operator=(runtime&&) = delete;
 
-  // protocol.md §2.1 checks, in order; no side effects on failure.
+  // protocol.md §2.1 checks in order, failing without side effects (stopped, invalid_argument
+  // naming the field, already_registered, segment_full); attach and the state-change subscription
+  // are part of the registration: if either fails the error is returned and nothing remains.
   result<registration_handle> register_index(registration r);
-  void wake();  // wakes every runner as by a non-system commit
+  // Wakes every runner as a non-system commit does.
+  void wake();
+  // nullopt: `id` is not registered in this runtime (never was, or unregistered).
   std::optional<runner_status> status(std::string_view id) const;
+  // The slot of any id in the home store's segment, registered in this runtime or not. Fails
+  // not_registered (no slot), invalid_argument (id outside the name rules).
   result<dix::readiness> readiness(std::string_view id) const;
+  // nullopt: `id` is not registered here. Ages are computed now.
   std::optional<runner_metrics> metrics(std::string_view id) const;
   // protocol.md §11.2: false when `id` is not registered here, the runtime is stopped or the
-  // backend cannot reset; else stores rebuild_request in the id's slot, notifies, wakes the local
-  // runner and returns true. The owner — in this or another runtime — consumes the request at its
-  // next wake or acquisition. Until rebuild exists, a consumed request condemns the index with
-  // `rebuild-requested` and it parks in `needs-rebuild` (the marker keeps the request); an index
-  // already parked keeps the flag for the next acquisition. On a stopped runtime or an
-  // unregistered id whose rejected shutdown keeps the lock, retries only that release (§9.7).
+  // backend cannot reset; otherwise stores the slot's rebuild request, wakes the local runner and
+  // returns true — the owner, in this runtime or another, consumes it at its next wake or
+  // acquisition. For an id unregistered or stopped while a rejected shutdown keeps its lock, it
+  // retries that release only and returns true.
   bool request_rebuild(std::string_view id);
-  // Releases every id; succeeds only if every backend shutdown succeeded. Same future every call.
+  // Unregisters every id; succeeds only if every shutdown succeeded, else backend_failed naming
+  // the ids (their locks stay held for the life of this object). Same future every call.
+  // Afterwards register_index fails stopped; status, readiness, metrics and request_rebuild
+  // keep working.
   shared_future<void> stop();
 
-  struct impl;
-
  private:
-  explicit runtime(std::shared_ptr<impl> p);
-  std::shared_ptr<impl> impl_;
+  explicit runtime(std::shared_ptr<registration_handle::facade> f);
+  std::shared_ptr<registration_handle::facade> facade_;
 };
 
 }  // namespace dix

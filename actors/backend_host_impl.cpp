@@ -1,0 +1,55 @@
+#include "actors/backend_host_impl.hpp"
+
+#include <string>
+
+namespace dix {
+
+backend_host_impl::backend_host_impl(std::shared_ptr<readiness_slot> slot, std::function<void()> rebuild)
+    : slot_(std::move(slot)), rebuild_(std::move(rebuild)) {}
+
+bool backend_host_impl::is_owner_epoch(epoch_t e) const noexcept {
+  // Ended first: a successor's epoch may equal nothing this backend knows, but an ended
+  // registration must never apply work, whatever the slot says now.
+  return !ended() && slot_->owner_epoch() == e;
+}
+
+dix::readiness backend_host_impl::readiness() const noexcept {
+  if (ended()) {
+    std::lock_guard g(final_mutex_);
+    return final_;
+  }
+  return slot_->read();
+}
+
+void backend_host_impl::note_unindexable(std::string_view) noexcept {
+  if (!ended()) unindexable_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void backend_host_impl::request_rebuild() noexcept {
+  if (ended() || !rebuild_) return;
+  try {
+    rebuild_();
+  } catch (...) {
+    // Best effort by contract (api.md §5: the result is ignored); posting a message cannot fail
+    // for a reason the backend could act on.
+  }
+}
+
+result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token) {
+  if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
+  auto r = slot_->read();
+  switch (r.state) {
+    case readiness_state::ready: return coverage{coverage_state::unknown, mode.tolerance, std::nullopt};
+    case readiness_state::rebuilding: return error{errc::rebuilding, "the index is rebuilding"};
+    default: return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
+  }
+}
+
+void backend_host_impl::end() noexcept {
+  std::lock_guard g(final_mutex_);
+  if (ended_.load(std::memory_order_relaxed)) return;
+  final_ = slot_->read();
+  ended_.store(true, std::memory_order_release);
+}
+
+}  // namespace dix

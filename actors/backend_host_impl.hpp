@@ -1,0 +1,51 @@
+// The backend_host a registration hands its backend (api.md §5): owner-epoch fencing and
+// readiness from the id's slot, the backend's own unindexable count, rebuild requests. It
+// outlives its registration: a backend may keep the reference and call it from any thread at any
+// later time (an applier draining after a handoff), so the runtime keeps every host until it is
+// destroyed itself; once the registration has ended, is_owner_epoch answers false for every
+// epoch, readiness() the value at the end, admit_query not_registered, and the other calls do
+// nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include <dix/backend.hpp>
+
+#include "ports/ownership.hpp"
+
+namespace dix {
+
+class backend_host_impl final : public backend_host {
+ public:
+  // `rebuild` is what request_rebuild() does while the registration lasts (the runtime posts
+  // itself a rebuild request for the id, api.md §5: as runtime::request_rebuild, result ignored).
+  backend_host_impl(std::shared_ptr<readiness_slot> slot, std::function<void()> rebuild);
+
+  bool is_owner_epoch(epoch_t e) const noexcept override;
+  dix::readiness readiness() const noexcept override;
+  void note_unindexable(std::string_view reason) noexcept override;
+  void request_rebuild() noexcept override;
+  // Readiness decides until coverage is published: ready admits with coverage unknown,
+  // rebuilding refuses with rebuilding, anything else with unavailable (api.md §7).
+  result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel) override;
+
+  // The registration ended (unregistered, or its runtime stopped): from now on the host answers
+  // as the file comment says. Idempotent.
+  void end() noexcept;
+  bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
+  std::uint64_t unindexable() const noexcept { return unindexable_.load(std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<readiness_slot> slot_;
+  std::function<void()> rebuild_;
+  std::atomic<bool> ended_{false};
+  std::atomic<std::uint64_t> unindexable_{0};
+  mutable std::mutex final_mutex_;
+  dix::readiness final_{};  // the slot when the registration ended
+};
+
+}  // namespace dix

@@ -1,0 +1,90 @@
+#include "actors/id_wiring.hpp"
+
+#include <atomic>
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include "actors/backend_proxy_actor.hpp"
+#include "actors/log_tailer_actor.hpp"
+#include "core/tailer_core.hpp"
+
+namespace dix {
+
+void state_change_relay::attach(const backend_proxy_actor& proxy) {
+  std::lock_guard g(mutex_);
+  proxy_ = caf::actor_cast<caf::weak_actor_ptr>(proxy);
+}
+
+void state_change_relay::post(state_change change) const {
+  caf::strong_actor_ptr target;
+  {
+    std::lock_guard g(mutex_);
+    target = proxy_.lock();
+  }
+  if (target) caf::anon_send(caf::actor_cast<backend_proxy_actor>(target), state_change_msg{change.kind, change.epoch});
+}
+
+subscription subscribe_state_changes(backend& b, const std::shared_ptr<state_change_relay>& relay) {
+  return b.on_state_change([relay](state_change c) { relay->post(c); });
+}
+
+namespace {
+
+// Each runner incarnation gets generations of its own (runner_core::config::generation_base):
+// late replies addressed to a dead runner's generations never match a successor's.
+std::atomic<std::uint64_t> next_incarnation{1};
+
+}  // namespace
+
+std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wiring w) {
+  auto deps = std::make_shared<tailer_deps>();
+  deps->id = w.id;
+  std::vector<tailer_log> ports;
+  for (const auto& l : w.logs) {
+    ports.push_back(tailer_log{l.source.get(), l.reader.get()});
+    deps->sources.push_back(l.source);
+    deps->readers.push_back(l.reader);
+  }
+  deps->core = std::make_unique<tailer_core>(std::move(ports), w.projections);
+  deps->meta = w.meta;
+  deps->time = w.time;
+
+  runner_deps rd;
+  rd.id = w.id;
+  rd.config = w.runner;
+  rd.slot = w.slot;
+  rd.lock = w.lock;
+  rd.token = w.token;
+  for (const auto& l : w.logs) rd.logs.push_back(l.source->log_name());
+  rd.snapshot = w.snapshot;
+  rd.on_status = w.on_status;
+
+  auto spec = std::make_shared<supervised_spec>();
+  spec->id = w.id;
+  spec->token = w.token;
+  spec->options = w.runner.options;
+  caf::actor_system* system = &sys;
+  const bool detached = w.detached;
+  spec->spawn_tailer = [system, deps, detached] { return spawn_log_tailer(*system, deps, detached); };
+  spec->spawn_proxy = [system, b = w.backend, relay = w.relay, detached] {
+    auto proxy = spawn_backend_proxy(*system, b, detached);
+    if (relay) relay->attach(proxy);
+    return proxy;
+  };
+  spec->spawn_runner = [system, rd](log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
+    auto d = rd;
+    d.tailer = std::move(t);
+    d.proxy = std::move(x);
+    d.config.start_condemned = condemned;
+    d.config.generation_base = next_incarnation.fetch_add(1) << 32;
+    return spawn_runner(*system, std::move(d));
+  };
+  spec->snapshot = w.snapshot;
+  spec->slot = w.slot;
+  spec->lock = w.lock;
+  spec->runner_changed = w.runner_changed;
+  return spec;
+}
+
+}  // namespace dix

@@ -1,0 +1,461 @@
+#include "actors/runtime_actor.hpp"
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/id_wiring.hpp"
+#include "actors/supervisor_actor.hpp"
+#include "actors/watcher.hpp"
+#include "adapters/meta_records.hpp"
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/rocksdb_log_source.hpp"
+#include "adapters/rocksdb_store_reader.hpp"
+#include "core/names.hpp"
+
+namespace dix {
+namespace {
+
+// Registration tokens name a registration in the process-wide lock table, so they are unique in
+// the process, not only in one runtime.
+std::atomic<std::uint64_t> next_token{1};
+
+bool same(const readiness& a, const readiness& b) noexcept {
+  return a.state == b.state && a.reason == b.reason && a.rebuild_attempts == b.rebuild_attempts &&
+         a.owner_epoch == b.owner_epoch;
+}
+
+// Hosts of registrations whose backend never proved quiescence (a rejected shutdown) when their
+// runtime ended: such a backend may still call its host, so the host must not die with the
+// runtime. They are kept for the life of the process (one small object per such registration).
+std::mutex orphaned_mutex;
+std::vector<std::shared_ptr<backend_host_impl>>& orphaned_hosts() {
+  static auto* hosts = new std::vector<std::shared_ptr<backend_host_impl>>();
+  return *hosts;
+}
+
+// One id's subscribers and what they were last told.
+struct watched_id {
+  std::map<caf::actor_addr, caf::actor> subscribers;
+  std::uint64_t counter = 0;  // the slot change counter of `value`
+  readiness value;
+  std::uint64_t status_token = 0, status_version = 0;  // of `status`
+  std::optional<runner_status> status;
+};
+
+struct runtime_state {
+  std::shared_ptr<runtime_context> ctx;
+  supervisor_actor supervisor;
+  std::vector<std::uint64_t> listeners;  // one commit listener per store
+  // Unregistered, release pending; and released with a rejected shutdown, lock kept (§9.7).
+  std::map<std::uint64_t, std::shared_ptr<registration_entry>> releasing, held;
+  std::vector<std::shared_ptr<backend_host_impl>> hosts;  // every host handed out: they outlive registrations
+  std::map<std::uint64_t, std::vector<caf::typed_response_promise<index_unregistered>>> unregister_waiters;
+  std::map<std::string, watched_id> watched;
+  std::map<caf::actor_addr, std::size_t> monitored;  // subscriber → number of ids it watches
+  bool stopping = false;
+  std::optional<caf::error> stop_outcome;  // once every release settled
+  std::vector<caf::typed_response_promise<runtime_stopped>> stop_waiters;
+  std::optional<caf::error> exit_reason;  // an exit message arrived: end once stopped
+  bool finished = false;
+  static inline const char* name = "dix.runtime";
+};
+
+using runtime_pointer = runtime_actor_impl::stateful_pointer<runtime_state>;
+
+steady_time now_of(runtime_pointer self) { return self->home_system().clock().now(); }
+
+void check_stopped(runtime_pointer self);
+
+// A release settled (protocol.md §2.4): the subscription goes first, then the host ends, then the
+// waiters hear the outcome.
+void on_released(runtime_pointer self, std::uint64_t token, const caf::error& err) {
+  auto& st = self->state;
+  auto it = st.releasing.find(token);
+  if (it == st.releasing.end()) return;
+  auto e = it->second;
+  st.releasing.erase(it);
+  e->changes.reset();
+  e->host->end();
+  if (err) st.held[token] = e;
+  auto waiters = std::move(st.unregister_waiters[token]);
+  st.unregister_waiters.erase(token);
+  for (auto& w : waiters) {
+    if (err) w.deliver(make_error(errc::backend_failed, "the shutdown of " + e->id + " was rejected; its lock stays held (" +
+                                                            error_text(err) + ")"));
+    else w.deliver(index_unregistered{e->id});
+  }
+  check_stopped(self);
+}
+
+void release(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
+  self->state.releasing[e->token] = e;
+  const auto token = e->token;
+  self->request(self->state.supervisor, caf::infinite, unsupervise{token})
+    .then([self, token](stopped& s) { on_released(self, token, s.error); },
+          [self, token](caf::error& err) { on_released(self, token, err); });
+}
+
+// protocol.md §2.4: the id leaves at once; its runner releases behind it.
+void start_unregister(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
+  if (!self->state.ctx->registry->remove(e->id, e->token)) return;
+  release(self, e);
+}
+
+// What a runtime object's destruction does (protocol.md §15): locks kept by rejected shutdowns
+// are released in the process's lock table (their backends stay fenced by the epoch a successor
+// mints), the supervisor and its actors end, the watcher and the listeners go. Also run when the
+// actor ends any other way (attach_functor), so nothing of it outlives it.
+void clean_up(runtime_pointer self) {
+  auto& st = self->state;
+  if (st.finished) return;
+  st.finished = true;
+  auto& ctx = *st.ctx;
+  for (auto* group : {&st.held, &st.releasing}) {
+    for (auto& [token, e] : *group) {
+      ctx.locks->release(e->id, token);
+      e->host->end();
+      std::lock_guard g(orphaned_mutex);
+      orphaned_hosts().push_back(e->host);
+    }
+  }
+  for (auto& e : ctx.registry->all()) {
+    ctx.locks->release(e->id, e->token);
+    e->set_runner(runner_actor{});
+  }
+  // The entries outlive the actors (the facade keeps the registry): no handle may keep an actor,
+  // and with it a detached thread, alive after the runtime.
+  for (auto* group : {&st.held, &st.releasing}) {
+    for (auto& [token, e] : *group) e->set_runner(runner_actor{});
+  }
+  if (ctx.watch) ctx.watch->stop();
+  for (std::size_t i = 0; i < ctx.stores.size() && i < st.listeners.size(); ++i) {
+    remove_commit_listener(*ctx.stores[i], st.listeners[i]);
+  }
+  st.listeners.clear();
+  if (st.supervisor) caf::anon_send_exit(st.supervisor, caf::exit_reason::user_shutdown);
+  st.supervisor = nullptr;
+}
+
+void finish(runtime_pointer self) {
+  clean_up(self);
+  self->quit(self->state.exit_reason ? *self->state.exit_reason : caf::error{});
+}
+
+void check_stopped(runtime_pointer self) {
+  auto& st = self->state;
+  if (!st.stopping || st.stop_outcome || !st.releasing.empty()) return;
+  std::string failed;
+  for (const auto& [token, e] : st.held) failed += (failed.empty() ? "" : ", ") + e->id;
+  st.stop_outcome = failed.empty() ? caf::error{} : make_error(errc::backend_failed, "shutdown rejected by " + failed);
+  for (auto& w : st.stop_waiters) {
+    if (*st.stop_outcome) w.deliver(*st.stop_outcome);
+    else w.deliver(runtime_stopped{});
+  }
+  st.stop_waiters.clear();
+  if (st.exit_reason) finish(self);
+}
+
+void begin_stop(runtime_pointer self) {
+  auto& st = self->state;
+  if (st.stopping) return;
+  st.stopping = true;
+  for (auto& e : st.ctx->registry->all()) start_unregister(self, e);
+  check_stopped(self);
+}
+
+// -- registration (protocol.md §2.1, §2.2) -----------------------------------------------------
+
+caf::result<index_registered> register_one(runtime_pointer self, registration r) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  registration_context rc;
+  rc.stopped = st.stopping;
+  rc.attached = &ctx.attached;
+  rc.defaults = &ctx.options.runner;
+  rc.registered = [&ctx](const std::string& id) { return ctx.registry->find(id) != nullptr; };
+  auto plan = plan_registration(r, rc);
+  if (!plan) return make_error(plan.error());
+  const auto& id = plan->id;
+  auto slot = ctx.segment->claim(id);  // formats.md §4.6 step 3: segment_full
+  if (!slot) return make_error(slot.error());
+  // Epoch floor (formats.md §4.6 step 4): never below the persisted epoch/<id>.
+  const auto& home = ctx.stores.front();
+  auto persisted = meta::read_epoch(*home, id);
+  if (!persisted) return make_error(persisted.error());
+  if (*persisted) (*slot)->raise_epoch_floor(**persisted);
+
+  auto e = std::make_shared<registration_entry>();
+  e->id = id;
+  e->token = next_token.fetch_add(1);
+  e->backend = r.backend;
+  e->rebuildable = plan->rebuildable;
+  e->slot = *slot;
+  caf::weak_actor_ptr me = self->ctrl();
+  e->host = std::make_shared<backend_host_impl>(e->slot, [me, id] {
+    if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runtime_actor>(strong), rebuild_index{id});
+  });
+  st.hosts.push_back(e->host);
+  e->relay = std::make_shared<state_change_relay>();
+  // attach and the subscription are part of the registration: either fails, nothing remains.
+  try {
+    r.backend->attach(*e->host);
+  } catch (const std::exception& ex) {
+    e->host->end();
+    return make_error(errc::backend_failed, "attach of " + id + " threw: " + ex.what());
+  } catch (...) {
+    e->host->end();
+    return make_error(errc::backend_failed, "attach of " + id + " threw");
+  }
+  try {
+    e->changes = subscribe_state_changes(*r.backend, e->relay);
+  } catch (const std::exception& ex) {
+    e->host->end();
+    return make_error(errc::backend_failed, "on_state_change of " + id + " threw: " + ex.what());
+  } catch (...) {
+    e->host->end();
+    return make_error(errc::backend_failed, "on_state_change of " + id + " threw");
+  }
+
+  id_wiring w;
+  w.id = id;
+  w.token = e->token;
+  w.backend = r.backend;
+  w.projections = r.projections;
+  for (auto index : plan->logs) {
+    const auto& store = ctx.stores[index];
+    w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store)});
+  }
+  w.meta = std::make_shared<meta::home_meta_store>(home, id);
+  w.time = ctx.time;
+  w.runner.options = plan->options;
+  w.runner.fingerprint = plan->fingerprint;
+  w.runner.rebuildable = plan->rebuildable;
+  w.runner.cursor_flush_age = plan->cursor_flush_age;
+  w.slot = e->slot;
+  w.lock = ctx.locks.get();
+  w.snapshot = e->snapshot;
+  w.relay = e->relay;
+  w.on_status = [me, id, token = e->token](const runner_status& s, std::uint64_t version) {
+    if (auto strong = me.lock()) {
+      caf::anon_send(caf::actor_cast<runtime_actor_impl>(strong), runner_status_observed{id, token, version, s});
+    }
+  };
+  std::weak_ptr<registration_entry> weak_entry = e;
+  w.runner_changed = [weak_entry](const runner_actor& runner) {
+    if (auto entry = weak_entry.lock()) entry->set_runner(runner);
+  };
+  w.detached = ctx.detached;
+  auto spec = wire_registration(self->home_system(), std::move(w));
+  ctx.registry->put(e);
+  // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
+  self->send(st.supervisor, supervise{std::move(spec)});
+  return index_registered{id};
+}
+
+// -- rebuild requests (protocol.md §11.2) ------------------------------------------------------
+
+caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::string& id) {
+  auto& st = self->state;
+  // First row: a runner of the id unregistered or stopped while a rejected shutdown keeps its
+  // lock retries only its release (§9.7), then is released for good when that settles.
+  for (auto& [token, e] : st.held) {
+    if (e->id != id) continue;
+    auto runner = e->runner();
+    if (!runner) continue;
+    auto promise = self->make_response_promise<rebuild_requested>();
+    auto held = e;
+    self->request(runner, caf::infinite, rebuild_request{rebuild_source::local_call})
+      .then(
+        [self, promise, held](bool retried) mutable {
+          if (retried && self->state.held.erase(held->token) != 0) release(self, held);
+          promise.deliver(rebuild_requested{held->id, retried});
+        },
+        [promise, id](caf::error&) mutable { promise.deliver(rebuild_requested{id, false}); });
+    return promise;
+  }
+  if (st.stopping) return rebuild_requested{id, false};
+  auto e = st.ctx->registry->find(id);
+  if (!e || !e->rebuildable) return rebuild_requested{id, false};
+  e->slot->request_rebuild();  // stores the flag and notifies: the watchers of every runtime see it
+  if (auto r = e->runner()) self->send(r, wake{wake_flag::rebuild});
+  return rebuild_requested{id, true};
+}
+
+// -- subscriptions -----------------------------------------------------------------------------
+
+void drop_subscriber(runtime_pointer self, const std::string& id, const caf::actor_addr& who) {
+  auto& st = self->state;
+  auto w = st.watched.find(id);
+  if (w == st.watched.end() || w->second.subscribers.erase(who) == 0) return;
+  if (w->second.subscribers.empty()) {
+    if (st.ctx->watch) st.ctx->watch->unobserve(id);
+    st.watched.erase(w);
+  }
+  auto m = st.monitored.find(who);
+  if (m != st.monitored.end() && --m->second == 0) {
+    self->demonitor(who);
+    st.monitored.erase(m);
+  }
+}
+
+caf::result<subscribed> subscribe_one(runtime_pointer self, const std::string& id) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!sender) return make_error(errc::invalid_argument, "subscribe needs a sender to notify");
+  if (!is_valid_backend_id(id)) {
+    return make_error(errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'");
+  }
+  auto slot = st.ctx->segment->find(id);
+  if (!slot) return make_error(errc::not_registered, "backend id " + id + " has no slot in this database");
+  auto& w = st.watched[id];
+  const auto who = sender->address();
+  if (w.subscribers.emplace(who, caf::actor_cast<caf::actor>(sender)).second) {
+    if (st.monitored[who]++ == 0) self->monitor(sender);
+    if (w.subscribers.size() == 1 && st.ctx->watch) st.ctx->watch->observe(id, slot);
+  }
+  // The counter before the fields: the value read is at least as new as the counter says.
+  const auto counter = slot->change_counter();
+  const auto now = slot->read();
+  if (counter >= w.counter) {
+    w.counter = counter;
+    w.value = now;
+  }
+  std::optional<runner_status> status;
+  if (auto e = st.ctx->registry->find(id)) {
+    auto [snap, version] = e->snapshot->load_versioned();
+    status = snap.status();
+    if (e->token != w.status_token || version >= w.status_version) {
+      w.status_token = e->token;
+      w.status_version = version;
+      w.status = status;
+    }
+  }
+  return subscribed{id, w.value, status};
+}
+
+// -- the actor ---------------------------------------------------------------------------------
+
+runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_ptr<runtime_context> ctx) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.supervisor = spawn_supervisor(self->home_system());
+  ctx->watch = std::make_shared<watcher>(ctx->segment, ctx->registry, caf::actor_cast<caf::actor>(self),
+                                         ctx->options.runner.max_flush_age);
+  if (ctx->watcher_thread) {
+    if (auto started = ctx->watch->start(); !started) {
+      // Without a watcher rebuild requests from other processes and subscriptions would go
+      // unseen: the runtime cannot keep its contract, so it ends at once.
+      self->quit(make_error(started.error()));
+    }
+  }
+  std::weak_ptr<runtime_registry> registry = ctx->registry;
+  for (auto& s : ctx->stores) {
+    st.listeners.push_back(add_commit_listener(*s, [registry](const commit_event& e) {
+      if (auto r = registry.lock()) {
+        std::uint8_t flags = wake_flag::commit;
+        if ((e.flags & header_flag::system) != 0) flags |= wake_flag::system;
+        r->wake_all(flags);
+      }
+    }));
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    std::vector<std::string> ids;
+    for (auto& [id, w] : self->state.watched) {
+      if (w.subscribers.count(dm.source) != 0) ids.push_back(id);
+    }
+    for (auto& id : ids) drop_subscriber(self, id, dm.source);
+  });
+  // An exit message stops the runtime first (every id released), then ends it.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    auto& s = self->state;
+    s.exit_reason = em.reason;
+    if (s.stop_outcome) {
+      finish(self);
+      return;
+    }
+    begin_stop(self);
+  });
+  self->attach_functor([self] { clean_up(self); });
+  return {
+    [self](register_index& m) -> caf::result<index_registered> { return register_one(self, std::move(m.value)); },
+    [self](unregister_index& m) -> caf::result<index_unregistered> {
+      auto e = self->state.ctx->registry->find(m.id);
+      if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
+      auto promise = self->make_response_promise<index_unregistered>();
+      self->state.unregister_waiters[e->token].push_back(promise);
+      start_unregister(self, e);
+      return promise;
+    },
+    [self](query_status& m) -> status_report {
+      auto e = self->state.ctx->registry->find(m.id);
+      if (!e) return {m.id, std::nullopt};
+      return {m.id, e->snapshot->load().status()};
+    },
+    [self](query_metrics& m) -> metrics_report {
+      auto e = self->state.ctx->registry->find(m.id);
+      if (!e) return {m.id, std::nullopt};
+      return {m.id, metrics_of(*e, now_of(self))};
+    },
+    [self](query_readiness& m) -> caf::result<readiness_report> {
+      if (!is_valid_backend_id(m.id)) {
+        return make_error(errc::invalid_argument, "backend id \"" + escape_bytes(m.id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'");
+      }
+      auto slot = self->state.ctx->segment->find(m.id);
+      if (!slot) return make_error(errc::not_registered, "backend id " + m.id + " has no slot in this database");
+      return readiness_report{m.id, slot->read()};
+    },
+    [self](rebuild_index& m) -> caf::result<rebuild_requested> { return rebuild_one(self, m.id); },
+    [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m.id); },
+    [self](unsubscribe& m) -> unsubscribed {
+      if (auto sender = self->current_sender()) drop_subscriber(self, m.id, sender->address());
+      return {m.id};
+    },
+    [self](stop_runtime&) -> caf::result<runtime_stopped> {
+      auto& s = self->state;
+      if (s.stop_outcome) {
+        if (*s.stop_outcome) return *s.stop_outcome;
+        return runtime_stopped{};
+      }
+      auto promise = self->make_response_promise<runtime_stopped>();
+      s.stop_waiters.push_back(promise);
+      begin_stop(self);
+      return promise;
+    },
+    [self](readiness_observed& m) {
+      auto w = self->state.watched.find(m.id);
+      if (w == self->state.watched.end()) return;
+      auto& x = w->second;
+      if (m.change_counter <= x.counter) return;  // an older look than what the subscribers have
+      x.counter = m.change_counter;
+      if (same(x.value, m.readiness)) return;
+      x.value = m.readiness;
+      for (auto& [addr, subscriber] : x.subscribers) caf::anon_send(subscriber, readiness_changed{m.id, m.readiness});
+    },
+    [self](runner_status_observed& m) {
+      auto w = self->state.watched.find(m.id);
+      if (w == self->state.watched.end()) return;
+      auto e = self->state.ctx->registry->find(m.id);
+      if (!e || e->token != m.token) return;  // an earlier registration of the id
+      auto& x = w->second;
+      if (x.status_token == m.token && m.version <= x.status_version) return;
+      x.status_token = m.token;
+      x.status_version = m.version;
+      x.status = m.status;
+      for (auto& [addr, subscriber] : x.subscribers) caf::anon_send(subscriber, runner_state_changed{m.id, m.status});
+    },
+  };
+}
+
+}  // namespace
+
+runtime_actor_impl spawn_runtime_actor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx) {
+  if (ctx->detached) return sys.spawn<caf::detached>(runtime_fn, std::move(ctx));
+  return sys.spawn(runtime_fn, std::move(ctx));
+}
+
+}  // namespace dix

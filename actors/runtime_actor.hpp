@@ -1,0 +1,53 @@
+// runtime_actor: the runtime of one list of attached stores, as an actor (<dix/caf.hpp>). It
+// owns the runtime's supervisor, its watcher thread and the store commit listeners; it carries
+// out registration (protocol.md §2), unregistration, rebuild requests (§11.2), subscriptions and
+// stop (§15); status, metrics and readiness it reads from what its runners and the segment
+// publish. The blocking facade (runtime_facade.cpp) talks to the same actor.
+//
+// What it needs is prepared, with the blocking checks and the segment attach, by
+// prepare_runtime() (runtime_root.cpp) in the caller's thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include <dix/options.hpp>
+#include <dix/primary_store.hpp>
+
+#include "actors/runtime_registry.hpp"
+#include "adapters/process_lock_table.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "core/registration_plan.hpp"
+#include "messages/interfaces.hpp"
+
+namespace dix {
+
+class clock;
+class watcher;
+
+// What spawn_runtime prepared; shared by the runtime actor and the blocking facade.
+struct runtime_context {
+  std::vector<std::shared_ptr<primary_store>> stores;  // attach order; [0] is the home store
+  std::vector<attached_log> attached;                  // the same, as the registration checks see them
+  runtime_options options;
+  std::shared_ptr<readiness_segment> segment;  // the home store's, attached for the runtime's life
+  std::shared_ptr<process_lock_table> locks;   // the process's lock table of that home
+  std::shared_ptr<runtime_registry> registry = std::make_shared<runtime_registry>();
+  const clock* time = nullptr;  // the tailers' turn budgets: system_clock() outside actor tests
+  // Production: the runtime actor and every tailer and proxy on threads of their own, and a
+  // watcher thread. Actor tests (CAF's test coordinator, actors.md §5) turn both off and call
+  // the watcher's scan() themselves.
+  bool detached = true;
+  bool watcher_thread = true;
+  // Made by the runtime actor when it starts (its observer is the actor); actor tests call its
+  // scan() here.
+  std::shared_ptr<watcher> watch;
+};
+
+// Spawns the runtime actor over `ctx` (detached when ctx->detached).
+runtime_actor_impl spawn_runtime_actor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx);
+
+}  // namespace dix

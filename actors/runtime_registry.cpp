@@ -1,0 +1,77 @@
+#include "actors/runtime_registry.hpp"
+
+#include <caf/send.hpp>
+
+namespace dix {
+
+void registration_entry::set_runner(const runner_actor& r) {
+  std::lock_guard g(runner_mutex_);
+  runner_ = r;
+}
+
+runner_actor registration_entry::runner() const {
+  std::lock_guard g(runner_mutex_);
+  return runner_;
+}
+
+runner_metrics metrics_of(const registration_entry& e, steady_time now) {
+  auto m = e.snapshot->load().metrics(now);
+  m.readiness = e.slot->read();
+  m.rebuild_attempts = m.readiness.rebuild_attempts;
+  m.lag_gate = e.slot->lag_gate();
+  m.coverage_time = e.slot->coverage_time();
+  m.unindexable_records += e.host->unindexable();
+  return m;
+}
+
+std::shared_ptr<registration_entry> runtime_registry::find(std::string_view id) const {
+  std::lock_guard g(mutex_);
+  auto it = current_.find(id);
+  return it == current_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<registration_entry>> runtime_registry::all() const {
+  std::lock_guard g(mutex_);
+  std::vector<std::shared_ptr<registration_entry>> out;
+  out.reserve(current_.size());
+  for (const auto& [id, e] : current_) out.push_back(e);
+  return out;
+}
+
+void runtime_registry::publish_list() {
+  auto list = std::make_shared<entry_list>();
+  for (const auto& [id, e] : current_) list->push_back(e);
+  std::atomic_store(&list_, std::shared_ptr<const entry_list>(std::move(list)));
+}
+
+void runtime_registry::put(std::shared_ptr<registration_entry> e) {
+  std::lock_guard g(mutex_);
+  auto id = e->id;
+  current_[std::move(id)] = std::move(e);
+  publish_list();
+}
+
+std::shared_ptr<registration_entry> runtime_registry::remove(std::string_view id, std::uint64_t token) {
+  std::lock_guard g(mutex_);
+  auto it = current_.find(id);
+  if (it == current_.end() || it->second->token != token) return nullptr;
+  auto e = std::move(it->second);
+  current_.erase(it);
+  publish_list();
+  return e;
+}
+
+void runtime_registry::wake_all(std::uint8_t flags) const {
+  auto list = std::atomic_load(&list_);
+  for (const auto& e : *list) {
+    if (auto r = e->runner()) caf::anon_send(r, dix::wake{flags});
+  }
+}
+
+void runtime_registry::wake(std::string_view id, std::uint8_t flags) const {
+  if (auto e = find(id)) {
+    if (auto r = e->runner()) caf::anon_send(r, dix::wake{flags});
+  }
+}
+
+}  // namespace dix

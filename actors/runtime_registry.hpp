@@ -1,0 +1,76 @@
+// What a runtime knows of its current registrations, readable from any thread: the runtime actor
+// changes it; the blocking facade's status/metrics/readiness, the store commit listeners and the
+// watcher read it without asking the actor (actors.md §1: no public call blocks on an actor).
+// An id leaves it at once when it is unregistered (protocol.md §2.4), before its release settles.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/backend.hpp>
+#include <dix/runtime.hpp>
+
+#include "actors/backend_host_impl.hpp"
+#include "actors/runner_actor.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "messages/interfaces.hpp"
+
+namespace dix {
+
+class state_change_relay;
+
+// One registration, from register_index until its release settled (and, with a rejected
+// shutdown, until the runtime ends).
+struct registration_entry {
+  std::string id;
+  std::uint64_t token = 0;  // its requester in the lock table; unique in the process
+  std::shared_ptr<dix::backend> backend;  // qualified: the member reuses the type's name
+  bool rebuildable = false;
+  std::shared_ptr<segment_slot> slot;
+  std::shared_ptr<backend_host_impl> host;
+  std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
+  std::shared_ptr<state_change_relay> relay;
+  subscription changes;  // the backend's state changes; the runtime actor's alone
+
+  // The registration's current runner (the supervisor respawns it after a crash).
+  void set_runner(const runner_actor& r);
+  runner_actor runner() const;
+
+ private:
+  mutable std::mutex runner_mutex_;
+  runner_actor runner_;
+};
+
+// protocol.md §14 for one registration at `now`: the runner's snapshot with its ages computed
+// now, the slot's fields (readiness, lag gate, attempts, coverage time) and the backend's own
+// unindexable count.
+runner_metrics metrics_of(const registration_entry& e, steady_time now);
+
+class runtime_registry {
+ public:
+  std::shared_ptr<registration_entry> find(std::string_view id) const;
+  std::vector<std::shared_ptr<registration_entry>> all() const;
+  void put(std::shared_ptr<registration_entry> e);
+  // Removes `id` if `token` is its current registration; returns what was removed.
+  std::shared_ptr<registration_entry> remove(std::string_view id, std::uint64_t token);
+  // Sends wake{flags} to the runner of every current registration.
+  void wake_all(std::uint8_t flags) const;
+  void wake(std::string_view id, std::uint8_t flags) const;
+
+ private:
+  using entry_list = std::vector<std::shared_ptr<registration_entry>>;
+  void publish_list();  // caller holds mutex_
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<registration_entry>, std::less<>> current_;
+  // A copy of current_'s entries for wake_all, replaced whole on every change: a commit listener
+  // wakes the runners without a lock or an allocation.
+  std::shared_ptr<const entry_list> list_ = std::make_shared<const entry_list>();
+};
+
+}  // namespace dix

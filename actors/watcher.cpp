@@ -1,0 +1,81 @@
+#include "actors/watcher.hpp"
+
+#include <system_error>
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include "messages/publication.hpp"
+#include "messages/runner.hpp"
+
+namespace dix {
+
+watcher::watcher(std::shared_ptr<readiness_segment> segment, std::shared_ptr<const runtime_registry> registry,
+                 caf::actor observer, std::chrono::milliseconds timeout)
+    : segment_(std::move(segment)),
+      registry_(std::move(registry)),
+      observer_(caf::actor_cast<caf::weak_actor_ptr>(observer)),
+      timeout_(timeout) {}
+
+watcher::~watcher() { stop(); }
+
+result<void> watcher::start() {
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error& e) {
+    return error{errc::io_error, std::string("runtime: cannot start the watcher thread: ") + e.what()};
+  }
+  return {};
+}
+
+void watcher::stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true, std::memory_order_release);
+  segment_->notify();  // one header change: this watcher, and any other process's, looks once more
+  thread_.join();
+}
+
+void watcher::observe(const std::string& id, std::shared_ptr<segment_slot> slot) {
+  std::lock_guard g(mutex_);
+  auto& o = observed_[id];
+  if (!o.slot) o.slot = std::move(slot);
+}
+
+void watcher::unobserve(const std::string& id) {
+  std::lock_guard g(mutex_);
+  observed_.erase(id);
+}
+
+void watcher::scan(bool timed_out) {
+  std::lock_guard g(mutex_);
+  for (const auto& e : registry_->all()) {
+    if (!e->slot->rebuild_requested()) continue;
+    const auto counter = e->slot->change_counter();
+    auto last = woken_.find(e->id);
+    if (!timed_out && last != woken_.end() && last->second == counter) continue;
+    woken_[e->id] = counter;
+    if (auto r = e->runner()) caf::anon_send(r, wake{wake_flag::rebuild});
+  }
+  auto observer = caf::actor_cast<caf::actor>(observer_.lock());
+  for (auto& [id, o] : observed_) {
+    // The counter first: the fields read after it are at least as new as that counter says.
+    const auto counter = o.slot->change_counter();
+    if (o.sent && counter == o.counter) continue;
+    o.counter = counter;
+    o.sent = true;
+    if (observer) caf::anon_send(observer, readiness_observed{id, counter, o.slot->read()});
+  }
+}
+
+void watcher::run() {
+  auto seen = segment_->segment_change_counter();
+  bool timed_out = false;
+  while (!stop_.load(std::memory_order_acquire)) {
+    scan(timed_out);
+    const auto now_seen = segment_->wait_change(seen, timeout_);
+    timed_out = now_seen == seen;
+    seen = now_seen;
+  }
+}
+
+}  // namespace dix

@@ -1,0 +1,76 @@
+// The runtime's watcher (protocol.md §9.1, actors.md §1): one helper thread per runtime that
+// sleeps on the segment's change counter (FUTEX_WAIT; any process's change wakes it, so does
+// stop()), bounded by max_flush_age, and after every wake looks at the slots of the runtime:
+//
+//  * a registered id whose slot holds a rebuild request: its local runner gets a rebuild wake —
+//    again only when the slot changed since, or the wait timed out (a busy runner that leaves the
+//    flag publishes when done);
+//  * an observed id (one with subscribers): when its slot's change counter moved, the runtime
+//    gets readiness_observed with the slot as read now.
+//
+// Coverage demand and coverage waiters join it with coverage (protocol.md §12.6).
+//
+// scan() is one such look, without waiting: the thread calls it after every wake, actor tests
+// (where no helper thread runs, actors.md §5) call it themselves.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <caf/actor.hpp>
+#include <caf/actor_control_block.hpp>
+
+#include "actors/runtime_registry.hpp"
+#include "adapters/readiness_segment.hpp"
+
+namespace dix {
+
+class watcher {
+ public:
+  // `observer` receives readiness_observed (the runtime actor); the registry names the ids whose
+  // runners a rebuild request wakes.
+  watcher(std::shared_ptr<readiness_segment> segment, std::shared_ptr<const runtime_registry> registry,
+          caf::actor observer, std::chrono::milliseconds timeout);
+  ~watcher();  // stop()
+  watcher(const watcher&) = delete;
+  watcher& operator=(const watcher&) = delete;
+
+  // Starts the thread. io_error when it cannot be started.
+  result<void> start();
+  // Wakes the thread and joins it. Idempotent; scan() still works afterwards.
+  void stop();
+
+  // Observed ids (thread-safe): the runtime adds an id when it gets its first subscriber and
+  // removes it with the last.
+  void observe(const std::string& id, std::shared_ptr<segment_slot> slot);
+  void unobserve(const std::string& id);
+
+  // One look at every slot; `timed_out`: the wait ended without a change.
+  void scan(bool timed_out);
+
+ private:
+  void run();
+
+  std::shared_ptr<readiness_segment> segment_;
+  std::shared_ptr<const runtime_registry> registry_;
+  caf::weak_actor_ptr observer_;  // weak: the runtime actor owns this watcher
+  std::chrono::milliseconds timeout_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mutex_;  // guards what follows; scan() holds it
+  struct observed {
+    std::shared_ptr<segment_slot> slot;
+    std::uint64_t counter = 0;  // the change counter of the last observation sent
+    bool sent = false;
+  };
+  std::map<std::string, observed> observed_;
+  std::map<std::string, std::uint64_t> woken_;  // per id: the slot's change counter at the last rebuild wake
+};
+
+}  // namespace dix

@@ -1,0 +1,119 @@
+// How dix's public status values travel in CAF 0.17 messages: inspect() overloads (found by ADL)
+// for readiness, runner_status, log_metrics and runner_metrics, and the small helpers every dix
+// message's inspect() uses. Loads validate: an enum outside its declared values fails with
+// errc::message_invalid, never a value the receiver cannot name.
+#pragma once
+
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <dix/readiness.hpp>
+#include <dix/status.hpp>
+
+namespace dix {
+namespace wire {
+
+// A view of an optional field for inspect(): f(wire::opt(x.field)) writes a presence flag, then
+// the value.
+template <class T>
+struct optional_field {
+  std::optional<T>* value;
+};
+
+template <class T>
+optional_field<T> opt(std::optional<T>& x) noexcept {
+  return {&x};
+}
+
+// message_invalid "<field> = <value>: must be in [<min>, <max>]" unless min ≤ value ≤ max.
+caf::error check_range(const char* field, long long value, long long min, long long max);
+
+// message_invalid "<field> = <value>: bits outside <mask>" unless value only uses mask's bits.
+caf::error check_bits(const char* field, unsigned value, unsigned mask);
+
+// For enums loaded as integers: the range of the enum's declared values.
+template <class Enum>
+caf::error check_enum(const char* field, Enum value, Enum min, Enum max) {
+  using underlying = std::underlying_type_t<Enum>;
+  return check_range(field, static_cast<long long>(static_cast<underlying>(value)),
+                     static_cast<long long>(static_cast<underlying>(min)),
+                     static_cast<long long>(static_cast<underlying>(max)));
+}
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
+  if constexpr (Inspector::reads_state) {
+    bool present = x.value->has_value();
+    if (!present) return f(present);
+    return f(present, **x.value);
+  } else {
+    static_assert(std::is_same<typename Inspector::result_type, caf::error>::value,
+                  "loading inspectors report errors");
+    bool present = false;
+    if (auto err = f(present)) return err;
+    if (!present) {
+      x.value->reset();
+      return caf::error{};
+    }
+    T loaded{};
+    if (auto err = f(loaded)) return err;
+    *x.value = std::move(loaded);
+    return caf::error{};
+  }
+}
+
+}  // namespace wire
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, readiness& x) {
+  return f(caf::meta::type_name("dix.readiness"), x.state, x.reason, x.rebuild_attempts,
+           x.owner_epoch, caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.readiness.state", x.state,
+                                             readiness_state::unknown,
+                                             readiness_state::unavailable))
+               return err;
+             return wire::check_enum("dix.readiness.reason", x.reason, readiness_reason::none,
+                                     readiness_reason::registration_changed);
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, runner_status& x) {
+  return f(caf::meta::type_name("dix.runner_status"), x.state, x.reason, x.epoch, x.message,
+           caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.runner_status.state", x.state,
+                                             runner_state::dormant, runner_state::stopped))
+               return err;
+             return wire::check_enum("dix.runner_status.reason", x.reason,
+                                     readiness_reason::none,
+                                     readiness_reason::registration_changed);
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, log_metrics& x) {
+  return f(caf::meta::type_name("dix.log_metrics"), x.log, x.read_sequence, x.durable_sequence,
+           x.latest_sequence, x.sequence_lag);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
+  return f(caf::meta::type_name("dix.runner_metrics"), x.readiness, x.owner, x.epoch,
+           x.accepted_batches, x.accepted_bytes, x.accepted_mutations, x.deferred_bytes,
+           x.oldest_accepted_age_ms, x.cursor_lag_ms, x.stalled_ms, x.unread_age_ms, x.lag_ms,
+           x.lag_gate, x.rebuild_attempts, x.quiescence_age_ms, x.coverage_time,
+           x.delivered_batches, x.delivered_records, x.flushes, x.wal_syncs,
+           x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault, x.logs,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.runner_metrics.last_fault", x.last_fault,
+                                     readiness_reason::none,
+                                     readiness_reason::registration_changed);
+           }));
+}
+
+}  // namespace dix

@@ -1,0 +1,77 @@
+// What a runtime says about one of its registrations (api.md §6, protocol.md §14): the runner's
+// local state and the metrics of the index it drives. Plain values; std only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/readiness.hpp>
+#include <dix/result.hpp>
+
+namespace dix {
+
+// STATES (protocol.md §14.1) of the runner of one registration, local to its runtime:
+//
+//   dormant ──wake──► waiting_lock ──granted──► running ⇄ idle (caught up)
+//                                                │  ├─► deferred (the backend said wait)
+//                                                │  └─► waiting_durable (accepted-ahead cap)
+//                                                ├─► needs_rebuild / unavailable (condemned)
+//                                                └─► releasing (shutdown pending) ──► stopped
+//
+// `rebuilding` is the runner building an index; `dormant` a registration whose id another
+// runner of the process owns (or nothing woke yet).
+enum class runner_state : std::uint8_t {
+  dormant, waiting_lock, running, idle, deferred, waiting_durable, rebuilding, needs_rebuild,
+  unavailable, releasing, stopped };
+
+// "dormant", "waiting-lock", "waiting-durable", … (protocol.md §14.1 spellings).
+std::string_view to_string(runner_state s) noexcept;
+
+struct runner_status {
+  runner_state state = runner_state::dormant;
+  readiness_reason reason = readiness_reason::none;  // of the last condemnation or fault
+  epoch_t epoch = 0;                                 // the runner's current owner epoch, 0 = none
+  std::string message;  // local text for the last fault, may quote the backend; never shared
+};
+
+// Per log of a registration (protocol.md §14.2).
+struct log_metrics {
+  std::string log;
+  std::uint64_t read_sequence = 0;     // end of the last transaction the tailer read
+  std::uint64_t durable_sequence = 0;  // the durable cursor's anchor sequence
+  std::uint64_t latest_sequence = 0;   // the store's latest sequence at the last turn
+  std::uint64_t sequence_lag = 0;      // latest − durable (0 when not behind)
+};
+
+// protocol.md §14.2. Durations are milliseconds computed at the time of the call; owner figures
+// are 0 on a runner that does not own its id.
+struct runner_metrics {
+  dix::readiness readiness;  // the slot as any process reads it
+  bool owner = false;
+  epoch_t epoch = 0;
+  std::uint64_t accepted_batches = 0;  // offered entries beyond the durable one
+  std::uint64_t accepted_bytes = 0, accepted_mutations = 0;  // unanchored + non-durable offered
+  std::uint64_t deferred_bytes = 0;    // the batch held after `deferred`
+  // protocol.md §13.1: the age of the oldest non-durable accepted work (cursor-only batches
+  // aside), the cursor lag, the time parked in deferred/waiting-durable, the unread age; lag_ms
+  // is the largest of the four.
+  std::uint64_t oldest_accepted_age_ms = 0, cursor_lag_ms = 0, stalled_ms = 0, unread_age_ms = 0;
+  std::uint64_t lag_ms = 0;
+  std::uint32_t lag_gate = 0;           // the slot's stored gate value (0 = open)
+  std::uint32_t rebuild_attempts = 0;   // the slot's
+  std::uint64_t quiescence_age_ms = 0;  // how long the current shutdown has been pending
+  index_time_t coverage_time = 0;       // the slot's; 0 = none published
+  std::uint64_t delivered_batches = 0, delivered_records = 0;  // since registration
+  std::array<std::uint64_t, 4> flushes{};  // flush requests, indexed by flush_reason
+  std::uint64_t wal_syncs = 0;             // SyncWAL calls before delivery (protocol.md §4.8)
+  std::uint64_t unindexable_records = 0;   // projections, record-corrupt values, backend skips
+  std::uint64_t log_reopens = 0;           // tailer re-opens after WAL switches (§3.4)
+  std::uint32_t transient_faults = 0;      // consecutive (§10.5)
+  readiness_reason last_fault = readiness_reason::none;  // the last suspect fault
+  std::vector<log_metrics> logs;           // the registration's logs, attach order
+};
+
+}  // namespace dix

@@ -1,0 +1,65 @@
+// One registration of the id "idx" for actor tests, wired by the production function wire_registration()
+// (actors/id_wiring.hpp) over fakes that behave like the real things: a fake store (log "main",
+// table 1, identity projection), the simulated backend, a memory slot, the real process lock
+// table in a temporary directory, and a fake metadata store. The backend is attached to a host
+// over the slot and subscribed through the registration's relay, as the runtime actor does.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "actors/id_wiring.hpp"
+#include "adapters/process_lock_table.hpp"
+#include "support/caf_fixture.hpp"
+#include "support/fake_meta.hpp"
+#include "support/fake_store.hpp"
+#include "support/sim_backend.hpp"
+#include "support/slot_host.hpp"
+#include "support/temp_dir.hpp"
+
+namespace dix::test {
+
+struct wired_id : caf_fixture {
+  fake_store store{"main", "id-main"};
+  std::shared_ptr<fake_store::source> source = std::make_shared<fake_store::source>(store);
+  std::shared_ptr<fake_store::reader> reader = std::make_shared<fake_store::reader>(store);
+  std::shared_ptr<in_process_slot> slot = std::make_shared<in_process_slot>();
+  slot_host host{slot};
+  std::shared_ptr<sim_backend> backend = std::make_shared<sim_backend>();
+  temp_dir home;  // the lock table's runner/<id>.lock files
+  process_lock_table locks{home.path()};
+  std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
+  std::shared_ptr<fake_meta> meta = std::make_shared<fake_meta>();
+  std::shared_ptr<state_change_relay> relay = std::make_shared<state_change_relay>();
+  subscription changes;
+
+  wired_id() {
+    store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
+    backend->attach(host);
+    changes = subscribe_state_changes(*backend, relay);
+  }
+
+  // The wiring the runtime actor would make for this registration (no fingerprint: these tests
+  // model no registration record).
+  std::shared_ptr<supervised_spec> wiring(const runner_options& o = {}) {
+    id_wiring w;
+    w.id = "idx";
+    w.token = 1;
+    w.backend = backend;
+    w.projections = {{table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result {
+                        return std::string(p);
+                      }}};
+    w.logs = {wired_log{source, reader}};
+    w.meta = meta;
+    w.time = &clock;
+    w.runner.options = o;
+    w.slot = slot;
+    w.lock = &locks;
+    w.snapshot = snapshot;
+    w.relay = relay;
+    w.detached = false;  // the test coordinator runs them
+    return wire_registration(sys, std::move(w));
+  }
+};
+
+}  // namespace dix::test
