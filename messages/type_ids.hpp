@@ -74,6 +74,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::meta_read))
   CAF_ADD_TYPE_ID(dix, (dix::meta_state))
 
+  // publication.hpp: the publisher's observer
+  CAF_ADD_TYPE_ID(dix, (dix::readiness_observed))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {
