@@ -103,7 +103,10 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<child_down>,
                                       caf::reacts_to<child_up>>;
 
-// The readiness publisher of one runtime: applies publications in arrival order.
+// The readiness publisher of one runtime: performs its runners' publications (it owns the
+// segment mapping). Applies publications in arrival order, answers `published` (or the
+// error not_registered for an id without a claimed slot), then sends `readiness_observed` to
+// the observer it was spawned with, if any (an untyped handle: the runtime fans it out).
 using readiness_publisher_actor =
   caf::typed_actor<caf::replies_to<publication>::with<published>>;
 

@@ -1,7 +1,8 @@
-// runner → readiness publisher (actors.md §1–§2, protocol.md §1.5). A runner's core decides
-// what to publish and in which order; the publisher applies each publication to the id's slot
-// exactly in the order it receives them (stores coverage_time and lag_gate when present, then
-// reason, rebuild_attempts, then state, then notifies) and answers `published`.
+// runner → readiness publisher → observer (actors.md §1–§2, protocol.md §1.5). A runner's core
+// decides what to publish and in which order; the publisher applies each publication to the
+// slot of its backend id exactly in the order it receives them (coverage_time — 0 unless the
+// state is ready —, lag_gate, then reason, rebuild_attempts, then state, then notifies), answers
+// `published`, and tells its observer (the runtime, which fans it out) `readiness_observed`.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct publication {
   readiness_state state = readiness_state::unknown;
   readiness_reason reason = readiness_reason::none;
   std::uint32_t attempts = 0;                  // rebuild_attempts
-  std::optional<index_time_t> coverage_time;   // absent: unchanged
+  std::optional<index_time_t> coverage_time;   // absent: unchanged; only a `ready` one stores it
+                                               // (any other state stores 0, whatever it carries)
   std::optional<std::uint32_t> lag_gate;       // absent: unchanged; 0xFFFFFFFF = exceeded
 };
 
@@ -42,22 +44,29 @@ typename Inspector::result_type inspect(Inspector& f, publication& x) {
            }));
 }
 
-// Reply: the publication is in the slot and notified. The table lists no fields: an
-// acknowledgement the runner can wait for (e.g. before a release hands the lock over).
-struct published {};
+// Reply: the publication is in the slot and notified. `change_counter` is the slot's change
+// counter as this publication's bump left it; a reader that loads the slot's counter at least
+// this high sees this publication (or a later change). A runner waits for it where an ordering
+// obligation needs it (before a release hands the lock over). An id without a claimed slot is
+// answered with the error not_registered instead.
+struct published {
+  std::string id;
+  std::uint64_t change_counter = 0;
+};
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, published&) {
-  return f(caf::meta::type_name("dix.published"));
+typename Inspector::result_type inspect(Inspector& f, published& x) {
+  return f(caf::meta::type_name("dix.published"), x.id, x.change_counter);
 }
 
-// publisher or watcher → runtime: the slot of `id` as read after its change counter reached
-// `change_counter`. The runtime forwards it to the id's subscribers (readiness_changed) unless it
-// already sent a value of a later counter or the same value.
+// Event, publisher or watcher → runtime: the slot of `id` as read after its change counter reached
+// `change_counter` (the publisher: right after each publication, with the counter of
+// `published`). Counters of one id only rise, so the runtime forwards it to the id's subscribers
+// (readiness_changed) unless it already sent a value of a later counter, or the same value.
 struct readiness_observed {
   std::string id;
   std::uint64_t change_counter = 0;
-  dix::readiness readiness;
+  dix::readiness readiness;  // validated on load as dix.readiness (enums in range)
 };
 
 template <class Inspector>

@@ -3,16 +3,20 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <system_error>
 #include <vector>
+
+#include <boost/interprocess/exceptions.hpp>
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
 
 #include <dix/free_functions.hpp>
 
@@ -251,13 +255,14 @@ dix::readiness read_slot(unsigned char* slot) noexcept {
 
 class segment_mapping {
  public:
-  segment_mapping(unsigned char* base, std::size_t bytes) : base_(base), bytes_(bytes) {}
-  ~segment_mapping() { ::munmap(base_, bytes_); }
+  // The region's mapping is MAP_SHARED (read_write or read_only) and page-aligned at offset 0.
+  explicit segment_mapping(boost::interprocess::mapped_region region)
+      : region_(std::move(region)), base_(static_cast<unsigned char*>(region_.get_address())) {}
   segment_mapping(const segment_mapping&) = delete;
   segment_mapping& operator=(const segment_mapping&) = delete;
 
   unsigned char* base() const noexcept { return base_; }
-  std::size_t bytes() const noexcept { return bytes_; }
+  std::size_t bytes() const noexcept { return region_.get_size(); }
   // Valid once the layout was checked (fixed at creation).
   std::uint32_t slot_count() const noexcept { return slot_count_; }
   void set_slot_count(std::uint32_t n) noexcept { slot_count_ = n; }
@@ -266,11 +271,13 @@ class segment_mapping {
   }
 
   // §4.4: after a slot write, the slot's counter, then the header's (release), then wake both.
-  void changed(std::uint32_t index) const noexcept {
-    __atomic_fetch_add(field<std::uint64_t>(slot(index), s_change_counter), 1, __ATOMIC_RELEASE);
+  // Returns the slot's counter as this bump left it.
+  std::uint64_t changed(std::uint32_t index) const noexcept {
+    auto counter = __atomic_add_fetch(field<std::uint64_t>(slot(index), s_change_counter), 1, __ATOMIC_RELEASE);
     __atomic_fetch_add(field<std::uint64_t>(base_, h_change_counter), 1, __ATOMIC_RELEASE);
     wake_all(slot(index), s_change_counter);
     wake_all(base_, h_change_counter);
+    return counter;
   }
 
   std::optional<std::uint32_t> find(std::string_view id) const {
@@ -282,18 +289,43 @@ class segment_mapping {
   }
 
  private:
+  boost::interprocess::mapped_region region_;  // unmapped on destruction
   unsigned char* base_;
-  std::size_t bytes_;
   std::uint32_t slot_count_ = 0;
 };
 
 namespace {
 
+std::atomic<segment_map_hook> map_hook{nullptr};
+
+// Maps the first `bytes` of the file `fd` is open on: MAP_SHARED, read-write or read-only
+// (FUTEX_WAIT works on either, §4.4). Boost's file_mapping can only open by path, and it opens
+// without O_NOFOLLOW: a file renamed or symlinked over `path` since `fd` was opened would be
+// mapped instead of the one validated through `fd`. So nothing is mapped until the descriptor
+// Boost opened names the same file (st_dev, st_ino) as `fd`; `fd` stays open meanwhile, so its
+// inode number cannot have been reused by another file. Boost's descriptor (no O_CLOEXEC) is
+// closed when this returns; the mapping outlives it.
 result<std::shared_ptr<segment_mapping>> map_file(int fd, std::size_t bytes, bool writable, const fs::path& path) {
-  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  void* addr = ::mmap(nullptr, bytes, prot, MAP_SHARED, fd, 0);
-  if (addr == MAP_FAILED) return os_error("mmap", path, errno);
-  return std::make_shared<segment_mapping>(static_cast<unsigned char*>(addr), bytes);
+  namespace bip = boost::interprocess;
+  struct stat validated {};
+  if (::fstat(fd, &validated) != 0) return os_error("fstat", path, errno);
+  if (auto hook = map_hook.load(std::memory_order_acquire)) hook(path);
+  const auto mode = writable ? bip::read_write : bip::read_only;
+  try {
+    bip::file_mapping file(path.c_str(), mode);
+    struct stat opened {};
+    if (::fstat(file.get_mapping_handle().handle, &opened) != 0) return os_error("fstat", path, errno);
+    if (opened.st_dev != validated.st_dev || opened.st_ino != validated.st_ino) {
+      return error{errc::io_error, "readiness segment " + path.string() +
+                                       ": the file opened to map it is not the file opened and validated "
+                                       "(replaced or made a symlink meanwhile); not mapped"};
+    }
+    bip::mapped_region region(file, mode, 0, bytes);
+    return std::make_shared<segment_mapping>(std::move(region));
+  } catch (const bip::interprocess_exception& e) {
+    if (auto code = e.get_native_error(); code != 0) return os_error("map", path, code);
+    return error{errc::io_error, "readiness segment: map " + path.string() + ": " + e.what()};
+  }
 }
 
 result<std::size_t> size_of(int fd, const fs::path& path) {
@@ -385,7 +417,7 @@ segment_slot::segment_slot(std::shared_ptr<const segment_mapping> mapping, std::
 
 unsigned char* segment_slot::base() const noexcept { return mapping_->slot(index_); }
 
-void segment_slot::changed() noexcept { mapping_->changed(index_); }
+std::uint64_t segment_slot::changed() noexcept { return mapping_->changed(index_); }
 
 epoch_t segment_slot::mint_epoch() {
   auto epoch = __atomic_add_fetch(field<std::uint64_t>(base(), s_owner_epoch), 1, __ATOMIC_ACQ_REL);
@@ -414,6 +446,20 @@ void segment_slot::publish(readiness_state state, readiness_reason reason, std::
 }
 
 dix::readiness segment_slot::read() const noexcept { return read_slot(base()); }
+
+std::uint64_t segment_slot::apply(const slot_publication& p) {
+  // A state other than ready certifies no coverage, and says so before anything else changes.
+  if (p.state != readiness_state::ready) {
+    store<std::uint64_t>(base(), s_coverage_time, 0);
+  } else if (p.coverage_time) {
+    store<std::uint64_t>(base(), s_coverage_time, *p.coverage_time);
+  }
+  if (p.lag_gate) store<std::uint32_t>(base(), s_lag_gate, *p.lag_gate);
+  store<std::uint32_t>(base(), s_reason, static_cast<std::uint32_t>(p.reason));
+  store<std::uint32_t>(base(), s_rebuild_attempts, p.attempts);
+  store<std::uint32_t>(base(), s_state, static_cast<std::uint32_t>(p.state));
+  return changed();
+}
 
 void segment_slot::set_lag_gate(std::uint32_t gate) {
   store<std::uint32_t>(base(), s_lag_gate, gate);
@@ -527,14 +573,6 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
       new readiness_segment(std::move(directory), attach_fd->release(), lock_fd->release(), std::move(mapping)));
 }
 
-std::shared_ptr<segment_slot> readiness_segment::find(std::string_view id) const {
-  if (!is_valid_backend_id(id)) return nullptr;
-  auto index = mapping_->find(id);
-  if (!index) return nullptr;
-  auto self = std::const_pointer_cast<readiness_segment>(shared_from_this());
-  return std::make_shared<segment_slot>(std::shared_ptr<const segment_mapping>(self, mapping_.get()), *index);
-}
-
 result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view id) {
   if (!is_valid_backend_id(id)) {
     return error{errc::invalid_argument, "readiness segment: backend id \"" + escape_bytes(id) +
@@ -561,6 +599,14 @@ result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view 
     mapping_->changed(*index);
   }
   // The slot shares ownership of the whole segment: its owner stays attached while it lives.
+  return std::make_shared<segment_slot>(std::shared_ptr<const segment_mapping>(shared_from_this(), mapping_.get()),
+                                        *index);
+}
+
+std::shared_ptr<segment_slot> readiness_segment::find(std::string_view id) {
+  if (!is_valid_backend_id(id)) return nullptr;
+  auto index = mapping_->find(id);
+  if (!index) return nullptr;
   return std::make_shared<segment_slot>(std::shared_ptr<const segment_mapping>(shared_from_this(), mapping_.get()),
                                         *index);
 }
@@ -662,6 +708,8 @@ result<bool> segment_view::runtime_attached() const {
   if (ofd_lock(fd.get(), F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
   return found.l_type != F_UNLCK;
 }
+
+void test_set_segment_map_hook(segment_map_hook hook) noexcept { map_hook.store(hook, std::memory_order_release); }
 
 // ---------------------------------------------------------------------------------------------
 // Free functions (api.md §7)

@@ -1,5 +1,8 @@
 // The shared readiness segment (formats.md §4): `P/dix/readiness.seg`, a file mapped MAP_SHARED by
-// every runtime of the database P, one 128-byte slot per backend id. The readiness_slot port of
+// every runtime of the database P, one 128-byte slot per backend id. The file is opened
+// O_NOFOLLOW and validated through that descriptor, then mapped with Boost.Interprocess
+// (file_mapping + mapped_region) only after the file Boost opened is shown to be the same one
+// (st_dev, st_ino); the locks and futex calls are direct system calls (decision 0007). The readiness_slot port of
 // runtime/ports/ownership.hpp over one slot, plus the slot fields the runner needs later (lag gate,
 // coverage time and demand, rebuild request) and futex waits on the change counters.
 //
@@ -42,6 +45,15 @@ inline constexpr std::size_t max_id_bytes = 64;
 
 class segment_mapping;  // the mapped file; defined in the .cpp
 
+// One publication (protocol.md §1.5) as segment_slot::apply stores it.
+struct slot_publication {
+  readiness_state state = readiness_state::unknown;
+  readiness_reason reason = readiness_reason::none;
+  std::uint32_t attempts = 0;                 // rebuild_attempts
+  std::optional<index_time_t> coverage_time;  // stored only with state ready; absent: unchanged
+  std::optional<std::uint32_t> lag_gate;      // absent: unchanged
+};
+
 // One slot of a mapped segment. Implements the readiness_slot port; the owner-only mutators
 // follow the §4.4 ordering and, after every write, bump the slot's and the header's change
 // counters (release) and FUTEX_WAKE all waiters of both.
@@ -55,6 +67,13 @@ class segment_slot final : public readiness_slot {
   void raise_epoch_floor(epoch_t floor) override;     // CAS-max; never lowers
   void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) override;
   dix::readiness read() const noexcept override;      // unknown codes read unknown / none
+
+  // Owner: one whole publication with a single notify (protocol.md §1.5): coverage_time = 0 for
+  // any state but ready (a carried value is ignored), else the carried value if any; lag_gate if
+  // carried; then reason, rebuild_attempts, then state (release, §4.4); then the counters and
+  // wakes. Returns the slot's change counter as this publication's bump left it: a reader that
+  // loads a counter at least this high (acquire) sees this publication or a later change.
+  std::uint64_t apply(const slot_publication& p);
 
   // Owner: lag_gate (0 open, 1…1 000 000 µs per gated write, 0xFFFFFFFF exceeded).
   void set_lag_gate(std::uint32_t gate);
@@ -83,7 +102,7 @@ class segment_slot final : public readiness_slot {
 
  private:
   unsigned char* base() const noexcept;
-  void changed() noexcept;  // counter bumps and wakes, §4.4
+  std::uint64_t changed() noexcept;  // counter bumps and wakes, §4.4; the slot counter after
 
   std::shared_ptr<const segment_mapping> mapping_;
   std::uint32_t index_;
@@ -109,9 +128,10 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
   // The slot of `id`, claimed if new (§4.6 step 3; slots are never freed). Fails
   // invalid_argument (id outside the name rules), segment_full, io_error (flock).
   result<std::shared_ptr<segment_slot>> claim(std::string_view id);
-  // The slot of `id` if some runtime claimed one, without claiming; nullptr otherwise (also for
-  // an id outside the name rules). Takes no lock: a claim publishes id_len last (§4.4).
-  std::shared_ptr<segment_slot> find(std::string_view id) const;
+  // The slot some runtime of the database claimed for `id`; nullptr when there is none (an
+  // invalid id has none). Never claims and takes no lock: a claimer stores id_len last
+  // (release) and slots are never freed, so a slot found stays `id`'s.
+  std::shared_ptr<segment_slot> find(std::string_view id);
 
   std::uint32_t slot_count() const noexcept;
   std::uint64_t reset_count() const noexcept;
@@ -169,5 +189,12 @@ class segment_view {
   std::shared_ptr<segment_mapping> mapping_;
   access mode_;
 };
+
+// Test-only: called with the segment's path after readiness.seg was opened (O_NOFOLLOW) and its
+// size read through that descriptor, just before Boost.Interprocess opens the path again to map
+// it — the window in which a file renamed or symlinked over the path would be mapped instead.
+// nullptr, the default, in production.
+using segment_map_hook = void (*)(const std::filesystem::path& segment);
+void test_set_segment_map_hook(segment_map_hook hook) noexcept;
 
 }  // namespace dix

@@ -594,3 +594,184 @@ TEST_CASE("readiness segment: readers testing attach.lock while runtimes attach 
   stop.write_end = -1;
   for (auto pid : readers) CHECK(wait_exit(pid) == 0);
 }
+
+// -- the Boost.Interprocess mapping and the publisher's slot operations (decision 0007) -------
+
+namespace {
+
+// The test hook's state: the path swapped over readiness.seg at the first call, and the calls.
+fs::path swap_in;
+int map_hook_calls = 0;
+
+// Between the validated open and Boost's open by path: renames `swap_in` over the segment.
+void swap_segment(const fs::path& segment) {
+  if (map_hook_calls++ == 0) fs::rename(swap_in, segment);
+}
+
+// Installs the hook for the scope.
+struct map_hook_scope {
+  explicit map_hook_scope(fs::path replacement) {
+    swap_in = std::move(replacement);
+    map_hook_calls = 0;
+    test_set_segment_map_hook(swap_segment);
+  }
+  ~map_hook_scope() { test_set_segment_map_hook(nullptr); }
+  map_hook_scope(const map_hook_scope&) = delete;
+  map_hook_scope& operator=(const map_hook_scope&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("readiness segment: a readiness.seg that is a symlink is refused with io_error by attach and by the views", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home);  // creates dix/ and a valid segment
+  auto path = segment_file(home);
+  auto target = dir / "elsewhere.seg";
+  fs::rename(path, target);
+  fs::create_symlink(target, path);
+
+  auto attached = readiness_segment::attach(home);
+  REQUIRE_FALSE(attached);
+  CHECK(attached.error().value() == errc::io_error);
+  CHECK(attached.error().message().find(path.string()) != std::string::npos);
+  for (auto mode : {segment_view::access::read_only, segment_view::access::read_write}) {
+    auto view = segment_view::open(home, mode);
+    REQUIRE_FALSE(view);
+    CHECK(view.error().value() == errc::io_error);
+  }
+  CHECK(fs::is_symlink(path));  // refused, not replaced
+}
+
+TEST_CASE("readiness segment: a file renamed over readiness.seg after its validated open is not mapped (io_error)", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto s = attach(home);
+    claim(*s, "idx");
+  }
+  auto path = segment_file(home);
+  auto replacement = dir / "replacement.seg";
+
+  SECTION("attach") {
+    fs::copy_file(path, replacement);  // a valid segment: only its identity differs
+    map_hook_scope hook(replacement);
+    auto s = readiness_segment::attach(home);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().value() == errc::io_error);
+    CHECK(s.error().message().find("not the file opened and validated") != std::string::npos);
+    CHECK(s.error().message().find(path.string()) != std::string::npos);
+    CHECK(map_hook_calls == 1);
+  }
+  for (auto mode : {segment_view::access::read_only, segment_view::access::read_write}) {
+    SECTION(mode == segment_view::access::read_only ? "a read-only view" : "a read-write view") {
+      fs::copy_file(path, replacement);
+      map_hook_scope hook(replacement);
+      auto view = segment_view::open(home, mode);
+      REQUIRE_FALSE(view);
+      CHECK(view.error().value() == errc::io_error);
+      CHECK(view.error().message().find("not the file opened and validated") != std::string::npos);
+    }
+  }
+  SECTION("a symlink to another segment") {
+    fs::copy_file(path, dir / "other.seg");
+    fs::create_symlink(dir / "other.seg", replacement);
+    map_hook_scope hook(replacement);
+    auto view = segment_view::open(home, segment_view::access::read_only);
+    REQUIRE_FALSE(view);
+    CHECK(view.error().value() == errc::io_error);
+  }
+  // Without the swap the same file maps as before.
+  if (!fs::is_symlink(path)) {
+    CHECK(readiness_segment::attach(home));
+    auto view = segment_view::open(home);
+    REQUIRE(view);
+    REQUIRE(*view);
+    CHECK((*view)->find("idx").has_value());
+  }
+}
+
+TEST_CASE("readiness segment: apply stores a whole publication with one notify and zeroes coverage unless ready", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  auto slot_before = slot->change_counter();
+  auto segment_before = s->segment_change_counter();
+
+  auto counter = slot->apply({readiness_state::ready, readiness_reason::none, 0, 1'500u, 250u});
+  CHECK(counter == slot_before + 1);
+  CHECK(slot->change_counter() == counter);
+  CHECK(s->segment_change_counter() == segment_before + 1);  // one notify for four fields
+  CHECK(slot->read().state == readiness_state::ready);
+  CHECK(slot->coverage_time() == 1'500);
+  CHECK(slot->lag_gate() == 250);
+
+  counter = slot->apply({readiness_state::ready, readiness_reason::none, 0, std::nullopt, std::nullopt});
+  CHECK(counter == slot_before + 2);
+  CHECK(slot->coverage_time() == 1'500);  // absent: unchanged
+  CHECK(slot->lag_gate() == 250);
+
+  counter = slot->apply({readiness_state::needs_rebuild, readiness_reason::log_corrupt, 2, 9'000u, 0u});
+  CHECK(counter == slot_before + 3);
+  auto bytes = read_file(segment_file(home));
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 0) == 3u);   // state needs-rebuild
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 4) == 5u);   // reason log-corrupt
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 8) == 2u);   // rebuild_attempts
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 16) == 0u);  // lag_gate as carried
+  CHECK(get_le<std::uint64_t>(bytes, 128 + 32) == 0u);  // coverage_time: not ready, so 0
+  CHECK(get_le<std::uint64_t>(bytes, 128 + 40) == counter);
+}
+
+TEST_CASE("readiness segment: find returns the slot any runtime claimed and never claims one", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto counter = s->segment_change_counter();
+  CHECK(s->find("idx") == nullptr);
+  CHECK(s->find("not a valid id") == nullptr);
+  CHECK(s->segment_change_counter() == counter);
+  auto view = segment_view::open(home);
+  REQUIRE(view);
+  REQUIRE(*view);
+  CHECK((*view)->claimed().empty());
+
+  auto other_runtime = attach(home);
+  auto claimed = claim(*other_runtime, "idx");
+  auto found = s->find("idx");
+  REQUIRE(found);
+  CHECK(found->index() == claimed->index());
+  found->apply({readiness_state::rebuilding, readiness_reason::rebuild_requested, 1, std::nullopt, std::nullopt});
+  CHECK(claimed->read().state == readiness_state::rebuilding);
+}
+
+TEST_CASE("readiness segment: a waiter on a read-only view's futex is woken by another thread's publish", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  auto view = segment_view::open(home, segment_view::access::read_only);
+  REQUIRE(view);
+  REQUIRE(*view);
+  CHECK((*view)->slot(slot->index()) == nullptr);  // really read-only
+  auto seen = (*view)->segment_change_counter();
+  std::atomic<pid_t> tid{0};
+  std::uint64_t after = 0;
+  std::thread waiter([&] {
+    tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    after = (*view)->wait_change(seen, 10s);
+  });
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool asleep = false;
+  while (!asleep && std::chrono::steady_clock::now() < deadline) {
+    asleep = tid != 0 && in_futex_wait(tid);
+    if (!asleep) std::this_thread::yield();
+  }
+  CHECK(asleep);
+  auto start = std::chrono::steady_clock::now();
+  slot->apply({readiness_state::ready, readiness_reason::none, 0, std::nullopt, std::nullopt});
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(after == seen + 1);
+  CHECK((*view)->read(slot->index()).state == readiness_state::ready);
+}

@@ -408,7 +408,17 @@ TEST_CASE_METHOD(wire_fixture, "messages: publication messages round-trip", "[ac
                                       dix::readiness_reason::none, 0, std::nullopt, std::nullopt});
   CHECK_FALSE(q.coverage_time.has_value());
   CHECK_FALSE(q.lag_gate.has_value());
-  roundtrip(dix::published{});
+  auto r = roundtrip(dix::published{"idx-1", 0x1'0000'0002ull});
+  CHECK(r.id == "idx-1");
+  CHECK(r.change_counter == 0x1'0000'0002ull);
+  auto o = roundtrip(dix::readiness_observed{
+      "idx-1", 41, dix::readiness{dix::readiness_state::unavailable, dix::readiness_reason::rebuild_exhausted, 3, 9}});
+  CHECK(o.id == "idx-1");
+  CHECK(o.change_counter == 41);
+  CHECK(o.readiness.state == dix::readiness_state::unavailable);
+  CHECK(o.readiness.reason == dix::readiness_reason::rebuild_exhausted);
+  CHECK(o.readiness.rebuild_attempts == 3);
+  CHECK(o.readiness.owner_epoch == 9);
 }
 
 TEST_CASE_METHOD(wire_fixture, "messages: public value types round-trip on their own",
@@ -554,6 +564,37 @@ TEST_CASE_METHOD(wire_fixture, "messages: out-of-range enums and record indices 
     auto bytes = save(dix::deliver{1, dix::batch_msg{b}});
     dix::deliver out;
     CHECK(dix::to_errc(load(bytes, out)) == errc::message_invalid);
+  }
+  SECTION("publication reason") {
+    buffer bytes;
+    caf::binary_serializer sink{sys, bytes};
+    std::string id = "idx";
+    std::uint8_t state = 1;
+    std::uint8_t reason = 15;  // one past registration_changed
+    std::uint32_t attempts = 0;
+    bool absent = false;
+    REQUIRE(!sink(id, state, reason, attempts, absent, absent));
+    dix::publication out;
+    auto err = load(bytes, out);
+    REQUIRE(err);
+    CHECK(dix::to_errc(err) == errc::message_invalid);
+    CHECK(dix::error_text(err) == "dix.publication.reason = 15: must be in [0, 14]");
+  }
+  SECTION("observed readiness state") {
+    buffer bytes;
+    caf::binary_serializer sink{sys, bytes};
+    std::string id = "idx";
+    std::uint64_t counter = 7;
+    std::uint8_t state = 5;  // one past unavailable
+    std::uint8_t reason = 0;
+    std::uint32_t attempts = 0;
+    std::uint64_t epoch = 2;
+    REQUIRE(!sink(id, counter, state, reason, attempts, epoch));
+    dix::readiness_observed out;
+    auto err = load(bytes, out);
+    REQUIRE(err);
+    CHECK(dix::to_errc(err) == errc::message_invalid);
+    CHECK(dix::error_text(err) == "dix.readiness.state = 5: must be in [0, 4]");
   }
   SECTION("a mutation naming a record the batch does not hold") {
     auto b = std::make_shared<dix::batch>(*full_batch());

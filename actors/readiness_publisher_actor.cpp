@@ -1,0 +1,64 @@
+#include "actors/readiness_publisher_actor.hpp"
+
+#include <cassert>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "adapters/readiness_segment.hpp"
+#include "messages/errors.hpp"
+
+namespace dix {
+namespace {
+
+struct publisher_state {
+  std::shared_ptr<readiness_segment> segment;
+  caf::actor observer;  // invalid: nobody is told
+  // Slots found so far by id. A slot, once claimed, belongs to its id for the segment's life.
+  std::unordered_map<std::string, std::shared_ptr<segment_slot>> slots;
+  static inline const char* name = "dix.readiness_publisher";
+};
+
+using publisher_pointer = readiness_publisher_actor::stateful_pointer<publisher_state>;
+
+segment_slot* slot_of(publisher_pointer self, const std::string& id) {
+  auto& slots = self->state.slots;
+  if (auto it = slots.find(id); it != slots.end()) return it->second.get();
+  auto slot = self->state.segment->find(id);
+  if (!slot) return nullptr;
+  return slots.emplace(id, std::move(slot)).first->second.get();
+}
+
+readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::shared_ptr<readiness_segment> segment,
+                                                   caf::actor observer) {
+  assert(segment != nullptr);
+  self->state.segment = std::move(segment);
+  self->state.observer = std::move(observer);
+  return {
+    [self](publication& p) -> caf::result<published> {
+      auto* slot = slot_of(self, p.id);
+      if (slot == nullptr) {
+        return make_error(errc::not_registered, "readiness publisher: backend id \"" + p.id +
+                                                    "\" has no slot in the readiness segment of " +
+                                                    self->state.segment->directory().string());
+      }
+      auto counter = slot->apply({p.state, p.reason, p.attempts, p.coverage_time, p.lag_gate});
+      // anon_send: a typed actor may send() only to typed handles, and the observer needs no sender.
+      if (self->state.observer) caf::anon_send(self->state.observer, readiness_observed{p.id, counter, slot->read()});
+      return published{std::move(p.id), counter};
+    },
+  };
+}
+
+}  // namespace
+
+readiness_publisher_actor spawn_readiness_publisher(caf::actor_system& sys, std::shared_ptr<readiness_segment> segment,
+                                                    caf::actor observer) {
+  return sys.spawn(publisher, std::move(segment), std::move(observer));
+}
+
+}  // namespace dix

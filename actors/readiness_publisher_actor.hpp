@@ -1,0 +1,33 @@
+// readiness_publisher_actor: one per runtime (actors.md §1). It holds the runtime's readiness
+// segment — the mapping and, through it, the attach lock — and performs the runtime's
+// publications (protocol.md §1.5) one message at a time, in arrival order, so each id's slot
+// sees them in the order its runner's core emitted them. A publication is atomics and a
+// FUTEX_WAKE, never a wait, so the actor runs on the scheduler.
+//
+// Per publication:
+//   1. find the slot of `id` (claimed by any runtime of the database; cached, slots are never
+//      freed); none → reply the error not_registered, nothing written, nothing observed;
+//   2. store coverage_time (0 unless the state is ready) and lag_gate as carried, then reason,
+//      rebuild_attempts, then state (release), then notify (segment_slot::apply);
+//   3. reply `published{id, change_counter}`;
+//   4. send `readiness_observed{id, change_counter, slot read back}` to the observer, if any.
+#pragma once
+
+#include <memory>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "messages/interfaces.hpp"
+
+namespace dix {
+
+class readiness_segment;
+
+// Spawns the publisher on the scheduler of `sys`. `segment` (required) stays mapped and
+// attached while the actor lives. `observer` may be an invalid handle: no observer messages.
+readiness_publisher_actor spawn_readiness_publisher(caf::actor_system& sys,
+                                                    std::shared_ptr<readiness_segment> segment,
+                                                    caf::actor observer);
+
+}  // namespace dix
