@@ -54,6 +54,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   rd.id = w.id;
   rd.config = w.runner;
   rd.slot = w.slot;
+  rd.publisher = w.publisher;
   rd.lock = w.lock;
   rd.token = w.token;
   for (const auto& l : w.logs) rd.logs.push_back(l.source->log_name());
@@ -82,6 +83,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   };
   spec->snapshot = w.snapshot;
   spec->slot = w.slot;
+  spec->publisher = w.publisher;
   spec->lock = w.lock;
   spec->runner_changed = w.runner_changed;
   return spec;

@@ -69,6 +69,7 @@ struct id_wiring {
   const clock* time = nullptr;       // the tailer's turn budgets
   runner_core::config runner;        // options, fingerprint, rebuildable, cursor_flush_age
   std::shared_ptr<readiness_slot> slot;
+  readiness_publisher_actor publisher;  // the runtime's; the runner publishes through it
   runner_lock* lock = nullptr;
   std::shared_ptr<snapshot_box> snapshot;
   std::shared_ptr<state_change_relay> relay;

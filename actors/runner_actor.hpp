@@ -61,6 +61,7 @@ struct runner_deps {
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
   std::shared_ptr<readiness_slot> slot;
+  readiness_publisher_actor publisher;  // the runtime's; unset: publish to the slot directly
   runner_lock* lock = nullptr;
   std::uint64_t token = 0;  // this registration's requester in the lock table
   std::vector<std::string> logs;

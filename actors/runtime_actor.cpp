@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/id_wiring.hpp"
+#include "actors/readiness_publisher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/meta_records.hpp"
@@ -50,6 +51,7 @@ struct watched_id {
 struct runtime_state {
   std::shared_ptr<runtime_context> ctx;
   supervisor_actor supervisor;
+  readiness_publisher_actor publisher;   // every publication of this runtime's runners
   std::vector<std::uint64_t> listeners;  // one commit listener per store
   // Unregistered, release pending; and released with a rejected shutdown, lock kept (§9.7).
   std::map<std::uint64_t, std::shared_ptr<registration_entry>> releasing, held;
@@ -139,6 +141,8 @@ void clean_up(runtime_pointer self) {
   st.listeners.clear();
   if (st.supervisor) caf::anon_send_exit(st.supervisor, caf::exit_reason::user_shutdown);
   st.supervisor = nullptr;
+  if (st.publisher) caf::anon_send_exit(st.publisher, caf::exit_reason::user_shutdown);
+  st.publisher = nullptr;
 }
 
 void finish(runtime_pointer self) {
@@ -237,6 +241,7 @@ caf::result<index_registered> register_one(runtime_pointer self, registration r)
   w.runner.rebuildable = plan->rebuildable;
   w.runner.cursor_flush_age = plan->cursor_flush_age;
   w.slot = e->slot;
+  w.publisher = st.publisher;
   w.lock = ctx.locks.get();
   w.snapshot = e->snapshot;
   w.relay = e->relay;
@@ -344,6 +349,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   auto& st = self->state;
   st.ctx = ctx;
   st.supervisor = spawn_supervisor(self->home_system());
+  st.publisher = spawn_readiness_publisher(self->home_system(), ctx->segment, caf::actor_cast<caf::actor>(self));
   ctx->watch = std::make_shared<watcher>(ctx->segment, ctx->registry, caf::actor_cast<caf::actor>(self),
                                          ctx->options.runner.max_flush_age);
   if (ctx->watcher_thread) {

@@ -47,6 +47,7 @@ struct supervised_spec {
     spawn_runner;
   std::shared_ptr<snapshot_box> snapshot;  // the runner's: whether it owned the lock, its epoch
   std::shared_ptr<readiness_slot> slot;
+  readiness_publisher_actor publisher;  // the runtime's; unset: publish to the slot directly
   runner_lock* lock = nullptr;
   // Told about every runner spawned for the registration (the runtime's wake list). Optional.
   std::function<void(const runner_actor&)> runner_changed;
