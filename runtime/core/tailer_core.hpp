@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dix/batch.hpp>
@@ -29,6 +30,7 @@
 #include <dix/readiness.hpp>
 
 #include "core/clock.hpp"
+#include "core/key_table.hpp"
 #include "core/log_merge.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
@@ -121,6 +123,25 @@ class tailer_core {
     // The projected tables of this log, by table id, each with its projection (in projections_).
     std::vector<std::pair<std::uint32_t, const projection*>> projected;
   };
+  // One collected operation: where it is in carried_ and the index of its key in keys_.
+  struct collected_op {
+    std::size_t txn = 0;  // index into carried_
+    std::size_t op = 0;
+    std::ptrdiff_t key = -1;  // -1: not projected (its transaction still advances `through`)
+  };
+  struct turn;  // what the phases of one pull() hand on (tailer_core.cpp)
+
+  // The four phases of pull(), in order; a fault ends the turn and needs install() again.
+  // collect: continue the carried remainder, read more transactions, stop at the budgets (§4.2).
+  std::optional<tailer_fault> collect(turn& t, tailer_chunk& chunk);
+  // resolve: read each distinct key once, in first-occurrence order, up to the chunk's bounds (§4.3).
+  std::optional<tailer_fault> resolve(turn& t, tailer_chunk& chunk);
+  // cut: the chunk is the longest resolved prefix; `through` advances over the transactions it
+  // holds completely; what lies beyond is carried to the next turn (§4.5–4.7).
+  std::optional<tailer_fault> cut(turn& t, epoch_t epoch, tailer_chunk& chunk);
+  // sync: every log's progress, and the sync before delivery of every store the batch read
+  // (§4.8); only then is the batch handed out.
+  std::optional<tailer_fault> sync(turn& t, tailer_chunk& chunk);
 
   // Reads the next transaction over all logs through merge_ (header-time order); sets
   // all_caught_up_ when every log is caught up.
@@ -139,7 +160,18 @@ class tailer_core {
   // here instead of hashing every record id again. Identities only: the bytes stay in carried_.
   std::vector<std::int32_t> carried_op_keys_;
   std::vector<std::uint64_t> carried_key_hashes_;
-  std::vector<std::uint32_t> key_slots_;  // the turn's key table (open addressing), kept for its capacity
+  // The scratch of a turn, kept across turns for its capacity: the turn's operations and keys,
+  // the last turn's carried identities while they are replayed (swapped with the two above),
+  // each carried key's index in this turn, per carried transaction the operations the chunk
+  // consumed, the logs the batch read, and the ids of one primary read group.
+  std::vector<collected_op> ops_;
+  key_table keys_;
+  std::vector<std::int32_t> replay_op_keys_;
+  std::vector<std::uint64_t> replay_key_hashes_;
+  std::vector<std::uint32_t> renumber_;
+  std::vector<std::size_t> consumed_;
+  std::vector<bool> logs_read_;
+  std::vector<std::string_view> group_ids_;
   std::optional<cursor> through_;
   bool installed_ = false;
 };
