@@ -20,20 +20,12 @@
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 
-#include "core/tailer_core.hpp"  // log_progress
+#include "core/tailer_core.hpp"  // turn_budgets, log_progress
 #include "messages/values.hpp"
 
 namespace dix {
 
-// The turn budgets and chunk bounds of protocol.md §4.1 (runner_options names, units last).
-struct turn_budgets {
-  std::uint32_t max_transactions_per_turn = 256;
-  std::uint64_t max_bytes_per_turn = 4u << 20;
-  std::chrono::milliseconds max_milliseconds_per_turn{5};
-  std::uint32_t max_chunk_records = 4096;
-  std::uint64_t max_chunk_bytes = 4u << 20;
-};
-
+// tailer_core's turn_budgets (protocol.md §4.1), carried as is.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_budgets& x) {
   return f(caf::meta::type_name("dix.turn_budgets"), x.max_transactions_per_turn,

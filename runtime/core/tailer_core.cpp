@@ -33,6 +33,11 @@ constexpr std::size_t check_every = 16;  // time-budget checks: every 16 operati
 
 }  // namespace
 
+turn_budgets make_turn_budgets(const runner_options& options) noexcept {
+  return turn_budgets{options.max_transactions_per_turn, options.max_bytes_per_turn, options.max_milliseconds_per_turn,
+                      options.max_chunk_records, options.max_chunk_bytes};
+}
+
 tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections)
     : projections_(std::move(projections)) {
   for (auto& l : logs) {
@@ -140,7 +145,7 @@ std::optional<tailer_fault> tailer_core::read_next(std::optional<open_txn>& out,
 
 // What the phases of one pull() hand on to each other; the larger scratch lives in members.
 struct tailer_core::turn {
-  const runner_options& budget;
+  const turn_budgets& budgets;
   const clock& time;
   clock::steady_time start;
   std::vector<record_entry> records;  // resolve: the resolved keys, first-occurrence order
@@ -148,16 +153,16 @@ struct tailer_core::turn {
   std::shared_ptr<batch> delivery;    // cut: the batch, when the turn delivers one
   bool deliver = false;               // cut: something advanced or was resolved (§4.7)
 
-  bool spent() const { return time.steady_now() - start >= budget.max_milliseconds_per_turn; }
+  bool spent() const { return time.steady_now() - start >= budgets.max_milliseconds_per_turn; }
 };
 
-pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, const clock& time) {
+pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const clock& time) {
   pull_outcome out;
   if (!installed_) {
     out.fault = transient("tailer pulled before a cursor was installed");
     return out;
   }
-  turn t{budget, time, time.steady_now(), {}, 0, nullptr, false};
+  turn t{budgets, time, time.steady_now(), {}, 0, nullptr, false};
   out.fault = collect(t, out.chunk);
   if (!out.fault) out.fault = resolve(t, out.chunk);
   if (!out.fault) out.fault = cut(t, epoch, out.chunk);
@@ -167,7 +172,7 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
 }
 
 std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
-  const auto& budget = t.budget;
+  const auto& budgets = t.budgets;
   all_caught_up_ = false;
   // The carried remainder is collected first, operation by operation as before, but its keys
   // come from the last turn (replay_*, through renumber_: the last turn's key → this turn's)
@@ -181,14 +186,14 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
   std::size_t replayed = 0;
   ops_.clear();
   ops_.reserve(replay_op_keys_.size() + 256);
-  keys_.clear(std::min<std::size_t>(budget.max_chunk_records, 1024));
+  keys_.clear(std::min<std::size_t>(budgets.max_chunk_records, 1024));
   std::uint64_t turn_bytes = 0;
   std::size_t turn_txns = 0, since_check = 0;
   bool stop = false;
   for (std::size_t ti = 0; !stop; ++ti) {
     if (ti == carried_.size()) {
       // Between complete transactions only: the turn's transaction and byte budgets.
-      if (turn_txns >= budget.max_transactions_per_turn || turn_bytes >= budget.max_bytes_per_turn) break;
+      if (turn_txns >= budgets.max_transactions_per_turn || turn_bytes >= budgets.max_bytes_per_turn) break;
       std::optional<open_txn> next;
       if (auto f = read_next(next, chunk.bytes_read)) return f;
       if (!next) break;  // the end of every log
@@ -235,7 +240,7 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
       }
       ops_.push_back(c);
       // Both bounds may cut a transaction (§4.2).
-      if (new_key && keys_.size() >= budget.max_chunk_records) stop = true;
+      if (new_key && keys_.size() >= budgets.max_chunk_records) stop = true;
       if (++since_check == check_every) {
         since_check = 0;
         if (t.spent()) stop = true;
@@ -254,7 +259,7 @@ std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
   std::size_t group_begin = 0, group_end = 0;
   std::vector<std::optional<std::string>> group_values;
   for (std::size_t k = 0; k < keys_.size(); ++k) {
-    if (!records.empty() && t.estimate >= t.budget.max_chunk_bytes) break;
+    if (!records.empty() && t.estimate >= t.budgets.max_chunk_bytes) break;
     if (k > 0 && k % check_every == 0 && t.spent()) break;
     const auto& key = keys_[k];
     auto& l = logs_[key.log];

@@ -15,6 +15,7 @@
 // the clock it is given; it owns no thread. Any fault leaves it needing install() again.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -36,6 +37,19 @@
 #include "ports/store_reader.hpp"
 
 namespace dix {
+
+// The turn budgets and chunk bounds of protocol.md §4.1, named as in runner_options (units
+// last). Made once per registration from its options and passed as is to every pull.
+struct turn_budgets {
+  std::uint32_t max_transactions_per_turn = 256;           // between transactions. Default: 256
+  std::uint64_t max_bytes_per_turn = 4u << 20;             // WriteBatch data size. Default: 4 MiB
+  std::chrono::milliseconds max_milliseconds_per_turn{5};  // Default: 5 ms
+  std::uint32_t max_chunk_records = 4096;                  // distinct keys. Default: 4096
+  std::uint64_t max_chunk_bytes = 4u << 20;                // the estimate of §4.3. Default: 4 MiB
+};
+
+// The budgets of `options` (validated, or their defaults: those of turn_budgets).
+turn_budgets make_turn_budgets(const runner_options& options) noexcept;
 
 // One log of a registration, in attach order. The pointers outlive the core.
 struct tailer_log {
@@ -96,7 +110,7 @@ class tailer_core {
   install_outcome install_from_start();
 
   // One drain turn; see the file comment. `epoch` is stamped on the batch.
-  pull_outcome pull(const runner_options& budget, epoch_t epoch, const clock& time);
+  pull_outcome pull(const turn_budgets& budgets, epoch_t epoch, const clock& time);
 
   // The cursor the last batch advanced to (the installed one before any batch).
   const std::optional<cursor>& through() const noexcept { return through_; }

@@ -25,7 +25,7 @@ struct harness {
   fake_store::source source{store};
   fake_store::reader reader{store};
   manual_clock time;
-  runner_options budget;
+  turn_budgets budget;
   std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
   std::unique_ptr<tailer_core> core;
 
@@ -55,6 +55,28 @@ const record_entry* find(const batch& b, const std::string& id) {
 }
 
 }  // namespace
+
+TEST_CASE("tailer: turn budgets are made from the runner options, and the defaults agree", "[core][tailer]") {
+  const auto defaults = make_turn_budgets(runner_options{});
+  const turn_budgets plain;
+  CHECK(defaults.max_transactions_per_turn == plain.max_transactions_per_turn);
+  CHECK(defaults.max_bytes_per_turn == plain.max_bytes_per_turn);
+  CHECK(defaults.max_milliseconds_per_turn == plain.max_milliseconds_per_turn);
+  CHECK(defaults.max_chunk_records == plain.max_chunk_records);
+  CHECK(defaults.max_chunk_bytes == plain.max_chunk_bytes);
+  runner_options o;
+  o.max_transactions_per_turn = 3;
+  o.max_bytes_per_turn = 4'096;
+  o.max_milliseconds_per_turn = std::chrono::milliseconds(9);
+  o.max_chunk_records = 17;
+  o.max_chunk_bytes = 2'048;
+  const auto b = make_turn_budgets(o);
+  CHECK(b.max_transactions_per_turn == 3);
+  CHECK(b.max_bytes_per_turn == 4'096);
+  CHECK(b.max_milliseconds_per_turn == std::chrono::milliseconds(9));
+  CHECK(b.max_chunk_records == 17);
+  CHECK(b.max_chunk_bytes == 2'048);
+}
 
 TEST_CASE("tailer: a turn delivers the record view, its transactions and the advanced cursor", "[core][tailer]") {
   harness h;
@@ -353,7 +375,7 @@ TEST_CASE("tailer: two logs interleave by header time and each advances its own 
   auto [x1, tx1] = one.commit({test::put(products, "x", "1")});
   auto [y1, ty1] = two.commit({test::put(products, "y", "1")});
   manual_clock time;
-  auto r = core.pull(runner_options{}, 1, time);
+  auto r = core.pull(turn_budgets{}, 1, time);
   REQUIRE_FALSE(r.fault);
   REQUIRE(r.chunk.delivery);
   const auto& batch = *r.chunk.delivery;
@@ -449,7 +471,7 @@ TEST_CASE("tailer: continuing the kept collection delivers exactly what collecti
         }
         store.commit(ops);
       }
-      runner_options budget;
+      turn_budgets budget;
       budget.max_chunk_records = pick(1, 40);
       budget.max_milliseconds_per_turn = std::chrono::milliseconds(pick(1, 8));
       budget.max_transactions_per_turn = pick(1, 6);
