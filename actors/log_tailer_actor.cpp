@@ -44,17 +44,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
         self->send(to, to_message(m.gen, *out.fault));
         return;
       }
-      log_chunk chunk;
-      chunk.gen = m.gen;
-      chunk.batch.value = std::move(out.chunk.delivery);
-      chunk.cut_open = out.chunk.cut_open;
-      chunk.end_of_log = out.chunk.end_of_log;
-      chunk.bytes_read = out.chunk.bytes_read;
-      chunk.unindexable = out.chunk.unindexable;
-      chunk.logs = out.chunk.logs;
-      chunk.wal_syncs = out.chunk.wal_syncs;
-      chunk.log_reopens = out.chunk.log_reopens;
-      self->send(to, std::move(chunk));
+      self->send(to, log_chunk{m.gen, std::move(out.chunk)});
     },
     [self](scan_pull& m) {
       // Rebuild from a scan arrives with a later issue; answer with a clear fault, never silence.

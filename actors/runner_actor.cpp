@@ -78,7 +78,7 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::open_log>) {
         self->send(d.tailer, log_open{x.gen, x.from, d.logs});
       } else if constexpr (std::is_same_v<T, fx::pull>) {
-        self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets, std::nullopt, false});
+        self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets});
       } else if constexpr (std::is_same_v<T, fx::deliver>) {
         self->request(d.proxy, caf::infinite, deliver{x.gen, batch_msg{x.b}})
           .then([self](delivery_result_msg& r) { apply(self, self->state.core->on_delivery(r.gen, r.result, now_of(self))); },
@@ -154,15 +154,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     },
     [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
     [self](log_chunk& m) {
-      pull_outcome out;
-      out.chunk.delivery = std::move(m.batch.value);
-      out.chunk.cut_open = m.cut_open;
-      out.chunk.end_of_log = m.end_of_log;
-      out.chunk.bytes_read = m.bytes_read;
-      out.chunk.unindexable = m.unindexable;
-      out.chunk.logs = std::move(m.logs);
-      out.chunk.wal_syncs = m.wal_syncs;
-      out.chunk.log_reopens = m.log_reopens;
+      pull_outcome out{std::nullopt, std::move(m.chunk)};
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {
