@@ -365,7 +365,9 @@ result<registration_handle> runtime::register_index(registration r) {
     deps->readers.push_back(reader);
     log_names.push_back(s->log_name());
   }
-  deps->core = std::make_unique<tailer_core>(std::move(ports), r.projections);
+  std::vector<attached_log> attached;  // every store of the runtime: a cursor may name any (§3.1)
+  for (const auto& s : p.stores) attached.push_back(attached_log{s->log_name(), s->identity()});
+  deps->core = std::make_unique<tailer_core>(std::move(ports), r.projections, std::move(attached));
   runner_deps rd;
   rd.id = id;
   rd.config.options = runner_opts;

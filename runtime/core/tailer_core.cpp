@@ -38,8 +38,9 @@ turn_budgets make_turn_budgets(const runner_options& options) noexcept {
                       options.max_chunk_records, options.max_chunk_bytes};
 }
 
-tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections)
-    : projections_(std::move(projections)) {
+tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
+                         std::vector<attached_log> attached)
+    : attached_(std::move(attached)), projections_(std::move(projections)) {
   for (auto& l : logs) {
     log_state s;
     s.port = l;
@@ -48,6 +49,8 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     for (const auto& [ref, fn] : projections_) {
       if (ref.log == s.name) s.projected.emplace_back(ref.table, &fn);  // map order: by table
     }
+    assert(std::any_of(attached_.begin(), attached_.end(),
+                       [&](const attached_log& a) { return a.name == s.name && a.identity == s.identity; }));
     logs_.push_back(std::move(s));
   }
 }
@@ -66,6 +69,19 @@ install_outcome tailer_core::install(const cursor& c) {
   carried_op_keys_.clear();
   carried_key_hashes_.clear();
   through_.reset();
+  // Each entry on its own first (log-missing), only then the set of logs (registration-changed).
+  for (const auto& entry : c.logs()) {
+    auto store = std::find_if(attached_.begin(), attached_.end(), [&](const attached_log& a) { return a.name == entry.log; });
+    if (store == attached_.end()) {
+      out.fault = suspect(readiness_reason::log_missing, "the cursor names log " + entry.log + ", which is not attached");
+      return out;
+    }
+    if (store->identity != entry.identity) {
+      out.fault = suspect(readiness_reason::log_missing,
+                          "log " + entry.log + " has identity " + store->identity + ", the cursor names " + entry.identity);
+      return out;
+    }
+  }
   std::set<std::string> named, ours;
   for (const auto& p : c.logs()) named.insert(p.log);
   for (const auto& l : logs_) ours.insert(l.name);
@@ -73,14 +89,6 @@ install_outcome tailer_core::install(const cursor& c) {
     out.fault = suspect(readiness_reason::registration_changed,
                         "the cursor names other logs than the registration reads");
     return out;
-  }
-  for (auto& l : logs_) {
-    const auto* entry = c.find(l.name);
-    if (entry->identity != l.identity) {
-      out.fault = suspect(readiness_reason::log_missing,
-                          "log " + l.name + " has identity " + l.identity + ", the cursor names " + entry->identity);
-      return out;
-    }
   }
   for (auto& l : logs_) {
     const auto* entry = c.find(l.name);

@@ -57,6 +57,13 @@ struct tailer_log {
   store_reader* store = nullptr;
 };
 
+// A store the runtime attached — every one, not only the registration's logs: its log name and
+// DB identity (GetDbIdentity()), which installing a cursor checks each entry against (§3.1).
+struct attached_log {
+  std::string name;
+  std::string identity;
+};
+
 // A fault to hand to the runner: suspect (condemn, with a reason) or transient (retry).
 struct tailer_fault {
   bool transient = false;
@@ -96,10 +103,14 @@ struct pull_outcome {
 
 class tailer_core {
  public:
-  tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections);
+  // `logs`: the registration's logs; `attached`: every store of the runtime, attach order, which
+  // holds each of `logs` under its name and identity.
+  tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
+              std::vector<attached_log> attached);
 
-  // Checks that the cursor names exactly this registration's logs (else registration-changed)
-  // with their identities (else log-missing), opens each log at its anchor with exact resume and
+  // Checks every cursor entry first — it names an attached log with that store's identity, else
+  // log-missing — and then that the entries name exactly this registration's logs, else
+  // registration-changed (protocol.md §3.1). Opens each log at its anchor with exact resume and
   // forgets everything carried. The anchors are skipped: they are already in the index.
   install_outcome install(const cursor& c);
 
@@ -164,6 +175,7 @@ class tailer_core {
   const projection* projection_of(std::size_t log, std::uint32_t table) const;
 
   std::vector<log_state> logs_;
+  std::vector<attached_log> attached_;
   std::map<table_ref, projection> projections_;
   std::unique_ptr<log_merge> merge_;  // over the sources in attach order; rebuilt by install()
   bool all_caught_up_ = false;        // the last read of this turn found every log caught up

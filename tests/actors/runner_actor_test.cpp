@@ -44,7 +44,8 @@ struct pipeline : test::caf_fixture {
         std::vector<tailer_log>{{source.get(), reader.get()}},
         std::map<table_ref, projection>{{table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result {
                                            return std::string(p);
-                                         }}});
+                                         }}},
+        std::vector<attached_log>{{store.log_name(), store.identity()}});
     deps->persist_epoch = [this](std::uint64_t e) -> result<void> {
       persisted.push_back(e);
       return {};

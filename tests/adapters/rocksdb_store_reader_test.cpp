@@ -16,7 +16,7 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   rocksdb_store_reader reader(s);
   std::map<table_ref, projection> projections{
       {table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result { return std::string(p); }}};
-  tailer_core core({{&source, &reader}}, projections);
+  tailer_core core({{&source, &reader}}, projections, {{s->log_name(), s->identity()}});
   auto start = cursor::make({log_position{"main", s->identity(), anchor.sequence, anchor.time}}).value();
   REQUIRE_FALSE(core.install(start).fault);
   auto written = test::put_records(*s, "b", 3);

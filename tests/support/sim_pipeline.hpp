@@ -56,7 +56,8 @@ class sim_pipeline final : public backend_host {
     timers_.clear();
     lock_held = false;
     projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
-    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_);
+    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
+                                           std::vector<attached_log>{{store.log_name(), store.identity()}});
     runner_core::config c;
     c.options = options_;
     c.generation_base = (++incarnation_) << 32;
