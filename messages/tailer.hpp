@@ -19,7 +19,8 @@
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 
-#include "core/tailer_core.hpp"  // turn_budgets, log_progress, tailer_chunk
+#include "core/tailer_core.hpp"  // log_progress, tailer_chunk
+#include "core/turn_budgets.hpp"
 #include "messages/values.hpp"
 
 namespace dix {

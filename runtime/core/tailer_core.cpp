@@ -33,11 +33,6 @@ constexpr std::size_t check_every = 16;  // time-budget checks: every 16 operati
 
 }  // namespace
 
-turn_budgets make_turn_budgets(const runner_options& options) noexcept {
-  return turn_budgets{options.max_transactions_per_turn, options.max_bytes_per_turn, options.max_milliseconds_per_turn,
-                      options.max_chunk_records, options.max_chunk_bytes};
-}
-
 tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
                          std::vector<attached_log> attached)
     : attached_(std::move(attached)), projections_(std::move(projections)) {

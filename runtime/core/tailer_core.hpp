@@ -2,20 +2,20 @@
 //
 //   install(cursor) ──► exact resume of every log (§3.1, §3.2) ──► pull() … pull() …
 //
-// Each pull() is one drain turn: continue the carried remainder of the previous turn, read more
-// transactions (smallest next header time first, ties by attach order), stop at the turn budgets
-// or the chunk's distinct-key bound (both may cut a transaction), resolve each distinct key once
-// with a primary read after its last collected occurrence, cut the chunk at the longest resolved
-// prefix, advance `through` per log over the transactions the chunk holds completely, and make
-// sure every store the batch read is synced up to what was read (§4.8) before returning it.
-// What a turn collected beyond its chunk is kept as key identities, so the next turn collects
-// that remainder again (same stops, same clock reads) without hashing its record ids again.
+// Each pull() is one drain turn in four phases. collect: continue the carried remainder of the
+// previous turn, read more transactions (smallest next header time first, ties by attach
+// order), stop at the turn budgets or the chunk's distinct-key bound (both may cut a
+// transaction). resolve: read each distinct key once with a primary read after its last
+// collected occurrence. cut: the chunk is the longest resolved prefix; `through` advances per
+// log over the transactions it holds completely. sync: every store the batch read is synced up
+// to what was read (§4.8) before the batch is returned. What a turn collected beyond its chunk
+// is kept as key identities, so the next turn collects that remainder again (same stops, same
+// clock reads) without hashing its record ids again.
 //
 // The core drives its ports (log sources, store readers) synchronously and takes time only from
 // the clock it is given; it owns no thread. Any fault leaves it needing install() again.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -26,30 +26,17 @@
 #include <vector>
 
 #include <dix/batch.hpp>
-#include <dix/options.hpp>
 #include <dix/projection.hpp>
 #include <dix/readiness.hpp>
 
 #include "core/clock.hpp"
 #include "core/key_table.hpp"
 #include "core/log_merge.hpp"
+#include "core/turn_budgets.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
 
 namespace dix {
-
-// The turn budgets and chunk bounds of protocol.md §4.1, named as in runner_options (units
-// last). Made once per registration from its options and passed as is to every pull.
-struct turn_budgets {
-  std::uint32_t max_transactions_per_turn = 256;           // between transactions. Default: 256
-  std::uint64_t max_bytes_per_turn = 4u << 20;             // WriteBatch data size. Default: 4 MiB
-  std::chrono::milliseconds max_milliseconds_per_turn{5};  // Default: 5 ms
-  std::uint32_t max_chunk_records = 4096;                  // distinct keys. Default: 4096
-  std::uint64_t max_chunk_bytes = 4u << 20;                // the estimate of §4.3. Default: 4 MiB
-};
-
-// The budgets of `options` (validated, or their defaults: those of turn_budgets).
-turn_budgets make_turn_budgets(const runner_options& options) noexcept;
 
 // One log of a registration, in attach order. The pointers outlive the core.
 struct tailer_log {
