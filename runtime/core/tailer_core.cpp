@@ -153,8 +153,7 @@ struct tailer_core::turn {
   clock::steady_time start;
   std::vector<record_entry> records;  // resolve: the resolved keys, first-occurrence order
   std::uint64_t estimate = 0;         // resolve: the records' size estimate (§4.3)
-  std::shared_ptr<batch> delivery;    // cut: the batch, when the turn delivers one
-  bool deliver = false;               // cut: something advanced or was resolved (§4.7)
+  std::shared_ptr<batch> delivery;    // cut: the batch, when something advanced or was resolved (§4.7)
 
   bool spent() const { return time.steady_now() - start >= budgets.max_milliseconds_per_turn; }
 };
@@ -165,7 +164,7 @@ pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const
     out.fault = transient("tailer pulled before a cursor was installed");
     return out;
   }
-  turn t{budgets, time, time.steady_now(), {}, 0, nullptr, false};
+  turn t{budgets, time, time.steady_now(), {}, 0, nullptr};
   out.fault = collect(t, out.chunk);
   if (!out.fault) out.fault = resolve(t, out.chunk);
   if (!out.fault) out.fault = cut(t, epoch, out.chunk);
@@ -381,8 +380,7 @@ std::optional<tailer_fault> tailer_core::cut(turn& t, epoch_t epoch, tailer_chun
     if (!made) return suspect(readiness_reason::log_corrupt, "cannot form a cursor: " + made.error().message());
     through_ = std::move(*made);
   }
-  t.deliver = advanced || !b->records.empty();
-  if (t.deliver) {
+  if (advanced || !b->records.empty()) {
     b->through = through_;
     t.delivery = std::move(b);
   }
@@ -398,7 +396,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
       f.transient = true;
       return f;
     }
-    if (t.deliver && logs_read_[i] && l.port.store->synced_sequence() < *latest) {
+    if (t.delivery && logs_read_[i] && l.port.store->synced_sequence() < *latest) {
       auto synced = l.port.store->sync_wal();
       if (!synced) return transient("log " + l.name + ": " + synced.error().message());
       ++chunk.wal_syncs;
