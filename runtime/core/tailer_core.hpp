@@ -176,7 +176,8 @@ class tailer_core {
   // The scratch of a turn, kept across turns for its capacity: the turn's operations and keys,
   // the last turn's carried identities while they are replayed (swapped with the two above),
   // each carried key's index in this turn, per carried transaction the operations the chunk
-  // consumed, the logs the batch read, and the ids of one primary read group.
+  // consumed, the logs the batch read, and the ids of one primary read group. keys_ views record
+  // ids in carried_, so it is read only in the turn that filled it.
   std::vector<collected_op> ops_;
   key_table keys_;
   std::vector<std::int32_t> replay_op_keys_;
