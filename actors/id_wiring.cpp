@@ -46,7 +46,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
     deps->sources.push_back(l.source);
     deps->readers.push_back(l.reader);
   }
-  deps->core = std::make_unique<tailer_core>(std::move(ports), w.projections);
+  deps->core = std::make_unique<tailer_core>(std::move(ports), w.projections, w.attached);
   deps->meta = w.meta;
   deps->time = w.time;
 

@@ -65,6 +65,7 @@ struct id_wiring {
   std::shared_ptr<dix::backend> backend;  // qualified: the member reuses the type's name
   std::map<table_ref, projection> projections;
   std::vector<wired_log> logs;     // the registration's logs, attach order
+  std::vector<attached_log> attached;  // every store of the runtime (cursor checks, protocol.md §3.1)
   std::shared_ptr<meta_store> meta;  // the id's records in the home store; null: none modelled
   const clock* time = nullptr;       // the tailer's turn budgets
   runner_core::config runner;        // options, fingerprint, rebuildable, cursor_flush_age

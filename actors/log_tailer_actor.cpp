@@ -10,7 +10,6 @@ namespace {
 
 struct tailer_state {
   std::shared_ptr<tailer_deps> deps;
-  runner_options budgets;
   static inline const char* name = "dix.log_tailer";
 };
 
@@ -39,29 +38,13 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](log_pull& m) {
       auto& d = *self->state.deps;
-      auto& o = self->state.budgets;
-      o.max_transactions_per_turn = m.budgets.max_transactions_per_turn;
-      o.max_bytes_per_turn = m.budgets.max_bytes_per_turn;
-      o.max_milliseconds_per_turn = m.budgets.max_milliseconds_per_turn;
-      o.max_chunk_records = m.budgets.max_chunk_records;
-      o.max_chunk_bytes = m.budgets.max_chunk_bytes;
-      auto out = d.core->pull(o, m.epoch, *d.time);
+      auto out = d.core->pull(m.budgets, m.epoch, *d.time);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));
         return;
       }
-      log_chunk chunk;
-      chunk.gen = m.gen;
-      chunk.batch.value = std::move(out.chunk.delivery);
-      chunk.cut_open = out.chunk.cut_open;
-      chunk.end_of_log = out.chunk.end_of_log;
-      chunk.bytes_read = out.chunk.bytes_read;
-      chunk.unindexable = out.chunk.unindexable;
-      chunk.logs = out.chunk.logs;
-      chunk.wal_syncs = out.chunk.wal_syncs;
-      chunk.log_reopens = out.chunk.log_reopens;
-      self->send(to, std::move(chunk));
+      self->send(to, log_chunk{m.gen, std::move(out.chunk)});
     },
     [self](scan_pull& m) {
       // Rebuild from a scan arrives with a later issue; answer with a clear fault, never silence.

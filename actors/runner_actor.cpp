@@ -9,6 +9,7 @@ namespace {
 struct runner_state_data {
   runner_deps deps;
   std::unique_ptr<runner_core> core;
+  turn_budgets budgets;  // made once from the options; every log_pull carries them
   std::uint64_t persist_gen = 0;  // the generation a pending epoch write was issued under
   std::uint64_t marker_gen = 0, settle_gen = 0;  // likewise for the marker and the settle
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
@@ -88,10 +89,7 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::open_log>) {
         self->send(d.tailer, log_open{x.gen, x.from, d.logs});
       } else if constexpr (std::is_same_v<T, fx::pull>) {
-        const auto& o = d.config.options;
-        turn_budgets b{o.max_transactions_per_turn, o.max_bytes_per_turn, o.max_milliseconds_per_turn,
-                       o.max_chunk_records, o.max_chunk_bytes};
-        self->send(d.tailer, log_pull{x.gen, x.epoch, b, std::nullopt, false});
+        self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets});
       } else if constexpr (std::is_same_v<T, fx::deliver>) {
         self->request(d.proxy, caf::infinite, deliver{x.gen, batch_msg{x.b}})
           .then([self](delivery_result_msg& r) { apply(self, self->state.core->on_delivery(r.gen, r.result, now_of(self))); },
@@ -151,6 +149,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   auto& s = self->state;
   s.deps = std::move(deps);
   s.core = std::make_unique<runner_core>(s.deps.config);
+  s.budgets = make_turn_budgets(s.deps.config.options);
   store_snapshot(self);  // e.g. parked from the start
   // A dying runner keeps its lock entry: its supervisor, as the lock holder, quiesces the backend
   // and only then releases the entry (actors.md §3), so no successor overlaps unfinished work.
@@ -180,15 +179,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     },
     [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
     [self](log_chunk& m) {
-      pull_outcome out;
-      out.chunk.delivery = std::move(m.batch.value);
-      out.chunk.cut_open = m.cut_open;
-      out.chunk.end_of_log = m.end_of_log;
-      out.chunk.bytes_read = m.bytes_read;
-      out.chunk.unindexable = m.unindexable;
-      out.chunk.logs = std::move(m.logs);
-      out.chunk.wal_syncs = m.wal_syncs;
-      out.chunk.log_reopens = m.log_reopens;
+      pull_outcome out{std::nullopt, std::move(m.chunk)};
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {

@@ -234,6 +234,7 @@ caf::result<index_registered> register_one(runtime_pointer self, registration r)
     const auto& store = ctx.stores[index];
     w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store)});
   }
+  for (const auto& a : ctx.attached) w.attached.push_back(attached_log{a.name, a.identity});
   w.meta = std::make_shared<meta::home_meta_store>(home, id);
   w.time = ctx.time;
   w.runner.options = plan->options;

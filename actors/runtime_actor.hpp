@@ -31,7 +31,7 @@ class watcher;
 // What spawn_runtime prepared; shared by the runtime actor and the blocking facade.
 struct runtime_context {
   std::vector<std::shared_ptr<primary_store>> stores;  // attach order; [0] is the home store
-  std::vector<attached_log> attached;                  // the same, as the registration checks see them
+  std::vector<attached_store> attached;                  // the same, as the registration checks see them
   runtime_options options;
   std::shared_ptr<readiness_segment> segment;  // the home store's, attached for the runtime's life
   std::shared_ptr<process_lock_table> locks;   // the process's lock table of that home

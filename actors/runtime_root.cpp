@@ -55,7 +55,7 @@ result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared
   ctx->segment = std::move(*segment);
   ctx->locks = process_lock_table::for_home(ctx->segment->directory());
   for (const auto& s : stores) {
-    attached_log l;
+    attached_store l;
     l.name = s->log_name();
     l.identity = s->identity();
     l.wal_ttl_s = primary_store_access::get(*s).options.wal_ttl_s;

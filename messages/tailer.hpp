@@ -6,7 +6,6 @@
 // proxy) lives in delivery.hpp.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,37 +19,18 @@
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 
-#include "core/tailer_core.hpp"  // log_progress
+#include "core/tailer_core.hpp"  // log_progress, tailer_chunk
+#include "core/turn_budgets.hpp"
 #include "messages/values.hpp"
 
 namespace dix {
 
-// The turn budgets and chunk bounds of protocol.md §4.1 (runner_options names, units last).
-struct turn_budgets {
-  std::uint32_t max_transactions_per_turn = 256;
-  std::uint64_t max_bytes_per_turn = 4u << 20;
-  std::chrono::milliseconds max_milliseconds_per_turn{5};
-  std::uint32_t max_chunk_records = 4096;
-  std::uint64_t max_chunk_bytes = 4u << 20;
-};
-
+// tailer_core's turn_budgets (protocol.md §4.1), carried as is.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_budgets& x) {
   return f(caf::meta::type_name("dix.turn_budgets"), x.max_transactions_per_turn,
            x.max_bytes_per_turn, x.max_milliseconds_per_turn, x.max_chunk_records,
            x.max_chunk_bytes);
-}
-
-// A coverage capture (protocol.md §12.1): the minimum index time over the logs and, per log, the
-// latest sequence, both read under each store's commit mutex.
-struct coverage_capture {
-  index_time_t time = 0;
-  dix::positions positions;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, coverage_capture& x) {
-  return f(caf::meta::type_name("dix.coverage_capture"), x.time, x.positions);
 }
 
 // One log's sequences after a turn: tailer_core's log_progress {log, read_sequence,
@@ -100,36 +80,36 @@ struct log_pull {
   std::uint64_t gen = 0;
   epoch_t epoch = 0;  // stamped on the batch
   turn_budgets budgets;
-  std::optional<dix::cursor> last_offered;  // where `through` starts (protocol.md §4.5)
-  bool capture = false;                     // take a coverage capture first (§12.1)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_pull& x) {
-  return f(caf::meta::type_name("dix.log_pull"), x.gen, x.epoch, x.budgets,
-           wire::opt(x.last_offered), x.capture);
+  return f(caf::meta::type_name("dix.log_pull"), x.gen, x.epoch, x.budgets);
 }
 
-// Event: the outcome of one turn, sent only after the sync of protocol.md §4.8. Fields follow
-// the actors.md table literally; per-turn figures are counts for this turn, not totals.
+// tailer_core's chunk, carried as is. Its batch travels as a batch_msg does (values.hpp): the
+// shared pointer in process, the whole batch on the wire, a new one on load.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tailer_chunk& x) {
+  batch_msg delivery{x.delivery};
+  return f(caf::meta::type_name("dix.tailer_chunk"), delivery, x.cut_open, x.end_of_log, x.bytes_read,
+           x.transactions_read, x.primary_reads, x.unindexable, x.wal_syncs, x.log_reopens, x.logs,
+           caf::meta::load_callback([&x, &delivery] {
+             x.delivery = std::move(delivery.value);
+             return caf::error{};
+           }));
+}
+
+// Event: the outcome of one turn, sent only after the sync of protocol.md §4.8: the core's chunk
+// as is (null delivery: nothing to deliver this turn; per-turn figures are this turn's counts).
 struct log_chunk {
   std::uint64_t gen = 0;
-  batch_msg batch;          // empty: nothing to deliver this turn
-  bool cut_open = false;    // a transaction is cut: `through` cannot pass it yet (§4.5, §5.5)
-  bool end_of_log = false;  // every log caught up and nothing carried (§5.6)
-  std::optional<coverage_capture> capture;  // present when the pull asked for one
-  std::uint64_t bytes_read = 0;             // WriteBatch data size read this turn
-  std::uint64_t unindexable = 0;            // records resolved as unindexable (§4.4)
-  std::vector<log_progress> logs;           // attach order
-  std::uint64_t log_reopens = 0;            // iterator re-opens so far, all logs (§3.4)
-  std::uint64_t wal_syncs = 0;              // SyncWAL calls made for this batch (§4.8)
+  tailer_chunk chunk;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_chunk& x) {
-  return f(caf::meta::type_name("dix.log_chunk"), x.gen, x.batch, x.cut_open, x.end_of_log,
-           wire::opt(x.capture), x.bytes_read, x.unindexable, x.logs, x.log_reopens,
-           x.wal_syncs);
+  return f(caf::meta::type_name("dix.log_chunk"), x.gen, x.chunk);
 }
 
 // Event: open, pull, scan or boundary failed. Suspect faults carry their reason; transient ones

@@ -19,7 +19,7 @@
 namespace dix {
 
 // One attached store as the checks see it, in attach order (the first is the home store).
-struct attached_log {
+struct attached_store {
   std::string name;
   std::string identity;
   std::uint64_t wal_ttl_s = 0;                   // store_options::wal_ttl_s, 0 = none
@@ -38,7 +38,7 @@ struct registration_plan {
 
 struct registration_context {
   bool stopped = false;
-  const std::vector<attached_log>* attached = nullptr;
+  const std::vector<attached_store>* attached = nullptr;
   const runner_options* defaults = nullptr;
   std::function<bool(const std::string& id)> registered;  // already registered in this runtime
 };

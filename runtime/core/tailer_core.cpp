@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <functional>
 #include <set>
 #include <string_view>
 
@@ -30,22 +29,13 @@ tailer_fault suspect(readiness_reason reason, std::string text) {
 
 tailer_fault transient(std::string text) { return tailer_fault{true, readiness_reason::none, std::move(text)}; }
 
-// Hash of a key's identity (log index, table, record id), for the turn's key table.
-std::uint64_t key_hash(std::size_t log, std::uint32_t table, std::string_view id) {
-  std::uint64_t h = std::hash<std::string_view>{}(id);
-  h ^= ((static_cast<std::uint64_t>(table) << 8) ^ static_cast<std::uint64_t>(log)) * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return h;
-}
-
 constexpr std::size_t check_every = 16;  // time-budget checks: every 16 operations / keys
 
 }  // namespace
 
-tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections)
-    : projections_(std::move(projections)) {
+tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
+                         std::vector<attached_log> attached)
+    : attached_(std::move(attached)), projections_(std::move(projections)) {
   for (auto& l : logs) {
     log_state s;
     s.port = l;
@@ -54,6 +44,8 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     for (const auto& [ref, fn] : projections_) {
       if (ref.log == s.name) s.projected.emplace_back(ref.table, &fn);  // map order: by table
     }
+    assert(std::any_of(attached_.begin(), attached_.end(),
+                       [&](const attached_log& a) { return a.name == s.name && a.identity == s.identity; }));
     logs_.push_back(std::move(s));
   }
 }
@@ -72,6 +64,19 @@ install_outcome tailer_core::install(const cursor& c) {
   carried_op_keys_.clear();
   carried_key_hashes_.clear();
   through_.reset();
+  // Each entry on its own first (log-missing), only then the set of logs (registration-changed).
+  for (const auto& entry : c.logs()) {
+    auto store = std::find_if(attached_.begin(), attached_.end(), [&](const attached_log& a) { return a.name == entry.log; });
+    if (store == attached_.end()) {
+      out.fault = suspect(readiness_reason::log_missing, "the cursor names log " + entry.log + ", which is not attached");
+      return out;
+    }
+    if (store->identity != entry.identity) {
+      out.fault = suspect(readiness_reason::log_missing,
+                          "log " + entry.log + " has identity " + store->identity + ", the cursor names " + entry.identity);
+      return out;
+    }
+  }
   std::set<std::string> named, ours;
   for (const auto& p : c.logs()) named.insert(p.log);
   for (const auto& l : logs_) ours.insert(l.name);
@@ -79,14 +84,6 @@ install_outcome tailer_core::install(const cursor& c) {
     out.fault = suspect(readiness_reason::registration_changed,
                         "the cursor names other logs than the registration reads");
     return out;
-  }
-  for (auto& l : logs_) {
-    const auto* entry = c.find(l.name);
-    if (entry->identity != l.identity) {
-      out.fault = suspect(readiness_reason::log_missing,
-                          "log " + l.name + " has identity " + l.identity + ", the cursor names " + entry->identity);
-      return out;
-    }
   }
   for (auto& l : logs_) {
     const auto* entry = c.find(l.name);
@@ -149,179 +146,143 @@ std::optional<tailer_fault> tailer_core::read_next(std::optional<open_txn>& out,
   return std::nullopt;
 }
 
-pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, const clock& time) {
+// What the phases of one pull() hand on to each other; the larger scratch lives in members.
+struct tailer_core::turn {
+  const turn_budgets& budgets;
+  const clock& time;
+  clock::steady_time start;
+  std::vector<record_entry> records;  // resolve: the resolved keys, first-occurrence order
+  std::uint64_t estimate = 0;         // resolve: the records' size estimate (§4.3)
+  std::shared_ptr<batch> delivery;    // cut: the batch, when something advanced or was resolved (§4.7)
+
+  bool spent() const { return time.steady_now() - start >= budgets.max_milliseconds_per_turn; }
+};
+
+pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const clock& time) {
   pull_outcome out;
-  auto& chunk = out.chunk;
   if (!installed_) {
     out.fault = transient("tailer pulled before a cursor was installed");
     return out;
   }
-  const auto start = time.steady_now();
-  auto spent = [&] { return time.steady_now() - start >= budget.max_milliseconds_per_turn; };
-  all_caught_up_ = false;
+  turn t{budgets, time, time.steady_now(), {}, 0, nullptr};
+  out.fault = collect(t, out.chunk);
+  if (!out.fault) out.fault = resolve(t, out.chunk);
+  if (!out.fault) out.fault = cut(t, epoch, out.chunk);
+  if (!out.fault) out.fault = sync(t, out.chunk);
+  if (out.fault) installed_ = false;
+  return out;
+}
 
-  // ---- collection (identities only, §4.2) ----
-  struct collected {
-    std::size_t txn;  // index into carried_
-    std::size_t op;
-    std::ptrdiff_t key = -1;  // index into keys; -1: not projected (still advances `through`)
-  };
-  struct key_info {
-    std::size_t log;
-    std::uint32_t table;
-    std::string_view id;
-    std::uint64_t hash;
-    std::size_t first_op;
-    index_time_t last_version = 0;
-  };
-  std::vector<collected> ops;
-  std::vector<key_info> keys;
+std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
+  const auto& budgets = t.budgets;
+  all_caught_up_ = false;
   // The carried remainder is collected first, operation by operation as before, but its keys
-  // come from the last turn (`replay`, through `renumber`: the last turn's key → this turn's)
-  // until it is used up; only then is the key table built and record ids hashed.
-  const auto replay = std::move(carried_op_keys_);
-  const auto replay_hashes = std::move(carried_key_hashes_);
+  // come from the last turn (replay_*, through renumber_: the last turn's key → this turn's)
+  // until it is used up; only then does keys_ build its index and hash record ids.
+  replay_op_keys_.swap(carried_op_keys_);
+  replay_key_hashes_.swap(carried_key_hashes_);
   carried_op_keys_.clear();
   carried_key_hashes_.clear();
   constexpr std::uint32_t unnumbered = ~std::uint32_t{0};
-  std::vector<std::uint32_t> renumber(replay_hashes.size(), unnumbered);
+  renumber_.assign(replay_key_hashes_.size(), unnumbered);
   std::size_t replayed = 0;
-  ops.reserve(replay.size() + 256);
-  keys.reserve(std::min<std::size_t>(budget.max_chunk_records, replay_hashes.size() + 256));
-  // The key table: open addressing with linear probing, slot = key index + 1 (0: empty), at
-  // most half full. Built once the replay is used up.
-  bool table_built = false;
-  std::size_t mask = 0;
-  auto place = [&](std::uint64_t hash) -> std::uint32_t& {
-    auto at = static_cast<std::size_t>(hash) & mask;
-    while (key_slots_[at] != 0) at = (at + 1) & mask;
-    return key_slots_[at];
-  };
-  auto build_table = [&](std::size_t capacity) {
-    std::size_t size = 64;
-    while (size < 2 * capacity) size *= 2;
-    key_slots_.assign(size, 0);
-    mask = size - 1;
-    for (std::size_t k = 0; k < keys.size(); ++k) place(keys[k].hash) = static_cast<std::uint32_t>(k + 1);
-    table_built = true;
-  };
+  ops_.clear();
+  ops_.reserve(replay_op_keys_.size() + 256);
+  keys_.clear(std::min<std::size_t>(budgets.max_chunk_records, 1024));
   std::uint64_t turn_bytes = 0;
   std::size_t turn_txns = 0, since_check = 0;
   bool stop = false;
   for (std::size_t ti = 0; !stop; ++ti) {
     if (ti == carried_.size()) {
       // Between complete transactions only: the turn's transaction and byte budgets.
-      if (turn_txns >= budget.max_transactions_per_turn || turn_bytes >= budget.max_bytes_per_turn) break;
+      if (turn_txns >= budgets.max_transactions_per_turn || turn_bytes >= budgets.max_bytes_per_turn) break;
       std::optional<open_txn> next;
-      if (auto f = read_next(next, chunk.bytes_read)) {
-        out.fault = std::move(f);
-        installed_ = false;
-        return out;
-      }
+      if (auto f = read_next(next, chunk.bytes_read)) return f;
       if (!next) break;  // the end of every log
       ++chunk.transactions_read;
-      const auto& t = *next->txn;
-      const auto& log_name = logs_[next->log].name;
-      if (t.has_flag(header_flag::reload) && !t.has_flag(header_flag::system)) {
-        for (const auto& o : t.ops) {
+      const auto& txn = *next->txn;
+      if (txn.has_flag(header_flag::reload) && !txn.has_flag(header_flag::system)) {
+        for (const auto& o : txn.ops) {
           if (!o.meta && projection_of(next->log, o.table) != nullptr) {
-            out.fault = suspect(readiness_reason::reload, "log " + log_name + ": a reload transaction at sequence " +
-                                                              std::to_string(t.sequence) + " replaced table " +
-                                                              std::to_string(o.table));
-            installed_ = false;
-            return out;
+            return suspect(readiness_reason::reload, "log " + logs_[next->log].name + ": a reload transaction at sequence " +
+                                                         std::to_string(txn.sequence) + " replaced table " +
+                                                         std::to_string(o.table));
           }
         }
       }
       carried_.push_back(std::move(*next));
     }
     const auto& work = carried_[ti];
-    const auto& t = *work.txn;
+    const auto& txn = *work.txn;
     ++turn_txns;
-    turn_bytes += t.data_size;
-    for (std::size_t op = work.done_ops; op < t.ops.size(); ++op) {
-      const auto& o = t.ops[op];
-      collected c{ti, op, -1};
+    turn_bytes += txn.data_size;
+    for (std::size_t op = work.done_ops; op < txn.ops.size(); ++op) {
+      const auto& o = txn.ops[op];
+      collected_op c{ti, op, -1};
       bool new_key = false;
-      if (replayed < replay.size()) {
-        const auto last = replay[replayed++];
+      if (replayed < replay_op_keys_.size()) {
+        const auto last = replay_op_keys_[replayed++];
         assert((last >= 0) == (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table)));
         if (last >= 0) {
-          auto& number = renumber[static_cast<std::size_t>(last)];
+          auto& number = renumber_[static_cast<std::size_t>(last)];
           if (number == unnumbered) {
-            number = static_cast<std::uint32_t>(keys.size());
             // The id is taken from this occurrence: the last turn's may lie in a delivered transaction.
-            keys.push_back(key_info{work.log, o.table, o.key, replay_hashes[static_cast<std::size_t>(last)], ops.size(), t.time});
+            number = keys_.add(key_table::key{work.log, o.table, o.key, replay_key_hashes_[static_cast<std::size_t>(last)],
+                                              ops_.size(), 0});
             new_key = true;
           }
-          keys[number].last_version = t.time;
+          keys_[number].last_version = txn.time;
           c.key = static_cast<std::ptrdiff_t>(number);
         }
       } else if (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table) != nullptr) {
-        if (!table_built || 2 * (keys.size() + 1) > key_slots_.size()) {
-          build_table(std::max<std::size_t>(2 * keys.size(), std::min<std::size_t>(budget.max_chunk_records, 1024)));
-        }
-        const auto hash = key_hash(work.log, o.table, o.key);
-        auto at = static_cast<std::size_t>(hash) & mask;
-        std::size_t index = keys.size();
-        for (; key_slots_[at] != 0; at = (at + 1) & mask) {
-          const auto& k = keys[key_slots_[at] - 1];
-          if (k.hash == hash && k.id == o.key && k.table == o.table && k.log == work.log) {
-            index = key_slots_[at] - 1;
-            break;
-          }
-        }
-        if (index == keys.size()) {
-          key_slots_[at] = static_cast<std::uint32_t>(index + 1);
-          keys.push_back(key_info{work.log, o.table, o.key, hash, ops.size(), t.time});
-          new_key = true;
-        }
-        keys[index].last_version = t.time;
+        const auto [index, added] = keys_.find_or_add(work.log, o.table, o.key, ops_.size());
+        new_key = added;
+        keys_[index].last_version = txn.time;
         c.key = static_cast<std::ptrdiff_t>(index);
       }
-      ops.push_back(c);
+      ops_.push_back(c);
       // Both bounds may cut a transaction (§4.2).
-      if (new_key && keys.size() >= budget.max_chunk_records) stop = true;
+      if (new_key && keys_.size() >= budgets.max_chunk_records) stop = true;
       if (++since_check == check_every) {
         since_check = 0;
-        if (spent()) stop = true;
+        if (t.spent()) stop = true;
       }
       if (stop) break;
     }
   }
+  return std::nullopt;
+}
 
-  // ---- resolution (§4.3): each distinct key once, in first-occurrence order ----
-  std::vector<record_entry> records;
-  records.reserve(keys.size());
-  std::uint64_t estimate = 0;
-  std::set<std::size_t> logs_read;
+std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
+  auto& records = t.records;
+  records.reserve(keys_.size());
+  logs_read_.assign(logs_.size(), false);
   constexpr std::size_t read_group = 16;
   std::size_t group_begin = 0, group_end = 0;
   std::vector<std::optional<std::string>> group_values;
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    if (!records.empty() && estimate >= budget.max_chunk_bytes) break;
-    if (k > 0 && k % check_every == 0 && spent()) break;
-    const auto& key = keys[k];
+  for (std::size_t k = 0; k < keys_.size(); ++k) {
+    if (!records.empty() && t.estimate >= t.budgets.max_chunk_bytes) break;
+    if (k > 0 && k % check_every == 0 && t.spent()) break;
+    const auto& key = keys_[k];
     auto& l = logs_[key.log];
     if (k >= group_end) {
       // Read this key and up to 15 following keys of the same log and table in one group, in
       // first-occurrence order (§4.3); a group read after the chunk closes is simply unused.
       group_begin = k;
       group_end = k + 1;
-      while (group_end < keys.size() && group_end - k < read_group && keys[group_end].log == key.log &&
-             keys[group_end].table == key.table) {
+      while (group_end < keys_.size() && group_end - k < read_group && keys_[group_end].log == key.log &&
+             keys_[group_end].table == key.table) {
         ++group_end;
       }
-      std::vector<std::string_view> ids;
-      for (auto g = k; g < group_end; ++g) ids.push_back(keys[g].id);
-      auto group = l.port.store->read_many(key.table, ids);
+      group_ids_.clear();
+      for (auto g = k; g < group_end; ++g) group_ids_.push_back(keys_[g].id);
+      auto group = l.port.store->read_many(key.table, group_ids_);
       ++chunk.primary_reads;
-      logs_read.insert(key.log);
+      logs_read_[key.log] = true;
       if (!group) {
-        out.fault = fault_from(group.error(), l.name);
-        out.fault->transient = true;  // a failed primary read is never the log's fault
-        installed_ = false;
-        return out;
+        auto f = fault_from(group.error(), l.name);
+        f.transient = true;  // a failed primary read is never the log's fault
+        return f;
       }
       group_values = std::move(*group);
     }
@@ -349,10 +310,8 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
         try {
           projected_value = fn(value->payload, info);
         } catch (...) {
-          out.fault = suspect(readiness_reason::runner_failed,
-                              "the projection of log " + l.name + " table " + std::to_string(key.table) + " threw");
-          installed_ = false;
-          return out;
+          return suspect(readiness_reason::runner_failed,
+                         "the projection of log " + l.name + " table " + std::to_string(key.table) + " threw");
         }
         if (auto* bytes = std::get_if<std::string>(&projected_value)) {
           e.state.kind = state_kind::record;
@@ -364,22 +323,25 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
         }
       }
     }
-    estimate += key.id.size() + stored_size + e.state.projection.size();
+    t.estimate += key.id.size() + stored_size + e.state.projection.size();
     records.push_back(std::move(e));
   }
+  return std::nullopt;
+}
 
-  // ---- the chunk: the longest prefix of collected operations whose keys are resolved (§4.5) ----
-  const std::size_t chunk_ops = records.size() == keys.size() ? ops.size() : keys[records.size()].first_op;
+std::optional<tailer_fault> tailer_core::cut(turn& t, epoch_t epoch, tailer_chunk& chunk) {
+  // The chunk: the longest prefix of collected operations whose keys are resolved (§4.5).
+  const std::size_t chunk_ops = t.records.size() == keys_.size() ? ops_.size() : keys_[t.records.size()].first_op;
   auto b = std::make_shared<batch>();
   b->epoch = epoch;
-  b->bytes = estimate;
-  std::vector<std::size_t> consumed(carried_.size(), 0);
-  for (std::size_t i = 0; i < carried_.size(); ++i) consumed[i] = carried_[i].done_ops;
+  b->bytes = t.estimate;
+  consumed_.resize(carried_.size());
+  for (std::size_t i = 0; i < carried_.size(); ++i) consumed_[i] = carried_[i].done_ops;
   for (std::size_t i = 0; i < chunk_ops; ++i) {
-    const auto& c = ops[i];
-    consumed[c.txn] = c.op + 1;
+    const auto& c = ops_[i];
+    consumed_[c.txn] = c.op + 1;
     const auto& work = carried_[c.txn];
-    logs_read.insert(work.log);
+    logs_read_[work.log] = true;
     if (c.key < 0) continue;
     if (b->transactions.empty() || b->transactions.back().sequence != work.txn->sequence ||
         b->transactions.back().log != logs_[work.log].name) {
@@ -387,12 +349,12 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     }
     b->transactions.back().mutations.push_back(mutation{static_cast<std::uint32_t>(c.key), work.txn->time});
   }
-  b->records = std::move(records);
+  b->records = std::move(t.records);
 
   // Complete transactions advance `through`; a cut one stays at the front with its progress.
   bool advanced = false;
   std::size_t complete = 0;
-  while (complete < carried_.size() && consumed[complete] == carried_[complete].txn->ops.size()) {
+  while (complete < carried_.size() && consumed_[complete] == carried_[complete].txn->ops.size()) {
     auto& work = carried_[complete];
     auto& l = logs_[work.log];
     l.through.sequence = work.txn->sequence;
@@ -400,14 +362,14 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     advanced = true;
     ++complete;
   }
-  if (complete < carried_.size()) carried_[complete].done_ops = consumed[complete];
+  if (complete < carried_.size()) carried_[complete].done_ops = consumed_[complete];
   carried_.erase(carried_.begin(), carried_.begin() + static_cast<std::ptrdiff_t>(complete));
   // The operations collected beyond the chunk start exactly where carried_ now resumes.
-  if (chunk_ops < ops.size()) {
-    carried_op_keys_.reserve(ops.size() - chunk_ops);
-    for (std::size_t i = chunk_ops; i < ops.size(); ++i) carried_op_keys_.push_back(static_cast<std::int32_t>(ops[i].key));
-    carried_key_hashes_.reserve(keys.size());
-    for (const auto& k : keys) carried_key_hashes_.push_back(k.hash);
+  if (chunk_ops < ops_.size()) {
+    carried_op_keys_.reserve(ops_.size() - chunk_ops);
+    for (std::size_t i = chunk_ops; i < ops_.size(); ++i) carried_op_keys_.push_back(static_cast<std::int32_t>(ops_[i].key));
+    carried_key_hashes_.reserve(keys_.size());
+    for (const auto& k : keys_) carried_key_hashes_.push_back(k.hash);
   }
   chunk.cut_open = !carried_.empty() && carried_.front().done_ops > 0;
 
@@ -415,41 +377,37 @@ pull_outcome tailer_core::pull(const runner_options& budget, epoch_t epoch, cons
     std::vector<log_position> entries;
     for (const auto& l : logs_) entries.push_back(l.through);
     auto made = cursor::make(std::move(entries));
-    if (!made) {
-      out.fault = suspect(readiness_reason::log_corrupt, "cannot form a cursor: " + made.error().message());
-      installed_ = false;
-      return out;
-    }
+    if (!made) return suspect(readiness_reason::log_corrupt, "cannot form a cursor: " + made.error().message());
     through_ = std::move(*made);
   }
-  const bool deliver = advanced || !b->records.empty();
-  if (deliver) b->through = through_;
+  if (advanced || !b->records.empty()) {
+    b->through = through_;
+    t.delivery = std::move(b);
+  }
+  return std::nullopt;
+}
 
-  // ---- progress and the sync before delivery (§4.8) ----
+std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
   for (std::size_t i = 0; i < logs_.size(); ++i) {
     auto& l = logs_[i];
     auto latest = l.port.store->latest_sequence();
     if (!latest) {
-      out.fault = fault_from(latest.error(), l.name);
-      out.fault->transient = true;
-      installed_ = false;
-      return out;
+      auto f = fault_from(latest.error(), l.name);
+      f.transient = true;
+      return f;
     }
-    if (deliver && logs_read.count(i) != 0 && l.port.store->synced_sequence() < *latest) {
+    if (t.delivery && logs_read_[i] && l.port.store->synced_sequence() < *latest) {
       auto synced = l.port.store->sync_wal();
-      if (!synced) {
-        out.fault = transient("log " + l.name + ": " + synced.error().message());
-        installed_ = false;
-        return out;
-      }
+      if (!synced) return transient("log " + l.name + ": " + synced.error().message());
       ++chunk.wal_syncs;
     }
     chunk.logs.push_back(log_progress{l.name, l.read_end, *latest});
     chunk.log_reopens += l.port.source->reopens();
   }
   chunk.end_of_log = carried_.empty() && all_caught_up_;
-  if (deliver) chunk.delivery = std::move(b);
-  return out;
+  // Only now, with what it read synced, is the batch handed out.
+  chunk.delivery = std::move(t.delivery);
+  return std::nullopt;
 }
 
 }  // namespace dix

@@ -2,14 +2,15 @@
 //
 //   install(cursor) ──► exact resume of every log (§3.1, §3.2) ──► pull() … pull() …
 //
-// Each pull() is one drain turn: continue the carried remainder of the previous turn, read more
-// transactions (smallest next header time first, ties by attach order), stop at the turn budgets
-// or the chunk's distinct-key bound (both may cut a transaction), resolve each distinct key once
-// with a primary read after its last collected occurrence, cut the chunk at the longest resolved
-// prefix, advance `through` per log over the transactions the chunk holds completely, and make
-// sure every store the batch read is synced up to what was read (§4.8) before returning it.
-// What a turn collected beyond its chunk is kept as key identities, so the next turn collects
-// that remainder again (same stops, same clock reads) without hashing its record ids again.
+// Each pull() is one drain turn in four phases. collect: continue the carried remainder of the
+// previous turn, read more transactions (smallest next header time first, ties by attach
+// order), stop at the turn budgets or the chunk's distinct-key bound (both may cut a
+// transaction). resolve: read each distinct key once with a primary read after its last
+// collected occurrence. cut: the chunk is the longest resolved prefix; `through` advances per
+// log over the transactions it holds completely. sync: every store the batch read is synced up
+// to what was read (§4.8) before the batch is returned. What a turn collected beyond its chunk
+// is kept as key identities, so the next turn collects that remainder again (same stops, same
+// clock reads) without hashing its record ids again.
 //
 // The core drives its ports (log sources, store readers) synchronously and takes time only from
 // the clock it is given; it owns no thread. Any fault leaves it needing install() again.
@@ -21,15 +22,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dix/batch.hpp>
-#include <dix/options.hpp>
 #include <dix/projection.hpp>
 #include <dix/readiness.hpp>
 
 #include "core/clock.hpp"
+#include "core/key_table.hpp"
 #include "core/log_merge.hpp"
+#include "core/turn_budgets.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
 
@@ -39,6 +42,13 @@ namespace dix {
 struct tailer_log {
   log_source* source = nullptr;
   store_reader* store = nullptr;
+};
+
+// A store the runtime attached — every one, not only the registration's logs: its log name and
+// DB identity (GetDbIdentity()), which installing a cursor checks each entry against (§3.1).
+struct attached_log {
+  std::string name;
+  std::string identity;
 };
 
 // A fault to hand to the runner: suspect (condemn, with a reason) or transient (retry).
@@ -80,10 +90,14 @@ struct pull_outcome {
 
 class tailer_core {
  public:
-  tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections);
+  // `logs`: the registration's logs; `attached`: every store of the runtime, attach order, which
+  // holds each of `logs` under its name and identity.
+  tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
+              std::vector<attached_log> attached);
 
-  // Checks that the cursor names exactly this registration's logs (else registration-changed)
-  // with their identities (else log-missing), opens each log at its anchor with exact resume and
+  // Checks every cursor entry first — it names an attached log with that store's identity, else
+  // log-missing — and then that the entries name exactly this registration's logs, else
+  // registration-changed (protocol.md §3.1). Opens each log at its anchor with exact resume and
   // forgets everything carried. The anchors are skipped: they are already in the index.
   install_outcome install(const cursor& c);
 
@@ -94,7 +108,7 @@ class tailer_core {
   install_outcome install_from_start();
 
   // One drain turn; see the file comment. `epoch` is stamped on the batch.
-  pull_outcome pull(const runner_options& budget, epoch_t epoch, const clock& time);
+  pull_outcome pull(const turn_budgets& budgets, epoch_t epoch, const clock& time);
 
   // The cursor the last batch advanced to (the installed one before any batch).
   const std::optional<cursor>& through() const noexcept { return through_; }
@@ -121,6 +135,25 @@ class tailer_core {
     // The projected tables of this log, by table id, each with its projection (in projections_).
     std::vector<std::pair<std::uint32_t, const projection*>> projected;
   };
+  // One collected operation: where it is in carried_ and the index of its key in keys_.
+  struct collected_op {
+    std::size_t txn = 0;  // index into carried_
+    std::size_t op = 0;
+    std::ptrdiff_t key = -1;  // -1: not projected (its transaction still advances `through`)
+  };
+  struct turn;  // what the phases of one pull() hand on (tailer_core.cpp)
+
+  // The four phases of pull(), in order; a fault ends the turn and needs install() again.
+  // collect: continue the carried remainder, read more transactions, stop at the budgets (§4.2).
+  std::optional<tailer_fault> collect(turn& t, tailer_chunk& chunk);
+  // resolve: read each distinct key once, in first-occurrence order, up to the chunk's bounds (§4.3).
+  std::optional<tailer_fault> resolve(turn& t, tailer_chunk& chunk);
+  // cut: the chunk is the longest resolved prefix; `through` advances over the transactions it
+  // holds completely; what lies beyond is carried to the next turn (§4.5–4.7).
+  std::optional<tailer_fault> cut(turn& t, epoch_t epoch, tailer_chunk& chunk);
+  // sync: every log's progress, and the sync before delivery of every store the batch read
+  // (§4.8); only then is the batch handed out.
+  std::optional<tailer_fault> sync(turn& t, tailer_chunk& chunk);
 
   // Reads the next transaction over all logs through merge_ (header-time order); sets
   // all_caught_up_ when every log is caught up.
@@ -129,6 +162,7 @@ class tailer_core {
   const projection* projection_of(std::size_t log, std::uint32_t table) const;
 
   std::vector<log_state> logs_;
+  std::vector<attached_log> attached_;
   std::map<table_ref, projection> projections_;
   std::unique_ptr<log_merge> merge_;  // over the sources in attach order; rebuilt by install()
   bool all_caught_up_ = false;        // the last read of this turn found every log caught up
@@ -139,7 +173,19 @@ class tailer_core {
   // here instead of hashing every record id again. Identities only: the bytes stay in carried_.
   std::vector<std::int32_t> carried_op_keys_;
   std::vector<std::uint64_t> carried_key_hashes_;
-  std::vector<std::uint32_t> key_slots_;  // the turn's key table (open addressing), kept for its capacity
+  // The scratch of a turn, kept across turns for its capacity: the turn's operations and keys,
+  // the last turn's carried identities while they are replayed (swapped with the two above),
+  // each carried key's index in this turn, per carried transaction the operations the chunk
+  // consumed, the logs the batch read, and the ids of one primary read group. keys_ views record
+  // ids in carried_, so it is read only in the turn that filled it.
+  std::vector<collected_op> ops_;
+  key_table keys_;
+  std::vector<std::int32_t> replay_op_keys_;
+  std::vector<std::uint64_t> replay_key_hashes_;
+  std::vector<std::uint32_t> renumber_;
+  std::vector<std::size_t> consumed_;
+  std::vector<bool> logs_read_;
+  std::vector<std::string_view> group_ids_;
   std::optional<cursor> through_;
   bool installed_ = false;
 };

@@ -16,14 +16,14 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   rocksdb_store_reader reader(s);
   std::map<table_ref, projection> projections{
       {table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result { return std::string(p); }}};
-  tailer_core core({{&source, &reader}}, projections);
+  tailer_core core({{&source, &reader}}, projections, {{s->log_name(), s->identity()}});
   auto start = cursor::make({log_position{"main", s->identity(), anchor.sequence, anchor.time}}).value();
   REQUIRE_FALSE(core.install(start).fault);
   auto written = test::put_records(*s, "b", 3);
   REQUIRE(synced_sequence(*s) < written.sequence + 2);  // nothing forced it to disk yet
   auto syncs_before = primary_store_access::get(*s).wal_syncs.load();
   manual_clock time;
-  auto r = core.pull(runner_options{}, 1, time);
+  auto r = core.pull(turn_budgets{}, 1, time);
   REQUIRE_FALSE(r.fault);
   REQUIRE(r.chunk.delivery);
   CHECK(r.chunk.delivery->records.size() == 3);
@@ -33,13 +33,13 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   // A turn with nothing unsynced makes no sync.
   auto again = test::put_records(*s, "c", 1);
   REQUIRE(sync_wal(*s));
-  auto r2 = core.pull(runner_options{}, 1, time);
+  auto r2 = core.pull(turn_budgets{}, 1, time);
   REQUIRE(r2.chunk.delivery);
   CHECK(r2.chunk.wal_syncs == 0);
   CHECK(r2.chunk.log_reopens == 0);
   test::switch_wal(*s);  // a WAL switch: the next pull re-opens once, and reports it
   test::put_records(*s, "d", 1);
-  auto r3 = core.pull(runner_options{}, 1, time);
+  auto r3 = core.pull(turn_budgets{}, 1, time);
   REQUIRE(r3.chunk.delivery);
   CHECK(r3.chunk.log_reopens == 1);
   (void)again;

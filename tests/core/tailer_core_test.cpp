@@ -25,8 +25,9 @@ struct harness {
   fake_store::source source{store};
   fake_store::reader reader{store};
   manual_clock time;
-  runner_options budget;
+  turn_budgets budget;
   std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
+  std::vector<attached_log> attached{{"main", "id-main"}};  // the runtime's stores
   std::unique_ptr<tailer_core> core;
 
   harness() { store.commit({test::put(products, "seed", "s")}, 0, true); }
@@ -36,7 +37,7 @@ struct harness {
     return cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value();
   }
   void install(const cursor& c) {
-    core = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections);
+    core = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections, attached);
     auto r = core->install(c);
     REQUIRE_FALSE(r.fault);
   }
@@ -295,18 +296,67 @@ TEST_CASE("tailer: system transactions are progress only", "[core][tailer]") {
 TEST_CASE("tailer: install verifies the cursor's logs, identities and anchors", "[core][tailer]") {
   harness h;
   auto good = h.anchor();
-  tailer_core core({{&h.source, &h.reader}}, h.projections);
+  tailer_core core({{&h.source, &h.reader}}, h.projections, {{"main", "id-main"}, {"aux", "id-aux"}});
   auto other_identity = cursor::make({log_position{"main", "someone-else", good.logs()[0].sequence, good.logs()[0].time}}).value();
   auto r = core.install(other_identity);
   REQUIRE(r.fault);
   CHECK(r.fault->reason == readiness_reason::log_missing);
-  auto other_log = cursor::make({log_position{"aux", "id-main", 1, 1}}).value();
+  auto other_log = cursor::make({log_position{"aux", "id-aux", 1, 1}}).value();
   CHECK(core.install(other_log).fault->reason == readiness_reason::registration_changed);
   auto wrong_time = cursor::make({log_position{"main", "id-main", good.logs()[0].sequence, 5}}).value();
   CHECK(core.install(wrong_time).fault->reason == readiness_reason::log_retention);
   auto ok = core.install(good);
   REQUIRE_FALSE(ok.fault);
   CHECK(ok.anchor_ends == std::vector<std::uint64_t>{good.logs()[0].sequence});
+}
+
+TEST_CASE("tailer: a cursor naming a log that is not attached is log-missing, whatever the registration reads", "[core][tailer]") {
+  harness h;
+  auto good = h.anchor();
+  tailer_core core({{&h.source, &h.reader}}, h.projections, h.attached);
+  // Only `main` is attached: `aux` fails the per-entry check of protocol.md §3.1 before the
+  // entries are compared with the registration's logs.
+  auto only_aux = cursor::make({log_position{"aux", "id-aux", 1, 1}}).value();
+  auto r = core.install(only_aux);
+  REQUIRE(r.fault);
+  CHECK(r.fault->reason == readiness_reason::log_missing);
+  auto main_and_aux = cursor::make({good.logs()[0], log_position{"aux", "id-aux", 1, 1}}).value();
+  auto both = core.install(main_and_aux);
+  REQUIRE(both.fault);
+  CHECK(both.fault->reason == readiness_reason::log_missing);
+}
+
+TEST_CASE("tailer: a cursor naming an attached log the registration does not read is registration-changed", "[core][tailer]") {
+  harness h;
+  auto good = h.anchor();
+  // `aux` is attached (another store of the runtime) but holds none of the registration's tables.
+  tailer_core core({{&h.source, &h.reader}}, h.projections, {{"main", "id-main"}, {"aux", "id-aux"}});
+  auto only_aux = cursor::make({log_position{"aux", "id-aux", 1, 1}}).value();
+  auto r = core.install(only_aux);
+  REQUIRE(r.fault);
+  CHECK(r.fault->reason == readiness_reason::registration_changed);
+  auto main_and_aux = cursor::make({good.logs()[0], log_position{"aux", "id-aux", 1, 1}}).value();
+  auto both = core.install(main_and_aux);
+  REQUIRE(both.fault);
+  CHECK(both.fault->reason == readiness_reason::registration_changed);
+  REQUIRE_FALSE(core.install(good).fault);
+}
+
+TEST_CASE("tailer: a cursor entry with another identity than its attached store is log-missing, before the logs are compared", "[core][tailer]") {
+  harness h;
+  auto good = h.anchor();
+  tailer_core core({{&h.source, &h.reader}}, h.projections, {{"main", "id-main"}, {"aux", "id-aux"}});
+  // An entry the registration does not read, with the wrong identity: the entry's own check
+  // comes first, so log-missing rather than registration-changed.
+  auto stale_aux = cursor::make({good.logs()[0], log_position{"aux", "someone-else", 1, 1}}).value();
+  auto r = core.install(stale_aux);
+  REQUIRE(r.fault);
+  CHECK(r.fault->reason == readiness_reason::log_missing);
+  // The registration's own log with the wrong identity.
+  auto stale_main = cursor::make({log_position{"main", "someone-else", good.logs()[0].sequence, good.logs()[0].time}}).value();
+  auto m = core.install(stale_main);
+  REQUIRE(m.fault);
+  CHECK(m.fault->reason == readiness_reason::log_missing);
 }
 
 TEST_CASE("tailer: a failed primary read is a transient fault", "[core][tailer]") {
@@ -346,14 +396,14 @@ TEST_CASE("tailer: two logs interleave by header time and each advances its own 
   fake_store::source s1{one}, s2{two};
   fake_store::reader r1{one}, r2{two};
   std::map<table_ref, projection> projections{{table_ref{"one", products}, echo()}, {table_ref{"two", products}, echo()}};
-  tailer_core core({{&s1, &r1}, {&s2, &r2}}, projections);
+  tailer_core core({{&s1, &r1}, {&s2, &r2}}, projections, {{"one", "id-1"}, {"two", "id-2"}});
   auto a = one.transactions().front(), b = two.transactions().front();
   auto start = cursor::make({log_position{"one", "id-1", a.sequence, a.time}, log_position{"two", "id-2", b.sequence, b.time}}).value();
   REQUIRE_FALSE(core.install(start).fault);
   auto [x1, tx1] = one.commit({test::put(products, "x", "1")});
   auto [y1, ty1] = two.commit({test::put(products, "y", "1")});
   manual_clock time;
-  auto r = core.pull(runner_options{}, 1, time);
+  auto r = core.pull(turn_budgets{}, 1, time);
   REQUIRE_FALSE(r.fault);
   REQUIRE(r.chunk.delivery);
   const auto& batch = *r.chunk.delivery;
@@ -428,8 +478,9 @@ TEST_CASE("tailer: continuing the kept collection delivers exactly what collecti
     fake_store::source keeps_source{store}, forgets_source{store};
     fake_store::reader keeps_reader{store}, forgets_reader{store};
     std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
-    tailer_core keeps({{&keeps_source, &keeps_reader}}, projections);
-    tailer_core forgets({{&forgets_source, &forgets_reader}}, projections);
+    const std::vector<attached_log> attached{{"main", "id-main"}};
+    tailer_core keeps({{&keeps_source, &keeps_reader}}, projections, attached);
+    tailer_core forgets({{&forgets_source, &forgets_reader}}, projections, attached);
     const auto& first = store.transactions().front();
     auto start = cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value();
     REQUIRE_FALSE(keeps.install(start).fault);
@@ -449,7 +500,7 @@ TEST_CASE("tailer: continuing the kept collection delivers exactly what collecti
         }
         store.commit(ops);
       }
-      runner_options budget;
+      turn_budgets budget;
       budget.max_chunk_records = pick(1, 40);
       budget.max_milliseconds_per_turn = std::chrono::milliseconds(pick(1, 8));
       budget.max_transactions_per_turn = pick(1, 6);

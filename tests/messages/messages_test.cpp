@@ -167,6 +167,42 @@ void check_budgets(const dix::turn_budgets& t) {
   CHECK(t.max_chunk_bytes == 4'096);
 }
 
+// A log_chunk with every field of the core's chunk set.
+dix::log_chunk full_chunk() {
+  dix::log_chunk m;
+  m.gen = 6;
+  auto& chunk = m.chunk;
+  chunk.delivery = full_batch();
+  chunk.cut_open = true;
+  chunk.end_of_log = true;
+  chunk.bytes_read = 512;
+  chunk.transactions_read = 3;
+  chunk.primary_reads = 2;
+  chunk.unindexable = 1;
+  chunk.wal_syncs = 1;
+  chunk.log_reopens = 2;
+  chunk.logs = {{"main", 43, 50}, {"aux", 5, 5}};
+  return m;
+}
+
+void check_full_chunk(const dix::tailer_chunk& chunk) {
+  REQUIRE(chunk.delivery);
+  check_full_batch(*chunk.delivery);
+  CHECK(chunk.cut_open);
+  CHECK(chunk.end_of_log);
+  CHECK(chunk.bytes_read == 512);
+  CHECK(chunk.transactions_read == 3);
+  CHECK(chunk.primary_reads == 2);
+  CHECK(chunk.unindexable == 1);
+  CHECK(chunk.wal_syncs == 1);
+  CHECK(chunk.log_reopens == 2);
+  REQUIRE(chunk.logs.size() == 2);
+  CHECK(chunk.logs[0].log == "main");
+  CHECK(chunk.logs[0].read_sequence == 43);
+  CHECK(chunk.logs[0].latest_sequence == 50);
+  CHECK(chunk.logs[1].log == "aux");
+}
+
 }  // namespace
 
 // -- batches ---------------------------------------------------------------------------------
@@ -212,6 +248,19 @@ TEST_CASE_METHOD(wire_fixture, "messages: in process a batch_msg is shared, neve
   caf::anon_send(receiver, dix::deliver{1, dix::batch_msg{original}});
   run();
   CHECK(seen == original.get());
+}
+
+TEST_CASE_METHOD(wire_fixture, "messages: in process a log_chunk hands over the core's batch, never a copy",
+                 "[actor][messages]") {
+  auto chunk = full_chunk();
+  const auto* original = chunk.chunk.delivery.get();
+  const dix::batch* seen = nullptr;
+  auto receiver = sys.spawn([&seen]() -> caf::behavior {
+    return {[&seen](const dix::log_chunk& m) { seen = m.chunk.delivery.get(); }};
+  });
+  caf::anon_send(receiver, std::move(chunk));
+  run();
+  CHECK(seen == original);
 }
 
 // -- runner.hpp ------------------------------------------------------------------------------
@@ -266,45 +315,17 @@ TEST_CASE_METHOD(wire_fixture, "messages: tailer messages round-trip", "[actor][
   CHECK(opened.gen == 5);
   CHECK(opened.anchor_ends == dix::positions{{"aux", 7}, {"main", 44}});
 
-  auto pull = roundtrip(dix::log_pull{6, 3, some_budgets(), make_cursor(42), true});
+  auto pull = roundtrip(dix::log_pull{6, 3, some_budgets()});
   CHECK(pull.gen == 6);
   CHECK(pull.epoch == 3);
   check_budgets(pull.budgets);
-  REQUIRE(pull.last_offered.has_value());
-  CHECK(*pull.last_offered == make_cursor(42));
-  CHECK(pull.capture);
 
-  dix::log_chunk chunk;
-  chunk.gen = 6;
-  chunk.batch = dix::batch_msg{full_batch()};
-  chunk.cut_open = true;
-  chunk.end_of_log = true;
-  chunk.capture = dix::coverage_capture{1'041, {{"aux", 5}, {"main", 43}}};
-  chunk.bytes_read = 512;
-  chunk.unindexable = 1;
-  chunk.logs = {{"main", 43, 50}, {"aux", 5, 5}};
-  chunk.log_reopens = 2;
-  chunk.wal_syncs = 1;
-  auto c = roundtrip(chunk);
+  auto c = roundtrip(full_chunk());
   CHECK(c.gen == 6);
-  REQUIRE(c.batch);
-  check_full_batch(*c.batch);
-  CHECK(c.cut_open);
-  CHECK(c.end_of_log);
-  REQUIRE(c.capture.has_value());
-  CHECK(c.capture->time == 1'041);
-  CHECK(c.capture->positions == dix::positions{{"aux", 5}, {"main", 43}});
-  CHECK(c.bytes_read == 512);
-  CHECK(c.unindexable == 1);
-  REQUIRE(c.logs.size() == 2);
-  CHECK(c.logs[0].log == "main");
-  CHECK(c.logs[0].read_sequence == 43);
-  CHECK(c.logs[0].latest_sequence == 50);
-  CHECK(c.log_reopens == 2);
-  CHECK(c.wal_syncs == 1);
+  check_full_chunk(c.chunk);
   auto quiet = roundtrip(dix::log_chunk{});
-  CHECK_FALSE(quiet.batch);
-  CHECK_FALSE(quiet.capture.has_value());
+  CHECK_FALSE(quiet.chunk.delivery);
+  CHECK(quiet.chunk.logs.empty());
 
   auto fault = roundtrip(dix::log_fault{6, false, dix::readiness_reason::log_retention, "gap"});
   CHECK(fault.gen == 6);
@@ -441,8 +462,8 @@ TEST_CASE_METHOD(wire_fixture, "messages: public value types round-trip on their
 
 TEST_CASE_METHOD(wire_fixture, "messages: to_string renders a message with its fields",
                  "[actor][messages]") {
-  auto text = caf::deep_to_string(caf::make_message(dix::log_pull{6, 3, some_budgets(), make_cursor(42), true}));
-  CHECK(text.find("dix.log_pull") != std::string::npos);
+  auto text = caf::deep_to_string(caf::make_message(full_chunk()));
+  CHECK(text.find("dix.log_chunk") != std::string::npos);
   CHECK(text.find("identity-main") != std::string::npos);  // cursors print as JSON
   CHECK(text.find("sequence") != std::string::npos);
 }
@@ -451,11 +472,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: to_string renders a message with its f
 
 TEST_CASE_METHOD(wire_fixture, "messages: every truncation of a full log_chunk fails the load",
                  "[actor][messages]") {
-  dix::log_chunk chunk;
-  chunk.gen = 6;
-  chunk.batch = dix::batch_msg{full_batch()};
-  chunk.capture = dix::coverage_capture{1'041, {{"main", 43}}};
-  chunk.logs = {{"main", 43, 50}};
+  auto chunk = full_chunk();
   auto bytes = save(chunk);
   for (std::size_t size = 0; size < bytes.size(); ++size) {
     CAPTURE(size);

@@ -28,7 +28,7 @@ inline projection identity_projection() {
 
 class sim_pipeline final : public backend_host {
  public:
-  explicit sim_pipeline(runner_options options = {}) : options_(options) {
+  explicit sim_pipeline(runner_options options = {}) : options_(options), budgets_(make_turn_budgets(options)) {
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
@@ -56,7 +56,8 @@ class sim_pipeline final : public backend_host {
     timers_.clear();
     lock_held = false;
     projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
-    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_);
+    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
+                                           std::vector<attached_log>{{store.log_name(), store.identity()}});
     runner_core::config c;
     c.options = options_;
     c.generation_base = (++incarnation_) << 32;
@@ -193,7 +194,7 @@ class sim_pipeline final : public backend_host {
     post([this, gen, r] { return runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()); });
   }
   void carry_out(fx::pull& p) {
-    auto r = tailer->pull(options_, p.epoch, time);
+    auto r = tailer->pull(budgets_, p.epoch, time);
     auto gen = p.gen;
     post([this, gen, r] { return runner->on_chunk(gen, r, time.steady_now()); });
   }
@@ -251,6 +252,7 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::stopped& s) { stopped = s.outcome; }
 
   runner_options options_;
+  turn_budgets budgets_;  // made once from options_, as the runner actor does
   std::uint64_t incarnation_ = 0;
   std::map<table_ref, projection> projections_;
   std::deque<event> mailbox_;

@@ -50,6 +50,7 @@ struct wired_id : caf_fixture {
                         return std::string(p);
                       }}};
     w.logs = {wired_log{source, reader}};
+    w.attached = {attached_log{store.log_name(), store.identity()}};
     w.meta = meta;
     w.time = &clock;
     w.runner.options = o;
