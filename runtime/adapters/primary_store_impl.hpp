@@ -147,7 +147,6 @@ void remove_close_listener(primary_store& s, std::uint64_t id);
 // The writer gate (protocol.md §13.5). Until the runtime installs one, everything is admitted.
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
 
-std::uint64_t latest_sequence(const primary_store& s);
 std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
 // io_error when the sync fails (a transient fault for the runtime).
