@@ -1,7 +1,7 @@
 // Internal: the state behind dix::primary_store and the hooks the runtime needs (api.md §3):
 // commit listener, admission hook, WAL access for the log tailer, synced_sequence and SyncWAL
 // (protocol.md §4.8), coverage capture and system commits under the commit mutex (formats.md
-// §1.2). Not public API; only runtime/adapters, the CLI, benches and adapter tests include it.
+// §1.2). Not public API: the CLI and the benchmarks cannot see it (docs/architecture.md, layers).
 //
 // Locking: `lifecycle` (shared) guards `db` and the family handles against close(); every use of
 // RocksDB holds it shared, close() and create_table() hold it exclusively. `commit_mutex` is
