@@ -153,7 +153,7 @@ class early_opens {
 int run_serve(const std::vector<std::string>& argv) {
   std::string problem;
   auto a = tool::args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
-                       {"standby", "timing"}, problem);
+                             {"standby", "timing"}, problem);
   if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
   else if (a && !a->has("dir")) problem = "--dir DIR is required";
   auto rate = a && problem.empty() ? a->number("rate", 1000, 0, 10'000'000, problem) : std::nullopt;
