@@ -1,14 +1,13 @@
-// End-to-end benchmarks, run as `dix bench <name> ...`. Each prints a JSON report (throughput,
-// the baseline measured in the same run, their ratio, peak memory, build type, commit).
+// End-to-end benchmarks, the program `dix-bench` that `dix bench <name> ...` runs (main.cpp).
+// Each prints a JSON report (throughput, the baseline measured in the same run, their ratio, peak
+// memory, build type, commit). Each takes the arguments after its name and returns the exit
+// status: 0 success, 1 an error, 2 bad arguments.
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace dix::bench {
-
-// argv[0] is the benchmark name. Returns the process exit status.
-int run(const std::vector<std::string>& argv);
 
 int run_wal(const std::vector<std::string>& argv);
 int run_catchup(const std::vector<std::string>& argv);

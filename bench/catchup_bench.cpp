@@ -12,12 +12,12 @@
 #include <rocksdb/write_batch.h>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
-#include "adapters/primary_store_impl.hpp"
-#include "bench/bench.hpp"
-#include "bench/report.hpp"
-#include "cli/args.hpp"
+#include "bench.hpp"
+#include "report.hpp"
+#include "tool/args.hpp"
 
 namespace dix::bench {
 namespace {
@@ -84,8 +84,8 @@ double baseline_ingest(const std::filesystem::path& dir, std::size_t records) {
 
 int run_catchup(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = cli::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler"},
-                            {}, problem);
+  auto a = tool::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler"},
+                             {}, problem);
   auto records = a ? a->number("records", 1'000'000, per_txn, 100'000'000, problem) : std::nullopt;
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
   // Runner options for profiles: under callgrind a 5 ms turn resolves only a few keys, so a

@@ -16,10 +16,11 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/bench.hpp"
-#include "bench/report.hpp"
-#include "cli/args.hpp"
-#include "cli/child_process.hpp"
+#include "bench.hpp"
+#include "harness/child_process.hpp"
+#include "report.hpp"
+#include "tool/args.hpp"
+#include "tool/executable.hpp"
 
 namespace dix::bench {
 namespace {
@@ -128,18 +129,19 @@ class failover_run {
   std::filesystem::path dir_;
 };
 
-std::string self_path() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot read /proc/self/exe: " + ec.message());
-  return p.string();
+// The `dix` executable beside this one: the owner and the standby are `dix serve` processes.
+std::string dix_path() {
+  std::string problem;
+  auto dix = tool::sibling_executable("dix", problem);
+  if (!dix) throw std::runtime_error(problem);
+  return dix->string();
 }
 
 }  // namespace
 
 int run_failover(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = cli::args::parse(
+  auto a = tool::args::parse(
       argv, {"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"}, {"verbose"},
       problem);
   auto kills = a ? a->number("kills", 50, 1, 100000, problem) : std::nullopt;
@@ -156,7 +158,7 @@ int run_failover(const std::vector<std::string>& argv) {
   const bool verbose = a->has("verbose");
   try {
     scratch_dir scratch(a->get("dir"));
-    const std::vector<std::string> serve{self_path(),
+    const std::vector<std::string> serve{dix_path(),
                                          "serve",
                                          "--dir",
                                          scratch.path().string(),

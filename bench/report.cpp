@@ -1,11 +1,11 @@
-#include "bench/report.hpp"
+#include "report.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <random>
 
-#include "core/json.hpp"
+#include "tool/json.hpp"
 
 namespace dix::bench {
 
@@ -16,7 +16,8 @@ double peak_rss_mb() {
 }
 
 std::string build_fields() {
-  return std::string("\"build_type\":") + json_string(DIX_BUILD_TYPE) + ",\"commit\":" + json_string(DIX_GIT_COMMIT);
+  return std::string("\"build_type\":") + tool::json_string(DIX_BUILD_TYPE) + ",\"commit\":" +
+         tool::json_string(DIX_GIT_COMMIT);
 }
 
 scratch_dir::scratch_dir(const std::string& base) {

@@ -1,7 +1,7 @@
 // Internal: the state behind dix::primary_store and the hooks the runtime needs (api.md §3):
 // commit listener, admission hook, WAL access for the log tailer, synced_sequence and SyncWAL
 // (protocol.md §4.8), coverage capture and system commits under the commit mutex (formats.md
-// §1.2). Not public API; only runtime/adapters, the CLI, benches and adapter tests include it.
+// §1.2). Not public API: the CLI and the benchmarks cannot see it (docs/architecture.md, layers).
 //
 // Locking: `lifecycle` (shared) guards `db` and the family handles against close(); every use of
 // RocksDB holds it shared, close() and create_table() hold it exclusively. `commit_mutex` is
@@ -147,7 +147,6 @@ void remove_close_listener(primary_store& s, std::uint64_t id);
 // The writer gate (protocol.md §13.5). Until the runtime installs one, everything is admitted.
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
 
-std::uint64_t latest_sequence(const primary_store& s);
 std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
 // io_error when the sync fails (a transient fault for the runtime).

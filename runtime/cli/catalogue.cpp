@@ -1,4 +1,4 @@
-#include "cli/catalogue.hpp"
+#include "catalogue.hpp"
 
 #include <algorithm>
 #include <chrono>

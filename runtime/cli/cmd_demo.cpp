@@ -13,12 +13,12 @@
 #include <thread>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
-#include "adapters/primary_store_impl.hpp"
-#include "cli/args.hpp"
-#include "cli/catalogue.hpp"
-#include "cli/commands.hpp"
+#include "catalogue.hpp"
+#include "commands.hpp"
+#include "tool/args.hpp"
 
 namespace dix::cli {
 namespace {
@@ -41,7 +41,7 @@ std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(roc
 
 int run_demo(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"dir", "records", "rate", "seed", "timeout"}, {}, problem);
+  auto a = tool::args::parse(argv, {"dir", "records", "rate", "seed", "timeout"}, {}, problem);
   auto records = a ? a->number("records", 20000, 1, 100'000'000, problem) : std::nullopt;
   auto rate = records ? a->number("rate", 10000, 0, 10'000'000, problem) : std::nullopt;
   auto seed = rate ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;

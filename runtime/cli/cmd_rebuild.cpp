@@ -7,14 +7,14 @@
 
 #include <dix/free_functions.hpp>
 
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
+#include "commands.hpp"
+#include "tool/args.hpp"
 
 namespace dix::cli {
 
 int run_rebuild(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"db"}, {}, problem);
+  auto a = tool::args::parse(argv, {"db"}, {}, problem);
   if (a && !a->has("db")) problem = "--db PATH is required";
   if (a && problem.empty() && a->positional().size() != 1) problem = "exactly one backend id is required";
   if (!a || !problem.empty()) {

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -19,13 +20,13 @@
 #include <optional>
 #include <thread>
 
+#include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
+#include <dix/segment.hpp>
 
-#include "adapters/primary_store_impl.hpp"
-#include "adapters/readiness_segment.hpp"
-#include "cli/args.hpp"
-#include "cli/catalogue.hpp"
-#include "cli/commands.hpp"
+#include "catalogue.hpp"
+#include "commands.hpp"
+#include "tool/args.hpp"
 
 namespace dix::cli {
 namespace {
@@ -67,10 +68,9 @@ class printer {
 // Prints each index's readiness whenever it changes (segment futex), and with --timing the
 // first durable advance after each `ready` (metrics, read every millisecond until it moves:
 // a measurement aid, off without --timing).
-void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
+void watch_readiness(const printer& out, runtime& rt, const segment_reader& segment,
                      const std::vector<catalogue_index>& indexes, const std::atomic<bool>& stop) {
   struct seen {
-    std::optional<std::uint32_t> slot;
     std::optional<readiness> last;
     std::optional<std::uint64_t> durable_at_ready;  // awaiting the first advance past it
   };
@@ -80,14 +80,16 @@ void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
     return m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
   };
   while (!stop.load()) {
-    auto counter = view.segment_change_counter();
+    auto counter = segment.change_counter();
+    auto table = segment.read();
     bool awaiting_advance = false;
-    for (std::size_t i = 0; i < indexes.size(); ++i) {
+    for (std::size_t i = 0; table && i < indexes.size(); ++i) {
       auto& s = state[i];
       const auto& id = indexes[i].id;
-      if (!s.slot) s.slot = view.find(id);
-      if (!s.slot) continue;
-      auto r = view.read(*s.slot);
+      auto entry = std::find_if(table->entries.begin(), table->entries.end(),
+                                [&](const readiness_entry& e) { return e.id == id; });
+      if (entry == table->entries.end()) continue;
+      const auto& r = entry->readiness;
       if (!s.last || r.state != s.last->state || r.reason != s.last->reason || r.owner_epoch != s.last->owner_epoch) {
         s.last = r;
         std::string text = id + " " + std::string(to_string(r.state)) + " epoch=" + std::to_string(r.owner_epoch);
@@ -108,7 +110,7 @@ void watch_readiness(const printer& out, runtime& rt, const segment_view& view,
       }
     }
     // The 250 ms bound only lets a clean stop end this thread; changes wake it at once.
-    view.wait_change(counter, std::chrono::milliseconds(awaiting_advance ? 1 : 250));
+    segment.wait_change(counter, std::chrono::milliseconds(awaiting_advance ? 1 : 250));
   }
 }
 
@@ -150,8 +152,8 @@ class early_opens {
 
 int run_serve(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
-                       {"standby", "timing"}, problem);
+  auto a = tool::args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
+                             {"standby", "timing"}, problem);
   if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
   else if (a && !a->has("dir")) problem = "--dir DIR is required";
   auto rate = a && problem.empty() ? a->number("rate", 1000, 0, 10'000'000, problem) : std::nullopt;
@@ -248,10 +250,10 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("registered");
-  auto view = segment_view::open(path);
-  if (!view || !*view) {
+  auto segment = segment_reader::open(path);
+  if (!segment || !*segment) {
     std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
-              << (view ? std::string("missing") : view.error().to_string()) << "\n";
+              << (segment ? std::string("missing") : segment.error().to_string()) << "\n";
     return exit_error;
   }
 
@@ -267,7 +269,7 @@ int run_serve(const std::vector<std::string>& argv) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   std::atomic<bool> stop{false};
-  std::thread watcher([&] { watch_readiness(out, **rt, **view, *indexes, stop); });
+  std::thread watcher([&] { watch_readiness(out, **rt, **segment, *indexes, stop); });
   opens.join();  // after the watcher has its baseline; no early open outlives the runtime
   auto existing = highest_id(**store);
   std::string writer_error;

@@ -1,7 +1,8 @@
 // `dix status`: the readiness of every backend id of a database, read from its shared readiness
-// segment (formats.md §4) the way read_readiness reads one id (api.md §7). It maps
-// `<db>/dix/readiness.seg` read-only and tests `attach.lock` with F_OFD_GETLK; it never opens the
-// RocksDB store, takes no lock and writes nothing, so it is safe beside a running owner.
+// segment (formats.md §4) the way read_readiness reads one id (api.md §7), through
+// <dix/segment.hpp>: it maps `<db>/dix/readiness.seg` read-only and tests `attach.lock` with
+// F_OFD_GETLK; it never opens the RocksDB store, takes no lock and writes nothing, so it is safe
+// beside a running owner.
 //
 // It runs in a process of its own, which has no runtime: lag is known only to a runtime, so it is
 // not shown. `--watch` sleeps on the header's segment_change_counter futex and reprints when the
@@ -24,16 +25,17 @@
 #include <vector>
 
 #include <dix/readiness.hpp>
+#include <dix/segment.hpp>
 
-#include "adapters/readiness_segment.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "core/json.hpp"
+#include "commands.hpp"
+#include "tool/args.hpp"
+#include "tool/json.hpp"
 
 namespace dix::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using tool::json_string;
 
 constexpr const char* usage = R"(usage: dix status --db PATH [--json] [--watch [--updates N]]
 
@@ -74,15 +76,10 @@ void install_stop_handlers() {
   ::sigaction(SIGTERM, &action, nullptr);
 }
 
-struct entry {
-  std::string id;
-  readiness r;
-};
-
 struct table {
   bool segment = false;   // PATH/dix/readiness.seg exists with a non-zero magic
   bool attached = false;  // some runtime holds its OFD read lock on attach.lock
-  std::vector<entry> indexes;  // sorted by id
+  std::vector<readiness_entry> indexes;  // sorted by id
 };
 
 // Which file a view maps, so --watch notices a segment deleted and created anew.
@@ -103,54 +100,49 @@ class segment_source {
  public:
   explicit segment_source(fs::path home) : home_(std::move(home)), file_(home_ / "dix" / "readiness.seg") {}
 
-  // Opens the view when there is none or the file changed. Fails segment_layout_mismatch, io_error.
+  // Opens the reader when there is none or the file changed. Fails segment_layout_mismatch, io_error.
   result<void> refresh() {
     auto now = identity_of(file_);
-    if (view_ && now && *now == identity_) return {};
+    if (reader_ && now && *now == identity_) return {};
     // Identity before open: a file replaced in between is noticed at the next refresh.
-    auto view = segment_view::open(home_, segment_view::access::read_only);
-    if (!view) return view.error();
-    view_ = *view;
-    identity_ = view_ && now ? *now : file_identity{};
+    auto reader = segment_reader::open(home_);
+    if (!reader) return reader.error();
+    reader_ = std::move(*reader);
+    identity_ = reader_ && now ? *now : file_identity{};
     return {};
   }
 
   result<table> read() const {
     table t;
-    if (!view_) return t;
+    if (!reader_) return t;
     t.segment = true;
-    // The lock before the slots, as read_readiness: a state read after seeing a runtime attached
-    // was published by an attached runtime, never a leftover a later stale reset clears.
-    auto attached = view_->runtime_attached();
-    if (!attached) return attached.error();
-    t.attached = *attached;
-    for (auto& [index, id] : view_->claimed()) {
-      auto r = view_->read(index);
-      if (!t.attached) r = readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
-      t.indexes.push_back(entry{std::move(id), r});
-    }
-    std::sort(t.indexes.begin(), t.indexes.end(), [](const entry& a, const entry& b) { return a.id < b.id; });
+    auto read = reader_->read();
+    if (!read) return read.error();
+    t.attached = read->attached;
+    t.indexes = std::move(read->entries);
+    std::sort(t.indexes.begin(), t.indexes.end(),
+              [](const readiness_entry& a, const readiness_entry& b) { return a.id < b.id; });
     return t;
   }
 
-  std::uint64_t counter() const noexcept { return view_ ? view_->segment_change_counter() : 0; }
+  std::uint64_t counter() const noexcept { return reader_ ? reader_->change_counter() : 0; }
 
   // Blocks until the table may have changed (true) or a stop was requested (false). Every
   // tick_ms it re-checks the stop flag, the attach state and the segment file's identity.
   bool wait(std::uint64_t seen, bool attached_seen) const {
     for (;;) {
       if (stop_requested) return false;
-      if (view_) {
-        if (view_->wait_change(seen, tick_ms) != seen) return true;
+      if (reader_) {
+        if (reader_->wait_change(seen, tick_ms) != seen) return true;
       } else {
         ::poll(nullptr, 0, static_cast<int>(tick_ms.count()));  // returns early on a signal
       }
       if (stop_requested) return false;
       auto now = identity_of(file_);
-      if (view_ ? !now || !(*now == identity_) : now.has_value()) return true;
-      if (view_) {
-        auto attached = view_->runtime_attached();
-        if (!attached || *attached != attached_seen) return true;
+      if (reader_ ? !now || !(*now == identity_) : now.has_value()) return true;
+      if (reader_) {
+        auto read = reader_->read();
+        if (!read || read->attached != attached_seen) return true;
       }
     }
   }
@@ -160,7 +152,7 @@ class segment_source {
  private:
   fs::path home_;
   fs::path file_;
-  std::shared_ptr<segment_view> view_;
+  std::unique_ptr<segment_reader> reader_;
   file_identity identity_;
 };
 
@@ -170,9 +162,10 @@ std::string render_json(const fs::path& home, const table& t) {
       << ",\"attached\":" << (t.attached ? "true" : "false") << ",\"indexes\":[";
   for (std::size_t i = 0; i < t.indexes.size(); ++i) {
     const auto& e = t.indexes[i];
-    out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(e.r.state)
-        << "\",\"reason\":\"" << to_string(e.r.reason) << "\",\"rebuild_attempts\":" << e.r.rebuild_attempts
-        << ",\"owner_epoch\":" << e.r.owner_epoch << "}";
+    const auto& r = e.readiness;
+    out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(r.state)
+        << "\",\"reason\":\"" << to_string(r.reason) << "\",\"rebuild_attempts\":" << r.rebuild_attempts
+        << ",\"owner_epoch\":" << r.owner_epoch << "}";
   }
   out << "]}\n";
   return out.str();
@@ -193,8 +186,9 @@ std::string render_plain(const fs::path& home, const table& t) {
   }
   std::vector<std::vector<std::string>> rows{{"id", "state", "reason", "attempts", "epoch"}};
   for (const auto& e : t.indexes) {
-    rows.push_back({e.id, std::string(to_string(e.r.state)), std::string(to_string(e.r.reason)),
-                    std::to_string(e.r.rebuild_attempts), std::to_string(e.r.owner_epoch)});
+    const auto& r = e.readiness;
+    rows.push_back({e.id, std::string(to_string(r.state)), std::string(to_string(r.reason)),
+                    std::to_string(r.rebuild_attempts), std::to_string(r.owner_epoch)});
   }
   std::vector<std::size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -225,7 +219,7 @@ int fail(const fs::path& home, bool json, const error& e) {
 
 int run_status(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"db", "updates"}, {"json", "watch", "help"}, problem);
+  auto a = tool::args::parse(argv, {"db", "updates"}, {"json", "watch", "help"}, problem);
   if (a && a->has("help")) {
     std::cout << usage;
     return exit_ok;

@@ -1,19 +1,20 @@
 // `dix wal`: inspect a primary store's WAL the way the tailer reads it (protocol.md §3), without
-// writing to the store: RocksDB is opened read-only.
+// writing to the store: <dix/wal.hpp> opens RocksDB read-only.
 #include <ctime>
 #include <iostream>
 #include <sstream>
 
-#include "adapters/primary_store_impl.hpp"
-#include "adapters/rocksdb_log_source.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "core/clock.hpp"
-#include "core/json.hpp"
-#include "core/names.hpp"
+#include <dix/names.hpp>
+#include <dix/wal.hpp>
+
+#include "commands.hpp"
+#include "tool/args.hpp"
+#include "tool/json.hpp"
 
 namespace dix::cli {
 namespace {
+
+using tool::json_string;
 
 std::string iso_time(index_time_t ns) {
   auto seconds = static_cast<std::time_t>(ns / 1'000'000'000);
@@ -43,7 +44,7 @@ class printer {
  public:
   explicit printer(bool json) : json_(json) {}
 
-  void store(const primary_store& s, std::uint64_t latest, const wal_retention& r) {
+  void store(const wal_reader& s, std::uint64_t latest, const wal_retention& r) {
     if (json_) {
       out_ << "{\"log\":" << json_string(s.log_name()) << ",\"identity\":" << json_string(s.identity())
            << ",\"latest_sequence\":" << latest << ",\"retention\":{\"wal_retained_bytes\":"
@@ -114,7 +115,7 @@ class printer {
 
 int run_wal(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"db", "log", "from", "time", "identity", "limit"}, {"json"}, problem);
+  auto a = tool::args::parse(argv, {"db", "log", "from", "time", "identity", "limit"}, {"json"}, problem);
   if (!a) {
     std::cerr << "dix wal: " << problem << "\n";
     return exit_usage;
@@ -136,20 +137,20 @@ int run_wal(const std::vector<std::string>& argv) {
     return exit_usage;
   }
 
-  auto store = open_read_only(a->get("db"), log);
-  if (!store) {
-    std::cerr << "dix wal: " << store.error().to_string() << "\n";
+  auto opened = wal_reader::open(a->get("db"), log);
+  if (!opened) {
+    std::cerr << "dix wal: " << opened.error().to_string() << "\n";
     return exit_error;
   }
-  rocksdb_log_source source(*store);
+  auto& source = **opened;
   auto latest = source.latest_sequence();
-  auto retention = source.retention(*from, system_clock().wall_now_ns());
+  auto retention = source.retention(*from);
   if (!latest || !retention) {
     std::cerr << "dix wal: " << (!latest ? latest.error() : retention.error()).to_string() << "\n";
     return exit_error;
   }
   printer out(a->has("json"));
-  out.store(**store, *latest, *retention);
+  out.store(source, *latest, *retention);
 
   auto fail = [&](const error& e) {
     auto reason = reason_code(e.value());
@@ -159,11 +160,11 @@ int run_wal(const std::vector<std::string>& argv) {
     out.finish(std::make_pair(reason, e.message()));
     return is_log_fault(e.value()) ? exit_log : exit_error;
   };
-  if (a->has("identity") && a->get("identity") != (*store)->identity()) {
-    return fail(error{errc::log_missing, "the store's identity is " + (*store)->identity() + ", not " +
+  if (a->has("identity") && a->get("identity") != source.identity()) {
+    return fail(error{errc::log_missing, "the store's identity is " + source.identity() + ", not " +
                                              a->get("identity")});
   }
-  auto first = source.open(*from, *time);
+  auto first = source.seek(*from, *time);
   if (!first) return fail(first.error());
   out.transaction(*first);
   for (std::uint64_t printed = 1; printed < *limit; ++printed) {

@@ -4,16 +4,16 @@
 #include <iostream>
 #include <random>
 
-#include "adapters/primary_store_impl.hpp"
-#include "cli/args.hpp"
-#include "cli/catalogue.hpp"
-#include "cli/commands.hpp"
-#include "core/names.hpp"
+#include <dix/primary_store.hpp>
+
+#include "catalogue.hpp"
+#include "commands.hpp"
+#include "tool/args.hpp"
 
 namespace dix::cli {
 int run_write(const std::vector<std::string>& argv) {
   std::string problem;
-  auto a = args::parse(argv, {"db", "log", "records", "per-txn", "seed"}, {"sync"}, problem);
+  auto a = tool::args::parse(argv, {"db", "log", "records", "per-txn", "seed"}, {"sync"}, problem);
   if (!a) {
     std::cerr << "dix write: " << problem << "\n";
     return exit_usage;

@@ -3,8 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench.hpp"
-#include "cli/commands.hpp"
+#include "commands.hpp"
 
 namespace {
 
@@ -74,7 +73,7 @@ int main(int argc, char** argv) {
   if (command == "status") return dix::cli::run_status(args);
   if (command == "rebuild") return dix::cli::run_rebuild(args);
   if (command == "serve") return dix::cli::run_serve(args);
-  if (command == "bench") return dix::bench::run(args);
+  if (command == "bench") return dix::cli::run_bench(args);
   std::cerr << "dix: unknown command \"" << command << "\"\n" << usage;
   return dix::cli::exit_usage;
 }

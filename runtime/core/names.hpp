@@ -1,17 +1,5 @@
-// Name rules shared by options, cursors and files (formats.md §3, §4.1).
+// The name rules are public API (<dix/names.hpp>, implemented in core/names.cpp); internal code
+// may include either header.
 #pragma once
 
-#include <string>
-#include <string_view>
-
-namespace dix {
-
-// Log names: 1…64 characters of [a-z0-9._-], the first one [a-z0-9].
-bool is_valid_log_name(std::string_view name) noexcept;
-// Backend ids: 1…64 characters of [A-Za-z0-9._-], not starting with '.'.
-bool is_valid_backend_id(std::string_view id) noexcept;
-
-// Renders bytes for diagnostics: printable ASCII as is, everything else as \xNN, quotes escaped.
-std::string escape_bytes(std::string_view bytes);
-
-}  // namespace dix
+#include <dix/names.hpp>

@@ -7,16 +7,9 @@
 #include <string_view>
 
 #include <dix/result.hpp>
+#include <dix/wal.hpp>  // header_flag, flags_to_string
 
 namespace dix {
-
-namespace header_flag {
-inline constexpr std::uint8_t replicated = 1;  // applied from a canonical source; never gated
-inline constexpr std::uint8_t recovery = 2;    // replay of recovered work; never gated
-inline constexpr std::uint8_t system = 4;      // runtime metadata; only dix.meta operations
-inline constexpr std::uint8_t reload = 8;      // table replaced wholesale; may DeleteRange
-inline constexpr std::uint8_t all = 15;
-}  // namespace header_flag
 
 struct txn_header {
   std::uint8_t flags = 0;
@@ -29,9 +22,6 @@ inline constexpr std::size_t txn_header_bytes = 24;
 std::string encode_header(const txn_header& h);
 // log_corrupt naming the rule for: size ≠ 24, wrong magic, format ≠ 1, reserved bits or bytes.
 result<txn_header> decode_header(std::string_view bytes);
-
-// "system|reload", or "none".
-std::string flags_to_string(std::uint8_t flags);
 
 inline constexpr std::size_t value_version_bytes = 8;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <dix/result.hpp>
+#include <dix/wal.hpp>  // op_kind, wal_op, wal_transaction
 
 #include "core/txn_header.hpp"
 
@@ -43,30 +44,6 @@ struct family_role {
   std::uint32_t table = 0;  // for family_kind::table
 };
 using family_map = std::unordered_map<std::uint32_t, family_role>;
-
-enum class op_kind : std::uint8_t { put, del, delete_range };
-std::string_view to_string(op_kind k) noexcept;
-
-struct wal_op {
-  op_kind kind = op_kind::put;
-  bool meta = false;        // on dix.meta (table is then 0)
-  std::uint32_t table = 0;  // table id, ≥ 1 unless meta
-  std::string_view key;     // record id (delete_range: begin)
-  std::string_view value;   // put: stored value (version + payload); delete_range: end
-};
-
-struct wal_transaction {
-  std::uint64_t sequence = 0;
-  std::uint32_t count = 0;  // operations (= WriteBatch::Count())
-  index_time_t time = 0;
-  std::uint8_t flags = 0;
-  std::uint64_t data_size = 0;
-  std::vector<wal_op> ops;
-  std::shared_ptr<const void> storage;  // keeps the bytes the views point into alive
-
-  std::uint64_t end_sequence() const noexcept { return sequence + count - 1; }
-  bool has_flag(std::uint8_t f) const noexcept { return (flags & f) != 0; }
-};
 
 // True when a record names a family id the map does not know: the tailer then refreshes its
 // map from the store once before decoding (a table created after it started, protocol.md §3.5).

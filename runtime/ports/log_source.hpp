@@ -12,22 +12,11 @@
 #include <string>
 
 #include <dix/result.hpp>
+#include <dix/wal.hpp>  // wal_retention
 
 #include "core/wal_batch.hpp"
 
 namespace dix {
-
-// WAL retention figures of one log (protocol.md §13.2).
-struct wal_retention {
-  std::uint64_t wal_retained_bytes = 0;   // live + archived WAL files
-  std::uint64_t wal_oldest_sequence = 0;  // first sequence of the oldest retained file; 0: none
-  std::uint64_t wal_files = 0;
-  std::uint64_t archived_bytes = 0;
-  // wal_ttl − archive age (now − mtime) of the file holding the anchor; −1: live file or no TTL.
-  std::int64_t retention_headroom_ms = -1;
-  // size limit − archived bytes; −1: no size limit.
-  std::int64_t retention_headroom_bytes = -1;
-};
 
 class log_source {
  public:

@@ -9,8 +9,10 @@
 
 #include <rocksdb/db.h>
 
+#include <dix/free_functions.hpp>
+
 #include "adapters/test_support.hpp"
-#include "cli/child_process.hpp"
+#include "harness/child_process.hpp"
 
 using dix::cli::child_process;
 using dix::test::temp_dir;

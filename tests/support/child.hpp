@@ -2,7 +2,7 @@
 // read, write, close): a pipe for one-byte hand-shakes (no sleeps), fork with _exit, the exit
 // code of a reaped child, and a umask set for one scope. A child that could touch RocksDB must
 // be exec'd instead (protocol.md §9.8: a forked child inherits RocksDB's in-process lock table);
-// see runtime/cli/child_process.hpp.
+// see tests/harness/include/harness/child_process.hpp.
 #pragma once
 
 #include <sys/stat.h>

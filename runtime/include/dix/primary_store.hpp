@@ -122,6 +122,11 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
   std::unique_ptr<impl> impl_;
 };
 
+// The last sequence of the newest committed transaction (RocksDB GetLatestSequenceNumber; each
+// operation takes one sequence). 0 for a store that is empty or closed. Thread-safe; waits only
+// while the store is closing.
+std::uint64_t latest_sequence(const primary_store& store);
+
 // A unit of writes. Move-only; destroyed uncommitted = discarded. Not thread-safe itself.
 // Operations are validated as they are added and encoded straight into the WriteBatch; the
 // first invalid one makes commit() fail with invalid_argument (io_error for a closed store)

@@ -1,8 +1,8 @@
-#include "cli/args.hpp"
+#include "tool/args.hpp"
 
 #include <charconv>
 
-namespace dix::cli {
+namespace dix::tool {
 
 std::optional<args> args::parse(const std::vector<std::string>& argv, const std::set<std::string>& options,
                                 const std::set<std::string>& flags, std::string& error) {
@@ -70,4 +70,4 @@ std::optional<std::size_t> args::choice(const std::string& name, const std::vect
   return std::nullopt;
 }
 
-}  // namespace dix::cli
+}  // namespace dix::tool

@@ -1,6 +1,6 @@
-#include "core/json.hpp"
+#include "tool/json.hpp"
 
-namespace dix {
+namespace dix::tool {
 
 std::string json_string(std::string_view bytes) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -23,4 +23,4 @@ std::string json_string(std::string_view bytes) {
   return out;
 }
 
-}  // namespace dix
+}  // namespace dix::tool

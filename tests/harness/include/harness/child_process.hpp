@@ -1,7 +1,9 @@
 // Child `dix` processes for the failover test and `dix bench failover`: fork+exec with stdout on
 // a pipe (never a bare fork: a forked child inherits RocksDB's in-process lock table, protocol.md
 // §9.8), line reads bounded by a deadline, and a futex wait on the readiness segment for a
-// takeover's `ready`. Header-only; POSIX/Linux.
+// takeover's `ready`. Header-only; POSIX/Linux. Shared by the tests and the benchmarks, so it uses
+// the public API only (tests/harness: outside the product, docs/architecture.md). The namespace
+// says what it drives: the `dix` command line.
 #pragma once
 
 #include <fcntl.h>
@@ -23,9 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include <dix/free_functions.hpp>
-
-#include "adapters/readiness_segment.hpp"
+#include <dix/segment.hpp>
 
 namespace dix::cli {
 
@@ -142,32 +142,36 @@ class child_process {
   std::vector<std::string> lines_;
 };
 
-// Waits until every id of `ids` reads `ready` with an owner epoch above `above` (read_readiness:
-// a segment no runtime is attached to reads `unknown`), sleeping on the segment's change counter
-// (futex, formats.md §4.4) between checks. Returns the smallest of their epochs; timed_out at
-// the deadline; other errors as read_readiness. The segment must exist.
+// Waits until every id of `ids` reads `ready` with an owner epoch above `above` (as
+// read_readiness reads it: a segment no runtime is attached to reads `unknown`; an id without a
+// slot is not ready), sleeping on the segment's change counter (futex, formats.md §4.4) between
+// checks. Returns the smallest of their epochs; timeout at the deadline; other errors as
+// segment_reader. The segment must exist.
 inline result<epoch_t> wait_ready(const std::filesystem::path& home, const std::vector<std::string>& ids,
                                   epoch_t above, steady_time deadline) {
-  auto view = segment_view::open(home);
-  if (!view) return view.error();
-  if (!*view) return error{errc::io_error, "no readiness segment under " + home.string()};
+  auto reader = segment_reader::open(home);
+  if (!reader) return reader.error();
+  if (!*reader) return error{errc::io_error, "no readiness segment under " + home.string()};
   for (;;) {
-    auto counter = (*view)->segment_change_counter();
+    auto counter = (*reader)->change_counter();
+    auto table = (*reader)->read();
+    if (!table) return table.error();
     std::optional<epoch_t> lowest;
     bool all = true;
     for (const auto& id : ids) {
-      auto r = read_readiness(home, id);
-      if (!r && r.error().value() != errc::not_registered) return r.error();
-      if (!r || r->state != readiness_state::ready || r->owner_epoch <= above) {
+      auto entry = std::find_if(table->entries.begin(), table->entries.end(),
+                                [&](const readiness_entry& e) { return e.id == id; });
+      if (entry == table->entries.end() || entry->readiness.state != readiness_state::ready ||
+          entry->readiness.owner_epoch <= above) {
         all = false;
         break;
       }
-      lowest = std::min(lowest.value_or(r->owner_epoch), r->owner_epoch);
+      lowest = std::min(lowest.value_or(entry->readiness.owner_epoch), entry->readiness.owner_epoch);
     }
     if (all && lowest) return *lowest;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return error{errc::timeout, "not ready within the deadline"};
-    (*view)->wait_change(counter, std::min(left, std::chrono::milliseconds(1000)));
+    (*reader)->wait_change(counter, std::min(left, std::chrono::milliseconds(1000)));
   }
 }
 

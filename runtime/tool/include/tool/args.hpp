@@ -1,5 +1,5 @@
-// A small command-line parser for `dix` subcommands: --name value and --flag, nothing else.
-// Every failure is a clear message and exit status 2.
+// A small command-line parser for `dix` subcommands and `dix bench` drivers: --name value,
+// --name=value and --flag, nothing else. Every failure is a clear message (the callers exit 2).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dix::cli {
+namespace dix::tool {
 
 class args {
  public:
@@ -33,4 +33,4 @@ class args {
   std::vector<std::string> positional_;
 };
 
-}  // namespace dix::cli
+}  // namespace dix::tool

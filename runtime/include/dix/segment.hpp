@@ -1,0 +1,67 @@
+// Reading the readiness segment of a database (formats.md §4) from any process, without a
+// runtime: the readiness of every backend id that has a slot, and a wait for the next change.
+// For tools and monitors (`dix status`, `dix serve`); read_readiness (free_functions.hpp) reads
+// one id.
+//
+// A segment_reader maps `<home_db>/dix/readiness.seg` read-only. It never attaches, takes no lock
+// and writes nothing, so it is safe beside running owners. It keeps the file it mapped: a segment
+// deleted and created anew is seen by a new reader only.
+//
+// Thread safety: every member may be called from any thread. Blocking: wait_change only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dix/readiness.hpp>
+#include <dix/result.hpp>
+
+namespace dix {
+
+struct readiness_entry {
+  std::string id;  // the backend id that claimed the slot
+  dix::readiness readiness;
+};
+
+struct readiness_table {
+  bool attached = false;                 // some runtime of the database is attached
+  std::vector<readiness_entry> entries;  // every claimed slot, in slot order
+};
+
+class segment_reader {
+ public:
+  // Maps the segment of the database whose home store is `home_db`. nullptr when there is none
+  // (`home_db`, `dix/` or the file missing, or a segment still being created). Fails
+  // segment_layout_mismatch (a segment of another layout; the message names the remedy),
+  // io_error.
+  static result<std::unique_ptr<segment_reader>> open(const std::filesystem::path& home_db);
+  ~segment_reader();
+  segment_reader(const segment_reader&) = delete;
+  segment_reader& operator=(const segment_reader&) = delete;
+
+  // Every claimed slot with its readiness, read as read_readiness reads one: the attach state
+  // first, then the slots, so a state read while a runtime is attached was published by one;
+  // while none is attached every entry reads `unknown` with its stored epoch. Fails io_error
+  // (the lock test on attach.lock).
+  result<readiness_table> read() const;
+
+  // The segment's change counter (formats.md §4.4): it moves whenever any slot changes (also
+  // for fields read() does not show), not when a runtime attaches or detaches. Load it before
+  // read(): a change after the load ends the next wait_change at once.
+  std::uint64_t change_counter() const noexcept;
+  // Blocks until the change counter differs from `seen` or `timeout` passed (a futex wait, no
+  // polling) and returns the counter: `seen` after a timeout. A signal does not end it early.
+  std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+
+  struct impl;
+
+ private:
+  explicit segment_reader(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace dix
