@@ -14,7 +14,6 @@ struct proxy_state {
   std::uint64_t next_token = 1;
   std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> flushes;
   std::map<epoch_t, caf::typed_response_promise<quiescence>> shutdowns;
-  std::map<epoch_t, caf::typed_response_promise<reset_done>> resets;
   static inline const char* name = "dix.backend_proxy";
 };
 
@@ -31,7 +30,7 @@ void post_to(const caf::weak_actor_ptr& weak, Message msg) {
   if (auto strong = weak.lock()) caf::anon_send(caf::actor_cast<backend_proxy_actor>(strong), std::move(msg));
 }
 
-// Starts an epoch-matched backend call (shutdown, reset) whose completion comes back through the
+// Starts an epoch-matched backend call (shutdown) whose completion comes back through the
 // proxy's own mailbox as `Done{epoch, error}`; the promise answers the runner then.
 template <class Done, class Call>
 caf::result<Done> await_epoch(proxy_pointer self, std::map<epoch_t, caf::typed_response_promise<Done>>& pending,
@@ -55,7 +54,7 @@ void deliver_pending(std::map<epoch_t, caf::typed_response_promise<Done>>& pendi
   promise.deliver(m);
 }
 
-// Only the runner delivers and asks for the durable cursor; flush, shutdown and reset also come
+// Only the runner delivers and asks for the durable cursor; flush and shutdown also come
 // from the supervisor standing in for a dead runner, whose address must not receive state changes.
 void remember_runner(proxy_pointer self) {
   if (auto r = caf::actor_cast<runner_actor>(self->current_sender())) self->state.runner = r;
@@ -107,17 +106,6 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
                                      [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
     },
-    [self, me](reset_request& m) -> caf::result<reset_done> {
-      return await_epoch<reset_done>(self, self->state.resets, me, m.epoch, "reset",
-                                     [&](completion done) { self->state.b->reset(m.epoch, std::move(done)); });
-    },
-    [](epoch_change&) {},
-    [self](coverage_publish& m) {
-      try {
-        self->state.b->publish_coverage(m.positions, m.coverage_time, m.epoch);
-      } catch (...) {
-      }
-    },
     // -- the proxy's own mailbox: completions and state changes, forwarded in order --
     [self](state_change_msg& m) {
       if (self->state.runner) self->send(self->state.runner, m);
@@ -130,7 +118,6 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       promise.deliver(flush_done{gen, m.error});
     },
     [self](quiescence& m) { deliver_pending(self->state.shutdowns, m.epoch, m); },
-    [self](reset_done& m) { deliver_pending(self->state.resets, m.epoch, m); },
   };
 }
 

@@ -57,7 +57,6 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   rd.publisher = w.publisher;
   rd.lock = w.lock;
   rd.token = w.token;
-  for (const auto& l : w.logs) rd.logs.push_back(l.source->log_name());
   rd.snapshot = w.snapshot;
   rd.on_status = w.on_status;
 

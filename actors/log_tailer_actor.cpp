@@ -46,13 +46,6 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       }
       self->send(to, log_chunk{m.gen, std::move(out.chunk)});
     },
-    [self](scan_pull& m) {
-      // Rebuild from a scan arrives with a later issue; answer with a clear fault, never silence.
-      self->send(sender_of(self), log_fault{m.gen, false, readiness_reason::rebuild_failed, "rebuild scans are not built yet"});
-    },
-    [self](boundary_capture& m) {
-      self->send(sender_of(self), boundary{m.gen, std::nullopt, make_error(errc::not_supported, "rebuild boundaries are not built yet")});
-    },
     [self](meta_write& m) {
       auto& d = *self->state.deps;
       meta_written reply{m.kind, m.value, caf::error{}};
@@ -77,9 +70,6 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
         reply.fingerprint = r->fingerprint;
       }
       self->send(sender_of(self), reply);
-    },
-    [](epoch_change&) {
-      // The tailer stamps the epoch each pull carries; nothing to remember here.
     },
   };
 }

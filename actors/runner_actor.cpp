@@ -87,7 +87,7 @@ void carry_out(runner_pointer self, effect& e) {
                   apply(self, self->state.core->on_durable(gen, from_caf(err).error(), now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::open_log>) {
-        self->send(d.tailer, log_open{x.gen, x.from, d.logs});
+        self->send(d.tailer, log_open{x.gen, x.from});
       } else if constexpr (std::is_same_v<T, fx::pull>) {
         self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets});
       } else if constexpr (std::is_same_v<T, fx::deliver>) {
@@ -174,9 +174,6 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       if (m.error) apply(self, core.on_lock_failed(to_dix_error(m.error), now_of(self)));
       else apply(self, core.on_lock_acquired(now_of(self)));
     },
-    [](lock_contended&) {
-      // Sticky ownership (protocol.md §9.5): a waiting peer never makes the owner let go.
-    },
     [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
     [self](log_chunk& m) {
       pull_outcome out{std::nullopt, std::move(m.chunk)};
@@ -185,8 +182,6 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](log_fault& m) {
       apply(self, self->state.core->on_log_fault(m.gen, tailer_fault{m.transient, m.reason, m.text}, now_of(self)));
     },
-    [](scan_chunk&) {},
-    [](boundary&) {},
     [self](meta_written& m) {
       auto& st = self->state;
       switch (m.kind) {
@@ -203,8 +198,6 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, st.core->on_meta_state(m.gen, records, st.deps.slot->read(), now_of(self), requested));
     },
     [self](state_change_msg& m) { apply(self, self->state.core->on_state_change(m.to_state_change(), now_of(self))); },
-    [](coverage_query&) {},
-    [](coverage_demand&) {},
     [self](rebuild_request&) {
       // Only the retry of a held release after stop/unregister (§11.2 first row); requests to a
       // registered id travel through the slot's flag and the watcher.

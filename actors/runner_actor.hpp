@@ -64,7 +64,6 @@ struct runner_deps {
   readiness_publisher_actor publisher;  // the runtime's; unset: publish to the slot directly
   runner_lock* lock = nullptr;
   std::uint64_t token = 0;  // this registration's requester in the lock table
-  std::vector<std::string> logs;
   std::shared_ptr<snapshot_box> snapshot;
   // Called after the snapshot is stored whenever the status (state, reason, epoch) changed, with
   // the snapshot's version. Optional.

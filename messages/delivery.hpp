@@ -1,8 +1,9 @@
-// runner ↔ backend proxy (actors.md §2, protocol.md §5–§7, §9.6, §11.4). The proxy owns the
-// backend object and answers each command as a CAF response. A backend completion or callback
-// that arrives on another thread is first sent to the proxy itself and only then forwarded, so
-// it reaches the runner behind the reply of the call that caused it (protocol.md §5.1).
-// Replies echo `gen`; shutdown and reset answers are matched by epoch instead (§1.3).
+// runner ↔ backend proxy (actors.md §2, protocol.md §5–§7, §9.6). The proxy owns the backend
+// object and answers each command as a CAF response. A backend completion or callback that
+// arrives on another thread is first sent to the proxy itself and only then forwarded, so it
+// reaches the runner behind the reply of the call that caused it (protocol.md §5.1). Replies
+// echo `gen`; shutdown answers are matched by epoch instead (§1.3). The rebuild's reset and the
+// coverage hook add their messages with those features.
 #pragma once
 
 #include <cstdint>
@@ -20,17 +21,6 @@
 #include "messages/values.hpp"
 
 namespace dix {
-
-// runner → tailer and proxy: the owner epoch changed (acquisition, rebuild attempt).
-struct epoch_change {
-  epoch_t epoch = 0;
-  std::uint64_t gen = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, epoch_change& x) {
-  return f(caf::meta::type_name("dix.epoch_change"), x.epoch, x.gen);
-}
 
 // -- deliver ----------------------------------------------------------------------------------
 
@@ -134,7 +124,7 @@ typename Inspector::result_type inspect(Inspector& f, state_change_msg& x) {
            }));
 }
 
-// -- shutdown and reset -----------------------------------------------------------------------
+// -- shutdown ----------------------------------------------------------------------------------
 
 // Command (runner, or the supervisor as lock holder): backend::shutdown(epoch, done) (§9.6).
 struct shutdown_request {
@@ -156,41 +146,6 @@ struct quiescence {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, quiescence& x) {
   return f(caf::meta::type_name("dix.quiescence"), x.epoch, x.error);
-}
-
-// Command: backend::reset(epoch, done) (protocol.md §11.4).
-struct reset_request {
-  epoch_t epoch = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, reset_request& x) {
-  return f(caf::meta::type_name("dix.reset_request"), x.epoch);
-}
-
-// Reply: the reset's outcome; echoes the epoch like quiescence.
-struct reset_done {
-  epoch_t epoch = 0;
-  caf::error error;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, reset_done& x) {
-  return f(caf::meta::type_name("dix.reset_done"), x.epoch, x.error);
-}
-
-// -- coverage hook (protocol.md §12.3) --------------------------------------------------------
-
-// One-way: backend::publish_coverage(positions, coverage_time, epoch); best effort, no reply.
-struct coverage_publish {
-  epoch_t epoch = 0;
-  index_time_t coverage_time = 0;
-  dix::positions positions;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, coverage_publish& x) {
-  return f(caf::meta::type_name("dix.coverage_publish"), x.epoch, x.coverage_time, x.positions);
 }
 
 }  // namespace dix

@@ -11,21 +11,18 @@
 //                          ┌── supervisor_actor ──┐  spawns, monitors and restarts the children
 //                          │   (one per runtime)  │  below; lends each runner its ownership
 //                          └──────────┬───────────┘
-//            stop → stopped           │ spawns per id: tailer, proxy, then runner
+//            stop → stopped           │ spawns per registration: tailer, proxy, then runner
 //            rebuild_request → bool   ▼
-//  store listener, lock table,  ┌─────────────────┐  log_open, log_pull, scan_pull,
-//  watcher, runtime ──────────► │  runner_actor   │  boundary_capture, meta_write,
-//  wake, lock_acquired,         │  (one per id)   │  epoch_change ─────────────────►┌──────────────────┐
-//  lock_contended,              │                 │ ◄─ log_opened, log_chunk,       │ log_tailer_actor │
-//  coverage_query,              │  timer → self   │    log_fault, scan_chunk,       │ (one per id,     │
-//  coverage_demand              │  (delayed)      │    boundary, meta_written ──────│  detached)       │
-//                               │                 │                                 └──────────────────┘
+//  store listener, lock table,  ┌─────────────────┐  log_open, log_pull, meta_write,
+//  watcher, runtime ──────────► │  runner_actor   │  meta_read ────────────────────►┌──────────────────┐
+//  wake, lock_acquired          │  (one per       │ ◄─ log_opened, log_chunk,       │ log_tailer_actor │
+//                               │   registration) │    log_fault, meta_written,     │ (detached)       │
+//                               │  timer → self   │    meta_state ──────────────────│                  │
+//                               │  (delayed)      │                                 └──────────────────┘
 //                               │                 │  deliver → delivery_result_msg
-//                               │                 │  durable_query → durable
-//                               │                 │  flush_request → flush_done      ┌────────────────────┐
-//                               │                 │  shutdown_request → quiescence ─►│ backend_proxy_actor│
-//                               │                 │  reset_request → reset_done      │ (one per id,       │
-//                               │                 │  epoch_change, coverage_publish  │  detached; owns    │
+//                               │                 │  durable_query → durable         ┌────────────────────┐
+//                               │                 │  flush_request → flush_done      │ backend_proxy_actor│
+//                               │                 │  shutdown_request → quiescence ─►│ (detached; owns    │
 //                               │                 │ ◄─ state_change_msg ─────────────│  the backend)      │
 //                               └────────┬────────┘                                  └────────────────────┘
 //                                        │ publication → published
@@ -60,14 +57,11 @@ namespace dix {
 // The log tailer of one id: all primary-store I/O of that id (actors.md §1).
 using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
                                           caf::reacts_to<log_pull>,
-                                          caf::reacts_to<scan_pull>,
-                                          caf::reacts_to<boundary_capture>,
                                           caf::reacts_to<meta_write>,
-                                          caf::reacts_to<meta_read>,
-                                          caf::reacts_to<epoch_change>>;
+                                          caf::reacts_to<meta_read>>;
 
-// The backend proxy of one id: the only caller of the backend object. The last four entries are
-// its own mailbox: a backend's state changes and completions (any thread) are sent to the proxy
+// The backend proxy of one id: the only caller of the backend object. The last three entries
+// are its own mailbox: a backend's state changes and completions (any thread) are sent to the proxy
 // itself first, so they keep mailbox order behind the reply of the call that caused them
 // (protocol.md §5.1); internally flush_done.gen carries the completion's token.
 using backend_proxy_actor =
@@ -75,29 +69,20 @@ using backend_proxy_actor =
                    caf::replies_to<durable_query>::with<durable>,
                    caf::replies_to<flush_request>::with<flush_done>,
                    caf::replies_to<shutdown_request>::with<quiescence>,
-                   caf::replies_to<reset_request>::with<reset_done>,
-                   caf::reacts_to<epoch_change>,
-                   caf::reacts_to<coverage_publish>,
                    caf::reacts_to<state_change_msg>,
                    caf::reacts_to<flush_done>,
-                   caf::reacts_to<quiescence>,
-                   caf::reacts_to<reset_done>>;
+                   caf::reacts_to<quiescence>>;
 
 // The runner of one registered id: runner_core's decisions, carried out.
 using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<timer>,
                                       caf::reacts_to<lock_acquired>,
-                                      caf::reacts_to<lock_contended>,
                                       caf::reacts_to<log_opened>,
                                       caf::reacts_to<log_chunk>,
                                       caf::reacts_to<log_fault>,
-                                      caf::reacts_to<scan_chunk>,
-                                      caf::reacts_to<boundary>,
                                       caf::reacts_to<meta_written>,
                                       caf::reacts_to<meta_state>,
                                       caf::reacts_to<state_change_msg>,
-                                      caf::reacts_to<coverage_query>,
-                                      caf::reacts_to<coverage_demand>,
                                       caf::replies_to<rebuild_request>::with<bool>,
                                       caf::replies_to<stop>::with<stopped>,
                                       caf::reacts_to<child_down>,

@@ -59,14 +59,6 @@ typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
   return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error);
 }
 
-// lock table → current owner: another runner of the id started waiting.
-struct lock_contended {};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, lock_contended&) {
-  return f(caf::meta::type_name("dix.lock_contended"));
-}
-
 // -- timers -----------------------------------------------------------------------------------
 
 // runner → itself, as a delayed message on the actor clock (fake time in tests). The kind is
@@ -101,29 +93,6 @@ struct stopped {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stopped& x) {
   return f(caf::meta::type_name("dix.stopped"), x.error);
-}
-
-// -- coverage (protocol.md §12.4, §12.6) ------------------------------------------------------
-
-// runtime → runner: the first coverage waiter of the id arrived.
-struct coverage_query {
-  index_time_t since = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, coverage_query& x) {
-  return f(caf::meta::type_name("dix.coverage_query"), x.since);
-}
-
-// watcher → runner: the slot's coverage_demand exceeds its coverage_time.
-struct coverage_demand {
-  index_time_t demand = 0;
-  index_time_t coverage_time = 0;  // as the watcher saw it
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, coverage_demand& x) {
-  return f(caf::meta::type_name("dix.coverage_demand"), x.demand, x.coverage_time);
 }
 
 // -- rebuild requests (protocol.md §11.2) -----------------------------------------------------

@@ -1,9 +1,9 @@
 // runner ↔ log tailer (actors.md §2). The tailer owns every primary-store I/O of one id: WAL
-// reads, scans, the sync before delivery (protocol.md §4.8) and the system commits the runner
-// asks for. The conversation is asynchronous both ways: the runner sends a command, the tailer
-// answers with an event to the command's sender, echoing `gen` where the table lists it; the
-// runner drops answers of another generation (protocol.md §1.3). epoch_change (runner → tailer,
-// proxy) lives in delivery.hpp.
+// reads, the sync before delivery (protocol.md §4.8) and the system commits the runner asks for.
+// The conversation is asynchronous both ways: the runner sends a command, the tailer answers
+// with an event to the command's sender, echoing `gen` where the table lists it; the runner
+// drops answers of another generation (protocol.md §1.3). The rebuild's scan and boundary
+// messages arrive with rebuild.
 #pragma once
 
 #include <cstdint>
@@ -49,12 +49,11 @@ struct log_open {
   // The durable cursor, or the rebuild boundary (protocol.md §11.7); the table marks it
   // optional: absent opens no anchor.
   std::optional<dix::cursor> from;
-  std::vector<std::string> logs;  // the registration's logs (protocol.md §2.5), attach order
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_open& x) {
-  return f(caf::meta::type_name("dix.log_open"), x.gen, wire::opt(x.from), x.logs);
+  return f(caf::meta::type_name("dix.log_open"), x.gen, wire::opt(x.from));
 }
 
 // Event: every anchor verified.
@@ -192,58 +191,6 @@ struct meta_state {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_state& x) {
   return f(caf::meta::type_name("dix.meta_state"), x.gen, x.condemned, wire::opt(x.fingerprint), x.error);
-}
-
-// -- rebuild boundary and scan (protocol.md §11.5–11.7) --------------------------------------
-
-// Command: commit boundary/<id> = epoch in every store of the registration's logs, take the
-// snapshots, check the retention fit.
-struct boundary_capture {
-  std::uint64_t gen = 0;
-  epoch_t epoch = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, boundary_capture& x) {
-  return f(caf::meta::type_name("dix.boundary_capture"), x.gen, x.epoch);
-}
-
-// Event: the boundary cursor, or the error that failed the attempt (a failed commit,
-// log_retention from the retention fit with the figures in the context).
-struct boundary {
-  std::uint64_t gen = 0;
-  std::optional<dix::cursor> cursor;  // present exactly when error is none
-  caf::error error;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, boundary& x) {
-  return f(caf::meta::type_name("dix.boundary"), x.gen, wire::opt(x.cursor), x.error);
-}
-
-// Command: the next scan chunk from the boundary snapshots.
-struct scan_pull {
-  std::uint64_t gen = 0;
-  epoch_t epoch = 0;
-  turn_budgets budgets;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scan_pull& x) {
-  return f(caf::meta::type_name("dix.scan_pull"), x.gen, x.epoch, x.budgets);
-}
-
-// Event: one scan chunk (rebuild = true, no through), synced like a log_chunk (§4.8).
-struct scan_chunk {
-  std::uint64_t gen = 0;
-  batch_msg batch;      // empty when this pull found nothing more
-  bool last = false;    // the snapshots are exhausted
-  std::uint64_t records_scanned = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scan_chunk& x) {
-  return f(caf::meta::type_name("dix.scan_chunk"), x.gen, x.batch, x.last, x.records_scanned);
 }
 
 }  // namespace dix

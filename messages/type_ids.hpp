@@ -27,12 +27,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   // runner.hpp
   CAF_ADD_TYPE_ID(dix, (dix::wake))
   CAF_ADD_TYPE_ID(dix, (dix::lock_acquired))
-  CAF_ADD_TYPE_ID(dix, (dix::lock_contended))
   CAF_ADD_TYPE_ID(dix, (dix::timer))
   CAF_ADD_TYPE_ID(dix, (dix::stop))
   CAF_ADD_TYPE_ID(dix, (dix::stopped))
-  CAF_ADD_TYPE_ID(dix, (dix::coverage_query))
-  CAF_ADD_TYPE_ID(dix, (dix::coverage_demand))
   CAF_ADD_TYPE_ID(dix, (dix::rebuild_request))
 
   // tailer.hpp
@@ -43,13 +40,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::log_fault))
   CAF_ADD_TYPE_ID(dix, (dix::meta_write))
   CAF_ADD_TYPE_ID(dix, (dix::meta_written))
-  CAF_ADD_TYPE_ID(dix, (dix::boundary_capture))
-  CAF_ADD_TYPE_ID(dix, (dix::boundary))
-  CAF_ADD_TYPE_ID(dix, (dix::scan_pull))
-  CAF_ADD_TYPE_ID(dix, (dix::scan_chunk))
 
   // delivery.hpp
-  CAF_ADD_TYPE_ID(dix, (dix::epoch_change))
   CAF_ADD_TYPE_ID(dix, (dix::deliver))
   CAF_ADD_TYPE_ID(dix, (dix::delivery_result_msg))
   CAF_ADD_TYPE_ID(dix, (dix::durable_query))
@@ -59,9 +51,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::state_change_msg))
   CAF_ADD_TYPE_ID(dix, (dix::shutdown_request))
   CAF_ADD_TYPE_ID(dix, (dix::quiescence))
-  CAF_ADD_TYPE_ID(dix, (dix::reset_request))
-  CAF_ADD_TYPE_ID(dix, (dix::reset_done))
-  CAF_ADD_TYPE_ID(dix, (dix::coverage_publish))
 
   // publication.hpp
   CAF_ADD_TYPE_ID(dix, (dix::publication))

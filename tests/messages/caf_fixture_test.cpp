@@ -42,16 +42,12 @@ dix::backend_proxy_actor::behavior_type fake_proxy(
       return dix::durable{q.gen, durable_cursor(), caf::error{}};
     },
     [](const dix::flush_request& r) { return dix::flush_done{r.gen, caf::error{}}; },
-    [](const dix::shutdown_request& r) { return dix::quiescence{r.epoch, caf::error{}}; },
-    [](const dix::reset_request& r) {
-      return dix::reset_done{r.epoch, dix::make_error(dix::errc::not_supported)};
+    [](const dix::shutdown_request& r) {
+      return dix::quiescence{r.epoch, dix::make_error(dix::errc::backend_failed, "rejected (test)")};
     },
-    [self](const dix::epoch_change& e) { self->state.epochs_seen.push_back(e.epoch); },
-    [](const dix::coverage_publish&) {},
-    [](const dix::state_change_msg&) {},
+    [self](const dix::state_change_msg& c) { self->state.epochs_seen.push_back(c.epoch); },
     [](const dix::flush_done&) {},
     [](const dix::quiescence&) {},
-    [](const dix::reset_done&) {},
   };
 }
 
@@ -66,7 +62,7 @@ caf::behavior asker(caf::stateful_actor<asker_state>* self, dix::backend_proxy_a
   self->request(proxy, caf::infinite, dix::durable_query{7})
     .then([self](dix::durable& d) { self->state.reply = std::move(d); },
           [self](caf::error& e) { self->state.error = std::move(e); });
-  return {[](const dix::lock_contended&) {}};
+  return {[](const dix::wake&) {}};
 }
 
 // Arms one delayed timer message to itself and records what fires.
@@ -111,20 +107,20 @@ TEST_CASE_METHOD(caf_fixture,
   CHECK(!reply->error);
   CHECK_FALSE(try_receive<dix::flush_done>(self).has_value());  // exactly one reply
 
-  self->send(proxy, dix::reset_request{4});
+  self->send(proxy, dix::shutdown_request{4});
   run();
-  auto reset = try_receive<dix::reset_done>(self);
-  REQUIRE(reset.has_value());
-  CHECK(reset->epoch == 4);
-  CHECK(dix::to_errc(reset->error) == dix::errc::not_supported);
+  auto shutdown = try_receive<dix::quiescence>(self);
+  REQUIRE(shutdown.has_value());
+  CHECK(shutdown->epoch == 4);
+  CHECK(dix::to_errc(shutdown->error) == dix::errc::backend_failed);
 }
 
 TEST_CASE_METHOD(caf_fixture, "caf_fixture: run_once processes one message at a time",
                  "[actor][messages]") {
   auto proxy = sys.spawn(fake_proxy);
   run();  // initialization
-  caf::anon_send(proxy, dix::epoch_change{5, 1});
-  caf::anon_send(proxy, dix::epoch_change{6, 2});
+  caf::anon_send(proxy, dix::state_change_msg{dix::state_change_kind::changed, 5});
+  caf::anon_send(proxy, dix::state_change_msg{dix::state_change_kind::changed, 6});
   CHECK(run_once());
   CHECK(state_of<fake_proxy_state>(proxy).epochs_seen == std::vector<dix::epoch_t>{5});
   CHECK(run_once());
