@@ -102,10 +102,29 @@ void release(runtime_pointer self, const std::shared_ptr<registration_entry>& e)
           [self, token](caf::error& err) { on_released(self, token, err); });
 }
 
-// protocol.md §2.4: the id leaves at once; its runner releases behind it.
+// protocol.md §2.4: the id leaves at once (the facade may have detached it already); its runner
+// releases behind it. Every registration detached so far is released, so none is left behind
+// by a stop that overtakes the facade's message.
 void start_unregister(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
-  if (!self->state.ctx->registry->remove(e->id, e->token)) return;
-  release(self, e);
+  auto& registry = *self->state.ctx->registry;
+  registry.detach(e->id, e->token);
+  for (auto& detached : registry.take_all_detached()) release(self, detached);
+}
+
+// Where the release of registration `token` stands, for a late unregister request: pending (the
+// promise waits), settled with a held lock (an error), or settled (nullopt after release).
+caf::result<index_unregistered> await_release(runtime_pointer self, std::uint64_t token, const std::string& id) {
+  auto& st = self->state;
+  if (auto e = st.ctx->registry->take_detached(token)) release(self, e);
+  if (st.releasing.count(token) != 0) {
+    auto promise = self->make_response_promise<index_unregistered>();
+    st.unregister_waiters[token].push_back(promise);
+    return promise;
+  }
+  if (auto held = st.held.find(token); held != st.held.end()) {
+    return make_error(errc::backend_failed, "the shutdown of " + id + " was rejected; its lock stays held");
+  }
+  return index_unregistered{id};
 }
 
 // What a runtime object's destruction does (protocol.md §15): locks kept by rejected shutdowns
@@ -125,7 +144,8 @@ void clean_up(runtime_pointer self) {
       orphaned_hosts().push_back(e->host);
     }
   }
-  for (auto& e : ctx.registry->all()) {
+  for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
+  for (auto& e : ctx.registry->take_all_detached()) {
     ctx.locks->release(e->id, e->token);
     e->set_runner(runner_actor{});
   }
@@ -168,7 +188,9 @@ void begin_stop(runtime_pointer self) {
   auto& st = self->state;
   if (st.stopping) return;
   st.stopping = true;
-  for (auto& e : st.ctx->registry->all()) start_unregister(self, e);
+  auto& registry = *st.ctx->registry;
+  for (auto& e : registry.all()) registry.detach(e->id, e->token);
+  for (auto& e : registry.take_all_detached()) release(self, e);
   check_stopped(self);
 }
 
@@ -393,10 +415,11 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     [self](unregister_index& m) -> caf::result<index_unregistered> {
       auto e = self->state.ctx->registry->find(m.id);
       if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
-      auto promise = self->make_response_promise<index_unregistered>();
-      self->state.unregister_waiters[e->token].push_back(promise);
       start_unregister(self, e);
-      return promise;
+      return await_release(self, e->token, m.id);
+    },
+    [self](unregister_registration& m) -> caf::result<index_unregistered> {
+      return await_release(self, m.token, m.id);
     },
     [self](query_status& m) -> status_report {
       auto e = self->state.ctx->registry->find(m.id);

@@ -57,7 +57,7 @@ struct registration_handle::facade {
   shared_future<void> ask(Request request) {
     auto promise = std::make_shared<std::promise<result<void>>>();
     auto future = promise->get_future().share();
-    runtime_actor rt = actor;
+    runtime_actor_impl rt = actor;
     sys->spawn([rt, request, promise](caf::event_based_actor* self) {
       self->request(rt, caf::infinite, request)
         .then([promise](const Reply&) { promise->set_value(result<void>{}); },
@@ -108,11 +108,11 @@ shared_future<void> registration_handle::unregister() {
   if (!f) return ready_future(error{errc::stopped, "the runtime is gone"});
   std::lock_guard g(f->mutex);
   if (auto it = f->unregisters.find(token_); it != f->unregisters.end()) return it->second;
-  auto e = f->ctx->registry->find(id_);
-  if (!e || e->token != token_) {
+  // The id leaves at once (protocol.md §2.4); the runtime actor releases it behind.
+  if (!f->ctx->registry->detach(id_, token_)) {
     return ready_future(error{errc::not_registered, "backend id " + id_ + " is no longer registered by this handle"});
   }
-  auto future = f->ask<unregister_index, index_unregistered>(unregister_index{id_});
+  auto future = f->ask<unregister_registration, index_unregistered>(unregister_registration{id_, token_});
   f->unregisters.emplace(token_, future);
   return future;
 }

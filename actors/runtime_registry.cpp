@@ -51,14 +51,31 @@ void runtime_registry::put(std::shared_ptr<registration_entry> e) {
   publish_list();
 }
 
-std::shared_ptr<registration_entry> runtime_registry::remove(std::string_view id, std::uint64_t token) {
+bool runtime_registry::detach(std::string_view id, std::uint64_t token) {
   std::lock_guard g(mutex_);
   auto it = current_.find(id);
-  if (it == current_.end() || it->second->token != token) return nullptr;
-  auto e = std::move(it->second);
+  if (it == current_.end() || it->second->token != token) return false;
+  detached_[token] = std::move(it->second);
   current_.erase(it);
   publish_list();
+  return true;
+}
+
+std::shared_ptr<registration_entry> runtime_registry::take_detached(std::uint64_t token) {
+  std::lock_guard g(mutex_);
+  auto it = detached_.find(token);
+  if (it == detached_.end()) return nullptr;
+  auto e = std::move(it->second);
+  detached_.erase(it);
   return e;
+}
+
+std::vector<std::shared_ptr<registration_entry>> runtime_registry::take_all_detached() {
+  std::lock_guard g(mutex_);
+  std::vector<std::shared_ptr<registration_entry>> out;
+  for (auto& [token, e] : detached_) out.push_back(std::move(e));
+  detached_.clear();
+  return out;
 }
 
 void runtime_registry::wake_all(std::uint8_t flags) const {

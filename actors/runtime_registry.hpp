@@ -56,8 +56,13 @@ class runtime_registry {
   std::shared_ptr<registration_entry> find(std::string_view id) const;
   std::vector<std::shared_ptr<registration_entry>> all() const;
   void put(std::shared_ptr<registration_entry> e);
-  // Removes `id` if `token` is its current registration; returns what was removed.
-  std::shared_ptr<registration_entry> remove(std::string_view id, std::uint64_t token);
+  // Unregistration, first half (protocol.md §2.4: the id leaves at once): moves `id` out of the
+  // current registrations, if `token` is its current one, into the detached ones, whose release
+  // the runtime actor starts when it takes them. Returns whether it moved. Any thread.
+  bool detach(std::string_view id, std::uint64_t token);
+  // The runtime actor takes a detached registration (null: none, or taken already), or all.
+  std::shared_ptr<registration_entry> take_detached(std::uint64_t token);
+  std::vector<std::shared_ptr<registration_entry>> take_all_detached();
   // Sends wake{flags} to the runner of every current registration.
   void wake_all(std::uint8_t flags) const;
   void wake(std::string_view id, std::uint8_t flags) const;
@@ -68,6 +73,7 @@ class runtime_registry {
 
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<registration_entry>, std::less<>> current_;
+  std::map<std::uint64_t, std::shared_ptr<registration_entry>> detached_;  // by token
   // A copy of current_'s entries for wake_all, replaced whole on every change: a commit listener
   // wakes the runners without a lock or an allocation.
   std::shared_ptr<const entry_list> list_ = std::make_shared<const entry_list>();

@@ -98,8 +98,9 @@ using readiness_publisher_actor =
 // The runtime actor as the runtime's own actors see it: the public interface (runtime_actor,
 // <dix/caf.hpp>) plus what its watcher, publisher and runners tell it. spawn_runtime hands the
 // application the public part only.
-using runtime_actor_impl = runtime_actor::extend<caf::reacts_to<readiness_observed>,
-                                                 caf::reacts_to<runner_status_observed>>;
+using runtime_actor_impl =
+  runtime_actor::extend<caf::reacts_to<readiness_observed>, caf::reacts_to<runner_status_observed>,
+                        caf::replies_to<unregister_registration>::with<index_unregistered>>;
 
 // The supervisor of one runtime. Down messages of its children are system messages and need no
 // signature. Its restart delays (actors.md §3) are `respawn` messages to itself.

@@ -133,6 +133,19 @@ typename Inspector::result_type inspect(Inspector& f, runner_status_observed& x)
   return f(caf::meta::type_name("dix.runner_status_observed"), x.id, x.token, x.version, x.status);
 }
 
+// facade → runtime: the registration `token` of `id` was detached from the runtime's registry
+// (protocol.md §2.4: status(id) is gone when unregister() returns); release it. →
+// index_unregistered when the release settled, backend_failed when its shutdown was rejected.
+struct unregister_registration {
+  std::string id;
+  std::uint64_t token = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, unregister_registration& x) {
+  return f(caf::meta::type_name("dix.unregister_registration"), x.id, x.token);
+}
+
 // -- supervision (actors.md §3) ----------------------------------------------------------------
 
 // supervisor → runner: the id's tailer or proxy died; `escalated`: it will not be restarted.

@@ -88,6 +88,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::runner_state_changed))
   CAF_ADD_TYPE_ID(dix, (dix::stop_runtime))
   CAF_ADD_TYPE_ID(dix, (dix::runtime_stopped))
+  CAF_ADD_TYPE_ID(dix, (dix::unregister_registration))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -16,12 +16,16 @@
 #include "adapters/process_lock_table.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "support/wrapped_backend.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
 using dix::test::temp_dir;
 
 namespace {
+
+using test::wait_readiness;
+using test::is_ready;
 
 registration index_registration(std::shared_ptr<backend> b, std::string version = "") {
   registration r;
@@ -39,51 +43,6 @@ std::shared_ptr<rocksdb_index_backend> make_index(const std::filesystem::path& p
   return rocksdb_index_backend::create(id, o).value();
 }
 
-// A rocksdb_index_backend whose shutdown can be made to fail (the backend "cannot prove
-// quiescence", protocol.md §9.7); everything else is the real backend.
-class refusing_backend final : public backend {
- public:
-  explicit refusing_backend(std::shared_ptr<rocksdb_index_backend> inner) : inner_(std::move(inner)) {}
-  const std::string& id() const noexcept override { return inner_->id(); }
-  std::string_view kind() const noexcept override { return inner_->kind(); }
-  void attach(backend_host& host) override { inner_->attach(host); }
-  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
-  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
-  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
-  void shutdown(epoch_t epoch, completion done) override {
-    if (refuse.load()) {
-      std::move(done)(error{errc::backend_failed, "shutdown refused (test)"});
-      return;
-    }
-    inner_->shutdown(epoch, std::move(done));
-  }
-  subscription on_state_change(std::function<void(state_change)> callback) override {
-    return inner_->on_state_change(std::move(callback));
-  }
-  std::atomic<bool> refuse{false};
-
- private:
-  std::shared_ptr<rocksdb_index_backend> inner_;
-};
-
-// Waits until the id's readiness as any process reads it satisfies `pred`: futex waits on the
-// segment's change counter (every publication bumps it), 30 s failure bound.
-bool wait_readiness(const std::filesystem::path& home, const std::string& id,
-                    const std::function<bool(const dix::readiness&)>& pred) {
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  auto view = segment_view::open(home).value();
-  REQUIRE(view);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto seen = view->segment_change_counter();
-    auto r = read_readiness(home, id);
-    if (r && pred(*r)) return true;
-    view->wait_change(seen, 1s);
-  }
-  return false;
-}
-
-bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
-
 // Waits (the lock table's condition variable, 30 s failure bound) until one runner of this
 // process owns by-value and exactly one waits behind it. (The waiter's status() may say
 // "dormant" a moment longer: its snapshot is stored after the lock request is carried out.)
@@ -100,13 +59,13 @@ struct refused_shutdown {
   std::shared_ptr<primary_store> store = test::open_store(home);
   std::unique_ptr<runtime> rt1 = runtime::create({store}).value();
   std::unique_ptr<runtime> rt2 = runtime::create({store}).value();
-  std::shared_ptr<refusing_backend> refusing = std::make_shared<refusing_backend>(make_index(dir / "a"));
+  std::shared_ptr<test::wrapped_backend> refusing = std::make_shared<test::wrapped_backend>(make_index(dir / "a"));
 
   refused_shutdown() {
     rt1->register_index(index_registration(refusing)).value();
     test::put_records(*store, "k", 5);
     REQUIRE(wait_readiness(home, "by-value", is_ready));
-    refusing->refuse = true;
+    refusing->refuse_shutdown = true;
   }
   // rt2 registers the id too; it can only wait behind the held lock.
   void register_second() { rt2->register_index(index_registration(make_index(dir / "b"))).value(); }
@@ -325,7 +284,7 @@ TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries
   CHECK(waiting_behind_owner(f.home));
 
   // The backend recovers; only the release is retried, through the stopped runtime.
-  f.refusing->refuse = false;
+  f.refusing->refuse_shutdown = false;
   CHECK(f.rt1->request_rebuild("by-value"));
   auto table = process_lock_table::for_home(f.home / "dix");
   REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned || waiters == 0; }, 30s));

@@ -5,9 +5,12 @@
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/runtime.hpp>
 
+#include "adapters/process_lock_table.hpp"
 #include "adapters/test_support.hpp"
+#include "support/wrapped_backend.hpp"
 
 using namespace dix;
+using namespace std::chrono_literals;
 using dix::test::temp_dir;
 
 namespace {
@@ -21,10 +24,14 @@ registration index_registration(std::shared_ptr<backend> b) {
   return r;
 }
 
-std::shared_ptr<rocksdb_index_backend> make_index(const temp_dir& dir, const std::string& id = "by-value") {
+std::shared_ptr<rocksdb_index_backend> make_index_at(const std::filesystem::path& path, const std::string& id = "by-value") {
   rocksdb_index_options o;
-  o.path = dir / id;
+  o.path = path;
   return rocksdb_index_backend::create(id, o).value();
+}
+
+std::shared_ptr<rocksdb_index_backend> make_index(const temp_dir& dir, const std::string& id = "by-value") {
+  return make_index_at(dir / id, id);
 }
 
 }  // namespace
@@ -83,4 +90,152 @@ TEST_CASE("runtime: create refuses an empty store list and duplicate log names",
   runtime_options o;
   o.max_write_delay = std::chrono::milliseconds(0);
   CHECK_THAT(runtime::create({one}, o).error().message(), Catch::StartsWith("runtime_options.max_write_delay = 0"));
+}
+
+// -- the defects issue 9 found against the spec: each of these failed before its fix -----------
+
+TEST_CASE("runtime: unregister removes the id at once, and a replacement registered while the release is pending takes over after it (protocol §2.4)", "[adapter][runtime][unregister]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  auto slow = std::make_shared<test::wrapped_backend>(make_index(dir, "by-value"));
+  auto h = rt->register_index(index_registration(slow)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  const auto e1 = rt->readiness("by-value")->owner_epoch;
+  slow->hold_shutdown = true;
+  auto released = h.unregister();
+  CHECK_FALSE(rt->status("by-value"));  // gone at once, before the release settled
+  auto replacement = rt->register_index(index_registration(make_index_at(dir / "second")));
+  REQUIRE(replacement);  // not already_registered: it waits for the lock
+  auto table = process_lock_table::for_home(home / "dix");
+  REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return owned && waiters == 1; }, 30s));
+  const bool held = slow->wait_shutdown_held(30s);
+  CHECK(held);
+  CHECK(released.wait_for(0s) != std::future_status::ready);
+  slow->hold_shutdown = false;
+  slow->finish_held_shutdown();
+  REQUIRE(released.get());
+  CHECK(slow->subscribers() == 0);  // the registration's subscription ended before the future resolved
+  REQUIRE(test::wait_readiness(home, "by-value", [&](const dix::readiness& r) { return test::is_ready(r) && r.owner_epoch > e1; }));
+  CHECK(rt->status("by-value"));
+}
+
+TEST_CASE("runtime: after a rejected shutdown and the retried release, a replacement registered meanwhile acquires the id (protocol §9.7)", "[adapter][runtime][unregister]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  auto refusing = std::make_shared<test::wrapped_backend>(make_index(dir, "by-value"));
+  auto h = rt->register_index(index_registration(refusing)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  refusing->refuse_shutdown = true;
+  auto rejected = h.unregister().get();
+  REQUIRE_FALSE(rejected);
+  CHECK(rejected.error().value() == errc::backend_failed);
+  const auto held = rt->readiness("by-value").value();
+  CHECK(held.state == readiness_state::unavailable);
+  auto replacement = rt->register_index(index_registration(make_index_at(dir / "second")));
+  REQUIRE(replacement);  // the id left the runtime; the held lock is the old registration's
+  CHECK(rt->status("by-value"));
+  refusing->refuse_shutdown = false;
+  CHECK(rt->request_rebuild("by-value"));  // §11.2 first row: retries that release only
+  // The lock goes to the replacement, which mints a larger epoch and, finding the slot
+  // unavailable, latches it and lets go (§9.2 step 5: it needs a request of its own).
+  REQUIRE(test::wait_readiness(home, "by-value", [&](const dix::readiness& r) { return r.owner_epoch > held.owner_epoch; }));
+  auto table = process_lock_table::for_home(home / "dix");
+  REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned && waiters == 0; }, 30s));
+  CHECK(rt->status("by-value")->state == runner_state::unavailable);
+}
+
+TEST_CASE("runtime: a registration whose state-change subscription throws fails whole (protocol §2.2)", "[adapter][runtime][register]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  auto rt = runtime::create({store}).value();
+  auto backend = std::make_shared<test::wrapped_backend>(make_index(dir, "by-value"));
+  backend->fail_subscription = true;
+  auto r = rt->register_index(index_registration(backend));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::backend_failed);
+  CHECK_FALSE(rt->status("by-value"));
+  backend->fail_subscription = false;
+  REQUIRE(rt->register_index(index_registration(backend)));  // nothing of the failed one remains
+  CHECK(backend->subscribers() == 1);
+}
+
+TEST_CASE("runtime: a backend may call its host after its registration ended: no epoch is its, no query is admitted (api.md §5)", "[adapter][runtime][host]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  auto backend = std::make_shared<test::wrapped_backend>(make_index(dir, "by-value"));
+  auto h = rt->register_index(index_registration(backend)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  auto* host = backend->host();
+  REQUIRE(host != nullptr);
+  const auto epoch = rt->readiness("by-value")->owner_epoch;
+  REQUIRE(host->is_owner_epoch(epoch));
+  REQUIRE(h.unregister().get());
+  CHECK_FALSE(host->is_owner_epoch(epoch));
+  CHECK(host->admit_query(coverage_mode{}).error().value() == errc::not_registered);
+  host->note_unindexable("late");
+  host->request_rebuild();
+}
+
+TEST_CASE("runtime: destroying a runtime releases the lock a rejected shutdown kept, so another runtime of the process takes the id over (protocol §15)", "[adapter][runtime][stop]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  auto refusing = std::make_shared<test::wrapped_backend>(make_index(dir, "by-value"));
+  rt1->register_index(index_registration(refusing)).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  refusing->refuse_shutdown = true;
+  CHECK_FALSE(rt1->stop().get());
+  rt2->register_index(index_registration(make_index_at(dir / "second"))).value();
+  auto table = process_lock_table::for_home(home / "dix");
+  REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return owned && waiters == 1; }, 30s));
+  const auto held_epoch = rt1->readiness("by-value")->owner_epoch;
+  rt1.reset();
+  // rt2's runner gets the lock and mints a larger epoch (it then finds the slot unavailable and
+  // latches it, §9.2 step 5, until a request of its own).
+  REQUIRE(test::wait_readiness(home, "by-value", [&](const dix::readiness& r) { return r.owner_epoch > held_epoch; }));
+  REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned && waiters == 0; }, 30s));
+  CHECK(rt2->status("by-value")->state == runner_state::unavailable);
+}
+
+TEST_CASE("runtime: readiness reads the slot of an id registered only in another runtime of the database (api.md §6)", "[adapter][runtime]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  rt1->register_index(index_registration(make_index(dir))).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  auto seen = rt2->readiness("by-value");
+  REQUIRE(seen);
+  CHECK(seen->state == readiness_state::ready);
+  CHECK_FALSE(rt2->status("by-value"));  // not registered there
+  CHECK(rt2->readiness("unknown-id").error().value() == errc::not_registered);
+  CHECK(rt2->readiness(".bad").error().value() == errc::invalid_argument);
+}
+
+TEST_CASE("runtime: runtime_options::slot_count sizes a new segment: the third id of a two-slot segment fails segment_full", "[adapter][runtime]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  runtime_options o;
+  o.slot_count = 2;
+  auto rt = runtime::create({store}, o).value();
+  REQUIRE(rt->register_index(index_registration(make_index(dir, "one"))));
+  REQUIRE(rt->register_index(index_registration(make_index(dir, "two"))));
+  auto third = rt->register_index(index_registration(make_index(dir, "three")));
+  REQUIRE_FALSE(third);
+  CHECK(third.error().value() == errc::segment_full);
+  CHECK_FALSE(rt->status("three"));
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <functional>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -13,7 +15,10 @@
 
 #include <rocksdb/db.h>
 
+#include <dix/free_functions.hpp>
+
 #include "adapters/primary_store_impl.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dix::test {
@@ -38,6 +43,26 @@ inline commit_info put_records(primary_store& s, const std::string& prefix, int 
   for (int i = 0; i < n; ++i) txn.put(table, prefix + std::to_string(i), "value-" + std::to_string(i));
   return txn.commit().value();
 }
+
+// Waits until the id's readiness as any process reads it satisfies `pred`: futex waits on the
+// segment's change counter (every publication bumps it), 30 s failure bound. false: no segment,
+// or the bound passed.
+inline bool wait_readiness(const std::filesystem::path& home, const std::string& id,
+                           const std::function<bool(const dix::readiness&)>& pred) {
+  using namespace std::chrono_literals;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto view = segment_view::open(home);
+  if (!view || !*view) return false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto seen = (*view)->segment_change_counter();
+    auto r = read_readiness(home, id);
+    if (r && pred(*r)) return true;
+    (*view)->wait_change(seen, 1s);
+  }
+  return false;
+}
+
+inline bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
 
 inline rocksdb::DB& raw_db(primary_store& s) { return *primary_store_access::get(s).db; }
 

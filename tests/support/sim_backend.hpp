@@ -40,6 +40,9 @@ class sim_backend final : public backend {
   bool auto_barrier = true;            // flush runs the barrier at once
   bool changed_inside_deliver = false; // a deferring deliver emits `changed` before it returns
 
+  sim_backend() = default;
+  explicit sim_backend(std::string id) : id_(std::move(id)) {}
+
   const std::string& id() const noexcept override { return id_; }
   std::string_view kind() const noexcept override { return "sim"; }
   void attach(backend_host& host) override { host_ = &host; }
@@ -136,6 +139,8 @@ class sim_backend final : public backend {
   void fail(epoch_t epoch) { emit({state_change_kind::failed, epoch}); }
 
   const index_map& durable_index() const { return durable_; }
+  bool subscribed() const { return static_cast<bool>(callback_); }  // a state-change subscriber is held
+  backend_host* host() const { return host_; }                      // the last host attach() was given
   const std::optional<cursor>& durable() const { return durable_cursor_; }
   std::size_t queued() const { return queue_.size(); }
 

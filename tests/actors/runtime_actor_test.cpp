@@ -1,0 +1,293 @@
+// [actor] The runtime actor (<dix/caf.hpp>) on CAF's test coordinator: a real primary store and a
+// real readiness segment in a temporary directory, the simulated backend, no detached actors and
+// no watcher thread (the test runs the watcher's scan() itself, actors.md §5). The requests are
+// those a CAF application sends; the answers are collected from a scoped actor's mailbox.
+#include <catch2/catch.hpp>
+
+#include <type_traits>
+
+#include <dix/caf.hpp>
+#include <dix/runtime.hpp>
+
+#include "actors/runtime_root.hpp"
+#include "actors/watcher.hpp"
+#include "support/caf_fixture.hpp"
+#include "support/sim_backend.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint32_t table = 1;
+
+// A backend whose state-change subscription throws (protocol.md §2.2: the registration fails
+// whole); everything else is the simulated backend.
+class unsubscribable final : public backend {
+ public:
+  explicit unsubscribable(std::shared_ptr<test::sim_backend> inner) : inner_(std::move(inner)) {}
+  const std::string& id() const noexcept override { return inner_->id(); }
+  std::string_view kind() const noexcept override { return inner_->kind(); }
+  void attach(backend_host& host) override { inner_->attach(host); }
+  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
+  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
+  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
+  void shutdown(epoch_t epoch, completion done) override { inner_->shutdown(epoch, std::move(done)); }
+  subscription on_state_change(std::function<void(state_change)>) override {
+    throw std::runtime_error("cannot subscribe (test)");
+  }
+
+ private:
+  std::shared_ptr<test::sim_backend> inner_;
+};
+
+struct runtime_fixture : test::caf_fixture {
+  test::temp_dir dir;
+  std::shared_ptr<primary_store> store;
+  std::shared_ptr<runtime_context> ctx;
+  runtime_actor_impl rt;
+  caf::scoped_actor self{sys};
+
+  explicit runtime_fixture(runtime_options o = {}) {
+    store_options so;
+    so.log_name = "main";
+    store = primary_store::open(dir / "db", so).value();
+    REQUIRE(store->create_table(table));
+    ctx = prepare_runtime({store}, o).value();
+    ctx->detached = false;        // the test coordinator runs every actor
+    ctx->watcher_thread = false;  // the test calls ctx->watch->scan()
+    ctx->time = &clock;
+    rt = spawn_runtime_actor(sys, ctx);
+    run();
+  }
+  ~runtime_fixture() override {
+    caf::anon_send_exit(rt, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  static registration index_of(std::shared_ptr<backend> b, std::optional<runner_options> o = {}) {
+    registration r;
+    r.backend = std::move(b);
+    r.projections[table_ref{"main", table}] = [](std::string_view payload, const record_info&) -> projection_result {
+      return std::string(payload);
+    };
+    r.options = o;
+    return r;
+  }
+
+  // Sends `request` to the runtime, runs until quiet and returns the answer (a T or an error). An
+  // answer still pending (a release waiting for a barrier) reads as timeout.
+  template <class T, class Request>
+  result<T> ask(Request request) {
+    self->send(rt, std::move(request));
+    run();
+    std::optional<T> value;
+    dix::error failure{errc::timeout, "no answer yet"};
+    self->receive([&](T& x) { value = std::move(x); }, [&](caf::error& err) { failure = to_dix_error(err); },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+    if (value) return std::move(*value);
+    return failure;
+  }
+
+  void commit(const std::string& id, const std::string& value) {
+    auto txn = store->begin();
+    txn.put(table, id, value);
+    REQUIRE(txn.commit());
+    run();
+  }
+
+  // What the watcher thread does after a wake, then the messages it caused.
+  void watch() {
+    ctx->watch->scan(false);
+    run();
+  }
+
+  template <class Event>
+  std::vector<Event> drain() {
+    std::vector<Event> out;
+    while (auto e = try_receive<Event>(self)) out.push_back(std::move(*e));
+    return out;
+  }
+};
+
+}  // namespace
+
+static_assert(!std::is_copy_constructible_v<dix::runtime> && !std::is_move_constructible_v<dix::runtime> &&
+                  !std::is_copy_assignable_v<dix::runtime>,
+              "two copies of a runtime would both stop in their destructors");
+
+TEST_CASE("runtime actor: configure may be called twice on one config", "[actor][runtime]") {
+  caf::actor_system_config cfg;
+  dix::configure(cfg);
+  dix::configure(cfg);
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  caf::actor_system sys{cfg};
+  CHECK(sys.render(make_error(errc::io_error, "disk")) == "dix: io_error (disk)");
+}
+
+TEST_CASE("runtime actor: registration, status, metrics, readiness and stop as requests", "[actor][runtime]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  auto registered = f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)});
+  REQUIRE(registered);
+  CHECK(registered->id == "idx");
+  CHECK(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}).error().value() == errc::already_registered);
+  f.commit("a", "1");
+  f.advance(1000ms);  // the age flush makes it durable
+  auto status = f.ask<status_report>(query_status{"idx"});
+  REQUIRE(status);
+  REQUIRE(status->status);
+  CHECK(status->status->state == runner_state::idle);
+  auto readiness = f.ask<readiness_report>(query_readiness{"idx"});
+  REQUIRE(readiness);
+  CHECK(readiness->value.state == readiness_state::ready);
+  auto metrics = f.ask<metrics_report>(query_metrics{"idx"});
+  REQUIRE(metrics);
+  REQUIRE(metrics->metrics);
+  CHECK(metrics->metrics->owner);
+  CHECK(metrics->metrics->delivered_records == 1);
+  CHECK(f.ask<readiness_report>(query_readiness{"other"}).error().value() == errc::not_registered);
+  CHECK(f.ask<readiness_report>(query_readiness{".bad"}).error().value() == errc::invalid_argument);
+  CHECK_FALSE(f.ask<status_report>(query_status{"other"})->status);
+  REQUIRE(f.ask<runtime_stopped>(stop_runtime{}));
+  CHECK(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}).error().value() == errc::stopped);
+  CHECK_FALSE(f.ask<status_report>(query_status{"idx"})->status);  // stop unregistered it
+}
+
+TEST_CASE("runtime actor: a subscriber hears the index become ready and its runner's states until it unsubscribes", "[actor][runtime][subscribe]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  auto first = f.ask<subscribed>(subscribe{"idx"});
+  REQUIRE(first);
+  CHECK(first->status);  // registered here: its runner's status comes with it
+  f.commit("a", "1");
+  f.advance(1000ms);
+  f.watch();
+  auto changes = f.drain<readiness_changed>();
+  REQUIRE_FALSE(changes.empty());
+  CHECK(changes.back().id == "idx");
+  CHECK(changes.back().readiness.state == readiness_state::ready);
+  for (std::size_t i = 1; i < changes.size(); ++i) CHECK_FALSE(changes[i].readiness.state == changes[i - 1].readiness.state);
+  auto states = f.drain<runner_state_changed>();
+  REQUIRE_FALSE(states.empty());
+  CHECK(states.back().status.state == runner_state::idle);
+  CHECK(states.back().status.epoch == f.ask<readiness_report>(query_readiness{"idx"})->value.owner_epoch);
+
+  REQUIRE(f.ask<unsubscribed>(unsubscribe{"idx"}));
+  f.commit("b", "2");
+  f.advance(1000ms);
+  f.watch();
+  CHECK(f.drain<readiness_changed>().empty());
+  CHECK(f.drain<runner_state_changed>().empty());
+  CHECK(f.ask<subscribed>(subscribe{"nobody"}).error().value() == errc::not_registered);
+}
+
+TEST_CASE("runtime actor: a subscriber that terminates is forgotten: the runtime keeps no reference to it", "[actor][runtime][subscribe]") {
+  runtime_fixture f;
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idx"))}));
+  runtime_actor rt = f.rt;
+  auto subscriber = f.sys.spawn([rt](caf::event_based_actor* self) -> caf::behavior {
+    self->request(rt, caf::infinite, subscribe{"idx"}).then([](subscribed&) {});
+    return {[self](const std::string&) { self->quit(); }, [](const readiness_changed&) {}, [](const runner_state_changed&) {}};
+  });
+  f.run();
+  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(subscriber);
+  caf::anon_send(subscriber, std::string("quit"));
+  subscriber = nullptr;
+  f.run();
+  f.commit("a", "1");  // events for nobody
+  f.advance(1000ms);
+  f.watch();
+  CHECK_FALSE(weak.lock());  // the down message dropped the runtime's handle: the actor is gone
+}
+
+TEST_CASE("runtime actor: metrics age between events: a runner parked in deferred reports stalled_ms growing with the clock", "[actor][runtime][metrics]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  backend->auto_barrier = false;
+  backend->cap = 1;
+  runner_options o;
+  o.max_flush_age = 600000ms;  // no timer fires in this test: only the clock moves
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend, o)}));
+  f.commit("a", "1");
+  f.commit("b", "2");  // deferred: the backend holds one batch already
+  auto before = f.ask<metrics_report>(query_metrics{"idx"});
+  REQUIRE(before->metrics);
+  REQUIRE(before->metrics->deferred_bytes > 0);
+  f.advance(2000ms);
+  auto after = f.ask<metrics_report>(query_metrics{"idx"});
+  CHECK(after->metrics->stalled_ms == before->metrics->stalled_ms + 2000);
+  CHECK(after->metrics->lag_ms >= 2000);
+  backend->auto_barrier = true;  // the release at the end may complete
+}
+
+TEST_CASE("runtime actor: unregister removes the id at once; a replacement registers while the release is pending and takes over when it settles", "[actor][runtime][unregister]") {
+  runtime_fixture f;
+  auto first = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(first)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  const auto e1 = f.ask<readiness_report>(query_readiness{"idx"})->value.owner_epoch;
+  REQUIRE(e1 > 0);
+  first->auto_barrier = false;  // flush(shutdown) waits: the release stays pending
+  f.self->send(f.rt, unregister_index{"idx"});
+  f.run();
+  CHECK_FALSE(f.ask<status_report>(query_status{"idx"})->status);  // gone at once
+  CHECK_FALSE(test::caf_fixture::try_receive<index_unregistered>(f.self));  // not released yet
+
+  auto second = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(second)}));  // not already_registered
+  f.commit("b", "2");
+  CHECK(f.ask<status_report>(query_status{"idx"})->status->state == runner_state::waiting_lock);
+
+  first->barrier();  // the shutdown flush completes: shutdown, then the lock goes to the replacement
+  f.run();
+  CHECK(test::caf_fixture::try_receive<index_unregistered>(f.self));
+  CHECK_FALSE(first->subscribed());  // the registration's subscription ended before the answer
+  f.advance(1000ms);
+  auto now = f.ask<readiness_report>(query_readiness{"idx"})->value;
+  CHECK(now.state == readiness_state::ready);
+  CHECK(now.owner_epoch > e1);
+  CHECK(f.ask<metrics_report>(query_metrics{"idx"})->metrics->owner);
+  CHECK(second->durable_index().count(test::index_key("main", table, "b")) == 1);
+}
+
+TEST_CASE("runtime actor: a registration whose backend cannot subscribe fails whole and the id can register again", "[actor][runtime][register]") {
+  runtime_fixture f;
+  auto inner = std::make_shared<test::sim_backend>("idx");
+  auto refused = f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<unsubscribable>(inner))});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::backend_failed);
+  CHECK_THAT(refused.error().message(), Catch::Contains("on_state_change"));
+  CHECK_FALSE(f.ask<status_report>(query_status{"idx"})->status);
+  f.commit("a", "1");
+  CHECK(inner->seen.empty());  // nothing was wired for it
+  REQUIRE(inner->host() != nullptr);
+  CHECK_FALSE(inner->host()->is_owner_epoch(inner->host()->readiness().owner_epoch));  // its host ended
+  auto again = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(again)}));
+  CHECK(again->subscribed());
+}
+
+TEST_CASE("runtime actor: after its registration ended a backend's host answers no epoch and no query, and stays callable", "[actor][runtime][host]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  auto* host = backend->host();
+  REQUIRE(host != nullptr);
+  const auto epoch = host->readiness().owner_epoch;
+  REQUIRE(host->is_owner_epoch(epoch));
+  REQUIRE(f.ask<index_unregistered>(unregister_index{"idx"}));
+  // An applier thread draining late may still call it (api.md §5).
+  CHECK_FALSE(host->is_owner_epoch(epoch));
+  CHECK(host->readiness().state == readiness_state::ready);  // the value when it ended
+  CHECK(host->admit_query(coverage_mode{}).error().value() == errc::not_registered);
+  host->note_unindexable("late");
+  host->request_rebuild();
+  f.run();
+  CHECK(f.ask<readiness_report>(query_readiness{"idx"})->value.state == readiness_state::ready);
+}
