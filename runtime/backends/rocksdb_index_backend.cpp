@@ -15,6 +15,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
 
@@ -664,11 +665,11 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::
   return query_entries(*impl_, mode, escape_key(begin), escape_key(end), {}, limit);
 }
 
-std::uint64_t rocksdb_index_backend::test_queued_bytes() const {
-  std::lock_guard lock(impl_->queue_mutex);
-  return impl_->queued_bytes;
+std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  return b.impl_->queued_bytes;
 }
-std::uint64_t rocksdb_index_backend::test_applied_batches() const { return impl_->applied_batches.load(); }
-std::uint64_t rocksdb_index_backend::test_dropped_batches() const { return impl_->dropped_batches.load(); }
+std::uint64_t rocksdb_index_probe::applied_batches(const rocksdb_index_backend& b) { return b.impl_->applied_batches.load(); }
+std::uint64_t rocksdb_index_probe::dropped_batches(const rocksdb_index_backend& b) { return b.impl_->dropped_batches.load(); }
 
 }  // namespace dix

@@ -8,6 +8,8 @@
 
 #include <dix/backends/rocksdb_index_backend.hpp>
 
+#include "backends/rocksdb_index_probe.hpp"
+
 #include "adapters/test_support.hpp"
 #include "support/fake_host.hpp"
 
@@ -235,7 +237,7 @@ TEST_CASE("rocksdb index: work of another epoch is dropped, never applied", "[ad
   REQUIRE(f.barrier());
   CHECK(f.lookup("books") == std::vector<std::string>{"new"});
   CHECK(*f.index->durable_cursor().value() == make_cursor(3));
-  CHECK(f.index->test_dropped_batches() == 1);
+  CHECK(rocksdb_index_probe::dropped_batches(*f.index) == 1);
 }
 
 TEST_CASE("rocksdb index: a full queue defers, and `changed` follows once it drains to half", "[adapter][backend][deferred]") {
@@ -246,7 +248,7 @@ TEST_CASE("rocksdb index: a full queue defers, and `changed` follows once it dra
   // The first batch is in flight (still counted); the queue itself is empty: soft cap accepts.
   REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2, 3000)) == delivery_result::accepted);
   CHECK(f.index->deliver(make_batch(1, {entry("c", {"k"}, 3)}, 3, 10)) == delivery_result::deferred);
-  CHECK(f.index->test_queued_bytes() == 6000);
+  CHECK(rocksdb_index_probe::queued_bytes(*f.index) == 6000);
   CHECK(f.changes.count_locked(state_change_kind::changed) == 0);
   f.host.open_gate();
   REQUIRE(f.changes.wait_for(state_change_kind::changed));
@@ -281,7 +283,7 @@ TEST_CASE("rocksdb index: shutdown drops queued work of its epoch and releases t
     other->shutdown(1, done.make());
     REQUIRE(done.wait());
   }
-  CHECK(f.index->test_dropped_batches() + f.index->test_applied_batches() <= 3);
+  CHECK(rocksdb_index_probe::dropped_batches(*f.index) + rocksdb_index_probe::applied_batches(*f.index) <= 3);
   // The same object accepts work of a later epoch and reopens lazily.
   f.host.epoch = 2;
   REQUIRE(f.index->deliver(make_batch(2, {entry("d", {"k"}, 4)}, 4)) == delivery_result::accepted);

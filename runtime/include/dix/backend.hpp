@@ -72,7 +72,12 @@ class subscription {
   std::function<void()> unsubscribe_;
 };
 
-// The runtime side a backend talks to. Thread-safe; only admit_query in wait mode blocks.
+// The runtime side a backend talks to. Thread-safe; only admit_query in wait mode blocks. It
+// outlives the registration that handed it out: a backend may keep the reference and call it
+// from any thread until the runtime is destroyed (after its last shutdown settled a backend
+// makes no call). Once the registration has ended, is_owner_epoch answers false for every
+// epoch, readiness() the value it had then, admit_query not_registered, and the other calls do
+// nothing.
 class backend_host {
  public:
   virtual ~backend_host() = default;

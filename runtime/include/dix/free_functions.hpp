@@ -21,9 +21,9 @@ result<readiness> read_readiness(const std::filesystem::path& home_db, std::stri
 // segment read-write, stores rebuild_request = 1 in the id's slot and notifies; the owner's
 // watcher wakes it and it consumes the request, or the next acquisition does (the flag survives a
 // stale reset). true when stored. Fails invalid_argument (id outside the name rules),
-// not_registered (no segment, or no slot for `id`), segment_layout_mismatch, io_error. Until
-// rebuild exists, a consumed request condemns the index with `rebuild-requested` (it parks in
-// `needs-rebuild`).
+// not_registered (no segment, or no slot for `id`), segment_layout_mismatch, io_error. The
+// owner that consumes the request condemns the index with reason `rebuild-requested` (readiness
+// `needs-rebuild`; docs/operations.md says what follows).
 result<bool> request_rebuild(const std::filesystem::path& home_db, std::string_view id);
 
 }  // namespace dix

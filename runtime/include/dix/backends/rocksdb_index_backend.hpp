@@ -80,14 +80,10 @@ class rocksdb_index_backend final : public backend {
   result<query_result<std::vector<record_ref>>> range(std::string_view begin, std::string_view end,
                                                       std::size_t limit, const coverage_mode& mode = {});
 
-  // Test hooks: bytes queued now; the number of batches applied and dropped (wrong epoch).
-  std::uint64_t test_queued_bytes() const;
-  std::uint64_t test_applied_batches() const;
-  std::uint64_t test_dropped_batches() const;
-
   struct impl;
 
  private:
+  friend struct rocksdb_index_probe;  // runtime/backends/rocksdb_index_probe.hpp: what tests observe
   explicit rocksdb_index_backend(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
