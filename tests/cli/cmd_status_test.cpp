@@ -360,14 +360,3 @@ TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "
     CHECK(w.rest().empty());
   }
 }
-
-TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing exits 2 and names the choices", "[system][cli]") {
-  temp_dir dir;
-  auto serve = dix_cli(dir, {"serve", "--dir", (dir / "d").string(), "--scheduler", "fifo"});
-  CHECK(serve.exit_code == 2);
-  CHECK_THAT(serve.err, Catch::Contains("--scheduler = \"fifo\": must be one of sharing, stealing"));
-  CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));  // refused before anything is opened
-  auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", ""});
-  CHECK(bench.exit_code == 2);
-  CHECK_THAT(bench.err, Catch::Contains("must be one of sharing, stealing"));
-}
