@@ -289,7 +289,7 @@ TEST_CASE("primary store: index_time is strictly increasing across close and reo
   CHECK(get_le<std::uint64_t>(*clock, 0) > written);
 }
 
-TEST_CASE("primary store: index_time stays above the newest WAL header after a crash", "[adapter][store][time]") {
+TEST_CASE("primary store: index_time stays above the newest WAL header after a crash", "[system][store][time]") {
   temp_dir dir;
   { auto s = test::open_store(dir / "db"); REQUIRE(s->close()); }
   int fds[2];

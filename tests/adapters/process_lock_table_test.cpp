@@ -114,7 +114,7 @@ class flock_probe {
 
 }  // namespace
 
-TEST_CASE("process lock table: a free entry is granted at once and its lock file is flocked", "[adapter][lock]") {
+TEST_CASE("process lock table: a free entry is granted at once and its lock file is flocked", "[system][lock]") {
   temp_dir dir;
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);
@@ -140,7 +140,7 @@ TEST_CASE("process lock table: a free entry is granted at once and its lock file
   CHECK(other.probe() == 'f');
 }
 
-TEST_CASE("process lock table: a second requester is queued and handed the entry FIFO on release, the flock kept across the handoff", "[adapter][lock]") {
+TEST_CASE("process lock table: a second requester is queued and handed the entry FIFO on release, the flock kept across the handoff", "[system][lock]") {
   temp_dir dir;
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);
@@ -232,7 +232,7 @@ TEST_CASE("process lock table: a grant may re-enter the table", "[adapter][lock]
   CHECK_FALSE(table->owned("idx"));
 }
 
-TEST_CASE("process lock table: another process holding the flock refuses the acquisition with io_error naming the file, unqueued, until it is killed", "[adapter][lock]") {
+TEST_CASE("process lock table: another process holding the flock refuses the acquisition with io_error naming the file, unqueued, until it is killed", "[system][lock]") {
   temp_dir dir;
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);
@@ -276,7 +276,7 @@ TEST_CASE("process lock table: another process holding the flock refuses the acq
   CHECK_FALSE(table->owned("idx"));
 }
 
-TEST_CASE("process lock table: while this process owns the id another process cannot flock the file, after the release it can", "[adapter][lock]") {
+TEST_CASE("process lock table: while this process owns the id another process cannot flock the file, after the release it can", "[system][lock]") {
   temp_dir dir;
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);

@@ -444,7 +444,7 @@ TEST_CASE("read_readiness: no segment, unknown id, attached and detached runtime
   CHECK(detached->owner_epoch == 5);
 }
 
-TEST_CASE("readiness segment: another process publishes ready, read_readiness sees it, and after its SIGKILL the next attach resets", "[adapter][segment]") {
+TEST_CASE("readiness segment: another process publishes ready, read_readiness sees it, and after its SIGKILL the next attach resets", "[system][segment]") {
   temp_dir dir;
   auto home = make_home(dir);
   pipe_pair to_parent;
@@ -483,7 +483,7 @@ TEST_CASE("readiness segment: another process publishes ready, read_readiness se
   CHECK(r.owner_epoch == 9);
 }
 
-TEST_CASE("readiness segment: a futex waiter is woken by another process's publish", "[adapter][segment]") {
+TEST_CASE("readiness segment: a futex waiter is woken by another process's publish", "[system][segment]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto s = attach(home);
@@ -543,7 +543,7 @@ TEST_CASE("readiness segment: a futex waiter is woken by another process's publi
   CHECK(slot->read().state == readiness_state::ready);
 }
 
-TEST_CASE("readiness segment: readers testing attach.lock while runtimes attach never prevent the stale reset (behaviour 29)", "[adapter][segment]") {
+TEST_CASE("readiness segment: readers testing attach.lock while runtimes attach never prevent the stale reset (behaviour 29)", "[system][segment]") {
   temp_dir dir;
   auto home = make_home(dir);
   attach(home);  // create the segment

@@ -1,4 +1,5 @@
-// Shared helpers for adapter tests: temp directories, stores, WAL file surgery, child processes.
+// Shared helpers for the adapter and system tests: temp directories, stores, WAL file surgery,
+// child processes (`run`).
 #pragma once
 
 #include <sys/wait.h>

@@ -308,7 +308,7 @@ TEST_CASE("rocksdb index: reset removes the cursor durably and empties the index
   CHECK(f.lookup("k") == std::vector<std::string>{"b"});
 }
 
-TEST_CASE("rocksdb index: after the process dies the on-disk cursor describes exactly the entries with it", "[adapter][backend][crash]") {
+TEST_CASE("rocksdb index: after the process dies the on-disk cursor describes exactly the entries with it", "[system][backend][crash]") {
   temp_dir dir;
   std::fflush(nullptr);  // nothing buffered may be written twice by the child
   pid_t pid = ::fork();

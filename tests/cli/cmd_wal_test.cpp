@@ -14,7 +14,7 @@ test::command_result dix_cli(const temp_dir& dir, std::vector<std::string> args)
 
 }  // namespace
 
-TEST_CASE("dix wal: prints the store and its transactions without writing to it", "[adapter][cli]") {
+TEST_CASE("dix wal: prints the store and its transactions without writing to it", "[system][cli]") {
   temp_dir dir;
   auto db = (dir / "db").string();
   REQUIRE(dix_cli(dir, {"write", "--db", db, "--records", "30", "--per-txn", "10"}).exit_code == 0);
@@ -39,7 +39,7 @@ TEST_CASE("dix wal: prints the store and its transactions without writing to it"
   CHECK(std::filesystem::file_size(after[0]) == size_before);
 }
 
-TEST_CASE("dix wal: a purged anchor is log-retention with exit status 3", "[adapter][cli][retention]") {
+TEST_CASE("dix wal: a purged anchor is log-retention with exit status 3", "[system][cli][retention]") {
   temp_dir dir;
   commit_info anchor;
   {
@@ -59,7 +59,7 @@ TEST_CASE("dix wal: a purged anchor is log-retention with exit status 3", "[adap
   CHECK(dix_cli(dir, {"wal", "--db", (dir / "db").string()}).exit_code == 3);
 }
 
-TEST_CASE("dix wal: an anchor with the wrong time or identity is refused with exit status 3", "[adapter][cli]") {
+TEST_CASE("dix wal: an anchor with the wrong time or identity is refused with exit status 3", "[system][cli]") {
   temp_dir dir;
   commit_info anchor;
   {
@@ -78,7 +78,7 @@ TEST_CASE("dix wal: an anchor with the wrong time or identity is refused with ex
   CHECK_THAT(wrong_identity.err, Catch::Contains("log-missing"));
 }
 
-TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[adapter][cli]") {
+TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cli]") {
   temp_dir dir;
   CHECK(dix_cli(dir, {"wal"}).exit_code == 2);
   CHECK(dix_cli(dir, {"wal", "--db"}).exit_code == 2);

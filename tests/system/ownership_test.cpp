@@ -73,7 +73,7 @@ struct refused_shutdown {
 
 }  // namespace
 
-TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the other never contends, the handoff is immediate under a larger epoch (behaviour 13)", "[adapter][ownership]") {
+TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the other never contends, the handoff is immediate under a larger epoch (behaviour 13)", "[system][ownership]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
@@ -114,7 +114,7 @@ TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the ot
   REQUIRE(rt1->stop().get());
 }
 
-TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg deleted (behaviour 15)", "[adapter][ownership]") {
+TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg deleted (behaviour 15)", "[system][ownership]") {
   temp_dir dir;
   const auto home = dir / "db";
   epoch_t first = 0;
@@ -137,7 +137,7 @@ TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg d
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("ownership: a changed projection_version condemns with registration-changed and writes the marker first (behaviour 2, condemnation)", "[adapter][ownership]") {
+TEST_CASE("ownership: a changed projection_version condemns with registration-changed and writes the marker first (behaviour 2, condemnation)", "[system][ownership]") {
   temp_dir dir;
   const auto home = dir / "db";
   {
@@ -168,7 +168,7 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("ownership: a rejected shutdown keeps the lock, publishes unavailable, shutdown-failed, and every stop returns the same failing future (behaviour 16, first half)", "[adapter][ownership][stop]") {
+TEST_CASE("ownership: a rejected shutdown keeps the lock, publishes unavailable, shutdown-failed, and every stop returns the same failing future (behaviour 16, first half)", "[system][ownership][stop]") {
   refused_shutdown f;
   auto first = f.rt1->stop();
   auto second = f.rt1->stop();
@@ -187,7 +187,7 @@ TEST_CASE("ownership: a rejected shutdown keeps the lock, publishes unavailable,
   CHECK(read_readiness(f.home, "by-value")->state == readiness_state::unavailable);
 }
 
-TEST_CASE("ownership: another process reads ready published by the owner, without a runtime (dix status)", "[adapter][ownership]") {
+TEST_CASE("ownership: another process reads ready published by the owner, without a runtime (dix status)", "[system][ownership]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
@@ -202,7 +202,7 @@ TEST_CASE("ownership: another process reads ready published by the owner, withou
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the idle owner through its watcher, without any commit (behaviour 20, until rebuild exists: condemned, marker first)", "[adapter][ownership][rebuild]") {
+TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the idle owner through its watcher, without any commit (behaviour 20, until rebuild exists: condemned, marker first)", "[system][ownership][rebuild]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
@@ -247,7 +247,7 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the
   CHECK_THAT(unknown.err, Catch::Contains("has no slot"));
 }
 
-TEST_CASE("ownership: a rebuild request made through the runtime that only waits reaches the owner of the other runtime", "[adapter][ownership][rebuild]") {
+TEST_CASE("ownership: a rebuild request made through the runtime that only waits reaches the owner of the other runtime", "[system][ownership][rebuild]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
@@ -274,7 +274,7 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
   REQUIRE(rt2->stop().get());
 }
 
-TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release; the waiting runtime then acquires, finds unavailable and needs a request of its own (behaviour 16, second half as far as rebuild allows)", "[adapter][ownership][stop][rebuild]") {
+TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release; the waiting runtime then acquires, finds unavailable and needs a request of its own (behaviour 16, second half as far as rebuild allows)", "[system][ownership][stop][rebuild]") {
   refused_shutdown f;
   REQUIRE_FALSE(f.rt1->stop().get());
   f.register_second();

@@ -9,7 +9,7 @@
 
 using dix::test::temp_dir;
 
-TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a SIGKILL mid-run", "[adapter][cli][demo]") {
+TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a SIGKILL mid-run", "[system][cli][demo]") {
   temp_dir dir;
   auto demo_dir = (dir / "demo").string();
   auto first = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "2000", "--rate", "0"}, dir.path());

@@ -46,7 +46,7 @@ std::pair<child_process, dix::epoch_t> start_owner(const std::string& serve_dir,
 }  // namespace
 
 TEST_CASE("failover fixture: write_buffer_size and max_total_wal_size reach RocksDB and are validated",
-          "[adapter][failover]") {
+          "[system][failover]") {
   temp_dir dir;
   auto o = dix::test::options();
   o.write_buffer_size = 4u << 20;
@@ -70,7 +70,7 @@ TEST_CASE("failover fixture: write_buffer_size and max_total_wal_size reach Rock
 }
 
 TEST_CASE("standby opener: a store no process holds, or a new one, opens at once without waiting",
-          "[adapter][failover]") {
+          "[system][failover]") {
   temp_dir dir;
   int waits = 0;
   dix::standby_events events;
@@ -87,7 +87,7 @@ TEST_CASE("standby opener: a store no process holds, or a new one, opens at once
 }
 
 TEST_CASE("standby opener: a store this process has open fails at once and RocksDB's lock survives",
-          "[adapter][failover]") {
+          "[system][failover]") {
   temp_dir dir;
   auto store = dix::test::open_store(dir / "db");
   int waits = 0;
@@ -109,7 +109,7 @@ TEST_CASE("standby opener: a store this process has open fails at once and Rocks
 
 TEST_CASE("behaviour 14: a standby process takes the store over after the owner's SIGKILL, publishes ready "
           "under a larger epoch without polling, and a third process cannot open the store",
-          "[adapter][failover]") {
+          "[system][failover]") {
   temp_dir dir;
   const auto serve_dir = (dir / "serve").string();
   const auto home = dir / "serve" / "primary";
@@ -160,7 +160,7 @@ TEST_CASE("behaviour 14: a standby process takes the store over after the owner'
 
 TEST_CASE("two standbys: the one that loses the store after its grant closes the index databases it opened "
           "early, so the winner acquires, and later takes over itself",
-          "[adapter][failover]") {
+          "[system][failover]") {
   temp_dir dir;
   const auto serve_dir = (dir / "serve").string();
   const auto home = dir / "serve" / "primary";

@@ -166,7 +166,7 @@ const std::string three_rows =
 
 }  // namespace
 
-TEST_CASE("dix status: one aligned line per backend id sorted by id with the spec's names", "[adapter][cli][status]") {
+TEST_CASE("dix status: one aligned line per backend id sorted by id with the spec's names", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);
@@ -176,7 +176,7 @@ TEST_CASE("dix status: one aligned line per backend id sorted by id with the spe
   CHECK(r.out == "db " + home.string() + "\nruntime attached\n" + three_rows);
 }
 
-TEST_CASE("dix status: --json prints the database, the attach state and every index", "[adapter][cli][status]") {
+TEST_CASE("dix status: --json prints the database, the attach state and every index", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);
@@ -192,7 +192,7 @@ TEST_CASE("dix status: --json prints the database, the attach state and every in
                      "\"rebuild_attempts\":0,\"owner_epoch\":2}]}\n");
 }
 
-TEST_CASE("dix status: without an attached runtime every id reads unknown with its stored epoch", "[adapter][cli][status]") {
+TEST_CASE("dix status: without an attached runtime every id reads unknown with its stored epoch", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   three_indexes(home).reset();  // the runtime detaches; the slots keep their last states
@@ -211,7 +211,7 @@ TEST_CASE("dix status: without an attached runtime every id reads unknown with i
                                        "\"rebuild_attempts\":0,\"owner_epoch\":5}"));
 }
 
-TEST_CASE("dix status: a database without a segment prints a note and exits 0", "[adapter][cli][status]") {
+TEST_CASE("dix status: a database without a segment prints a note and exits 0", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto r = dix_cli(dir, {"status", "--db", home.string()});
@@ -223,7 +223,7 @@ TEST_CASE("dix status: a database without a segment prints a note and exits 0", 
   CHECK_FALSE(fs::exists(home / "dix"));  // a reader creates nothing
 }
 
-TEST_CASE("dix status: a segment of another layout exits 3 naming the reason and the remedy", "[adapter][cli][status]") {
+TEST_CASE("dix status: a segment of another layout exits 3 naming the reason and the remedy", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   attach(home).reset();
@@ -248,7 +248,7 @@ TEST_CASE("dix status: a segment of another layout exits 3 naming the reason and
   CHECK_THAT(json.out, Catch::Contains("\"error\":{\"reason\":\"segment_layout_mismatch\""));
 }
 
-TEST_CASE("dix status: bad arguments and a missing database exit 2", "[adapter][cli][status]") {
+TEST_CASE("dix status: bad arguments and a missing database exit 2", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   CHECK(dix_cli(dir, {"status"}).exit_code == 2);
@@ -272,7 +272,7 @@ TEST_CASE("dix status: bad arguments and a missing database exit 2", "[adapter][
   CHECK_THAT(help.out, Catch::Contains("Lag is not shown"));
 }
 
-TEST_CASE("dix status: reads the segment beside a running owner and never opens the store's files", "[adapter][cli][status]") {
+TEST_CASE("dix status: reads the segment beside a running owner and never opens the store's files", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto store = test::open_store(home);  // the owner: RocksDB open, its LOCK held
@@ -309,7 +309,7 @@ TEST_CASE("dix status: reads the segment beside a running owner and never opens 
   REQUIRE(store->close());
 }
 
-TEST_CASE("dix status --watch: reprints when a slot changes and exits after --updates 1", "[adapter][cli][status]") {
+TEST_CASE("dix status --watch: reprints when a slot changes and exits after --updates 1", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);
@@ -326,7 +326,7 @@ TEST_CASE("dix status --watch: reprints when a slot changes and exits after --up
   CHECK(w.rest().empty());
 }
 
-TEST_CASE("dix status --watch: notices a segment created after it started and a runtime detaching", "[adapter][cli][status]") {
+TEST_CASE("dix status --watch: notices a segment created after it started and a runtime detaching", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "2"});
@@ -346,7 +346,7 @@ TEST_CASE("dix status --watch: notices a segment created after it started and a 
   CHECK(w.exit_code() == 0);
 }
 
-TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "[adapter][cli][status]") {
+TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);
@@ -359,15 +359,4 @@ TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "
     CHECK(w.exit_code() == 0);
     CHECK(w.rest().empty());
   }
-}
-
-TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing exits 2 and names the choices", "[adapter][cli]") {
-  temp_dir dir;
-  auto serve = dix_cli(dir, {"serve", "--dir", (dir / "d").string(), "--scheduler", "fifo"});
-  CHECK(serve.exit_code == 2);
-  CHECK_THAT(serve.err, Catch::Contains("--scheduler = \"fifo\": must be one of sharing, stealing"));
-  CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));  // refused before anything is opened
-  auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", ""});
-  CHECK(bench.exit_code == 2);
-  CHECK_THAT(bench.err, Catch::Contains("must be one of sharing, stealing"));
 }

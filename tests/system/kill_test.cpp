@@ -405,9 +405,9 @@ std::string describe(const disk_state& d) {
 
 TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cursor or an epoch backwards "
           "and the indexes end equal to the projection of the primary store",
-          "[adapter][kill]") {
+          "[system][kill]") {
   // Found, at about 1 run in 1000 kills, RocksDB's empty recovery batch after a torn WAL tail
-  // (decision 0005); `DIX_KILLS=200 dix_adapter_tests "[kill]"` runs the long version.
+  // (decision 0005); `DIX_KILLS=200 dix_system_tests "[kill]"` runs the long version.
   const auto kills_wanted = env_number("DIX_KILLS", 10);
   const auto seed = env_number("DIX_KILL_SEED", 20250101);
   std::cout << "kill test: seed " << seed << ", " << kills_wanted << " kills (DIX_KILL_SEED=" << seed
