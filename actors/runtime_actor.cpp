@@ -196,6 +196,19 @@ void begin_stop(runtime_pointer self) {
 
 // -- registration (protocol.md §2.1, §2.2) -----------------------------------------------------
 
+// Runs a call into backend code during registration; what it throws becomes backend_failed.
+template <class Call>
+std::optional<caf::error> backend_call(const std::string& id, const char* what, Call call) {
+  try {
+    call();
+    return std::nullopt;
+  } catch (const std::exception& ex) {
+    return make_error(errc::backend_failed, std::string(what) + " of " + id + " threw: " + ex.what());
+  } catch (...) {
+    return make_error(errc::backend_failed, std::string(what) + " of " + id + " threw");
+  }
+}
+
 caf::result<index_registered> register_one(runtime_pointer self, registration r) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
@@ -228,23 +241,13 @@ caf::result<index_registered> register_one(runtime_pointer self, registration r)
   st.hosts.push_back(e->host);
   e->relay = std::make_shared<state_change_relay>();
   // attach and the subscription are part of the registration: either fails, nothing remains.
-  try {
-    r.backend->attach(*e->host);
-  } catch (const std::exception& ex) {
+  if (auto failed = backend_call(id, "attach", [&] { r.backend->attach(*e->host); })) {
     e->host->end();
-    return make_error(errc::backend_failed, "attach of " + id + " threw: " + ex.what());
-  } catch (...) {
-    e->host->end();
-    return make_error(errc::backend_failed, "attach of " + id + " threw");
+    return *failed;
   }
-  try {
-    e->changes = subscribe_state_changes(*r.backend, e->relay);
-  } catch (const std::exception& ex) {
+  if (auto failed = backend_call(id, "on_state_change", [&] { e->changes = subscribe_state_changes(*r.backend, e->relay); })) {
     e->host->end();
-    return make_error(errc::backend_failed, "on_state_change of " + id + " threw: " + ex.what());
-  } catch (...) {
-    e->host->end();
-    return make_error(errc::backend_failed, "on_state_change of " + id + " threw");
+    return *failed;
   }
 
   id_wiring w;

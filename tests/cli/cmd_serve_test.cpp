@@ -4,19 +4,12 @@
 
 #include <filesystem>
 
-#include "adapters/test_support.hpp"
+#include "cli/dix_cli.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
 
-namespace {
-
-test::command_result dix_cli(const temp_dir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), DIX_BINARY);
-  return test::run(args, dir.path());
-}
-
-}  // namespace
+using dix::test::dix_cli;
 
 TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing exits 2 and names the choices", "[system][cli]") {
   temp_dir dir;

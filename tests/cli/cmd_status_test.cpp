@@ -12,6 +12,7 @@
 
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "cli/dix_cli.hpp"
 #include "core/bytes.hpp"
 
 using namespace dix;
@@ -23,10 +24,7 @@ namespace {
 // Every wait on the child is bounded by this; a child still running then is killed.
 constexpr std::chrono::seconds failure_timeout{30};
 
-test::command_result dix_cli(const temp_dir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), DIX_BINARY);
-  return test::run(args, dir.path());
-}
+using test::dix_cli;
 
 fs::path make_home(const temp_dir& dir) {
   auto home = dir / "db";

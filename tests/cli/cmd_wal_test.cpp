@@ -1,18 +1,11 @@
 #include <catch2/catch.hpp>
 
-#include "adapters/test_support.hpp"
+#include "cli/dix_cli.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
 
-namespace {
-
-test::command_result dix_cli(const temp_dir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), DIX_BINARY);
-  return test::run(args, dir.path());
-}
-
-}  // namespace
+using dix::test::dix_cli;
 
 TEST_CASE("dix wal: prints the store and its transactions without writing to it", "[system][cli]") {
   temp_dir dir;
