@@ -39,14 +39,18 @@ bool release_sequence::holding() const noexcept {
          phase_ == phase::held;
 }
 
-release_sequence::step release_sequence::begin(epoch_t epoch, bool proxy_up) {
-  epoch_ = epoch;
+release_sequence::step release_sequence::flush_when(bool proxy_up) {
   if (!proxy_up) {
     transition(phase::awaiting_proxy);
     return step::none;
   }
   transition(phase::flushing);
   return step::flush;
+}
+
+release_sequence::step release_sequence::begin(epoch_t epoch, bool proxy_up) {
+  epoch_ = epoch;
+  return flush_when(proxy_up);
 }
 
 release_sequence::step release_sequence::on_proxy_down() {
@@ -81,12 +85,7 @@ release_sequence::step release_sequence::on_shutdown_done(epoch_t epoch, const r
 
 release_sequence::step release_sequence::retry(bool proxy_up) {
   if (phase_ != phase::held) return step::none;
-  if (!proxy_up) {
-    transition(phase::awaiting_proxy);
-    return step::none;
-  }
-  transition(phase::flushing);
-  return step::flush;
+  return flush_when(proxy_up);
 }
 
 release_sequence::step release_sequence::abandon() {

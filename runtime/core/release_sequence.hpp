@@ -88,6 +88,7 @@ class release_sequence {
 
  private:
   void transition(phase to) noexcept;
+  step flush_when(bool proxy_up);  // flushing now, or awaiting the proxy
 
   phase phase_ = phase::idle;
   epoch_t epoch_ = 0;

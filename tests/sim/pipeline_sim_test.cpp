@@ -251,18 +251,23 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   return {};
 }
 
-}  // namespace
-
-TEST_CASE("sim: the pipeline keeps every index equal to the primary's projection under faults", "[sim]") {
+// DIX_SIM_SEED=n: that one; DIX_SIM_SEEDS=n: 1…n; else 1…40.
+std::vector<std::uint64_t> seeds_to_run() {
   std::vector<std::uint64_t> seeds;
   if (const char* one = std::getenv("DIX_SIM_SEED")) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
-  } else {
-    std::uint64_t n = 40;
-    if (const char* many = std::getenv("DIX_SIM_SEEDS")) n = std::strtoull(many, nullptr, 10);
-    for (std::uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
+    return seeds;
   }
-  for (auto seed : seeds) {
+  std::uint64_t n = 40;
+  if (const char* many = std::getenv("DIX_SIM_SEEDS")) n = std::strtoull(many, nullptr, 10);
+  for (std::uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
+  return seeds;
+}
+
+}  // namespace
+
+TEST_CASE("sim: the pipeline keeps every index equal to the primary's projection under faults", "[sim]") {
+  for (auto seed : seeds_to_run()) {
     auto failure = run_seed(seed, 300);
     INFO("reproduce with DIX_SIM_SEED=" << seed);
     CHECK(failure.empty());
@@ -271,15 +276,7 @@ TEST_CASE("sim: the pipeline keeps every index equal to the primary's projection
 }
 
 TEST_CASE("sim: a runner crash is released by the supervisor core and the seed runs on over its respawned runner", "[sim]") {
-  std::vector<std::uint64_t> seeds;
-  if (const char* one = std::getenv("DIX_SIM_SEED")) {
-    seeds.push_back(std::strtoull(one, nullptr, 10));
-  } else {
-    std::uint64_t n = 40;
-    if (const char* many = std::getenv("DIX_SIM_SEEDS")) n = std::strtoull(many, nullptr, 10);
-    for (std::uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
-  }
-  for (auto seed : seeds) {
+  for (auto seed : seeds_to_run()) {
     const auto crash_at = static_cast<std::size_t>(std::mt19937_64(seed ^ 0x5eed)() % 200);
     auto failure = run_seed(seed, 300, crash_at);
     INFO("reproduce with DIX_SIM_SEED=" << seed);
