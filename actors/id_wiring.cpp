@@ -29,6 +29,67 @@ subscription subscribe_state_changes(backend& b, const std::shared_ptr<state_cha
   return b.on_state_change([relay](state_change c) { relay->post(c); });
 }
 
+ownership::ownership(std::string id, std::uint64_t token, runner_lock* lock) : id_(std::move(id)), lock_(lock) {
+  record_.token = token;
+}
+
+void ownership::request(runner_lock::grant granted) { lock_->acquire(id_, record_.token, std::move(granted)); }
+
+void ownership::acquired() {
+  std::lock_guard g(mutex_);
+  record_.owner = true;
+  record_.epoch = 0;
+}
+
+void ownership::minted(epoch_t epoch) {
+  std::lock_guard g(mutex_);
+  record_.epoch = epoch;
+}
+
+void ownership::release() {
+  std::lock_guard g(mutex_);
+  // Under the record's mutex, so no reader sees the entry free while the record says owned.
+  lock_->release(id_, record_.token);
+  record_.owner = false;
+}
+
+ownership_record ownership::read() const {
+  std::lock_guard g(mutex_);
+  return record_;
+}
+
+void publication_fence::then(step f) {
+  if (waiting_.empty()) {
+    f();
+    return;
+  }
+  waiting_.push_back(waiting{false, std::move(f)});
+}
+
+void publication_fence::after_landed(step f) {
+  if (waiting_.empty() && in_flight_ == 0) {
+    f();
+    return;
+  }
+  waiting_.push_back(waiting{true, std::move(f)});
+}
+
+void publication_fence::landed() {
+  if (in_flight_ > 0) --in_flight_;
+  drain();
+}
+
+void publication_fence::drain() {
+  if (draining_) return;  // a step run below that lands or sends comes back here
+  draining_ = true;
+  while (!waiting_.empty() && !(waiting_.front().needs_landed && in_flight_ > 0)) {
+    auto next = std::move(waiting_.front());
+    waiting_.pop_front();
+    next.f();
+  }
+  draining_ = false;
+}
+
 namespace {
 
 // Each runner incarnation gets generations of its own (runner_core::config::generation_base):
@@ -50,13 +111,15 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   deps->meta = w.meta;
   deps->time = w.time;
 
+  auto record = std::make_shared<ownership>(w.id, w.token, w.lock);
+
   runner_deps rd;
   rd.id = w.id;
   rd.config = w.runner;
   rd.slot = w.slot;
   rd.publisher = w.publisher;
   rd.lock = w.lock;
-  rd.token = w.token;
+  rd.record = record;
   rd.snapshot = w.snapshot;
   rd.on_status = w.on_status;
 
@@ -80,10 +143,8 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
     d.config.generation_base = next_incarnation.fetch_add(1) << 32;
     return spawn_runner(*system, std::move(d));
   };
-  spec->snapshot = w.snapshot;
-  spec->slot = w.slot;
+  spec->record = record;
   spec->publisher = w.publisher;
-  spec->lock = w.lock;
   spec->runner_changed = w.runner_changed;
   return spec;
 }

@@ -1,7 +1,12 @@
 #include "actors/runner_actor.hpp"
 
+#include <cstdio>
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
+
+#include "actors/id_wiring.hpp"
+#include "messages/errors.hpp"
 
 namespace dix {
 namespace {
@@ -15,6 +20,7 @@ struct runner_state_data {
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
   std::optional<runner_status> reported;  // the status last passed to deps.on_status
+  publication_fence fence;  // the lock's release behind the publications before it
   static inline const char* name = "dix.runner";
 };
 
@@ -27,7 +33,7 @@ result<void> from_caf(const caf::error& e) {
   return to_dix_error(e);
 }
 
-void apply(runner_pointer self, effects fx);
+void apply(runner_pointer self, effects out);
 
 // A request to a proxy that died fails with request_receiver_down: that is the crash of a child
 // (the supervisor's child_down follows), not an answer of the backend. The core learns it now, so
@@ -46,19 +52,21 @@ void carry_out(runner_pointer self, effect& e) {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, fx::request_lock>) {
         caf::weak_actor_ptr me = self->ctrl();
-        d.lock->acquire(d.id, d.token, [me](result<void> r) {
+        d.record->request([me](result<void> r) {
           caf::error err = r ? caf::error{} : make_error(r.error());
           if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0, std::move(err)});
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
-        d.lock->release(d.id, d.token);
+        d.record->release();
       } else if constexpr (std::is_same_v<T, fx::mint_epoch>) {
         // The mint is visible in the segment at once; whoever sees the new epoch there and then
         // asks for metrics must find this runner owning it, so the snapshot is stored under the
         // box's lock taken before the mint.
         effects next;
         auto mint = [&] {
-          next = s.core->on_epoch_minted(d.slot->mint_epoch(), now_of(self));
+          const auto epoch = d.slot->mint_epoch();
+          d.record->minted(epoch);
+          next = s.core->on_epoch_minted(epoch, now_of(self));
           return s.core->snapshot();
         };
         if (d.snapshot) d.snapshot->store_with(mint);
@@ -112,7 +120,18 @@ void carry_out(runner_pointer self, effect& e) {
                   apply(self, self->state.core->on_shutdown_done(epoch, from_caf(err), now_of(self)));
                 });
       } else if constexpr (std::is_same_v<T, fx::publish>) {
-        d.slot->publish(x.state, x.reason, x.attempts);
+        // A publication lands when the publisher answers. An owner's slot is claimed, so an error
+        // (not_registered) means the registration and the runtime's segment disagree — a bug — or
+        // the publisher is gone: it is reported on stderr and counted as landed, so a release is
+        // not held forever behind a publication that will never land.
+        s.fence.sent();
+        self->request(d.publisher, caf::infinite, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, std::nullopt})
+          .then([self](published&) { self->state.fence.landed(); },
+                [self](caf::error& err) {
+                  std::fprintf(stderr, "dix: runner of %s: a publication failed: %s\n", self->state.deps.id.c_str(),
+                               error_text(err).c_str());
+                  self->state.fence.landed();
+                });
       } else if constexpr (std::is_same_v<T, fx::arm_timer>) {
         self->delayed_send(self, x.delay, timer{x.kind, x.gen});
       } else if constexpr (std::is_same_v<T, fx::stopped>) {
@@ -140,9 +159,13 @@ void store_snapshot(runner_pointer self) {
   if (s.deps.on_status) s.deps.on_status(status, s.deps.snapshot->load_versioned().second);
 }
 
-void apply(runner_pointer self, effects fx) {
+void apply(runner_pointer self, effects out) {
   store_snapshot(self);
-  for (auto& e : fx) carry_out(self, e);
+  for (auto& e : out) {
+    auto step = [self, e]() mutable { carry_out(self, e); };
+    if (std::holds_alternative<fx::release_lock>(e)) self->state.fence.after_landed(std::move(step));
+    else self->state.fence.then(std::move(step));
+  }
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
@@ -170,9 +193,16 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
     [self](lock_acquired& m) {
-      auto& core = *self->state.core;
-      if (m.error) apply(self, core.on_lock_failed(to_dix_error(m.error), now_of(self)));
-      else apply(self, core.on_lock_acquired(now_of(self)));
+      auto& st = self->state;
+      auto& core = *st.core;
+      if (m.error) {
+        apply(self, core.on_lock_failed(to_dix_error(m.error), now_of(self)));
+        return;
+      }
+      const bool was_owner = core.owner();
+      auto out = core.on_lock_acquired(now_of(self));
+      if (!was_owner && core.owner()) st.deps.record->acquired();  // the core took the grant
+      apply(self, std::move(out));
     },
     [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
     [self](log_chunk& m) {

@@ -1,10 +1,14 @@
 // runner_actor: one registered backend id's runner (actors.md §1). A thin shell over
 // runner_core: each handler reads the actor clock, calls the core and carries out the effects it
 // returns — requests to the tailer and the backend proxy, timers as delayed messages to itself,
-// publications to the readiness slot, lock requests to the lock table. After every event, and
-// before any of its effects is carried out, it stores a snapshot that status()/metrics() read
-// without asking the actor: whoever sees a publication of this runner in the segment finds the
-// runner's snapshot at least as new.
+// publications as requests to the runtime's readiness publisher, lock requests and releases
+// through the registration's ownership record (actors/id_wiring.hpp). The effects are carried out
+// in the core's order through a publication_fence: a release of the lock waits until every
+// publication before it has landed (`published`), and what follows waits behind it. After every
+// event, and before any of its effects is carried out, it stores a snapshot that status()/
+// metrics() read without asking the actor: whoever sees a publication of this runner in the
+// segment finds the runner's snapshot at least as new. The epoch mint and the rebuild request's
+// consumption stay direct atomic operations on the slot: they are not publications.
 #pragma once
 
 #include <functional>
@@ -21,6 +25,8 @@
 #include "ports/ownership.hpp"
 
 namespace dix {
+
+class ownership;  // actors/id_wiring.hpp
 
 // The latest runner_snapshot, shared with the runtime's status()/metrics(). `version` counts the
 // stores, so a reader can order what it saw (subscriptions drop an event older than the value
@@ -60,10 +66,10 @@ struct runner_deps {
   runner_core::config config;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
-  std::shared_ptr<readiness_slot> slot;
-  readiness_publisher_actor publisher;  // the runtime's; unset: publish to the slot directly
-  runner_lock* lock = nullptr;
-  std::uint64_t token = 0;  // this registration's requester in the lock table
+  std::shared_ptr<readiness_slot> slot;  // the epoch mint, the rebuild request, reads
+  readiness_publisher_actor publisher;   // the runtime's: every publication goes through it
+  runner_lock* lock = nullptr;           // owned(id) only; acquire and release go through `record`
+  std::shared_ptr<ownership> record;     // the registration's, lent by the supervisor
   std::shared_ptr<snapshot_box> snapshot;
   // Called after the snapshot is stored whenever the status (state, reason, epoch) changed, with
   // the snapshot's version. Optional.

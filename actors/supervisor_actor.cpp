@@ -1,11 +1,13 @@
 #include "actors/supervisor_actor.hpp"
 
-#include <array>
+#include <cstdio>
+#include <map>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "core/restart_policy.hpp"
+#include "actors/id_wiring.hpp"
+#include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
 
 namespace dix {
@@ -13,28 +15,35 @@ namespace {
 
 struct supervised_id {
   std::shared_ptr<const supervised_spec> spec;
+  std::unique_ptr<supervisor_core> core;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
   runner_actor runner;
-  std::array<restart_history, 3> history{};  // by child_kind
-  std::uint64_t incarnation = 0;
-  std::optional<readiness_reason> runner_start;  // the next runner starts parked with it
-  bool recovering = false;  // release steps for a dead runner under way
-  bool held = false;        // those steps' shutdown was rejected: the lock stays held
-  bool escalated = false;   // nothing of this id is restarted
-  // A marker write for a dead runner is in flight: how to go on when the tailer answers.
-  std::optional<restart_decision> marker_then;
-  std::vector<caf::typed_response_promise<stopped>> waiting;  // unsupervise during recovery
+  std::uint64_t incarnation = 0;  // respawns of an earlier supervision of the token are dropped
+  publication_fence fence;         // the unlock behind the dead runner's publication
+  std::vector<caf::typed_response_promise<stopped>> waiting;  // unsupervise answers owed
 };
 
 struct supervisor_state {
-  std::map<std::uint64_t, supervised_id> ids;  // by registration token
+  // By registration token. Shared: a step the fence carries out may forget the registration
+  // while its own fence runs; whoever drives the fence holds a reference meanwhile.
+  std::map<std::uint64_t, std::shared_ptr<supervised_id>> ids;
   std::map<caf::actor_addr, std::pair<std::uint64_t, child_kind>> children;
   std::uint64_t next_incarnation = 1;
   static inline const char* name = "dix.supervisor";
 };
 
 using supervisor_pointer = supervisor_actor::stateful_pointer<supervisor_state>;
+
+result<void> from_caf(const caf::error& e) {
+  if (!e) return {};
+  return to_dix_error(e);
+}
+
+std::shared_ptr<supervised_id> find(supervisor_pointer self, std::uint64_t token) {
+  auto it = self->state.ids.find(token);
+  return it == self->state.ids.end() ? nullptr : it->second;
+}
 
 template <class Handle>
 void adopt(supervisor_pointer self, std::uint64_t token, child_kind kind, const Handle& h) {
@@ -51,108 +60,125 @@ void retire(supervisor_pointer self, Handle& h) {
   h = nullptr;
 }
 
-void spawn_runner_of(supervisor_pointer self, std::uint64_t token, supervised_id& e) {
-  e.runner = e.spec->spawn_runner(e.tailer, e.proxy, e.runner_start);
-  adopt(self, token, child_kind::runner, e.runner);
-  if (e.spec->runner_changed) e.spec->runner_changed(e.runner);
-  // A child still being respawned is down for the new runner too.
-  if (!e.tailer) self->send(e.runner, child_down{child_kind::tailer, false});
-  if (!e.proxy) self->send(e.runner, child_down{child_kind::proxy, false});
-  // As if by a non-system commit (protocol.md §2.2): the runner evaluates the index at once.
-  if (!e.runner_start) self->send(e.runner, wake{wake_flag::commit});
-}
-
 // Stops supervising: the registration's actors are told to exit and forgotten.
 void forget(supervisor_pointer self, std::uint64_t token) {
-  auto it = self->state.ids.find(token);
-  if (it == self->state.ids.end()) return;
-  auto& e = it->second;
-  retire(self, e.runner);
-  retire(self, e.tailer);
-  retire(self, e.proxy);
-  self->state.ids.erase(it);
+  auto e = find(self, token);
+  if (!e) return;
+  retire(self, e->runner);
+  retire(self, e->tailer);
+  retire(self, e->proxy);
+  self->state.ids.erase(token);
 }
 
-void answer_waiting(supervised_id& e, const stopped& outcome) {
-  for (auto& p : e.waiting) p.deliver(outcome);
-  e.waiting.clear();
-}
+void apply(supervisor_pointer self, std::uint64_t token, supervision_effects out);
 
-void finish_release(supervisor_pointer self, std::uint64_t token, bool owned, bool escalate,
-                    std::chrono::milliseconds delay);
+// A request to a proxy or runner that died fails with request_receiver_down: that is a child's
+// crash, which its down message brings to the core, not an answer.
+bool receiver_gone(const caf::error& err) { return err == caf::sec::request_receiver_down; }
 
-// The rest of the release steps for a dead runner, once the backend answered (or could not be
-// asked): the condemnation marker (formats.md §5, through the tailer: all store I/O of an id is
-// the tailer's), then publish, unlock, respawn or escalate.
-void after_quiescence(supervisor_pointer self, std::uint64_t token, bool owned, bool escalate,
-                      std::chrono::milliseconds delay, const caf::error& shutdown_error) {
-  auto it = self->state.ids.find(token);
-  if (it == self->state.ids.end()) return;
-  auto& e = it->second;
-  const auto& id = e.spec->id;
-  if (shutdown_error) {
-    // The backend cannot prove quiescence: keep the lock, never hand it on (protocol.md §9.7).
-    e.recovering = false;
-    e.held = true;
-    e.spec->slot->publish(readiness_state::unavailable, readiness_reason::shutdown_failed, 0);
-    answer_waiting(e, stopped{make_error(errc::backend_failed, "shutdown of " + id + " rejected after its runner failed")});
-    return;
-  }
-  if (owned && e.tailer) {
-    e.marker_then = restart_decision{escalate, delay};
-    self->send(e.tailer, meta_write{meta_kind::condemn, 0});
-    return;
-  }
-  // No tailer to write the marker: published without it, as after a failed marker write (§10.3).
-  finish_release(self, token, owned, escalate, delay);
-}
-
-void finish_release(supervisor_pointer self, std::uint64_t token, bool owned, bool escalate,
-                    std::chrono::milliseconds delay) {
-  auto it = self->state.ids.find(token);
-  if (it == self->state.ids.end()) return;
-  auto& e = it->second;
+void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_ptr<supervised_id>& ep,
+               supervision_effect& effect) {
+  auto& e = *ep;
   const auto& spec = *e.spec;
-  e.recovering = false;
-  if (owned) {
-    spec.slot->publish(escalate ? readiness_state::unavailable : readiness_state::needs_rebuild,
-                       readiness_reason::runner_failed, 0);
-  }
-  spec.lock->release(spec.id, spec.token);
-  if (!e.waiting.empty()) {  // unregistered meanwhile: released, nothing to restart
-    answer_waiting(e, stopped{});
-    forget(self, token);
-    return;
-  }
-  if (escalate) {
-    e.escalated = true;
-    return;
-  }
-  if (owned) e.runner_start = readiness_reason::runner_failed;
-  self->delayed_send(self, delay, respawn{token, child_kind::runner, e.incarnation});
+  std::visit(
+    [&](auto& x) {
+      using T = std::decay_t<decltype(x)>;
+      if constexpr (std::is_same_v<T, sfx::spawn>) {
+        switch (x.kind) {
+          case child_kind::tailer:
+            e.tailer = spec.spawn_tailer();
+            adopt(self, token, x.kind, e.tailer);
+            break;
+          case child_kind::proxy:
+            e.proxy = spec.spawn_proxy();
+            adopt(self, token, x.kind, e.proxy);
+            break;
+          case child_kind::runner:
+            e.runner = spec.spawn_runner(e.tailer, e.proxy, x.start_condemned);
+            adopt(self, token, x.kind, e.runner);
+            if (spec.runner_changed) spec.runner_changed(e.runner);
+            break;
+        }
+      } else if constexpr (std::is_same_v<T, sfx::respawn_after>) {
+        self->delayed_send(self, x.delay, respawn{token, x.kind, e.incarnation});
+      } else if constexpr (std::is_same_v<T, sfx::tell_down>) {
+        if (e.runner) self->send(e.runner, child_down{x.kind, x.escalated});
+      } else if constexpr (std::is_same_v<T, sfx::tell_up>) {
+        auto handle = x.kind == child_kind::tailer ? caf::actor_cast<caf::strong_actor_ptr>(e.tailer)
+                                                   : caf::actor_cast<caf::strong_actor_ptr>(e.proxy);
+        if (e.runner) self->send(e.runner, child_up{x.kind, std::move(handle)});
+      } else if constexpr (std::is_same_v<T, sfx::wake_runner>) {
+        if (e.runner) self->send(e.runner, wake{wake_flag::commit});
+      } else if constexpr (std::is_same_v<T, sfx::flush>) {
+        const auto round = x.round;
+        self->request(e.proxy, caf::infinite, flush_request{round, flush_reason::shutdown})
+          .then([self, token, round](flush_done& r) {
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_flush_done(round, from_caf(r.error)));
+                },
+                [self, token, round](caf::error& err) {
+                  if (receiver_gone(err)) return;
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_flush_done(round, from_caf(err)));
+                });
+      } else if constexpr (std::is_same_v<T, sfx::shutdown>) {
+        const auto round = x.round;
+        self->request(e.proxy, caf::infinite, shutdown_request{x.epoch})
+          .then([self, token, round](quiescence& q) {
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_shutdown_done(round, from_caf(q.error)));
+                },
+                [self, token, round](caf::error& err) {
+                  if (receiver_gone(err)) return;
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_shutdown_done(round, from_caf(err)));
+                });
+      } else if constexpr (std::is_same_v<T, sfx::write_marker>) {
+        // All store I/O of an id is its tailer's; it answers meta_written to this actor.
+        self->send(e.tailer, meta_write{meta_kind::condemn, 0});
+      } else if constexpr (std::is_same_v<T, sfx::publish>) {
+        // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
+        // reported and counted as landed, so the unlock is not held forever.
+        e.fence.sent();
+        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, 0, std::nullopt, std::nullopt})
+          .then([ep](published&) { ep->fence.landed(); },
+                [ep](caf::error& err) {
+                  std::fprintf(stderr, "dix: supervisor of %s: a publication failed: %s\n", ep->spec->id.c_str(),
+                               error_text(err).c_str());
+                  ep->fence.landed();
+                });
+      } else if constexpr (std::is_same_v<T, sfx::unlock>) {
+        spec.record->release();
+      } else if constexpr (std::is_same_v<T, sfx::stop_runner>) {
+        self->request(e.runner, caf::infinite, stop{})
+          .then([self, token](stopped& s) {
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_runner_stopped(from_caf(s.error)));
+                },
+                [self, token](caf::error& err) {
+                  if (receiver_gone(err)) return;  // its down message starts the recovery, which answers
+                  if (auto f = find(self, token)) apply(self, token, f->core->on_runner_stopped(from_caf(err)));
+                });
+      } else if constexpr (std::is_same_v<T, sfx::answer>) {
+        stopped answer{x.outcome ? caf::error{} : make_error(x.outcome.error().value(), x.outcome.error().message())};
+        for (auto& p : e.waiting) p.deliver(answer);
+        e.waiting.clear();
+      } else if constexpr (std::is_same_v<T, sfx::forget>) {
+        forget(self, token);
+      }
+    },
+    effect);
 }
 
-// actors.md §3, runner down: the supervisor holds the lock entry and performs the release steps.
-void recover_runner(supervisor_pointer self, std::uint64_t token, supervised_id& e, const restart_decision& d) {
-  auto s = e.spec->snapshot ? e.spec->snapshot->load() : runner_snapshot{};
-  const bool owned = s.owner;
-  if (!owned || !e.proxy) {
-    // Not the owner: nothing to quiesce. Owner with a dead proxy: no one can quiesce the backend;
-    // the next owner's larger epoch fences its late work.
-    after_quiescence(self, token, owned, d.escalate, d.delay, caf::error{});
-    return;
+// Carries out the core's effects in order; the unlock waits for the publications before it.
+void apply(supervisor_pointer self, std::uint64_t token, supervision_effects out) {
+  auto e = find(self, token);
+  if (!e) return;
+  // The steps hold the registration weakly (a step waiting in its own fence must not keep it);
+  // whoever drives the fence — this call, a publication's answer — holds it meanwhile.
+  std::weak_ptr<supervised_id> weak = e;
+  for (auto& effect : out) {
+    auto step = [self, token, weak, effect]() mutable {
+      if (auto strong = weak.lock()) carry_out(self, token, strong, effect);
+    };
+    if (std::holds_alternative<sfx::unlock>(effect)) e->fence.after_landed(std::move(step));
+    else e->fence.then(std::move(step));
   }
-  e.recovering = true;
-  auto proxy = e.proxy;
-  auto epoch = s.epoch;
-  auto shut = [self, token, proxy, epoch, d] {
-    self->request(proxy, caf::infinite, shutdown_request{epoch})
-      .then([self, token, d](quiescence& q) { after_quiescence(self, token, true, d.escalate, d.delay, q.error); },
-            [self, token, d](caf::error& err) { after_quiescence(self, token, true, d.escalate, d.delay, err); });
-  };
-  // An error of flush(shutdown) is logged only; the shutdown decides (protocol.md §9.6).
-  self->request(proxy, caf::infinite, flush_request{0, flush_reason::shutdown})
-    .then([shut](flush_done&) { shut(); }, [shut](caf::error&) { shut(); });
 }
 
 void on_down(supervisor_pointer self, const caf::down_msg& dm) {
@@ -161,40 +187,21 @@ void on_down(supervisor_pointer self, const caf::down_msg& dm) {
   if (child == st.children.end()) return;
   auto [token, kind] = child->second;
   st.children.erase(child);
-  auto it = st.ids.find(token);
-  if (it == st.ids.end()) return;
-  auto& e = it->second;
-  auto d = decide_restart(kind, e.history[static_cast<std::size_t>(kind)], self->clock().now(), e.spec->options);
+  auto e = find(self, token);
+  if (!e) return;
   switch (kind) {
-    case child_kind::tailer:
-    case child_kind::proxy:
-      if (kind == child_kind::tailer) e.tailer = nullptr;
-      else e.proxy = nullptr;
-      if (kind == child_kind::tailer && e.marker_then) {  // the marker write died with it
-        auto then = *e.marker_then;
-        e.marker_then.reset();
-        finish_release(self, token, true, then.escalate, then.delay);
-        if (self->state.ids.count(token) == 0) return;
-      }
-      if (e.runner) self->send(e.runner, child_down{kind, d.escalate});
-      if (d.escalate) {
-        e.escalated = true;
-        return;
-      }
-      self->delayed_send(self, d.delay, respawn{token, kind, e.incarnation});
-      return;
-    case child_kind::runner:
-      e.runner = nullptr;
-      recover_runner(self, token, e, d);
-      return;
+    case child_kind::tailer: e->tailer = nullptr; break;
+    case child_kind::proxy: e->proxy = nullptr; break;
+    case child_kind::runner: e->runner = nullptr; break;
   }
+  apply(self, token, e->core->on_down(kind, e->spec->record->read(), self->clock().now()));
 }
 
 // Releases every registration through unsupervise; answers once all settled.
 caf::result<stopped> stop_all(supervisor_pointer self) {
   auto promise = self->make_response_promise<stopped>();
   std::vector<std::pair<std::uint64_t, std::string>> all;
-  for (auto& [token, e] : self->state.ids) all.emplace_back(token, e.spec->id);
+  for (auto& [token, e] : self->state.ids) all.emplace_back(token, e->spec->id);
   if (all.empty()) return stopped{};
   struct tally {
     std::size_t left;
@@ -226,14 +233,12 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
     [self](supervise& m) {
       if (!m.spec || self->state.ids.count(m.spec->token) != 0) return;
       const auto token = m.spec->token;
-      auto& e = self->state.ids[token];
-      e.spec = std::move(m.spec);
-      e.incarnation = self->state.next_incarnation++;
-      e.tailer = e.spec->spawn_tailer();
-      adopt(self, token, child_kind::tailer, e.tailer);
-      e.proxy = e.spec->spawn_proxy();
-      adopt(self, token, child_kind::proxy, e.proxy);
-      spawn_runner_of(self, token, e);
+      auto e = std::make_shared<supervised_id>();
+      e->spec = std::move(m.spec);
+      e->core = std::make_unique<supervisor_core>(supervisor_core::config{e->spec->id, e->spec->options});
+      e->incarnation = self->state.next_incarnation++;
+      self->state.ids[token] = e;
+      apply(self, token, e->core->start());
     },
     [self](meta_written& m) {
       if (m.kind != meta_kind::condemn) return;
@@ -241,58 +246,22 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
       if (!sender) return;
       auto child = self->state.children.find(sender->address());
       if (child == self->state.children.end()) return;
-      auto token = child->second.first;
-      auto it = self->state.ids.find(token);
-      if (it == self->state.ids.end() || !it->second.marker_then) return;
-      auto then = *it->second.marker_then;
-      it->second.marker_then.reset();
-      finish_release(self, token, true, then.escalate, then.delay);  // written or not: §10.3
+      const auto token = child->second.first;
+      auto e = find(self, token);
+      if (!e || !e->core->awaits_marker()) return;
+      apply(self, token, e->core->on_marker_written(from_caf(m.error)));  // written or not: §10.3
     },
     [self](respawn& m) {
-      auto it = self->state.ids.find(m.token);
-      if (it == self->state.ids.end()) return;
-      auto& e = it->second;
-      if (e.incarnation != m.incarnation || e.escalated) return;
-      switch (m.kind) {
-        case child_kind::tailer:
-          if (e.tailer) return;
-          e.tailer = e.spec->spawn_tailer();
-          adopt(self, m.token, m.kind, e.tailer);
-          if (e.runner) self->send(e.runner, child_up{m.kind, caf::actor_cast<caf::strong_actor_ptr>(e.tailer)});
-          return;
-        case child_kind::proxy:
-          if (e.proxy) return;
-          e.proxy = e.spec->spawn_proxy();
-          adopt(self, m.token, m.kind, e.proxy);
-          if (e.runner) self->send(e.runner, child_up{m.kind, caf::actor_cast<caf::strong_actor_ptr>(e.proxy)});
-          return;
-        case child_kind::runner:
-          if (e.runner || e.recovering || e.held) return;
-          spawn_runner_of(self, m.token, e);
-          return;
-      }
+      auto e = find(self, m.token);
+      if (!e || e->incarnation != m.incarnation) return;
+      apply(self, m.token, e->core->on_respawn(m.kind));
     },
     [self](unsupervise& m) -> caf::result<stopped> {
-      auto it = self->state.ids.find(m.token);
-      if (it == self->state.ids.end()) return stopped{};
-      auto& e = it->second;
-      const auto& id = e.spec->id;
-      if (e.held) return stopped{make_error(errc::backend_failed, "shutdown of " + id + " was rejected; its lock stays held")};
+      auto e = find(self, m.token);
+      if (!e) return stopped{};
       auto promise = self->make_response_promise<stopped>();
-      if (e.recovering) {
-        e.waiting.push_back(promise);
-        return promise;
-      }
-      if (!e.runner) {  // escalated, or between a crash and the respawn: released already
-        forget(self, m.token);
-        return stopped{};
-      }
-      self->request(e.runner, caf::infinite, stop{})
-        .then([self, promise, token = m.token](stopped& s) mutable {
-                if (!s.error) forget(self, token);
-                promise.deliver(s);
-              },
-              [promise](caf::error& err) mutable { promise.deliver(stopped{err}); });
+      e->waiting.push_back(promise);
+      apply(self, m.token, e->core->on_unsupervise());
       return promise;
     },
     [self](stop&) -> caf::result<stopped> { return stop_all(self); },

@@ -1,18 +1,13 @@
-// supervisor_actor: one per runtime (actors.md §1, §3). It spawns each registered id's tailer and
-// proxy, then its runner, monitors all three, and on a down message asks the restart policy:
-//
-//   tailer down   transient for the runner (child_down, then child_up with the replacement after
-//                 the policy's delay): no marker, readiness unchanged, durable cursor reinstalled.
-//   proxy down    suspect: the runner condemns with backend-failed; the replacement is spawned
-//                 around the same backend object after the delay, and the runner releases
-//                 through it.
-//   runner down   the supervisor, as the lock holder, quiesces the backend itself —
-//                 flush(shutdown), shutdown(the held epoch) through the proxy —, publishes
-//                 needs-rebuild/runner-failed, releases the lock entry, and respawns the runner
-//                 parked in needs-rebuild. A rejected shutdown keeps the lock
-//                 (unavailable/shutdown-failed) and the id stops failing with backend_failed.
-//   escalate      after max_rebuild_attempts consecutive failures of a child of one id: the id
-//                 is released, published unavailable, and nothing of it is restarted.
+// supervisor_actor: one per runtime (actors.md §1, §3). A thin shell over one supervisor_core per
+// registration (runtime/core/supervisor_core.hpp), as runner_actor is over runner_core: it spawns
+// and monitors each registration's tailer, proxy and runner, hands every down message, respawn
+// delay and answer to the core, and carries out the effects the core returns — spawns, child_down
+// / child_up to the runner, delayed `respawn`s to itself, the dead runner's flush(shutdown) and
+// shutdown through the proxy, its marker through the tailer, publications through the runtime's
+// readiness publisher, the unlock through the registration's ownership record (behind the
+// publications, publication_fence), stop requests and unsupervise answers. For a dead runner it
+// reads the registration's ownership record — lent to the runner, which keeps it current — to
+// know whether the runner owned the lock-table entry and under which epoch.
 //
 // The supervisor never blocks: the backend calls go through the proxy as requests. It supervises
 // registrations, not ids: while one registration of an id releases, a replacement of the same id
@@ -45,10 +40,8 @@ struct supervised_spec {
   // start_condemned: a replacement after a runner crash starts parked with this reason.
   std::function<runner_actor(log_tailer_actor, backend_proxy_actor, std::optional<readiness_reason> start_condemned)>
     spawn_runner;
-  std::shared_ptr<snapshot_box> snapshot;  // the runner's: whether it owned the lock, its epoch
-  std::shared_ptr<readiness_slot> slot;
-  readiness_publisher_actor publisher;  // the runtime's; unset: publish to the slot directly
-  runner_lock* lock = nullptr;
+  std::shared_ptr<ownership> record;    // the registration's ownership record, lent to its runners
+  readiness_publisher_actor publisher;  // the runtime's: a dead runner's publications
   // Told about every runner spawned for the registration (the runtime's wake list). Optional.
   std::function<void(const runner_actor&)> runner_changed;
 };

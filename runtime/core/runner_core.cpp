@@ -30,6 +30,56 @@ runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generat
   }
 }
 
+// ---- machines -----------------------------------------------------------------------------------
+
+void runner_core::to(acquisition next) noexcept {
+  using a = acquisition;
+  const auto from = acquisition_;
+  const bool legal = (from == a::unowned && next == a::minting) || (from == a::minting && next == a::reading_meta) ||
+                     (from == a::reading_meta && next == a::verifying) || (from == a::verifying && next == a::acquired) ||
+                     (from != a::unowned && next == a::unowned);
+  check_transition(legal, "runner acquisition", static_cast<int>(from), static_cast<int>(next));
+  acquisition_ = next;
+}
+
+void runner_core::to(drain next) noexcept {
+  using d = drain;
+  const auto from = drain_;
+  const bool legal = next == d::closed || (from == d::closed && next == d::open) || (from == d::open && next == d::pulling) ||
+                     (from == d::pulling && (next == d::open || next == d::delivering)) ||
+                     (from == d::open && next == d::delivering) || (from == d::delivering && next == d::open);
+  check_transition(legal, "runner drain", static_cast<int>(from), static_cast<int>(next));
+  drain_ = next;
+}
+
+void runner_core::to(durable_query next) noexcept {
+  using q = durable_query;
+  const auto from = durable_query_;
+  const bool legal = next == q::none || (from == q::none && next == q::asked) || (from != q::none && next == q::asked_again);
+  check_transition(legal, "runner durable query", static_cast<int>(from), static_cast<int>(next));
+  durable_query_ = next;
+}
+
+void runner_core::to(marker next) noexcept {
+  using m = marker;
+  const auto from = marker_;
+  const bool legal = next == m::unknown || (from == m::unknown && next == m::writing) || (from != m::present && next == m::present);
+  check_transition(legal, "runner marker", static_cast<int>(from), static_cast<int>(next));
+  marker_ = next;
+}
+
+void runner_core::to(settle next) noexcept {
+  using t = settle;
+  const auto from = settle_;
+  const bool writing = from == t::writing || from == t::writing_then_ready;
+  const bool legal = next == t::done || (from == t::done && next == t::writing) ||
+                     (from == t::wanted && next == t::writing_then_ready) ||
+                     (from == t::writing && next == t::writing_then_ready) || (writing && next == t::wanted) ||
+                     (from == t::wanted && next == t::wanted);
+  check_transition(legal, "runner settle", static_cast<int>(from), static_cast<int>(next));
+  settle_ = next;
+}
+
 // ---- helpers ------------------------------------------------------------------------------------
 
 void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
@@ -49,31 +99,31 @@ bool runner_core::non_durable_work() const noexcept {
 void runner_core::discard_progress() {
   ++gen_;
   // Replies to metadata writes of the old generation are dropped: a settle is retried at the
-  // next durable advance (settle_wanted_ stays), a pending condemnation publishes now.
-  settle_pending_ = ready_after_settle_ = false;
+  // next durable advance (it stays wanted), a pending condemnation publishes now.
+  if (settle_ == settle::writing || settle_ == settle::writing_then_ready) to(settle::wanted);
   offered_.clear();
   unanchored_bytes_ = unanchored_mutations_ = 0;
   unflushed_bytes_ = unflushed_mutations_ = 0;
   held_.reset();
   in_flight_.reset();
-  pull_in_flight_ = delivery_in_flight_ = durable_in_flight_ = reconcile_again_ = false;
-  age_timer_armed_ = cursor_timer_armed_ = age_running_ = false;
+  to(drain::closed);
+  to(durable_query::none);
+  age_timer_armed_ = cursor_timer_armed_ = false;
+  age_deadline_.reset();
   cut_open_ = end_of_log_ = false;
   more_ = true;
-  stalled_ = false;
-  installed_ = false;
+  stalled_since_.reset();
 }
 
 // Starts the flush-age timer if it is not running (restart: from now in any case). Timers
 // cannot be cancelled, so one pending timer event at most is armed; when it fires early (the
 // deadline moved), it re-arms for the rest.
 void runner_core::arm_age_timer(effects& out, steady_time now, bool restart) {
-  if (!age_running_ || restart) age_deadline_ = now + config_.options.max_flush_age;
-  age_running_ = true;
+  if (!age_deadline_ || restart) age_deadline_ = now + config_.options.max_flush_age;
   if (age_timer_armed_) return;
   age_timer_armed_ = true;
   out.push_back(fx::arm_timer{timer_kind::flush_age,
-                              std::chrono::duration_cast<std::chrono::milliseconds>(age_deadline_ - now), gen_});
+                              std::chrono::duration_cast<std::chrono::milliseconds>(*age_deadline_ - now), gen_});
 }
 
 void runner_core::request_flush(flush_reason reason, effects& out, steady_time now) {
@@ -82,25 +132,29 @@ void runner_core::request_flush(flush_reason reason, effects& out, steady_time n
   out.push_back(fx::flush{gen_, reason});
   // The age timer restarts after each request while non-durable work remains (§6.2).
   if (non_durable_work()) arm_age_timer(out, now, true);
-  else age_running_ = false;
+  else age_deadline_.reset();
 }
 
-void runner_core::reconcile(effects& out) {
-  if (durable_in_flight_) {
-    reconcile_again_ = true;
-    return;
-  }
-  durable_in_flight_ = true;
+void runner_core::query_durable(effects& out) {
+  to(durable_query::asked);
   out.push_back(fx::query_durable{gen_});
 }
 
+void runner_core::reconcile(effects& out) {
+  if (durable_query_ != durable_query::none) {
+    to(durable_query::asked_again);
+    return;
+  }
+  query_durable(out);
+}
+
 void runner_core::next_turn(effects& out) {
-  if (!owner_ || !installed_ || stopping_ || parked_) return;
-  if (pull_in_flight_ || delivery_in_flight_ || held_) return;
+  if (!owner_now() || drain_ != drain::open || stopping_ || parked_) return;
+  if (held_) return;
   if (state_ == runner_state::deferred || state_ == runner_state::waiting_durable) return;
   if (!more_) return;
   more_ = false;
-  pull_in_flight_ = true;
+  to(drain::pulling);
   if (state_ == runner_state::idle) state_ = runner_state::running;
   out.push_back(fx::pull{gen_, epoch_});
 }
@@ -109,21 +163,38 @@ void runner_core::deliver_held(effects& out, steady_time now) {
   (void)now;
   in_flight_ = std::move(held_);
   held_.reset();
-  delivery_in_flight_ = true;
+  to(drain::delivering);
   changed_at_issue_ = changed_count_;
   state_ = runner_state::running;
   out.push_back(fx::deliver{gen_, in_flight_});
 }
 
 void runner_core::begin_release(effects& out) {
-  if (!proxy_up_) {
-    release_phase_ = release_phase::awaiting_proxy;  // on_child_up(proxy) starts it
-    return;
+  carry_release(release_.begin(epoch_, proxy_up_), out, steady_time{});  // a proxy down: on_child_up starts it
+}
+
+// What a step of the release sequence is in this runner's effects. Unlocking ends the ownership.
+void runner_core::carry_release(release_sequence::step step, effects& out, steady_time now) {
+  switch (step) {
+    case release_sequence::step::none: return;
+    case release_sequence::step::flush:
+      out.push_back(fx::flush{gen_, flush_reason::shutdown});
+      ++flushes_[static_cast<std::size_t>(flush_reason::shutdown)];
+      return;
+    case release_sequence::step::shutdown:
+      quiescence_since_ = now;
+      out.push_back(fx::shutdown{release_.epoch()});
+      return;
+    case release_sequence::step::publish_rejected:
+      // The backend cannot prove quiescence: keep the lock, never hand it on (§9.7).
+      state_ = runner_state::unavailable;
+      publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
+      return;
+    case release_sequence::step::unlock:
+      to(acquisition::unowned);
+      out.push_back(fx::release_lock{});
+      return;
   }
-  release_phase_ = release_phase::flushing;
-  // A release gets a generation of its own: continuations of the drain are dropped.
-  out.push_back(fx::flush{gen_, flush_reason::shutdown});
-  ++flushes_[static_cast<std::size_t>(flush_reason::shutdown)];
 }
 
 void runner_core::condemn(readiness_reason reason, std::string message, effects& out, steady_time now) {
@@ -134,11 +205,11 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
   parked_ = true;
   state_ = runner_state::needs_rebuild;
   condemn_reason_ = reason;
-  if (owner_ && release_phase_ == release_phase::none && config_.fingerprint && !marker_known_) {
+  if (owner_now() && !release_.holding() && config_.fingerprint && marker_ != marker::present) {
     if (tailer_up_) {
       // The durable marker first, then the publication (§10.4): shared readiness does not
       // survive the last process, the marker does.
-      marker_pending_ = true;
+      to(marker::writing);
       out.push_back(fx::write_marker{gen_});
       return;
     }
@@ -146,60 +217,58 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
   }
   publish(readiness_state::needs_rebuild, reason, out);
   // Rebuild arrives with a later issue: until then the condemned index is released and parks.
-  if (owner_ && release_phase_ == release_phase::none) begin_release(out);
+  if (owner_now() && !release_.holding()) begin_release(out);
 }
 
 effects runner_core::on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
   (void)now;
-  if (gen != gen_ || !owner_ || !marker_pending_) return out;
-  marker_pending_ = false;
+  if (gen != gen_ || !owner_now() || marker_ != marker::writing) return out;
   if (outcome) {
-    marker_known_ = true;
+    to(marker::present);
   } else {
     // Published before the marker on purpose (§10.3): it only withholds `ready`. Not parked: the
     // next wake acquires again, finds the slot needs-rebuild and writes the marker then.
+    to(marker::unknown);
     message_ += "; writing the condemnation marker failed: " + outcome.error().message();
     parked_ = false;
   }
   publish(readiness_state::needs_rebuild, condemn_reason_, out);
-  if (release_phase_ == release_phase::none) begin_release(out);
+  if (!release_.holding()) begin_release(out);
   return out;
 }
 
 effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
   (void)now;
-  if (gen != gen_ || !owner_ || !settle_pending_) return out;
-  settle_pending_ = false;
+  if (gen != gen_ || !owner_now() || (settle_ != settle::writing && settle_ != settle::writing_then_ready)) return out;
+  const bool ready_after = settle_ == settle::writing_then_ready;
   // A failed commit is logged; `ready` is published anyway and the commit is retried at the next
   // durable advance (a stale marker only causes a needless rebuild, §10.4).
   if (outcome) {
-    settle_wanted_ = false;
-    marker_known_ = false;
+    to(settle::done);
+    if (marker_ == marker::present) to(marker::unknown);  // deleted with the record
     records_.fingerprint = config_.fingerprint;
     records_.condemned = false;
   } else {
+    to(settle::wanted);
     message_ = "writing the registration record failed: " + outcome.error().message();
   }
-  if (ready_after_settle_ && published_ != readiness_state::ready) {
-    publish(readiness_state::ready, readiness_reason::none, out);
-  }
-  ready_after_settle_ = false;
+  if (ready_after && published_ != readiness_state::ready) publish(readiness_state::ready, readiness_reason::none, out);
   return out;
 }
 
 effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot,
                                    steady_time now, bool rebuild_requested) {
   effects out;
-  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  if (!current(gen) || release_.holding() || acquisition_ != acquisition::reading_meta) return out;
   if (!records) {
     transient_fault(false, "reading the condemnation marker: " + records.error().message(), out, now);
     return out;
   }
-  acquisition_ = acquisition::verifying;
+  to(acquisition::verifying);
   records_ = *records;
-  marker_known_ = records_.condemned;
+  if (records_.condemned) to(marker::present);
   // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4) — until rebuild
   // exists, the index is condemned with rebuild-requested and parks; the marker keeps the request.
   // An interrupted build from sequence 1 is a rebuild running: it absorbs the request (§11.2).
@@ -214,7 +283,6 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     last_fault_ = slot.reason;
     discard_progress();
     parked_ = true;
-    parked_state_ = runner_state::unavailable;
     state_ = runner_state::unavailable;
     published_ = readiness_state::unavailable;
     reason_ = slot.reason;
@@ -223,8 +291,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
   }
   // Step 6: a condemned generation. The build from sequence 1 of a fresh index (reason
   // cursor-missing while rebuilding) is the one rebuild this issue has: it continues (step 8).
-  const bool initial_build = slot.state == readiness_state::rebuilding && slot.reason == readiness_reason::cursor_missing;
-  if (slot.state == readiness_state::needs_rebuild || (slot.state == readiness_state::rebuilding && !initial_build)) {
+  if (slot.state == readiness_state::needs_rebuild || (slot.state == readiness_state::rebuilding && !building)) {
     condemn(slot.reason == readiness_reason::none ? readiness_reason::condemned : slot.reason,
             "the slot says " + std::string(to_string(slot.state)), out, now);
     return out;
@@ -234,8 +301,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     condemn(readiness_reason::condemned, "the condemnation marker is present", out, now);
     return out;
   }
-  durable_in_flight_ = true;
-  out.push_back(fx::query_durable{gen_});
+  query_durable(out);
   return out;
 }
 
@@ -261,7 +327,7 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
 // After a backoff: acquire again, or repeat the acquisition step that failed, or reinstall the
 // durable cursor (§5.7, §10.5). A child being respawned holds the retry until it is up.
 void runner_core::retry(effects& out) {
-  if (!owner_) {
+  if (!owner_now()) {
     state_ = runner_state::waiting_lock;
     out.push_back(fx::request_lock{});
     return;
@@ -278,8 +344,7 @@ void runner_core::retry(effects& out) {
   } else if (!offered_.empty()) {
     out.push_back(fx::open_log{gen_, offered_.back().through});
   } else {
-    durable_in_flight_ = true;
-    out.push_back(fx::query_durable{gen_});
+    query_durable(out);
   }
 }
 
@@ -291,7 +356,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   if (stopping_ || parked_ || state_ == runner_state::stopped || state_ == runner_state::unavailable) return out;
   const bool commit = (flags & wake_flag::commit) != 0;
   const bool system_only = commit && (flags & wake_flag::system) != 0;
-  if (!owner_) {
+  if (!owner_now()) {
     if (state_ != runner_state::dormant) return out;  // waiting for the lock already
     // Dormant: system commits, backend and timer wakes do not start an acquisition (§8.3); a
     // rebuild wake does (the actor passes one only while no runner of the process owns the id).
@@ -302,10 +367,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     return out;
   }
   if (commit && !system_only) {
-    if (end_of_log_ && !unread_) {  // stamps unread_since (§8.2): lag must not hide a reader behind
-      unread_ = true;
-      unread_since_ = now;
-    }
+    if (end_of_log_ && !unread_since_) unread_since_ = now;  // §8.2: lag must not hide a reader behind
     more_ = true;
     if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out);
   } else if (system_only && state_ != runner_state::idle) {
@@ -315,26 +377,23 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
 }
 
 bool runner_core::takes_rebuild_request() const noexcept {
-  return owner_ && !stopping_ && !parked_ && release_phase_ == release_phase::none &&
-         acquisition_ == acquisition::acquired && config_.rebuildable;
+  return !stopping_ && !parked_ && !release_.holding() && acquisition_ == acquisition::acquired && config_.rebuildable;
 }
 
 runner_core::rebuild_wake runner_core::on_rebuild_wake(bool owned_in_process) const noexcept {
   if (takes_rebuild_request()) return rebuild_wake::consume;
-  if (!owner_ && !owned_in_process && state_ == runner_state::dormant && !parked_ && !stopping_) return rebuild_wake::acquire;
+  if (!owner_now() && !owned_in_process && state_ == runner_state::dormant && !parked_ && !stopping_) return rebuild_wake::acquire;
   return rebuild_wake::ignore;
 }
 
 bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
-  return current(gen) && release_phase_ == release_phase::none && acquisition_ == acquisition::reading_meta;
+  return current(gen) && !release_.holding() && acquisition_ == acquisition::reading_meta;
 }
 
 effects runner_core::retry_release(steady_time now) {
   effects out;
-  (void)now;
-  if (!holds_rejected_release() || !owner_) return out;
-  release_phase_ = release_phase::none;
-  begin_release(out);
+  if (!holds_rejected_release() || !owner_now()) return out;
+  carry_release(release_.retry(proxy_up_), out, now);
   return out;
 }
 
@@ -351,7 +410,7 @@ effects runner_core::on_lock_acquired(steady_time now) {
   effects out;
   (void)now;
   if (state_ != runner_state::waiting_lock) {
-    if (!owner_) out.push_back(fx::release_lock{});  // stale grant: hand it back
+    if (!owner_now()) out.push_back(fx::release_lock{});  // stale grant: hand it back
     return out;
   }
   if (stopping_) {
@@ -359,9 +418,10 @@ effects runner_core::on_lock_acquired(steady_time now) {
     return out;
   }
   ++gen_;
-  owner_ = true;
-  acquisition_ = acquisition::minting;
-  marker_known_ = marker_pending_ = settle_pending_ = settle_wanted_ = ready_after_settle_ = false;
+  to(acquisition::minting);
+  release_ = release_sequence{};  // this ownership's
+  to(marker::unknown);
+  to(settle::done);
   state_ = runner_state::running;
   out.push_back(fx::mint_epoch{});
   return out;
@@ -370,7 +430,7 @@ effects runner_core::on_lock_acquired(steady_time now) {
 effects runner_core::on_lock_failed(const error& e, steady_time now) {
   effects out;
   (void)now;
-  if (state_ != runner_state::waiting_lock || owner_) return out;
+  if (state_ != runner_state::waiting_lock || owner_now()) return out;
   message_ = "runner lock: " + e.message();
   if (stopping_) {
     state_ = runner_state::stopped;
@@ -397,18 +457,18 @@ effects runner_core::on_epoch_minted(epoch_t epoch, steady_time now) {
 
 effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  if (!current(gen)) return out;
+  if (!current(gen) || acquisition_ != acquisition::minting) return out;
   if (!outcome) {
     // Unlock without any backend call and try again after the backoff (§9.3). Waiting-lock, as
     // after a refused lock: no wake — a rebuild wake included — starts an acquisition sooner.
-    owner_ = false;
+    to(acquisition::unowned);
     message_ = outcome.error().message();
     state_ = runner_state::waiting_lock;
     out.push_back(fx::release_lock{});
     out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
     return out;
   }
-  acquisition_ = acquisition::reading_meta;
+  to(acquisition::reading_meta);
   (void)now;
   if (!proxy_up_) {
     pending_retry_ = true;
@@ -420,8 +480,9 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
 
 effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now) {
   effects out;
-  if (!current(gen) || release_phase_ != release_phase::none) return out;
-  durable_in_flight_ = false;
+  if (!current(gen) || release_.holding()) return out;
+  const bool again = durable_query_ == durable_query::asked_again;
+  to(durable_query::none);
   if (!durable) {
     if (durable.error().value() == errc::cursor_invalid) {
       condemn(readiness_reason::cursor_missing, durable.error().message(), out, now);
@@ -430,7 +491,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     }
     return out;
   }
-  if (!installed_) {
+  if (drain_ == drain::closed) {
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
       if (acquisition_ != acquisition::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
@@ -445,13 +506,12 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       out.push_back(fx::open_log{gen_, *durable});
     } else {
       initial_pending_ = true;
-      if (config_.fingerprint && records_.fingerprint != config_.fingerprint && !settle_wanted_) {
+      if (config_.fingerprint && records_.fingerprint != config_.fingerprint && settle_ == settle::done) {
         // A build from sequence 1 is this registration's index from the start: record its
         // fingerprint first. The tailer commits it before it opens the log (mailbox order), so
         // no barrier of the build can be durable without it; a failure is retried at the first
         // durable advance.
-        settle_wanted_ = true;
-        settle_pending_ = true;
+        to(settle::writing);
         out.push_back(fx::settle{gen_, *config_.fingerprint});
       }
       out.push_back(fx::open_log{gen_, std::nullopt});
@@ -478,13 +538,12 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     if (advanced) {
       transient_faults_ = 0;
       initial_pending_ = false;
-      if (settle_wanted_ || settle_pending_) {
+      if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
-        ready_after_settle_ = true;
-        if (!settle_pending_) {
-          settle_pending_ = true;
-          out.push_back(fx::settle{gen_, *config_.fingerprint});
-        }
+        to(settle::writing_then_ready);
+        out.push_back(fx::settle{gen_, *config_.fingerprint});
+      } else if (settle_ == settle::writing || settle_ == settle::writing_then_ready) {
+        to(settle::writing_then_ready);
       } else if (published_ != readiness_state::ready) {
         publish(readiness_state::ready, readiness_reason::none, out);
       }
@@ -493,14 +552,13 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   if (state_ == runner_state::waiting_durable && !cut_open_ &&
       offered_.size() - 1 < config_.options.max_accepted_batches_ahead) {
     state_ = runner_state::running;
-    stalled_ = false;
+    stalled_since_.reset();
     next_turn(out);
   }
-  if (reconcile_again_) {
-    reconcile_again_ = false;
+  if (again) {
     reconcile(out);
-  } else if (end_of_log_ && !more_ && !pull_in_flight_ && !delivery_in_flight_ && !held_ &&
-             state_ == runner_state::running && !non_durable_work() && !initial_pending_) {
+  } else if (end_of_log_ && !more_ && drain_ == drain::open && !held_ && state_ == runner_state::running &&
+             !non_durable_work() && !initial_pending_) {
     state_ = runner_state::idle;  // idle pass (§5.6)
   }
   return out;
@@ -509,7 +567,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
 effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
                                    const std::optional<cursor>& installed, steady_time now) {
   effects out;
-  if (!current(gen) || release_phase_ != release_phase::none) return out;
+  if (!current(gen) || release_.holding() || drain_ != drain::closed) return out;
   if (fault) {
     if (fault->transient) {
       transient_fault(false, fault->text, out, now);
@@ -525,8 +583,8 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     transient_fault(false, "the tailer installed no cursor", out, now);
     return out;
   }
-  installed_ = true;
-  acquisition_ = acquisition::acquired;
+  to(drain::open);
+  if (acquisition_ == acquisition::verifying) to(acquisition::acquired);
   if (offered_.empty() || offered_.back().through != *installed) {
     offered_.clear();
     offered_.push_back(offered_entry{*installed, 0, 0, true, now});
@@ -546,8 +604,8 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
 
 effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now) {
   effects out;
-  if (!current(gen) || release_phase_ != release_phase::none) return out;
-  pull_in_flight_ = false;
+  if (!current(gen) || release_.holding() || drain_ != drain::pulling) return out;
+  to(drain::open);
   if (outcome.fault) {
     if (outcome.fault->transient) transient_fault(false, outcome.fault->text, out, now);
     else condemn(outcome.fault->reason, outcome.fault->text, out, now);
@@ -563,7 +621,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   log_reopens_ = reopens_base_ + reopens_seen_;
   cut_open_ = chunk.cut_open;
   end_of_log_ = chunk.end_of_log;
-  if (chunk.end_of_log) unread_ = false;
+  if (chunk.end_of_log) unread_since_.reset();
   if (chunk.delivery && chunk.delivery->through) {
     for (const auto& p : chunk.delivery->through->logs()) {
       auto& t = read_time_[p.log];
@@ -573,13 +631,13 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   if (!chunk.end_of_log) more_ = true;
   if (chunk.delivery) {
     in_flight_ = chunk.delivery;
-    delivery_in_flight_ = true;
+    to(drain::delivering);
     changed_at_issue_ = changed_count_;
     out.push_back(fx::deliver{gen_, in_flight_});
     return out;
   }
   // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush.
-  stalled_ = false;
+  stalled_since_.reset();
   reconcile(out);
   if (!non_durable_work() && !more_ && !initial_pending_) state_ = runner_state::idle;
   else if (non_durable_work()) arm_age_timer(out, now, false);
@@ -588,7 +646,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
 }
 
 effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now) {
-  if (!installed_) return on_log_opened(gen, fault, std::nullopt, now);
+  if (drain_ == drain::closed) return on_log_opened(gen, fault, std::nullopt, now);
   pull_outcome out;
   out.fault = fault;
   return on_chunk(gen, out, now);
@@ -596,8 +654,8 @@ effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, 
 
 effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_time now) {
   effects out;
-  if (!current(gen) || release_phase_ != release_phase::none) return out;
-  delivery_in_flight_ = false;
+  if (!current(gen) || release_.holding() || drain_ != drain::delivering) return out;
+  to(drain::open);
   auto b = std::move(in_flight_);
   in_flight_.reset();
   if (!b) return out;
@@ -608,10 +666,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     case delivery_result::deferred:
       held_ = std::move(b);
       state_ = runner_state::deferred;
-      if (!stalled_) {
-        stalled_ = true;
-        stalled_since_ = now;
-      }
+      if (!stalled_since_) stalled_since_ = now;
       if (changed_count_ > changed_at_issue_) {
         deliver_held(out, now);  // a `changed` arrived meanwhile: the room may exist already
       } else {
@@ -620,7 +675,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
       return out;
     case delivery_result::accepted: break;
   }
-  stalled_ = false;
+  stalled_since_.reset();
   ++delivered_batches_;
   delivered_records_ += b->records.size();
   const auto mutations = mutations_of(*b);
@@ -651,7 +706,6 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   reconcile(out);
   if (!cut_open_ && offered_.size() - 1 >= config_.options.max_accepted_batches_ahead) {
     state_ = runner_state::waiting_durable;
-    stalled_ = true;
     stalled_since_ = now;
     // Only cursor-only progress fills the cap: no age timer runs for it, and waiting for the
     // long cursor timer would stall the index, so ask for the barrier now.
@@ -665,16 +719,14 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
 
 effects runner_core::on_flush_done(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  if (gen != gen_ || !owner_) return out;
-  if (release_phase_ == release_phase::flushing) {
+  if (gen != gen_ || !owner_now()) return out;
+  if (release_.current() == release_sequence::phase::flushing) {
     // An error here is logged only; the shutdown decides (§9.6).
     if (!outcome) message_ = "flush(shutdown): " + outcome.error().message();
-    release_phase_ = release_phase::shutting_down;
-    quiescence_since_ = now;
-    out.push_back(fx::shutdown{epoch_});
+    carry_release(release_.on_flush_done(outcome), out, now);
     return out;
   }
-  if (release_phase_ != release_phase::none) return out;
+  if (release_.holding()) return out;
   if (!outcome) {
     condemn(readiness_reason::backend_failed, "flush: " + outcome.error().message(), out, now);
     return out;
@@ -685,22 +737,20 @@ effects runner_core::on_flush_done(std::uint64_t gen, const result<void>& outcom
 
 effects runner_core::on_state_change(state_change change, steady_time now) {
   effects out;
-  if (!owner_ || state_ == runner_state::stopped || state_ == runner_state::unavailable ||
-      release_phase_ != release_phase::none) {
+  if (!owner_now() || state_ == runner_state::stopped || state_ == runner_state::unavailable || release_.holding()) {
     return out;
   }
   switch (change.kind) {
     case state_change_kind::changed:
       ++changed_count_;
-      if (state_ == runner_state::deferred && held_ && !delivery_in_flight_) deliver_held(out, now);
-      if (installed_ && offered_.size() > 1) reconcile(out);
+      if (state_ == runner_state::deferred && held_ && drain_ == drain::open) deliver_held(out, now);
+      if (drain_ != drain::closed && offered_.size() > 1) reconcile(out);
       break;
     case state_change_kind::accepted_work_lost:
       if (change.epoch != 0 && change.epoch != epoch_) break;
       // Replay everything after the durable cursor (§5.7).
       discard_progress();
-      durable_in_flight_ = true;
-      out.push_back(fx::query_durable{gen_});
+      query_durable(out);
       break;
     case state_change_kind::failed:
       if (change.epoch != 0 && change.epoch != epoch_) break;
@@ -716,20 +766,20 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
   switch (kind) {
     case timer_kind::flush_age:
       age_timer_armed_ = false;
-      if (!owner_ || !age_running_) break;
-      if (now < age_deadline_) {
+      if (!owner_now() || !age_deadline_) break;
+      if (now < *age_deadline_) {
         arm_age_timer(out, now, false);  // restarted since this event was armed
       } else {
-        age_running_ = false;
+        age_deadline_.reset();
         if (non_durable_work()) request_flush(flush_reason::age, out, now);
       }
       break;
     case timer_kind::cursor_flush:
       cursor_timer_armed_ = false;
-      if (owner_ && offered_.size() > 1) request_flush(flush_reason::age, out, now);
+      if (owner_now() && offered_.size() > 1) request_flush(flush_reason::age, out, now);
       break;
     case timer_kind::deferral_retry:
-      if (owner_ && state_ == runner_state::deferred && held_ && !delivery_in_flight_) deliver_held(out, now);
+      if (owner_now() && state_ == runner_state::deferred && held_ && drain_ == drain::open) deliver_held(out, now);
       break;
     case timer_kind::transient_retry:
       retry(out);
@@ -740,27 +790,22 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
 
 effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now) {
   effects out;
-  (void)now;
-  if (epoch != epoch_ || release_phase_ != release_phase::shutting_down) return out;
-  if (!outcome) {
-    // The backend cannot prove quiescence: keep the lock, never hand it on (§9.7).
-    release_phase_ = release_phase::held;
+  if (epoch != epoch_) return out;
+  const auto step = release_.on_shutdown_done(epoch, outcome);
+  if (step == release_sequence::step::publish_rejected) {
     message_ = "shutdown rejected: " + outcome.error().message();
-    state_ = runner_state::unavailable;
-    publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
+    carry_release(step, out, now);
     if (stopping_) out.push_back(fx::stopped{error{errc::backend_failed, message_}});
     return out;
   }
-  release_phase_ = release_phase::none;
-  owner_ = false;
-  acquisition_ = acquisition::minting;
+  if (step != release_sequence::step::unlock) return out;
   ++gen_;
-  out.push_back(fx::release_lock{});
+  carry_release(step, out, now);
   if (stopping_) {
     state_ = runner_state::stopped;
     out.push_back(fx::stopped{result<void>{}});
-  } else {
-    state_ = parked_ ? parked_state_ : runner_state::dormant;
+  } else if (!parked_) {
+    state_ = runner_state::dormant;  // parked: stays needs_rebuild or unavailable
   }
   return out;
 }
@@ -773,14 +818,13 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
   up = false;
   if (escalated) {
     // Supervision escalated (§10.3): unavailable, released, nothing restarted for this id.
-    if (parked_ && parked_state_ == runner_state::unavailable) return out;
+    if (parked_ && state_ == runner_state::unavailable) return out;
     const auto reason = kind == child_kind::proxy ? readiness_reason::backend_failed : readiness_reason::runner_failed;
     last_fault_ = reason;
     message_ = kind == child_kind::proxy ? "the backend proxy kept failing" : "the log tailer kept failing";
     discard_progress();
     parked_ = true;
-    parked_state_ = runner_state::unavailable;
-    if (!owner_) {
+    if (!owner_now()) {
       if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
       state_ = stopping_ ? runner_state::stopped : runner_state::unavailable;
       return out;
@@ -788,16 +832,12 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     publish(readiness_state::unavailable, reason, out);
     state_ = runner_state::unavailable;
     if (kind == child_kind::tailer) {
-      if (release_phase_ == release_phase::none) begin_release(out);
+      if (!release_.holding()) begin_release(out);
       return out;
     }
     // No proxy will come back to quiesce the backend: release without it. The epoch fences the
     // backend's late work (a successor mints a larger one, backends check is_owner_epoch).
-    release_phase_ = release_phase::none;
-    owner_ = false;
-    acquisition_ = acquisition::minting;
-    unquiesced_ = true;
-    out.push_back(fx::release_lock{});
+    carry_release(release_.abandon(), out, now);
     if (stopping_) {
       state_ = runner_state::stopped;
       out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
@@ -805,25 +845,26 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     return out;
   }
   if (!was_up) return out;
-  if (kind == child_kind::tailer && marker_pending_) {
+  if (kind == child_kind::tailer && marker_ == marker::writing) {
     // The marker write died with the tailer: as a failed write (§10.3).
     return on_marker_written(gen_, error{errc::io_error, "the log tailer stopped"}, now);
   }
   if (kind == child_kind::tailer) {
     // A tailer crash is transient (§10.5): no marker, readiness unchanged, the durable cursor is
     // reinstalled once the replacement is up. The release needs no tailer.
-    if (!owner_ || stopping_ || parked_ || release_phase_ != release_phase::none) return out;
+    if (!owner_now() || stopping_ || parked_ || release_.holding()) return out;
     transient_fault(false, "the log tailer stopped", out, now);
     return out;
   }
   // A proxy crash is suspect (§10.5: backend-failed). A release under way starts again with the
   // replacement (its replies from the dead proxy are dropped by generation and phase).
-  if (release_phase_ == release_phase::flushing || release_phase_ == release_phase::shutting_down) {
+  if (release_.current() == release_sequence::phase::flushing ||
+      release_.current() == release_sequence::phase::shutting_down) {
     ++gen_;
-    release_phase_ = release_phase::awaiting_proxy;
+    carry_release(release_.on_proxy_down(), out, now);
     return out;
   }
-  if (!owner_) {
+  if (!owner_now()) {
     last_fault_ = readiness_reason::backend_failed;
     return out;
   }
@@ -833,12 +874,11 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
 
 effects runner_core::on_child_up(child_kind kind, steady_time now) {
   effects out;
-  (void)now;
   if (kind == child_kind::tailer) tailer_up_ = true;
   else if (kind == child_kind::proxy) proxy_up_ = true;
   else return out;
-  if (release_phase_ == release_phase::awaiting_proxy && proxy_up_ && owner_) {
-    begin_release(out);
+  if (release_.current() == release_sequence::phase::awaiting_proxy && proxy_up_ && owner_now()) {
+    carry_release(release_.on_proxy_up(), out, now);
     return out;
   }
   if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) retry(out);
@@ -850,20 +890,23 @@ effects runner_core::stop(steady_time now) {
   (void)now;
   if (stopping_) return out;  // the first stop's outcome stands
   stopping_ = true;
-  if (release_phase_ == release_phase::held) {
+  if (release_.held()) {
     out.push_back(fx::stopped{error{errc::backend_failed, message_}});
     return out;
   }
-  if (release_phase_ != release_phase::none) return out;  // a release is under way: it settles stop
-  if (!owner_) {
+  if (release_.holding()) return out;  // a release is under way: it settles stop
+  if (!owner_now()) {
     if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
     state_ = runner_state::stopped;
-    if (unquiesced_) out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
-    else out.push_back(fx::stopped{result<void>{}});
+    if (release_.current() == release_sequence::phase::abandoned) {
+      out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
+    } else {
+      out.push_back(fx::stopped{result<void>{}});
+    }
     return out;
   }
-  if (marker_pending_) {  // its reply will be dropped: publish the condemnation now
-    marker_pending_ = false;
+  if (marker_ == marker::writing) {  // its reply will be dropped: publish the condemnation now
+    to(marker::unknown);
     publish(readiness_state::needs_rebuild, condemn_reason_, out);
   }
   discard_progress();
@@ -877,10 +920,10 @@ runner_snapshot runner_core::snapshot() const {
   s.state = state_;
   s.reason = reason_;
   s.epoch = epoch_;
-  s.owner = owner_;
+  s.owner = owner_now();
   s.message = message_;
   s.durable = durable_;
-  if (owner_) {
+  if (owner_now()) {
     s.accepted_batches = offered_.empty() ? 0 : offered_.size() - 1;
     s.accepted_bytes = unanchored_bytes_;
     s.accepted_mutations = unanchored_mutations_;
@@ -890,7 +933,7 @@ runner_snapshot runner_core::snapshot() const {
       if (!s.oldest_accepted_at && !offered_[i].cursor_only) s.oldest_accepted_at = offered_[i].accepted_at;
     }
     s.deferred_bytes = held_ ? held_->bytes : 0;
-    if (stalled_) s.stalled_since = stalled_since_;
+    s.stalled_since = stalled_since_;
     // The effective entry: the newest offered one preceded by nothing but cursor-only work.
     std::size_t effective = 0;
     while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
@@ -902,8 +945,8 @@ runner_snapshot runner_core::snapshot() const {
         }
       }
     }
-    if (unread_) s.unread_since = unread_since_;
-    if (release_phase_ == release_phase::shutting_down) s.quiescence_since = quiescence_since_;
+    s.unread_since = unread_since_;
+    if (release_.quiescing()) s.quiescence_since = quiescence_since_;
   }
   s.delivered_batches = delivered_batches_;
   s.delivered_records = delivered_records_;

@@ -18,6 +18,14 @@
 //      └──────────── stop(): releasing ──flush(shutdown), shutdown(epoch)──► stopped
 //                                        (rejected shutdown: unavailable, lock kept)
 //
+// Beside runner_state (the public state above) the core keeps a few machines of its own, each an
+// enum with one asserting transition (private, below): the acquisition of an ownership (§9.2),
+// its release (a release_sequence, core/release_sequence.hpp), the drain pipeline (what is in
+// flight on the tailer's cursor), the durable query, the condemnation marker and the settle
+// commit. The booleans left are facts no state implies: stopping_, parked_, the build from
+// sequence 1, the children's liveness and a retry waiting for them, what the last chunk said
+// about the log, and the two timers' pending events.
+//
 // A fresh index (no durable cursor) whose every log still holds its first transaction is built
 // by reading the logs from sequence 1 (docs/decisions/0002); readiness is `rebuilding` until the
 // first durable advance. Otherwise an absent cursor condemns with `cursor-missing`.
@@ -39,6 +47,7 @@
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
+#include "core/release_sequence.hpp"
 #include "core/restart_policy.hpp"  // child_kind
 #include "core/tailer_core.hpp"
 #include "ports/meta_store.hpp"  // meta_records
@@ -169,7 +178,7 @@ class runner_core {
   // Whether on_meta_state(gen, …) would be taken now: the actor consumes the slot's rebuild
   // request for the acquisition only then, so a stale reply never swallows one.
   bool awaits_meta(std::uint64_t gen) const noexcept;
-  bool owner() const noexcept { return owner_; }
+  bool owner() const noexcept { return owner_now(); }
   effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);
@@ -189,7 +198,7 @@ class runner_core {
   // the lock retries only its release (flush(shutdown) → shutdown(same epoch) → unlock); the
   // backend must accept the retried shutdown. Empty unless the lock is held that way.
   effects retry_release(steady_time now);
-  bool holds_rejected_release() const noexcept { return release_phase_ == release_phase::held && stopping_; }
+  bool holds_rejected_release() const noexcept { return release_.held() && stopping_; }
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
   // failed request before the supervisor tells it.
@@ -210,14 +219,66 @@ class runner_core {
     steady_time accepted_at{};
   };
 
-  bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_ && state_ != runner_state::stopped; }
+  // ACQUISITION (§9.2): how far this ownership has come; each step needs the one before. The
+  // release of an ownership is a release_sequence (core/release_sequence.hpp, its own diagram).
+  //
+  //   unowned ──lock granted──► minting ──epoch persisted──► reading_meta ──records read──► verifying
+  //      ▲  ▲                      │                                                          │
+  //      │  └─epoch write failed───┘                                          cursor installed │
+  //      │                                                                                    ▼
+  //      └──── lock released (shutdown accepted, or abandoned) ◄──── any owned phase ◄──── acquired
+  //
+  //   unowned       not the holder of the lock-table entry; left by a grant (→ minting).
+  //   minting       owner; the epoch is not yet durable in epoch/<id> (§9.3), no backend call may
+  //                 use it; left when it is (→ reading_meta) or its write fails (→ unowned).
+  //   reading_meta  the marker, fingerprint and slot are being read (step 3); left for verifying.
+  //   verifying     the durable cursor is being read, checked and installed (step 8); left when a
+  //                 first cursor is installed (→ acquired).
+  //   acquired      the acquisition is over and the fingerprint was checked; reinstalls after lost
+  //                 work or a transient fault stay here.
+  enum class acquisition : std::uint8_t { unowned, minting, reading_meta, verifying, acquired };
+
+  // DRAIN: the cursor installed in the tailer and what is in flight on it — one pull or one
+  // delivery at a time (a deferred batch waits in held_ while open).
+  //
+  //   closed ──log opened──► open ──pull──► pulling ──chunk with a batch──► delivering
+  //                          ▲ ▲ │             │                                │
+  //                          │ │ └─retry the deferred batch────────────────────►│
+  //                          │ └──chunk without one─┘                           │
+  //                          └────────────────────── result ◄───────────────────┘
+  //   every phase ──discard progress (§1.4)──► closed
+  enum class drain : std::uint8_t { closed, open, pulling, delivering };
+
+  // durable_cursor() queries (§5.4): at most one in flight; a reconciliation asked for meanwhile
+  // runs once it is answered. asked ──answer──► none; asked ──reconcile──► asked_again.
+  enum class durable_query : std::uint8_t { none, asked, asked_again };
+
+  // The condemnation marker condemned/<id> as this ownership knows it (§10.4): unknown (not found
+  // and not written), writing (a write in flight; the condemnation's publication waits for it),
+  // present (found at step 3 or written; not written again).
+  enum class marker : std::uint8_t { unknown, writing, present };
+
+  // The registration record registration/<id> = fingerprint, with the marker's delete (§10.4):
+  // done (nothing to write), wanted (to write at the next durable advance), writing (in flight),
+  // writing_then_ready (in flight; `ready` is published when it is answered).
+  enum class settle : std::uint8_t { done, wanted, writing, writing_then_ready };
+
+  bool owner_now() const noexcept { return acquisition_ != acquisition::unowned; }
+  bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_now() && state_ != runner_state::stopped; }
+  void to(acquisition next) noexcept;
+  void to(drain next) noexcept;
+  void to(durable_query next) noexcept;
+  void to(marker next) noexcept;
+  void to(settle next) noexcept;
   void discard_progress();
   void next_turn(effects& out);
   void request_flush(flush_reason reason, effects& out, steady_time now);
+  void query_durable(effects& out);
   void reconcile(effects& out);
   void condemn(readiness_reason reason, std::string message, effects& out, steady_time now);
   void transient_fault(bool from_durable, std::string message, effects& out, steady_time now);
   void begin_release(effects& out);
+  void carry_release(release_sequence::step step, effects& out, steady_time now);
   void publish(readiness_state s, readiness_reason r, effects& out);
   bool non_durable_work() const noexcept;
   void arm_age_timer(effects& out, steady_time now, bool restart);
@@ -231,55 +292,38 @@ class runner_core {
   std::string message_;
   std::uint64_t gen_ = 0;
   epoch_t epoch_ = 0;
-  bool owner_ = false;
-  bool stopping_ = false;
-  bool parked_ = false;          // condemned and released: waits for a rebuild (next issues)
-  runner_state parked_state_ = runner_state::needs_rebuild;  // or unavailable (escalated)
-  bool installed_ = false;       // a cursor is installed in the tailer: reconciliation may run
-  // awaiting_proxy: the release waits for the supervisor to respawn the dead proxy.
-  enum class release_phase : std::uint8_t { none, awaiting_proxy, flushing, shutting_down, held };
-  release_phase release_phase_ = release_phase::none;
+  acquisition acquisition_ = acquisition::unowned;
+  release_sequence release_;  // of the current ownership; a new one at every grant
+  bool stopping_ = false;     // stop() was called: the first outcome stands
+  // Condemned or latched and released: stays in its state (needs_rebuild, or unavailable) after
+  // its release instead of going dormant, until a rebuild. A condemnation whose marker could not
+  // be written is not parked: the next wake acquires again and condemns anew (§10.3).
+  bool parked_ = false;
   bool initial_pending_ = false;  // built from sequence 1: durable may be absent until a barrier
-  // How far this ownership's acquisition (§9.2) has come; each step needs the one before.
-  // minting: the epoch is not yet durable in epoch/<id> (§9.3), no backend call may use it.
-  // reading_meta: persisted; the marker, fingerprint and slot are being read (step 3).
-  // verifying: read; the durable cursor is being read, checked and installed (step 8).
-  // acquired: a first cursor is installed: acquisition is over, the fingerprint was checked.
-  enum class acquisition : std::uint8_t { minting, reading_meta, verifying, acquired };
-  acquisition acquisition_ = acquisition::minting;
   bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
   bool pending_retry_ = false;     // a retry waits for a child to come back
-  bool unquiesced_ = false;        // released without a shutdown (the proxy escalated): stop fails
   meta_records records_;
-  bool marker_known_ = false;      // this ownership found or wrote condemned/<id> (§10.4)
-  bool marker_pending_ = false;    // a marker write is in flight; the publication waits for it
+  marker marker_ = marker::unknown;
   readiness_reason condemn_reason_ = readiness_reason::none;
-  bool settle_pending_ = false;
-  bool settle_wanted_ = false;       // the registration record is still to be written
-  bool ready_after_settle_ = false;  // on_settled publishes `ready`
+  settle settle_ = settle::done;
 
-  // Drain pipeline: one pull or one delivery in flight at a time.
-  bool pull_in_flight_ = false;
-  bool delivery_in_flight_ = false;
-  bool durable_in_flight_ = false;
-  bool reconcile_again_ = false;
-  bool flush_in_flight_ = false;
-  bool more_ = true;             // the last chunk did not reach the end of the log, or a commit came since
+  drain drain_ = drain::closed;
+  durable_query durable_query_ = durable_query::none;
+  // What the last chunk said about the log: more_ also when a commit came since (a turn is due).
+  bool more_ = true;
   bool end_of_log_ = false;
   bool cut_open_ = false;
   std::shared_ptr<const batch> in_flight_;
   std::shared_ptr<const batch> held_;  // deferred, retried unchanged
   std::uint64_t changed_count_ = 0, changed_at_issue_ = 0;
-  steady_time stalled_since_{};
-  bool stalled_ = false;
+  std::optional<steady_time> stalled_since_;  // parked in deferred / waiting-durable
 
   std::vector<offered_entry> offered_;  // offered_[0] is the durable one (or the start cursor)
   std::uint64_t unanchored_bytes_ = 0, unanchored_mutations_ = 0;
   std::uint64_t unflushed_bytes_ = 0, unflushed_mutations_ = 0;
-  bool age_timer_armed_ = false;  // a flush_age timer event is pending
-  bool age_running_ = false;      // the flush-age clock runs (until age_deadline_)
-  steady_time age_deadline_{};
-  bool cursor_timer_armed_ = false;
+  bool age_timer_armed_ = false;               // a flush_age timer event is pending
+  std::optional<steady_time> age_deadline_;    // the flush-age clock runs until then
+  bool cursor_timer_armed_ = false;            // a cursor_flush timer event is pending
 
   std::uint32_t transient_faults_ = 0;
   readiness_reason last_fault_ = readiness_reason::none;
@@ -289,8 +333,7 @@ class runner_core {
   std::array<std::uint64_t, 4> flushes_{};
   std::vector<log_progress> logs_;
   std::map<std::string, index_time_t> read_time_;  // per log: newest anchor header time read
-  bool unread_ = false;                            // a commit arrived while caught up
-  steady_time unread_since_{};
+  std::optional<steady_time> unread_since_;        // a commit arrived while caught up, not yet read
   steady_time quiescence_since_{};
 };
 

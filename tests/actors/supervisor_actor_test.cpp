@@ -206,3 +206,51 @@ TEST_CASE("supervision: unsupervise releases the id and stops its actors; a down
   CHECK(p.proxies == 1);
   CHECK(p.runners == 1);
 }
+
+namespace {
+
+// Queues another requester (a registration of another runtime of the process, say) behind the
+// owner of "idx" and records the slot as it is at the moment the entry is handed to it: every
+// publication of the old holder must be in the slot by then (decision 0008).
+struct handoff_observer {
+  std::optional<dix::readiness> seen;
+  void queue(supervised& p) {
+    p.locks.acquire("idx", 99, [this, &p](result<void> r) {
+      if (r) seen = p.slot->read();
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("supervision: the supervisor hands a dead runner's entry on only after its needs-rebuild publication landed", "[actor][supervision][publisher]") {
+  supervised p;
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  handoff_observer next;
+  next.queue(p);
+  REQUIRE_FALSE(next.seen);  // queued behind the owner
+  p.crash(p.runner);
+  REQUIRE(next.seen);
+  CHECK(next.seen->state == readiness_state::needs_rebuild);
+  CHECK(next.seen->reason == readiness_reason::runner_failed);
+  p.locks.release("idx", 99);
+}
+
+TEST_CASE("supervision: a runner whose proxy escalates publishes unavailable and hands its entry on only after that publication landed", "[actor][supervision][publisher]") {
+  runner_options o = fast_policy();
+  o.max_rebuild_attempts = 1;  // the first proxy crash escalates
+  supervised p(o);
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  handoff_observer next;
+  next.queue(p);
+  p.crash(p.proxy);
+  REQUIRE(next.seen);
+  CHECK(next.seen->state == readiness_state::unavailable);
+  CHECK(next.seen->reason == readiness_reason::backend_failed);
+  CHECK(p.snapshot->load().state == runner_state::unavailable);
+  p.locks.release("idx", 99);
+}

@@ -3,7 +3,10 @@
 // on a manual clock. It plays the part of the actors: every effect the runner core returns is
 // carried out the way runner_actor would (requests to the tailer and the backend proxy come back
 // as events in mailbox order; a backend's state change emitted inside a call is queued after that
-// call's reply, protocol.md §5.1).
+// call's reply, protocol.md §5.1). A runner crash is handled by the supervisor's own core
+// (supervisor_core: the release sequence through the backend, the marker, the publication, the
+// unlock and the parked respawn), driven here as supervisor_actor drives it, over the same kind
+// of ownership record the runner keeps up to date.
 #pragma once
 
 #include <deque>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "core/runner_core.hpp"
+#include "core/supervisor_core.hpp"
 #include "core/tailer_core.hpp"
 #include "support/fake_store.hpp"
 #include "support/sim_backend.hpp"
@@ -32,7 +36,7 @@ class sim_pipeline final : public backend_host {
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
-      post([this, c] { return runner->on_state_change(c, time.steady_now()); });
+      post([this, c] { return runner ? runner->on_state_change(c, time.steady_now()) : effects{}; });
     });
     restart_runner();
   }
@@ -55,15 +59,26 @@ class sim_pipeline final : public backend_host {
     mailbox_.clear();
     timers_.clear();
     lock_held = false;
-    projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
-    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
-                                           std::vector<attached_log>{{store.log_name(), store.identity()}});
-    runner_core::config c;
-    c.options = options_;
-    c.generation_base = (++incarnation_) << 32;
-    c.fingerprint = sim_fingerprint;
-    c.rebuildable = rebuildable;
-    runner = std::make_unique<runner_core>(c);
+    record = ownership_record{1, 0, false};
+    supervisor = std::make_unique<supervisor_core>(supervisor_core::config{"sim-index", options_});
+    (void)supervisor->start();  // the children are this pipeline: only the bookkeeping counts
+    spawn_runner(std::nullopt);
+  }
+
+  // The registration ended and a new one of the same id started in the same process: the
+  // runner's own release (runner_core::stop: flush(shutdown), shutdown(epoch), unlock), then a new
+  // runner over the live backend. The backend answers flush(shutdown) at a barrier: one runs
+  // here if the release waits for it.
+  void restart_at_release() {
+    stop();
+    if (!stopped) {
+      backend.barrier();
+      run();
+    }
+    stopped.reset();
+    supervisor = std::make_unique<supervisor_core>(supervisor_core::config{"sim-index", options_});
+    (void)supervisor->start();
+    spawn_runner(std::nullopt);
   }
 
   // Another process sets the slot's rebuild_request; the watcher wakes the runner, which the
@@ -73,10 +88,11 @@ class sim_pipeline final : public backend_host {
     slot_rebuild_request = true;
     if (!wake_runner) return;
     post([this] {
+      if (!runner) return effects{};
       const auto action = runner->on_rebuild_wake(lock_held);
-      if (action == runner_core::rebuild_wake::acquire) return runner->on_wake(wake_flag::rebuild, time.steady_now());
+      if (action == runner_core::rebuild_wake::acquire) return runner ? runner->on_wake(wake_flag::rebuild, time.steady_now()) : effects{};
       if (action == runner_core::rebuild_wake::consume && std::exchange(slot_rebuild_request, false)) {
-        return runner->on_rebuild_requested(time.steady_now());
+        return runner ? runner->on_rebuild_requested(time.steady_now()) : effects{};
       }
       return effects{};
     });
@@ -86,19 +102,27 @@ class sim_pipeline final : public backend_host {
   // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
   void reset_segment() { slot_readiness = {}; }
 
-  // The runner actor died; the supervisor, as the lock holder, carries out the release steps
-  // itself (actors.md §3: flush(shutdown), shutdown of the held epoch), releases the lock and
-  // starts a new runner.
+  // The runner actor died (its mailbox and timers with it); the supervisor, as the lock holder,
+  // decides from the ownership record and carries out the release steps itself (actors.md §3):
+  // flush(shutdown) and shutdown of the held epoch through the backend, the marker, the
+  // publication, the unlock, and the respawn after the restart delay — parked in needs-rebuild
+  // when the dead runner owned the entry. A flush waiting for a barrier gets one here; the
+  // restart delay is waited out here, so a runner is up again when this returns.
   void supervisor_restart_runner() {
-    if (lock_held && runner->epoch() != 0) {
-      backend.flush(flush_reason::shutdown, completion([](result<void>) {}));
-      backend.shutdown(runner->epoch(), completion([](result<void>) {}));
+    mailbox_.clear();
+    timers_.clear();
+    runner.reset();
+    apply_supervision(supervisor->on_down(child_kind::runner, record, time.steady_now()));
+    run();
+    if (supervisor->current() == supervisor_core::phase::quiescing) {
+      backend.barrier();
+      run();
     }
-    restart_runner();
+    while (!runner && !timers_.empty()) advance(std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - time.steady_now()));
   }
 
   void wake(std::uint8_t flags = wake_flag::commit) {
-    post([this, flags] { return runner->on_wake(flags, time.steady_now()); });
+    post([this, flags] { return runner ? runner->on_wake(flags, time.steady_now()) : effects{}; });
     run();
   }
 
@@ -133,7 +157,7 @@ class sim_pipeline final : public backend_host {
   }
 
   void stop() {
-    post([this] { return runner->stop(time.steady_now()); });
+    post([this] { return runner ? runner->stop(time.steady_now()) : effects{}; });
     run();
   }
 
@@ -145,7 +169,9 @@ class sim_pipeline final : public backend_host {
   fake_store::reader reader{store};
   sim_backend backend;
   std::unique_ptr<tailer_core> tailer;
-  std::unique_ptr<runner_core> runner;
+  std::unique_ptr<runner_core> runner;  // null between a crash and the supervisor's respawn
+  std::unique_ptr<supervisor_core> supervisor;
+  ownership_record record;  // as the runner keeps it: acquired, minted, released
   static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
   epoch_t slot_epoch = 0;
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
@@ -169,34 +195,116 @@ class sim_pipeline final : public backend_host {
     for (auto& e : fx) std::visit([this](auto& x) { carry_out(x); }, e);
   }
 
+  void spawn_runner(std::optional<readiness_reason> start_condemned) {
+    projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
+    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
+                                           std::vector<attached_log>{{store.log_name(), store.identity()}});
+    runner_core::config c;
+    c.options = options_;
+    c.generation_base = (++incarnation_) << 32;
+    c.fingerprint = sim_fingerprint;
+    c.rebuildable = rebuildable;
+    c.start_condemned = start_condemned;
+    runner = std::make_unique<runner_core>(c);
+  }
+
+  // supervisor_actor's part, for the effects a runner crash produces here.
+  void apply_supervision(supervision_effects fx) {
+    for (auto& e : fx) std::visit([this](auto& x) { carry_out_supervision(x); }, e);
+  }
+  void carry_out_supervision(sfx::spawn& s) {
+    if (s.kind == child_kind::runner) spawn_runner(s.start_condemned);
+  }
+  void carry_out_supervision(sfx::respawn_after& r) {
+    auto kind = r.kind;
+    timers_.emplace(time.steady_now() + r.delay, [this, kind] {
+      apply_supervision(supervisor->on_respawn(kind));
+      return effects{};
+    });
+  }
+  void carry_out_supervision(sfx::wake_runner&) {
+    post([this] { return runner ? runner->on_wake(wake_flag::commit, time.steady_now()) : effects{}; });
+  }
+  void carry_out_supervision(sfx::flush& f) {
+    auto round = f.round;
+    backend.flush(flush_reason::shutdown, completion([this, round](result<void> r) {
+      post([this, round, r] {
+        apply_supervision(supervisor->on_flush_done(round, r));
+        return effects{};
+      });
+    }));
+  }
+  void carry_out_supervision(sfx::shutdown& s) {
+    auto round = s.round;
+    backend.shutdown(s.epoch, completion([this, round](result<void> r) {
+      post([this, round, r] {
+        apply_supervision(supervisor->on_shutdown_done(round, r));
+        return effects{};
+      });
+    }));
+  }
+  void carry_out_supervision(sfx::write_marker&) {
+    meta.condemned = true;
+    post([this] {
+      apply_supervision(supervisor->on_marker_written(result<void>{}));
+      return effects{};
+    });
+  }
+  void carry_out_supervision(sfx::publish& p) {
+    fx::publish x{p.state, p.reason, 0};
+    carry_out(x);
+  }
+  void carry_out_supervision(sfx::unlock&) {
+    lock_held = false;
+    record.owner = false;
+  }
+  // Only a runner dies here, never while unsupervised: no child to tell, nothing to answer.
+  void carry_out_supervision(sfx::tell_down&) {}
+  void carry_out_supervision(sfx::tell_up&) {}
+  void carry_out_supervision(sfx::stop_runner&) {}
+  void carry_out_supervision(sfx::answer&) {}
+  void carry_out_supervision(sfx::forget&) {}
+
   void carry_out(fx::request_lock&) {
     if (lock_held) return;  // one runner per id here; a second would queue
     lock_held = true;
-    post([this] { return runner->on_lock_acquired(time.steady_now()); });
+    post([this] {
+      if (!runner) return effects{};
+      const bool was_owner = runner->owner();
+      auto out = runner->on_lock_acquired(time.steady_now());
+      if (!was_owner && runner->owner()) record = ownership_record{1, 0, true};  // the core took the grant
+      return out;
+    });
   }
-  void carry_out(fx::release_lock&) { lock_held = false; }
-  void carry_out(fx::mint_epoch&) { apply(runner->on_epoch_minted(++slot_epoch, time.steady_now())); }
+  void carry_out(fx::release_lock&) {
+    lock_held = false;
+    record.owner = false;
+  }
+  void carry_out(fx::mint_epoch&) {
+    record.epoch = ++slot_epoch;
+    apply(runner->on_epoch_minted(slot_epoch, time.steady_now()));
+  }
   void carry_out(fx::persist_epoch& p) {
     persisted_epoch = std::max(persisted_epoch, p.epoch);
     auto gen = p.gen;
-    post([this, gen] { return runner->on_epoch_persisted(gen, result<void>{}, time.steady_now()); });
+    post([this, gen] { return runner ? runner->on_epoch_persisted(gen, result<void>{}, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::query_durable& q) {
     ++durable_queries;
     auto gen = q.gen;
     auto d = backend.durable_cursor();
-    post([this, gen, d] { return runner->on_durable(gen, d, time.steady_now()); });
+    post([this, gen, d] { return runner ? runner->on_durable(gen, d, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::open_log& o) {
     ++log_opens;
     auto r = o.from ? tailer->install(*o.from) : tailer->install_from_start();
     auto gen = o.gen;
-    post([this, gen, r] { return runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()); });
+    post([this, gen, r] { return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::pull& p) {
     auto r = tailer->pull(budgets_, p.epoch, time);
     auto gen = p.gen;
-    post([this, gen, r] { return runner->on_chunk(gen, r, time.steady_now()); });
+    post([this, gen, r] { return runner ? runner->on_chunk(gen, r, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::deliver& d) {
     delivered.push_back(d.b);
@@ -204,19 +312,19 @@ class sim_pipeline final : public backend_host {
     auto gen = d.gen;
     // sim_backend emits nothing inside deliver; a real backend's emissions would be queued
     // behind this reply by the proxy (§5.1), which is the order used here too.
-    post([this, gen, r] { return runner->on_delivery(gen, r, time.steady_now()); });
+    post([this, gen, r] { return runner ? runner->on_delivery(gen, r, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::flush& f) {
     flush_requests.push_back(f.reason);
     auto gen = f.gen;
     backend.flush(f.reason, completion([this, gen](result<void> r) {
-      post([this, gen, r] { return runner->on_flush_done(gen, r, time.steady_now()); });
+      post([this, gen, r] { return runner ? runner->on_flush_done(gen, r, time.steady_now()) : effects{}; });
     }));
   }
   void carry_out(fx::shutdown& s) {
     auto epoch = s.epoch;
     backend.shutdown(epoch, completion([this, epoch](result<void> r) {
-      post([this, epoch, r] { return runner->on_shutdown_done(epoch, r, time.steady_now()); });
+      post([this, epoch, r] { return runner ? runner->on_shutdown_done(epoch, r, time.steady_now()) : effects{}; });
     }));
   }
   void carry_out(fx::publish& p) {
@@ -229,25 +337,26 @@ class sim_pipeline final : public backend_host {
     auto records = meta;
     auto slot = slot_readiness;
     post([this, gen, records, slot] {
+      if (!runner) return effects{};
       const bool requested = runner->awaits_meta(gen) && std::exchange(slot_rebuild_request, false);
-      return runner->on_meta_state(gen, records, slot, time.steady_now(), requested);
+      return runner ? runner->on_meta_state(gen, records, slot, time.steady_now(), requested) : effects{};
     });
   }
   void carry_out(fx::write_marker& w) {
     meta.condemned = true;
     auto gen = w.gen;
-    post([this, gen] { return runner->on_marker_written(gen, result<void>{}, time.steady_now()); });
+    post([this, gen] { return runner ? runner->on_marker_written(gen, result<void>{}, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::settle& x) {
     meta.fingerprint = x.fingerprint;
     meta.condemned = false;
     auto gen = x.gen;
-    post([this, gen] { return runner->on_settled(gen, result<void>{}, time.steady_now()); });
+    post([this, gen] { return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::arm_timer& t) {
     auto kind = t.kind;
     auto gen = t.gen;
-    timers_.emplace(time.steady_now() + t.delay, [this, kind, gen] { return runner->on_timer(kind, gen, time.steady_now()); });
+    timers_.emplace(time.steady_now() + t.delay, [this, kind, gen] { return runner ? runner->on_timer(kind, gen, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::stopped& s) { stopped = s.outcome; }
 

@@ -1,7 +1,8 @@
 // For actor tests: a readiness slot in this process's memory (the readiness_slot port over
 // atomics, as readiness_segment's segment_slot is over the shared mapping, with the same
-// ordering: reason and attempts before state), and a backend_host over it whose owner epoch and
-// readiness are the slot's, as the runtime's host reads them from the segment.
+// ordering: reason and attempts before state), and a backend_host over any readiness slot (the
+// memory one, or a real segment's) whose owner epoch and readiness are the slot's, as the
+// runtime's host reads them from the segment.
 #pragma once
 
 #include <atomic>
@@ -48,7 +49,7 @@ class in_process_slot final : public readiness_slot {
 
 class slot_host final : public backend_host {
  public:
-  explicit slot_host(std::shared_ptr<in_process_slot> s) : slot_(std::move(s)) {}
+  explicit slot_host(std::shared_ptr<readiness_slot> s) : slot_(std::move(s)) {}
   bool is_owner_epoch(epoch_t e) const noexcept override { return slot_->owner_epoch() == e; }
   dix::readiness readiness() const noexcept override { return slot_->read(); }
   void note_unindexable(std::string_view) noexcept override {}
@@ -56,7 +57,7 @@ class slot_host final : public backend_host {
   result<coverage> admit_query(const coverage_mode&, cancel_token) override { return coverage{}; }
 
  private:
-  std::shared_ptr<in_process_slot> slot_;
+  std::shared_ptr<readiness_slot> slot_;
 };
 
 }  // namespace dix::test

@@ -1,15 +1,20 @@
 // One registration of the id "idx" for actor tests, wired by the production function wire_registration()
-// (actors/id_wiring.hpp) over fakes that behave like the real things: a fake store (log "main",
-// table 1, identity projection), the simulated backend, a memory slot, the real process lock
-// table in a temporary directory, and a fake metadata store. The backend is attached to a host
-// over the slot and subscribed through the registration's relay, as the runtime actor does.
+// (actors/id_wiring.hpp) over fakes that behave like the real things and the real things where
+// they run on the test coordinator: a fake store (log "main", table 1, identity projection), the
+// simulated backend, a real readiness segment in a temporary directory with the slot of "idx"
+// claimed and a readiness publisher over it (spawned here, as the runtime actor spawns one per
+// runtime; no observer), the real process lock table in the same directory, and a fake metadata
+// store. The backend is attached to a host over the slot and subscribed through the
+// registration's relay, as the runtime actor does.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "actors/id_wiring.hpp"
+#include "actors/readiness_publisher_actor.hpp"
 #include "adapters/process_lock_table.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/fake_meta.hpp"
 #include "support/fake_store.hpp"
@@ -23,11 +28,13 @@ struct wired_id : caf_fixture {
   fake_store store{"main", "id-main"};
   std::shared_ptr<fake_store::source> source = std::make_shared<fake_store::source>(store);
   std::shared_ptr<fake_store::reader> reader = std::make_shared<fake_store::reader>(store);
-  std::shared_ptr<in_process_slot> slot = std::make_shared<in_process_slot>();
+  temp_dir home;  // <home>/dix: the segment, the lock table's runner/<id>.lock files
+  std::shared_ptr<readiness_segment> segment = readiness_segment::attach(home.path()).value();
+  std::shared_ptr<segment_slot> slot = segment->claim("idx").value();
+  readiness_publisher_actor publisher = spawn_readiness_publisher(sys, segment, caf::actor{});
   slot_host host{slot};
   std::shared_ptr<sim_backend> backend = std::make_shared<sim_backend>();
-  temp_dir home;  // the lock table's runner/<id>.lock files
-  process_lock_table locks{home.path()};
+  process_lock_table locks{home.path() / "dix"};
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
   std::shared_ptr<fake_meta> meta = std::make_shared<fake_meta>();
   std::shared_ptr<state_change_relay> relay = std::make_shared<state_change_relay>();
@@ -37,6 +44,10 @@ struct wired_id : caf_fixture {
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend->attach(host);
     changes = subscribe_state_changes(*backend, relay);
+  }
+  ~wired_id() override {
+    caf::anon_send_exit(publisher, caf::exit_reason::user_shutdown);
+    run();
   }
 
   // The wiring the runtime actor would make for this registration (no fingerprint: these tests
@@ -55,6 +66,7 @@ struct wired_id : caf_fixture {
     w.time = &clock;
     w.runner.options = o;
     w.slot = slot;
+    w.publisher = publisher;
     w.lock = &locks;
     w.snapshot = snapshot;
     w.relay = relay;
