@@ -48,7 +48,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](meta_write& m) {
       auto& d = *self->state.deps;
-      meta_written reply{m.kind, m.value, caf::error{}};
+      meta_written reply{m.gen, m.kind, m.value, caf::error{}};
       result<void> done = error{errc::not_supported, "no metadata store"};
       if (d.meta) {
         switch (m.kind) {

@@ -15,8 +15,6 @@ struct runner_state_data {
   runner_deps deps;
   std::unique_ptr<runner_core> core;
   turn_budgets budgets;  // made once from the options; every log_pull carries them
-  std::uint64_t persist_gen = 0;  // the generation a pending epoch write was issued under
-  std::uint64_t marker_gen = 0, settle_gen = 0;  // likewise for the marker and the settle
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
   std::optional<runner_status> reported;  // the status last passed to deps.on_status
@@ -73,16 +71,13 @@ void carry_out(runner_pointer self, effect& e) {
         else mint();
         apply(self, std::move(next));
       } else if constexpr (std::is_same_v<T, fx::persist_epoch>) {
-        s.persist_gen = x.gen;
-        self->send(d.tailer, meta_write{meta_kind::epoch, x.epoch});
+        self->send(d.tailer, meta_write{x.gen, meta_kind::epoch, x.epoch});
       } else if constexpr (std::is_same_v<T, fx::read_meta>) {
         self->send(d.tailer, meta_read{x.gen});
       } else if constexpr (std::is_same_v<T, fx::write_marker>) {
-        s.marker_gen = x.gen;
-        self->send(d.tailer, meta_write{meta_kind::condemn, 0});
+        self->send(d.tailer, meta_write{x.gen, meta_kind::condemn, 0});
       } else if constexpr (std::is_same_v<T, fx::settle>) {
-        s.settle_gen = x.gen;
-        self->send(d.tailer, meta_write{meta_kind::settle, x.fingerprint});
+        self->send(d.tailer, meta_write{x.gen, meta_kind::settle, x.fingerprint});
       } else if constexpr (std::is_same_v<T, fx::query_durable>) {
         self->request(d.proxy, caf::infinite, durable_query{x.gen})
           .then([self](durable& r) {
@@ -215,9 +210,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](meta_written& m) {
       auto& st = self->state;
       switch (m.kind) {
-        case meta_kind::epoch: apply(self, st.core->on_epoch_persisted(st.persist_gen, from_caf(m.error), now_of(self))); break;
-        case meta_kind::condemn: apply(self, st.core->on_marker_written(st.marker_gen, from_caf(m.error), now_of(self))); break;
-        case meta_kind::settle: apply(self, st.core->on_settled(st.settle_gen, from_caf(m.error), now_of(self))); break;
+        case meta_kind::epoch: apply(self, st.core->on_epoch_persisted(m.gen, from_caf(m.error), now_of(self))); break;
+        case meta_kind::condemn: apply(self, st.core->on_marker_written(m.gen, from_caf(m.error), now_of(self))); break;
+        case meta_kind::settle: apply(self, st.core->on_settled(m.gen, from_caf(m.error), now_of(self))); break;
       }
     },
     [self](meta_state& m) {

@@ -138,7 +138,7 @@ void clean_up(runtime_pointer self) {
   auto& ctx = *st.ctx;
   for (auto* group : {&st.held, &st.releasing}) {
     for (auto& [token, e] : *group) {
-      ctx.locks->release(e->id, token);
+      e->owner->release();
       e->host->end();
       std::lock_guard g(orphaned_mutex);
       orphaned_hosts().push_back(e->host);
@@ -146,7 +146,7 @@ void clean_up(runtime_pointer self) {
   }
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
   for (auto& e : ctx.registry->take_all_detached()) {
-    ctx.locks->release(e->id, e->token);
+    e->owner->release();
     e->set_runner(runner_actor{});
   }
   // The entries outlive the actors (the facade keeps the registry): no handle may keep an actor,
@@ -282,6 +282,7 @@ caf::result<index_registered> register_one(runtime_pointer self, registration r)
   };
   w.detached = ctx.detached;
   auto spec = wire_registration(self->home_system(), std::move(w));
+  e->owner = spec->record;
   ctx.registry->put(e);
   // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
   self->send(st.supervisor, supervise{std::move(spec)});

@@ -22,6 +22,7 @@
 
 namespace dix {
 
+class ownership;
 class state_change_relay;
 
 // One registration, from register_index until its release settled (and, with a rejected
@@ -35,6 +36,7 @@ struct registration_entry {
   std::shared_ptr<backend_host_impl> host;
   std::shared_ptr<snapshot_box> snapshot = std::make_shared<snapshot_box>();
   std::shared_ptr<state_change_relay> relay;
+  std::shared_ptr<ownership> owner;  // the registration's ownership record (its lock-table calls)
   subscription changes;  // the backend's state changes; the runtime actor's alone
 
   // The registration's current runner (the supervisor respawns it after a crash).

@@ -131,7 +131,7 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
                 });
       } else if constexpr (std::is_same_v<T, sfx::write_marker>) {
         // All store I/O of an id is its tailer's; it answers meta_written to this actor.
-        self->send(e.tailer, meta_write{meta_kind::condemn, 0});
+        self->send(e.tailer, meta_write{0, meta_kind::condemn, 0});
       } else if constexpr (std::is_same_v<T, sfx::publish>) {
         // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
         // reported and counted as landed, so the unlock is not held forever.

@@ -139,22 +139,23 @@ enum class meta_kind : std::uint8_t {
 
 // Command: one system commit (sync) in the home store, under its commit mutex.
 struct meta_write {
+  std::uint64_t gen = 0;  // the sender's generation, echoed (the supervisor sends 0)
   meta_kind kind = meta_kind::epoch;
   std::uint64_t value = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_write& x) {
-  return f(caf::meta::type_name("dix.meta_write"), x.kind, x.value,
+  return f(caf::meta::type_name("dix.meta_write"), x.gen, x.kind, x.value,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.meta_write.kind", x.kind, meta_kind::epoch,
                                      meta_kind::settle);
            }));
 }
 
-// Event: the commit's outcome. The table lists no gen for this pair; kind and value are echoed
-// so the runner can match the answer (an epoch is never written twice, protocol.md §9.3).
+// Event: the commit's outcome, echoing gen, kind and value.
 struct meta_written {
+  std::uint64_t gen = 0;
   meta_kind kind = meta_kind::epoch;
   std::uint64_t value = 0;
   caf::error error;  // none: committed and synced
@@ -162,7 +163,7 @@ struct meta_written {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_written& x) {
-  return f(caf::meta::type_name("dix.meta_written"), x.kind, x.value, x.error,
+  return f(caf::meta::type_name("dix.meta_written"), x.gen, x.kind, x.value, x.error,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.meta_written.kind", x.kind, meta_kind::epoch,
                                      meta_kind::settle);

@@ -70,8 +70,12 @@ int main(int argc, char** argv) {
   txn.put(fruit_table, "apple", "red");
   txn.put(fruit_table, "banana", "yellow");
   txn.put(fruit_table, "cherry", "red");
-  if (auto committed = txn.commit(); !committed) return fail("committing", committed.error());
-  const auto written = dix::latest_sequence(**store);
+  auto committed = txn.commit();
+  if (!committed) return fail("committing", committed.error());
+  // The transaction's sequence: once the index's durable cursor names it or a later transaction,
+  // the index holds these writes. (The store's latest sequence may be later still: the runtime's
+  // own system transactions, such as its epoch record, count too and need no barrier.)
+  const auto written = committed->sequence;
 
   // The runtime's metrics say how far the index is durable; the index answers for what it holds.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -82,7 +86,15 @@ int main(int argc, char** argv) {
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      std::cerr << "blocking_app: the index did not catch up within 60 s\n";
+      std::cerr << "blocking_app: the index did not catch up within 60 s";
+      if (m) {
+        auto st = (*rt)->status(index_id);
+        std::cerr << " (readiness " << dix::to_string(m->readiness.state) << ", durable "
+                  << (m->logs.empty() ? 0 : m->logs[0].durable_sequence) << " of " << written;
+        if (st) std::cerr << ", runner " << dix::to_string(st->state) << ": " << st->message;
+        std::cerr << ")";
+      }
+      std::cerr << "\n";
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

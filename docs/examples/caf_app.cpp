@@ -30,7 +30,7 @@ struct app_state {
   std::shared_ptr<dix::primary_store> store;
   std::shared_ptr<dix::rocksdb_index_backend> index;
   dix::runtime_actor runtime;
-  std::uint64_t written = 0;  // the store's latest sequence after our writes
+  std::uint64_t written = 0;  // the sequence of our transaction (0: not yet written)
   bool done = false;
   static inline const char* name = "caf_app";
 };
@@ -103,7 +103,8 @@ void write(app_actor* self) {
     finish(self, 1);
     return;
   }
-  self->state.written = dix::latest_sequence(*self->state.store);
+  // Once the durable cursor names this transaction or a later one, the index holds it.
+  self->state.written = committed->sequence;
   std::cout << "wrote 3 records, sequence " << committed->sequence << "\n";
   check_durable(self);  // already durable when this is a rerun with nothing new to index
 }

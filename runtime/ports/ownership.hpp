@@ -1,7 +1,7 @@
 // Ports for ownership (actors.md §4): the runner lock and the readiness slot. Real adapters:
 // runtime/adapters/process_lock_table (lock table + flock crash guard) and readiness_segment
-// (segment_slot). Actor tests use the real lock table on a temporary directory and a memory-only
-// slot (tests/support/slot_host.hpp).
+// (segment_slot). Actor tests use both on a temporary directory (tests/support/wired_id.hpp); the
+// simulation keeps its slot in memory (tests/support/sim_pipeline.hpp).
 #pragma once
 
 #include <cstdint>

@@ -316,10 +316,12 @@ TEST_CASE_METHOD(wire_fixture, "messages: tailer messages round-trip", "[actor][
   CHECK(fault.text == "gap");
   CHECK(roundtrip(dix::log_fault{6, true, dix::readiness_reason::none, "closed"}).transient);
 
-  auto mw = roundtrip(dix::meta_write{dix::meta_kind::settle, 0xfeedu});
+  auto mw = roundtrip(dix::meta_write{12, dix::meta_kind::settle, 0xfeedu});
+  CHECK(mw.gen == 12);
   CHECK(mw.kind == dix::meta_kind::settle);
   CHECK(mw.value == 0xfeedu);
-  auto mwd = roundtrip(dix::meta_written{dix::meta_kind::epoch, 8, dix::make_error(errc::io_error)});
+  auto mwd = roundtrip(dix::meta_written{12, dix::meta_kind::epoch, 8, dix::make_error(errc::io_error)});
+  CHECK(mwd.gen == 12);
   CHECK(mwd.kind == dix::meta_kind::epoch);
   CHECK(mwd.value == 8);
   CHECK(dix::to_errc(mwd.error) == errc::io_error);
