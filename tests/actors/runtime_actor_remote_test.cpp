@@ -46,6 +46,7 @@ TEST_CASE("runtime actor: published over the middleman on 127.0.0.1 it answers s
     REQUIRE(registered);
   }
   test::put_records(*store, "k", 3);
+  REQUIRE(test::wait_readiness(dir / "db", "idx", test::is_ready));  // the runner has read the log
   auto port = server.middleman().publish(*rt, 0, "127.0.0.1");
   REQUIRE(port);
 
@@ -60,6 +61,7 @@ TEST_CASE("runtime actor: published over the middleman on 127.0.0.1 it answers s
   self->request(*remote, 30s, query_readiness{"idx"}).receive([&](readiness_report& r) { readiness = r; }, [](caf::error&) {});
   REQUIRE(readiness);
   CHECK(readiness->id == "idx");
+  CHECK(readiness->value.state == readiness_state::ready);
   CHECK(readiness->value.owner_epoch >= 1);
   std::optional<status_report> status;
   self->request(*remote, 30s, query_status{"idx"}).receive([&](status_report& s) { status = s; }, [](caf::error&) {});
