@@ -57,6 +57,13 @@ struct runtime_state {
   std::map<std::uint64_t, std::shared_ptr<registration_entry>> releasing, held;
   std::vector<std::shared_ptr<backend_host_impl>> hosts;  // every host handed out: they outlive registrations
   std::map<std::uint64_t, std::vector<caf::typed_response_promise<index_unregistered>>> unregister_waiters;
+  // Registrations of a backend object whose earlier registration (the key: its token) is still
+  // releasing: they proceed when it settled (api.md §5: one call into a backend at a time).
+  struct waiting_registration {
+    registration value;
+    caf::typed_response_promise<index_registered> promise;
+  };
+  std::map<std::uint64_t, std::vector<waiting_registration>> waiting_registrations;
   std::map<std::string, watched_id> watched;
   std::map<caf::actor_addr, std::size_t> monitored;  // subscriber → number of ids it watches
   bool stopping = false;
@@ -65,13 +72,24 @@ struct runtime_state {
   std::optional<caf::error> exit_reason;  // an exit message arrived: end once stopped
   bool finished = false;
   static inline const char* name = "dix.runtime";
+
+  runtime_state() = default;
+  runtime_state(const runtime_state&) = delete;
+  runtime_state& operator=(const runtime_state&) = delete;
+  ~runtime_state();
 };
 
 using runtime_pointer = runtime_actor_impl::stateful_pointer<runtime_state>;
 
+void clean_up(runtime_state& st);
+runtime_state::~runtime_state() {
+  if (ctx) clean_up(*this);
+}
+
 steady_time now_of(runtime_pointer self) { return self->home_system().clock().now(); }
 
 void check_stopped(runtime_pointer self);
+caf::expected<index_registered> register_one(runtime_pointer self, registration r);
 
 // A release settled (protocol.md §2.4): the subscription goes first, then the host ends, then the
 // waiters hear the outcome.
@@ -90,6 +108,19 @@ void on_released(runtime_pointer self, std::uint64_t token, const caf::error& er
     if (err) w.deliver(make_error(errc::backend_failed, "the shutdown of " + e->id + " was rejected; its lock stays held (" +
                                                             error_text(err) + ")"));
     else w.deliver(index_unregistered{e->id});
+  }
+  // Registrations of the same backend object waited for this release.
+  auto registrations = std::move(st.waiting_registrations[token]);
+  st.waiting_registrations.erase(token);
+  for (auto& w : registrations) {
+    if (err) {
+      w.promise.deliver(make_error(errc::backend_failed, "backend " + e->id + " is still held by its previous registration, whose "
+                                                         "shutdown was rejected; request_rebuild retries that release"));
+      continue;
+    }
+    auto done = register_one(self, std::move(w.value));
+    if (done) w.promise.deliver(std::move(*done));
+    else w.promise.deliver(done.error());
   }
   check_stopped(self);
 }
@@ -127,32 +158,31 @@ caf::result<index_unregistered> await_release(runtime_pointer self, std::uint64_
   return index_unregistered{id};
 }
 
-// What a runtime object's destruction does (protocol.md §15): locks kept by rejected shutdowns
-// are released in the process's lock table (their backends stay fenced by the epoch a successor
-// mints), the supervisor and its actors end, the watcher and the listeners go. Also run when the
-// actor ends any other way (attach_functor), so nothing of it outlives it.
-void clean_up(runtime_pointer self) {
-  auto& st = self->state;
+// What a runtime object's destruction does (protocol.md §15): the registrations that did not
+// release cleanly — a release still pending, a rejected shutdown keeping its lock, or (when the
+// actor ends without a stop: a kill, an escaped exception) every current one — give their
+// lock-table entries back through their ownership records (their backends stay fenced by the
+// epoch a successor mints), their hosts end and are kept for the life of the process (a backend
+// that never proved quiescence may still call its host), and no entry keeps an actor alive; the
+// supervisor and the publisher end, the watcher and the listeners go. The state's destructor
+// runs it, so every way the actor ends runs it exactly once — CAF destroys the state in
+// on_exit, before attached functors run, so nothing after that may touch it.
+void clean_up(runtime_state& st) {
   if (st.finished) return;
   st.finished = true;
   auto& ctx = *st.ctx;
+  std::vector<std::shared_ptr<registration_entry>> unreleased;
   for (auto* group : {&st.held, &st.releasing}) {
-    for (auto& [token, e] : *group) {
-      e->owner->release();
-      e->host->end();
-      std::lock_guard g(orphaned_mutex);
-      orphaned_hosts().push_back(e->host);
-    }
+    for (auto& [token, e] : *group) unreleased.push_back(e);
   }
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
-  for (auto& e : ctx.registry->take_all_detached()) {
+  for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
+  for (auto& e : unreleased) {
     e->owner->release();
+    e->host->end();
     e->set_runner(runner_actor{});
-  }
-  // The entries outlive the actors (the facade keeps the registry): no handle may keep an actor,
-  // and with it a detached thread, alive after the runtime.
-  for (auto* group : {&st.held, &st.releasing}) {
-    for (auto& [token, e] : *group) e->set_runner(runner_actor{});
+    std::lock_guard g(orphaned_mutex);
+    orphaned_hosts().push_back(e->host);
   }
   if (ctx.watch) ctx.watch->stop();
   for (std::size_t i = 0; i < ctx.stores.size() && i < st.listeners.size(); ++i) {
@@ -166,7 +196,7 @@ void clean_up(runtime_pointer self) {
 }
 
 void finish(runtime_pointer self) {
-  clean_up(self);
+  clean_up(self->state);
   self->quit(self->state.exit_reason ? *self->state.exit_reason : caf::error{});
 }
 
@@ -209,7 +239,7 @@ std::optional<caf::error> backend_call(const std::string& id, const char* what, 
   }
 }
 
-caf::result<index_registered> register_one(runtime_pointer self, registration r) {
+caf::expected<index_registered> register_one(runtime_pointer self, registration r) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
   registration_context rc;
@@ -413,11 +443,32 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     }
     begin_stop(self);
   });
-  self->attach_functor([self] { clean_up(self); });
   return {
-    [self](register_index& m) -> caf::result<index_registered> { return register_one(self, std::move(m.value)); },
+    [self](register_index& m) -> caf::result<index_registered> {
+      auto& rs = self->state;
+      // Releases the facade detached meanwhile start now, so an earlier registration of this
+      // backend object is found whichever message came first.
+      for (auto& d : rs.ctx->registry->take_all_detached()) release(self, d);
+      const auto* object = m.value.backend.get();
+      for (auto& [token, e] : rs.held) {
+        if (e->backend.get() == object) {
+          return make_error(errc::backend_failed, "backend " + e->id + " is still held by its previous registration, whose shutdown "
+                                                  "was rejected; request_rebuild retries that release");
+        }
+      }
+      for (auto& [token, e] : rs.releasing) {
+        if (e->backend.get() != object || !object) continue;
+        auto promise = self->make_response_promise<index_registered>();
+        rs.waiting_registrations[token].push_back({std::move(m.value), promise});
+        return promise;
+      }
+      auto done = register_one(self, std::move(m.value));
+      if (!done) return done.error();
+      return std::move(*done);
+    },
     [self](unregister_index& m) -> caf::result<index_unregistered> {
       auto e = self->state.ctx->registry->find(m.id);
+      if (!e && self->state.stopping) return make_error(errc::stopped, "the runtime is stopped");  // §15
       if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
       start_unregister(self, e);
       return await_release(self, e->token, m.id);

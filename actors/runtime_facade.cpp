@@ -110,6 +110,8 @@ shared_future<void> registration_handle::unregister() {
   if (auto it = f->unregisters.find(token_); it != f->unregisters.end()) return it->second;
   // The id leaves at once (protocol.md §2.4); the runtime actor releases it behind.
   if (!f->ctx->registry->detach(id_, token_)) {
+    // After stop() every registration is gone and the call fails stopped (protocol.md §15).
+    if (f->stopped) return ready_future(error{errc::stopped, "the runtime is stopped"});
     return ready_future(error{errc::not_registered, "backend id " + id_ + " is no longer registered by this handle"});
   }
   auto future = f->ask<unregister_registration, index_unregistered>(unregister_registration{id_, token_});

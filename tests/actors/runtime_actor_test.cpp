@@ -291,3 +291,64 @@ TEST_CASE("runtime actor: after its registration ended a backend's host answers 
   f.run();
   CHECK(f.ask<readiness_report>(query_readiness{"idx"})->value.state == readiness_state::ready);
 }
+
+TEST_CASE("runtime actor: the same backend object registered again while its release is pending waits for that release, then is attached again", "[actor][runtime][register]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  backend->auto_barrier = false;  // flush(shutdown) waits: the release stays pending
+  f.self->send(f.rt, unregister_index{"idx"});
+  f.run();
+  f.self->send(f.rt, register_index{runtime_fixture::index_of(backend)});
+  f.run();
+  CHECK(backend->attaches == 1);  // no call into the backend while its release runs (api.md §5)
+  CHECK_FALSE(test::caf_fixture::try_receive<index_registered>(f.self));
+  backend->auto_barrier = true;
+  backend->barrier();  // the release settles; the waiting registration goes on
+  f.run();
+  CHECK(test::caf_fixture::try_receive<index_unregistered>(f.self));
+  CHECK(test::caf_fixture::try_receive<index_registered>(f.self));
+  CHECK(backend->attaches == 2);
+  f.commit("b", "2");
+  f.advance(1000ms);
+  CHECK(backend->durable_index().count(test::index_key("main", table, "b")) == 1);
+}
+
+TEST_CASE("runtime actor: a backend object whose previous registration kept its lock after a rejected shutdown cannot register again", "[actor][runtime][register]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  backend->reject_shutdown = true;
+  CHECK(f.ask<index_unregistered>(unregister_index{"idx"}).error().value() == errc::backend_failed);
+  auto again = f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)});
+  REQUIRE_FALSE(again);
+  CHECK(again.error().value() == errc::backend_failed);
+  CHECK_THAT(again.error().message(), Catch::Contains("request_rebuild retries that release"));
+  CHECK(backend->attaches == 1);
+  auto other = std::make_shared<test::sim_backend>("idx");  // another object of the id may: it waits for the lock
+  CHECK(f.ask<index_registered>(register_index{runtime_fixture::index_of(other)}));
+  backend->reject_shutdown = false;
+}
+
+TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations' hosts; the backend may still call its host", "[actor][runtime][kill]") {
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  auto* host = backend->host();
+  const auto epoch = f.ask<readiness_report>(query_readiness{"idx"})->value.owner_epoch;
+  REQUIRE(host->is_owner_epoch(epoch));
+  caf::anon_send_exit(f.rt, caf::exit_reason::kill);  // no stop: the abnormal end
+  f.run();
+  CHECK_FALSE(host->is_owner_epoch(epoch));  // ended, and still valid
+  CHECK(host->admit_query(coverage_mode{}).error().value() == errc::not_registered);
+  bool granted = false;
+  f.ctx->locks->acquire("idx", 999, [&](result<void> r) { granted = static_cast<bool>(r); });
+  CHECK(granted);  // the lock-table entry was given back
+  f.ctx->locks->release("idx", 999);
+}

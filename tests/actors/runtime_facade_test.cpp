@@ -68,7 +68,7 @@ TEST_CASE("runtime: stop returns the same future every call, afterwards registra
   auto store = test::open_store(dir / "db");
   auto rt = runtime::create({store}).value();
   auto index = make_index(dir);
-  REQUIRE(rt->register_index(index_registration(index)));
+  auto h = rt->register_index(index_registration(index)).value();
   test::put_records(*store, "k", 10);
   auto a = rt->stop();
   auto b = rt->stop();
@@ -76,6 +76,7 @@ TEST_CASE("runtime: stop returns the same future every call, afterwards registra
   REQUIRE(b.get().has_value());
   CHECK(&a.get() == &b.get());  // one shared state
   CHECK(rt->register_index(index_registration(make_index(dir, "later"))).error().value() == errc::stopped);
+  CHECK(h.unregister().get().error().value() == errc::stopped);  // §15: every call but a few fails stopped
   // What became durable is exactly described by the index's cursor.
   auto durable = index->durable_cursor();
   REQUIRE(durable);

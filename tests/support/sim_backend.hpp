@@ -45,7 +45,10 @@ class sim_backend final : public backend {
 
   const std::string& id() const noexcept override { return id_; }
   std::string_view kind() const noexcept override { return "sim"; }
-  void attach(backend_host& host) override { host_ = &host; }
+  void attach(backend_host& host) override {
+    host_ = &host;
+    ++attaches;
+  }
   result<std::optional<cursor>> durable_cursor() override {
     if (durable_error) return error{errc::timeout, "durable_cursor failed (injected)"};
     return durable_cursor_;
@@ -145,6 +148,7 @@ class sim_backend final : public backend {
   std::size_t queued() const { return queue_.size(); }
 
   std::uint64_t barriers = 0;
+  int attaches = 0;
   std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;
   std::vector<epoch_t> applied_epochs;
