@@ -77,7 +77,7 @@ class runtime_registry {
   std::map<std::string, std::shared_ptr<registration_entry>, std::less<>> current_;
   std::map<std::uint64_t, std::shared_ptr<registration_entry>> detached_;  // by token
   // A copy of current_'s entries for wake_all, replaced whole on every change: a commit listener
-  // wakes the runners without a lock or an allocation.
+  // wakes the runners without taking mutex_ (so never waits behind a registration).
   std::shared_ptr<const entry_list> list_ = std::make_shared<const entry_list>();
 };
 
