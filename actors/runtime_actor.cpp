@@ -1,6 +1,7 @@
 #include "actors/runtime_actor.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -198,6 +199,31 @@ void clean_up(runtime_state& st) {
 void finish(runtime_pointer self) {
   clean_up(self->state);
   self->quit(self->state.exit_reason ? *self->state.exit_reason : caf::error{});
+}
+
+// The supervisor or the publisher ended, which only a defect in dix makes happen: the runtime
+// cannot release through them (a release is the supervisor's unsupervise, its publications the
+// publisher's), so it ends at once, as when it is killed: clean_up gives the locks back, the
+// hosts end (the backends are fenced by the epoch a successor mints), the supervisor's children
+// went with it (they are linked to it). Every request waiting here fails `stopped`; a
+// subscriber's monitor fires.
+void lost_helper(runtime_pointer self, const char* which, const caf::error& reason) {
+  auto& st = self->state;
+  if (st.finished) return;
+  auto err = make_error(errc::stopped, std::string("the runtime ended: its ") + which + " ended (" + to_string(reason) + ")");
+  std::fprintf(stderr, "dix: %s\n", error_text(err).c_str());
+  for (auto& w : st.stop_waiters) w.deliver(err);
+  st.stop_waiters.clear();
+  for (auto& [token, waiters] : st.unregister_waiters) {
+    for (auto& w : waiters) w.deliver(err);
+  }
+  st.unregister_waiters.clear();
+  for (auto& [token, waiting] : st.waiting_registrations) {
+    for (auto& w : waiting) w.promise.deliver(err);
+  }
+  st.waiting_registrations.clear();
+  st.exit_reason = err;
+  finish(self);
 }
 
 void check_stopped(runtime_pointer self) {
@@ -407,6 +433,10 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   st.ctx = ctx;
   st.supervisor = spawn_supervisor(self->home_system());
   st.publisher = spawn_readiness_publisher(self->home_system(), ctx->segment, caf::actor_cast<caf::actor>(self));
+  self->monitor(st.supervisor);
+  self->monitor(st.publisher);
+  ctx->supervisor = st.supervisor.address();
+  ctx->publisher = st.publisher.address();
   ctx->watch = std::make_shared<watcher>(ctx->segment, ctx->registry, caf::actor_cast<caf::actor>(self),
                                          ctx->options.runner.max_flush_age);
   if (ctx->watcher_thread) {
@@ -427,6 +457,11 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     }));
   }
   self->set_down_handler([self](caf::down_msg& dm) {
+    auto& s = self->state;
+    if (dm.source == s.supervisor.address() || dm.source == s.publisher.address()) {
+      lost_helper(self, dm.source == s.supervisor.address() ? "supervisor" : "readiness publisher", dm.reason);
+      return;
+    }
     std::vector<std::string> ids;
     for (auto& [id, w] : self->state.watched) {
       if (w.subscribers.count(dm.source) != 0) ids.push_back(id);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <caf/fwd.hpp>
+#include <caf/actor_addr.hpp>
 
 #include <dix/options.hpp>
 #include <dix/primary_store.hpp>
@@ -45,6 +45,10 @@ struct runtime_context {
   // Made by the runtime actor when it starts (its observer is the actor); actor tests call its
   // scan() here.
   std::shared_ptr<watcher> watch;
+  // The runtime's supervisor and readiness publisher, set when the actor starts: the actor
+  // monitors both and ends when either does (decision 0009). Weak: for inspection (an actor test
+  // kills one), never keeping them alive.
+  caf::actor_addr supervisor, publisher;
 };
 
 // Spawns the runtime actor over `ctx` (detached when ctx->detached).

@@ -4,6 +4,7 @@
 #include <map>
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/id_wiring.hpp"
@@ -31,6 +32,17 @@ struct supervisor_state {
   std::map<caf::actor_addr, std::pair<std::uint64_t, child_kind>> children;
   std::uint64_t next_incarnation = 1;
   static inline const char* name = "dix.supervisor";
+
+  supervisor_state() = default;
+  supervisor_state(const supervisor_state&) = delete;
+  supervisor_state& operator=(const supervisor_state&) = delete;
+  // Children still here when the supervisor ends — only a defect in it makes that happen (an
+  // exit message retires them first) — end with it: none runs on unsupervised. CAF destroys the
+  // state however the actor ends (not links: a child killed with exit_reason::kill would take
+  // the supervisor with it). The runtime actor then ends too and gives the locks back.
+  ~supervisor_state() {
+    for (const auto& [addr, child] : children) caf::anon_send_exit(addr, caf::exit_reason::user_shutdown);
+  }
 };
 
 using supervisor_pointer = supervisor_actor::stateful_pointer<supervisor_state>;

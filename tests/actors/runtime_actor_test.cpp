@@ -4,6 +4,7 @@
 // those a CAF application sends; the answers are collected from a scoped actor's mailbox.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <type_traits>
 
 #include <dix/caf.hpp>
@@ -351,4 +352,41 @@ TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations'
   f.ctx->locks->acquire("idx", 999, [&](result<void> r) { granted = static_cast<bool>(r); });
   CHECK(granted);  // the lock-table entry was given back
   f.ctx->locks->release("idx", 999);
+}
+
+TEST_CASE("runtime actor: when its supervisor or its readiness publisher ends, it ends too: the runners go with the supervisor, the locks are freed, a waiting stop fails stopped", "[actor][runtime][kill]") {
+  const bool supervisor = GENERATE(true, false);
+  CAPTURE(supervisor);
+  runtime_fixture f;
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  auto runner = f.ctx->registry->find("idx")->runner();
+  REQUIRE(runner);
+  f.self->monitor(f.rt);
+  f.self->monitor(runner);
+  backend->auto_barrier = false;  // the stop waits for a barrier that never comes
+  f.self->send(f.rt, stop_runtime{});
+  f.run();
+  REQUIRE(f.try_receive<runtime_stopped>(f.self) == std::nullopt);
+  auto helper = supervisor ? f.ctx->supervisor : f.ctx->publisher;
+  caf::anon_send_exit(caf::actor_cast<caf::actor>(helper), caf::exit_reason::kill);
+  f.run();
+  std::optional<caf::error> stop_failure;
+  std::vector<caf::actor_addr> ended;
+  for (int i = 0; i < 3; ++i) {
+    f.self->receive([&](caf::error& err) { stop_failure = err; }, [&](caf::down_msg& dm) { ended.push_back(dm.source); },
+                    caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  REQUIRE(stop_failure);
+  CHECK(to_errc(*stop_failure) == errc::stopped);
+  CHECK_THAT(error_text(*stop_failure), Catch::Contains(supervisor ? "supervisor ended" : "publisher ended"));
+  CHECK(std::count(ended.begin(), ended.end(), f.rt.address()) == 1);
+  CHECK(std::count(ended.begin(), ended.end(), runner.address()) == 1);
+  bool granted = false;
+  f.ctx->locks->acquire("idx", 999, [&](result<void> r) { granted = static_cast<bool>(r); });
+  CHECK(granted);
+  f.ctx->locks->release("idx", 999);
+
 }
