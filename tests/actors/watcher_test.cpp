@@ -1,8 +1,8 @@
 // [actor] The runtime's watcher (actors/watcher.hpp, protocol.md §9.1) without its thread: the test
-// calls scan() itself (actors.md §5) over a real readiness segment in a temporary directory and a
-// runtime_registry of hand-made entries. Recording actors on CAF's test coordinator stand in for
-// the runners (they take `wake`) and for the runtime actor (it takes `readiness_observed`); the
-// test runs the coordinator after each scan and reads what they recorded.
+// calls scan() itself (actors.md §5) over the hand-made registrations of support/registered_ids.hpp
+// (a real readiness segment in a temporary directory, recording runners); a recording actor
+// stands in for the runtime actor as the observer. The test runs the coordinator after each scan
+// and reads what they recorded.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -13,67 +13,24 @@
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
-#include "actors/runtime_registry.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/readiness_segment.hpp"
-#include "messages/publication.hpp"
-#include "messages/runner.hpp"
-#include "support/caf_fixture.hpp"
-#include "support/temp_dir.hpp"
+#include "support/recorders.hpp"
+#include "support/registered_ids.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct runner_state {
-  std::vector<std::uint8_t> wakes;  // the flags of every wake, in arrival order
-};
-
-// Stands in for a runner: records the wakes it is sent.
-caf::behavior recording_runner(caf::stateful_actor<runner_state>* self) {
-  return {[self](wake& w) { self->state.wakes.push_back(w.flags); }};
-}
-
-struct observer_state {
-  std::vector<readiness_observed> seen;
-};
-
-// Stands in for the runtime actor: records the observations it is sent.
-caf::behavior recording_observer(caf::stateful_actor<observer_state>* self) {
-  return {[self](readiness_observed& o) { self->state.seen.push_back(std::move(o)); }};
-}
-
-struct watcher_fixture : test::caf_fixture {
-  test::temp_dir home;
-  std::shared_ptr<readiness_segment> segment = readiness_segment::attach(home.path()).value();
-  std::shared_ptr<runtime_registry> registry = std::make_shared<runtime_registry>();
-  caf::actor observer = sys.spawn(recording_observer);
+struct watcher_fixture : test::registered_ids {
+  caf::actor observer = sys.spawn(test::recording_observer);
   watcher watch{segment, registry, observer, 1000ms};
-  std::uint64_t next_token = 1;
-  std::vector<caf::actor> runners;
 
   ~watcher_fixture() override {
     if (observer) caf::anon_send_exit(observer, caf::exit_reason::user_shutdown);
-    for (const auto& r : runners) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
     run();
   }
-
-  caf::actor spawn_runner() { return runners.emplace_back(sys.spawn(recording_runner)); }
-
-  // Registers `id` with its claimed slot and a recording runner; returns the runner.
-  caf::actor add(const std::string& id) {
-    auto runner = spawn_runner();
-    auto e = std::make_shared<registration_entry>();
-    e->id = id;
-    e->token = next_token++;
-    e->slot = segment->claim(id).value();
-    e->set_runner(caf::actor_cast<runner_actor>(runner));
-    registry->put(e);
-    return runner;
-  }
-
-  std::shared_ptr<segment_slot> slot_of(const std::string& id) { return segment->claim(id).value(); }
 
   // Another party of the database (a CLI, another runtime) asks for a rebuild through its own
   // read-write mapping of the segment, as the free function request_rebuild does.
@@ -91,8 +48,7 @@ struct watcher_fixture : test::caf_fixture {
     run();
   }
 
-  std::vector<std::uint8_t>& wakes_of(const caf::actor& runner) { return state_of<runner_state>(runner).wakes; }
-  std::vector<readiness_observed>& observations() { return state_of<observer_state>(observer).seen; }
+  std::vector<readiness_observed>& observations() { return state_of<test::observer_state>(observer).seen; }
 };
 
 }  // namespace
@@ -159,11 +115,7 @@ TEST_CASE("watcher: a request in the slot of an id this runtime has not register
 
 TEST_CASE("watcher: a registered id without a runner yet is skipped, and its runner is woken once it has one", "[actor][watcher]") {
   watcher_fixture f;
-  auto e = std::make_shared<registration_entry>();
-  e->id = "idx";
-  e->token = 7;
-  e->slot = f.slot_of("idx");
-  f.registry->put(e);
+  auto e = f.put("idx", 7);
   f.request_rebuild_elsewhere("idx");
   f.scan();  // nothing to send to; must not fail
   auto runner = f.spawn_runner();
