@@ -21,6 +21,7 @@
 #include "adapters/readiness_segment.hpp"
 #include "messages/errors.hpp"
 #include "support/caf_fixture.hpp"
+#include "support/recorders.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace dix;
@@ -48,19 +49,11 @@ caf::behavior client(caf::stateful_actor<client_state>* self, readiness_publishe
   }};
 }
 
-struct observer_state {
-  std::vector<readiness_observed> seen;
-};
-
-caf::behavior observer(caf::stateful_actor<observer_state>* self) {
-  return {[self](readiness_observed& o) { self->state.seen.push_back(std::move(o)); }};
-}
-
 struct publisher_fixture : test::caf_fixture {
   test::temp_dir dir;
   std::shared_ptr<readiness_segment> segment = attach();
   std::shared_ptr<segment_slot> slot = claim("idx");
-  caf::actor watcher = sys.spawn(observer);
+  caf::actor watcher = sys.spawn(test::recording_observer);
   readiness_publisher_actor publisher = spawn_readiness_publisher(sys, segment, watcher);
   caf::actor sender = sys.spawn(client, publisher);
 
@@ -83,7 +76,7 @@ struct publisher_fixture : test::caf_fixture {
   }
 
   std::vector<outcome>& outcomes() { return state_of<client_state>(sender).outcomes; }
-  std::vector<readiness_observed>& observed() { return state_of<observer_state>(watcher).seen; }
+  std::vector<readiness_observed>& observed() { return state_of<test::observer_state>(watcher).seen; }
 };
 
 publication make(std::string id, readiness_state state, readiness_reason reason, std::uint32_t attempts,

@@ -1,12 +1,15 @@
 // [adapter] The runtime actor over the CAF middleman on 127.0.0.1: published by one actor system,
 // reached from another over a real TCP connection (BASP), it answers the serializable requests of
-// <dix/caf/messages.hpp> — what an operator's tool in another process would ask. Real threads and
-// real time; every wait is a request with a generous deadline.
+// <dix/caf/messages.hpp> — what an operator's tool in another process would ask — and sends a
+// remote subscriber its events. Real threads and real time; every wait is for a response or an
+// event, each with a generous deadline.
 #include <catch2/catch.hpp>
 
+#include <caf/after.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/caf.hpp>
 
 #include "adapters/test_support.hpp"
@@ -27,56 +30,130 @@ struct networked_config : caf::actor_system_config {
   }
 };
 
+// A runtime in the server's actor system with the index "idx" (over `backend`, projecting each
+// payload as `project` says) registered and ready after three records, published on 127.0.0.1,
+// and the client's handle to it from an actor system of its own.
+struct remote_runtime {
+  temp_dir dir;
+  std::shared_ptr<primary_store> store = test::open_store(dir / "db");
+  networked_config server_cfg;
+  caf::actor_system server{server_cfg};
+  runtime_actor rt;
+  networked_config client_cfg;
+  caf::actor_system client{client_cfg};
+  runtime_actor remote;
+
+  remote_runtime(std::shared_ptr<backend> backend, std::function<projection_result(std::string_view)> project) {
+    auto spawned = dix::spawn_runtime(server, {store});
+    REQUIRE(spawned);
+    rt = *spawned;
+    {
+      caf::scoped_actor self{server};
+      registration r;
+      r.backend = std::move(backend);
+      r.projections[table_ref{"main", 1}] = [project](std::string_view p, const record_info&) { return project(p); };
+      bool registered = false;
+      self->request(rt, 30s, register_index{std::move(r)}).receive([&](index_registered&) { registered = true; }, [](caf::error&) {});
+      REQUIRE(registered);
+    }
+    test::put_records(*store, "k", 3);
+    REQUIRE(test::wait_readiness(dir / "db", "idx", test::is_ready));  // the runner has read the log
+    auto port = server.middleman().publish(rt, 0, "127.0.0.1");
+    REQUIRE(port);
+    // The client names the same typed interface: the middleman compares the two sides' signatures.
+    auto found = client.middleman().remote_actor<runtime_actor>("127.0.0.1", *port);
+    INFO((found ? std::string() : client.render(found.error())));
+    REQUIRE(found);
+    remote = *found;
+  }
+  ~remote_runtime() { caf::anon_send_exit(rt, caf::exit_reason::user_shutdown); }
+
+  // Asks the remote runtime from `self` and returns the answer, or nullopt on an error.
+  template <class T, class Request>
+  std::optional<T> ask(caf::scoped_actor& self, Request request) {
+    std::optional<T> out;
+    self->request(remote, 30s, std::move(request)).receive([&](T& x) { out = std::move(x); }, [](caf::error&) {});
+    return out;
+  }
+};
+
+std::shared_ptr<test::sim_backend> simulated() { return std::make_shared<test::sim_backend>("idx"); }
+projection_result as_is(std::string_view p) { return std::string(p); }
+
 }  // namespace
 
 TEST_CASE("runtime actor: published over the middleman on 127.0.0.1 it answers status, metrics, readiness and stop from another actor system", "[adapter][runtime][remote]") {
-  temp_dir dir;
-  auto store = test::open_store(dir / "db");
-  networked_config server_cfg;
-  caf::actor_system server{server_cfg};
-  auto rt = dix::spawn_runtime(server, {store});
-  REQUIRE(rt);
-  {
-    caf::scoped_actor self{server};
-    registration r;
-    r.backend = std::make_shared<test::sim_backend>("idx");
-    r.projections[table_ref{"main", 1}] = [](std::string_view p, const record_info&) -> projection_result { return std::string(p); };
-    bool registered = false;
-    self->request(*rt, 30s, register_index{std::move(r)}).receive([&](index_registered&) { registered = true; }, [](caf::error&) {});
-    REQUIRE(registered);
-  }
-  test::put_records(*store, "k", 3);
-  REQUIRE(test::wait_readiness(dir / "db", "idx", test::is_ready));  // the runner has read the log
-  auto port = server.middleman().publish(*rt, 0, "127.0.0.1");
-  REQUIRE(port);
-
-  networked_config client_cfg;
-  caf::actor_system client{client_cfg};
-  // The client names the same typed interface: the middleman compares the two sides' signatures.
-  auto remote = client.middleman().remote_actor<runtime_actor>("127.0.0.1", *port);
-  INFO((remote ? std::string() : client.render(remote.error())));
-  REQUIRE(remote);
-  caf::scoped_actor self{client};
-  std::optional<readiness_report> readiness;
-  self->request(*remote, 30s, query_readiness{"idx"}).receive([&](readiness_report& r) { readiness = r; }, [](caf::error&) {});
+  remote_runtime f(simulated(), as_is);
+  caf::scoped_actor self{f.client};
+  auto readiness = f.ask<readiness_report>(self, query_readiness{"idx"});
   REQUIRE(readiness);
   CHECK(readiness->id == "idx");
   CHECK(readiness->value.state == readiness_state::ready);
   CHECK(readiness->value.owner_epoch >= 1);
-  std::optional<status_report> status;
-  self->request(*remote, 30s, query_status{"idx"}).receive([&](status_report& s) { status = s; }, [](caf::error&) {});
+  auto status = f.ask<status_report>(self, query_status{"idx"});
   REQUIRE(status);
   REQUIRE(status->status);
-  std::optional<metrics_report> metrics;
-  self->request(*remote, 30s, query_metrics{"idx"}).receive([&](metrics_report& m) { metrics = m; }, [](caf::error&) {});
+  auto metrics = f.ask<metrics_report>(self, query_metrics{"idx"});
   REQUIRE(metrics);
   REQUIRE(metrics->metrics);
   CHECK(metrics->metrics->logs.size() == 1);
   caf::error missing;
-  self->request(*remote, 30s, query_readiness{"nobody"}).receive([](readiness_report&) {}, [&](caf::error& e) { missing = e; });
+  self->request(f.remote, 30s, query_readiness{"nobody"}).receive([](readiness_report&) {}, [&](caf::error& e) { missing = e; });
   CHECK(to_errc(missing) == errc::not_registered);  // the dix error category crosses the wire
-  bool stopped = false;
-  self->request(*remote, 30s, stop_runtime{}).receive([&](runtime_stopped&) { stopped = true; }, [](caf::error&) {});
-  CHECK(stopped);
-  caf::anon_send_exit(*rt, caf::exit_reason::user_shutdown);
+  CHECK(f.ask<runtime_stopped>(self, stop_runtime{}));
+}
+
+TEST_CASE("runtime actor: a subscriber in another actor system hears over the middleman the readiness and runner state a remote rebuild_index causes", "[adapter][runtime][remote][subscribe]") {
+  rocksdb_index_options o;
+  temp_dir index_dir;
+  o.path = index_dir / "idx";
+  remote_runtime f(rocksdb_index_backend::create("idx", o).value(),  // it can reset: rebuildable
+                   [](std::string_view p) -> projection_result { return encode_keys({std::string(p)}); });
+  caf::scoped_actor self{f.client};
+  auto first = f.ask<subscribed>(self, subscribe{"idx"});
+  REQUIRE(first);
+  CHECK(first->id == "idx");
+  CHECK(first->readiness.state == readiness_state::ready);
+  REQUIRE(first->status);  // registered in that runtime: its runner's status comes with it
+  const auto epoch = first->readiness.owner_epoch;
+  CHECK(epoch >= 1);
+
+  auto unknown = f.ask<rebuild_requested>(self, rebuild_index{"nobody"});
+  REQUIRE(unknown);
+  CHECK_FALSE(unknown->accepted);  // §11.2: not registered
+  auto asked = f.ask<rebuild_requested>(self, rebuild_index{"idx"});
+  REQUIRE(asked);
+  CHECK(asked->id == "idx");
+  CHECK(asked->accepted);
+
+  // Until rebuild exists the owner condemns with rebuild-requested and parks (behaviour 20). The
+  // events are level-triggered, so intermediate values may be folded away; the last ones say so.
+  std::optional<readiness_changed> condemned;
+  std::optional<runner_state_changed> parked;
+  bool timed_out = false;
+  while (!timed_out && !(condemned && parked)) {
+    self->receive(
+      [&](readiness_changed& e) {
+        CHECK(e.id == "idx");
+        if (e.readiness.state == readiness_state::needs_rebuild) condemned = e;
+      },
+      [&](runner_state_changed& e) {
+        CHECK(e.id == "idx");
+        if (e.status.reason == readiness_reason::rebuild_requested) parked = e;
+      },
+      caf::after(30s) >> [&] { timed_out = true; });
+  }
+  REQUIRE(condemned);
+  CHECK(condemned->readiness.reason == readiness_reason::rebuild_requested);
+  CHECK(condemned->readiness.owner_epoch == epoch);  // no successor: the same owner condemned
+  REQUIRE(parked);
+  CHECK(parked->status.epoch == epoch);
+  auto now = f.ask<readiness_report>(self, query_readiness{"idx"});
+  REQUIRE(now);
+  CHECK(now->value.state == readiness_state::needs_rebuild);
+
+  auto gone = f.ask<unsubscribed>(self, unsubscribe{"idx"});
+  REQUIRE(gone);
+  CHECK(gone->id == "idx");
+  CHECK(f.ask<runtime_stopped>(self, stop_runtime{}));
 }

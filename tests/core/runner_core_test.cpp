@@ -450,31 +450,6 @@ TEST_CASE("runner: a proxy lost while owning condemns with backend-failed and th
   CHECK(find_fx<fx::flush>(fx)->reason == flush_reason::shutdown);
 }
 
-TEST_CASE("restart policy: delays double from rebuild_backoff up to the cap, max_rebuild_attempts in a row escalate, 60 s of calm resets", "[core][supervision]") {
-  runner_options o;
-  o.rebuild_backoff = milliseconds(100);
-  o.max_rebuild_backoff = milliseconds(250);
-  o.max_rebuild_attempts = 4;
-  restart_history h;
-  steady_time t{};
-  auto d = decide_restart(child_kind::tailer, h, t, o);
-  CHECK_FALSE(d.escalate);
-  CHECK(d.delay == milliseconds(100));
-  d = decide_restart(child_kind::tailer, h, t + milliseconds(1), o);
-  CHECK(d.delay == milliseconds(200));
-  d = decide_restart(child_kind::tailer, h, t + milliseconds(2), o);
-  CHECK(d.delay == milliseconds(250));  // capped
-  d = decide_restart(child_kind::tailer, h, t + milliseconds(3), o);
-  CHECK(d.escalate);
-  restart_history calm;
-  decide_restart(child_kind::proxy, calm, t, o);
-  decide_restart(child_kind::proxy, calm, t + std::chrono::seconds(1), o);
-  d = decide_restart(child_kind::proxy, calm, t + std::chrono::seconds(62), o);  // 61 s after the last
-  CHECK_FALSE(d.escalate);
-  CHECK(d.delay == milliseconds(100));
-  CHECK(backoff_delay(200, milliseconds(1000), milliseconds(300000)) == milliseconds(300000));  // shift saturates
-}
-
 TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unread age of a commit not read, lag the largest", "[core][runner][metrics]") {
   runner_options o;
   o.max_flush_age = milliseconds(1000);

@@ -1,0 +1,197 @@
+// [actor] The runtime's watcher (actors/watcher.hpp, protocol.md §9.1) without its thread: the test
+// calls scan() itself (actors.md §5) over the hand-made registrations of support/registered_ids.hpp
+// (a real readiness segment in a temporary directory, recording runners); a recording actor
+// stands in for the runtime actor as the observer. The test runs the coordinator after each scan
+// and reads what they recorded.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include "actors/watcher.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "support/recorders.hpp"
+#include "support/registered_ids.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct watcher_fixture : test::registered_ids {
+  caf::actor observer = sys.spawn(test::recording_observer);
+  watcher watch{segment, registry, observer, 1000ms};
+
+  ~watcher_fixture() override {
+    if (observer) caf::anon_send_exit(observer, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  // Another party of the database (a CLI, another runtime) asks for a rebuild through its own
+  // read-write mapping of the segment, as the free function request_rebuild does.
+  void request_rebuild_elsewhere(const std::string& id) {
+    auto view = segment_view::open(home.path(), segment_view::access::read_write).value();
+    REQUIRE(view);
+    auto index = view->find(id);
+    REQUIRE(index);
+    view->slot(*index)->request_rebuild();
+  }
+
+  // One look, then the coordinator delivers what it sent.
+  void scan(bool timed_out = false) {
+    watch.scan(timed_out);
+    run();
+  }
+
+  std::vector<readiness_observed>& observations() { return state_of<test::observer_state>(observer).seen; }
+};
+
+}  // namespace
+
+TEST_CASE("watcher: a rebuild request another party stores in a registered id's slot wakes its runner with the rebuild flag", "[actor][watcher]") {
+  watcher_fixture f;
+  auto runner = f.add("idx");
+  f.scan();
+  CHECK(f.wakes_of(runner).empty());  // no request: nothing to wake for
+  f.request_rebuild_elsewhere("idx");
+  f.scan();
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  CHECK(f.wakes_of(runner)[0] == wake_flag::rebuild);
+  CHECK(f.observations().empty());  // nobody subscribed to the id
+}
+
+TEST_CASE("watcher: a pending request wakes again only when the slot changed since the last wake or the wait timed out", "[actor][watcher]") {
+  watcher_fixture f;
+  auto runner = f.add("idx");
+  auto slot = f.slot_of("idx");
+  f.request_rebuild_elsewhere("idx");
+  f.scan();
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  f.scan();  // another process's change elsewhere in the segment woke the watcher: this slot is unchanged
+  CHECK(f.wakes_of(runner).size() == 1);
+  f.scan(true);  // the wait timed out: a busy runner that left the flag is reminded
+  CHECK(f.wakes_of(runner).size() == 2);
+  slot->publish(readiness_state::ready, readiness_reason::none, 0);  // the slot changed, the flag still set
+  f.scan();
+  CHECK(f.wakes_of(runner).size() == 3);
+  REQUIRE(slot->consume_rebuild_request());  // the owner took the request
+  f.scan(true);
+  f.scan();
+  CHECK(f.wakes_of(runner).size() == 3);
+  for (auto flags : f.wakes_of(runner)) CHECK(flags == wake_flag::rebuild);
+}
+
+TEST_CASE("watcher: only the runner of the id whose slot holds the request is woken, and per id only after its own slot changed", "[actor][watcher]") {
+  watcher_fixture f;
+  auto a = f.add("alpha");
+  auto b = f.add("beta");
+  f.request_rebuild_elsewhere("beta");
+  f.scan();
+  CHECK(f.wakes_of(a).empty());
+  CHECK(f.wakes_of(b).size() == 1);
+  f.request_rebuild_elsewhere("alpha");
+  f.scan();  // alpha's slot changed, beta's did not
+  CHECK(f.wakes_of(a).size() == 1);
+  CHECK(f.wakes_of(b).size() == 1);
+}
+
+TEST_CASE("watcher: a request in the slot of an id this runtime has not registered, or has detached, wakes no runner", "[actor][watcher]") {
+  watcher_fixture f;
+  auto runner = f.add("idx");
+  auto other = f.slot_of("elsewhere");  // claimed by some runtime of the database, not registered here
+  other->request_rebuild();
+  f.scan(true);
+  CHECK(f.wakes_of(runner).empty());
+  REQUIRE(f.registry->detach("idx", 1));
+  f.request_rebuild_elsewhere("idx");
+  f.scan(true);
+  CHECK(f.wakes_of(runner).empty());
+}
+
+TEST_CASE("watcher: a registered id without a runner yet is skipped, and its runner is woken once it has one", "[actor][watcher]") {
+  watcher_fixture f;
+  auto e = f.put("idx", 7);
+  f.request_rebuild_elsewhere("idx");
+  f.scan();  // nothing to send to; must not fail
+  auto runner = f.spawn_runner();
+  e->set_runner(caf::actor_cast<runner_actor>(runner));
+  f.scan(true);  // the slot has not changed since the look without a runner, so only a timeout reminds
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  CHECK(f.wakes_of(runner)[0] == wake_flag::rebuild);
+}
+
+TEST_CASE("watcher: an observed id is reported at its first look and then at every change of its slot's counter, with the slot as read then", "[actor][watcher][observe]") {
+  watcher_fixture f;
+  auto slot = f.slot_of("idx");
+  f.watch.observe("idx", slot);
+  f.scan();
+  REQUIRE(f.observations().size() == 1);  // the first look reports the value now
+  CHECK(f.observations()[0].id == "idx");
+  CHECK(f.observations()[0].change_counter == slot->change_counter());
+  CHECK(f.observations()[0].readiness.state == slot->read().state);
+  f.scan(true);  // unchanged, timed out or not: nothing new
+  CHECK(f.observations().size() == 1);
+  slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 2);
+  f.scan();
+  REQUIRE(f.observations().size() == 2);
+  CHECK(f.observations()[1].change_counter == slot->change_counter());
+  CHECK(f.observations()[1].change_counter > f.observations()[0].change_counter);
+  CHECK(f.observations()[1].readiness.state == readiness_state::rebuilding);
+  CHECK(f.observations()[1].readiness.reason == readiness_reason::rebuild_requested);
+  CHECK(f.observations()[1].readiness.rebuild_attempts == 2);
+}
+
+TEST_CASE("watcher: an observed id need not be registered, and an unobserved one is no longer reported", "[actor][watcher][observe]") {
+  watcher_fixture f;
+  auto a = f.slot_of("alpha");
+  auto b = f.slot_of("beta");
+  f.watch.observe("alpha", a);
+  f.watch.observe("beta", b);
+  f.scan();
+  REQUIRE(f.observations().size() == 2);
+  f.watch.unobserve("alpha");
+  a->publish(readiness_state::ready, readiness_reason::none, 0);
+  b->publish(readiness_state::ready, readiness_reason::none, 0);
+  f.scan();
+  REQUIRE(f.observations().size() == 3);
+  CHECK(f.observations()[2].id == "beta");
+  CHECK(f.observations()[2].readiness.state == readiness_state::ready);
+}
+
+TEST_CASE("watcher: observing an id twice keeps one observation, with no second report for an unchanged slot", "[actor][watcher][observe]") {
+  watcher_fixture f;
+  auto slot = f.slot_of("idx");
+  f.watch.observe("idx", slot);
+  f.scan();
+  f.watch.observe("idx", slot);  // a second subscriber
+  f.scan();
+  CHECK(f.observations().size() == 1);
+}
+
+TEST_CASE("watcher: with its observer gone it still wakes runners for rebuild requests", "[actor][watcher]") {
+  watcher_fixture f;
+  auto runner = f.add("idx");
+  f.watch.observe("idx", f.slot_of("idx"));
+  caf::anon_send_exit(f.observer, caf::exit_reason::user_shutdown);
+  f.run();
+  f.observer = caf::actor{};  // the runtime actor ended: the watcher's weak reference expires
+  f.request_rebuild_elsewhere("idx");
+  f.scan();
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  CHECK(f.wakes_of(runner)[0] == wake_flag::rebuild);
+}
+
+TEST_CASE("watcher: stop without a started thread does nothing, and scan works after it", "[actor][watcher]") {
+  watcher_fixture f;
+  auto runner = f.add("idx");
+  f.watch.stop();
+  f.watch.stop();
+  f.request_rebuild_elsewhere("idx");
+  f.scan();
+  CHECK(f.wakes_of(runner).size() == 1);
+}
