@@ -31,7 +31,7 @@ class backend_host_impl final : public backend_host {
   void request_rebuild() noexcept override;
   // Readiness decides until coverage is published: ready admits with coverage unknown,
   // rebuilding refuses with rebuilding, anything else with unavailable (api.md §7).
-  result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel) override;
+  result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel = {}) override;
 
   // The registration ended (unregistered, or its runtime stopped): from now on the host answers
   // as the file comment says. Idempotent.

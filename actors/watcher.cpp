@@ -1,5 +1,6 @@
 #include "actors/watcher.hpp"
 
+#include <algorithm>
 #include <system_error>
 
 #include <caf/actor_cast.hpp>
@@ -48,13 +49,21 @@ void watcher::unobserve(const std::string& id) {
 
 void watcher::scan(bool timed_out) {
   std::lock_guard g(mutex_);
-  for (const auto& e : registry_->all()) {
+  const auto entries = registry_->all();
+  // Registrations that ended are forgotten.
+  for (auto it = woken_.begin(); it != woken_.end();) {
+    const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token == it->first; });
+    it = current ? std::next(it) : woken_.erase(it);
+  }
+  for (const auto& e : entries) {
     if (!e->slot->rebuild_requested()) continue;
+    auto r = e->runner();
+    if (!r) continue;  // no runner yet: the next scan wakes the one that comes
     const auto counter = e->slot->change_counter();
-    auto last = woken_.find(e->id);
-    if (!timed_out && last != woken_.end() && last->second == counter) continue;
-    woken_[e->id] = counter;
-    if (auto r = e->runner()) caf::anon_send(r, wake{wake_flag::rebuild});
+    auto last = woken_.find(e->token);
+    if (!timed_out && last != woken_.end() && last->second.runner == r.address() && last->second.counter == counter) continue;
+    woken_[e->token] = {r.address(), counter};
+    caf::anon_send(r, wake{wake_flag::rebuild});
   }
   auto observer = caf::actor_cast<caf::actor>(observer_.lock());
   for (auto& [id, o] : observed_) {

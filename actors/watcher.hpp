@@ -70,7 +70,13 @@ class watcher {
     bool sent = false;
   };
   std::map<std::string, observed> observed_;
-  std::map<std::string, std::uint64_t> woken_;  // per id: the slot's change counter at the last rebuild wake
+  // Per registration token: the runner last woken for a rebuild request and the slot's change
+  // counter then. A new runner (a respawn) or a new registration of the id is woken at once.
+  struct last_wake {
+    caf::actor_addr runner;
+    std::uint64_t counter = 0;
+  };
+  std::map<std::uint64_t, last_wake> woken_;
 };
 
 }  // namespace dix

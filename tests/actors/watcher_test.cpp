@@ -113,16 +113,39 @@ TEST_CASE("watcher: a request in the slot of an id this runtime has not register
   CHECK(f.wakes_of(runner).empty());
 }
 
-TEST_CASE("watcher: a registered id without a runner yet is skipped, and its runner is woken once it has one", "[actor][watcher]") {
+TEST_CASE("watcher: a registered id without a runner yet is skipped, and its runner is woken at the next scan once it has one", "[actor][watcher]") {
   watcher_fixture f;
   auto e = f.put("idx", 7);
   f.request_rebuild_elsewhere("idx");
   f.scan();  // nothing to send to; must not fail
   auto runner = f.spawn_runner();
   e->set_runner(caf::actor_cast<runner_actor>(runner));
-  f.scan(true);  // the slot has not changed since the look without a runner, so only a timeout reminds
+  f.scan();  // the slot has not changed, but no runner was woken for it yet: no timeout needed
   REQUIRE(f.wakes_of(runner).size() == 1);
   CHECK(f.wakes_of(runner)[0] == wake_flag::rebuild);
+  f.scan();
+  CHECK(f.wakes_of(runner).size() == 1);  // woken once for this counter
+}
+
+TEST_CASE("watcher: a respawned runner, or a new registration of the id, is woken for a pending request without waiting for a change or a timeout", "[actor][watcher]") {
+  watcher_fixture f;
+  auto e = f.put("idx", 7);
+  auto first = f.spawn_runner();
+  e->set_runner(caf::actor_cast<runner_actor>(first));
+  f.request_rebuild_elsewhere("idx");
+  f.scan();
+  REQUIRE(f.wakes_of(first).size() == 1);
+  auto respawned = f.spawn_runner();  // the supervisor replaced the runner; the slot is unchanged
+  e->set_runner(caf::actor_cast<runner_actor>(respawned));
+  f.scan();
+  CHECK(f.wakes_of(respawned).size() == 1);
+  REQUIRE(f.registry->detach("idx", 7));
+  f.registry->take_all_detached();
+  auto again = f.put("idx", 8);  // a replacement registration of the id
+  auto third = f.spawn_runner();
+  again->set_runner(caf::actor_cast<runner_actor>(third));
+  f.scan();
+  CHECK(f.wakes_of(third).size() == 1);
 }
 
 TEST_CASE("watcher: an observed id is reported at its first look and then at every change of its slot's counter, with the slot as read then", "[actor][watcher][observe]") {
