@@ -133,6 +133,17 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         // All store I/O of an id is its tailer's; it answers meta_written to this actor.
         self->send(e.tailer, meta_write{0, meta_kind::condemn, 0});
       } else if constexpr (std::is_same_v<T, sfx::publish>) {
+        // The snapshot first, as the runner stores its own before its effects: whoever sees the
+        // publication in the segment must not find metrics claiming the released ownership.
+        if (spec.snapshot) {
+          runner_status status;
+          const auto version = spec.snapshot->update([&](runner_snapshot last) {
+            auto snap = released_for_dead_runner(std::move(last), x.state, x.reason);
+            status = snap.status();
+            return snap;
+          });
+          if (spec.on_status) spec.on_status(status, version);
+        }
         // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
         // reported and counted as landed, so the unlock is not held forever.
         e.fence.sent();

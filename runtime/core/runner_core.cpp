@@ -960,6 +960,23 @@ runner_snapshot runner_core::snapshot() const {
   return s;
 }
 
+runner_snapshot released_for_dead_runner(runner_snapshot last, readiness_state published, readiness_reason reason) {
+  auto s = std::move(last);
+  s.state = published == readiness_state::unavailable ? runner_state::unavailable : runner_state::needs_rebuild;
+  s.reason = reason;
+  s.owner = false;
+  s.last_fault = readiness_reason::runner_failed;
+  s.message = reason == readiness_reason::shutdown_failed ? "the runner failed and its shutdown was rejected"
+                                                          : "the runner failed";
+  s.accepted_batches = s.accepted_bytes = s.accepted_mutations = s.deferred_bytes = 0;
+  s.cursor_lag_ms = 0;
+  s.oldest_accepted_at.reset();
+  s.stalled_since.reset();
+  s.unread_since.reset();
+  s.quiescence_since.reset();
+  return s;
+}
+
 runner_status runner_snapshot::status() const { return runner_status{state, reason, epoch, message}; }
 
 runner_metrics runner_snapshot::metrics(steady_time now) const {

@@ -131,6 +131,13 @@ struct runner_snapshot {
   runner_metrics metrics(steady_time now) const;
 };
 
+// The snapshot of a registration whose runner died, once its supervisor released the ownership
+// for it and is about to publish `published`/`reason` (actors.md §3): stored before that
+// publication, so metrics and status never lag it. Not owner, the owner figures zero (protocol.md
+// §14.2), state needs-rebuild or unavailable as published, last fault runner-failed; the epoch
+// (the last one, as after a runner's own release) and the counters since registration are kept.
+runner_snapshot released_for_dead_runner(runner_snapshot last, readiness_state published, readiness_reason reason);
+
 class runner_core {
  public:
   struct config {
