@@ -109,7 +109,10 @@ void carry_out(runner_pointer self, effect& e) {
                 });
       } else if constexpr (std::is_same_v<T, fx::shutdown>) {
         self->request(d.proxy, caf::infinite, shutdown_request{x.epoch})
-          .then([self](quiescence& r) { apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self))); },
+          .then([self](quiescence& r) {
+                  if (!r.error) self->state.deps.record->quiesced(r.epoch);
+                  apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self)));
+                },
                 [self, epoch = x.epoch](caf::error& err) {
                   if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_shutdown_done(epoch, from_caf(err), now_of(self)));

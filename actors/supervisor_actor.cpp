@@ -123,7 +123,10 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         const auto round = x.round;
         self->request(e.proxy, caf::infinite, shutdown_request{x.epoch})
           .then([self, token, round](quiescence& q) {
-                  if (auto f = find(self, token)) apply(self, token, f->core->on_shutdown_done(round, from_caf(q.error)));
+                  auto f = find(self, token);
+                  if (!f) return;
+                  if (!q.error) f->spec->record->quiesced(q.epoch);
+                  apply(self, token, f->core->on_shutdown_done(round, from_caf(q.error)));
                 },
                 [self, token, round](caf::error& err) {
                   if (receiver_gone(err)) return;

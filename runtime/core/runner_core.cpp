@@ -170,7 +170,9 @@ void runner_core::deliver_held(effects& out, steady_time now) {
 }
 
 void runner_core::begin_release(effects& out) {
-  carry_release(release_.begin(epoch_, proxy_up_), out, steady_time{});  // a proxy down: on_child_up starts it
+  // This ownership minted its epoch and never shut it down: a successful shutdown ends with the
+  // unlock, a rejected one is retried through retry_release().
+  carry_release(release_.begin(epoch_, proxy_up_, false), out, steady_time{});  // a proxy down: on_child_up starts it
 }
 
 // What a step of the release sequence is in this runner's effects. Unlocking ends the ownership.

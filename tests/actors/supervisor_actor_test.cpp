@@ -24,6 +24,7 @@ struct supervised : test::wired_id {
   std::vector<std::uint64_t>& persisted = meta->epochs;
   int& markers = meta->markers;  // condemned/<id> writes
   supervisor_actor sup;
+  std::shared_ptr<ownership> record;  // the registration's ownership record
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
   runner_actor runner;
@@ -32,6 +33,7 @@ struct supervised : test::wired_id {
 
   explicit supervised(runner_options o = fast_policy()) {
     auto spec = wiring(o);
+    record = spec->record;
     auto spawn_tailer = spec->spawn_tailer;
     auto spawn_proxy = spec->spawn_proxy;
     auto spawn_runner = spec->spawn_runner;
@@ -160,7 +162,9 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   REQUIRE(p.slot->read().state == readiness_state::ready);
   p.commit("b", "2");  // accepted, not yet durable: the shutdown drops it
   CHECK(p.markers == 0);
+  const auto epoch = p.slot->read().owner_epoch;
   p.crash(p.runner);
+  CHECK(p.record->read().quiesced == epoch);  // a later release of the epoch skips its shutdown
   CHECK(p.markers == 1);  // the durable marker before the publication
   CHECK(p.slot->read().state == readiness_state::needs_rebuild);
   CHECK(p.slot->read().reason == readiness_reason::runner_failed);
@@ -222,10 +226,12 @@ TEST_CASE("supervision: a runner crash whose backend rejects the shutdown keeps 
 TEST_CASE("supervision: unsupervise releases the id and stops its actors; a down of a stopped child restarts nothing", "[actor][supervision]") {
   supervised p;
   p.commit("a", "1");
+  const auto epoch = p.slot->read().owner_epoch;
   auto s = p.unsupervise_now();
   REQUIRE(s);
   CHECK_FALSE(s->error);
   CHECK(p.durable_has("a"));  // flush(shutdown) made the accepted work durable
+  CHECK(p.record->read().quiesced == epoch);  // the runner's successful shutdown is recorded
   CHECK(p.lock_free());
   p.advance(10s);
   CHECK(p.tailers == 1);
