@@ -50,7 +50,7 @@ typename Inspector::result_type inspect(Inspector& f, wake& x) {
 // lock table → runner: the entry is this runner's now (free, or handed over by a release) — or,
 // with `error`, it could not be taken (another process holds the crash guard, §9.1).
 struct lock_acquired {
-  std::uint64_t gen = 0;  // the generation the acquisition was requested under
+  std::uint64_t gen = 0;  // the runner's generation at its request (fx::request_lock), echoed; another is dropped
   caf::error error;
 };
 

@@ -331,7 +331,7 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
 void runner_core::retry(effects& out) {
   if (!owner_now()) {
     state_ = runner_state::waiting_lock;
-    out.push_back(fx::request_lock{});
+    out.push_back(fx::request_lock{gen_});
     return;
   }
   if (!tailer_up_ || !proxy_up_) {
@@ -365,7 +365,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     const bool starts = (commit && !system_only) || (flags & (wake_flag::coverage | wake_flag::rebuild)) != 0;
     if (!starts) return out;
     state_ = runner_state::waiting_lock;
-    out.push_back(fx::request_lock{});
+    out.push_back(fx::request_lock{gen_});
     return out;
   }
   if (commit && !system_only) {
@@ -408,9 +408,10 @@ effects runner_core::on_rebuild_requested(steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_acquired(steady_time now) {
+effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
   effects out;
   (void)now;
+  if (gen != gen_) return out;  // a withdrawn request's grant: the entry went with the withdrawal
   if (state_ != runner_state::waiting_lock) {
     if (!owner_now()) out.push_back(fx::release_lock{});  // stale grant: hand it back
     return out;
@@ -429,10 +430,10 @@ effects runner_core::on_lock_acquired(steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_failed(const error& e, steady_time now) {
+effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, steady_time now) {
   effects out;
   (void)now;
-  if (state_ != runner_state::waiting_lock || owner_now()) return out;
+  if (gen != gen_ || state_ != runner_state::waiting_lock || owner_now()) return out;
   message_ = "runner lock: " + e.message();
   if (stopping_) {
     state_ = runner_state::stopped;

@@ -266,13 +266,13 @@ class sim_pipeline final : public backend_host {
   void carry_out_supervision(sfx::answer&) {}
   void carry_out_supervision(sfx::forget&) {}
 
-  void carry_out(fx::request_lock&) {
+  void carry_out(fx::request_lock& r) {
     if (lock_held) return;  // one runner per id here; a second would queue
     lock_held = true;
-    post([this] {
+    post([this, gen = r.gen] {
       if (!runner) return effects{};
       const bool was_owner = runner->owner();
-      auto out = runner->on_lock_acquired(time.steady_now());
+      auto out = runner->on_lock_acquired(gen, time.steady_now());
       if (!was_owner && runner->owner()) {  // the core took the grant
         record.owner = true;
         record.epoch = 0;
