@@ -211,30 +211,6 @@ void on_down(supervisor_pointer self, const caf::down_msg& dm) {
   apply(self, token, e->core->on_down(kind, e->spec->record->read(), self->clock().now()));
 }
 
-// Releases every registration through unsupervise; answers once all settled.
-caf::result<stopped> stop_all(supervisor_pointer self) {
-  auto promise = self->make_response_promise<stopped>();
-  std::vector<std::pair<std::uint64_t, std::string>> all;
-  for (auto& [token, e] : self->state.ids) all.emplace_back(token, e->spec->id);
-  if (all.empty()) return stopped{};
-  struct tally {
-    std::size_t left;
-    std::string failed;
-  };
-  auto t = std::make_shared<tally>(tally{all.size(), {}});
-  auto settle = [t, promise](const std::string& id, bool ok) mutable {
-    if (!ok) t->failed += (t->failed.empty() ? "" : ", ") + id;
-    if (--t->left > 0) return;
-    promise.deliver(t->failed.empty() ? stopped{} : stopped{make_error(errc::backend_failed, "shutdown rejected by " + t->failed)});
-  };
-  for (auto& [token, id] : all) {
-    self->request(caf::actor_cast<supervisor_actor>(self), caf::infinite, unsupervise{token})
-      .then([settle, id = id](stopped& s) mutable { settle(id, !s.error); },
-            [settle, id = id](caf::error&) mutable { settle(id, false); });
-  }
-  return promise;
-}
-
 supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -278,7 +254,6 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
       apply(self, m.token, e->core->on_unsupervise());
       return promise;
     },
-    [self](stop&) -> caf::result<stopped> { return stop_all(self); },
   };
 }
 

@@ -77,7 +77,8 @@ typename Inspector::result_type inspect(Inspector& f, timer& x) {
 
 // -- stop (protocol.md §15) -------------------------------------------------------------------
 
-// runtime → supervisor → runner: release and stop. → stopped
+// supervisor → runner: release (§9.6) and stop; the supervisor sends it when the runtime actor
+// unsupervises the registration (§2.4). → stopped
 struct stop {};
 
 template <class Inspector>
@@ -85,7 +86,8 @@ typename Inspector::result_type inspect(Inspector& f, stop&) {
   return f(caf::meta::type_name("dix.stop"));
 }
 
-// Reply: none, or backend_failed naming the ids whose shutdown was rejected (locks kept).
+// Reply to stop and unsupervise: none, or backend_failed when the shutdown was rejected (the lock
+// kept, §9.7).
 struct stopped {
   caf::error error;
 };
