@@ -46,6 +46,11 @@ void ownership::minted(epoch_t epoch) {
   record_.epoch = epoch;
 }
 
+void ownership::quiesced(epoch_t epoch) {
+  std::lock_guard g(mutex_);
+  record_.quiesced = epoch;
+}
+
 void ownership::release() {
   std::lock_guard g(mutex_);
   // Under the record's mutex, so no reader sees the entry free while the record says owned.
@@ -145,6 +150,8 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   };
   spec->record = record;
   spec->publisher = w.publisher;
+  spec->snapshot = w.snapshot;
+  spec->on_status = w.on_status;
   spec->runner_changed = w.runner_changed;
   return spec;
 }

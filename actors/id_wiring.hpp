@@ -46,7 +46,9 @@ class clock;
 // go — the runner's at the end of its release, the supervisor's for a dead runner. A dead runner's
 // supervisor decides from read() (owner, epoch), never from the runner's last snapshot, which the
 // runner stores before it carries out its effects and which therefore may say "released" while
-// the entry still waits for a publication to land.
+// the entry still waits for a publication to land. Both record the epoch a shutdown of theirs
+// quiesced, so a runner that dies between its successful shutdown and its unlock is not shut down
+// twice.
 //
 // Thread safety: every method may be called from any thread (the lock table posts grants from the
 // releasing thread); the record's mutex is taken inside no other lock.
@@ -59,6 +61,9 @@ class ownership {
   // The runner's core took a grant: the token holds the entry, no epoch minted yet.
   void acquired();
   void minted(epoch_t epoch);
+  // A shutdown(epoch) succeeded — the runner's release or the supervisor's: a later release of
+  // the epoch skips its shutdown (protocol.md §9.6: at most one successful shutdown per epoch).
+  void quiesced(epoch_t epoch);
   // Releases the entry (or withdraws a pending request): lock->release(id, token).
   void release();
 

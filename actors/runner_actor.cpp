@@ -50,9 +50,9 @@ void carry_out(runner_pointer self, effect& e) {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, fx::request_lock>) {
         caf::weak_actor_ptr me = self->ctrl();
-        d.record->request([me](result<void> r) {
+        d.record->request([me, gen = x.gen](result<void> r) {
           caf::error err = r ? caf::error{} : make_error(r.error());
-          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{0, std::move(err)});
+          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{gen, std::move(err)});
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
         d.record->release();
@@ -109,7 +109,10 @@ void carry_out(runner_pointer self, effect& e) {
                 });
       } else if constexpr (std::is_same_v<T, fx::shutdown>) {
         self->request(d.proxy, caf::infinite, shutdown_request{x.epoch})
-          .then([self](quiescence& r) { apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self))); },
+          .then([self](quiescence& r) {
+                  if (!r.error) self->state.deps.record->quiesced(r.epoch);
+                  apply(self, self->state.core->on_shutdown_done(r.epoch, from_caf(r.error), now_of(self)));
+                },
                 [self, epoch = x.epoch](caf::error& err) {
                   if (proxy_gone(self, err)) return;
                   apply(self, self->state.core->on_shutdown_done(epoch, from_caf(err), now_of(self)));
@@ -191,11 +194,11 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto& st = self->state;
       auto& core = *st.core;
       if (m.error) {
-        apply(self, core.on_lock_failed(to_dix_error(m.error), now_of(self)));
+        apply(self, core.on_lock_failed(m.gen, to_dix_error(m.error), now_of(self)));
         return;
       }
       const bool was_owner = core.owner();
-      auto out = core.on_lock_acquired(now_of(self));
+      auto out = core.on_lock_acquired(m.gen, now_of(self));
       if (!was_owner && core.owner()) st.deps.record->acquired();  // the core took the grant
       apply(self, std::move(out));
     },

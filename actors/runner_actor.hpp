@@ -50,6 +50,13 @@ class snapshot_box {
     value_ = make();
     ++version_;
   }
+  // Replaces the value by `change(value)` under the box's lock; returns the new version.
+  template <class Change>
+  std::uint64_t update(Change&& change) {
+    std::lock_guard g(mutex_);
+    value_ = change(std::move(value_));
+    return ++version_;
+  }
   std::pair<runner_snapshot, std::uint64_t> load_versioned() const {
     std::lock_guard g(mutex_);
     return {value_, version_};

@@ -135,7 +135,10 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         const auto round = x.round;
         self->request(e.proxy, caf::infinite, shutdown_request{x.epoch})
           .then([self, token, round](quiescence& q) {
-                  if (auto f = find(self, token)) apply(self, token, f->core->on_shutdown_done(round, from_caf(q.error)));
+                  auto f = find(self, token);
+                  if (!f) return;
+                  if (!q.error) f->spec->record->quiesced(q.epoch);
+                  apply(self, token, f->core->on_shutdown_done(round, from_caf(q.error)));
                 },
                 [self, token, round](caf::error& err) {
                   if (receiver_gone(err)) return;
@@ -145,6 +148,17 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         // All store I/O of an id is its tailer's; it answers meta_written to this actor.
         self->send(e.tailer, meta_write{0, meta_kind::condemn, 0});
       } else if constexpr (std::is_same_v<T, sfx::publish>) {
+        // The snapshot first, as the runner stores its own before its effects: whoever sees the
+        // publication in the segment must not find metrics claiming the released ownership.
+        if (spec.snapshot) {
+          runner_status status;
+          const auto version = spec.snapshot->update([&](runner_snapshot last) {
+            auto snap = released_for_dead_runner(std::move(last), x.state, x.reason);
+            status = snap.status();
+            return snap;
+          });
+          if (spec.on_status) spec.on_status(status, version);
+        }
         // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
         // reported and counted as landed, so the unlock is not held forever.
         e.fence.sent();
@@ -209,30 +223,6 @@ void on_down(supervisor_pointer self, const caf::down_msg& dm) {
   apply(self, token, e->core->on_down(kind, e->spec->record->read(), self->clock().now()));
 }
 
-// Releases every registration through unsupervise; answers once all settled.
-caf::result<stopped> stop_all(supervisor_pointer self) {
-  auto promise = self->make_response_promise<stopped>();
-  std::vector<std::pair<std::uint64_t, std::string>> all;
-  for (auto& [token, e] : self->state.ids) all.emplace_back(token, e->spec->id);
-  if (all.empty()) return stopped{};
-  struct tally {
-    std::size_t left;
-    std::string failed;
-  };
-  auto t = std::make_shared<tally>(tally{all.size(), {}});
-  auto settle = [t, promise](const std::string& id, bool ok) mutable {
-    if (!ok) t->failed += (t->failed.empty() ? "" : ", ") + id;
-    if (--t->left > 0) return;
-    promise.deliver(t->failed.empty() ? stopped{} : stopped{make_error(errc::backend_failed, "shutdown rejected by " + t->failed)});
-  };
-  for (auto& [token, id] : all) {
-    self->request(caf::actor_cast<supervisor_actor>(self), caf::infinite, unsupervise{token})
-      .then([settle, id = id](stopped& s) mutable { settle(id, !s.error); },
-            [settle, id = id](caf::error&) mutable { settle(id, false); });
-  }
-  return promise;
-}
-
 supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -276,7 +266,6 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
       apply(self, m.token, e->core->on_unsupervise());
       return promise;
     },
-    [self](stop&) -> caf::result<stopped> { return stop_all(self); },
   };
 }
 

@@ -4,7 +4,8 @@
 // delay and answer to the core, and carries out the effects the core returns — spawns, child_down
 // / child_up to the runner, delayed `respawn`s to itself, the dead runner's flush(shutdown) and
 // shutdown through the proxy, its marker through the tailer, publications through the runtime's
-// readiness publisher, the unlock through the registration's ownership record (behind the
+// readiness publisher (each after storing the honest snapshot of the dead runner's registration:
+// not owner, the published state), the unlock through the registration's ownership record (behind the
 // publications, publication_fence), stop requests and unsupervise answers. For a dead runner it
 // reads the registration's ownership record — lent to the runner, which keeps it current — to
 // know whether the runner owned the lock-table entry and under which epoch.
@@ -42,6 +43,11 @@ struct supervised_spec {
     spawn_runner;
   std::shared_ptr<ownership> record;    // the registration's ownership record, lent to its runners
   readiness_publisher_actor publisher;  // the runtime's: a dead runner's publications
+  // The registration's snapshot box (status()/metrics() read it): before a publication for a dead
+  // runner the supervisor stores there what it publishes, so status never lags the segment.
+  // Optional, as is `on_status`, told of that status as the runner's own changes are.
+  std::shared_ptr<snapshot_box> snapshot;
+  std::function<void(const runner_status&, std::uint64_t version)> on_status;
   // Told about every runner spawned for the registration (the runtime's wake list). Optional.
   std::function<void(const runner_actor&)> runner_changed;
 };

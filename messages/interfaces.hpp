@@ -5,7 +5,7 @@
 //                                   ◄── readiness_changed, runner_state_changed (subscribers)
 //            watcher thread, publisher ── readiness_observed ──► runtime_actor
 //            runners ── runner_status_observed ──► runtime_actor
-//                                   │ supervise, unsupervise, stop → stopped
+//                                   │ supervise, unsupervise → stopped
 //                                   │ (held release) rebuild_request → bool to the runner
 //                                   ▼
 //                          ┌── supervisor_actor ──┐  spawns, monitors and restarts the children
@@ -106,7 +106,6 @@ using runtime_actor_impl =
 // signature. Its restart delays (actors.md §3) are `respawn` messages to itself.
 using supervisor_actor = caf::typed_actor<caf::reacts_to<supervise>,
                                           caf::replies_to<unsupervise>::with<stopped>,
-                                          caf::replies_to<stop>::with<stopped>,
                                           caf::reacts_to<respawn>,
                                           caf::reacts_to<meta_written>>;
 

@@ -50,7 +50,7 @@ typename Inspector::result_type inspect(Inspector& f, wake& x) {
 // lock table → runner: the entry is this runner's now (free, or handed over by a release) — or,
 // with `error`, it could not be taken (another process holds the crash guard, §9.1).
 struct lock_acquired {
-  std::uint64_t gen = 0;  // the generation the acquisition was requested under
+  std::uint64_t gen = 0;  // the runner's generation at its request (fx::request_lock), echoed; another is dropped
   caf::error error;
 };
 
@@ -77,7 +77,8 @@ typename Inspector::result_type inspect(Inspector& f, timer& x) {
 
 // -- stop (protocol.md §15) -------------------------------------------------------------------
 
-// runtime → supervisor → runner: release and stop. → stopped
+// supervisor → runner: release (§9.6) and stop; the supervisor sends it when the runtime actor
+// unsupervises the registration (§2.4). → stopped
 struct stop {};
 
 template <class Inspector>
@@ -85,7 +86,8 @@ typename Inspector::result_type inspect(Inspector& f, stop&) {
   return f(caf::meta::type_name("dix.stop"));
 }
 
-// Reply: none, or backend_failed naming the ids whose shutdown was rejected (locks kept).
+// Reply to stop and unsupervise: none, or backend_failed when the shutdown was rejected (the lock
+// kept, §9.7).
 struct stopped {
   caf::error error;
 };

@@ -21,7 +21,7 @@ bool legal(release_sequence::phase from, release_sequence::phase to) noexcept {
     case p::flushing: return from == p::idle || from == p::awaiting_proxy || from == p::held;
     case p::shutting_down: return from == p::flushing;
     case p::held: return from == p::shutting_down;
-    case p::released: return from == p::shutting_down;
+    case p::released: return from == p::shutting_down || from == p::flushing;
     case p::abandoned: return from != p::released && from != p::abandoned;
   }
   return false;
@@ -48,8 +48,9 @@ release_sequence::step release_sequence::flush_when(bool proxy_up) {
   return step::flush;
 }
 
-release_sequence::step release_sequence::begin(epoch_t epoch, bool proxy_up) {
+release_sequence::step release_sequence::begin(epoch_t epoch, bool proxy_up, bool quiesced) {
   epoch_ = epoch;
+  quiesced_ = quiesced;
   return flush_when(proxy_up);
 }
 
@@ -69,6 +70,10 @@ release_sequence::step release_sequence::on_proxy_up() {
 release_sequence::step release_sequence::on_flush_done(const result<void>& outcome) {
   (void)outcome;  // logged by the holder; the shutdown decides (§9.6)
   if (phase_ != phase::flushing) return step::none;
+  if (quiesced_) {
+    transition(phase::released);
+    return step::unlock;
+  }
   transition(phase::shutting_down);
   return step::shutdown;
 }

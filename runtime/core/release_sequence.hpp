@@ -17,12 +17,14 @@
 //                                                                                        ▼
 //                      flushing / awaiting_proxy ◄────────────── retry ─────────────── held
 //   any phase but released and abandoned ──abandon (no proxy will come back)──► abandoned
+//   flushing ──flush done, begun over an epoch already quiesced──► released (unlock, no shutdown)
 //
 //   idle            nothing begun; left by begin().
 //   awaiting_proxy  the backend's proxy is down and will be respawned; left by on_proxy_up()
 //                   (→ flushing), or abandon().
 //   flushing        flush(shutdown) requested; left by on_flush_done() (→ shutting_down, whatever
-//                   the outcome), on_proxy_down() (→ awaiting_proxy) or abandon().
+//                   the outcome; → released when begun over a quiesced epoch), on_proxy_down()
+//                   (→ awaiting_proxy) or abandon().
 //   shutting_down   shutdown(epoch) requested; left by on_shutdown_done() (→ released, or held
 //                   on a rejection), on_proxy_down() or abandon().
 //   held            the backend could not prove quiescence: the lock stays held, never handed
@@ -64,8 +66,11 @@ class release_sequence {
   };
 
   // Starts the release of the ownership of `epoch`. `proxy_up`: a proxy can take the flush now;
-  // otherwise the sequence waits for on_proxy_up().
-  step begin(epoch_t epoch, bool proxy_up);
+  // otherwise the sequence waits for on_proxy_up(). `quiesced`: a shutdown(epoch) succeeded
+  // already (the other holder's release got that far, the ownership record says): the flush
+  // still runs, then the unlock — no second shutdown of the epoch (§9.6: at most one successful
+  // shutdown per epoch).
+  step begin(epoch_t epoch, bool proxy_up, bool quiesced);
   step on_proxy_down();
   step on_proxy_up();
   // The answer to the flush(shutdown) request: whatever it says, the shutdown follows (an error
@@ -92,6 +97,7 @@ class release_sequence {
 
   phase phase_ = phase::idle;
   epoch_t epoch_ = 0;
+  bool quiesced_ = false;  // begun over an epoch already shut down: no shutdown step
 };
 
 }  // namespace dix

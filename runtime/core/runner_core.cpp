@@ -170,7 +170,9 @@ void runner_core::deliver_held(effects& out, steady_time now) {
 }
 
 void runner_core::begin_release(effects& out) {
-  carry_release(release_.begin(epoch_, proxy_up_), out, steady_time{});  // a proxy down: on_child_up starts it
+  // This ownership minted its epoch and never shut it down: a successful shutdown ends with the
+  // unlock, a rejected one is retried through retry_release().
+  carry_release(release_.begin(epoch_, proxy_up_, false), out, steady_time{});  // a proxy down: on_child_up starts it
 }
 
 // What a step of the release sequence is in this runner's effects. Unlocking ends the ownership.
@@ -329,7 +331,7 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
 void runner_core::retry(effects& out) {
   if (!owner_now()) {
     state_ = runner_state::waiting_lock;
-    out.push_back(fx::request_lock{});
+    out.push_back(fx::request_lock{gen_});
     return;
   }
   if (!tailer_up_ || !proxy_up_) {
@@ -363,7 +365,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     const bool starts = (commit && !system_only) || (flags & (wake_flag::coverage | wake_flag::rebuild)) != 0;
     if (!starts) return out;
     state_ = runner_state::waiting_lock;
-    out.push_back(fx::request_lock{});
+    out.push_back(fx::request_lock{gen_});
     return out;
   }
   if (commit && !system_only) {
@@ -406,9 +408,10 @@ effects runner_core::on_rebuild_requested(steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_acquired(steady_time now) {
+effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
   effects out;
   (void)now;
+  if (gen != gen_) return out;  // a withdrawn request's grant: the entry went with the withdrawal
   if (state_ != runner_state::waiting_lock) {
     if (!owner_now()) out.push_back(fx::release_lock{});  // stale grant: hand it back
     return out;
@@ -427,10 +430,10 @@ effects runner_core::on_lock_acquired(steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_failed(const error& e, steady_time now) {
+effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, steady_time now) {
   effects out;
   (void)now;
-  if (state_ != runner_state::waiting_lock || owner_now()) return out;
+  if (gen != gen_ || state_ != runner_state::waiting_lock || owner_now()) return out;
   message_ = "runner lock: " + e.message();
   if (stopping_) {
     state_ = runner_state::stopped;
@@ -957,6 +960,23 @@ runner_snapshot runner_core::snapshot() const {
   s.transient_faults = transient_faults_;
   s.last_fault = last_fault_;
   s.logs = logs_;
+  return s;
+}
+
+runner_snapshot released_for_dead_runner(runner_snapshot last, readiness_state published, readiness_reason reason) {
+  auto s = std::move(last);
+  s.state = published == readiness_state::unavailable ? runner_state::unavailable : runner_state::needs_rebuild;
+  s.reason = reason;
+  s.owner = false;
+  s.last_fault = readiness_reason::runner_failed;
+  s.message = reason == readiness_reason::shutdown_failed ? "the runner failed and its shutdown was rejected"
+                                                          : "the runner failed";
+  s.accepted_batches = s.accepted_bytes = s.accepted_mutations = s.deferred_bytes = 0;
+  s.cursor_lag_ms = 0;
+  s.oldest_accepted_at.reset();
+  s.stalled_since.reset();
+  s.unread_since.reset();
+  s.quiescence_since.reset();
   return s;
 }
 

@@ -70,7 +70,7 @@ using steady_time = std::chrono::steady_clock::time_point;
 
 // ---- effects --------------------------------------------------------------------------------
 namespace fx {
-struct request_lock {};
+struct request_lock { std::uint64_t gen; };  // the grant (or the failure) echoes it
 struct release_lock {};
 struct mint_epoch {};                      // answer with on_epoch_minted at once
 struct persist_epoch { epoch_t epoch; std::uint64_t gen; };
@@ -131,6 +131,13 @@ struct runner_snapshot {
   runner_metrics metrics(steady_time now) const;
 };
 
+// The snapshot of a registration whose runner died, once its supervisor released the ownership
+// for it and is about to publish `published`/`reason` (actors.md §3): stored before that
+// publication, so metrics and status never lag it. Not owner, the owner figures zero (protocol.md
+// §14.2), state needs-rebuild or unavailable as published, last fault runner-failed; the epoch
+// (the last one, as after a runner's own release) and the counters since registration are kept.
+runner_snapshot released_for_dead_runner(runner_snapshot last, readiness_state published, readiness_reason reason);
+
 class runner_core {
  public:
   struct config {
@@ -154,10 +161,14 @@ class runner_core {
   explicit runner_core(config c);
 
   effects on_wake(std::uint8_t flags, steady_time now);
-  effects on_lock_acquired(steady_time now);
+  // The lock table's answers to the request_lock of generation `gen`. An answer of another
+  // generation is stale and dropped: the generation moves while a request is pending only where
+  // the runner withdraws it (release_lock), which already let go of a granted entry — handing a
+  // stale grant back would withdraw a newer request of the same requester.
+  effects on_lock_acquired(std::uint64_t gen, steady_time now);
   // The lock table could not take the entry (§9.1: another process holds the crash guard): no
   // fault; the acquisition is retried after rebuild_backoff.
-  effects on_lock_failed(const error& e, steady_time now);
+  effects on_lock_failed(std::uint64_t gen, const error& e, steady_time now);
   effects on_epoch_minted(epoch_t epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
   // §9.2 steps 3–7: the marker and fingerprint records, the slot's readiness as found, and

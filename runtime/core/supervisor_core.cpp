@@ -80,7 +80,8 @@ void supervisor_core::recover(const ownership_record& record, const restart_deci
   to(phase::quiescing);
   release_ = release_sequence{};
   const bool proxy_coming = up(child_kind::proxy) || !escalated_;
-  carry(proxy_coming ? release_.begin(record.epoch, up(child_kind::proxy)) : release_.abandon(), out);
+  const bool quiesced = record.quiesced == record.epoch;  // the runner's release got that far
+  carry(proxy_coming ? release_.begin(record.epoch, up(child_kind::proxy), quiesced) : release_.abandon(), out);
 }
 
 // The release sequence's steps as this supervisor's effects. Its unlock means "quiesced": the

@@ -6,7 +6,7 @@
 // It keeps the registration's restart history per child kind (restart_policy), which children
 // are up, and — for a dead runner — the release steps the supervisor performs as the lock holder:
 // quiesce the backend through the proxy (a release_sequence: flush(shutdown), shutdown of the held
-// epoch), write the marker through the tailer, publish needs-rebuild/runner-failed (unavailable
+// epoch unless the record says it was quiesced already), write the marker through the tailer, publish needs-rebuild/runner-failed (unavailable
 // when escalated), unlock, then respawn the runner parked, or restart nothing (escalated). A
 // rejected shutdown keeps the lock (unavailable/shutdown-failed, protocol.md §9.7).
 //
@@ -60,6 +60,9 @@ struct ownership_record {
   std::uint64_t token = 0;  // the registration's requester in the lock table
   epoch_t epoch = 0;        // minted under the current ownership; 0: none yet
   bool owner = false;       // the token holds the lock-table entry
+  // The last epoch a shutdown(epoch) succeeded for, by either holder's release; 0: none. An epoch
+  // is shut down successfully at most once (protocol.md §9.6): a release of it skips the shutdown.
+  epoch_t quiesced = 0;
 };
 
 namespace sfx {

@@ -24,6 +24,7 @@ struct supervised : test::wired_id {
   std::vector<std::uint64_t>& persisted = meta->epochs;
   int& markers = meta->markers;  // condemned/<id> writes
   supervisor_actor sup;
+  std::shared_ptr<ownership> record;  // the registration's ownership record
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
   runner_actor runner;
@@ -32,6 +33,7 @@ struct supervised : test::wired_id {
 
   explicit supervised(runner_options o = fast_policy()) {
     auto spec = wiring(o);
+    record = spec->record;
     auto spawn_tailer = spec->spawn_tailer;
     auto spawn_proxy = spec->spawn_proxy;
     auto spawn_runner = spec->spawn_runner;
@@ -160,7 +162,9 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   REQUIRE(p.slot->read().state == readiness_state::ready);
   p.commit("b", "2");  // accepted, not yet durable: the shutdown drops it
   CHECK(p.markers == 0);
+  const auto epoch = p.slot->read().owner_epoch;
   p.crash(p.runner);
+  CHECK(p.record->read().quiesced == epoch);  // a later release of the epoch skips its shutdown
   CHECK(p.markers == 1);  // the durable marker before the publication
   CHECK(p.slot->read().state == readiness_state::needs_rebuild);
   CHECK(p.slot->read().reason == readiness_reason::runner_failed);
@@ -177,6 +181,29 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   CHECK(p.slot->read().state == readiness_state::needs_rebuild);
 }
 
+TEST_CASE("supervision: after a runner crash, status and metrics say what the supervisor published: not owner, needs-rebuild, runner-failed, no owner figures", "[actor][supervision]") {
+  supervised p;
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  p.commit("b", "2");  // accepted, not yet durable: an owner figure the dead runner's snapshot shows
+  const auto epoch = p.slot->read().owner_epoch;
+  REQUIRE(p.snapshot->load().owner);
+  REQUIRE(p.snapshot->load().accepted_batches > 0);
+  p.crash(p.runner);
+  REQUIRE(p.slot->read().state == readiness_state::needs_rebuild);
+  REQUIRE(p.runners == 1);  // the supervisor's publication is the newest: no runner respawned yet
+  const auto status = p.snapshot->load().status();
+  CHECK(status.state == runner_state::needs_rebuild);
+  CHECK(status.reason == readiness_reason::runner_failed);
+  CHECK(status.epoch == epoch);
+  const auto m = p.snapshot->load().metrics(p.clock.steady_now());
+  CHECK_FALSE(m.owner);
+  CHECK(m.accepted_batches == 0);
+  CHECK(m.accepted_bytes == 0);
+  CHECK(m.last_fault == readiness_reason::runner_failed);
+}
+
 TEST_CASE("supervision: a runner crash whose backend rejects the shutdown keeps the lock, and unregistering fails with backend_failed", "[actor][supervision]") {
   supervised p;
   p.commit("a", "1");
@@ -185,6 +212,9 @@ TEST_CASE("supervision: a runner crash whose backend rejects the shutdown keeps 
   p.crash(p.runner);
   CHECK(p.slot->read().state == readiness_state::unavailable);
   CHECK(p.slot->read().reason == readiness_reason::shutdown_failed);
+  CHECK(p.snapshot->load().state == runner_state::unavailable);  // stored before that publication
+  CHECK(p.snapshot->load().reason == readiness_reason::shutdown_failed);
+  CHECK_FALSE(p.snapshot->load().owner);  // the lock is the supervisor's; no runner owns it
   CHECK_FALSE(p.lock_free());
   p.advance(10s);
   CHECK(p.runners == 1);  // nothing restarted over a held lock
@@ -196,10 +226,12 @@ TEST_CASE("supervision: a runner crash whose backend rejects the shutdown keeps 
 TEST_CASE("supervision: unsupervise releases the id and stops its actors; a down of a stopped child restarts nothing", "[actor][supervision]") {
   supervised p;
   p.commit("a", "1");
+  const auto epoch = p.slot->read().owner_epoch;
   auto s = p.unsupervise_now();
   REQUIRE(s);
   CHECK_FALSE(s->error);
   CHECK(p.durable_has("a"));  // flush(shutdown) made the accepted work durable
+  CHECK(p.record->read().quiesced == epoch);  // the runner's successful shutdown is recorded
   CHECK(p.lock_free());
   p.advance(10s);
   CHECK(p.tailers == 1);
@@ -214,9 +246,12 @@ namespace {
 // publication of the old holder must be in the slot by then (decision 0008).
 struct handoff_observer {
   std::optional<dix::readiness> seen;
+  std::optional<runner_snapshot> snapshot;  // the registration's at that moment
   void queue(supervised& p) {
     p.locks.acquire("idx", 99, [this, &p](result<void> r) {
-      if (r) seen = p.slot->read();
+      if (!r) return;
+      seen = p.slot->read();
+      snapshot = p.snapshot->load();
     });
   }
 };
@@ -235,6 +270,9 @@ TEST_CASE("supervision: the supervisor hands a dead runner's entry on only after
   REQUIRE(next.seen);
   CHECK(next.seen->state == readiness_state::needs_rebuild);
   CHECK(next.seen->reason == readiness_reason::runner_failed);
+  REQUIRE(next.snapshot);  // and the snapshot stored before that publication
+  CHECK_FALSE(next.snapshot->owner);
+  CHECK(next.snapshot->state == runner_state::needs_rebuild);
   p.locks.release("idx", 99);
 }
 

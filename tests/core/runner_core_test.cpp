@@ -124,7 +124,7 @@ TEST_CASE("runner: a changed that arrives before the deferred result is counted 
   runner_core core(c);
   steady_time now{};
   auto out = core.on_wake(wake_flag::commit, now);
-  out = core.on_lock_acquired(now);
+  out = core.on_lock_acquired(core.generation(), now);
   out = core.on_epoch_minted(1, now);
   auto gen = core.generation();
   out = core.on_epoch_persisted(gen, result<void>{}, now);
@@ -151,7 +151,7 @@ TEST_CASE("runner: a durable cursor mixing two offered cursors is cursor-unoffer
   runner_core core(runner_core::config{});
   steady_time now{};
   (void)core.on_wake(wake_flag::commit, now);
-  (void)core.on_lock_acquired(now);
+  (void)core.on_lock_acquired(core.generation(), now);
   (void)core.on_epoch_minted(1, now);
   auto gen = core.generation();
   (void)core.on_epoch_persisted(gen, result<void>{}, now);
@@ -368,7 +368,7 @@ struct owning_core {
   steady_time now{};
   owning_core() {
     core.on_wake(wake_flag::commit, now);
-    core.on_lock_acquired(now);
+    core.on_lock_acquired(core.generation(), now);
     auto fx = core.on_epoch_minted(1, now);
     REQUIRE(find_fx<fx::persist_epoch>(fx));
     fx = core.on_epoch_persisted(find_fx<fx::persist_epoch>(fx)->gen, result<void>{}, now);
@@ -386,7 +386,7 @@ TEST_CASE("runner: a tailer lost while the epoch is being persisted persists it 
   runner_core r(c);
   steady_time now{};
   r.on_wake(wake_flag::commit, now);
-  r.on_lock_acquired(now);
+  r.on_lock_acquired(r.generation(), now);
   REQUIRE(find_fx<fx::persist_epoch>(r.on_epoch_minted(1, now)));
   auto fx = r.on_child_down(child_kind::tailer, false, now);
   const auto* retry = find_fx<fx::arm_timer>(fx);
@@ -559,7 +559,7 @@ TEST_CASE("runner: after a failed epoch write, wakes (a rebuild wake included) w
   runner_core core(c);
   steady_time now{};
   auto out = core.on_wake(wake_flag::commit, now);
-  out = core.on_lock_acquired(now);
+  out = core.on_lock_acquired(core.generation(), now);
   out = core.on_epoch_minted(1, now);
   out = core.on_epoch_persisted(core.generation(), error{errc::io_error, "epoch write failed (test)"}, now);
   REQUIRE(std::any_of(out.begin(), out.end(), [](const effect& e) { return std::holds_alternative<fx::release_lock>(e); }));
@@ -574,6 +574,41 @@ TEST_CASE("runner: after a failed epoch write, wakes (a rebuild wake included) w
   out = core.on_timer(timer_kind::transient_retry, timer->gen, now + c.options.rebuild_backoff);
   REQUIRE_FALSE(out.empty());
   CHECK(std::holds_alternative<fx::request_lock>(out.back()));
+}
+
+TEST_CASE("runner: a lock grant of an earlier request is dropped; the grant of the current one is taken", "[core][runner]") {
+  runner_core::config c;
+  c.options.rebuild_backoff = milliseconds(100);
+  runner_core core(c);
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  REQUIRE(find_fx<fx::request_lock>(out));
+  const auto first = find_fx<fx::request_lock>(out)->gen;
+  out = core.on_lock_failed(first, error{errc::io_error, "flock held (test)"}, now);
+  REQUIRE(find_fx<fx::arm_timer>(out));
+  out = core.on_timer(timer_kind::transient_retry, find_fx<fx::arm_timer>(out)->gen, now + c.options.rebuild_backoff);
+  REQUIRE(find_fx<fx::request_lock>(out));
+  const auto second = find_fx<fx::request_lock>(out)->gen;
+  REQUIRE(second != first);
+  CHECK(core.on_lock_acquired(first, now).empty());  // stale: no mint, no hand-back
+  CHECK_FALSE(core.owner());
+  CHECK(core.state() == runner_state::waiting_lock);
+  CHECK(core.on_lock_failed(first, error{errc::io_error, "late (test)"}, now).empty());
+  out = core.on_lock_acquired(second, now);
+  CHECK(find_fx<fx::mint_epoch>(out));
+  CHECK(core.owner());
+}
+
+TEST_CASE("runner: the grant of a request withdrawn by an escalation is dropped, not handed back (the withdrawal let the entry go)", "[core][runner][supervision]") {
+  runner_core core(runner_core::config{});
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  REQUIRE(find_fx<fx::request_lock>(out));
+  const auto gen = find_fx<fx::request_lock>(out)->gen;
+  out = core.on_child_down(child_kind::tailer, true, now);
+  REQUIRE(find_fx<fx::release_lock>(out));  // the withdrawal
+  CHECK(core.on_lock_acquired(gen, now).empty());
+  CHECK_FALSE(core.owner());
 }
 
 TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it", "[core][runner][rebuild]") {

@@ -88,6 +88,34 @@ TEST_CASE("supervisor core: a dead owning runner is quiesced, marked, published 
   CHECK(find_fx<sfx::wake_runner>(fx) == nullptr);  // parked: nothing to evaluate
 }
 
+TEST_CASE("supervisor core: a dead runner whose epoch was quiesced already (its release shut it down, the unlock waited) is flushed, marked, published and unlocked without a second shutdown", "[core][supervision]") {
+  supervised s;
+  auto record = s.owning;
+  record.quiesced = record.epoch;
+  auto fx = s.core.on_down(child_kind::runner, record, s.now);
+  CHECK(s.core.current() == phase::quiescing);
+  const auto* flush = find_fx<sfx::flush>(fx);
+  REQUIRE(flush);
+  fx = s.core.on_flush_done(flush->round, result<void>{});
+  CHECK(find_fx<sfx::shutdown>(fx) == nullptr);  // §9.6: at most one successful shutdown per epoch
+  REQUIRE(find_fx<sfx::write_marker>(fx));
+  fx = s.core.on_marker_written(result<void>{});
+  REQUIRE(find_fx<sfx::publish>(fx));
+  CHECK(position<sfx::unlock>(fx) > position<sfx::publish>(fx));
+}
+
+TEST_CASE("supervisor core: an earlier epoch quiesced does not skip the shutdown of the dead runner's epoch", "[core][supervision]") {
+  supervised s;
+  auto record = s.owning;
+  record.quiesced = record.epoch - 1;
+  auto fx = s.core.on_down(child_kind::runner, record, s.now);
+  const auto* flush = find_fx<sfx::flush>(fx);
+  REQUIRE(flush);
+  fx = s.core.on_flush_done(flush->round, result<void>{});
+  REQUIRE(find_fx<sfx::shutdown>(fx));
+  CHECK(find_fx<sfx::shutdown>(fx)->epoch == record.epoch);
+}
+
 TEST_CASE("supervisor core: a dead runner that did not own the entry is unlocked and respawned without a release or a publication", "[core][supervision]") {
   supervised s;
   auto fx = s.core.on_down(child_kind::runner, ownership_record{1, 0, false}, s.now);

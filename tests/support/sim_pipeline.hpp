@@ -171,7 +171,7 @@ class sim_pipeline final : public backend_host {
   std::unique_ptr<tailer_core> tailer;
   std::unique_ptr<runner_core> runner;  // null between a crash and the supervisor's respawn
   std::unique_ptr<supervisor_core> supervisor;
-  ownership_record record;  // as the runner keeps it: acquired, minted, released
+  ownership_record record;  // as the runner keeps it: acquired, minted, quiesced, released
   static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
   epoch_t slot_epoch = 0;
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
@@ -236,8 +236,9 @@ class sim_pipeline final : public backend_host {
   }
   void carry_out_supervision(sfx::shutdown& s) {
     auto round = s.round;
-    backend.shutdown(s.epoch, completion([this, round](result<void> r) {
-      post([this, round, r] {
+    backend.shutdown(s.epoch, completion([this, round, epoch = s.epoch](result<void> r) {
+      post([this, round, epoch, r] {
+        if (r) record.quiesced = epoch;  // as the supervisor actor records it
         apply_supervision(supervisor->on_shutdown_done(round, r));
         return effects{};
       });
@@ -265,14 +266,17 @@ class sim_pipeline final : public backend_host {
   void carry_out_supervision(sfx::answer&) {}
   void carry_out_supervision(sfx::forget&) {}
 
-  void carry_out(fx::request_lock&) {
+  void carry_out(fx::request_lock& r) {
     if (lock_held) return;  // one runner per id here; a second would queue
     lock_held = true;
-    post([this] {
+    post([this, gen = r.gen] {
       if (!runner) return effects{};
       const bool was_owner = runner->owner();
-      auto out = runner->on_lock_acquired(time.steady_now());
-      if (!was_owner && runner->owner()) record = ownership_record{1, 0, true};  // the core took the grant
+      auto out = runner->on_lock_acquired(gen, time.steady_now());
+      if (!was_owner && runner->owner()) {  // the core took the grant
+        record.owner = true;
+        record.epoch = 0;
+      }
       return out;
     });
   }
@@ -324,7 +328,11 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::shutdown& s) {
     auto epoch = s.epoch;
     backend.shutdown(epoch, completion([this, epoch](result<void> r) {
-      post([this, epoch, r] { return runner ? runner->on_shutdown_done(epoch, r, time.steady_now()) : effects{}; });
+      post([this, epoch, r] {
+        if (!runner) return effects{};
+        if (r) record.quiesced = epoch;  // as the runner actor records it
+        return runner->on_shutdown_done(epoch, r, time.steady_now());
+      });
     }));
   }
   void carry_out(fx::publish& p) {
