@@ -161,8 +161,13 @@ void apply(runner_pointer self, effects out) {
   store_snapshot(self);
   for (auto& e : out) {
     auto step = [self, e]() mutable { carry_out(self, e); };
-    if (std::holds_alternative<fx::release_lock>(e)) self->state.fence.after_landed(std::move(step));
-    else self->state.fence.then(std::move(step));
+    // The unlock, and the answer that the release is over, wait for the publications before
+    // them: whoever hears `stopped` reads in the slot what the release published.
+    if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e)) {
+      self->state.fence.after_landed(std::move(step));
+    } else {
+      self->state.fence.then(std::move(step));
+    }
   }
 }
 
