@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <system_error>
 
@@ -42,7 +43,32 @@ result<void> make_private_directory(const std::filesystem::path& path, std::stri
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return posix_error(subject, "stat", path, errno);
   if (!S_ISDIR(st.st_mode)) return posix_error(subject, "expected a directory (not a symlink) at", path, ENOTDIR);
+  return check_private(st, path, subject);
+}
+
+result<void> check_private(const struct ::stat& st, const std::filesystem::path& path, std::string_view subject) {
+  const auto me = ::geteuid();
+  if (st.st_uid != me) {
+    return error{errc::io_error, std::string(subject) + ": " + path.string() + " is owned by uid " + std::to_string(st.st_uid) +
+                                     ", not by this process's user (uid " + std::to_string(me) +
+                                     "); dix trusts no file another user can change: remove it, or chown it to uid " +
+                                     std::to_string(me) + " if it is yours"};
+  }
+  if ((st.st_mode & 077) != 0) {
+    char found[8];
+    std::snprintf(found, sizeof found, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const char* wanted = S_ISDIR(st.st_mode) ? "0700" : "0600";
+    return error{errc::io_error, std::string(subject) + ": " + path.string() + " has mode " + found +
+                                     ": other users could change it; dix uses " + wanted + " (chmod " + wanted + " " +
+                                     path.string() + ")"};
+  }
   return {};
+}
+
+result<void> check_private(int fd, const std::filesystem::path& path, std::string_view subject) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return posix_error(subject, "stat", path, errno);
+  return check_private(st, path, subject);
 }
 
 result<unique_fd> open_private_file(const std::filesystem::path& path, std::string_view subject) {
@@ -54,6 +80,10 @@ result<unique_fd> open_private_file(const std::filesystem::path& path, std::stri
   if (errno != EEXIST) return posix_error(subject, "create", path, errno);
   fd = unique_fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) return posix_error(subject, "open", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return posix_error(subject, "stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return posix_error(subject, "expected a regular file at", path, EINVAL);
+  if (auto ok = check_private(st, path, subject); !ok) return ok.error();
   return fd;
 }
 

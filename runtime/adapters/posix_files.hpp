@@ -3,6 +3,8 @@
 // directory, a private file opened read-write, and io_error messages that name the path.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string_view>
 
@@ -31,11 +33,17 @@ class unique_fd {
 error posix_error(std::string_view subject, std::string_view what, const std::filesystem::path& path, int code);
 
 // mkdir 0700 with the mode set explicitly (chmod), so the umask cannot widen or narrow it. An
-// existing directory is kept as it is; anything else at the path, a symlink included, is refused.
+// existing directory must be one (a symlink is refused) and private (check_private).
 result<void> make_private_directory(const std::filesystem::path& path, std::string_view subject);
 
 // Opens `path` read-write (O_CLOEXEC, O_NOFOLLOW), creating it 0600 (fchmod: umask-independent)
-// when missing.
+// when missing; an existing one must be a regular file and private (check_private).
 result<unique_fd> open_private_file(const std::filesystem::path& path, std::string_view subject);
+
+// What another local user could change is not trusted (formats.md §4.1, decision 0010): the
+// file `st` describes must be owned by the effective user, and no group or other permission bit
+// may be set. The error (io_error) names the path, the owner or mode found and the remedy.
+result<void> check_private(const struct ::stat& st, const std::filesystem::path& path, std::string_view subject);
+result<void> check_private(int fd, const std::filesystem::path& path, std::string_view subject);
 
 }  // namespace dix

@@ -341,6 +341,8 @@ result<std::shared_ptr<segment_mapping>> create_or_validate(const fs::path& path
     if (errno != ENOENT) return os_error("open", path, errno);
     fd = unique_fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) return os_error("create", path, errno);
+  } else if (auto ok = check_private(fd.get(), path, "readiness segment"); !ok) {
+    return ok.error();
   }
   auto size = size_of(fd.get(), path);
   if (!size) return size.error();
@@ -649,6 +651,10 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::shared_ptr<segment_view>();
     return os_error("open", path, errno);
+  }
+  // Who writes to the segment (a rebuild request, coverage demand) trusts it as a runtime does.
+  if (writable) {
+    if (auto ok = check_private(fd.get(), path, "readiness segment"); !ok) return ok.error();
   }
   // A creator holds readiness.lock, which readers never take: it ftruncates before it writes the
   // magic, so a size that changed under a non-zero magic means the file was re-created; map again.

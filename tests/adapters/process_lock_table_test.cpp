@@ -10,11 +10,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <vector>
 
+#include "adapters/posix_files.hpp"
 #include "adapters/process_lock_table.hpp"
 #include "adapters/test_support.hpp"
 #include "support/child.hpp"
@@ -34,7 +34,14 @@ namespace {
 fs::path make_dix_dir(const temp_dir& dir, const std::string& home = "db") {
   auto dix_dir = dir / home / "dix";
   fs::create_directories(dix_dir);
+  fs::permissions(dix_dir, fs::perms::owner_all);  // private, as a runtime makes it
   return dix_dir;
+}
+
+// A lock file made beforehand (by another process of the user, say), private as dix makes it.
+void make_lock_file(const fs::path& path) {
+  REQUIRE(make_private_directory(path.parent_path(), "test"));
+  REQUIRE(open_private_file(path, "test"));
 }
 
 mode_t mode_of(const fs::path& path) {
@@ -119,10 +126,7 @@ TEST_CASE("process lock table: a free entry is granted at once and its lock file
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);
   CHECK(table->lock_file("idx") == fs::canonical(dix_dir) / "runner" / "idx.lock");
-  fs::create_directories(dix_dir / "runner");
-  {
-    std::ofstream touch(dix_dir / "runner" / "idx.lock");
-  }
+  make_lock_file(dix_dir / "runner" / "idx.lock");
   flock_probe other(dix_dir / "runner" / "idx.lock");
   REQUIRE(other.probe() == 'f');
 
@@ -145,10 +149,7 @@ TEST_CASE("process lock table: a second requester is queued and handed the entry
   auto dix_dir = make_dix_dir(dir);
   auto table = process_lock_table::for_home(dix_dir);
   auto path = table->lock_file("idx");
-  fs::create_directories(path.parent_path());
-  {
-    std::ofstream touch(path);
-  }
+  make_lock_file(path);
   flock_probe other(path);
 
   grants g;

@@ -775,3 +775,50 @@ TEST_CASE("readiness segment: a waiter on a read-only view's futex is woken by a
   CHECK(after == seen + 1);
   CHECK((*view)->read(slot->index()).state == readiness_state::ready);
 }
+
+TEST_CASE("readiness segment: a dix/ directory, lock file or segment open to other users, or owned by another user, is refused naming the path and the remedy (formats.md §4.1)", "[adapter][segment][security]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  REQUIRE(readiness_segment::attach(home, 4));  // made by dix: private, ours
+  const auto dix_dir = fs::canonical(home) / "dix";
+  struct place {
+    fs::path path;
+    fs::perms wide;
+    const char* wanted;
+  };
+  const std::vector<place> places{{dix_dir, fs::perms::all, "0700"},
+                                  {dix_dir / "runner", fs::perms::all, "0700"},
+                                  {dix_dir / "attach.lock", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read, "0600"},
+                                  {dix_dir / "readiness.lock", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_write, "0600"},
+                                  {dix_dir / "readiness.seg", fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_write, "0600"}};
+  for (const auto& p : places) {
+    CAPTURE(p.path);
+    const auto before = fs::status(p.path).permissions();
+    fs::permissions(p.path, p.wide);
+    auto wide = readiness_segment::attach(home, 4);
+    REQUIRE_FALSE(wide);
+    CHECK(wide.error().value() == errc::io_error);
+    CHECK_THAT(wide.error().message(), Catch::Contains(p.path.string() + " has mode") &&
+                                           Catch::Contains(std::string("chmod ") + p.wanted + " " + p.path.string()));
+    fs::permissions(p.path, before);
+    if (::geteuid() == 0) {  // only root can give a file away
+      REQUIRE(::lchown(p.path.c_str(), 4242, static_cast<gid_t>(-1)) == 0);
+      auto foreign = readiness_segment::attach(home, 4);
+      REQUIRE_FALSE(foreign);
+      CHECK(foreign.error().value() == errc::io_error);
+      CHECK_THAT(foreign.error().message(), Catch::Contains(p.path.string() + " is owned by uid 4242") &&
+                                                Catch::Contains("remove it, or chown it to uid 0"));
+      if (p.path.filename() == "readiness.seg") {
+        // A writer of the segment (dix rebuild) trusts it as a runtime does; a reader only reads.
+        auto writer = segment_view::open(home, segment_view::access::read_write);
+        REQUIRE_FALSE(writer);
+        CHECK_THAT(writer.error().message(), Catch::Contains("is owned by uid 4242"));
+        CHECK(segment_view::open(home, segment_view::access::read_only));
+      }
+      REQUIRE(::lchown(p.path.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+    } else {
+      WARN("not root: the foreign-owner half needs chown and is skipped");
+    }
+    REQUIRE(readiness_segment::attach(home, 4));  // restored: accepted again
+  }
+}
