@@ -18,6 +18,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
@@ -40,9 +41,12 @@ std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(roc
 }  // namespace
 
 int run_demo(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"dir", "records", "rate", "seed", "timeout"}, {}}, "dix demo",
+                                     command_usage("demo"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"dir", "records", "rate", "seed", "timeout"}, {}, problem);
-  auto records = a ? a->number("records", 20000, 1, 100'000'000, problem) : std::nullopt;
+  auto records = a->number("records", 20000, 1, 100'000'000, problem);
   auto rate = records ? a->number("rate", 10000, 0, 10'000'000, problem) : std::nullopt;
   auto seed = rate ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;
   auto timeout_s = seed ? a->number("timeout", 120, 1, 86400, problem) : std::nullopt;

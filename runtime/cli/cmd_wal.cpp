@@ -8,6 +8,7 @@
 #include <dix/wal.hpp>
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
 
@@ -114,12 +115,11 @@ class printer {
 }  // namespace
 
 int run_wal(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "log", "from", "time", "identity", "limit"}, {"json"}}, "dix wal",
+                                     command_usage("wal"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"db", "log", "from", "time", "identity", "limit"}, {"json"}, problem);
-  if (!a) {
-    std::cerr << "dix wal: " << problem << "\n";
-    return exit_usage;
-  }
   if (!a->has("db")) {
     std::cerr << "dix wal: --db PATH is required\n";
     return exit_usage;
