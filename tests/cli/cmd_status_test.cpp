@@ -359,3 +359,21 @@ TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "
     CHECK(w.rest().empty());
   }
 }
+
+TEST_CASE("dix status: a never-built index's first build reads first-build, a rebuild after a lost cursor cursor-missing",
+          "[system][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  // What the runtime core publishes for the build from sequence 1 of a fresh index.
+  claim(*segment, "fresh")->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 0);
+  claim(*segment, "lost")->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 1);
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("fresh  rebuilding  first-build     0"));
+  CHECK_THAT(plain.out, Catch::Contains("lost   rebuilding  cursor-missing  1"));
+  // --json keeps the published code (formats.md §4.5).
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"fresh\",\"state\":\"rebuilding\",\"reason\":\"cursor-missing\""));
+}
