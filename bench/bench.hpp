@@ -5,9 +5,13 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dix::bench {
+
+// The usage of benchmark `name` for its --help; of all of them for any other name.
+std::string usage(std::string_view name);
 
 int run_wal(const std::vector<std::string>& argv);
 int run_catchup(const std::vector<std::string>& argv);

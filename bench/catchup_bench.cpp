@@ -83,10 +83,14 @@ double baseline_ingest(const std::filesystem::path& dir, std::size_t records) {
 }  // namespace
 
 int run_catchup(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(
+      argv, {{"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler"}, {}},
+      "dix bench catchup", usage("catchup"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler"},
-                             {}, problem);
-  auto records = a ? a->number("records", 1'000'000, per_txn, 100'000'000, problem) : std::nullopt;
+  json_report report;
+  auto records = a->number("records", 1'000'000, per_txn, 100'000'000, problem);
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
   // Runner options for profiles: under callgrind a 5 ms turn resolves only a few keys, so a
   // profile that should show realistic chunks passes a longer turn (e.g. --turn-ms 300).
@@ -97,7 +101,8 @@ int run_catchup(const std::vector<std::string>& argv) {
   auto chunk_records = turn_ms ? a->number("chunk-records", defaults.max_chunk_records, 1, 1u << 20, problem) : std::nullopt;
   auto actor_threads = chunk_records ? a->number("actor-threads", 0, 0, 256, problem) : std::nullopt;
   auto scheduler = actor_threads ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads || !scheduler) {
+  if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads || !scheduler ||
+      !report.open(*a, problem)) {
     std::cerr << "dix bench catchup: " << problem << "\n";
     return 2;
   }
@@ -155,8 +160,10 @@ int run_catchup(const std::vector<std::string>& argv) {
          << ",\"peak_rss_mb\":" << peak_rss_mb() << ",\"turn_ms\":" << *turn_ms
          << ",\"chunk_records\":" << *chunk_records
          << ",\"scheduler\":\"" << (*scheduler == 0 ? "sharing" : "stealing") << "\"}\n";
-    std::cout << json.str();
-    if (a->has("json")) std::ofstream(a->get("json")) << json.str();
+    if (!report.write(json.str(), problem)) {
+      std::cerr << "dix bench catchup: " << problem << "\n";
+      return 1;
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "dix bench catchup: " << e.what() << "\n";

@@ -140,18 +140,23 @@ std::string dix_path() {
 }  // namespace
 
 int run_failover(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(
+      argv,
+      {{"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
+       {"verbose"}},
+      "dix bench failover", usage("failover"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(
-      argv, {"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"}, {"verbose"},
-      problem);
-  auto kills = a ? a->number("kills", 50, 1, 100000, problem) : std::nullopt;
+  json_report report;
+  auto kills = a->number("kills", 50, 1, 100000, problem);
   auto rate = kills ? a->number("rate", 2000, 0, 10'000'000, problem) : std::nullopt;
   auto interval = rate ? a->number("interval-ms", 1000, 0, 3'600'000, problem) : std::nullopt;
   auto buffer_kib = interval ? a->number("write-buffer-kib", 4096, 64, 64ull << 20, problem) : std::nullopt;
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  if (!scheduler) {
+  if (!scheduler || !report.open(*a, problem)) {
     std::cerr << "dix bench failover: " << problem << "\n";
     return 2;
   }
@@ -224,8 +229,10 @@ int run_failover(const std::vector<std::string>& argv) {
       first = false;
     }
     json << "}}\n";
-    std::cout << json.str();
-    if (a->has("json")) std::ofstream(a->get("json")) << json.str();
+    if (!report.write(json.str(), problem)) {
+      std::cerr << "dix bench failover: " << problem << "\n";
+      return 1;
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "dix bench failover: " << e.what() << "\n";

@@ -1,20 +1,78 @@
 // `dix-bench <name> …`, run by `dix bench <name> …`: dispatches to one benchmark.
+#include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "bench.hpp"
+#include "tool/args.hpp"
+
+namespace dix::bench {
+namespace {
+
+struct entry {
+  const char* name;
+  const char* text;  // the synopsis after the name, then the description
+};
+
+constexpr entry benchmarks[] = {
+    {"wal", R"([--records N] [--rounds R] [--dir DIR] [--json FILE]
+         Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
+)"},
+    {"catchup", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--turn-ms MS] [--chunk-records N]
+         [--actor-threads T] [--scheduler sharing|stealing]
+         Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
+         RocksDB ingest of the same entries; peak RSS.
+)"},
+    {"failover", R"([--kills N] [--rate R] [--interval-ms MS] [--dir DIR] [--json FILE]
+         [--write-buffer-kib K] [--max-wal-kib W] [--flush-age-ms MS] [--scheduler sharing|stealing]
+         An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
+         the standby's `ready` (p50/p99/max and per phase).
+)"},
+};
+
+constexpr const char* rules = R"(
+Each prints its JSON report on stdout and, with --json FILE, into FILE (created before the run:
+a FILE that cannot be created is a bad argument). Options take two dashes, each at most once,
+never an empty value.
+
+exit status: 0 success, 1 error, 2 bad arguments
+)";
+
+std::string all_usage() {
+  std::string out = "usage: dix bench <name> [options]\n\nbenchmarks:\n";
+  for (const auto& b : benchmarks) {
+    std::string name = b.name;
+    out += "  " + name + std::string(name.size() < 9 ? 9 - name.size() : 1, ' ') + b.text;
+  }
+  return out + rules;
+}
+
+}  // namespace
+
+std::string usage(std::string_view name) {
+  auto b = std::find_if(std::begin(benchmarks), std::end(benchmarks), [&](const entry& e) { return name == e.name; });
+  if (b == std::end(benchmarks)) return all_usage();
+  return "usage: dix bench " + std::string(name) + " " + b->text + rules;
+}
+
+}  // namespace dix::bench
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << "dix bench: name a benchmark: wal, catchup, failover\n";
-    return 2;
+    std::cerr << dix::bench::usage("");
+    return dix::tool::exit_usage;
+  }
+  if (args[0] == "--help" || args[0] == "help") {
+    std::cout << dix::bench::usage("");
+    return dix::tool::exit_ok;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "wal") return dix::bench::run_wal(rest);
   if (args[0] == "catchup") return dix::bench::run_catchup(rest);
   if (args[0] == "failover") return dix::bench::run_failover(rest);
   std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, failover)\n";
-  return 2;
+  return dix::tool::exit_usage;
 }

@@ -3,6 +3,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <random>
 
 #include "tool/json.hpp"
@@ -30,6 +33,26 @@ scratch_dir::scratch_dir(const std::string& base) {
 scratch_dir::~scratch_dir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+bool json_report::open(const tool::args& a, std::string& problem) {
+  if (!a.has("json")) return true;
+  path_ = a.get("json");
+  errno = 0;
+  file_.open(path_, std::ios::out | std::ios::trunc);
+  if (file_.is_open()) return true;
+  problem = "--json " + path_ + ": cannot create the file" + (errno != 0 ? std::string(": ") + std::strerror(errno) : "");
+  return false;
+}
+
+bool json_report::write(const std::string& text, std::string& problem) {
+  std::cout << text;
+  if (path_.empty()) return true;
+  file_ << text;
+  file_.flush();
+  if (file_.good()) return true;
+  problem = "--json " + path_ + ": writing the report failed";
+  return false;
 }
 
 }  // namespace dix::bench

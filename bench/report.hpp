@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "tool/args.hpp"
 
 namespace dix::bench {
 
@@ -35,6 +38,21 @@ class scratch_dir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Where a report goes: stdout, and the --json FILE when given. The file is created before the
+// benchmark runs, so a path that cannot be written is a bad argument at once rather than a
+// report lost after minutes of work.
+class json_report {
+ public:
+  // Creates --json FILE when given. False, with `problem` naming the argument, when it cannot.
+  bool open(const tool::args& a, std::string& problem);
+  // Prints `text` and writes it to the file. False, with `problem` set, when the write fails.
+  bool write(const std::string& text, std::string& problem);
+
+ private:
+  std::string path_;
+  std::ofstream file_;
 };
 
 }  // namespace dix::bench

@@ -138,11 +138,15 @@ tail_rate bare_tail(rocksdb::DB& db) {
 }  // namespace
 
 int run_wal(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"records", "rounds", "dir", "json"}, {}}, "dix bench wal", usage("wal"),
+                                     status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"records", "rounds", "dir", "json"}, {}, problem);
-  auto records = a ? a->number("records", 200000, per_txn, 100'000'000, problem) : std::nullopt;
+  json_report report;
+  auto records = a->number("records", 200000, per_txn, 100'000'000, problem);
   auto rounds = records ? a->number("rounds", 5, 1, 100, problem) : std::nullopt;
-  if (!records || !rounds) {
+  if (!records || !rounds || !report.open(*a, problem)) {
     std::cerr << "dix bench wal: " << problem << "\n";
     return 2;
   }
@@ -192,9 +196,9 @@ int run_wal(const std::vector<std::string>& argv) {
          << ",\"baseline_transactions_per_s\":" << tail_b << ",\"dix_records_per_s\":" << tail_d * per_txn
          << ",\"ratio\":" << tail_d / tail_b << "}"
          << ",\"peak_rss_mb\":" << peak_rss_mb() << "}\n";
-    std::cout << json.str();
-    if (a->has("json")) {
-      std::ofstream(a->get("json")) << json.str();
+    if (!report.write(json.str(), problem)) {
+      std::cerr << "dix bench wal: " << problem << "\n";
+      return 1;
     }
     return 0;
   } catch (const std::exception& e) {

@@ -50,9 +50,11 @@ void catalogue::fill(transaction& txn, std::uint64_t n, counts& c) {
   }
 }
 
-result<std::uint64_t> highest_id(const primary_store& store) {
-  std::uint64_t highest = 0;
+result<catalogue_extent> extent_of(const primary_store& store) {
+  catalogue_extent extent;
+  auto& highest = extent.highest_id;
   auto scanned = store.scan(products_table, "", [&](std::string_view id, const record&) {
+    ++extent.products;
     std::uint64_t n = 0;
     if (id.size() > 1 && id[0] == 'p') {
       auto digits = id.substr(1);
@@ -62,7 +64,13 @@ result<std::uint64_t> highest_id(const primary_store& store) {
     return true;
   });
   if (!scanned) return scanned.error();
-  return highest;
+  return extent;
+}
+
+result<std::uint64_t> highest_id(const primary_store& store) {
+  auto extent = extent_of(store);
+  if (!extent) return extent.error();
+  return extent->highest_id;
 }
 
 std::optional<std::string_view> field_of(std::string_view payload, std::string_view field) {

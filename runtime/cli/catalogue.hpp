@@ -39,7 +39,14 @@ class catalogue {
   std::uint64_t next_id_;
 };
 
-// The highest product number in the store's table 1 (ids sort numerically), 0 when empty.
+// What the store's table 1 holds: the highest product number (ids sort numerically; deleted
+// products leave gaps, so it is not a count) and how many products there are. 0, 0 when empty.
+struct catalogue_extent {
+  std::uint64_t highest_id = 0;
+  std::uint64_t products = 0;
+};
+result<catalogue_extent> extent_of(const primary_store& store);
+// extent_of(store).highest_id.
 result<std::uint64_t> highest_id(const primary_store& store);
 
 // The value of "field":"…" in a catalogue payload, or nullopt.

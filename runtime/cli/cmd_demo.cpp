@@ -18,6 +18,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
@@ -40,9 +41,12 @@ std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(roc
 }  // namespace
 
 int run_demo(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"dir", "records", "rate", "seed", "timeout"}, {}}, "dix demo",
+                                     command_usage("demo"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"dir", "records", "rate", "seed", "timeout"}, {}, problem);
-  auto records = a ? a->number("records", 20000, 1, 100'000'000, problem) : std::nullopt;
+  auto records = a->number("records", 20000, 1, 100'000'000, problem);
   auto rate = records ? a->number("rate", 10000, 0, 10'000'000, problem) : std::nullopt;
   auto seed = rate ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;
   auto timeout_s = seed ? a->number("timeout", 120, 1, 86400, problem) : std::nullopt;
@@ -65,12 +69,14 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cerr << "dix demo: " << ok.error().to_string() << "\n";
     return exit_error;
   }
-  auto existing = highest_id(**store);
-  if (!existing) {
-    std::cerr << "dix demo: " << existing.error().to_string() << "\n";
+  auto extent = extent_of(**store);
+  if (!extent) {
+    std::cerr << "dix demo: " << extent.error().to_string() << "\n";
     return exit_error;
   }
-  std::cout << "dix demo: primary store " << (dir / "primary").string() << " (" << *existing
+  // The writer numbers new products after the highest id; the line counts the products held.
+  const std::uint64_t existing = extent->highest_id;
+  std::cout << "dix demo: primary store " << (dir / "primary").string() << " (" << extent->products
             << " products so far), writing " << *records << " more at " << (*rate == 0 ? std::string("full speed") : std::to_string(*rate) + "/s") << "\n";
 
   auto rt = runtime::create({*store});
@@ -93,21 +99,30 @@ int run_demo(const std::vector<std::string>& argv) {
   auto& last_commit = wp.last_commit;  // first sequence of the writer's last transaction
   std::string writer_error;
   std::thread writer([&] {
-    auto done = write_catalogue(**store, *seed, *existing, *records, *rate, never_stop, wp);
+    auto done = write_catalogue(**store, *seed, existing, *records, *rate, never_stop, wp);
     if (!done) writer_error = done.error().to_string();
     writer_done = true;
   });
 
+  // Sequences on one scale: a transaction is named by its first sequence, as a durable cursor's
+  // anchor names the last transaction an index holds. So the committed figure is the writer's
+  // last transaction (not the store's latest sequence, which is that transaction's last one) and
+  // "behind" is the difference of the two figures shown. An index's anchor may pass the writer's
+  // (the runtime's own system transactions come later): that is "caught up". Before this run's
+  // first commit the writer's last transaction is not known, and neither is how far behind an
+  // index is.
   auto progress = [&](bool final_line) {
-    auto latest = latest_sequence(**store);
-    std::string line = "committed " + std::to_string(written.load()) + " ops (seq " + std::to_string(latest) + ")";
+    const auto committed = last_commit.load();
+    std::string line = "committed " + std::to_string(written.load()) + " ops (" +
+                       (committed == 0 ? "store at seq " + std::to_string(latest_sequence(**store))
+                                       : "last transaction at seq " + std::to_string(committed)) +
+                       ")";
     for (auto& ix : indexes) {
       auto m = (*rt)->metrics(ix.id);
       std::uint64_t durable = m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
-      auto behind = last_commit.load() > durable ? last_commit.load() - durable : 0;
-      line += " | " + ix.id + ": indexed seq " + std::to_string(durable) + ", behind " +
-              std::to_string(behind) + ", " +
-              std::string(to_string(m ? m->readiness.state : readiness_state::unknown));
+      line += " | " + ix.id + ": indexed through seq " + std::to_string(durable);
+      if (committed != 0) line += committed > durable ? ", behind " + std::to_string(committed - durable) : ", caught up";
+      line += ", " + std::string(to_string(m ? m->readiness.state : readiness_state::unknown));
     }
     // Flushed every time: a pipe (a log collector, a test) sees each line as it happens.
     if (tty && !final_line) std::cout << "\r" << line << "\x1b[K" << std::flush;
@@ -193,11 +208,22 @@ int run_demo(const std::vector<std::string>& argv) {
     std::size_t held = 0;
     if (auto rows = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000)) held = rows->rows.size();
     auto got = index_contents(*ix.backend, all_keys);
-    bool same = got == expected[ix.id] && held == expected[ix.id].size();
+    const auto& want = expected[ix.id];
+    bool same = got == want && held == want.size();
+    std::size_t missing = 0;
+    for (const auto& e : want) missing += got.count(e) == 0 ? 1 : 0;
     auto m = (*rt)->metrics(ix.id);
-    std::cout << "verify " << ix.id << ": " << (same ? "OK" : "MISMATCH") << " (" << expected[ix.id].size()
-              << " entries for " << present << " products; this run delivered " << (m ? m->delivered_batches : 0)
-              << " batches, " << (m ? m->delivered_records : 0) << " records)\n";
+    std::cout << "verify " << ix.id << ": ";
+    if (same) {
+      std::cout << "OK (" << held << " entries for " << present << " products";
+    } else {
+      // What the index holds, beside what the primary store says it should hold.
+      const auto matching = want.size() - missing;
+      std::cout << "MISMATCH (the index holds " << held << " entries, expected " << want.size() << " for " << present
+                << " products: " << missing << " missing, " << (held > matching ? held - matching : 0) << " not expected";
+    }
+    std::cout << "; this run delivered " << (m ? m->delivered_batches : 0) << " batches, "
+              << (m ? m->delivered_records : 0) << " records)\n";
     verified = verified && same;
   }
   auto stopped = (*rt)->stop().get();

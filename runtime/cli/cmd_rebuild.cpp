@@ -8,17 +8,18 @@
 #include <dix/free_functions.hpp>
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
 
 int run_rebuild(const std::vector<std::string>& argv) {
-  std::string problem;
-  auto a = tool::args::parse(argv, {"db"}, {}, problem);
-  if (a && !a->has("db")) problem = "--db PATH is required";
-  if (a && problem.empty() && a->positional().size() != 1) problem = "exactly one backend id is required";
-  if (!a || !problem.empty()) {
-    std::cerr << "dix rebuild: " << problem << "\nusage: dix rebuild --db PATH ID\n";
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db"}, {}, 1, 1, "backend id"}, "dix rebuild", command_usage("rebuild"),
+                                     status);
+  if (!a) return status;
+  if (!a->has("db")) {
+    std::cerr << "dix rebuild: --db PATH is required\n";
     return exit_usage;
   }
   const auto& id = a->positional().front();

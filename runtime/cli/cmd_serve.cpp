@@ -26,6 +26,8 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "usage.hpp"
+#include "wording.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
@@ -93,7 +95,7 @@ void watch_readiness(const printer& out, runtime& rt, const segment_reader& segm
       if (!s.last || r.state != s.last->state || r.reason != s.last->reason || r.owner_epoch != s.last->owner_epoch) {
         s.last = r;
         std::string text = id + " " + std::string(to_string(r.state)) + " epoch=" + std::to_string(r.owner_epoch);
-        if (r.reason != readiness_reason::none) text += " reason=" + std::string(to_string(r.reason));
+        if (r.reason != readiness_reason::none) text += " reason=" + shown_reason(r);
         if (out.timing()) text += " t_ns=" + std::to_string(monotonic_ns());
         out.line(text);
         s.durable_at_ready.reset();
@@ -151,12 +153,14 @@ class early_opens {
 };
 
 int run_serve(const std::vector<std::string>& argv) {
+  int parse_status = exit_usage;
+  auto a = tool::args::parse_command(
+      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"}, {"standby", "timing"}},
+      "dix serve", command_usage("serve"), parse_status);
+  if (!a) return parse_status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
-                             {"standby", "timing"}, problem);
-  if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
-  else if (a && !a->has("dir")) problem = "--dir DIR is required";
-  auto rate = a && problem.empty() ? a->number("rate", 1000, 0, 10'000'000, problem) : std::nullopt;
+  if (!a->has("dir")) problem = "--dir DIR is required";
+  auto rate = problem.empty() ? a->number("rate", 1000, 0, 10'000'000, problem) : std::nullopt;
   auto seed = rate ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;
   auto buffer_kib = seed ? a->number("write-buffer-kib", 4096, 64, 64ull << 20, problem) : std::nullopt;
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
@@ -165,7 +169,7 @@ int run_serve(const std::vector<std::string>& argv) {
                                        600'000, problem)
                            : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  if (!a || !problem.empty() || !scheduler) {
+  if (!problem.empty() || !scheduler) {
     std::cerr << "dix serve: " << problem << "\n";
     return exit_usage;
   }

@@ -30,6 +30,7 @@
 #include "commands.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
+#include "wording.hpp"
 
 namespace dix::cli {
 namespace {
@@ -187,7 +188,7 @@ std::string render_plain(const fs::path& home, const table& t) {
   std::vector<std::vector<std::string>> rows{{"id", "state", "reason", "attempts", "epoch"}};
   for (const auto& e : t.indexes) {
     const auto& r = e.readiness;
-    rows.push_back({e.id, std::string(to_string(r.state)), std::string(to_string(r.reason)),
+    rows.push_back({e.id, std::string(to_string(r.state)), shown_reason(r),
                     std::to_string(r.rebuild_attempts), std::to_string(r.owner_epoch)});
   }
   std::vector<std::size_t> widths(rows[0].size(), 0);
@@ -218,26 +219,23 @@ int fail(const fs::path& home, bool json, const error& e) {
 }  // namespace
 
 int run_status(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "updates"}, {"json", "watch"}}, "dix status", usage, status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"db", "updates"}, {"json", "watch", "help"}, problem);
-  if (a && a->has("help")) {
-    std::cout << usage;
-    return exit_ok;
-  }
-  if (a && !a->positional().empty()) problem = "unexpected argument \"" + a->positional().front() + "\"";
-  else if (a && !a->has("db")) problem = "--db PATH is required";
-  else if (a && a->has("updates") && !a->has("watch")) problem = "--updates needs --watch";
+  if (!a->has("db")) problem = "--db PATH is required";
+  else if (a->has("updates") && !a->has("watch")) problem = "--updates needs --watch";
   // A plain value, not the optional: GCC 12 at -O3 warns that the optional may be uninitialized.
   std::uint64_t updates = 0;
   bool updates_ok = false;
-  if (a && problem.empty()) {
+  if (problem.empty()) {
     if (auto n = a->number("updates", 0, 1, UINT64_MAX, problem)) {
       updates = *n;
       updates_ok = true;
     }
   }
-  if (!a || !problem.empty() || !updates_ok) {
-    std::cerr << "dix status: " << problem << "\n" << usage;
+  if (!problem.empty() || !updates_ok) {
+    std::cerr << "dix status: " << problem << "\n";
     return exit_usage;
   }
   auto db = fs::path(a->get("db"));

@@ -8,6 +8,7 @@
 #include <dix/wal.hpp>
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
 
@@ -114,12 +115,11 @@ class printer {
 }  // namespace
 
 int run_wal(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "log", "from", "time", "identity", "limit"}, {"json"}}, "dix wal",
+                                     command_usage("wal"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"db", "log", "from", "time", "identity", "limit"}, {"json"}, problem);
-  if (!a) {
-    std::cerr << "dix wal: " << problem << "\n";
-    return exit_usage;
-  }
   if (!a->has("db")) {
     std::cerr << "dix wal: --db PATH is required\n";
     return exit_usage;
@@ -165,7 +165,21 @@ int run_wal(const std::vector<std::string>& argv) {
                                              a->get("identity")});
   }
   auto first = source.seek(*from, *time);
-  if (!first) return fail(first.error());
+  if (!first) {
+    // The log source names any transaction it cannot find at SEQ log-retention, but it cannot be
+    // purged while the retained WAL starts at or before SEQ: what skipped it is a damaged (or
+    // deleted) WAL record, so say corruption. A purge leaves the oldest retained sequence above SEQ.
+    const bool retained = retention->wal_oldest_sequence != 0 && retention->wal_oldest_sequence <= *from &&
+                          *from <= *latest;
+    // With --time, a batch at SEQ whose time differs is a real log-retention (sequences reused):
+    // only a seek without the time that fails as well shows the gap.
+    if (first.error().value() == errc::log_retention && retained && (*time == 0 || !source.seek(*from, 0))) {
+      return fail(error{errc::log_corrupt, first.error().message() + "; the retained WAL starts at sequence " +
+                                               std::to_string(retention->wal_oldest_sequence) +
+                                               ", so the record was not purged: the WAL is damaged there"});
+    }
+    return fail(first.error());
+  }
   out.transaction(*first);
   for (std::uint64_t printed = 1; printed < *limit; ++printed) {
     auto next = source.next();

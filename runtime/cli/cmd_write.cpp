@@ -8,16 +8,16 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "usage.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
 int run_write(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "log", "records", "per-txn", "seed"}, {"sync"}}, "dix write",
+                                     command_usage("write"), status);
+  if (!a) return status;
   std::string problem;
-  auto a = tool::args::parse(argv, {"db", "log", "records", "per-txn", "seed"}, {"sync"}, problem);
-  if (!a) {
-    std::cerr << "dix write: " << problem << "\n";
-    return exit_usage;
-  }
   if (!a->has("db")) {
     std::cerr << "dix write: --db PATH is required\n";
     return exit_usage;

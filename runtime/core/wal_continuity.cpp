@@ -9,7 +9,7 @@ result<void> wal_continuity::check_expected_sequence(std::uint64_t sequence) con
   return {errc::log_retention,
           "expected the transaction at sequence " + std::to_string(expected_sequence_) +
               " but the log holds sequence " + std::to_string(sequence) +
-              (sequence > expected_sequence_ ? " (purged in between)" : "")};
+              (sequence > expected_sequence_ ? " (missing in between: purged, or skipped as unreadable)" : "")};
 }
 
 result<void> wal_continuity::check(std::uint64_t sequence, std::uint32_t count,

@@ -1,15 +1,31 @@
 #include "tool/args.hpp"
 
 #include <charconv>
+#include <iostream>
 
 namespace dix::tool {
+namespace {
 
-std::optional<args> args::parse(const std::vector<std::string>& argv, const std::set<std::string>& options,
-                                const std::set<std::string>& flags, std::string& error) {
+std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+
+}  // namespace
+
+std::optional<args> args::parse(const std::vector<std::string>& argv, const syntax& accepted, std::string& error) {
   args out;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const auto& a = argv[i];
     if (a.rfind("--", 0) != 0) {
+      // A lone "-" is an ordinary word; "-x" is an option spelled wrong, never a positional.
+      if (a.size() > 1 && a[0] == '-') {
+        error = "unknown option " + a + (accepted.options.count(a.substr(1)) + accepted.flags.count(a.substr(1)) != 0
+                                             ? " (options take two dashes: -" + a + ")"
+                                             : "");
+        return std::nullopt;
+      }
+      if (out.positional_.size() == accepted.max_positional) {
+        error = "unexpected " + accepted.positional_name + " " + quoted(a);
+        return std::nullopt;
+      }
       out.positional_.push_back(a);
       continue;
     }
@@ -19,23 +35,60 @@ std::optional<args> args::parse(const std::vector<std::string>& argv, const std:
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    if (flags.count(name) != 0 && !inline_value) {
-      out.values_[name] = "1";
-    } else if (options.count(name) != 0) {
-      if (inline_value) {
-        out.values_[name] = *inline_value;
-      } else if (i + 1 < argv.size()) {
-        out.values_[name] = argv[++i];
-      } else {
-        error = "--" + name + " needs a value";
-        return std::nullopt;
-      }
-    } else {
+    if (name == "help" && !inline_value) {
+      out.help_ = true;
+      return out;
+    }
+    const bool flag = accepted.flags.count(name) != 0;
+    if (!flag && accepted.options.count(name) == 0) {
       error = "unknown option --" + name;
       return std::nullopt;
     }
+    if (out.values_.count(name) != 0) {
+      error = "--" + name + " is given twice";
+      return std::nullopt;
+    }
+    if (flag) {
+      if (inline_value) {
+        error = "--" + name + " takes no value";
+        return std::nullopt;
+      }
+      out.values_[name] = "1";
+      continue;
+    }
+    if (!inline_value && i + 1 == argv.size()) {
+      error = "--" + name + " needs a value";
+      return std::nullopt;
+    }
+    auto value = inline_value ? *inline_value : argv[++i];
+    if (value.empty()) {
+      error = "--" + name + " needs a value, not an empty string";
+      return std::nullopt;
+    }
+    out.values_[name] = std::move(value);
+  }
+  if (out.positional_.size() < accepted.min_positional) {
+    error = "missing " + accepted.positional_name;
+    return std::nullopt;
   }
   return out;
+}
+
+std::optional<args> args::parse_command(const std::vector<std::string>& argv, const syntax& accepted,
+                                        std::string_view name, std::string_view usage, int& exit_status) {
+  std::string problem;
+  auto parsed = parse(argv, accepted, problem);
+  if (!parsed) {
+    std::cerr << name << ": " << problem << " (" << name << " --help for usage)\n";
+    exit_status = exit_usage;
+    return std::nullopt;
+  }
+  if (parsed->help()) {
+    std::cout << usage;
+    exit_status = exit_ok;
+    return std::nullopt;
+  }
+  return parsed;
 }
 
 std::string args::get(const std::string& name, const std::string& fallback) const {
@@ -51,7 +104,7 @@ std::optional<std::uint64_t> args::number(const std::string& name, std::uint64_t
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > max) {
-    error = "--" + name + " = \"" + text + "\": must be a whole number in [" + std::to_string(min) + ", " +
+    error = "--" + name + " = " + quoted(text) + ": must be a whole number in [" + std::to_string(min) + ", " +
             std::to_string(max) + "]";
     return std::nullopt;
   }
@@ -65,7 +118,7 @@ std::optional<std::size_t> args::choice(const std::string& name, const std::vect
   for (std::size_t i = 0; i < choices.size(); ++i) {
     if (choices[i] == it->second) return i;
   }
-  error = "--" + name + " = \"" + it->second + "\": must be one of";
+  error = "--" + name + " = " + quoted(it->second) + ": must be one of";
   for (std::size_t i = 0; i < choices.size(); ++i) error += (i == 0 ? " " : ", ") + choices[i];
   return std::nullopt;
 }

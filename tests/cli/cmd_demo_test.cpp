@@ -5,8 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <string>
+
 #include "adapters/test_support.hpp"
 
+namespace fs = std::filesystem;
 using dix::test::temp_dir;
 
 TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a SIGKILL mid-run", "[system][cli][demo]") {
@@ -55,4 +59,51 @@ TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a S
   INFO(after.out << after.err);
   REQUIRE(after.exit_code == 0);
   CHECK_THAT(after.out, Catch::Contains("dix demo: verified"));
+}
+
+namespace {
+
+// The number in `text` right after the first `prefix` at or after `from`; fails the test when absent.
+std::uint64_t number_after(const std::string& text, const std::string& prefix, std::size_t from = 0) {
+  auto at = text.find(prefix, from);
+  if (at == std::string::npos) FAIL("no \"" << prefix << "\" in: " << text);
+  return std::stoull(text.substr(at + prefix.size()));
+}
+
+// The last progress line of a run.
+std::string last_progress(const std::string& out) {
+  auto at = out.rfind("committed ");
+  REQUIRE(at != std::string::npos);
+  return out.substr(at, out.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("dix demo: counts the products it found and says how far behind from the sequences it shows", "[system][cli][demo]") {
+  temp_dir dir;
+  auto demo_dir = (dir / "demo").string();
+  auto first = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "300", "--rate", "0"}, dir.path());
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  // Deletes leave gaps: the highest product id (300 ops, 70 % inserts) is above the count held.
+  auto present = number_after(first.out, " entries for ", first.out.find("verify by-category"));
+  // Every figure "behind B" is the committed sequence minus the indexed one on the same line; an
+  // index at or past the writer's last transaction is "caught up".
+  auto line = last_progress(first.out);
+  INFO(line);
+  auto committed = number_after(line, "last transaction at seq ");
+  for (const std::string id : {"by-category", "by-brand"}) {
+    auto at = line.find(id + ": ");
+    auto indexed = number_after(line, "seq ", at);
+    auto end = line.find(" | ", at);
+    auto part = line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (part.find("behind ") != std::string::npos) CHECK(committed - indexed == number_after(part, "behind "));
+    else CHECK((part.find("caught up") != std::string::npos && indexed >= committed));
+  }
+
+  // A second run counts the products the first one verified (not the highest product id).
+  auto second = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "10", "--rate", "0"}, dir.path());
+  INFO(second.out << second.err);
+  CHECK(second.exit_code == 0);
+  CHECK_THAT(second.out, Catch::Contains("(" + std::to_string(present) + " products so far)"));
 }

@@ -17,7 +17,7 @@ TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing
   CHECK(serve.exit_code == 2);
   CHECK_THAT(serve.err, Catch::Contains("--scheduler = \"fifo\": must be one of sharing, stealing"));
   CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));  // refused before anything is opened
-  auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", ""});
+  auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", "fifo"});
   CHECK(bench.exit_code == 2);
   CHECK_THAT(bench.err, Catch::Contains("must be one of sharing, stealing"));
 }

@@ -257,7 +257,8 @@ TEST_CASE("dix status: bad arguments and a missing database exit 2", "[system][c
   CHECK(dix_cli(dir, {"status", "--db", home.string(), "--watch", "--updates", "0"}).exit_code == 2);
   auto usage = dix_cli(dir, {"status", "--db", home.string(), "--json", "--frobnicate"});
   CHECK(usage.exit_code == 2);
-  CHECK_THAT(usage.err, Catch::Contains("usage: dix status --db PATH"));
+  // One line that names the argument (issue 12 item 7), not the whole usage.
+  CHECK(usage.err == "dix status: unknown option --frobnicate (dix status --help for usage)\n");
   auto missing = dix_cli(dir, {"status", "--db", (dir / "nothing").string()});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains((dir / "nothing").string() + ": no such directory"));
@@ -357,4 +358,22 @@ TEST_CASE("dix status --watch: SIGTERM and SIGINT stop it with exit status 0", "
     CHECK(w.exit_code() == 0);
     CHECK(w.rest().empty());
   }
+}
+
+TEST_CASE("dix status: a never-built index's first build reads first-build, a rebuild after a lost cursor cursor-missing",
+          "[system][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  // What the runtime core publishes for the build from sequence 1 of a fresh index.
+  claim(*segment, "fresh")->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 0);
+  claim(*segment, "lost")->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 1);
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("fresh  rebuilding  first-build     0"));
+  CHECK_THAT(plain.out, Catch::Contains("lost   rebuilding  cursor-missing  1"));
+  // --json keeps the published code (formats.md §4.5).
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"fresh\",\"state\":\"rebuilding\",\"reason\":\"cursor-missing\""));
 }

@@ -179,8 +179,9 @@ std::string slurp(const fs::path& path) {
   return text;
 }
 
-// What a run's progress lines claimed: "committed N ops (seq S) | <id>: indexed seq D, behind B,
-// STATE | …". The test checks the claims against the disk after the kill.
+// What a run's progress lines claimed: "committed N ops (last transaction at seq S) | <id>: indexed
+// through seq D, behind B (or caught up), STATE | …" ("store at seq S" before the run's first
+// commit). The test checks the claims against the disk after the kill.
 struct run_claims {
   std::uint64_t latest_sequence = 0;
   std::map<std::string, std::uint64_t> durable_sequence;  // the highest "indexed seq" per id
@@ -195,13 +196,14 @@ run_claims parse_progress(const std::vector<std::string>& lines) {
   };
   for (const auto& line : lines) {
     if (line.rfind("committed ", 0) != 0) continue;
-    c.latest_sequence = std::max(c.latest_sequence, number_after(line, "(seq "));
+    c.latest_sequence = std::max({c.latest_sequence, number_after(line, "last transaction at seq "),
+                                  number_after(line, "store at seq ")});
     std::istringstream parts(line);
     std::string part;
     while (std::getline(parts, part, '|')) {
       for (const auto& id : index_ids) {
         if (part.find(" " + id + ": ") != 0) continue;
-        c.durable_sequence[id] = std::max(c.durable_sequence[id], number_after(part, "indexed seq "));
+        c.durable_sequence[id] = std::max(c.durable_sequence[id], number_after(part, "indexed through seq "));
         if (part.find(", unknown") == std::string::npos) c.published[id] = true;
       }
     }

@@ -1,0 +1,90 @@
+#include "usage.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+namespace dix::cli {
+namespace {
+
+struct entry {
+  const char* name;
+  // The synopsis after the command's name, then the description, indented to the column the
+  // command list uses.
+  const char* text;
+};
+
+constexpr entry commands[] = {
+    {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS]
+         The main job: writes N product records (updates and deletes mixed in) into DIR/primary
+         at R per second while two secondary indexes (by category, by brand) follow the WAL;
+         shows progress, runs sample queries, verifies the indexes against the primary store.
+         Defaults: DIR ./dix-demo, N 20000, R 10000. Run it again to resume.
+)"},
+    {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
+         Print a primary store's log name, identity, latest sequence, WAL retention, then its
+         transactions from SEQ (default: sequence 1). Never writes to the store.
+         Exit 3 when the log cannot serve SEQ (log-retention, log-corrupt, log-missing).
+)"},
+    {"write", R"(--db PATH [--log NAME] [--records N] [--per-txn K] [--seed S] [--sync]
+         Create or extend a primary store with a realistic product catalogue: N record writes
+         (puts, updates and deletes) in transactions of K operations.
+)"},
+    {"status", R"(--db PATH [--json] [--watch [--updates N]]
+         The readiness of every backend id (state, reason, attempts, epoch) from the database's
+         readiness segment; never opens the store. No lag: only a runtime knows it. --watch
+         reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
+         layout. `dix status --help` for more.
+)"},
+    {"rebuild", R"(--db PATH ID
+         Asks the owner of index ID for a rebuild through the readiness segment, from any
+         process; never opens the store. Until rebuild exists the owner condemns the index
+         (`needs-rebuild`, reason `rebuild-requested`). Exit 1 when ID has no slot.
+)"},
+    {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
+         [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing]
+         One process of a failover pair: owns DIR/primary (--standby: waits without polling until
+         the owning process is gone, then takes the store over, WAL recovery included, while the
+         index databases recover on threads of their own), runs the
+         demo's two indexes, writes R catalogue operations per second (default 1000) and prints
+         each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
+         stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
+         bound what a takeover replays. Exit 1 at once if another process holds the store and
+         --standby is not given.
+)"},
+    {"bench", R"(wal|catchup|failover [options]
+         The end-to-end benchmarks beside raw RocksDB (Release builds only): commit and WAL
+         tailing, a new index catching up with a backlog, failover takeovers. `dix bench --help`
+         lists their options.
+)"},
+};
+
+constexpr const char* arguments = R"(
+arguments: options take two dashes (--name VALUE or --name=VALUE), each at most once, never an
+empty value; a command takes no other words than its synopsis shows. `dix <command> --help`
+prints that command's usage.
+)";
+
+constexpr const char* exit_status = R"(
+exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request (wal) or
+readiness segment of another layout (status)
+)";
+
+}  // namespace
+
+std::string dix_usage() {
+  std::string out = "usage: dix <command> [options]\n\ncommands:\n";
+  for (const auto& c : commands) {
+    std::string name = c.name;
+    out += "  " + name + std::string(name.size() < 7 ? 7 - name.size() : 1, ' ') + c.text;
+  }
+  out += "  help   This text.\n";
+  return out + arguments + exit_status;
+}
+
+std::string command_usage(std::string_view command) {
+  auto c = std::find_if(std::begin(commands), std::end(commands), [&](const entry& e) { return command == e.name; });
+  if (c == std::end(commands)) return dix_usage();
+  return "usage: dix " + std::string(command) + " " + c->text + arguments + exit_status;
+}
+
+}  // namespace dix::cli
