@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "adapters/test_support.hpp"
+#include "support/dir_snapshot.hpp"
 
 using dix::test::temp_dir;
 
@@ -55,4 +56,18 @@ TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a S
   INFO(after.out << after.err);
   REQUIRE(after.exit_code == 0);
   CHECK_THAT(after.out, Catch::Contains("dix demo: verified"));
+}
+
+TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is refused (store_format_mismatch, exit 1) and left byte for byte unchanged", "[system][cli]") {
+  temp_dir dir;
+  const auto db = dir / "demo" / "primary";
+  REQUIRE(dix::test::make_plain_rocksdb(db));
+  const auto before = dix::test::snapshot_dir(db);
+  auto r = dix::test::run({DIX_BINARY, "demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"}, dir.path());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("store_format_mismatch"));
+  const auto after = dix::test::snapshot_dir(db);
+  INFO("changed: " << dix::test::changed_files(before, after));
+  CHECK(after == before);
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/dix_cli.hpp"
+#include "support/dir_snapshot.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -20,4 +21,18 @@ TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing
   auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", ""});
   CHECK(bench.exit_code == 2);
   CHECK_THAT(bench.err, Catch::Contains("must be one of sharing, stealing"));
+}
+
+TEST_CASE("dix serve: an existing RocksDB database that is not a dix store is refused (store_format_mismatch, exit 1) and left byte for byte unchanged", "[system][cli]") {
+  temp_dir dir;
+  const auto db = dir / "d" / "primary";
+  REQUIRE(dix::test::make_plain_rocksdb(db));
+  const auto before = dix::test::snapshot_dir(db);
+  auto r = dix::test::run({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "0"}, dir.path());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("store_format_mismatch"));
+  const auto after = dix::test::snapshot_dir(db);
+  INFO("changed: " << dix::test::changed_files(before, after));
+  CHECK(after == before);
 }
