@@ -539,3 +539,19 @@ TEST_CASE("primary store: read-only open writes nothing", "[adapter][store]") {
   CHECK(latest_sequence(*again) == latest);
   CHECK(open_read_only(dir / "missing", "main").error().value() == errc::io_error);
 }
+
+TEST_CASE("primary store: a path the system refuses (a component over NAME_MAX, a symlink loop) fails open io_error naming it, never throws", "[adapter][store]") {
+  temp_dir dir;
+  std::filesystem::create_symlink("loop", dir / "loop");
+  for (const auto& path : {dir / std::string(300, 'a'), dir / "loop" / "db"}) {
+    INFO(path.string());
+    auto ro = open_read_only(path, "main");  // dix wal's open
+    REQUIRE_FALSE(ro);
+    CHECK(ro.error().value() == errc::io_error);
+    CHECK_THAT(ro.error().message(), Catch::Contains(path.string()));
+    auto rw = primary_store::open(path, test::options());  // dix write, demo, serve
+    REQUIRE_FALSE(rw);
+    CHECK(rw.error().value() == errc::io_error);
+    CHECK_THAT(rw.error().message(), Catch::Contains(path.string()));
+  }
+}

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+
 #include "cli/dix_cli.hpp"
 
 using namespace dix;
@@ -83,4 +84,9 @@ TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cl
   auto missing = dix_cli(dir, {"wal", "--db", (dir / "nothing").string()});
   CHECK(missing.exit_code == 1);
   CHECK_THAT(missing.err, Catch::Contains("io_error"));
+}
+
+TEST_CASE("dix wal: a path component longer than NAME_MAX or a symlink loop is one line of io_error and exit 1, not an abort", "[system][cli]") {
+  temp_dir dir;
+  dix::test::check_refuses_hostile_paths(dir, "wal", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
 }
