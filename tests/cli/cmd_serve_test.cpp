@@ -29,7 +29,7 @@ TEST_CASE("dix serve: an existing RocksDB database that is not a dix store is re
   dix::test::check_refuses_foreign_store(dir, db, {"serve", "--dir", (dir / "d").string(), "--rate", "0"});
 }
 
-TEST_CASE("dix serve: a path component longer than NAME_MAX or a symlink loop is one line of io_error and exit 1, not an abort", "[system][cli]") {
+TEST_CASE("dix serve: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "serve", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--rate", "0"}; });
 }

@@ -86,7 +86,7 @@ TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cl
   CHECK_THAT(missing.err, Catch::Contains("io_error"));
 }
 
-TEST_CASE("dix wal: a path component longer than NAME_MAX or a symlink loop is one line of io_error and exit 1, not an abort", "[system][cli]") {
+TEST_CASE("dix wal: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "wal", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
 }
