@@ -62,8 +62,8 @@ void carry_out(runner_pointer self, effect& e) {
         // box's lock taken before the mint.
         effects next;
         auto mint = [&] {
-          const auto epoch = d.slot->mint_epoch();
-          d.record->minted(epoch);
+          const auto epoch = d.slot->mint_epoch();  // refused, never wrapped, at 2^64-1
+          if (epoch) d.record->minted(*epoch);
           next = s.core->on_epoch_minted(epoch, now_of(self));
           return s.core->snapshot();
         };

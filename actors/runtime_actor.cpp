@@ -283,6 +283,9 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   auto persisted = meta::read_epoch(*home, id);
   if (!persisted) return make_error(persisted.error());
   if (*persisted) (*slot)->raise_epoch_floor(**persisted);
+  // An epoch that cannot be incremented is refused here, where the caller hears it, not at the
+  // runner's first mint (which refuses it too).
+  if (auto mintable = (*slot)->check_mintable(); !mintable) return make_error(mintable.error());
 
   auto e = std::make_shared<registration_entry>();
   e->id = id;

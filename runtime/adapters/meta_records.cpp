@@ -3,6 +3,8 @@
 #include "adapters/primary_store_impl.hpp"
 #include "core/bytes.hpp"
 
+#include <limits>
+
 namespace dix::meta {
 
 std::string epoch_key(std::string_view id) { return "epoch/" + std::string(id); }
@@ -46,6 +48,10 @@ result<std::optional<epoch_t>> read_epoch(const primary_store& home, std::string
   if (!*value) return std::optional<epoch_t>{};
   auto epoch = decode_u64(key, **value);
   if (!epoch) return epoch.error();
+  // The floor of the next mint: an epoch that cannot be incremented would wrap to 0.
+  if (*epoch == std::numeric_limits<epoch_t>::max()) {
+    return error{errc::record_corrupt, key + " holds 2^64-1, an epoch that cannot be incremented"};
+  }
   return std::optional<epoch_t>{*epoch};
 }
 

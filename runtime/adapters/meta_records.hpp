@@ -32,7 +32,7 @@ result<std::uint64_t> decode_u64(std::string_view key, std::string_view value);
 inline constexpr std::string_view marker_value{"\x01", 1};
 
 // epoch/<id> as stored in `home`, nullopt when absent. io_error when the store cannot be read,
-// record_corrupt when the value is not 8 bytes.
+// record_corrupt when the value is not 8 bytes or is 2^64-1 (an epoch that cannot be incremented).
 result<std::optional<epoch_t>> read_epoch(const primary_store& home, std::string_view id);
 
 // The meta_store of one id over the home store.

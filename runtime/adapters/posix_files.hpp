@@ -40,7 +40,7 @@ result<void> make_private_directory(const std::filesystem::path& path, std::stri
 // when missing; an existing one must be a regular file and private (check_private).
 result<unique_fd> open_private_file(const std::filesystem::path& path, std::string_view subject);
 
-// What another local user could change is not trusted (formats.md §4.1, decision 0010): the
+// What another local user could change is not trusted (formats.md §4.1, decision 0011): the
 // file `st` describes must be owned by the effective user, and no group or other permission bit
 // may be set. The error (io_error) names the path, the owner or mode found and the remedy.
 result<void> check_private(const struct ::stat& st, const std::filesystem::path& path, std::string_view subject);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -96,16 +97,30 @@ std::uint64_t newest_wal_time(rocksdb::DB& db) {
 struct open_families {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   bool has_meta = false;
+  bool existing = false;  // a database was found (its MANIFEST listed the families)
 };
+
+// Whether `path/CURRENT` exists; a failed look (a loop, a name too long, no search permission)
+// is io_error naming the path instead of an exception.
+result<bool> has_current(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto current = path / "CURRENT";
+  const bool found = std::filesystem::exists(current, ec);
+  if (ec) return error{errc::io_error, "cannot look for " + current.string() + ": " + ec.message()};
+  return found;
+}
 
 result<open_families> list_families(const std::filesystem::path& path, bool may_be_new) {
   std::vector<std::string> names;
+  open_families out;
   auto s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions{}, path.string(), &names);
+  out.existing = s.ok();
   if (!s.ok()) {
-    if (may_be_new && !std::filesystem::exists(path / "CURRENT")) names = {"default"};
+    auto found = has_current(path);
+    if (!found) return found.error();
+    if (may_be_new && !*found) names = {"default"};
     else return error{errc::io_error, "cannot list column families of " + path.string() + ": " + s.ToString()};
   }
-  open_families out;
   for (const auto& name : names) {
     if (name == meta_family_name) {
       out.has_meta = true;
@@ -117,6 +132,11 @@ result<open_families> list_families(const std::filesystem::path& path, bool may_
     out.descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions{});
   }
   return out;
+}
+
+error foreign_with_data(const std::filesystem::path& path) {
+  return error{errc::store_format_mismatch, path.string() + " is a RocksDB database with data but no dix.meta column "
+                                                            "family: not a dix primary store"};
 }
 
 void install_handles(primary_store::impl& p, std::vector<rocksdb::ColumnFamilyHandle*> handles) {
@@ -313,6 +333,44 @@ std::string open_failure(const std::filesystem::path& path, const rocksdb::Statu
   return text;
 }
 
+// A logger that keeps nothing: RocksDB's own would rotate LOG into LOG.old.* even read-only.
+class discarding_logger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
+// Decision 0010 §3: an existing database is judged from a read-only open (no LOCK, no LOG, no
+// OPTIONS, no flush) before anything opens it read-write, so a database dix refuses is left
+// byte for byte as it was. Refuses one without dix.meta that holds data, and one whose `format`
+// record is absent or not 1. A read-only open that fails refuses nothing: the read-write open
+// reports the real trouble (a lock held by another process, a missing file).
+result<void> look_before_open(const std::filesystem::path& path, const open_families& families,
+                              const store_options& options) {
+  auto d = db_options(options);
+  d.create_if_missing = false;
+  d.info_log = std::make_shared<discarding_logger>();
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), families.descriptors, &handles, &raw);
+  if (!s.ok()) return {};
+  primary_store::impl look;
+  look.path = path;
+  look.options = options;
+  look.read_only = true;
+  look.db.reset(raw);
+  look.open = true;
+  install_handles(look, std::move(handles));
+  result<void> verdict;
+  if (!families.has_meta) {
+    if (look.db->GetLatestSequenceNumber() != 0) verdict = foreign_with_data(path);
+  } else {
+    verdict = check_format(look);
+  }
+  ignore_result(look.close(false), "a read-only look: nothing to keep");
+  return verdict;
+}
+
 }  // namespace
 
 result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem::path& path,
@@ -326,6 +384,9 @@ result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();
   for (auto& d : families->descriptors) d.options = family_options(options);
+  if (families->existing) {
+    if (auto ok = look_before_open(path, *families, options); !ok) return ok.error();
+  }
   auto p = std::make_unique<impl>();
   p->path = path;
   p->options = options;
@@ -340,9 +401,7 @@ result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem
   if (!families->has_meta) {
     if (p->db->GetLatestSequenceNumber() != 0) {
       ignore_result(p->close(false), "already failing with the format error");
-      return error{errc::store_format_mismatch,
-                   path.string() + " is a RocksDB database with data but no dix.meta column "
-                                   "family: not a dix primary store"};
+      return foreign_with_data(path);  // it got data since the look
     }
     rocksdb::ColumnFamilyHandle* meta = nullptr;
     s = p->db->CreateColumnFamily(family_options(options), meta_family_name, &meta);
@@ -455,9 +514,9 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
   options.log_name = log_name;
   options.create_if_missing = false;
   if (auto ok = validate(options); !ok) return ok.error();
-  if (!std::filesystem::exists(path / "CURRENT")) {
-    return error{errc::io_error, path.string() + " is not a RocksDB database (no CURRENT file)"};
-  }
+  auto found = has_current(path);
+  if (!found) return found.error();
+  if (!*found) return error{errc::io_error, path.string() + " is not a RocksDB database (no CURRENT file)"};
   auto families = list_families(path, false);
   if (!families) return families.error();
   if (!families->has_meta) {

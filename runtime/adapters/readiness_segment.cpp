@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <limits>
 #include <system_error>
 #include <vector>
 
@@ -421,10 +422,23 @@ unsigned char* segment_slot::base() const noexcept { return mapping_->slot(index
 
 std::uint64_t segment_slot::changed() noexcept { return mapping_->changed(index_); }
 
-epoch_t segment_slot::mint_epoch() {
-  auto epoch = __atomic_add_fetch(field<std::uint64_t>(base(), s_owner_epoch), 1, __ATOMIC_ACQ_REL);
+result<epoch_t> segment_slot::mint_epoch() {
+  // A CAS loop rather than fetch_add: an epoch that cannot be incremented is refused unchanged,
+  // never wrapped to 0 (an epoch below every fence would let a stale owner's late work through).
+  auto* word = field<std::uint64_t>(base(), s_owner_epoch);
+  auto current = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  do {
+    if (current == std::numeric_limits<epoch_t>::max()) return check_mintable().error();
+  } while (!__atomic_compare_exchange_n(word, &current, current + 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
   changed();
-  return epoch;
+  return current + 1;
+}
+
+result<void> segment_slot::check_mintable() const {
+  if (owner_epoch() != std::numeric_limits<epoch_t>::max()) return {};
+  return error{errc::record_corrupt, "readiness segment: slot " + std::to_string(index_) + " (" + id() +
+                                         ") holds owner_epoch 2^64-1, which cannot be incremented; stop every "
+                                         "process using this database, then delete its dix/readiness.seg"};
 }
 
 epoch_t segment_slot::owner_epoch() const noexcept { return load<std::uint64_t>(base(), s_owner_epoch); }

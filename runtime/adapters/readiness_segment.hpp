@@ -62,7 +62,11 @@ class segment_slot final : public readiness_slot {
   segment_slot(std::shared_ptr<const segment_mapping> mapping, std::uint32_t index);
 
   // readiness_slot
-  epoch_t mint_epoch() override;                      // owner_epoch.fetch_add(1, acq_rel) + 1
+  // owner_epoch + 1 (a CAS, acq_rel); record_corrupt, nothing changed, when owner_epoch is
+  // already 2^64-1: an epoch never wraps (the message names the slot and the remedy).
+  result<epoch_t> mint_epoch() override;
+  // record_corrupt (as mint_epoch would fail) when owner_epoch cannot be incremented.
+  result<void> check_mintable() const;
   epoch_t owner_epoch() const noexcept override;      // acquire
   void raise_epoch_floor(epoch_t floor) override;     // CAS-max; never lowers
   void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) override;

@@ -445,16 +445,30 @@ effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, steady_ti
   return out;
 }
 
-effects runner_core::on_epoch_minted(epoch_t epoch, steady_time now) {
+void runner_core::abandon_mint(const error& e, effects& out) {
+  // Unlock without any backend call and try again after the backoff (§9.3). Waiting-lock, as
+  // after a refused lock: no wake — a rebuild wake included — starts an acquisition sooner.
+  to(acquisition::unowned);
+  message_ = e.message();
+  state_ = runner_state::waiting_lock;
+  out.push_back(fx::release_lock{});
+  out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
+}
+
+effects runner_core::on_epoch_minted(const result<epoch_t>& epoch, steady_time now) {
   effects out;
   (void)now;
-  epoch_ = epoch;
+  if (!epoch) {
+    abandon_mint(epoch.error(), out);
+    return out;
+  }
+  epoch_ = *epoch;
   // No backend call uses the epoch before it is persisted (§9.3).
   if (!tailer_up_) {
     pending_retry_ = true;
     return out;
   }
-  out.push_back(fx::persist_epoch{epoch, gen_});
+  out.push_back(fx::persist_epoch{epoch_, gen_});
   return out;
 }
 
@@ -462,13 +476,7 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
   effects out;
   if (!current(gen) || acquisition_ != acquisition::minting) return out;
   if (!outcome) {
-    // Unlock without any backend call and try again after the backoff (§9.3). Waiting-lock, as
-    // after a refused lock: no wake — a rebuild wake included — starts an acquisition sooner.
-    to(acquisition::unowned);
-    message_ = outcome.error().message();
-    state_ = runner_state::waiting_lock;
-    out.push_back(fx::release_lock{});
-    out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
+    abandon_mint(outcome.error(), out);
     return out;
   }
   to(acquisition::reading_meta);

@@ -169,7 +169,10 @@ class runner_core {
   // The lock table could not take the entry (§9.1: another process holds the crash guard): no
   // fault; the acquisition is retried after rebuild_backoff.
   effects on_lock_failed(std::uint64_t gen, const error& e, steady_time now);
-  effects on_epoch_minted(epoch_t epoch, steady_time now);
+  // The mint's outcome. A refused mint (the slot's epoch cannot be incremented: record_corrupt)
+  // is handled as a failed persist: unlocked without any backend call, the message kept, the
+  // acquisition retried after rebuild_backoff; no epoch is ever used that was not minted.
+  effects on_epoch_minted(const result<epoch_t>& epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
   // §9.2 steps 3–7: the marker and fingerprint records, the slot's readiness as found, and
   // whether this acquisition consumed a rebuild request.
@@ -287,6 +290,8 @@ class runner_core {
   void query_durable(effects& out);
   void reconcile(effects& out);
   void condemn(readiness_reason reason, std::string message, effects& out, steady_time now);
+  // Minting or persisting the epoch failed (§9.3): unlock, no backend call, retry after backoff.
+  void abandon_mint(const error& e, effects& out);
   void transient_fault(bool from_durable, std::string message, effects& out, steady_time now);
   void begin_release(effects& out);
   void carry_release(release_sequence::step step, effects& out, steady_time now);

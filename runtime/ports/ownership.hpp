@@ -33,7 +33,8 @@ class runner_lock {
 class readiness_slot {
  public:
   virtual ~readiness_slot() = default;
-  virtual epoch_t mint_epoch() = 0;  // owner_epoch.fetch_add(1) + 1
+  // owner_epoch + 1; record_corrupt, nothing changed, when owner_epoch is 2^64-1 (never wraps).
+  virtual result<epoch_t> mint_epoch() = 0;
   virtual epoch_t owner_epoch() const noexcept = 0;
   virtual void raise_epoch_floor(epoch_t floor) = 0;  // CAS-max (formats.md §4.6 step 4)
   // Stores reason and attempts, then state (release order, formats.md §4.4), then notifies.

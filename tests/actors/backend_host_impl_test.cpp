@@ -34,10 +34,10 @@ errc refusal(backend_host& host) {
 
 TEST_CASE("backend host: while the registration lives, exactly the slot's current owner epoch is the backend's", "[actor][host]") {
   host_fixture f;
-  const auto first = f.slot->mint_epoch();
+  const auto first = f.slot->mint_epoch().value();
   CHECK(f.host.is_owner_epoch(first));
   CHECK_FALSE(f.host.is_owner_epoch(first + 1));
-  const auto second = f.slot->mint_epoch();  // a new owner (a takeover, a rebuild)
+  const auto second = f.slot->mint_epoch().value();  // a new owner (a takeover, a rebuild)
   CHECK(f.host.is_owner_epoch(second));
   CHECK_FALSE(f.host.is_owner_epoch(first));  // the old epoch's work is dropped
   CHECK_FALSE(f.host.ended());
@@ -45,7 +45,7 @@ TEST_CASE("backend host: while the registration lives, exactly the slot's curren
 
 TEST_CASE("backend host: while the registration lives, readiness is the slot's, unindexable records are counted and rebuild requests are passed on", "[actor][host]") {
   host_fixture f;
-  const auto epoch = f.slot->mint_epoch();
+  const auto epoch = f.slot->mint_epoch().value();
   f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 3);
   auto r = f.host.readiness();
   CHECK(r.state == readiness_state::rebuilding);
@@ -84,14 +84,14 @@ TEST_CASE("backend host: admit_query follows readiness: ready admits with covera
 
 TEST_CASE("backend host: after end() no epoch is the backend's, readiness stays the value at the end, queries are not_registered and the other calls do nothing", "[actor][host][end]") {
   host_fixture f;
-  const auto epoch = f.slot->mint_epoch();
+  const auto epoch = f.slot->mint_epoch().value();
   f.slot->publish(readiness_state::ready, readiness_reason::none, 0);
   f.host.note_unindexable("before");
   f.host.end();
   CHECK(f.host.ended());
   CHECK_FALSE(f.host.is_owner_epoch(epoch));  // the slot still holds it, but the registration is over
   // A successor owns the slot now and publishes; the ended host does not follow it.
-  const auto successor = f.slot->mint_epoch();
+  const auto successor = f.slot->mint_epoch().value();
   f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   CHECK_FALSE(f.host.is_owner_epoch(successor));
   auto r = f.host.readiness();

@@ -131,7 +131,7 @@ TEST_CASE_METHOD(publisher_fixture,
 TEST_CASE_METHOD(publisher_fixture,
                  "readiness publisher: each reply and observer message echoes the id with the slot's rising change counter",
                  "[actor][publisher]") {
-  auto epoch = slot->mint_epoch();
+  auto epoch = slot->mint_epoch().value();
   run();
   publish(make("idx", readiness_state::ready, readiness_reason::none, 0, 1'500u));
   publish(make("idx", readiness_state::needs_rebuild, readiness_reason::log_retention, 2));

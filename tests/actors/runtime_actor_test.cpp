@@ -5,12 +5,16 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include <dix/caf.hpp>
 #include <dix/runtime.hpp>
 
 #include "actors/runtime_root.hpp"
+#include "adapters/meta_records.hpp"
+#include "adapters/primary_store_impl.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "actors/watcher.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/sim_backend.hpp"
@@ -270,6 +274,29 @@ TEST_CASE("runtime actor: a registration whose backend cannot subscribe fails wh
   auto again = std::make_shared<test::sim_backend>("idx");
   REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(again)}));
   CHECK(again->subscribed());
+}
+
+TEST_CASE("runtime actor: a registration whose epoch cannot be incremented (epoch/<id> or the slot at 2^64-1) fails record_corrupt and wires nothing", "[actor][runtime][register][epoch]") {
+  constexpr auto top = std::numeric_limits<epoch_t>::max();
+  runtime_fixture f;
+  REQUIRE(commit_system(*f.store, {meta_op{op_kind::put, "epoch/idx", meta::encode_u64(top)}}));
+  auto inner = std::make_shared<test::sim_backend>("idx");
+  auto refused = f.ask<index_registered>(register_index{runtime_fixture::index_of(inner)});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::record_corrupt);
+  CHECK_THAT(refused.error().message(), Catch::Contains("epoch/idx"));
+  CHECK(inner->host() == nullptr);  // never attached
+
+  // The record is sound, the segment's slot is not: the floor cannot lift it, the mint would wrap.
+  auto slot = f.ctx->segment->claim("other").value();
+  slot->raise_epoch_floor(top);
+  auto other = std::make_shared<test::sim_backend>("other");
+  refused = f.ask<index_registered>(register_index{runtime_fixture::index_of(other)});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::record_corrupt);
+  CHECK_THAT(refused.error().message(), Catch::Contains("(other)") && Catch::Contains("2^64-1"));
+  CHECK(other->host() == nullptr);
+  CHECK(slot->owner_epoch() == top);  // never wrapped
 }
 
 TEST_CASE("runtime actor: after its registration ended a backend's host answers no epoch and no query, and stays callable", "[actor][runtime][host]") {

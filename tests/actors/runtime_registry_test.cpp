@@ -136,7 +136,7 @@ TEST_CASE("runtime registry: metrics_of reads the slot's fields now and adds the
   test::registered_ids f;
   auto e = f.put("idx", 1);
   e->host = std::make_shared<backend_host_impl>(e->slot, nullptr);
-  e->slot->mint_epoch();
+  REQUIRE(e->slot->mint_epoch());
   segment_slot& slot = *e->slot;
   slot_publication p;
   p.state = readiness_state::ready;

@@ -2,6 +2,8 @@
 // encodings, and the meta_store of one id (adapters/meta_records).
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/test_support.hpp"
@@ -63,4 +65,17 @@ TEST_CASE("meta records: a record of the wrong size is record_corrupt naming the
   CHECK(closed.error().value() == errc::io_error);
   CHECK_THAT(closed.error().message(), Catch::StartsWith("reading condemned/idx"));
   CHECK_FALSE(records.persist_epoch(8));
+}
+
+TEST_CASE("meta records: an epoch/<id> of 2^64-1 cannot be incremented and reads record_corrupt", "[adapter][meta][epoch]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  constexpr auto top = std::numeric_limits<epoch_t>::max();
+  REQUIRE(commit_system(*store, {meta_op{op_kind::put, "epoch/idx", meta::encode_u64(top - 1)}}));
+  CHECK(**meta::read_epoch(*store, "idx") == top - 1);  // the floor of one more mint
+  REQUIRE(commit_system(*store, {meta_op{op_kind::put, "epoch/idx", meta::encode_u64(top)}}));
+  auto refused = meta::read_epoch(*store, "idx");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::record_corrupt);
+  CHECK(refused.error().message() == "epoch/idx holds 2^64-1, an epoch that cannot be incremented");
 }

@@ -10,6 +10,7 @@
 #include "core/bytes.hpp"
 #include "core/clock.hpp"
 #include "core/index_time.hpp"
+#include "support/dir_snapshot.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -231,19 +232,75 @@ TEST_CASE("primary store: a foreign format record fails open with store_format_m
   CHECK_THAT(r.error().message(), Catch::Contains("format 2"));
 }
 
-TEST_CASE("primary store: a plain RocksDB database with data is not a dix store", "[adapter][store]") {
+TEST_CASE("primary store: a plain RocksDB database with data is refused store_format_mismatch and left byte for byte unchanged", "[adapter][store]") {
+  temp_dir dir;
+  REQUIRE(test::make_plain_rocksdb(dir / "db"));  // its key in the WAL only: no flush
+  const auto before = test::snapshot_dir(dir / "db");
+  auto r = primary_store::open(dir / "db", test::options());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::store_format_mismatch);
+  CHECK_THAT(r.error().message(), Catch::Contains("no dix.meta"));
+  const auto after = test::snapshot_dir(dir / "db");
+  INFO("changed: " << test::changed_files(before, after));
+  CHECK(after == before);
+}
+
+TEST_CASE("primary store: a store with a foreign format record or a foreign column family is refused and left byte for byte unchanged", "[adapter][store]") {
+  temp_dir dir;
+  {
+    auto s = test::open_store(dir / "db");
+    std::string two;
+    put_le<std::uint32_t>(two, 2);
+    REQUIRE(commit_system(*s, {meta_op{op_kind::put, "format", two}}));
+    test::put_records(*s, "k", 3);
+    REQUIRE(s->close());
+  }
+  auto before = test::snapshot_dir(dir / "db");
+  auto r = primary_store::open(dir / "db", test::options());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::store_format_mismatch);
+  auto after = test::snapshot_dir(dir / "db");
+  INFO("changed: " << test::changed_files(before, after));
+  CHECK(after == before);
+
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(o, (dir / "other").string(), &raw).ok());
+    rocksdb::ColumnFamilyHandle* family = nullptr;
+    REQUIRE(raw->CreateColumnFamily(rocksdb::ColumnFamilyOptions{}, "users", &family).ok());
+    REQUIRE(raw->DestroyColumnFamilyHandle(family).ok());
+    delete raw;
+  }
+  before = test::snapshot_dir(dir / "other");
+  r = primary_store::open(dir / "other", test::options());
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::store_format_mismatch);
+  after = test::snapshot_dir(dir / "other");
+  INFO("changed: " << test::changed_files(before, after));
+  CHECK(after == before);
+}
+
+TEST_CASE("primary store: an empty RocksDB database, an empty directory and a new path become dix stores", "[adapter][store]") {
   temp_dir dir;
   {
     rocksdb::Options o;
     o.create_if_missing = true;
     rocksdb::DB* raw = nullptr;
-    REQUIRE(rocksdb::DB::Open(o, (dir / "db").string(), &raw).ok());
-    REQUIRE(raw->Put(rocksdb::WriteOptions{}, "k", "v").ok());
+    REQUIRE(rocksdb::DB::Open(o, (dir / "empty-rocksdb").string(), &raw).ok());
     delete raw;
   }
-  auto r = primary_store::open(dir / "db", test::options());
-  REQUIRE_FALSE(r);
-  CHECK(r.error().value() == errc::store_format_mismatch);
+  std::filesystem::create_directories(dir / "empty-dir");
+  for (const auto* name : {"empty-rocksdb", "empty-dir", "new/nested"}) {
+    INFO(name);
+    auto s = primary_store::open(dir / name, test::options());
+    REQUIRE(s);
+    REQUIRE((*s)->close());
+    auto again = primary_store::open(dir / name, test::options());  // and it is one now
+    REQUIRE(again);
+    REQUIRE((*again)->close());
+  }
 }
 
 TEST_CASE("primary store: opening a path already open in this process fails io_error naming it", "[adapter][store]") {
@@ -481,4 +538,20 @@ TEST_CASE("primary store: read-only open writes nothing", "[adapter][store]") {
   auto again = open_read_only(dir / "db", "main").value();
   CHECK(latest_sequence(*again) == latest);
   CHECK(open_read_only(dir / "missing", "main").error().value() == errc::io_error);
+}
+
+TEST_CASE("primary store: a path the system refuses (a component over NAME_MAX, a symlink loop) fails open io_error naming it, never throws", "[adapter][store]") {
+  temp_dir dir;
+  std::filesystem::create_symlink("loop", dir / "loop");
+  for (const auto& path : {dir / std::string(300, 'a'), dir / "loop" / "db"}) {
+    INFO(path.string());
+    auto ro = open_read_only(path, "main");  // dix wal's open
+    REQUIRE_FALSE(ro);
+    CHECK(ro.error().value() == errc::io_error);
+    CHECK_THAT(ro.error().message(), Catch::Contains(path.string()));
+    auto rw = primary_store::open(path, test::options());  // dix write, demo, serve
+    REQUIRE_FALSE(rw);
+    CHECK(rw.error().value() == errc::io_error);
+    CHECK_THAT(rw.error().message(), Catch::Contains(path.string()));
+  }
 }

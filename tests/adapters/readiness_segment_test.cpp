@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <thread>
 
 #include <dix/free_functions.hpp>
@@ -295,17 +296,43 @@ TEST_CASE("readiness segment: minted epochs rise by one and the epoch floor neve
   auto s = attach(home);
   auto slot = claim(*s, "idx");
   CHECK(slot->owner_epoch() == 0);
-  CHECK(slot->mint_epoch() == 1);
-  CHECK(slot->mint_epoch() == 2);
+  CHECK(slot->mint_epoch().value() == 1);
+  CHECK(slot->mint_epoch().value() == 2);
   slot->raise_epoch_floor(10);
   CHECK(slot->owner_epoch() == 10);
   auto counter = slot->change_counter();
   slot->raise_epoch_floor(4);  // never lowers, and no change to announce
   CHECK(slot->owner_epoch() == 10);
   CHECK(slot->change_counter() == counter);
-  CHECK(slot->mint_epoch() == 11);
+  CHECK(slot->mint_epoch().value() == 11);
   // Another handle on the same slot sees the same epoch.
   CHECK(claim(*s, "idx")->owner_epoch() == 11);
+}
+
+TEST_CASE("readiness segment: a slot whose epoch reads 2^64-1 refuses the mint with record_corrupt and never wraps", "[adapter][segment][epoch]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  constexpr auto top = std::numeric_limits<epoch_t>::max();
+  REQUIRE(slot->mint_epoch().value() == 1);
+  REQUIRE(slot->check_mintable());
+  // Written into the file by someone else: owner_epoch is at slot offset 24 (formats.md §4.3).
+  std::string word;
+  put_le<std::uint64_t>(word, top - 1);
+  patch_file(segment_file(home), 128 + 24, word);
+  CHECK(slot->mint_epoch().value() == top);  // the last epoch there is
+  const auto counter = slot->change_counter();
+  auto refused = slot->mint_epoch();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::record_corrupt);
+  CHECK_THAT(refused.error().message(), Catch::Contains("idx") && Catch::Contains("2^64-1") &&
+                                            Catch::Contains("delete its dix/readiness.seg"));
+  CHECK(slot->owner_epoch() == top);  // unchanged, not 0
+  CHECK(slot->change_counter() == counter);  // nothing to announce
+  CHECK(slot->check_mintable().error().value() == errc::record_corrupt);
+  slot->raise_epoch_floor(5);
+  CHECK(slot->owner_epoch() == top);
 }
 
 TEST_CASE("readiness segment: lag gate, coverage time and demand, rebuild request", "[adapter][segment]") {
@@ -422,7 +449,7 @@ TEST_CASE("read_readiness: no segment, unknown id, attached and detached runtime
     auto s = attach(home);
     auto slot = claim(*s, "idx");
     slot->raise_epoch_floor(4);
-    CHECK(slot->mint_epoch() == 5);
+    CHECK(slot->mint_epoch().value() == 5);
     slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
 
     auto unknown = read_readiness(home, "other");
@@ -454,7 +481,7 @@ TEST_CASE("readiness segment: another process publishes ready, read_readiness se
     auto slot = (*s)->claim("idx");
     if (!slot) return 11;
     (*slot)->raise_epoch_floor(8);
-    (*slot)->mint_epoch();  // 9
+    if (!(*slot)->mint_epoch()) return 13;  // 9
     (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
     char ready = 'r';
     if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
@@ -571,7 +598,7 @@ TEST_CASE("readiness segment: readers testing attach.lock while runtimes attach 
       if (!s) return 10;
       auto slot = (*s)->claim("idx");
       if (!slot) return 11;
-      (*slot)->mint_epoch();
+      if (!(*slot)->mint_epoch()) return 13;
       (*slot)->set_coverage_time(1000 + static_cast<index_time_t>(round));
       (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
       char ready = 'r';

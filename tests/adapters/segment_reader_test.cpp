@@ -54,7 +54,7 @@ TEST_CASE("segment_reader: every claimed slot in slot order while attached, unkn
     auto b = s->claim("b-index").value();
     auto a = s->claim("a-index").value();
     b->raise_epoch_floor(6);
-    CHECK(b->mint_epoch() == 7);
+    CHECK(b->mint_epoch().value() == 7);
     b->publish(readiness_state::ready, readiness_reason::none, 0);
     a->publish(readiness_state::needs_rebuild, readiness_reason::rebuild_requested, 2);
 

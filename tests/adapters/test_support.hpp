@@ -65,6 +65,19 @@ inline bool wait_readiness(const std::filesystem::path& home, const std::string&
 
 inline bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
 
+// A plain RocksDB database (not a dix store) at `path` (parents created) with one key in
+// `default`, left in its WAL. False when RocksDB refused.
+inline bool make_plain_rocksdb(const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::Open(o, path.string(), &raw).ok()) return false;
+  const bool put = raw->Put(rocksdb::WriteOptions{}, "k", "v").ok();
+  delete raw;
+  return put;
+}
+
 inline rocksdb::DB& raw_db(primary_store& s) { return *primary_store_access::get(s).db; }
 
 // Flushes every memtable: RocksDB switches to a new WAL file and archives the old one.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "adapters/test_support.hpp"
+#include "cli/dix_cli.hpp"
 
 namespace fs = std::filesystem;
 using dix::test::temp_dir;
@@ -106,4 +107,15 @@ TEST_CASE("dix demo: counts the products it found and says how far behind from t
   INFO(second.out << second.err);
   CHECK(second.exit_code == 0);
   CHECK_THAT(second.out, Catch::Contains("(" + std::to_string(present) + " products so far)"));
+}
+
+TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is refused (store_format_mismatch, exit 1) and left byte for byte unchanged", "[system][cli]") {
+  temp_dir dir;
+  const auto db = dir / "demo" / "primary";
+  dix::test::check_refuses_foreign_store(dir, db, {"demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"});
+}
+
+TEST_CASE("dix demo: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
+  temp_dir dir;
+  dix::test::check_refuses_hostile_paths(dir, "demo", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--records", "5", "--rate", "0"}; });
 }

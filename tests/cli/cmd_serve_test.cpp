@@ -2,6 +2,7 @@
 // anything is opened; `dix bench` makes the same check (tool/args), so the one test covers both.
 #include <catch2/catch.hpp>
 
+
 #include <filesystem>
 
 #include "cli/dix_cli.hpp"
@@ -20,4 +21,15 @@ TEST_CASE("dix serve and dix bench: a --scheduler other than sharing or stealing
   auto bench = dix_cli(dir, {"bench", "catchup", "--scheduler", "fifo"});
   CHECK(bench.exit_code == 2);
   CHECK_THAT(bench.err, Catch::Contains("must be one of sharing, stealing"));
+}
+
+TEST_CASE("dix serve: an existing RocksDB database that is not a dix store is refused (store_format_mismatch, exit 1) and left byte for byte unchanged", "[system][cli]") {
+  temp_dir dir;
+  const auto db = dir / "d" / "primary";
+  dix::test::check_refuses_foreign_store(dir, db, {"serve", "--dir", (dir / "d").string(), "--rate", "0"});
+}
+
+TEST_CASE("dix serve: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
+  temp_dir dir;
+  dix::test::check_refuses_hostile_paths(dir, "serve", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--rate", "0"}; });
 }

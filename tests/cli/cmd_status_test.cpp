@@ -54,7 +54,7 @@ std::shared_ptr<readiness_segment> three_indexes(const fs::path& home) {
   brand->raise_epoch_floor(5);
   brand->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 2);
   auto other = claim(*segment, "a.x");
-  CHECK(other->mint_epoch() == 1);
+  CHECK(other->mint_epoch().value() == 1);
   other->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   return segment;
 }

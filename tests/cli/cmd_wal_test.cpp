@@ -116,3 +116,8 @@ TEST_CASE("dix wal: a flipped byte in a retained WAL file at the anchor is log-c
   CHECK_THAT(r.err, Catch::Contains("not purged: the WAL is damaged there"));
   CHECK_THAT(r.out, Catch::Contains("wal_oldest_sequence 1\n"));
 }
+
+TEST_CASE("dix wal: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
+  temp_dir dir;
+  dix::test::check_refuses_hostile_paths(dir, "wal", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
+}

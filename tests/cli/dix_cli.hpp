@@ -2,16 +2,103 @@
 // after the program name, the scratch directory for its output files.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/test_support.hpp"
+#include "support/dir_snapshot.hpp"
 
 namespace dix::test {
 
 inline command_result dix_cli(const temp_dir& dir, std::vector<std::string> args) {
   args.insert(args.begin(), DIX_BINARY);
   return run(args, dir.path());
+}
+
+// Paths the system refuses, made under `dir`: a component longer than NAME_MAX (255 bytes), one
+// through a symlink that points at itself (ELOOP), and one inside a directory of mode 0700 owned
+// by root, which only an unprivileged user is refused (EACCES).
+struct hostile_paths {
+  std::filesystem::path too_long;
+  std::filesystem::path loop;
+  std::filesystem::path unsearchable;
+};
+
+inline hostile_paths make_hostile_paths(const temp_dir& dir) {
+  hostile_paths p;
+  p.too_long = dir / std::string(300, 'a');
+  std::filesystem::create_symlink("loop", dir / "loop");
+  p.loop = dir / "loop" / "db";
+  std::filesystem::create_directories(dir / "locked");
+  std::filesystem::permissions(dir / "locked", std::filesystem::perms::owner_all);
+  p.unsearchable = dir / "locked" / "db";
+  return p;
+}
+
+// What runs `dix` as a user that may not search a root-owned 0700 directory: nothing when the
+// tests do not run as root, setpriv to `nobody` (uid and gid 65534) when they do; nullopt when
+// there is no setpriv to drop root with.
+inline std::optional<std::vector<std::string>> unprivileged_prefix() {
+  if (::geteuid() != 0) return std::vector<std::string>{};
+  if (::access("/usr/bin/setpriv", X_OK) != 0) return std::nullopt;
+  return std::vector<std::string>{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+}
+
+// The number of lines of `text` (a last line without a newline counts).
+inline std::size_t line_count(const std::string& text) {
+  std::size_t lines = 0;
+  for (char c : text) lines += c == '\n' ? 1 : 0;
+  return lines + (!text.empty() && text.back() != '\n' ? 1 : 0);
+}
+
+// `dix <args>` on a plain RocksDB database made at `db`: refused with store_format_mismatch and
+// exit 1, the database directory byte for byte as it was.
+inline void check_refuses_foreign_store(const temp_dir& dir, const std::filesystem::path& db, std::vector<std::string> args) {
+  REQUIRE(make_plain_rocksdb(db));
+  const auto before = snapshot_dir(db);
+  auto r = dix_cli(dir, std::move(args));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("store_format_mismatch"));
+  const auto after = snapshot_dir(db);
+  INFO("changed: " << changed_files(before, after));
+  CHECK(after == before);
+}
+
+// `dix <command>` with each path of make_hostile_paths (args_for builds the arguments): exit 1
+// and one line of stderr, `dix <command>: io_error: …` with the system's reason.
+inline void check_refuses_hostile_paths(const temp_dir& dir, const std::string& command,
+                                        const std::function<std::vector<std::string>(const std::string&)>& args_for) {
+  const auto paths = make_hostile_paths(dir);
+  const auto unprivileged = unprivileged_prefix();
+  if (!unprivileged) WARN("the unsearchable directory is skipped: running as root without /usr/bin/setpriv");
+  struct hostile_case {
+    std::filesystem::path path;
+    const char* reason;
+    std::vector<std::string> prefix;
+  };
+  std::vector<hostile_case> cases{{paths.too_long, "File name too long", {}},
+                                  {paths.loop, "Too many levels of symbolic links", {}}};
+  if (unprivileged) cases.push_back({paths.unsearchable, "Permission denied", *unprivileged});
+  for (const auto& c : cases) {
+    auto args = c.prefix;
+    args.push_back(DIX_BINARY);
+    args.push_back(command);
+    for (auto& a : args_for(c.path.string())) args.push_back(std::move(a));
+    auto r = run(args, dir.path());
+    INFO(c.path.string() << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("dix " + command + ": io_error: ") && Catch::Contains(c.reason));
+    CHECK(line_count(r.err) == 1);
+  }
 }
 
 }  // namespace dix::test

@@ -611,6 +611,26 @@ TEST_CASE("runner: the grant of a request withdrawn by an escalation is dropped,
   CHECK_FALSE(core.owner());
 }
 
+TEST_CASE("runner: a refused mint (an epoch that cannot be incremented) uses no epoch: it unlocks, keeps the message and retries after the backoff", "[core][runner][epoch]") {
+  runner_core::config c;
+  runner_core core(c);
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  REQUIRE(find_fx<fx::request_lock>(out));
+  out = core.on_lock_acquired(find_fx<fx::request_lock>(out)->gen, now);
+  REQUIRE(std::holds_alternative<fx::mint_epoch>(out.back()));
+  out = core.on_epoch_minted(error{errc::record_corrupt, "slot 0 (idx) holds owner_epoch 2^64-1 (test)"}, now);
+  CHECK(std::none_of(out.begin(), out.end(), [](const effect& e) { return std::holds_alternative<fx::persist_epoch>(e); }));
+  REQUIRE(std::any_of(out.begin(), out.end(), [](const effect& e) { return std::holds_alternative<fx::release_lock>(e); }));
+  auto* timer = std::get_if<fx::arm_timer>(&out.back());
+  REQUIRE(timer);
+  CHECK(timer->kind == timer_kind::transient_retry);
+  CHECK_FALSE(core.owner());
+  CHECK(core.state() == runner_state::waiting_lock);
+  CHECK(core.snapshot().epoch == 0);  // nothing minted is kept
+  CHECK_THAT(core.snapshot().message, Catch::Contains("2^64-1"));
+}
+
 TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});
