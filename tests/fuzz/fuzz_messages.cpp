@@ -24,14 +24,15 @@ namespace {
 
 using buffer = std::vector<char>;
 
-// One actor system for the process, never destroyed: its scheduler threads outlive every input,
-// and a static pointer keeps it reachable for the leak checker.
+// One actor system for the process, never destroyed, and its config with it (a static config
+// would be destroyed at exit under the system's still running threads): its scheduler threads
+// outlive every input, and a static pointer keeps both reachable for the leak checker.
 caf::actor_system& fuzz_system() {
   static caf::actor_system* sys = [] {
-    static caf::actor_system_config cfg;
-    dix::configure_dix(cfg);
-    cfg.set("scheduler.max-threads", 1);
-    return new caf::actor_system(cfg);
+    auto* cfg = new caf::actor_system_config;
+    dix::configure_dix(*cfg);
+    cfg->set("scheduler.max-threads", 1);
+    return new caf::actor_system(*cfg);
   }();
   return *sys;
 }
