@@ -22,10 +22,15 @@ foreach(_dep IN LISTS _deps)
   if(_dep MATCHES ":$" OR _dep STREQUAL "")
     continue()
   endif()
-  # Allowed: the C++ standard library, the C library and kernel headers it pulls in, our dirs.
+  # clang names libstdc++ as /usr/bin/../lib/gcc/…: compare normalized paths.
+  if(_dep MATCHES "^/")
+    get_filename_component(_dep "${_dep}" ABSOLUTE)
+  endif()
+  # Allowed: the C++ standard library, the C library and kernel headers it pulls in, the
+  # compiler's own headers (clang's stdint.h, stddef.h), our dirs.
   if((_dep MATCHES "^/usr/include/[^/]+$" AND NOT _dep MATCHES "xapian") OR
      _dep MATCHES "^/usr/include/(c\\+\\+|x86_64-linux-gnu|aarch64-linux-gnu|linux|asm|asm-generic)/" OR
-     _dep MATCHES "^/usr/lib/gcc/")
+     _dep MATCHES "^/usr/lib/gcc/" OR _dep MATCHES "^/usr/lib/llvm-[0-9]+/lib/clang/[^/]+/include/")
     continue()
   endif()
   set(_own FALSE)

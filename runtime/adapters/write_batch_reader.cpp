@@ -1,6 +1,9 @@
 #include "adapters/write_batch_reader.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace dix {
 namespace {
@@ -52,6 +55,107 @@ class collector final : public rocksdb::WriteBatch::Handler {
   raw_batch& raw_;
 };
 
+// Debian's RocksDB keeps its assertions, and WriteBatch::Iterate asserts on some malformed
+// records of kinds dix never writes (fuzz_wal_batch: a CommitWithTimestamp record with an empty
+// timestamp aborted the process). So the records are walked here first, RocksDB's format
+// (db/write_batch.cc, 7.8): as long as they are of the kinds dix writes — LogData, Put, Delete,
+// DeleteRange, with or without a family id — RocksDB parses the batch as before; at the first
+// record of another kind, the walk's records up to it are the raw batch, which
+// decode_transaction then refuses, naming that kind, without RocksDB reading further.
+class record_walk {
+ public:
+  explicit record_walk(std::string_view rep) : input_(rep) {}
+
+  // True when a record of a kind dix never writes was found; `raw` then holds the records before
+  // it and a record of its kind. False when every record is of a kind dix writes, or the walk met
+  // bytes it cannot read or a tag it does not know (RocksDB's parser reports those).
+  bool find_foreign(raw_batch& raw) {
+    if (input_.size() < batch_header_bytes) return false;
+    input_.remove_prefix(batch_header_bytes);
+    std::vector<raw_record> records;
+    while (!input_.empty()) {
+      const auto tag = static_cast<std::uint8_t>(input_.front());
+      input_.remove_prefix(1);
+      raw_record r;
+      bool has_family = false;
+      switch (tag) {
+        case 0x4: has_family = true; [[fallthrough]];  // kTypeColumnFamilyDeletion
+        case 0x0:  // kTypeDeletion
+          r.kind = raw_kind::del;
+          if ((has_family && !varint32(r.family)) || !slice(r.key)) return false;
+          break;
+        case 0x5: has_family = true; [[fallthrough]];  // kTypeColumnFamilyValue
+        case 0x1:  // kTypeValue
+          r.kind = raw_kind::put;
+          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return false;
+          break;
+        case 0xE: has_family = true; [[fallthrough]];  // kTypeColumnFamilyRangeDeletion
+        case 0xF:  // kTypeRangeDeletion
+          r.kind = raw_kind::delete_range;
+          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return false;
+          break;
+        case 0x3:  // kTypeLogData
+          r.kind = raw_kind::log_data;
+          if (!slice(r.key)) return false;
+          break;
+        default: {
+          auto kind = foreign_kind(tag);
+          if (!kind) return false;
+          records.push_back(raw_record{*kind, 0, {}, {}});
+          raw.records = std::move(records);
+          return true;
+        }
+      }
+      records.push_back(r);
+    }
+    return false;
+  }
+
+ private:
+  static constexpr std::size_t batch_header_bytes = 12;  // sequence (8) + count (4)
+
+  // The tags RocksDB 7.8 knows that dix never writes.
+  static std::optional<raw_kind> foreign_kind(std::uint8_t tag) noexcept {
+    switch (tag) {
+      case 0x2: case 0x6: return raw_kind::merge;
+      case 0x7: case 0x8: return raw_kind::single_delete;
+      case 0x9: case 0x12: case 0x13: return raw_kind::begin_prepare;
+      case 0xA: return raw_kind::end_prepare;
+      case 0xB: return raw_kind::commit;
+      case 0xC: return raw_kind::rollback;
+      case 0xD: return raw_kind::noop;
+      case 0x10: case 0x11: return raw_kind::blob_index;
+      case 0x15: return raw_kind::commit_with_timestamp;
+      case 0x16: case 0x17: return raw_kind::put_entity;
+      default: return std::nullopt;
+    }
+  }
+
+  bool varint32(std::uint32_t& out) {
+    std::uint32_t value = 0;
+    for (unsigned shift = 0; shift <= 28 && !input_.empty(); shift += 7) {
+      const auto byte = static_cast<std::uint8_t>(input_.front());
+      input_.remove_prefix(1);
+      value |= static_cast<std::uint32_t>(byte & 0x7Fu) << shift;
+      if ((byte & 0x80u) == 0) {
+        out = value;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool slice(std::string_view& out) {
+    std::uint32_t size = 0;
+    if (!varint32(size) || size > input_.size()) return false;
+    out = input_.substr(0, size);
+    input_.remove_prefix(size);
+    return true;
+  }
+
+  std::string_view input_;
+};
+
 }  // namespace
 
 result<void> read_write_batch(const rocksdb::WriteBatch& batch, std::uint64_t sequence,
@@ -60,6 +164,7 @@ result<void> read_write_batch(const rocksdb::WriteBatch& batch, std::uint64_t se
   raw.sequence = sequence;
   raw.count = batch.Count();
   raw.data_size = batch.GetDataSize();
+  if (record_walk(view(batch.Data())).find_foreign(raw)) return {};
   collector handler(raw);
   auto s = batch.Iterate(&handler);
   if (!s.ok()) {

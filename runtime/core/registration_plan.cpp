@@ -28,7 +28,9 @@ result<registration_plan> plan_registration(const registration& r, const registr
   }
   if (r.projections.empty()) return error{errc::invalid_argument, "registration of " + plan.id + " has no projection"};
   for (const auto& [ref, fn] : r.projections) {
-    auto store = std::find_if(attached.begin(), attached.end(), [&](const attached_store& l) { return l.name == ref.log; });
+    // A named reference, not the binding: C++17 lambdas cannot capture structured bindings (clang).
+    const auto& log = ref.log;
+    auto store = std::find_if(attached.begin(), attached.end(), [&](const attached_store& l) { return l.name == log; });
     if (store == attached.end()) return error{errc::invalid_argument, "projection on log " + ref.log + ", which is not attached"};
     if (!store->has_table(ref.table)) return error{errc::invalid_argument, "projection on " + table_name(ref) + ", which does not exist"};
     if (!fn) return error{errc::invalid_argument, "projection on " + table_name(ref) + " is empty"};

@@ -150,3 +150,15 @@ TEST_CASE("write batch reader: a header whose op_count disagrees with Count() is
   CHECK(r.error().value() == errc::log_corrupt);
   CHECK_THAT(r.error().message(), Catch::Contains("op_count"));
 }
+
+TEST_CASE("write batch reader: a foreign record RocksDB asserts on is log-corrupt before RocksDB parses it", "[adapter][decode]") {
+  // Found by fuzz_wal_batch (tests/fuzz/regressions/wal_batch/commit-with-empty-timestamp):
+  // Debian's RocksDB aborts in WriteBatch::Iterate on a CommitWithTimestamp whose timestamp (its
+  // first field) is empty.
+  rocksdb::WriteBatch b(rep(1, log_data_record(1) + std::string("\x05\x02", 2) + varstring("k") + varstring("v") +
+                               std::string(1, '\x15') + varstring("") + varstring("xid")));
+  auto r = decode(b);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().value() == errc::log_corrupt);
+  CHECK_THAT(r.error().message(), Catch::Contains("commit_with_timestamp"));
+}
