@@ -352,7 +352,14 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   d.info_log = std::make_shared<discarding_logger>();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), families.descriptors, &handles, &raw);
+  // A dix store is judged by its `format` record alone: only default and dix.meta are opened,
+  // so the WAL's other records are skipped rather than replayed into memtables (a standby's
+  // takeover pays this look too).
+  std::vector<rocksdb::ColumnFamilyDescriptor> wanted;
+  for (const auto& f : families.descriptors) {
+    if (!families.has_meta || f.name == meta_family_name || f.name == rocksdb::kDefaultColumnFamilyName) wanted.push_back(f);
+  }
+  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), wanted, &handles, &raw);
   if (!s.ok()) return {};
   primary_store::impl look;
   look.path = path;
@@ -371,10 +378,12 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   return verdict;
 }
 
-}  // namespace
-
-result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem::path& path,
-                                                           const store_options& options) {
+// `look`: judge an existing database before the read-write open (look_before_open). A standby
+// that waited for another process's LOCK skips it: a dix process had the store open, so it is
+// a dix store, and its takeover should not replay the WAL twice (the format is still checked
+// after the open).
+result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& path, const store_options& options,
+                                                  bool look) {
   if (auto ok = validate(options); !ok) return ok.error();
   if (options.create_if_missing) {
     std::error_code ec;
@@ -384,10 +393,10 @@ result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();
   for (auto& d : families->descriptors) d.options = family_options(options);
-  if (families->existing) {
+  if (families->existing && look) {
     if (auto ok = look_before_open(path, *families, options); !ok) return ok.error();
   }
-  auto p = std::make_unique<impl>();
+  auto p = std::make_unique<primary_store::impl>();
   p->path = path;
   p->options = options;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -414,6 +423,13 @@ result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem
     created = true;
   }
   return finish_open(std::move(p), created);
+}
+
+}  // namespace
+
+result<std::shared_ptr<primary_store>> primary_store::open(const std::filesystem::path& path,
+                                                           const store_options& options) {
+  return open_store(path, options, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -502,7 +518,7 @@ result<std::shared_ptr<primary_store>> primary_store::open_standby(const std::fi
       if (auto ok = wait_for_lock(lock_path); !ok) return ok.error();
       if (events.granted) events.granted();
     }
-    auto store = open(path, options);
+    auto store = open_store(path, options, probe != lock_probe::other_process);
     if (store || !lock_conflict(store.error())) return store;
     // Another process took the store between the grant (or the free probe) and DB::Open.
   }
