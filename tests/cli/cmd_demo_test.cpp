@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "adapters/test_support.hpp"
@@ -106,4 +107,19 @@ TEST_CASE("dix demo: counts the products it found and says how far behind from t
   INFO(second.out << second.err);
   CHECK(second.exit_code == 0);
   CHECK_THAT(second.out, Catch::Contains("(" + std::to_string(present) + " products so far)"));
+}
+
+TEST_CASE("dix demo: an index database that cannot be opened is named with its error in the progress line, not just `unknown` (issue 12)", "[system][cli][demo]") {
+  temp_dir dir;
+  auto demo_dir = dir / "demo";
+  fs::create_directories(demo_dir);
+  const auto plain = demo_dir / "by-brand";
+  { std::ofstream(plain) << "a plain file where the index directory should be\n"; }
+  auto run = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--timeout", "3"},
+                            dir.path());
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 1);  // does not catch up within the timeout
+  CHECK_THAT(run.out, Catch::Contains("by-brand: indexed through seq 0") && Catch::Contains("transient fault ") && Catch::Contains(" in a row: durable_cursor(): index by-brand: cannot open") &&
+                          Catch::Contains(plain.string()) && Catch::Contains("not a directory"));
+  CHECK(fs::is_regular_file(plain));
 }
