@@ -50,9 +50,11 @@ void carry_out(runner_pointer self, effect& e) {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, fx::request_lock>) {
         caf::weak_actor_ptr me = self->ctrl();
-        d.record->request([me, gen = x.gen](result<void> r) {
+        d.record->request([me, gen = x.gen](result<void> r, bool contended) {
           caf::error err = r ? caf::error{} : make_error(r.error());
-          if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{gen, std::move(err)});
+          if (auto strong = me.lock()) {
+            caf::anon_send(caf::actor_cast<runner_actor>(strong), lock_acquired{gen, std::move(err), contended});
+          }
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
         d.record->release();
@@ -199,7 +201,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto& st = self->state;
       auto& core = *st.core;
       if (m.error) {
-        apply(self, core.on_lock_failed(m.gen, to_dix_error(m.error), now_of(self)));
+        apply(self, core.on_lock_failed(m.gen, to_dix_error(m.error), m.contended, now_of(self)));
         return;
       }
       const bool was_owner = core.owner();

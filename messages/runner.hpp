@@ -48,15 +48,17 @@ typename Inspector::result_type inspect(Inspector& f, wake& x) {
 // -- lock table (protocol.md §9.1) ------------------------------------------------------------
 
 // lock table → runner: the entry is this runner's now (free, or handed over by a release) — or,
-// with `error`, it could not be taken (another process holds the crash guard, §9.1).
+// with `error`, it could not be taken: another process holds the crash guard (`contended`, §9.1)
+// or the lock file cannot be used (a transient fault, §10.5).
 struct lock_acquired {
   std::uint64_t gen = 0;  // the runner's generation at its request (fx::request_lock), echoed; another is dropped
   caf::error error;
+  bool contended = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
-  return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error);
+  return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error, x.contended);
 }
 
 // -- timers -----------------------------------------------------------------------------------

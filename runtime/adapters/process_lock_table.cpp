@@ -60,7 +60,8 @@ fs::path process_lock_table::lock_file(const std::string& id) const {
   return dix_dir_ / "runner" / (id + ".lock");
 }
 
-result<int> process_lock_table::take_flock(const std::string& id) const {
+result<int> process_lock_table::take_flock(const std::string& id, bool& contended) const {
+  contended = false;
   auto path = lock_file(id);
   if (auto made = make_private_directory(path.parent_path(), "runner lock"); !made) return made.error();
   auto fd = open_private_file(path, "runner lock");
@@ -71,6 +72,7 @@ result<int> process_lock_table::take_flock(const std::string& id) const {
   } while (rc != 0 && errno == EINTR);
   if (rc == 0) return fd->release();
   if (errno == EWOULDBLOCK) {
+    contended = true;
     return error{errc::io_error, "runner lock " + path.string() + " is held by another process"};
   }
   return posix_error("runner lock", "flock", path, errno);
@@ -79,6 +81,7 @@ result<int> process_lock_table::take_flock(const std::string& id) const {
 void process_lock_table::acquire(const std::string& id, std::uint64_t requester, grant granted) {
   assert(requester != 0);
   result<void> outcome;
+  bool contended = false;
   {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(id);
@@ -98,7 +101,7 @@ void process_lock_table::acquire(const std::string& id, std::uint64_t requester,
       // Free → owned: the flock is taken under the table mutex, so a release closing the
       // previous descriptor and this open cannot interleave (a second descriptor of this process
       // would find its own flock in the way).
-      auto fd = take_flock(id);
+      auto fd = take_flock(id, contended);
       if (fd) {
         auto& e = entries_[id];
         e.owner = requester;
@@ -109,7 +112,7 @@ void process_lock_table::acquire(const std::string& id, std::uint64_t requester,
     }
     changed_.notify_all();
   }
-  granted(std::move(outcome));
+  granted(std::move(outcome), contended);
 }
 
 void process_lock_table::release(const std::string& id, std::uint64_t requester) {
@@ -140,7 +143,7 @@ void process_lock_table::release(const std::string& id, std::uint64_t requester)
     next = std::move(e.waiters.front().second);
     e.waiters.pop_front();
   }
-  if (next) next(result<void>{});
+  if (next) next(result<void>{}, false);
 }
 
 bool process_lock_table::owned(const std::string& id) const {

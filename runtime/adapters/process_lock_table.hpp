@@ -54,9 +54,11 @@ class process_lock_table final : public runner_lock {
   process_lock_table& operator=(const process_lock_table&) = delete;
 
   // runner_lock. `requester` MUST NOT be 0. An owner acquiring again is granted again; a waiter
-  // acquiring again keeps its place and its newest grant. On a refusal (flock held elsewhere, or
-  // an I/O failure naming the path and the errno text) the entry stays free and `granted`
-  // receives io_error.
+  // acquiring again keeps its place and its newest grant. On a refusal the entry stays free and
+  // `granted` receives io_error naming the lock file: with `contended` when another process holds
+  // the flock, without it when the file cannot be used (a directory or a symlink at its path, a
+  // file or `runner/` owned by another user or open to others, a failed open or flock: the
+  // errno text or the mode and the remedy).
   void acquire(const std::string& id, std::uint64_t requester, grant granted) override;
   void release(const std::string& id, std::uint64_t requester) override;
 
@@ -81,8 +83,9 @@ class process_lock_table final : public runner_lock {
     std::deque<std::pair<std::uint64_t, grant>> waiters;
   };
 
-  // Opens and flocks the lock file of `id`; the descriptor, or the refusal.
-  result<int> take_flock(const std::string& id) const;
+  // Opens and flocks the lock file of `id`; the descriptor, or the refusal (`contended`: another
+  // process holds the flock; otherwise the file could not be used).
+  result<int> take_flock(const std::string& id, bool& contended) const;
 
   const std::filesystem::path dix_dir_;
   mutable std::mutex mutex_;

@@ -1,7 +1,11 @@
 #include <dix/backends/rocksdb_index_backend.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -10,6 +14,7 @@
 #include <variant>
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
@@ -30,6 +35,38 @@ constexpr const char* meta_family = "meta";
 constexpr std::string_view cursor_key = "cursor";
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+// The info log of an open retried after a failed one. RocksDB's own logger renames LOG to
+// LOG.old.<microseconds> at every open, so a database that cannot be opened would gain one file
+// per retry, forever; this one appends to LOG and renames nothing. When LOG cannot be opened
+// either (the path is not a directory) it discards: RocksDB's error says what is wrong.
+class appending_logger final : public rocksdb::Logger {
+ public:
+  explicit appending_logger(const std::filesystem::path& file) : file_(std::fopen(file.c_str(), "ae")) {}
+  ~appending_logger() override {
+    if (file_) std::fclose(file_);
+  }
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    if (!file_) return;
+    char stamp[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    if (localtime_r(&now, &local)) std::strftime(stamp, sizeof stamp, "%Y/%m/%d-%H:%M:%S", &local);
+    // One line per call under the stream's lock: concurrent RocksDB threads do not interleave.
+    flockfile(file_);
+    std::fprintf(file_, "%s ", stamp);
+    std::vfprintf(file_, format, ap);
+    std::fputc('\n', file_);
+    funlockfile(file_);
+  }
+  void Flush() override {
+    if (file_) std::fflush(file_);
+  }
+
+ private:
+  std::FILE* file_;
+};
 
 // Record ref: u8 log length, log, u32 big-endian table, record id.
 std::string encode_ref(std::string_view log, std::uint32_t table, std::string_view id) {
@@ -203,6 +240,10 @@ struct rocksdb_index_backend::impl {
 
   std::thread applier;
 
+  // Set by a failed open, cleared by a successful one: the next attempt logs through an
+  // appending_logger, so retries leave no LOG.old.* behind (docs/operations.md).
+  bool open_failed = false;
+
   ~impl() { close_db(); }
 
   // Caller holds db_mutex exclusively.
@@ -236,6 +277,7 @@ result<void> rocksdb_index_backend::impl::open_db() {
   rocksdb::DBOptions o;
   o.create_if_missing = true;
   o.create_missing_column_families = true;
+  if (open_failed) o.info_log = std::make_shared<appending_logger>(options.path / "LOG");
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const std::string name : {rocksdb::kDefaultColumnFamilyName.c_str(), entries_family, reverse_family, meta_family}) {
     families.emplace_back(name, family_options(name));
@@ -243,6 +285,7 @@ result<void> rocksdb_index_backend::impl::open_db() {
   std::vector<rocksdb::ColumnFamilyHandle*> opened;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(o, options.path.string(), families, &opened, &raw);
+  open_failed = !s.ok();
   if (!s.ok()) return {errc::io_error, "index " + id + ": cannot open " + options.path.string() + ": " + s.ToString()};
   db.reset(raw);
   handles = opened;

@@ -123,6 +123,12 @@ int run_demo(const std::vector<std::string>& argv) {
       line += " | " + ix.id + ": indexed through seq " + std::to_string(durable);
       if (committed != 0) line += committed > durable ? ", behind " + std::to_string(committed - durable) : ", caught up";
       line += ", " + std::string(to_string(m ? m->readiness.state : readiness_state::unknown));
+      // A transient fault changes no readiness (protocol.md §10.5): without this an index that
+      // cannot be opened would read `unknown` and say nothing until it is condemned.
+      if (m && m->transient_faults > 0) {
+        auto s = (*rt)->status(ix.id);
+        line += " (transient fault " + std::to_string(m->transient_faults) + " in a row: " + (s ? s->message : "") + ")";
+      }
     }
     // Flushed every time: a pipe (a log collector, a test) sees each line as it happens.
     if (tty && !final_line) std::cout << "\r" << line << "\x1b[K" << std::flush;

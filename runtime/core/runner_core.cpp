@@ -430,18 +430,36 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, steady_time now) {
+effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, bool contended, steady_time now) {
   effects out;
   (void)now;
   if (gen != gen_ || state_ != runner_state::waiting_lock || owner_now()) return out;
-  message_ = "runner lock: " + e.message();
+  message_ = e.message();
   if (stopping_) {
     state_ = runner_state::stopped;
     out.push_back(fx::stopped{result<void>{}});
     return out;
   }
+  auto delay = config_.options.rebuild_backoff;
+  if (!contended) {
+    // A lock file that cannot be used does not pass by itself, unlike a flock another process
+    // holds: counted, so that it is seen and, left alone, ends in a condemnation (§10.5).
+    ++transient_faults_;
+    if (transient_faults_ >= config_.options.max_rebuild_attempts) {
+      // Local only: the slot is the owner's to publish and the marker the owner's to write. A
+      // parked needs-rebuild probes the lock no more (§10.3); a new registration starts over.
+      message_ = "too many consecutive transient faults; last: " + message_;
+      last_fault_ = readiness_reason::runner_failed;
+      reason_ = condemn_reason_ = readiness_reason::runner_failed;
+      parked_ = true;
+      state_ = runner_state::needs_rebuild;
+      ++gen_;
+      return out;
+    }
+    delay = backoff_delay(transient_faults_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff);
+  }
   // Stays in waiting-lock (commits and coverage wakes are ignored while the backoff runs, §8.3).
-  out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
+  out.push_back(fx::arm_timer{timer_kind::transient_retry, delay, ++gen_});
   return out;
 }
 

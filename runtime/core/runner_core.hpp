@@ -166,9 +166,13 @@ class runner_core {
   // the runner withdraws it (release_lock), which already let go of a granted entry — handing a
   // stale grant back would withdraw a newer request of the same requester.
   effects on_lock_acquired(std::uint64_t gen, steady_time now);
-  // The lock table could not take the entry (§9.1: another process holds the crash guard): no
-  // fault; the acquisition is retried after rebuild_backoff.
-  effects on_lock_failed(std::uint64_t gen, const error& e, steady_time now);
+  // The lock table could not take the entry. `contended` (§9.1: another process holds the crash
+  // guard): no fault; the acquisition is retried after rebuild_backoff. Otherwise the lock file
+  // cannot be used (a directory or a symlink at its path, …): a transient fault (§10.5), counted
+  // with the others, retried after the doubling backoff; the max_rebuild_attempts-th in a row
+  // condemns locally (needs-rebuild/runner-failed in the status, parked): without the lock the
+  // runner writes no marker and publishes nothing (§10.2).
+  effects on_lock_failed(std::uint64_t gen, const error& e, bool contended, steady_time now);
   // The mint's outcome. A refused mint (the slot's epoch cannot be incremented: record_corrupt)
   // is handled as a failed persist: unlocked without any backend call, the message kept, the
   // acquisition retried after rebuild_backoff; no epoch is ever used that was not minted.

@@ -15,12 +15,15 @@ namespace dix {
 
 // One owner per backend id at a time. acquire() never blocks: `granted` runs (on the caller's or
 // the releasing thread) when the requester becomes the owner — with an error instead when the
-// entry could not be taken (the flock crash guard is held by another process, protocol.md §9.1:
-// io_error naming the lock file; the entry stays free and the requester is not queued). A release
-// hands the entry to the first waiter, FIFO.
+// entry could not be taken (io_error naming the lock file; the entry stays free and the requester
+// is not queued). `contended` tells the two refusals apart: true when another process holds the
+// flock crash guard (protocol.md §9.1: no fault, it passes by itself), false when the lock file
+// cannot be used at all — a directory or a symlink at its path, a directory that cannot be made,
+// a refused open or flock — which is a transient fault (§10.5), counted. A release hands the
+// entry to the first waiter, FIFO.
 class runner_lock {
  public:
-  using grant = std::function<void(result<void>)>;
+  using grant = std::function<void(result<void> outcome, bool contended)>;
   virtual ~runner_lock() = default;
   virtual void acquire(const std::string& id, std::uint64_t requester, grant granted) = 0;
   // Releases ownership, or withdraws a pending request. Unknown requesters are ignored.

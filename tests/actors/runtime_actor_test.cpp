@@ -376,7 +376,7 @@ TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations'
   CHECK_FALSE(host->is_owner_epoch(epoch));  // ended, and still valid
   CHECK(host->admit_query(coverage_mode{}).error().value() == errc::not_registered);
   bool granted = false;
-  f.ctx->locks->acquire("idx", 999, [&](result<void> r) { granted = static_cast<bool>(r); });
+  f.ctx->locks->acquire("idx", 999, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
   CHECK(granted);  // the lock-table entry was given back
   f.ctx->locks->release("idx", 999);
 }
@@ -412,7 +412,7 @@ TEST_CASE("runtime actor: when its supervisor or its readiness publisher ends, i
   CHECK(std::count(ended.begin(), ended.end(), f.rt.address()) == 1);
   CHECK(std::count(ended.begin(), ended.end(), runner.address()) == 1);
   bool granted = false;
-  f.ctx->locks->acquire("idx", 999, [&](result<void> r) { granted = static_cast<bool>(r); });
+  f.ctx->locks->acquire("idx", 999, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
   CHECK(granted);
   f.ctx->locks->release("idx", 999);
 

@@ -73,7 +73,7 @@ struct supervised : test::wired_id {
   // Whether another requester gets the lock at once (the id's entry is free).
   bool lock_free() {
     bool granted = false;
-    locks.acquire("idx", 99, [&](result<void> r) { granted = static_cast<bool>(r); });
+    locks.acquire("idx", 99, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
     if (!granted) locks.release("idx", 99);  // withdraw the wait
     return granted;
   }
@@ -248,7 +248,7 @@ struct handoff_observer {
   std::optional<dix::readiness> seen;
   std::optional<runner_snapshot> snapshot;  // the registration's at that moment
   void queue(supervised& p) {
-    p.locks.acquire("idx", 99, [this, &p](result<void> r) {
+    p.locks.acquire("idx", 99, [this, &p](result<void> r, bool) {
       if (!r) return;
       seen = p.slot->read();
       snapshot = p.snapshot->load();

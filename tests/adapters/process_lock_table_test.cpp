@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -53,9 +54,13 @@ mode_t mode_of(const fs::path& path) {
 // Every grant the table calls, in order.
 struct grants {
   std::vector<std::pair<std::uint64_t, result<void>>> calls;
+  std::vector<bool> contended;  // per call
 
   runner_lock::grant for_requester(std::uint64_t requester) {
-    return [this, requester](result<void> r) { calls.emplace_back(requester, std::move(r)); };
+    return [this, requester](result<void> r, bool busy) {
+      calls.emplace_back(requester, std::move(r));
+      contended.push_back(busy);
+    };
   }
   std::vector<std::uint64_t> granted() const {
     std::vector<std::uint64_t> out;
@@ -218,12 +223,12 @@ TEST_CASE("process lock table: a grant may re-enter the table", "[adapter][lock]
   temp_dir dir;
   auto table = process_lock_table::for_home(make_dix_dir(dir));
   std::vector<std::uint64_t> order;
-  table->acquire("idx", 1, [&](result<void> r) {
+  table->acquire("idx", 1, [&](result<void> r, bool) {
     REQUIRE(r);
     order.push_back(1);
     CHECK(table->owned("idx"));
   });
-  table->acquire("idx", 2, [&](result<void> r) {
+  table->acquire("idx", 2, [&](result<void> r, bool) {
     REQUIRE(r);
     order.push_back(2);
     table->release("idx", 2);  // runs on the releasing thread, outside the table mutex
@@ -262,6 +267,7 @@ TEST_CASE("process lock table: another process holding the flock refuses the acq
   REQUIRE_FALSE(refused);
   CHECK(refused.error().value() == errc::io_error);
   CHECK(refused.error().message() == "runner lock " + path.string() + " is held by another process");
+  CHECK(g.contended[0]);  // passes by itself: no fault (protocol.md §9.1)
   CHECK_FALSE(table->owned("idx"));
   CHECK(table->test_waiter_count("idx") == 0);
 
@@ -348,8 +354,32 @@ TEST_CASE("process lock table: a symlink planted as the lock file is refused wit
   REQUIRE_FALSE(g.calls[0].second);
   CHECK(g.calls[0].second.error().value() == errc::io_error);
   CHECK(g.calls[0].second.error().message().find(path.string()) != std::string::npos);
+  CHECK_FALSE(g.contended[0]);  // an unusable lock file: a transient fault for the runner
   CHECK_FALSE(fs::exists(target));
   CHECK_FALSE(table->owned("idx"));
+}
+
+TEST_CASE("process lock table: a directory at the lock file's path is refused, not contended, with io_error naming the path and the errno text, every time, leaving it as it was (issue 12)", "[adapter][lock]") {
+  temp_dir dir;
+  auto table = process_lock_table::for_home(make_dix_dir(dir));
+  auto path = table->lock_file("idx");
+  fs::create_directories(path);
+  fs::permissions(path.parent_path(), fs::perms::owner_all);
+  for (std::uint64_t requester = 1; requester <= 3; ++requester) {
+    grants g;
+    table->acquire("idx", requester, g.for_requester(requester));
+    REQUIRE(g.calls.size() == 1);
+    REQUIRE_FALSE(g.calls[0].second);
+    const auto& e = g.calls[0].second.error();
+    CHECK(e.value() == errc::io_error);
+    CHECK_THAT(e.message(), Catch::Contains(path.string()) && Catch::Contains("Is a directory"));
+    CHECK_FALSE(g.contended[0]);
+    CHECK_FALSE(table->owned("idx"));
+    CHECK(table->test_waiter_count("idx") == 0);
+  }
+  CHECK(fs::is_directory(path));
+  CHECK(fs::is_empty(path));
+  CHECK(std::distance(fs::directory_iterator(path.parent_path()), fs::directory_iterator{}) == 1);
 }
 
 TEST_CASE("process lock table: a missing dix directory fails io_error naming the path and the errno text", "[adapter][lock]") {

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <set>
+#include <string>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
 
@@ -145,6 +148,60 @@ TEST_CASE("rocksdb index: open() opens the database early, before attach, idempo
   auto durable = second->durable_cursor().value();
   REQUIRE(durable);
   CHECK(*durable == make_cursor(7));
+}
+
+namespace {
+
+std::set<std::string> file_names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) names.insert(e.path().filename().string());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb index: an index database that cannot be opened fails io_error naming the path and the error, and retries leave no file behind (issue 12)", "[adapter][backend][open]") {
+  temp_dir dir;
+  rocksdb_index_options o;
+  o.path = dir / "index";
+  test::fake_host host;
+  SECTION("a corrupt CURRENT") {
+    {
+      auto made = rocksdb_index_backend::create("by-brand", o).value();
+      REQUIRE(made->open());
+    }
+    std::ofstream(o.path / "CURRENT", std::ios::trunc) << "not a manifest name\n";
+    auto b = rocksdb_index_backend::create("by-brand", o).value();
+    b->attach(host);
+    auto first = b->durable_cursor();
+    REQUIRE_FALSE(first);
+    CHECK(first.error().value() == errc::io_error);
+    CHECK_THAT(first.error().message(), Catch::Contains(o.path.string()) && Catch::Contains("CURRENT"));
+    // RocksDB renames LOG to LOG.old.<time> at every open; the first failed attempt may do so
+    // once (as any open does), a retry must not.
+    const auto after_first = file_names(o.path);
+    for (int i = 0; i < 4; ++i) {
+      auto again = b->durable_cursor();
+      REQUIRE_FALSE(again);
+      CHECK(again.error() == first.error());
+      REQUIRE_FALSE(b->open());
+    }
+    CHECK(file_names(o.path) == after_first);
+  }
+  SECTION("a plain file where the directory should be") {
+    std::ofstream(o.path) << "plain\n";
+    auto b = rocksdb_index_backend::create("by-brand", o).value();
+    b->attach(host);
+    for (int i = 0; i < 3; ++i) {
+      auto refused = b->durable_cursor();
+      REQUIRE_FALSE(refused);
+      CHECK(refused.error().value() == errc::io_error);
+      CHECK_THAT(refused.error().message(), Catch::Contains(o.path.string()) && Catch::Contains("not a directory"));
+    }
+    CHECK(file_names(dir.path()) == std::set<std::string>{"index"});
+    CHECK(std::filesystem::is_regular_file(o.path));
+  }
 }
 
 TEST_CASE("rocksdb index: updates move a record's keys and deletes remove them", "[adapter][backend]") {

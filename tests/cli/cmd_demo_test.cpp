@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "adapters/test_support.hpp"
@@ -118,4 +119,19 @@ TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is ref
 TEST_CASE("dix demo: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "demo", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--records", "5", "--rate", "0"}; });
+}
+
+TEST_CASE("dix demo: an index database that cannot be opened is named with its error in the progress line, not just `unknown` (issue 12)", "[system][cli][demo]") {
+  temp_dir dir;
+  auto demo_dir = dir / "demo";
+  fs::create_directories(demo_dir);
+  const auto plain = demo_dir / "by-brand";
+  { std::ofstream(plain) << "a plain file where the index directory should be\n"; }
+  auto run = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--timeout", "3"},
+                            dir.path());
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 1);  // does not catch up within the timeout
+  CHECK_THAT(run.out, Catch::Contains("by-brand: indexed through seq 0") && Catch::Contains("transient fault ") && Catch::Contains(" in a row: durable_cursor(): index by-brand: cannot open") &&
+                          Catch::Contains(plain.string()) && Catch::Contains("not a directory"));
+  CHECK(fs::is_regular_file(plain));
 }

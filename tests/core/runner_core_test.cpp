@@ -584,7 +584,7 @@ TEST_CASE("runner: a lock grant of an earlier request is dropped; the grant of t
   auto out = core.on_wake(wake_flag::commit, now);
   REQUIRE(find_fx<fx::request_lock>(out));
   const auto first = find_fx<fx::request_lock>(out)->gen;
-  out = core.on_lock_failed(first, error{errc::io_error, "flock held (test)"}, now);
+  out = core.on_lock_failed(first, error{errc::io_error, "flock held (test)"}, true, now);
   REQUIRE(find_fx<fx::arm_timer>(out));
   out = core.on_timer(timer_kind::transient_retry, find_fx<fx::arm_timer>(out)->gen, now + c.options.rebuild_backoff);
   REQUIRE(find_fx<fx::request_lock>(out));
@@ -593,10 +593,68 @@ TEST_CASE("runner: a lock grant of an earlier request is dropped; the grant of t
   CHECK(core.on_lock_acquired(first, now).empty());  // stale: no mint, no hand-back
   CHECK_FALSE(core.owner());
   CHECK(core.state() == runner_state::waiting_lock);
-  CHECK(core.on_lock_failed(first, error{errc::io_error, "late (test)"}, now).empty());
+  CHECK(core.on_lock_failed(first, error{errc::io_error, "late (test)"}, true, now).empty());
   out = core.on_lock_acquired(second, now);
   CHECK(find_fx<fx::mint_epoch>(out));
   CHECK(core.owner());
+}
+
+TEST_CASE("runner: a lock file that cannot be used is a counted transient fault with the doubling backoff, and the max_rebuild_attempts-th in a row condemns locally without publishing (issue 12)", "[core][runner][transient]") {
+  runner_core::config c;
+  c.options.rebuild_backoff = milliseconds(100);
+  c.options.max_rebuild_attempts = 3;
+  runner_core core(c);
+  steady_time now{};
+  const error unusable{errc::io_error, "runner lock: open /home/db/dix/runner/idx.lock: Is a directory"};
+  auto out = core.on_wake(wake_flag::commit, now);
+  std::vector<milliseconds> delays;
+  for (std::uint32_t n = 1; n < c.options.max_rebuild_attempts; ++n) {
+    REQUIRE(find_fx<fx::request_lock>(out));
+    out = core.on_lock_failed(find_fx<fx::request_lock>(out)->gen, unusable, false, now);
+    REQUIRE(find_fx<fx::arm_timer>(out));
+    CHECK(find_fx<fx::publish>(out) == nullptr);  // readiness unchanged (§10.5)
+    delays.push_back(find_fx<fx::arm_timer>(out)->delay);
+    auto s = core.snapshot();
+    CHECK(s.transient_faults == n);
+    CHECK(s.state == runner_state::waiting_lock);
+    CHECK_THAT(s.message, Catch::Contains("/home/db/dix/runner/idx.lock") && Catch::Contains("Is a directory"));
+    CHECK(core.on_wake(wake_flag::commit, now).empty());  // the backoff holds the next attempt
+    now += delays.back();
+    out = core.on_timer(timer_kind::transient_retry, find_fx<fx::arm_timer>(out)->gen, now);
+  }
+  CHECK(delays == std::vector<milliseconds>{milliseconds(100), milliseconds(200)});
+  REQUIRE(find_fx<fx::request_lock>(out));
+  out = core.on_lock_failed(find_fx<fx::request_lock>(out)->gen, unusable, false, now);
+  CHECK(out.empty());  // no timer, no publication: the slot is an owner's to publish
+  auto s = core.snapshot();
+  CHECK(s.state == runner_state::needs_rebuild);
+  CHECK(s.reason == readiness_reason::runner_failed);
+  CHECK(s.last_fault == readiness_reason::runner_failed);
+  CHECK(s.transient_faults == 3);
+  CHECK_THAT(s.message, Catch::StartsWith("too many consecutive transient faults") && Catch::Contains("idx.lock"));
+  CHECK_FALSE(core.owner());
+  CHECK(core.on_wake(wake_flag::commit | wake_flag::coverage, now).empty());  // parked: the lock is not probed again
+  CHECK(core.on_rebuild_wake(false) == runner_core::rebuild_wake::ignore);
+}
+
+TEST_CASE("runner: a flock held by another process is no fault: retried after rebuild_backoff however often, never counted", "[core][runner]") {
+  runner_core::config c;
+  c.options.rebuild_backoff = milliseconds(100);
+  c.options.max_rebuild_attempts = 2;
+  runner_core core(c);
+  steady_time now{};
+  auto out = core.on_wake(wake_flag::commit, now);
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(find_fx<fx::request_lock>(out));
+    out = core.on_lock_failed(find_fx<fx::request_lock>(out)->gen,
+                              error{errc::io_error, "runner lock /x/idx.lock is held by another process"}, true, now);
+    REQUIRE(find_fx<fx::arm_timer>(out));
+    CHECK(find_fx<fx::arm_timer>(out)->delay == milliseconds(100));
+    CHECK(core.snapshot().transient_faults == 0);
+    now += milliseconds(100);
+    out = core.on_timer(timer_kind::transient_retry, find_fx<fx::arm_timer>(out)->gen, now);
+  }
+  CHECK(core.state() == runner_state::waiting_lock);
 }
 
 TEST_CASE("runner: the grant of a request withdrawn by an escalation is dropped, not handed back (the withdrawal let the entry go)", "[core][runner][supervision]") {

@@ -268,6 +268,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: runner messages round-trip", "[actor][
   CHECK(roundtrip(dix::wake{dix::wake_flags_mask}).flags == dix::wake_flags_mask);
 
   CHECK(roundtrip(dix::lock_acquired{12, {}}).gen == 12);
+  CHECK(roundtrip(dix::lock_acquired{4, dix::make_error(dix::errc::io_error, "flock"), true}).contended);
   CHECK(dix::to_errc(roundtrip(dix::lock_acquired{3, dix::make_error(dix::errc::io_error, "flock")}).error) == dix::errc::io_error);
 
   auto t = roundtrip(dix::timer{dix::timer_kind::deferral_retry, 44});
