@@ -178,9 +178,19 @@ void clean_up(runtime_state& st) {
   }
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
   for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
+  // Fail what still waits here: the actor is ending.
+  auto ended = make_error(errc::stopped, "the runtime ended");
+  for (auto& [token, waiters] : st.unregister_waiters) {
+    for (auto& w : waiters) w.deliver(ended);
+  }
+  st.unregister_waiters.clear();
+  for (auto& [token, waiting] : st.waiting_registrations) {
+    for (auto& w : waiting) w.promise.deliver(ended);
+  }
+  st.waiting_registrations.clear();
   for (auto& e : unreleased) {
+    e->host->end();  // the backend is told first that no epoch is its own any more
     e->owner->release();
-    e->host->end();
     e->set_runner(runner_actor{});
     std::lock_guard g(orphaned_mutex);
     orphaned_hosts().push_back(e->host);
@@ -203,10 +213,10 @@ void finish(runtime_pointer self) {
 
 // The supervisor or the publisher ended, which only a defect in dix makes happen: the runtime
 // cannot release through them (a release is the supervisor's unsupervise, its publications the
-// publisher's), so it ends at once, as when it is killed: clean_up gives the locks back, the
-// hosts end (the backends are fenced by the epoch a successor mints), the supervisor's children
-// went with it (they are linked to it). Every request waiting here fails `stopped`; a
-// subscriber's monitor fires.
+// publisher's), so it ends at once, as when it is killed: clean_up ends the hosts and gives the
+// locks back (the backends are fenced by the epoch a successor mints); the supervisor's
+// children are told to exit when it ends (from its state's destructor). Every request waiting
+// here fails `stopped`; a subscriber's monitor fires.
 void lost_helper(runtime_pointer self, const char* which, const caf::error& reason) {
   auto& st = self->state;
   if (st.finished) return;
@@ -487,6 +497,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       // Releases the facade detached meanwhile start now, so an earlier registration of this
       // backend object is found whichever message came first.
       for (auto& d : rs.ctx->registry->take_all_detached()) release(self, d);
+      if (rs.stopping) return make_error(errc::stopped, "the runtime is stopped");  // §2.1: stopped first
       const auto* object = m.value.backend.get();
       for (auto& [token, e] : rs.held) {
         if (e->backend.get() == object) {

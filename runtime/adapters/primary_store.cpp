@@ -379,9 +379,9 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
 }
 
 // `look`: judge an existing database before the read-write open (look_before_open). A standby
-// that waited for another process's LOCK skips it: a dix process had the store open, so it is
-// a dix store, and its takeover should not replay the WAL twice (the format is still checked
-// after the open).
+// that waited for another process's LOCK skips it for a store with dix.meta: a dix process had
+// it open, and its takeover should not read the WAL twice (the format is still checked after
+// the open). Without dix.meta the look runs whoever held the LOCK (any RocksDB program can).
 result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& path, const store_options& options,
                                                   bool look) {
   if (auto ok = validate(options); !ok) return ok.error();
@@ -393,7 +393,7 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();
   for (auto& d : families->descriptors) d.options = family_options(options);
-  if (families->existing && look) {
+  if (families->existing && (look || !families->has_meta)) {
     if (auto ok = look_before_open(path, *families, options); !ok) return ok.error();
   }
   auto p = std::make_unique<primary_store::impl>();

@@ -428,17 +428,21 @@ result<epoch_t> segment_slot::mint_epoch() {
   auto* word = field<std::uint64_t>(base(), s_owner_epoch);
   auto current = __atomic_load_n(word, __ATOMIC_ACQUIRE);
   do {
-    if (current == std::numeric_limits<epoch_t>::max()) return check_mintable().error();
+    if (current == std::numeric_limits<epoch_t>::max()) return exhausted();  // judged by the value loaded
   } while (!__atomic_compare_exchange_n(word, &current, current + 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
   changed();
   return current + 1;
 }
 
-result<void> segment_slot::check_mintable() const {
-  if (owner_epoch() != std::numeric_limits<epoch_t>::max()) return {};
+error segment_slot::exhausted() const {
   return error{errc::record_corrupt, "readiness segment: slot " + std::to_string(index_) + " (" + id() +
                                          ") holds owner_epoch 2^64-1, which cannot be incremented; stop every "
                                          "process using this database, then delete its dix/readiness.seg"};
+}
+
+result<void> segment_slot::check_mintable() const {
+  if (owner_epoch() != std::numeric_limits<epoch_t>::max()) return {};
+  return exhausted();
 }
 
 epoch_t segment_slot::owner_epoch() const noexcept { return load<std::uint64_t>(base(), s_owner_epoch); }

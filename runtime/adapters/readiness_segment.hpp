@@ -107,6 +107,7 @@ class segment_slot final : public readiness_slot {
  private:
   unsigned char* base() const noexcept;
   std::uint64_t changed() noexcept;  // counter bumps and wakes, §4.4; the slot counter after
+  error exhausted() const;           // the record_corrupt of an epoch at 2^64-1
 
   std::shared_ptr<const segment_mapping> mapping_;
   std::uint32_t index_;

@@ -173,7 +173,10 @@ int run_wal(const std::vector<std::string>& argv) {
                           *from <= *latest;
     // With --time, a batch at SEQ whose time differs is a real log-retention (sequences reused):
     // only a seek without the time that fails as well shows the gap.
-    if (first.error().value() == errc::log_retention && retained && (*time == 0 || !source.seek(*from, 0))) {
+    // A SEQ inside a transaction (the batch found starts below it) is the caller's mistake, not
+    // damage: only a batch above SEQ ("missing in between", core/wal_continuity.cpp) is a gap.
+    const bool gap = first.error().message().find("missing in between") != std::string::npos;
+    if (first.error().value() == errc::log_retention && retained && gap && (*time == 0 || !source.seek(*from, 0))) {
       return fail(error{errc::log_corrupt, first.error().message() + "; the retained WAL starts at sequence " +
                                                std::to_string(retention->wal_oldest_sequence) +
                                                ", so the record was not purged: the WAL is damaged there"});

@@ -12,11 +12,16 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 
 std::optional<args> args::parse(const std::vector<std::string>& argv, const syntax& accepted, std::string& error) {
   args out;
+  bool options_ended = false;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const auto& a = argv[i];
-    if (a.rfind("--", 0) != 0) {
-      // A lone "-" is an ordinary word; "-x" is an option spelled wrong, never a positional.
-      if (a.size() > 1 && a[0] == '-') {
+    if (a == "--" && !options_ended) {  // what follows is positional, even "-x" (a backend id may start with '-')
+      options_ended = true;
+      continue;
+    }
+    if (options_ended || a.rfind("--", 0) != 0) {
+      // A lone "-" is an ordinary word; "-x" is an option spelled wrong unless options ended.
+      if (!options_ended && a.size() > 1 && a[0] == '-') {
         error = "unknown option " + a + (accepted.options.count(a.substr(1)) + accepted.flags.count(a.substr(1)) != 0
                                              ? " (options take two dashes: -" + a + ")"
                                              : "");

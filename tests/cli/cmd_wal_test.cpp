@@ -121,3 +121,18 @@ TEST_CASE("dix wal: a path component longer than NAME_MAX, a symlink loop or a d
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "wal", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
 }
+
+TEST_CASE("dix wal: --from a sequence inside a transaction is log-retention naming the transaction found, not damage", "[system][cli]") {
+  temp_dir dir;
+  commit_info three;
+  {
+    auto s = test::open_store(dir / "db");
+    three = test::put_records(*s, "k", 3);  // one transaction of three sequences
+    REQUIRE(s->close());
+  }
+  auto r = dix_cli(dir, {"wal", "--db", (dir / "db").string(), "--from", std::to_string(three.sequence + 1)});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("log-retention") && Catch::Contains("the log holds sequence " + std::to_string(three.sequence)));
+  CHECK_THAT(r.err, !Catch::Contains("damaged"));
+}

@@ -4,6 +4,9 @@
 // the readiness segment, each bounded; nothing sleeps.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
 
@@ -12,6 +15,8 @@
 #include <dix/free_functions.hpp>
 
 #include "adapters/test_support.hpp"
+#include "support/child.hpp"
+#include "support/dir_snapshot.hpp"
 #include "harness/child_process.hpp"
 
 using dix::cli::child_process;
@@ -205,4 +210,37 @@ TEST_CASE("two standbys: the one that loses the store after its grant closes the
   auto verify = dix::test::run({DIX_BINARY, "demo", "--dir", serve_dir, "--records", "10", "--rate", "0"}, dir.path());
   INFO(verify.out << verify.err);
   REQUIRE(verify.exit_code == 0);
+}
+
+TEST_CASE("standby opener: a plain RocksDB database another program held is still judged before it is opened, and left unchanged", "[system][failover]") {
+  temp_dir dir;
+  const auto db = dir / "db";
+  REQUIRE(dix::test::make_plain_rocksdb(db));
+  // Another program holds the database as RocksDB does: a POSIX write lock on LOCK.
+  dix::test::pipe_pair ready, release;
+  const auto lock_path = (db / "LOCK").string();
+  auto holder = dix::test::fork_child([&] {
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return 4;
+    struct flock want {};
+    want.l_type = F_WRLCK;
+    want.l_whence = SEEK_SET;
+    if (::fcntl(fd, F_SETLK, &want) != 0) return 5;
+    char c = 'r';
+    if (::write(ready.write_end, &c, 1) != 1) return 6;
+    dix::test::read_byte(release.read_end);
+    return 0;  // exiting drops the lock
+  });
+  REQUIRE(ready.receive() == 'r');
+  dix::test::dir_snapshot before;
+  dix::standby_events events;
+  events.waiting = [&] { release.send('x'); };
+  events.granted = [&] { before = dix::test::snapshot_dir(db); };  // the holder is gone; nothing opened yet
+  auto standby = dix::primary_store::open_standby(db, dix::test::options(), events);
+  CHECK(dix::test::wait_exit(holder) == 0);
+  REQUIRE_FALSE(standby);
+  CHECK(standby.error().value() == dix::errc::store_format_mismatch);
+  const auto after = dix::test::snapshot_dir(db);
+  INFO("changed: " << dix::test::changed_files(before, after));
+  CHECK(after == before);
 }

@@ -58,6 +58,16 @@ TEST_CASE("args: positional arguments only as many as the command takes", "[core
   auto dash = args::parse({"-"}, one, error);
   REQUIRE(dash);
   CHECK(dash->positional() == std::vector<std::string>{"-"});
+  // A backend id may start with '-' (formats.md §4.1): after "--" every word is positional.
+  CHECK(refusal({"--db", "x", "-idx"}, one) == "unknown option -idx");
+  auto ended = args::parse({"--db", "x", "--", "-idx"}, one, error);
+  REQUIRE(ended);
+  CHECK(ended->positional() == std::vector<std::string>{"-idx"});
+  CHECK(ended->get("db") == "x");
+  auto late = args::parse({"--", "--db"}, one, error);
+  REQUIRE(late);
+  CHECK(late->positional() == std::vector<std::string>{"--db"});
+  CHECK_FALSE(late->has("db"));
 }
 
 TEST_CASE("args: --help stops parsing wherever it comes, but is no option's value", "[core][cli]") {
