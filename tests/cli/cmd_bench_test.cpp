@@ -33,3 +33,10 @@ TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the ru
   CHECK_THAT(written.str(), Catch::StartsWith("{\"bench\":\"wal\""));
   CHECK(written.str() == ran.out);
 }
+
+TEST_CASE("dix bench: a --dir the system refuses is one line of io_error and exit 1, not an abort", "[system][cli][bench]") {
+  temp_dir dir;
+  dix::test::check_refuses_hostile_paths(dir, "bench", [](const std::string& path) {
+    return std::vector<std::string>{"catchup", "--records", "100", "--dir", path};
+  }, "dix bench catchup: ");
+}

@@ -75,8 +75,10 @@ inline void check_refuses_foreign_store(const temp_dir& dir, const std::filesyst
 
 // `dix <command>` with each path of make_hostile_paths (args_for builds the arguments): exit 1
 // and one line of stderr, `dix <command>: io_error: …` with the system's reason.
+// `prefix`: how the one line starts (default "dix <command>: io_error: ").
 inline void check_refuses_hostile_paths(const temp_dir& dir, const std::string& command,
-                                        const std::function<std::vector<std::string>(const std::string&)>& args_for) {
+                                        const std::function<std::vector<std::string>(const std::string&)>& args_for,
+                                        const std::string& prefix = "") {
   const auto paths = make_hostile_paths(dir);
   const auto unprivileged = unprivileged_prefix();
   if (!unprivileged) WARN("the unsearchable directory is skipped: running as root without /usr/bin/setpriv");
@@ -96,7 +98,7 @@ inline void check_refuses_hostile_paths(const temp_dir& dir, const std::string& 
     auto r = run(args, dir.path());
     INFO(c.path.string() << "\n" << r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Catch::StartsWith("dix " + command + ": io_error: ") && Catch::Contains(c.reason));
+    CHECK_THAT(r.err, Catch::StartsWith(prefix.empty() ? "dix " + command + ": io_error: " : prefix) && Catch::Contains(c.reason));
     CHECK(line_count(r.err) == 1);
   }
 }
