@@ -1,6 +1,7 @@
 #include "adapters/primary_store_impl.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -386,9 +387,26 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
                                                   bool look) {
   if (auto ok = validate(options); !ok) return ok.error();
   if (options.create_if_missing) {
+    // The directories this call makes (the store's and any missing parent) are never writable
+    // by group or others, whatever the umask (issue 12): what RocksDB writes inside follows the
+    // umask, the directories guard it. Existing ones keep their modes.
+    std::vector<std::filesystem::path> missing;
+    for (auto p = path; !p.empty(); p = p.parent_path()) {
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) == 0 || errno != ENOENT) break;
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) return error{errc::io_error, "cannot create " + path.string() + ": " + ec.message()};
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      struct stat st {};
+      if (::lstat(it->c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 022) == 0) continue;
+      if (::chmod(it->c_str(), st.st_mode & 07755) != 0) {
+        return error{errc::io_error, "cannot chmod " + it->string() + ": " + std::strerror(errno)};
+      }
+    }
   }
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();

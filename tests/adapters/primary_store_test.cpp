@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <set>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "core/bytes.hpp"
 #include "core/clock.hpp"
 #include "core/index_time.hpp"
+#include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
 
 using namespace dix;
@@ -554,4 +557,29 @@ TEST_CASE("primary store: a path the system refuses (a component over NAME_MAX, 
     CHECK(rw.error().value() == errc::io_error);
     CHECK_THAT(rw.error().message(), Catch::Contains(path.string()));
   }
+}
+
+TEST_CASE("primary store: a store directory it creates is not writable by group or others, whatever the umask; an existing one keeps its mode", "[adapter][store][security]") {
+  temp_dir dir;
+  {
+    dix::test::umask_scope open_umask(0);
+    auto s = primary_store::open(dir / "new" / "db", test::options());
+    REQUIRE(s);
+    REQUIRE((*s)->close());
+  }
+  struct stat st {};
+  for (const auto& made : {dir / "new", dir / "new" / "db"}) {  // the missing parent too
+    CAPTURE(made);
+    REQUIRE(::stat(made.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0755);
+  }
+  std::filesystem::create_directories(dir / "mine");
+  std::filesystem::permissions(dir / "mine", std::filesystem::perms::all);  // the user's own choice
+  {
+    auto s = primary_store::open(dir / "mine", test::options());
+    REQUIRE(s);
+    REQUIRE((*s)->close());
+  }
+  REQUIRE(::stat((dir / "mine").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0777);
 }
