@@ -178,8 +178,11 @@ void clean_up(runtime_state& st) {
   }
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
   for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
-  // Fail what still waits here: the actor is ending.
-  auto ended = make_error(errc::stopped, "the runtime ended");
+  // Fail what still waits here: the actor is ending (with its own `stopped` reason if it has one).
+  auto ended = st.exit_reason && to_errc(*st.exit_reason) == errc::stopped ? *st.exit_reason
+                                                                           : make_error(errc::stopped, "the runtime ended");
+  for (auto& w : st.stop_waiters) w.deliver(ended);
+  st.stop_waiters.clear();
   for (auto& [token, waiters] : st.unregister_waiters) {
     for (auto& w : waiters) w.deliver(ended);
   }
@@ -222,17 +225,7 @@ void lost_helper(runtime_pointer self, const char* which, const caf::error& reas
   if (st.finished) return;
   auto err = make_error(errc::stopped, std::string("the runtime ended: its ") + which + " ended (" + to_string(reason) + ")");
   std::fprintf(stderr, "dix: %s\n", error_text(err).c_str());
-  for (auto& w : st.stop_waiters) w.deliver(err);
-  st.stop_waiters.clear();
-  for (auto& [token, waiters] : st.unregister_waiters) {
-    for (auto& w : waiters) w.deliver(err);
-  }
-  st.unregister_waiters.clear();
-  for (auto& [token, waiting] : st.waiting_registrations) {
-    for (auto& w : waiting) w.promise.deliver(err);
-  }
-  st.waiting_registrations.clear();
-  st.exit_reason = err;
+  st.exit_reason = err;  // clean_up answers every waiter with it
   finish(self);
 }
 

@@ -108,6 +108,23 @@ struct runtime_fixture : test::caf_fixture {
     run();
   }
 
+  // A simulated backend registered as `id`, one record committed and made durable.
+  std::shared_ptr<test::sim_backend> ready_index(const std::string& id = "idx") {
+    auto backend = std::make_shared<test::sim_backend>(id);
+    REQUIRE(ask<index_registered>(register_index{index_of(backend)}));
+    commit("a", "1");
+    advance(std::chrono::milliseconds(1000));
+    return backend;
+  }
+
+  // Whether the process lock table grants `id` to another requester at once (then given back).
+  bool lock_free(const std::string& id) {
+    bool granted = false;
+    ctx->locks->acquire(id, 999, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
+    ctx->locks->release(id, 999);
+    return granted;
+  }
+
   template <class Event>
   std::vector<Event> drain() {
     std::vector<Event> out;
@@ -301,10 +318,7 @@ TEST_CASE("runtime actor: a registration whose epoch cannot be incremented (epoc
 
 TEST_CASE("runtime actor: after its registration ended a backend's host answers no epoch and no query, and stays callable", "[actor][runtime][host]") {
   runtime_fixture f;
-  auto backend = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
-  f.commit("a", "1");
-  f.advance(1000ms);
+  auto backend = f.ready_index();
   auto* host = backend->host();
   REQUIRE(host != nullptr);
   const auto epoch = host->readiness().owner_epoch;
@@ -322,10 +336,7 @@ TEST_CASE("runtime actor: after its registration ended a backend's host answers 
 
 TEST_CASE("runtime actor: the same backend object registered again while its release is pending waits for that release, then is attached again", "[actor][runtime][register]") {
   runtime_fixture f;
-  auto backend = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
-  f.commit("a", "1");
-  f.advance(1000ms);
+  auto backend = f.ready_index();
   backend->auto_barrier = false;  // flush(shutdown) waits: the release stays pending
   f.self->send(f.rt, unregister_index{"idx"});
   f.run();
@@ -346,10 +357,7 @@ TEST_CASE("runtime actor: the same backend object registered again while its rel
 
 TEST_CASE("runtime actor: a backend object whose previous registration kept its lock after a rejected shutdown cannot register again", "[actor][runtime][register]") {
   runtime_fixture f;
-  auto backend = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
-  f.commit("a", "1");
-  f.advance(1000ms);
+  auto backend = f.ready_index();
   backend->reject_shutdown = true;
   CHECK(f.ask<index_unregistered>(unregister_index{"idx"}).error().value() == errc::backend_failed);
   auto again = f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)});
@@ -364,10 +372,7 @@ TEST_CASE("runtime actor: a backend object whose previous registration kept its 
 
 TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations' hosts; the backend may still call its host", "[actor][runtime][kill]") {
   runtime_fixture f;
-  auto backend = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
-  f.commit("a", "1");
-  f.advance(1000ms);
+  auto backend = f.ready_index();
   auto* host = backend->host();
   const auto epoch = f.ask<readiness_report>(query_readiness{"idx"})->value.owner_epoch;
   REQUIRE(host->is_owner_epoch(epoch));
@@ -375,20 +380,14 @@ TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations'
   f.run();
   CHECK_FALSE(host->is_owner_epoch(epoch));  // ended, and still valid
   CHECK(host->admit_query(coverage_mode{}).error().value() == errc::not_registered);
-  bool granted = false;
-  f.ctx->locks->acquire("idx", 999, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
-  CHECK(granted);  // the lock-table entry was given back
-  f.ctx->locks->release("idx", 999);
+  CHECK(f.lock_free("idx"));  // the lock-table entry was given back
 }
 
 TEST_CASE("runtime actor: when its supervisor or its readiness publisher ends, it ends too: the runners go with the supervisor, the locks are freed, a waiting stop fails stopped", "[actor][runtime][kill]") {
   const bool supervisor = GENERATE(true, false);
   CAPTURE(supervisor);
   runtime_fixture f;
-  auto backend = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
-  f.commit("a", "1");
-  f.advance(1000ms);
+  auto backend = f.ready_index();
   auto runner = f.ctx->registry->find("idx")->runner();
   REQUIRE(runner);
   f.self->monitor(f.rt);
@@ -411,9 +410,6 @@ TEST_CASE("runtime actor: when its supervisor or its readiness publisher ends, i
   CHECK_THAT(error_text(*stop_failure), Catch::Contains(supervisor ? "supervisor ended" : "publisher ended"));
   CHECK(std::count(ended.begin(), ended.end(), f.rt.address()) == 1);
   CHECK(std::count(ended.begin(), ended.end(), runner.address()) == 1);
-  bool granted = false;
-  f.ctx->locks->acquire("idx", 999, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
-  CHECK(granted);
-  f.ctx->locks->release("idx", 999);
+  CHECK(f.lock_free("idx"));
 
 }
