@@ -10,6 +10,7 @@ namespace dix::meta {
 std::string epoch_key(std::string_view id) { return "epoch/" + std::string(id); }
 std::string condemned_key(std::string_view id) { return "condemned/" + std::string(id); }
 std::string registration_key(std::string_view id) { return "registration/" + std::string(id); }
+std::string boundary_key(std::string_view id) { return "boundary/" + std::string(id); }
 
 std::string encode_u64(std::uint64_t value) {
   std::string out;

@@ -5,6 +5,8 @@
 //   epoch/<id>         8 bytes LE: the highest minted epoch of <id>
 //   condemned/<id>     1 byte 01: the durable condemnation marker
 //   registration/<id>  8 bytes LE: the fingerprint of the registration that made the index
+//   boundary/<id>      8 bytes LE: the rebuild epoch; written in every store of the registration's
+//                      logs, its transaction is that log's rebuild boundary (protocol.md §11.5)
 //
 // Every write is a system transaction (sync) under the store's commit mutex (commit_system).
 #pragma once
@@ -25,6 +27,7 @@ namespace dix::meta {
 std::string epoch_key(std::string_view id);
 std::string condemned_key(std::string_view id);
 std::string registration_key(std::string_view id);
+std::string boundary_key(std::string_view id);
 
 std::string encode_u64(std::uint64_t value);  // 8 bytes little-endian
 // The 8-byte value stored under `key`; record_corrupt naming the key when it has another size.

@@ -1,4 +1,5 @@
-// The store-reader port over a primary_store (raw stored values, sequences, SyncWAL).
+// The store-reader port over a primary_store (raw stored values, sequences, SyncWAL, the rebuild's
+// boundary commit, snapshots and estimates).
 #pragma once
 
 #include <memory>
@@ -17,6 +18,9 @@ class rocksdb_store_reader final : public store_reader {
   result<std::uint64_t> latest_sequence() override;
   std::uint64_t synced_sequence() const noexcept override { return dix::synced_sequence(*store_); }
   result<std::uint64_t> sync_wal() override { return dix::sync_wal(*store_); }
+  result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override;
+  result<std::unique_ptr<store_snapshot>> snapshot() override;
+  result<table_estimate> estimate(std::uint32_t table) override;
 
  private:
   std::shared_ptr<primary_store> store_;

@@ -1,9 +1,11 @@
 // Port: a primary store as the log tailer uses it besides its WAL — point reads of stored values
-// (resolution, protocol.md §4.3), its latest sequence, and the WAL sync before delivery (§4.8).
-// The RocksDB adapter is runtime/adapters/rocksdb_store_reader; tests use fakes.
+// (resolution, protocol.md §4.3), its latest sequence, the WAL sync before delivery (§4.8), and
+// what a rebuild needs: the boundary commit, a snapshot to scan and the tables' size estimates
+// (§11.5, §11.6). The RocksDB adapter is runtime/adapters/rocksdb_store_reader; tests use fakes.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +14,39 @@
 #include <dix/result.hpp>
 
 namespace dix {
+
+// One record of a rebuild scan: its id and its stored value (8-byte version + payload,
+// unchecked). The views stay valid until the next call on the snapshot.
+struct scan_entry {
+  std::string_view id;
+  std::string_view value;
+};
+
+// One RocksDB snapshot of a store, read one table at a time in ascending id order (§11.6). Only
+// `table.<id>` families are read; deleted records never appear. Releases the snapshot when
+// destroyed. io_error when the store is closed or unreadable.
+class store_snapshot {
+ public:
+  virtual ~store_snapshot() = default;
+  // Positions at the first record of `table` whose id is greater than `after` (all of them when
+  // `after` is empty). A table the store does not have holds nothing.
+  virtual result<void> seek(std::uint32_t table, std::string_view after) = 0;
+  // The next record of the table sought, or nullopt at its end.
+  virtual result<std::optional<scan_entry>> next() = 0;
+};
+
+// RocksDB's estimates for one table family (rocksdb.estimate-num-keys and
+// rocksdb.estimate-live-data-size): approximate, for progress and the retention fit only.
+struct table_estimate {
+  std::uint64_t keys = 0;
+  std::uint64_t live_bytes = 0;
+};
+
+// The rebuild boundary of one log (§11.5): the system transaction that wrote boundary/<id>.
+struct boundary_commit {
+  std::uint64_t sequence = 0;
+  index_time_t time = 0;
+};
 
 class store_reader {
  public:
@@ -37,6 +72,14 @@ class store_reader {
   virtual std::uint64_t synced_sequence() const noexcept = 0;
   // Reads the latest sequence, syncs the WAL, raises synced_sequence to it; returns it.
   virtual result<std::uint64_t> sync_wal() = 0;
+
+  // Commits the system transaction boundary/<id> = epoch (formats.md §5; sync, under the commit
+  // mutex) and returns its sequence and header time.
+  virtual result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) = 0;
+  // A snapshot taken now: every transaction committed before the call is in it.
+  virtual result<std::unique_ptr<store_snapshot>> snapshot() = 0;
+  // The estimates of `table` (zeros for a table the store does not have).
+  virtual result<table_estimate> estimate(std::uint32_t table) = 0;
 };
 
 }  // namespace dix

@@ -65,6 +65,7 @@ class fake_store {
       w.key = o.id;
       w.value = (*values)[i];
       t.ops.push_back(w);
+      if (o.meta) continue;  // dix.meta is not a table
       auto& slot = tables_[o.table][o.id];
       if (o.kind == op_kind::put) slot = (*values)[i];
       else slot.reset();
@@ -89,6 +90,7 @@ class fake_store {
     tables_.clear();
     for (const auto& t : log_) {
       for (const auto& o : t.ops) {
+        if (o.meta) continue;
         auto& slot = tables_[o.table][std::string(o.key)];
         if (o.kind == op_kind::put) slot = std::string(o.value);
         else slot.reset();
@@ -119,6 +121,8 @@ class fake_store {
   // Faults the next read / sync with io_error.
   bool fail_reads = false;
   bool fail_sync = false;
+  bool fail_boundary = false;
+  std::uint64_t scanned() const { return scanned_; }
 
   class source final : public log_source {
    public:
@@ -160,6 +164,39 @@ class fake_store {
     std::uint64_t last_end_ = 0;
   };
 
+  class fake_snapshot final : public store_snapshot {
+   public:
+    explicit fake_snapshot(fake_store& s) : s_(s) {
+      for (const auto& [table, rows] : s.tables_) {
+        auto& copy = tables_[table];
+        for (const auto& [id, v] : rows) {
+          if (v) copy.emplace(id, *v);
+        }
+      }
+    }
+    result<void> seek(std::uint32_t table, std::string_view after) override {
+      if (s_.fail_reads) return error{errc::io_error, "scan failed (injected)"};
+      rows_ = &tables_[table];
+      at_ = after.empty() ? rows_->begin() : rows_->upper_bound(std::string(after));
+      return {};
+    }
+    result<std::optional<scan_entry>> next() override {
+      if (s_.fail_reads) return error{errc::io_error, "scan failed (injected)"};
+      if (!rows_) return error{errc::io_error, "scan not positioned"};
+      if (at_ == rows_->end()) return std::optional<scan_entry>{};
+      scan_entry e{at_->first, at_->second};
+      ++at_;
+      ++s_.scanned_;
+      return std::optional<scan_entry>{e};
+    }
+
+   private:
+    fake_store& s_;
+    std::map<std::uint32_t, std::map<std::string, std::string>> tables_;
+    std::map<std::string, std::string>* rows_ = nullptr;
+    std::map<std::string, std::string>::iterator at_;
+  };
+
   class reader final : public store_reader {
    public:
     explicit reader(fake_store& s) : s_(s) {}
@@ -176,6 +213,32 @@ class fake_store {
       s_.synced_ = s_.latest_;
       return s_.latest_;
     }
+    // A system transaction of one meta put, synced, as the RocksDB store commits it.
+    result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override {
+      if (s_.fail_boundary) return error{errc::io_error, "boundary commit failed (injected)"};
+      std::string value;
+      put_le(value, epoch);
+      fake_op o{op_kind::put, 0, "boundary/" + std::string(id), std::move(value), true};
+      auto [sequence, time] = s_.commit({std::move(o)}, header_flag::system, true);
+      return boundary_commit{sequence, time};
+    }
+    // A copy of the tables as they are now: later commits do not change it, as with a RocksDB
+    // snapshot. Deleted records are not in it.
+    result<std::unique_ptr<store_snapshot>> snapshot() override {
+      if (s_.fail_reads) return error{errc::io_error, "snapshot failed (injected)"};
+      return std::unique_ptr<store_snapshot>(std::make_unique<fake_snapshot>(s_));
+    }
+    result<table_estimate> estimate(std::uint32_t table) override {
+      table_estimate e;
+      auto t = s_.tables_.find(table);
+      if (t == s_.tables_.end()) return e;
+      for (const auto& [id, v] : t->second) {
+        if (!v) continue;
+        ++e.keys;
+        e.live_bytes += id.size() + v->size();
+      }
+      return e;
+    }
 
    private:
     fake_store& s_;
@@ -191,6 +254,7 @@ class fake_store {
   std::uint64_t syncs_ = 0;
   std::uint64_t reads_ = 0;
   std::uint64_t purged_ = 0;
+  std::uint64_t scanned_ = 0;
   index_time_t clock_ = 1000;
 };
 
