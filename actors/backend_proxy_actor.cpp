@@ -14,6 +14,7 @@ struct proxy_state {
   std::uint64_t next_token = 1;
   std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> flushes;
   std::map<epoch_t, caf::typed_response_promise<quiescence>> shutdowns;
+  std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<reset_done>>> resets;  // token → gen, promise
   static inline const char* name = "dix.backend_proxy";
 };
 
@@ -106,6 +107,20 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
                                      [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
     },
+    [self, me](reset_request& m) -> caf::result<reset_done> {
+      remember_runner(self);
+      auto promise = self->make_response_promise<reset_done>();
+      auto token = self->state.next_token++;
+      self->state.resets.emplace(token, std::make_pair(m.gen, promise));
+      try {
+        self->state.b->reset(m.epoch, completion([me, token, epoch = m.epoch](result<void> r) {
+          post_to(me, reset_done{token, epoch, to_caf(r)});
+        }));
+      } catch (...) {
+        post_to(me, reset_done{token, m.epoch, make_error(errc::backend_failed, "reset threw")});
+      }
+      return promise;
+    },
     // -- the proxy's own mailbox: completions and state changes, forwarded in order --
     [self](state_change_msg& m) {
       if (self->state.runner) self->send(self->state.runner, m);
@@ -118,6 +133,13 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       promise.deliver(flush_done{gen, m.error});
     },
     [self](quiescence& m) { deliver_pending(self->state.shutdowns, m.epoch, m); },
+    [self](reset_done& m) {
+      auto it = self->state.resets.find(m.gen);  // internally gen is the completion's token
+      if (it == self->state.resets.end()) return;
+      auto [gen, promise] = it->second;
+      self->state.resets.erase(it);
+      promise.deliver(reset_done{gen, m.epoch, m.error});
+    },
   };
 }
 

@@ -108,7 +108,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   deps->id = w.id;
   std::vector<tailer_log> ports;
   for (const auto& l : w.logs) {
-    ports.push_back(tailer_log{l.source.get(), l.reader.get()});
+    ports.push_back(tailer_log{l.source.get(), l.reader.get(), l.wal_ttl_s});
     deps->sources.push_back(l.source);
     deps->readers.push_back(l.reader);
   }

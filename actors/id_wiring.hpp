@@ -130,6 +130,7 @@ subscription subscribe_state_changes(backend& b, const std::shared_ptr<state_cha
 struct wired_log {
   std::shared_ptr<log_source> source;
   std::shared_ptr<store_reader> reader;
+  std::uint64_t wal_ttl_s = 0;  // the store's WAL TTL, for the rebuild's retention fit
 };
 
 struct id_wiring {

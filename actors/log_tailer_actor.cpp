@@ -46,6 +46,27 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       }
       self->send(to, log_chunk{m.gen, std::move(out.chunk)});
     },
+    [self](boundary_capture& m) {
+      auto& d = *self->state.deps;
+      auto out = d.core->capture_boundary(d.id, m.epoch, m.scan_bytes_per_s);
+      auto to = sender_of(self);
+      if (out.fault) {
+        self->send(to, to_message(m.gen, *out.fault));
+        return;
+      }
+      self->send(to, boundary_captured{m.gen, std::move(out.boundary), out.estimated_records, out.estimated_bytes,
+                                       out.wal_syncs});
+    },
+    [self](scan_pull& m) {
+      auto& d = *self->state.deps;
+      auto out = d.core->scan(m.budgets, m.epoch, *d.time);
+      auto to = sender_of(self);
+      if (out.fault) {
+        self->send(to, to_message(m.gen, *out.fault));
+        return;
+      }
+      self->send(to, scan_chunk{m.gen, batch_msg{std::move(out.delivery)}, out.last, out.scanned, out.unindexable});
+    },
     [self](meta_write& m) {
       auto& d = *self->state.deps;
       meta_written reply{m.gen, m.kind, m.value, caf::error{}};

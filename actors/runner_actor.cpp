@@ -132,6 +132,17 @@ void carry_out(runner_pointer self, effect& e) {
                                error_text(err).c_str());
                   self->state.fence.landed();
                 });
+      } else if constexpr (std::is_same_v<T, fx::reset>) {
+        self->request(d.proxy, caf::infinite, reset_request{x.gen, x.epoch})
+          .then([self](reset_done& r) { apply(self, self->state.core->on_reset_done(r.gen, from_caf(r.error), now_of(self))); },
+                [self, gen = x.gen](caf::error& err) {
+                  if (proxy_gone(self, err)) return;
+                  apply(self, self->state.core->on_reset_done(gen, from_caf(err), now_of(self)));
+                });
+      } else if constexpr (std::is_same_v<T, fx::capture_boundary>) {
+        self->send(d.tailer, boundary_capture{x.gen, x.epoch, x.scan_bytes_per_s});
+      } else if constexpr (std::is_same_v<T, fx::scan>) {
+        self->send(d.tailer, scan_pull{x.gen, x.epoch, s.budgets});
       } else if constexpr (std::is_same_v<T, fx::arm_timer>) {
         self->delayed_send(self, x.delay, timer{x.kind, x.gen});
       } else if constexpr (std::is_same_v<T, fx::stopped>) {
@@ -213,6 +224,22 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](log_chunk& m) {
       pull_outcome out{std::nullopt, std::move(m.chunk)};
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
+    },
+    [self](boundary_captured& m) {
+      boundary_outcome out;
+      out.boundary = std::move(m.boundary);
+      out.estimated_records = m.estimated_records;
+      out.estimated_bytes = m.estimated_bytes;
+      out.wal_syncs = m.wal_syncs;
+      apply(self, self->state.core->on_boundary(m.gen, out, now_of(self)));
+    },
+    [self](scan_chunk& m) {
+      scan_outcome out;
+      out.delivery = std::move(m.delivery.value);
+      out.last = m.last;
+      out.scanned = m.scanned;
+      out.unindexable = m.unindexable;
+      apply(self, self->state.core->on_scan_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {
       apply(self, self->state.core->on_log_fault(m.gen, tailer_fault{m.transient, m.reason, m.text}, now_of(self)));

@@ -319,7 +319,8 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.projections = r.projections;
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
-    w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store)});
+    w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store),
+                               ctx.attached[index].wal_ttl_s});
   }
   for (const auto& a : ctx.attached) w.attached.push_back(attached_log{a.name, a.identity});
   w.meta = std::make_shared<meta::home_meta_store>(home, id);

@@ -148,4 +148,30 @@ typename Inspector::result_type inspect(Inspector& f, quiescence& x) {
   return f(caf::meta::type_name("dix.quiescence"), x.epoch, x.error);
 }
 
+// -- reset (protocol.md §11.4 step 3) -----------------------------------------------------------
+
+// Command (runner): backend::reset(epoch, done) under the rebuild's new epoch.
+struct reset_request {
+  std::uint64_t gen = 0;
+  epoch_t epoch = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reset_request& x) {
+  return f(caf::meta::type_name("dix.reset_request"), x.gen, x.epoch);
+}
+
+// Reply: none = the index is empty and its cursor durably absent; an error = the attempt fails.
+// Echoes gen and epoch (internally, on the proxy's own mailbox, gen is the completion's token).
+struct reset_done {
+  std::uint64_t gen = 0;
+  epoch_t epoch = 0;
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reset_done& x) {
+  return f(caf::meta::type_name("dix.reset_done"), x.gen, x.epoch, x.error);
+}
+
 }  // namespace dix

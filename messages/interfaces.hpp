@@ -57,10 +57,12 @@ namespace dix {
 // The log tailer of one id: all primary-store I/O of that id (actors.md §1).
 using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
                                           caf::reacts_to<log_pull>,
+                                          caf::reacts_to<boundary_capture>,
+                                          caf::reacts_to<scan_pull>,
                                           caf::reacts_to<meta_write>,
                                           caf::reacts_to<meta_read>>;
 
-// The backend proxy of one id: the only caller of the backend object. The last three entries
+// The backend proxy of one id: the only caller of the backend object. The last four entries
 // are its own mailbox: a backend's state changes and completions (any thread) are sent to the proxy
 // itself first, so they keep mailbox order behind the reply of the call that caused them
 // (protocol.md §5.1); internally flush_done.gen carries the completion's token.
@@ -69,9 +71,11 @@ using backend_proxy_actor =
                    caf::replies_to<durable_query>::with<durable>,
                    caf::replies_to<flush_request>::with<flush_done>,
                    caf::replies_to<shutdown_request>::with<quiescence>,
+                   caf::replies_to<reset_request>::with<reset_done>,
                    caf::reacts_to<state_change_msg>,
                    caf::reacts_to<flush_done>,
-                   caf::reacts_to<quiescence>>;
+                   caf::reacts_to<quiescence>,
+                   caf::reacts_to<reset_done>>;
 
 // The runner of one registered id: runner_core's decisions, carried out.
 using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
@@ -80,6 +84,8 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<log_opened>,
                                       caf::reacts_to<log_chunk>,
                                       caf::reacts_to<log_fault>,
+                                      caf::reacts_to<boundary_captured>,
+                                      caf::reacts_to<scan_chunk>,
                                       caf::reacts_to<meta_written>,
                                       caf::reacts_to<meta_state>,
                                       caf::reacts_to<state_change_msg>,

@@ -2,8 +2,9 @@
 // reads, the sync before delivery (protocol.md §4.8) and the system commits the runner asks for.
 // The conversation is asynchronous both ways: the runner sends a command, the tailer answers
 // with an event to the command's sender, echoing `gen` where the table lists it; the runner
-// drops answers of another generation (protocol.md §1.3). The rebuild's scan and boundary
-// messages arrive with rebuild.
+// drops answers of another generation (protocol.md §1.3). A rebuild (§11.5–§11.7) asks for the
+// boundary (boundary_capture → boundary_captured) and then for scan chunks (scan_pull →
+// scan_chunk) before it opens the logs at the boundary; their faults come as log_fault.
 #pragma once
 
 #include <cstdint>
@@ -127,6 +128,64 @@ typename Inspector::result_type inspect(Inspector& f, log_fault& x) {
              return wire::check_enum("dix.log_fault.reason", x.reason, readiness_reason::none,
                                      readiness_reason::registration_changed);
            }));
+}
+
+// -- rebuild (protocol.md §11.5–§11.7) ----------------------------------------------------------
+
+// Command: commit boundary/<id> in every store of the registration's logs, take the snapshots,
+// check the retention fit. Answered by boundary_captured or log_fault.
+struct boundary_capture {
+  std::uint64_t gen = 0;
+  epoch_t epoch = 0;  // the rebuild epoch, the boundary record's value
+  std::uint64_t scan_bytes_per_s = 0;  // for the retention fit: the last completed scan's rate
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, boundary_capture& x) {
+  return f(caf::meta::type_name("dix.boundary_capture"), x.gen, x.epoch, x.scan_bytes_per_s);
+}
+
+// Event: the boundary cursor and the projected tables' estimates (tailer_core's boundary_outcome
+// without its fault, which travels as log_fault).
+struct boundary_captured {
+  std::uint64_t gen = 0;
+  std::optional<dix::cursor> boundary;  // always set by the tailer; the type has no empty cursor
+  std::uint64_t estimated_records = 0;
+  std::uint64_t estimated_bytes = 0;
+  std::uint64_t wal_syncs = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, boundary_captured& x) {
+  return f(caf::meta::type_name("dix.boundary_captured"), x.gen, wire::opt(x.boundary), x.estimated_records, x.estimated_bytes,
+           x.wal_syncs);
+}
+
+// Command: one scan chunk (protocol.md §11.6). Answered by scan_chunk or log_fault.
+struct scan_pull {
+  std::uint64_t gen = 0;
+  epoch_t epoch = 0;  // stamped on the batch
+  turn_budgets budgets;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scan_pull& x) {
+  return f(caf::meta::type_name("dix.scan_pull"), x.gen, x.epoch, x.budgets);
+}
+
+// Event: tailer_core's scan_outcome without its fault: the chunk (`rebuild` set; null: the turn
+// ended before a record), whether it is the boundary chunk, and its counts.
+struct scan_chunk {
+  std::uint64_t gen = 0;
+  batch_msg delivery;
+  bool last = false;
+  std::uint64_t scanned = 0;
+  std::uint64_t unindexable = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scan_chunk& x) {
+  return f(caf::meta::type_name("dix.scan_chunk"), x.gen, x.delivery, x.last, x.scanned, x.unindexable);
 }
 
 // -- metadata writes (formats.md §5) ------------------------------------------------------------

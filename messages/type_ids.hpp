@@ -90,6 +90,14 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::runtime_stopped))
   CAF_ADD_TYPE_ID(dix, (dix::unregister_registration))
 
+  // the rebuild (tailer.hpp, delivery.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::boundary_capture))
+  CAF_ADD_TYPE_ID(dix, (dix::boundary_captured))
+  CAF_ADD_TYPE_ID(dix, (dix::scan_pull))
+  CAF_ADD_TYPE_ID(dix, (dix::scan_chunk))
+  CAF_ADD_TYPE_ID(dix, (dix::reset_request))
+  CAF_ADD_TYPE_ID(dix, (dix::reset_done))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {

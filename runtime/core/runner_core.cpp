@@ -23,7 +23,9 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 
 runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base) {
   if (config_.start_condemned) {
-    parked_ = true;
+    // A backend that can reset is rebuilt by the next acquisition (it finds the slot condemned);
+    // one that cannot stays parked.
+    parked_ = !config_.rebuildable;
     state_ = runner_state::needs_rebuild;
     published_ = readiness_state::needs_rebuild;
     reason_ = last_fault_ = *config_.start_condemned;
@@ -75,21 +77,34 @@ void runner_core::to(settle next) noexcept {
   const bool legal = next == t::done || (from == t::done && next == t::writing) ||
                      (from == t::wanted && next == t::writing_then_ready) ||
                      (from == t::writing && next == t::writing_then_ready) || (writing && next == t::wanted) ||
-                     (from == t::wanted && next == t::wanted);
+                     (from == t::wanted && next == t::wanted) || (from == t::done && next == t::wanted);
   check_transition(legal, "runner settle", static_cast<int>(from), static_cast<int>(next));
   settle_ = next;
+}
+
+void runner_core::to(rebuild next) noexcept {
+  using r = rebuild;
+  const auto from = rebuild_;
+  const bool starts = (from == r::none || from == r::backoff) && (next == r::quiescing || next == r::minting);
+  const bool legal = next == r::none || next == r::backoff || starts || (from == r::quiescing && next == r::minting) ||
+                     (from == r::minting && next == r::resetting) || (from == r::resetting && next == r::checking) ||
+                     (from == r::checking && next == r::capturing) || (from == r::capturing && next == r::scanning);
+  check_transition(legal, "runner rebuild", static_cast<int>(from), static_cast<int>(next));
+  rebuild_ = next;
 }
 
 // ---- helpers ------------------------------------------------------------------------------------
 
 void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
+  if (s == readiness_state::ready) attempts_ = 0;  // only a consumed request or `ready` resets it (§11.3)
   published_ = s;
   reason_ = r;
-  out.push_back(fx::publish{s, r, 0});
+  out.push_back(fx::publish{s, r, attempts_});
 }
 
 bool runner_core::non_durable_work() const noexcept {
   if (unanchored_bytes_ != 0 || unanchored_mutations_ != 0) return true;
+  if (boundary_pending_) return true;  // the boundary entry holds the scan, durable or not
   for (std::size_t i = 1; i < offered_.size(); ++i) {
     if (!offered_[i].cursor_only) return true;
   }
@@ -141,6 +156,7 @@ void runner_core::query_durable(effects& out) {
 }
 
 void runner_core::reconcile(effects& out) {
+  if (rebuild_ == rebuild::scanning) return;  // nothing offered yet: scan chunks carry no cursor
   if (durable_query_ != durable_query::none) {
     to(durable_query::asked_again);
     return;
@@ -155,7 +171,11 @@ void runner_core::next_turn(effects& out) {
   if (!more_) return;
   more_ = false;
   to(drain::pulling);
-  if (state_ == runner_state::idle) state_ = runner_state::running;
+  if (state_ == runner_state::idle) state_ = working_state();
+  if (rebuild_ == rebuild::scanning) {
+    out.push_back(fx::scan{gen_, epoch_});
+    return;
+  }
   out.push_back(fx::pull{gen_, epoch_});
 }
 
@@ -165,7 +185,7 @@ void runner_core::deliver_held(effects& out, steady_time now) {
   held_.reset();
   to(drain::delivering);
   changed_at_issue_ = changed_count_;
-  state_ = runner_state::running;
+  state_ = working_state();
   out.push_back(fx::deliver{gen_, in_flight_});
 }
 
@@ -200,7 +220,10 @@ void runner_core::carry_release(release_sequence::step step, effects& out, stead
 }
 
 void runner_core::condemn(readiness_reason reason, std::string message, effects& out, steady_time now) {
-  (void)now;
+  if (attempt_running() && owner_now() && !stopping_) {
+    fail_attempt(reason, std::move(message), out, now);
+    return;
+  }
   last_fault_ = reason;
   message_ = std::move(message);
   discard_progress();
@@ -218,13 +241,14 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
     parked_ = false;  // no tailer to write it: as a failed write, retried at the next acquisition
   }
   publish(readiness_state::needs_rebuild, reason, out);
-  // Rebuild arrives with a later issue: until then the condemned index is released and parks.
-  if (owner_now() && !release_.holding()) begin_release(out);
+  if (owner_now() && !release_.holding()) {
+    if (config_.rebuildable && !stopping_ && (marker_ == marker::present || !config_.fingerprint)) schedule_rebuild(out, now);
+    else begin_release(out);  // cannot reset (or no marker to rebuild under): released, parked
+  }
 }
 
 effects runner_core::on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  (void)now;
   if (gen != gen_ || !owner_now() || marker_ != marker::writing) return out;
   if (outcome) {
     to(marker::present);
@@ -236,7 +260,10 @@ effects runner_core::on_marker_written(std::uint64_t gen, const result<void>& ou
     parked_ = false;
   }
   publish(readiness_state::needs_rebuild, condemn_reason_, out);
-  if (!release_.holding()) begin_release(out);
+  if (release_.holding()) return out;
+  // Marker first, then reset (§10.4): without it the rebuild waits for the next acquisition.
+  if (config_.rebuildable && !stopping_ && (marker_ == marker::present || !config_.fingerprint)) schedule_rebuild(out, now);
+  else begin_release(out);
   return out;
 }
 
@@ -271,11 +298,11 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
   to(acquisition::verifying);
   records_ = *records;
   if (records_.condemned) to(marker::present);
-  // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4) — until rebuild
-  // exists, the index is condemned with rebuild-requested and parks; the marker keeps the request.
-  // An interrupted build from sequence 1 is a rebuild running: it absorbs the request (§11.2).
-  const bool building = slot.state == readiness_state::rebuilding && slot.reason == readiness_reason::cursor_missing;
-  if (rebuild_requested && config_.rebuildable && !building) {
+  // The attempt count lives in the slot: a later owner continues it (§11.3); a consumed request
+  // resets it (§11.2).
+  attempts_ = rebuild_requested && config_.rebuildable ? 0 : slot.rebuild_attempts;
+  // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4).
+  if (rebuild_requested && config_.rebuildable) {
     condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
     return out;
   }
@@ -291,9 +318,8 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     begin_release(out);
     return out;
   }
-  // Step 6: a condemned generation. The build from sequence 1 of a fresh index (reason
-  // cursor-missing while rebuilding) is the one rebuild this issue has: it continues (step 8).
-  if (slot.state == readiness_state::needs_rebuild || (slot.state == readiness_state::rebuilding && !building)) {
+  // Step 6: a condemned generation, or a rebuild another owner did not finish.
+  if (slot.state == readiness_state::needs_rebuild || slot.state == readiness_state::rebuilding) {
     condemn(slot.reason == readiness_reason::none ? readiness_reason::condemned : slot.reason,
             "the slot says " + std::string(to_string(slot.state)), out, now);
     return out;
@@ -308,6 +334,10 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
 }
 
 void runner_core::transient_fault(bool from_durable, std::string message, effects& out, steady_time now) {
+  if (attempt_running()) {
+    fail_attempt(readiness_reason::rebuild_failed, std::move(message), out, now);  // §10.5, last sentence
+    return;
+  }
   ++transient_faults_;
   message_ = std::move(message);
   if (transient_faults_ >= config_.options.max_rebuild_attempts) {
@@ -350,6 +380,133 @@ void runner_core::retry(effects& out) {
   }
 }
 
+// ---- rebuild ------------------------------------------------------------------------------------
+
+// §11.3: the next attempt at once when none was spent, else after the doubling backoff; the lock
+// is kept meanwhile. A spent budget ends in `unavailable` at once (§10.3).
+void runner_core::schedule_rebuild(effects& out, steady_time now) {
+  parked_ = false;
+  rebuild_trigger_ = condemn_reason_;
+  if (acquisition_ == acquisition::verifying) to(acquisition::acquired);  // condemned at acquisition
+  if (attempts_ >= config_.options.max_rebuild_attempts) {
+    exhaust(out);
+    return;
+  }
+  if (attempts_ == 0) {
+    start_attempt(out, now);
+    return;
+  }
+  to(rebuild::backoff);
+  out.push_back(fx::arm_timer{timer_kind::rebuild_backoff,
+                              backoff_delay(attempts_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
+                              gen_});
+}
+
+// §11.4: local status rebuilding, progress discarded, attempts + 1, `rebuilding` published; then
+// step 1, the shutdown of the current epoch unless one already succeeded.
+void runner_core::start_attempt(effects& out, steady_time now) {
+  discard_progress();
+  boundary_pending_ = false;
+  ++attempts_;
+  state_ = runner_state::rebuilding;
+  publish(readiness_state::rebuilding, rebuild_trigger_, out);
+  rebuilt_records_ = estimated_records_ = scanned_bytes_ = 0;
+  scan_started_at_.reset();
+  scan_ended_at_.reset();
+  if (quiesced_) {
+    to(rebuild::minting);
+    out.push_back(fx::mint_epoch{});
+    return;
+  }
+  to(rebuild::quiescing);
+  quiescence_since_ = now;
+  out.push_back(fx::shutdown{epoch_});
+}
+
+// §11.8, §10.3 "attempt failed": progress discarded; needs-rebuild with the failure's reason and a
+// backoff, or — the budget spent — unavailable/rebuild-exhausted and released.
+void runner_core::fail_attempt(readiness_reason reason, std::string message, effects& out, steady_time now) {
+  (void)now;
+  last_fault_ = reason;
+  message_ = "rebuild attempt " + std::to_string(attempts_) + " failed: " + message;
+  discard_progress();
+  boundary_pending_ = false;
+  to(rebuild::none);
+  if (attempts_ >= config_.options.max_rebuild_attempts) {
+    exhaust(out);
+    return;
+  }
+  state_ = runner_state::needs_rebuild;
+  condemn_reason_ = reason;
+  publish(readiness_state::needs_rebuild, reason, out);
+  rebuild_trigger_ = reason;
+  to(rebuild::backoff);
+  out.push_back(fx::arm_timer{timer_kind::rebuild_backoff,
+                              backoff_delay(attempts_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
+                              gen_});
+}
+
+void runner_core::exhaust(effects& out) {
+  to(rebuild::none);
+  parked_ = true;
+  state_ = runner_state::unavailable;
+  if (last_fault_ == readiness_reason::none) last_fault_ = rebuild_trigger_;
+  publish(readiness_state::unavailable, readiness_reason::rebuild_exhausted, out);
+  if (owner_now() && !release_.holding()) begin_release(out);
+}
+
+effects runner_core::on_reset_done(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  effects out;
+  if (!current(gen) || release_.holding() || rebuild_ != rebuild::resetting) return out;
+  if (!outcome) {
+    fail_attempt(readiness_reason::backend_failed, "reset: " + outcome.error().message(), out, now);
+    return out;
+  }
+  to(rebuild::checking);
+  query_durable(out);  // step 4: the cursor must be absent now
+  return out;
+}
+
+effects runner_core::on_boundary(std::uint64_t gen, const boundary_outcome& outcome, steady_time now) {
+  effects out;
+  if (!current(gen) || release_.holding() || rebuild_ != rebuild::capturing) return out;
+  wal_syncs_ += outcome.wal_syncs;
+  if (outcome.fault || !outcome.boundary) {
+    const auto reason = !outcome.fault || outcome.fault->transient ? readiness_reason::rebuild_failed : outcome.fault->reason;
+    fail_attempt(reason, outcome.fault ? outcome.fault->text : "no boundary", out, now);
+    return out;
+  }
+  estimated_records_ = outcome.estimated_records;
+  to(rebuild::scanning);
+  scan_started_at_ = now;
+  to(drain::open);
+  more_ = true;
+  next_turn(out);
+  return out;
+}
+
+effects runner_core::on_scan_chunk(std::uint64_t gen, const scan_outcome& outcome, steady_time now) {
+  effects out;
+  if (!current(gen) || release_.holding() || drain_ != drain::pulling || rebuild_ != rebuild::scanning) return out;
+  to(drain::open);
+  if (outcome.fault) {
+    fail_attempt(outcome.fault->transient ? readiness_reason::rebuild_failed : outcome.fault->reason, outcome.fault->text,
+                 out, now);
+    return out;
+  }
+  unindexable_ += outcome.unindexable;
+  more_ = true;  // the scan goes on until its boundary chunk
+  if (!outcome.delivery) {
+    next_turn(out);  // the turn's time ran out before a record: yield, then go on
+    return out;
+  }
+  in_flight_ = outcome.delivery;
+  to(drain::delivering);
+  changed_at_issue_ = changed_count_;
+  out.push_back(fx::deliver{gen_, in_flight_});
+  return out;
+}
+
 // ---- events -------------------------------------------------------------------------------------
 
 effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
@@ -359,7 +516,8 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   const bool commit = (flags & wake_flag::commit) != 0;
   const bool system_only = commit && (flags & wake_flag::system) != 0;
   if (!owner_now()) {
-    if (state_ != runner_state::dormant) return out;  // waiting for the lock already
+    // Waiting for the lock already; a respawned runner of a condemned index acquires to rebuild.
+    if (state_ != runner_state::dormant && state_ != runner_state::needs_rebuild) return out;
     // Dormant: system commits, backend and timer wakes do not start an acquisition (§8.3); a
     // rebuild wake does (the actor passes one only while no runner of the process owns the id).
     const bool starts = (commit && !system_only) || (flags & (wake_flag::coverage | wake_flag::rebuild)) != 0;
@@ -371,7 +529,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   if (commit && !system_only) {
     if (end_of_log_ && !unread_since_) unread_since_ = now;  // §8.2: lag must not hide a reader behind
     more_ = true;
-    if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out);
+    if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
   } else if (system_only && state_ != runner_state::idle) {
     more_ = true;  // progress only, but it moves the cursor when read
   }
@@ -379,7 +537,13 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
 }
 
 bool runner_core::takes_rebuild_request() const noexcept {
+  if (revivable()) return true;
   return !stopping_ && !parked_ && !release_.holding() && acquisition_ == acquisition::acquired && config_.rebuildable;
+}
+
+bool runner_core::revivable() const noexcept {
+  return config_.rebuildable && !stopping_ && owner_now() && state_ == runner_state::unavailable &&
+         reason_ == readiness_reason::shutdown_failed;
 }
 
 runner_core::rebuild_wake runner_core::on_rebuild_wake(bool owned_in_process) const noexcept {
@@ -402,8 +566,24 @@ effects runner_core::retry_release(steady_time now) {
 effects runner_core::on_rebuild_requested(steady_time now) {
   effects out;
   if (!takes_rebuild_request()) return out;
-  // A rebuild running absorbs the request (§11.2): the build from sequence 1 is one.
-  if (initial_pending_) return out;
+  if (revivable()) {
+    // §9.7: the epoch whose shutdown was rejected is shut down again by the attempt, then the
+    // index is rebuilt under a new one.
+    release_ = release_sequence{};
+    parked_ = false;
+    quiesced_ = false;
+    attempts_ = 0;
+    condemn(readiness_reason::rebuild_requested, "a rebuild was requested: the held epoch is shut down again", out, now);
+    return out;
+  }
+  // Consuming resets the attempts and cancels a pending backoff; a running attempt absorbs it.
+  if (attempt_running()) return out;
+  attempts_ = 0;
+  if (rebuild_ == rebuild::backoff) {
+    rebuild_trigger_ = readiness_reason::rebuild_requested;
+    start_attempt(out, now);
+    return out;
+  }
   condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
   return out;
 }
@@ -425,6 +605,9 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
   release_ = release_sequence{};  // this ownership's
   to(marker::unknown);
   to(settle::done);
+  to(rebuild::none);
+  boundary_pending_ = false;
+  quiesced_ = false;
   state_ = runner_state::running;
   out.push_back(fx::mint_epoch{});
   return out;
@@ -475,7 +658,16 @@ void runner_core::abandon_mint(const error& e, effects& out) {
 
 effects runner_core::on_epoch_minted(const result<epoch_t>& epoch, steady_time now) {
   effects out;
-  (void)now;
+  if (rebuild_ == rebuild::minting && owner_now()) {
+    if (!epoch) {
+      fail_attempt(readiness_reason::rebuild_failed, "minting the rebuild epoch: " + epoch.error().message(), out, now);
+      return out;
+    }
+    epoch_ = *epoch;
+    quiesced_ = false;
+    out.push_back(fx::persist_epoch{epoch_, gen_});  // step 2: no backend call before it is durable
+    return out;
+  }
   if (!epoch) {
     abandon_mint(epoch.error(), out);
     return out;
@@ -492,6 +684,16 @@ effects runner_core::on_epoch_minted(const result<epoch_t>& epoch, steady_time n
 
 effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
+  if (current(gen) && rebuild_ == rebuild::minting) {
+    if (!outcome) {
+      fail_attempt(readiness_reason::rebuild_failed, "persisting the rebuild epoch: " + outcome.error().message(), out, now);
+      return out;
+    }
+    publish(readiness_state::rebuilding, rebuild_trigger_, out);  // republished with the new epoch
+    to(rebuild::resetting);
+    out.push_back(fx::reset{gen_, epoch_});  // step 3
+    return out;
+  }
   if (!current(gen) || acquisition_ != acquisition::minting) return out;
   if (!outcome) {
     abandon_mint(outcome.error(), out);
@@ -512,6 +714,20 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   if (!current(gen) || release_.holding()) return out;
   const bool again = durable_query_ == durable_query::asked_again;
   to(durable_query::none);
+  if (rebuild_ == rebuild::checking) {
+    // §11.4 step 4: after the reset, the backend must report no cursor.
+    if (!durable) {
+      fail_attempt(readiness_reason::backend_failed, "durable_cursor() after reset: " + durable.error().message(), out, now);
+    } else if (*durable) {
+      fail_attempt(readiness_reason::backend_failed, "the backend still reports a durable cursor after reset", out, now);
+    } else {
+      // The registration record is written with the marker's delete at the first `ready` (§10.4).
+      if (config_.fingerprint) to(settle::wanted);
+      to(rebuild::capturing);
+      out.push_back(fx::capture_boundary{gen_, epoch_, scan_bytes_per_s_});
+    }
+    return out;
+  }
   if (!durable) {
     if (durable.error().value() == errc::cursor_invalid) {
       condemn(readiness_reason::cursor_missing, durable.error().message(), out, now);
@@ -533,23 +749,20 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       }
       durable_ = *durable;
       out.push_back(fx::open_log{gen_, *durable});
+    } else if (boundary_pending_) {
+      // Work lost after the boundary chunk and no barrier since: the scan is gone with it.
+      fail_attempt(readiness_reason::rebuild_failed, "the backend lost the rebuild before its boundary was durable", out,
+                   now);
     } else {
-      initial_pending_ = true;
-      if (config_.fingerprint && records_.fingerprint != config_.fingerprint && settle_ == settle::done) {
-        // A build from sequence 1 is this registration's index from the start: record its
-        // fingerprint first. The tailer commits it before it opens the log (mailbox order), so
-        // no barrier of the build can be durable without it; a failure is retried at the first
-        // durable advance.
-        to(settle::writing);
-        out.push_back(fx::settle{gen_, *config_.fingerprint});
-      }
-      out.push_back(fx::open_log{gen_, std::nullopt});
+      // §9.2 step 8: an index without a cursor is never trusted — it may hold anything (an
+      // interrupted reset, a copied directory). It is reset and rebuilt.
+      condemn(readiness_reason::cursor_missing, "the index has no durable cursor", out, now);
     }
     return out;
   }
   // Reconciliation (§5.4).
   if (!*durable) {
-    if (!initial_pending_) {
+    if (!boundary_pending_) {
       condemn(readiness_reason::cursor_missing, "the backend lost its durable cursor", out, now);
       return out;
     }
@@ -561,12 +774,12 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       return out;
     }
     auto index = static_cast<std::size_t>(match - offered_.begin());
-    bool advanced = index > 0 || initial_pending_;
+    bool advanced = index > 0 || boundary_pending_;
     offered_.erase(offered_.begin(), match);
     durable_ = d;
     if (advanced) {
       transient_faults_ = 0;
-      initial_pending_ = false;
+      boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
         to(settle::writing_then_ready);
@@ -580,14 +793,15 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   }
   if (state_ == runner_state::waiting_durable && !cut_open_ &&
       offered_.size() - 1 < config_.options.max_accepted_batches_ahead) {
-    state_ = runner_state::running;
+    state_ = working_state();
     stalled_since_.reset();
     next_turn(out);
   }
+  if (state_ == runner_state::rebuilding && !attempt_running()) state_ = runner_state::running;
   if (again) {
     reconcile(out);
   } else if (end_of_log_ && !more_ && drain_ == drain::open && !held_ && state_ == runner_state::running &&
-             !non_durable_work() && !initial_pending_) {
+             !non_durable_work()) {
     state_ = runner_state::idle;  // idle pass (§5.6)
   }
   return out;
@@ -600,9 +814,6 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   if (fault) {
     if (fault->transient) {
       transient_fault(false, fault->text, out, now);
-    } else if (initial_pending_ && fault->reason == readiness_reason::log_retention) {
-      // A fresh index whose logs no longer start at sequence 1 needs a rebuild from a scan.
-      condemn(readiness_reason::cursor_missing, "no durable cursor and the log is purged: " + fault->text, out, now);
     } else {
       condemn(fault->reason, fault->text, out, now);
     }
@@ -619,13 +830,13 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     offered_.push_back(offered_entry{*installed, 0, 0, true, now});
   }
   if (non_durable_work()) arm_age_timer(out, now, false);
-  if (initial_pending_) {
-    if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, readiness_reason::cursor_missing, out);
+  if (boundary_pending_) {
+    if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_trigger_, out);
   } else if (published_ != readiness_state::ready) {
     // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5).
     publish(readiness_state::ready, readiness_reason::none, out);
   }
-  state_ = runner_state::running;
+  state_ = working_state();
   more_ = true;
   next_turn(out);
   return out;
@@ -668,13 +879,24 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush.
   stalled_since_.reset();
   reconcile(out);
-  if (!non_durable_work() && !more_ && !initial_pending_) state_ = runner_state::idle;
+  if (!non_durable_work() && !more_) state_ = runner_state::idle;
   else if (non_durable_work()) arm_age_timer(out, now, false);
   next_turn(out);
   return out;
 }
 
 effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now) {
+  // A fault answering a boundary capture or a scan pull (the tailer sends them all as log_fault).
+  if (rebuild_ == rebuild::capturing) {
+    boundary_outcome b;
+    b.fault = fault;
+    return on_boundary(gen, b, now);
+  }
+  if (rebuild_ == rebuild::scanning && drain_ == drain::pulling) {
+    scan_outcome x;
+    x.fault = fault;
+    return on_scan_chunk(gen, x, now);
+  }
   if (drain_ == drain::closed) return on_log_opened(gen, fault, std::nullopt, now);
   pull_outcome out;
   out.fault = fault;
@@ -690,7 +912,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (!b) return out;
   switch (r) {
     case delivery_result::failed:
-      condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);
+      condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);  // in a rebuild: the attempt fails
       return out;
     case delivery_result::deferred:
       held_ = std::move(b);
@@ -707,7 +929,12 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   stalled_since_.reset();
   ++delivered_batches_;
   delivered_records_ += b->records.size();
-  const auto mutations = mutations_of(*b);
+  const bool boundary_chunk = rebuild_ == rebuild::scanning && b->through.has_value();
+  if (rebuild_ == rebuild::scanning) {
+    rebuilt_records_ += b->records.size();
+    scanned_bytes_ += b->bytes;
+  }
+  const auto mutations = mutations_of(*b) + (rebuild_ == rebuild::scanning ? b->records.size() : 0);
   // Cursor-only: no mutation of its own and none absorbed from the cut chunks it completes.
   const bool cursor_only = is_cursor_only(*b) && unanchored_bytes_ == 0 && unanchored_mutations_ == 0;
   if (b->through && (offered_.empty() || *b->through != offered_.back().through)) {
@@ -732,6 +959,25 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
       unflushed_bytes_ >= config_.options.flush_after_bytes) {
     request_flush(flush_reason::threshold, out, now);
   }
+  if (boundary_chunk) {
+    // §11.7: the offered list is [boundary], durable or not; the drain resumes from it.
+    boundary_pending_ = true;
+    to(rebuild::none);
+    scan_ended_at_ = now;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(now - *scan_started_at_).count();
+    if (took > 0 && scanned_bytes_ > 0) {
+      scan_bytes_per_s_ = std::max<std::uint64_t>(1, scanned_bytes_ * 1000 / static_cast<std::uint64_t>(took));
+    }
+    to(drain::closed);
+    out.push_back(fx::open_log{gen_, offered_.back().through});
+    return out;
+  }
+  if (rebuild_ == rebuild::scanning) {
+    // Scan chunks are unanchored work: nothing to reconcile, no accepted-ahead cap (§11.6).
+    state_ = runner_state::rebuilding;
+    next_turn(out);
+    return out;
+  }
   reconcile(out);
   if (!cut_open_ && offered_.size() - 1 >= config_.options.max_accepted_batches_ahead) {
     state_ = runner_state::waiting_durable;
@@ -741,7 +987,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     if (!non_durable_work()) request_flush(flush_reason::age, out, now);
     return out;
   }
-  state_ = runner_state::running;
+  state_ = working_state();
   next_turn(out);
   return out;
 }
@@ -777,6 +1023,10 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
       break;
     case state_change_kind::accepted_work_lost:
       if (change.epoch != 0 && change.epoch != epoch_) break;
+      if (attempt_running()) {
+        fail_attempt(readiness_reason::rebuild_failed, "the backend lost accepted work during the rebuild", out, now);
+        break;
+      }
       // Replay everything after the durable cursor (§5.7).
       discard_progress();
       query_durable(out);
@@ -813,6 +1063,9 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
     case timer_kind::transient_retry:
       retry(out);
       break;
+    case timer_kind::rebuild_backoff:
+      if (owner_now() && rebuild_ == rebuild::backoff && !release_.holding()) start_attempt(out, now);
+      break;
   }
   return out;
 }
@@ -820,6 +1073,23 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
 effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now) {
   effects out;
   if (epoch != epoch_) return out;
+  if (rebuild_ == rebuild::quiescing && owner_now() && !release_.holding()) {
+    if (!outcome) {
+      // §10.3 "shutdown rejected": the backend cannot prove quiescence, the lock is kept (§9.7);
+      // request_rebuild revives the runner, a stop retries the release.
+      to(rebuild::none);
+      message_ = "shutdown rejected: " + outcome.error().message();
+      discard_progress();
+      parked_ = true;
+      state_ = runner_state::unavailable;
+      publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
+      return out;
+    }
+    quiesced_ = true;
+    to(rebuild::minting);
+    out.push_back(fx::mint_epoch{});
+    return out;
+  }
   const auto step = release_.on_shutdown_done(epoch, outcome);
   if (step == release_sequence::step::publish_rejected) {
     message_ = "shutdown rejected: " + outcome.error().message();
@@ -939,6 +1209,8 @@ effects runner_core::stop(steady_time now) {
     publish(readiness_state::needs_rebuild, condemn_reason_, out);
   }
   discard_progress();
+  to(rebuild::none);
+  boundary_pending_ = false;
   state_ = runner_state::releasing;
   begin_release(out);
   return out;
@@ -986,6 +1258,10 @@ runner_snapshot runner_core::snapshot() const {
   s.transient_faults = transient_faults_;
   s.last_fault = last_fault_;
   s.logs = logs_;
+  s.rebuilt_records = rebuilt_records_;
+  s.estimated_records = estimated_records_;
+  s.scan_started_at = scan_started_at_;
+  s.scan_ended_at = scan_ended_at_;
   return s;
 }
 
@@ -1031,6 +1307,15 @@ runner_metrics runner_snapshot::metrics(steady_time now) const {
   m.log_reopens = log_reopens;
   m.transient_faults = transient_faults;
   m.last_fault = last_fault;
+  m.rebuilt_records = rebuilt_records;
+  m.estimated_records = estimated_records;
+  if (scan_started_at) {
+    const auto took = ms_between(*scan_started_at, scan_ended_at.value_or(now));
+    if (took > 0) m.scan_records_per_s = rebuilt_records * 1000 / took;
+    if (!scan_ended_at && m.scan_records_per_s > 0 && estimated_records > rebuilt_records) {
+      m.rebuild_eta_ms = (estimated_records - rebuilt_records) * 1000 / m.scan_records_per_s;
+    }
+  }
   for (const auto& l : logs) {
     log_metrics lm;
     lm.log = l.log;

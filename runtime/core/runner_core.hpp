@@ -12,8 +12,8 @@
 //      │          ┌──── deferred ◄─deferred───────┤ accepted ──► running … ──► idle (caught up)
 //      │          │  (changed / retry timer)      ├──► waiting_durable (accepted-ahead cap)
 //      │          └──────────────► running        │
-//      │                                          ├─ suspect fault ──► needs_rebuild (parked;
-//      │                                          │   released; rebuild arrives with issue 5)
+//      │                                          ├─ suspect fault ──► needs_rebuild ──► rebuilding
+//      │                                          │   (a backend that cannot reset: parked, released)
 //      │                                          └─ transient fault ──► backoff ──► reinstall
 //      └──────────── stop(): releasing ──flush(shutdown), shutdown(epoch)──► stopped
 //                                        (rejected shutdown: unavailable, lock kept)
@@ -26,9 +26,12 @@
 // sequence 1, the children's liveness and a retry waiting for them, what the last chunk said
 // about the log, and the two timers' pending events.
 //
-// A fresh index (no durable cursor) whose every log still holds its first transaction is built
-// by reading the logs from sequence 1 (docs/decisions/0002); readiness is `rebuilding` until the
-// first durable advance. Otherwise an absent cursor condemns with `cursor-missing`.
+// An index without a durable cursor is never trusted (§9.2 step 8): it condemns with
+// `cursor-missing` and, on a backend that can reset, is rebuilt (§11): shut the old epoch down,
+// mint a new one, reset, capture the boundary, scan, deliver the boundary chunk, drain from the
+// boundary, and publish `ready` once the boundary (or a later entry) is durable. The attempt
+// count lives in the slot (published with every state); failed attempts back off, and
+// `max_rebuild_attempts` of them end in `unavailable`/`rebuild-exhausted` (docs/decisions/0015).
 #pragma once
 
 #include <array>
@@ -64,7 +67,7 @@ inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is se
 inline constexpr std::uint8_t all = commit | system | backend | timer | coverage | rebuild;
 }  // namespace wake_flag
 
-enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry };
+enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff };
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -91,11 +94,18 @@ struct write_marker { std::uint64_t gen; };
 struct settle { std::uint64_t gen; std::uint64_t fingerprint; };
 struct arm_timer { timer_kind kind; std::chrono::milliseconds delay; std::uint64_t gen; };
 struct stopped { result<void> outcome; };
+// The rebuild (§11.4–§11.6): reset the backend under the new epoch (on_reset_done); commit the
+// boundary and take the snapshots (on_boundary; `scan_bytes_per_s` for the retention fit); one
+// scan chunk (on_scan_chunk).
+struct reset { std::uint64_t gen; epoch_t epoch; };
+struct capture_boundary { std::uint64_t gen; epoch_t epoch; std::uint64_t scan_bytes_per_s; };
+struct scan { std::uint64_t gen; epoch_t epoch; };
 }  // namespace fx
 
 using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
                             fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
-                            fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle>;
+                            fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle,
+                            fx::reset, fx::capture_boundary, fx::scan>;
 using effects = std::vector<effect>;
 
 // What status() and metrics() report (protocol.md §14), taken after every event. Ages are not
@@ -123,6 +133,11 @@ struct runner_snapshot {
   std::optional<steady_time> unread_since;        // a commit seen while caught up, not yet read
   std::optional<steady_time> quiescence_since;    // the current shutdown is pending
   std::vector<log_progress> logs;
+  // Rebuild progress (§11.6): records delivered by the scan of the current (or last) attempt,
+  // the projected tables' estimated records, and when the scan started (absent: no scan ran).
+  std::uint64_t rebuilt_records = 0, estimated_records = 0;
+  std::optional<steady_time> scan_started_at;
+  std::optional<steady_time> scan_ended_at;  // the boundary chunk was accepted
 
   runner_status status() const;
   // The public metrics at `now`. The slot's fields (readiness, lag_gate, rebuild_attempts,
@@ -154,8 +169,9 @@ class runner_core {
     // stored one (§9.2 step 8) and the first durable advance of a build writes it (settle).
     // Unset (core and actor tests that model no metadata): neither happens.
     std::optional<std::uint64_t> fingerprint;
-    // The backend implements reset (§11.1): a consumed rebuild request starts a rebuild — until
-    // rebuild exists, condemns with rebuild-requested and parks, as every rebuild trigger does.
+    // The backend implements reset (§11.1): every suspect fault, a condemned slot or marker, an
+    // absent cursor and a consumed request start a rebuild. Otherwise the index is condemned,
+    // released and parked.
     bool rebuildable = false;
   };
   explicit runner_core(config c);
@@ -200,6 +216,10 @@ class runner_core {
   effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);
+  // The rebuild's steps (§11.4–§11.7); stale generations are dropped.
+  effects on_reset_done(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  effects on_boundary(std::uint64_t gen, const boundary_outcome& outcome, steady_time now);
+  effects on_scan_chunk(std::uint64_t gen, const scan_outcome& outcome, steady_time now);
   // `installed`: the cursor the tailer installed (the start cursor when opened from sequence 1).
   effects on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
                         const std::optional<cursor>& installed, steady_time now);
@@ -217,6 +237,8 @@ class runner_core {
   // backend must accept the retried shutdown. Empty unless the lock is held that way.
   effects retry_release(steady_time now);
   bool holds_rejected_release() const noexcept { return release_.held() && stopping_; }
+  // The slot's rebuild_attempts as this owner keeps it (§11.3).
+  std::uint32_t attempts() const noexcept { return attempts_; }
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
   // failed request before the supervisor tells it.
@@ -281,6 +303,19 @@ class runner_core {
   // writing_then_ready (in flight; `ready` is published when it is answered).
   enum class settle : std::uint8_t { done, wanted, writing, writing_then_ready };
 
+  // REBUILD (§11.3–§11.8): where the current attempt is. Each step needs the one before and is
+  // checked against the generation; any fault of an attempt goes to backoff (or, the budget
+  // spent, to none: unavailable, released).
+  //
+  //   none ──condemned (rebuildable)──► backoff ──timer or request──► quiescing ──shutdown ok──►
+  //     minting ──epoch persisted──► resetting ──reset ok──► checking ──no durable cursor──►
+  //     capturing ──boundary──► scanning ──boundary chunk accepted──► none, boundary pending
+  //   (attempts = 0: no backoff; an epoch already shut down: no quiescing)
+  //
+  // "Boundary pending" (boundary_pending_) is the normal drain from the boundary until the
+  // boundary, or a later offered entry, is durable: only then `ready` (§11.7).
+  enum class rebuild : std::uint8_t { none, backoff, quiescing, minting, resetting, checking, capturing, scanning };
+
   bool owner_now() const noexcept { return acquisition_ != acquisition::unowned; }
   bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_now() && state_ != runner_state::stopped; }
   void to(acquisition next) noexcept;
@@ -288,6 +323,7 @@ class runner_core {
   void to(durable_query next) noexcept;
   void to(marker next) noexcept;
   void to(settle next) noexcept;
+  void to(rebuild next) noexcept;
   void discard_progress();
   void next_turn(effects& out);
   void request_flush(flush_reason reason, effects& out, steady_time now);
@@ -304,6 +340,16 @@ class runner_core {
   void arm_age_timer(effects& out, steady_time now, bool restart);
   void deliver_held(effects& out, steady_time now);
   void retry(effects& out);
+  // The rebuild (§11.3, §11.4, §11.8). An attempt is under way from its start until the boundary
+  // is durable; faults then fail the attempt instead of condemning anew.
+  bool attempt_running() const noexcept { return (rebuild_ != rebuild::none && rebuild_ != rebuild::backoff) || boundary_pending_; }
+  runner_state working_state() const noexcept { return attempt_running() ? runner_state::rebuilding : runner_state::running; }
+  void schedule_rebuild(effects& out, steady_time now);
+  void start_attempt(effects& out, steady_time now);
+  void fail_attempt(readiness_reason reason, std::string message, effects& out, steady_time now);
+  void exhaust(effects& out);
+  // A shutdown rejected while the lock is kept (§9.7): request_rebuild revives the runner.
+  bool revivable() const noexcept;
 
   config config_;
   runner_state state_ = runner_state::dormant;
@@ -319,7 +365,15 @@ class runner_core {
   // its release instead of going dormant, until a rebuild. A condemnation whose marker could not
   // be written is not parked: the next wake acquires again and condemns anew (§10.3).
   bool parked_ = false;
-  bool initial_pending_ = false;  // built from sequence 1: durable may be absent until a barrier
+  bool boundary_pending_ = false;  // §11.7: drained from the boundary, durable may be absent
+  rebuild rebuild_ = rebuild::none;
+  readiness_reason rebuild_trigger_ = readiness_reason::none;
+  std::uint32_t attempts_ = 0;     // the slot's rebuild_attempts (§11.3)
+  bool quiesced_ = false;          // a shutdown of epoch_ succeeded (§11.4 step 1)
+  std::uint64_t scan_bytes_per_s_ = 64u << 20;  // the last completed scan's rate (§11.5)
+  std::uint64_t scanned_bytes_ = 0;
+  std::uint64_t rebuilt_records_ = 0, estimated_records_ = 0;
+  std::optional<steady_time> scan_started_at_, scan_ended_at_;
   bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
   bool pending_retry_ = false;     // a retry waits for a child to come back
   meta_records records_;

@@ -36,8 +36,9 @@ void supervisor_core::spawn_runner(supervision_effects& out) {
   for (auto kind : {child_kind::tailer, child_kind::proxy}) {
     if (!up(kind)) out.push_back(sfx::tell_down{kind, false});
   }
-  // As if by a non-system commit (protocol.md §2.2): the runner evaluates the index at once.
-  if (!start_condemned_) out.push_back(sfx::wake_runner{});
+  // As if by a non-system commit (protocol.md §2.2): the runner evaluates the index at once — a
+  // condemned one acquires and rebuilds it (a backend that cannot reset stays parked).
+  out.push_back(sfx::wake_runner{});
 }
 
 supervision_effects supervisor_core::on_down(child_kind kind, const ownership_record& record, steady_time now) {

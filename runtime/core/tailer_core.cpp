@@ -286,45 +286,55 @@ std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
       }
       group_values = std::move(*group);
     }
-    auto& stored = group_values[k - group_begin];
+    const auto& stored = group_values[k - group_begin];
     record_entry e;
-    e.log = l.name;
-    e.table = key.table;
-    e.record_id = std::string(key.id);
     e.log_version = key.last_version;
-    std::size_t stored_size = 0;
-    if (!stored) {
-      e.state.kind = state_kind::absent;
-    } else {
-      stored_size = stored->size();
-      auto value = decode_value(*stored);
-      if (!value) {
-        e.state.kind = state_kind::unindexable;
-        e.state.reason = "record-corrupt";
-        ++chunk.unindexable;
-      } else {
-        e.state.version = value->version;
-        const auto& fn = *projection_of(key.log, key.table);
-        record_info info{l.name, key.table, key.id, value->version, stored_size};
-        projection_result projected_value;
-        try {
-          projected_value = fn(value->payload, info);
-        } catch (...) {
-          return suspect(readiness_reason::runner_failed,
-                         "the projection of log " + l.name + " table " + std::to_string(key.table) + " threw");
-        }
-        if (auto* bytes = std::get_if<std::string>(&projected_value)) {
-          e.state.kind = state_kind::record;
-          e.state.projection = std::move(*bytes);
-        } else {
-          e.state.kind = state_kind::unindexable;
-          e.state.reason = normalize_unindexable_reason(std::get<unindexable>(projected_value).reason);
-          ++chunk.unindexable;
-        }
-      }
+    const std::size_t stored_size = stored ? stored->size() : 0;
+    if (auto f = project(key.log, key.table, key.id,
+                         stored ? std::optional<std::string_view>(*stored) : std::nullopt, e, chunk.unindexable)) {
+      return f;
     }
     t.estimate += key.id.size() + stored_size + e.state.projection.size();
     records.push_back(std::move(e));
+  }
+  return std::nullopt;
+}
+
+std::optional<tailer_fault> tailer_core::project(std::size_t log, std::uint32_t table, std::string_view id,
+                                                 const std::optional<std::string_view>& stored, record_entry& e,
+                                                 std::uint64_t& unindexable_count) const {
+  const auto& l = logs_[log];
+  e.log = l.name;
+  e.table = table;
+  e.record_id = std::string(id);
+  if (!stored) {
+    e.state.kind = state_kind::absent;
+    return std::nullopt;
+  }
+  auto value = decode_value(*stored);
+  if (!value) {
+    e.state.kind = state_kind::unindexable;
+    e.state.reason = "record-corrupt";
+    ++unindexable_count;
+    return std::nullopt;
+  }
+  e.state.version = value->version;
+  const auto& fn = *projection_of(log, table);
+  record_info info{l.name, table, id, value->version, stored->size()};
+  projection_result projected_value;
+  try {
+    projected_value = fn(value->payload, info);
+  } catch (...) {
+    return suspect(readiness_reason::runner_failed,
+                   "the projection of log " + l.name + " table " + std::to_string(table) + " threw");
+  }
+  if (auto* bytes = std::get_if<std::string>(&projected_value)) {
+    e.state.kind = state_kind::record;
+    e.state.projection = std::move(*bytes);
+  } else {
+    e.state.kind = state_kind::unindexable;
+    e.state.reason = normalize_unindexable_reason(std::get<unindexable>(projected_value).reason);
+    ++unindexable_count;
   }
   return std::nullopt;
 }
@@ -408,6 +418,144 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
   // Only now, with what it read synced, is the batch handed out.
   chunk.delivery = std::move(t.delivery);
   return std::nullopt;
+}
+
+// ---- rebuild -------------------------------------------------------------------------------------
+
+boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s) {
+  boundary_outcome out;
+  installed_ = false;
+  scan_.reset();
+  carried_.clear();
+  carried_op_keys_.clear();
+  carried_key_hashes_.clear();
+  std::vector<log_position> boundary;
+  for (auto& l : logs_) {
+    auto committed = l.port.store->commit_boundary(id, epoch);
+    if (!committed) {
+      out.fault = suspect(readiness_reason::rebuild_failed,
+                          "log " + l.name + ": committing the rebuild boundary: " + committed.error().message());
+      return out;
+    }
+    boundary.push_back(log_position{l.name, l.identity, committed->sequence, committed->time});
+  }
+  // Snapshots only after every boundary: each store's snapshot then holds its boundary, so every
+  // earlier transaction is scanned and every later one replayed from the boundary (§11.5).
+  scan_state state;
+  for (auto& l : logs_) {
+    auto snapshot = l.port.store->snapshot();
+    if (!snapshot) {
+      out.fault = transient("log " + l.name + ": taking the rebuild snapshot: " + snapshot.error().message());
+      return out;
+    }
+    state.snapshots.push_back(std::move(*snapshot));
+    for (const auto& [table, fn] : l.projected) {
+      auto e = l.port.store->estimate(table);
+      if (!e) {
+        out.fault = transient("log " + l.name + ": estimating table " + std::to_string(table) + ": " + e.error().message());
+        return out;
+      }
+      out.estimated_records += e->keys;
+      out.estimated_bytes += e->live_bytes;
+    }
+    auto latest = l.port.store->latest_sequence();
+    if (!latest) {
+      out.fault = transient("log " + l.name + ": " + latest.error().message());
+      return out;
+    }
+    if (l.port.store->synced_sequence() < *latest) {
+      auto synced = l.port.store->sync_wal();
+      if (!synced) {
+        out.fault = transient("log " + l.name + ": " + synced.error().message());
+        return out;
+      }
+      ++out.wal_syncs;
+    }
+  }
+  // The retention fit: the drain resumes from the boundary only after the scan; a WAL TTL
+  // shorter than the scan would purge the boundary first.
+  const auto rate = std::max<std::uint64_t>(scan_bytes_per_s, 1);
+  const auto scan_s = out.estimated_bytes / rate;
+  for (const auto& l : logs_) {
+    if (l.port.wal_ttl_s != 0 && scan_s > l.port.wal_ttl_s) {
+      out.fault = suspect(readiness_reason::log_retention,
+                          "log " + l.name + ": the scan of about " + std::to_string(out.estimated_bytes) + " bytes at " +
+                              std::to_string(rate) + " bytes/s takes about " + std::to_string(scan_s) +
+                              " s, longer than the WAL TTL of " + std::to_string(l.port.wal_ttl_s) +
+                              " s: the boundary would be purged before the drain resumes from it");
+      return out;
+    }
+  }
+  auto made = cursor::make(std::move(boundary));
+  if (!made) {
+    out.fault = suspect(readiness_reason::rebuild_failed, "cannot form the boundary cursor: " + made.error().message());
+    return out;
+  }
+  state.boundary = *made;
+  out.boundary = std::move(*made);
+  scan_ = std::move(state);
+  return out;
+}
+
+scan_outcome tailer_core::scan(const turn_budgets& budgets, epoch_t epoch, const clock& time) {
+  scan_outcome out;
+  if (!scan_) {
+    out.fault = transient("tailer scanned without a rebuild boundary");
+    return out;
+  }
+  auto& s = *scan_;
+  const auto start = time.steady_now();
+  auto b = std::make_shared<batch>();
+  b->epoch = epoch;
+  b->rebuild = true;
+  auto fail = [&](tailer_fault f) {
+    scan_.reset();
+    out.fault = std::move(f);
+    return std::move(out);
+  };
+  while (s.log < logs_.size()) {
+    const auto& l = logs_[s.log];
+    if (s.table == l.projected.size()) {
+      ++s.log;
+      s.table = 0;
+      s.sought = false;
+      continue;
+    }
+    const auto table = l.projected[s.table].first;
+    auto& snapshot = *s.snapshots[s.log];
+    if (!s.sought) {
+      if (auto sought = snapshot.seek(table, {}); !sought) {
+        return fail(transient("log " + l.name + ": scanning table " + std::to_string(table) + ": " + sought.error().message()));
+      }
+      s.sought = true;
+    }
+    // Checked per entry: a chunk closes at its bounds, and a slow range yields (§11.6).
+    if (b->records.size() >= budgets.max_chunk_records || b->bytes >= budgets.max_chunk_bytes) break;
+    if (time.steady_now() - start >= budgets.max_milliseconds_per_turn) break;
+    auto entry = snapshot.next();
+    if (!entry) {
+      return fail(transient("log " + l.name + ": scanning table " + std::to_string(table) + ": " + entry.error().message()));
+    }
+    if (!*entry) {
+      ++s.table;
+      s.sought = false;
+      continue;
+    }
+    record_entry e;
+    if (auto f = project(s.log, table, (*entry)->id, (*entry)->value, e, out.unindexable)) return fail(std::move(*f));
+    e.log_version = e.state.version;
+    b->bytes += (*entry)->id.size() + (*entry)->value.size() + e.state.projection.size();
+    b->records.push_back(std::move(e));
+  }
+  out.scanned = b->records.size();
+  if (s.log == logs_.size()) {
+    // The boundary chunk (§11.7): the drain resumes from the boundary once it is accepted.
+    b->through = s.boundary;
+    out.last = true;
+    scan_.reset();
+  }
+  if (out.last || !b->records.empty()) out.delivery = std::move(b);
+  return out;
 }
 
 }  // namespace dix

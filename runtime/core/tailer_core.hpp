@@ -12,6 +12,11 @@
 // is kept as key identities, so the next turn collects that remainder again (same stops, same
 // clock reads) without hashing its record ids again.
 //
+// A rebuild (protocol.md §11.5–§11.7) uses the same core: capture_boundary() commits the
+// boundary in every log's store and takes one snapshot per store, scan() reads them in bounded
+// chunks (stores in attach order, tables ascending, ids ascending), and the last chunk carries
+// the boundary cursor as its `through`; install(boundary) then resumes the logs there.
+//
 // The core drives its ports (log sources, store readers) synchronously and takes time only from
 // the clock it is given; it owns no thread. Any fault leaves it needing install() again.
 #pragma once
@@ -42,6 +47,7 @@ namespace dix {
 struct tailer_log {
   log_source* source = nullptr;
   store_reader* store = nullptr;
+  std::uint64_t wal_ttl_s = 0;  // the store's WAL TTL (0: none), for the rebuild's retention fit
 };
 
 // A store the runtime attached — every one, not only the registration's logs: its log name and
@@ -88,6 +94,25 @@ struct pull_outcome {
   tailer_chunk chunk;
 };
 
+// What capture_boundary() found (§11.5): the boundary cursor, and the projected tables' estimates.
+struct boundary_outcome {
+  std::optional<tailer_fault> fault;
+  std::optional<cursor> boundary;
+  std::uint64_t estimated_records = 0;  // rocksdb.estimate-num-keys over the projected tables
+  std::uint64_t estimated_bytes = 0;    // rocksdb.estimate-live-data-size over them
+  std::uint64_t wal_syncs = 0;
+};
+
+// One scan turn (§11.6). `delivery` is null when the turn's time ran out before a record; the
+// last chunk (`last`) carries `through` = the boundary and may hold no record (§11.7).
+struct scan_outcome {
+  std::optional<tailer_fault> fault;
+  std::shared_ptr<const batch> delivery;
+  bool last = false;
+  std::uint64_t scanned = 0;  // records in the delivery
+  std::uint64_t unindexable = 0;
+};
+
 class tailer_core {
  public:
   // `logs`: the registration's logs; `attached`: every store of the runtime, attach order, which
@@ -109,6 +134,21 @@ class tailer_core {
 
   // One drain turn; see the file comment. `epoch` is stamped on the batch.
   pull_outcome pull(const turn_budgets& budgets, epoch_t epoch, const clock& time);
+
+  // §11.5: in every store of the registration's logs, in attach order, the system transaction
+  // boundary/<id> = epoch; then one snapshot per store, and a WAL sync of each store whose
+  // snapshot may hold unsynced commits (§4.8: nothing delivered is ahead of the synced log).
+  // Retention fit: the scan's estimated duration (the projected tables' live bytes ÷
+  // `scan_bytes_per_s`) must fit every store's WAL TTL, else log-retention with the figures. A
+  // failed commit is rebuild-failed; a failed snapshot, estimate or sync is transient. Forgets
+  // any installed cursor and any earlier scan: only scan() and then install() follow.
+  boundary_outcome capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s);
+
+  // One scan chunk from the snapshots (§11.6): records projected with their stored version,
+  // `rebuild` set, no `through`; closed at max_chunk_records, max_chunk_bytes or the turn's time
+  // (checked per entry). After the last record the chunk is the boundary chunk and the
+  // snapshots are released. A fault ends the scan (capture_boundary again).
+  scan_outcome scan(const turn_budgets& budgets, epoch_t epoch, const clock& time);
 
   // The cursor the last batch advanced to (the installed one before any batch).
   const std::optional<cursor>& through() const noexcept { return through_; }
@@ -160,6 +200,22 @@ class tailer_core {
   std::optional<tailer_fault> read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read);
   // The projection of (log, table), or null when the registration does not project the table.
   const projection* projection_of(std::size_t log, std::uint32_t table) const;
+  // The state of one stored value (nullopt: absent) under its table's projection (§4.3, §4.4);
+  // returns its size estimate's stored part. runner-failed when the projection throws.
+  std::optional<tailer_fault> project(std::size_t log, std::uint32_t table, std::string_view id,
+                                      const std::optional<std::string_view>& stored, record_entry& e,
+                                      std::uint64_t& unindexable_count) const;
+
+  // The rebuild scan in progress: one snapshot per log, the position (log, index into its
+  // `projected`), whether that table is sought yet, and the boundary the last chunk carries.
+  struct scan_state {
+    std::vector<std::unique_ptr<store_snapshot>> snapshots;
+    std::size_t log = 0;
+    std::size_t table = 0;
+    bool sought = false;
+    std::optional<cursor> boundary;
+  };
+  std::optional<scan_state> scan_;
 
   std::vector<log_state> logs_;
   std::vector<attached_log> attached_;

@@ -117,7 +117,11 @@ TEST_CASE("registration plan: the registration's logs in attach order, its optio
   auto expected = registration_fingerprint("sim", "idx", "v3", {{"main", 1}, {"main", 2}, {"aux", 7}});
   REQUIRE(expected);
   CHECK(plan->fingerprint == *expected);
-  CHECK_FALSE(plan->rebuildable);  // sim_backend has no reset
+  CHECK(plan->rebuildable);  // sim_backend implements reset
+  auto fixed = std::make_shared<test::sim_backend>("idx");
+  fixed->can_reset = false;
+  r.backend = fixed;
+  CHECK_FALSE(c.plan(r)->rebuildable);
 
   r.options = runner_options{};
   r.options->max_chunk_records = 5;

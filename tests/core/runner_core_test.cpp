@@ -35,20 +35,38 @@ bool published(const sim_pipeline& p, readiness_state s, readiness_reason r) {
 
 }  // namespace
 
-TEST_CASE("runner: a fresh index is built from sequence 1 and becomes ready at its first durable advance", "[core][runner]") {
+TEST_CASE("runner: a fresh index is condemned cursor-missing, reset, scanned, and ready once its boundary is durable", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "books"), test::put(sim_table, "b", "toys")});
-  REQUIRE(p.publications.size() >= 1);
-  CHECK(p.publications.front().state == readiness_state::rebuilding);
-  CHECK(p.publications.front().reason == readiness_reason::cursor_missing);
-  CHECK(p.runner->epoch() == 1);
-  CHECK(p.persisted_epoch == 1);
-  p.advance(milliseconds(1000));  // the age flush
+  REQUIRE(p.publications.size() >= 2);
+  // The marker first, then needs-rebuild; then attempt 1 publishes rebuilding (§10.3, §11.4).
+  CHECK(p.publications[0].state == readiness_state::needs_rebuild);
+  CHECK(p.publications[0].reason == readiness_reason::cursor_missing);
+  CHECK(p.publications[1].state == readiness_state::rebuilding);
+  CHECK(p.publications[1].reason == readiness_reason::cursor_missing);
+  CHECK(p.publications[1].attempts == 1);
+  CHECK(p.meta.condemned);
+  CHECK(p.backend.resets == 1);
+  // The acquisition's epoch 1 is shut down; the reset and the scan run under epoch 2.
+  CHECK(p.runner->epoch() == 2);
+  CHECK(p.persisted_epoch == 2);
+  REQUIRE_FALSE(p.delivered.empty());
+  for (std::size_t i = 0; i + 1 < p.delivered.size() && p.delivered[i]->rebuild; ++i) CHECK_FALSE(p.delivered[i]->through);
+  CHECK(p.runner->state() == runner_state::rebuilding);  // boundary pending
+  CHECK(p.publications.back().state == readiness_state::rebuilding);
+  p.advance(milliseconds(1000));  // the age flush makes the boundary durable
   CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.publications.back().attempts == 0);
   CHECK(p.backend.durable_index() == expected_index(p.store));
   REQUIRE(p.backend.durable());
-  CHECK(p.backend.durable()->logs()[0].sequence == p.store.latest() - 1);
+  CHECK(p.backend.durable()->logs()[0].sequence == p.store.latest());  // the boundary: the last commit
+  CHECK_FALSE(p.meta.condemned);  // deleted with the registration record, before `ready`
+  CHECK(p.meta.fingerprint == sim_pipeline::sim_fingerprint);
   CHECK(p.runner->state() == runner_state::idle);
+  auto m = p.runner->snapshot().metrics(p.time.steady_now());
+  CHECK(m.rebuilt_records == 2);
+  CHECK(m.estimated_records == 2);
+  CHECK(m.rebuild_eta_ms == 0);
 }
 
 TEST_CASE("runner: a restarted runner resumes from the durable cursor and publishes ready only after verifying it (behaviour 5)", "[core][runner]") {
@@ -62,7 +80,7 @@ TEST_CASE("runner: a restarted runner resumes from the durable cursor and publis
   p.commit({test::put(sim_table, "b", "2")});
   REQUIRE_FALSE(p.publications.empty());
   CHECK(p.publications.front().state == readiness_state::ready);
-  CHECK(p.runner->epoch() == 2);
+  CHECK(p.runner->epoch() == 3);  // 1: the first acquisition, 2: its rebuild, 3: this one
   // Nothing durable is delivered again: the first batch holds only "b".
   REQUIRE_FALSE(p.delivered.empty());
   CHECK(p.delivered.front()->records.size() == 1);
@@ -74,10 +92,15 @@ TEST_CASE("runner: a restarted runner resumes from the durable cursor and publis
   p.restart_runner();
   p.publications.clear();
   p.commit({test::put(sim_table, "c", "3")});
-  CHECK_FALSE(published(p, readiness_state::ready, readiness_reason::none));
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::log_retention));
-  CHECK(p.runner->state() == runner_state::needs_rebuild);
-  CHECK_FALSE(p.lock_held);  // condemned and released
+  // Condemned, then rebuilt from a scan (the purged log is not needed): `ready` only after the
+  // boundary is durable.
+  CHECK(published(p, readiness_state::rebuilding, readiness_reason::log_retention));
+  CHECK(p.publications.back().state == readiness_state::rebuilding);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  CHECK(p.lock_held);
 }
 
 TEST_CASE("runner: after deferred, commits cause no redelivery, a changed redelivers the identical batch (behaviour 9)", "[core][runner][deferred]") {
@@ -306,16 +329,36 @@ TEST_CASE("runner: a transient fault that clears resumes from the durable cursor
   CHECK_FALSE(published(p, readiness_state::needs_rebuild, readiness_reason::runner_failed));
 }
 
-TEST_CASE("runner: a failed delivery condemns with backend-failed and releases", "[core][runner]") {
+TEST_CASE("runner: a failed delivery condemns with backend-failed and rebuilds", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
   p.backend.fail_next_delivery = true;
   p.commit({test::put(sim_table, "b", "2")});
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::backend_failed));
+  CHECK(published(p, readiness_state::rebuilding, readiness_reason::backend_failed));
+  CHECK(p.backend.resets == 2);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a backend that cannot reset is condemned, released and parked", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  p.rebuildable = false;
+  p.restart_runner();
+  p.commit({test::put(sim_table, "b", "2")});
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  p.backend.fail_next_delivery = true;
+  p.commit({test::put(sim_table, "c", "3")});
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::backend_failed));
   CHECK(p.runner->state() == runner_state::needs_rebuild);
   CHECK_FALSE(p.lock_held);
   auto before = p.delivered.size();
-  p.commit({test::put(sim_table, "c", "3")});  // parked: commits do nothing
+  p.commit({test::put(sim_table, "d", "4")});  // parked: commits do nothing
   CHECK(p.delivered.size() == before);
 }
 
@@ -483,7 +526,7 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   CHECK(caught_up.lag_ms == 0);
 }
 
-TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-requested, marker first, and park until rebuild exists", "[core][runner][rebuild]") {
+TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-requested, marker first, then reset once and rebuild; a request during the rebuild is absorbed", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});
   p.advance(milliseconds(1000));
@@ -496,13 +539,20 @@ TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-reques
   REQUIRE_FALSE(p.publications.empty());
   CHECK(p.publications.front().state == readiness_state::needs_rebuild);
   CHECK(p.publications.front().reason == readiness_reason::rebuild_requested);
-  CHECK(p.runner->state() == runner_state::needs_rebuild);
-  CHECK_FALSE(p.lock_held);
-  // Parked: later commits and requests change nothing; the flag stays for the future rebuild.
+  CHECK(published(p, readiness_state::rebuilding, readiness_reason::rebuild_requested));
+  CHECK(p.runner->state() == runner_state::rebuilding);
+  CHECK(p.lock_held);
+  CHECK(p.backend.resets == 2);  // the fresh index's, and this one
+  // During the rebuild (its boundary not yet durable) a request is consumed and absorbed.
   p.commit({test::put(sim_table, "b", "2")});
+  REQUIRE(p.runner->takes_rebuild_request());
   p.store_rebuild_request();
-  CHECK(p.slot_rebuild_request);
-  CHECK(p.runner->state() == runner_state::needs_rebuild);
+  CHECK_FALSE(p.slot_rebuild_request);
+  CHECK(p.backend.resets == 2);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  CHECK(p.backend.resets == 2);
 }
 
 TEST_CASE("runner: a request stored while nothing ran is consumed by the next acquisition (steps 3-4), and a dormant runner acquires for it without a commit", "[core][runner][rebuild]") {
@@ -535,9 +585,11 @@ TEST_CASE("runner: a request stored while nothing ran is consumed by the next ac
 
 TEST_CASE("runner: a backend that cannot reset leaves the request alone and stays ready", "[core][runner][rebuild]") {
   sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));  // built while the backend could reset
   p.rebuildable = false;
   p.restart_runner();
-  p.commit({test::put(sim_table, "a", "1")});
+  p.commit({test::put(sim_table, "a", "2")});
   p.advance(milliseconds(1000));
   REQUIRE(p.publications.back().state == readiness_state::ready);
   CHECK_FALSE(p.runner->takes_rebuild_request());

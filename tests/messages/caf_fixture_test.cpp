@@ -48,6 +48,8 @@ dix::backend_proxy_actor::behavior_type fake_proxy(
     [self](const dix::state_change_msg& c) { self->state.epochs_seen.push_back(c.epoch); },
     [](const dix::flush_done&) {},
     [](const dix::quiescence&) {},
+    [](const dix::reset_request& r) { return dix::reset_done{r.gen, r.epoch, caf::error{}}; },
+    [](const dix::reset_done&) {},
   };
 }
 

@@ -1,19 +1,22 @@
 // [sim] The whole pipeline under one seed (style.md §17, actors.md §6): random commits (synced or
 // not), time passing, barriers, deferrals, lost accepted work, runner restarts through a release
-// (a new registration of the id over the live backend) and OS crashes that lose the primary's
-// unsynced WAL tail and the backend's non-durable work. After every step:
+// (a new registration of the id over the live backend), OS crashes that lose the primary's
+// unsynced WAL tail and the backend's non-durable work, and the rebuild's faults: WAL purges
+// under the cursor, rebuild requests, reload transactions, failed resets, an OS crash inside a
+// reset (the cursor gone, the entries still there). After every step (actors.md §6):
 //   1. the durable index holds, for every key, the projection of a state the primary held at or
 //      after the durable cursor — never an older one, never one the primary lost in a crash;
-//   2. the durable anchor sequence never decreases;
+//   2. the durable anchor sequence never decreases, except to absent by a reset;
 //   3. no work of an older epoch lands after a newer epoch's work;
+//   5. after a condemnation `ready` is not published again before a rebuild boundary is
+//      durable, and never without a durable cursor;
 // and at the end, drained, the index equals the projection of the primary exactly.
 // ctest runs a fixed list of seeds; DIX_SIM_SEED=n runs one, DIX_SIM_SEEDS=n runs seeds 1…n.
 //
-// A runner *crash* is the supervisor's (supervisor_core, as supervisor_actor runs it): until
-// rebuild exists it parks an owned index in needs-rebuild for good, so the random mix does not
-// draw it — every seed would spend most of its steps on a parked index. The second test crashes
-// the runner once per seed, at a step the seed picks, checks the supervisor's release, and runs
-// the rest of the seed on the respawned runner.
+// A runner *crash* is the supervisor's (supervisor_core, as supervisor_actor runs it): it
+// condemns an owned index, and the respawned runner acquires and rebuilds it. The second test
+// crashes the runner once per seed, at a step the seed picks, checks the supervisor's release,
+// and runs the rest of the seed on the respawned runner.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -33,12 +36,12 @@ namespace {
 using std::chrono::milliseconds;
 constexpr int key_space = 12;
 
-// Every state (absent = nullopt) key `id` had from cursor sequence `at` onwards, in the retained log.
+// Every state (absent = nullopt) key `id` had from cursor sequence `at` onwards (purged or not).
 std::vector<std::optional<test::index_entry>> allowed_states(const test::fake_store& store, const std::string& id,
                                                              std::uint64_t at) {
   std::optional<test::index_entry> state;
   std::vector<std::optional<test::index_entry>> later;
-  for (const auto& t : store.transactions()) {
+  for (const auto& t : store.history()) {
     for (const auto& o : t.ops) {
       if (o.meta || o.table != sim_table || o.key != id) continue;
       std::optional<test::index_entry> next;
@@ -58,11 +61,20 @@ struct checker {
   std::uint64_t last_durable_sequence = 0;
   std::string failure;
 
+  std::size_t publications_seen = 0;
+
   bool check(const sim_pipeline& p) {
     const auto& index = p.backend.durable_index();
     const auto& durable = p.backend.durable();
+    if (!p.violation.empty()) return fail(p.violation);
+    // 5: a `ready` after a condemnation only once a rebuild boundary is durable (the pipeline
+    // checks each publication as it is made: violation above); and never without a cursor.
     if (!durable) {
-      if (!index.empty()) return fail("an index without a durable cursor holds entries");
+      // A rebuild's scan makes entries durable without a cursor; only `ready` would trust them.
+      if (p.slot_readiness.state == readiness_state::ready && !index.empty()) {
+        return fail("ready is published over an index without a durable cursor");
+      }
+      last_durable_sequence = 0;  // 2: absent by a reset
       return true;
     }
     auto at = durable->logs()[0].sequence;
@@ -103,18 +115,27 @@ struct checker {
 // is made), the entry released, the new runner parked — or, when the dead runner owned nothing,
 // a new runner that evaluates the index as usual. The quiescence of the dead epoch shows in the
 // checker's third invariant (no work of an older epoch after a newer one's).
-std::string check_crash(sim_pipeline& p, bool owned, std::size_t step) {
+// What a supervised runner crash at `step` must leave: the marker written and needs-rebuild/
+// runner-failed published by the supervisor (the publications from `first` on), and a respawned
+// runner that acquired again and rebuilds — or, when the dead runner owned nothing, a new runner
+// that evaluates the index as usual. The quiescence of the dead epoch shows in the checker's
+// third invariant (no work of an older epoch after a newer one's).
+std::string check_crash(sim_pipeline& p, bool owned, std::size_t step, std::size_t first) {
   auto at = [step](const std::string& why) { return "crash at step " + std::to_string(step) + ": " + why; };
   if (!p.runner) return at("no runner was respawned");
-  // A non-owner's successor is woken as by a commit and may own the entry already.
-  if (!owned) return p.runner->state() == runner_state::needs_rebuild ? at("a non-owner's successor is parked") : std::string{};
-  if (p.lock_held) return at("the entry is still held after the supervisor's release");
-  if (!p.meta.condemned) return at("no condemnation marker");
-  if (p.publications.empty() || p.publications.back().state != readiness_state::needs_rebuild ||
-      p.publications.back().reason != readiness_reason::runner_failed) {
-    return at("needs-rebuild/runner-failed was not the last publication");
+  if (!owned) return {};
+  bool condemned = false, rebuilding = false;
+  for (std::size_t i = first; i < p.publications.size(); ++i) {
+    const auto& x = p.publications[i];
+    if (x.state == readiness_state::needs_rebuild && x.reason == readiness_reason::runner_failed) condemned = true;
+    if (condemned && x.state == readiness_state::rebuilding) rebuilding = true;
   }
-  if (p.runner->state() != runner_state::needs_rebuild) return at("the respawned runner is not parked");
+  if (!condemned) return at("needs-rebuild/runner-failed was not published");
+  // Attempts already spent (the crash came during a rebuild): the next one waits for its backoff,
+  // holding the lock.
+  if (!rebuilding && !(p.lock_held && p.runner->state() == runner_state::needs_rebuild)) {
+    return at("the respawned runner did not start a rebuild (it is " + std::string(to_string(p.runner->state())) + ")");
+  }
   return {};
 }
 
@@ -133,16 +154,15 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   p.backend.auto_barrier = pick(2) == 0;
   checker check;
   std::ostringstream trace;
-  bool crashed_owning = false;
   for (std::size_t step = 0; step < steps; ++step) {
     if (crash_at && step == *crash_at) {
       const bool owned = p.record.owner;
+      const auto first = p.publications.size();
       p.supervisor_restart_runner();
       trace << "R";
-      if (auto failure = check_crash(p, owned, step); !failure.empty()) {
+      if (auto failure = check_crash(p, owned, step, first); !failure.empty()) {
         return "seed " + std::to_string(seed) + ": " + failure + "\n  trace " + trace.str();
       }
-      crashed_owning = owned;
     }
     auto action = pick(100);
     if (action < 45) {
@@ -183,11 +203,40 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
       p.restart_runner();
       p.wake();
       trace << "X";
-    } else if (action < 94) {
+    } else if (action < 93) {
       p.store.fail_reads = true;  // a transient fault, cleared on the next step
       p.wake();
       p.store.fail_reads = false;
       trace << "f";
+    } else if (action < 94) {
+      p.store_rebuild_request();  // a peer's request: one reset, absorbed while a rebuild runs
+      trace << "q";
+    } else if (action < 95) {
+      // The WAL purged up to the latest sequence: a cursor below it cannot resume (log-retention).
+      p.store.purge_before(p.store.latest());
+      p.wake();
+      trace << "p";
+    } else if (action < 96) {
+      // A reload of the projected table: condemns; the rebuild's scan covers it.
+      p.store.commit({test::put(sim_table, "k" + std::to_string(pick(key_space)), "reloaded")}, header_flag::reload, true);
+      p.wake();
+      trace << "L";
+    } else if (action < 97) {
+      // An OS crash inside a reset: the cursor is gone, the entries stay (the next owner resets).
+      p.backend.stop_inside_reset = true;
+      p.store_rebuild_request();
+      p.backend.stop_inside_reset = false;
+      p.store.crash();
+      p.backend.crash();
+      p.reset_segment();
+      p.restart_runner();
+      p.wake();
+      trace << "Z";
+    } else if (action < 98) {
+      p.backend.fail_reset = pick(2) == 0;  // a failed attempt: backoff, then another
+      p.store_rebuild_request();
+      p.backend.fail_reset = false;
+      trace << "F";
     } else {
       p.wake(wake_flag::commit | wake_flag::system);
       trace << "s";
@@ -221,10 +270,10 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
     }
   }
   if (!check.check(p)) return "seed " + std::to_string(seed) + " drained: " + check.failure + "\n  trace " + trace.str();
-  if (crashed_owning && p.runner->state() != runner_state::needs_rebuild) {
-    return "seed " + std::to_string(seed) + ": the index condemned by the crash left needs-rebuild\n  trace " + trace.str();
+  if (p.publications.empty() || p.publications.back().state != readiness_state::ready) {
+    return "seed " + std::to_string(seed) + ": drained, the index is not ready (runner " +
+           std::string(to_string(p.runner->state())) + ")\n  trace " + trace.str();
   }
-  if (p.runner->state() == runner_state::needs_rebuild) return {};  // parked: nothing more to compare
   test::index_map expected;
   for (const auto& [id, stored] : p.store.table(sim_table)) {
     if (!stored) continue;

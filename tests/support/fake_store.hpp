@@ -73,6 +73,7 @@ class fake_store {
     t.storage = std::make_shared<std::pair<decltype(stored), decltype(values)>>(stored, values);
     latest_ = t.end_sequence();
     if (sync) synced_ = latest_;
+    history_.push_back(t);
     log_.push_back(std::move(t));
     return {log_.back().sequence, log_.back().time};
   }
@@ -86,9 +87,10 @@ class fake_store {
   // the next commits reuse the lost sequences (with new header times).
   void crash() {
     while (!log_.empty() && log_.back().sequence > synced_) log_.pop_back();
-    latest_ = log_.empty() ? 0 : log_.back().end_sequence();
+    while (!history_.empty() && history_.back().sequence > synced_) history_.pop_back();
+    latest_ = history_.empty() ? 0 : history_.back().end_sequence();
     tables_.clear();
-    for (const auto& t : log_) {
+    for (const auto& t : history_) {
       for (const auto& o : t.ops) {
         if (o.meta) continue;
         auto& slot = tables_[o.table][std::string(o.key)];
@@ -110,6 +112,9 @@ class fake_store {
   std::uint64_t syncs() const { return syncs_; }
   std::uint64_t reads() const { return reads_; }
   const std::vector<wal_transaction>& transactions() const { return log_; }
+  // Every transaction the store holds the effects of, purged ones included (a crash drops what
+  // it lost): what checkers compare an index against.
+  const std::vector<wal_transaction>& history() const { return history_; }
   std::optional<std::string> value(std::uint32_t table, const std::string& id) const {
     auto t = tables_.find(table);
     if (t == tables_.end()) return std::nullopt;
@@ -248,6 +253,7 @@ class fake_store {
   std::string log_name_;
   std::string identity_;
   std::vector<wal_transaction> log_;
+  std::vector<wal_transaction> history_;
   std::map<std::uint32_t, std::map<std::string, std::optional<std::string>>> tables_;
   std::uint64_t latest_ = 0;
   std::uint64_t synced_ = 0;

@@ -2,7 +2,9 @@
 // runtime can observe: deliver queues (deferring at a cap, and then emitting `changed` once room
 // exists), work is applied in order with the epoch checked first (other epochs' work is dropped),
 // a barrier makes the applied index and the last applied `through` durable together, a crash
-// loses exactly what no barrier covered, shutdown drops queued work of its epoch.
+// loses exactly what no barrier covered, shutdown drops queued work of its epoch, reset makes
+// the cursor durably absent first and then empties the index (a crash between the two leaves a
+// cursorless index that still holds entries, as a real one would).
 // Single-threaded: the test decides when barriers run.
 #pragma once
 
@@ -39,6 +41,10 @@ class sim_backend final : public backend {
   bool durable_error = false;          // durable_cursor() fails (a transient fault)
   bool auto_barrier = true;            // flush runs the barrier at once
   bool changed_inside_deliver = false; // a deferring deliver emits `changed` before it returns
+  bool can_reset = true;               // supports_reset()
+  bool fail_reset = false;             // reset answers an error (after dropping the cursor)
+  bool keep_cursor_on_reset = false;   // a broken backend: reset leaves its cursor
+  bool stop_inside_reset = false;      // reset drops the cursor, then never completes (a crash follows)
 
   sim_backend() = default;
   explicit sim_backend(std::string id) : id_(std::move(id)) {}
@@ -83,6 +89,26 @@ class sim_backend final : public backend {
       it = (*it)->epoch == epoch ? queue_.erase(it) : std::next(it);
     }
     apply_queue();
+    std::move(done)(result<void>{});
+  }
+  bool supports_reset() const noexcept override { return can_reset; }
+  void reset(epoch_t epoch, completion done) override {
+    ++resets;
+    // The cursor is durably gone before any index state is destroyed (backends.md, reset).
+    if (!keep_cursor_on_reset) durable_cursor_ = applied_cursor_ = std::nullopt;
+    if (stop_inside_reset) {
+      pending_reset_ = std::move(done);
+      return;
+    }
+    if (fail_reset) {
+      std::move(done)(error{errc::backend_failed, "reset failed (injected)"});
+      return;
+    }
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      it = (*it)->epoch <= epoch ? queue_.erase(it) : std::next(it);
+    }
+    applied_.clear();
+    durable_.clear();
     std::move(done)(result<void>{});
   }
   subscription on_state_change(std::function<void(state_change)> callback) override {
@@ -130,6 +156,10 @@ class sim_backend final : public backend {
     applied_cursor_ = durable_cursor_;
     for (auto& w : waiters_) w = completion([](result<void>) {});
     waiters_.clear();
+    if (pending_reset_) {
+      *pending_reset_ = completion([](result<void>) {});
+      pending_reset_.reset();
+    }
     deferred_pending_ = false;
   }
   // Accepted, non-durable work is discarded and reported (protocol.md §7).
@@ -148,6 +178,7 @@ class sim_backend final : public backend {
   std::size_t queued() const { return queue_.size(); }
 
   std::uint64_t barriers = 0;
+  std::uint64_t resets = 0;
   int attaches = 0;
   std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;
@@ -165,6 +196,7 @@ class sim_backend final : public backend {
   std::vector<completion> waiters_;
   std::function<void(state_change)> callback_;
   bool deferred_pending_ = false;
+  std::optional<completion> pending_reset_;
 };
 
 }  // namespace dix::test

@@ -185,6 +185,8 @@ class sim_pipeline final : public backend_host {
   std::vector<flush_reason> flush_requests;
   std::optional<result<void>> stopped;
   std::size_t durable_queries = 0;
+  std::optional<cursor> last_boundary;  // of the last boundary captured
+  std::string violation;                // the first publication that broke invariant 5
   std::size_t log_opens = 0;
 
  private:
@@ -252,7 +254,7 @@ class sim_pipeline final : public backend_host {
     });
   }
   void carry_out_supervision(sfx::publish& p) {
-    fx::publish x{p.state, p.reason, 0};
+    fx::publish x{p.state, p.reason, slot_readiness.rebuild_attempts};  // the slot keeps its count
     carry_out(x);
   }
   void carry_out_supervision(sfx::unlock&) {
@@ -337,8 +339,20 @@ class sim_pipeline final : public backend_host {
   }
   void carry_out(fx::publish& p) {
     publications.push_back(p);
+    // actors.md §6 invariant 5, judged at the moment of the publication.
+    if (p.state == readiness_state::needs_rebuild || p.state == readiness_state::rebuilding) condemned_ = true;
+    if (p.state == readiness_state::ready && violation.empty()) {
+      const auto& d = backend.durable();
+      if (!d) {
+        violation = "ready published without a durable cursor";
+      } else if (condemned_ && (!last_boundary || d->logs()[0].sequence < last_boundary->logs()[0].sequence)) {
+        violation = "ready published after a condemnation before a rebuild boundary was durable";
+      }
+      condemned_ = false;
+    }
     slot_readiness.state = p.state;
     slot_readiness.reason = p.reason;
+    slot_readiness.rebuild_attempts = p.attempts;
   }
   void carry_out(fx::read_meta& r) {
     auto gen = r.gen;
@@ -367,6 +381,23 @@ class sim_pipeline final : public backend_host {
     timers_.emplace(time.steady_now() + t.delay, [this, kind, gen] { return runner ? runner->on_timer(kind, gen, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::stopped& s) { stopped = s.outcome; }
+  void carry_out(fx::reset& r) {
+    auto gen = r.gen;
+    backend.reset(r.epoch, completion([this, gen](result<void> done) {
+      post([this, gen, done] { return runner ? runner->on_reset_done(gen, done, time.steady_now()) : effects{}; });
+    }));
+  }
+  void carry_out(fx::capture_boundary& c) {
+    auto r = tailer->capture_boundary("sim-index", c.epoch, c.scan_bytes_per_s);
+    if (r.boundary) last_boundary = r.boundary;
+    auto gen = c.gen;
+    post([this, gen, r] { return runner ? runner->on_boundary(gen, r, time.steady_now()) : effects{}; });
+  }
+  void carry_out(fx::scan& x) {
+    auto r = tailer->scan(budgets_, x.epoch, time);
+    auto gen = x.gen;
+    post([this, gen, r] { return runner ? runner->on_scan_chunk(gen, r, time.steady_now()) : effects{}; });
+  }
 
   runner_options options_;
   turn_budgets budgets_;  // made once from options_, as the runner actor does
@@ -375,6 +406,7 @@ class sim_pipeline final : public backend_host {
   std::deque<event> mailbox_;
   std::multimap<steady_time, event> timers_;
   subscription subscription_;
+  bool condemned_ = false;  // a needs-rebuild or rebuilding was published since the last ready
 };
 
 }  // namespace dix::test

@@ -71,6 +71,10 @@ struct runner_metrics {
   std::uint64_t log_reopens = 0;           // tailer re-opens after WAL switches (§3.4)
   std::uint32_t transient_faults = 0;      // consecutive (§10.5)
   readiness_reason last_fault = readiness_reason::none;  // the last suspect fault
+  // Rebuild progress (protocol.md §11.6) of the current or last attempt: records the scan
+  // delivered, the projected tables' estimated records (RocksDB's estimate-num-keys), the scan's
+  // rate, and the time left at that rate (0 when the scan is over or nothing is known yet).
+  std::uint64_t rebuilt_records = 0, estimated_records = 0, scan_records_per_s = 0, rebuild_eta_ms = 0;
   std::vector<log_metrics> logs;           // the registration's logs, attach order
 };
 
