@@ -65,6 +65,7 @@ struct wired_id : caf_fixture {
     w.meta = meta;
     w.time = &clock;
     w.runner.options = o;
+    w.runner.rebuildable = backend->supports_reset();
     w.slot = slot;
     w.publisher = publisher;
     w.lock = &locks;
