@@ -70,6 +70,10 @@ class wrapped_backend final : public backend {
     });
   }
   bool supports_reset() const noexcept override { return inner_->supports_reset(); }
+  void reset(epoch_t epoch, completion done) override {
+    resets.fetch_add(1);
+    inner_->reset(epoch, std::move(done));
+  }
 
   backend_host* host() const noexcept { return host_.load(); }
   int subscribers() const noexcept { return subscribers_->load(); }  // subscriptions not yet reset
@@ -77,6 +81,7 @@ class wrapped_backend final : public backend {
   std::atomic<bool> refuse_shutdown{false};
   std::atomic<bool> hold_shutdown{false};
   std::atomic<bool> fail_subscription{false};
+  std::atomic<int> resets{0};  // reset calls passed on
 
  private:
   std::shared_ptr<backend> inner_;

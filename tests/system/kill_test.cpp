@@ -349,15 +349,19 @@ std::vector<std::string> violations(const disk_state& before, const disk_state& 
                std::string(claims.published.count(id) != 0 ? "yes" : "no") + ") but epoch/<id> did not grow: " +
                std::to_string(b.epoch) + " → " + std::to_string(a.epoch)));
     }
-    // Nothing in this workload condemns an index (same registration, no rebuild request): a
-    // kill must be followed by a run that resumes (operations.md), not one that needs a rebuild.
-    if (a.condemned || a.last_published.state == dix::readiness_state::needs_rebuild ||
-        a.last_published.state == dix::readiness_state::unavailable) {
+    // An index without a cursor is rebuilt (reset, scan, boundary; protocol.md §11), condemned
+    // until its first `ready`; so is one whose marker a killed rebuild left. Nothing else in this
+    // workload condemns an index (same registration, no rebuild request): a kill must be followed
+    // by a run that resumes (operations.md), not one that needs a rebuild.
+    const bool rebuilding = !b.cursor || b.condemned;
+    if (!rebuilding && (a.condemned || a.last_published.state == dix::readiness_state::needs_rebuild ||
+                        a.last_published.state == dix::readiness_state::unavailable)) {
       say(name("condemned: marker " + std::string(a.condemned ? "present" : "absent") + ", the slot last said " +
                std::string(to_string(a.last_published.state)) + " (" +
                std::string(to_string(a.last_published.reason)) + ")"));
     }
-    if (b.cursor && !a.cursor) say(name("the durable cursor vanished (was " + b.cursor->to_json() + ")"));
+    // Only a reset makes a cursor absent, and only a rebuild resets (§11.4).
+    if (b.cursor && !a.cursor && !rebuilding) say(name("the durable cursor vanished (was " + b.cursor->to_json() + ")"));
     if (!a.cursor) continue;
     const auto* now = a.cursor->find("main");
     if (now == nullptr || a.cursor->logs().size() != 1) {
@@ -376,7 +380,7 @@ std::vector<std::string> violations(const disk_state& before, const disk_state& 
       say(name("the cursor " + a.cursor->to_json() + " is below the sequence " + std::to_string(claimed) +
                " the child reported durable"));
     }
-    if (!b.cursor) continue;
+    if (!b.cursor || rebuilding) continue;  // a rebuild's boundary starts a new cursor
     const auto* was = b.cursor->find("main");
     if (was == nullptr) continue;
     if (now->sequence < was->sequence || (now->sequence == was->sequence && *a.cursor != *b.cursor) ||

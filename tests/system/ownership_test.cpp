@@ -137,9 +137,16 @@ TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg d
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("ownership: a changed projection_version condemns with registration-changed and writes the marker first (behaviour 2, condemnation)", "[system][ownership]") {
+// Waits until the id is ready under an epoch above `above` (a rebuild mints one).
+bool ready_above(const std::filesystem::path& home, const std::string& id, epoch_t above) {
+  return wait_readiness(home, id, [&](const dix::readiness& r) { return is_ready(r) && r.owner_epoch > above; });
+}
+
+TEST_CASE("ownership: a changed projection_version condemns with registration-changed, marker first, and one rebuild makes the index ready under the new fingerprint (behaviour 2)", "[system][ownership][rebuild]") {
   temp_dir dir;
   const auto home = dir / "db";
+  std::string first_fingerprint;
+  epoch_t e1 = 0;
   {
     auto store = test::open_store(home);
     auto rt = runtime::create({store}).value();
@@ -147,24 +154,67 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
     test::put_records(*store, "k", 5);
     REQUIRE(wait_readiness(home, "by-value", is_ready));
     CHECK_FALSE(read_meta(*store, "condemned/by-value").value());
-    CHECK(read_meta(*store, "registration/by-value").value());  // the build recorded its fingerprint
+    first_fingerprint = read_meta(*store, "registration/by-value").value().value();  // the build recorded it
+    e1 = read_readiness(home, "by-value")->owner_epoch;
     REQUIRE(rt->stop().get());
   }
   auto store = test::open_store(home);
+  auto v2 = std::make_shared<test::wrapped_backend>(make_index(dir / "idx"));
   {
     auto rt = runtime::create({store}).value();
-    rt->register_index(index_registration(make_index(dir / "idx"), "v2")).value();
-    REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
-    CHECK(read_readiness(home, "by-value")->reason == readiness_reason::registration_changed);
-    CHECK(read_meta(*store, "condemned/by-value").value());  // durable before the publication
+    rt->register_index(index_registration(v2, "v2")).value();
+    REQUIRE(ready_above(home, "by-value", e1 + 1));  // acquisition's epoch, then the rebuild's
+    CHECK(rt->metrics("by-value")->last_fault == readiness_reason::registration_changed);
+    CHECK(v2->resets == 1);
+    // The rebuild's first `ready` wrote the new fingerprint and deleted the marker first (§10.4).
+    CHECK_FALSE(read_meta(*store, "condemned/by-value").value());
+    CHECK(read_meta(*store, "registration/by-value").value().value() != first_fingerprint);
     REQUIRE(rt->stop().get());
   }
-  // The marker outlives every process: after a full restart (stale reset: `unknown`), even the
-  // old registration does not trust the cursor again.
+  // The new fingerprint is trusted from now on: the same registration resumes, no reset.
+  auto again = std::make_shared<test::wrapped_backend>(make_index(dir / "idx"));
   auto rt = runtime::create({store}).value();
-  rt->register_index(index_registration(make_index(dir / "idx"), "v1")).value();
-  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
-  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::condemned);
+  rt->register_index(index_registration(again, "v2")).value();
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  CHECK(again->resets == 0);
+  REQUIRE(rt->stop().get());
+}
+
+TEST_CASE("ownership: projecting a new table condemns with registration-changed, and after one rebuild the table's existing records are indexed (behaviour 2, rebuild half)", "[system][ownership][rebuild]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  REQUIRE(store->create_table(2));
+  test::put_records(*store, "k", 5);
+  test::put_records(*store, "t2-", 4, 2);  // records of a table nobody projects yet
+  auto with_table = [](registration r) {
+    r.projections[table_ref{"main", 2}] = [](std::string_view payload, const record_info&) -> projection_result {
+      return encode_keys({"t2:" + std::string(payload)});
+    };
+    return r;
+  };
+  epoch_t e1 = 0;
+  {
+    auto rt = runtime::create({store}).value();
+    auto index = make_index(dir / "idx");
+    rt->register_index(index_registration(index)).value();
+    REQUIRE(wait_readiness(home, "by-value", is_ready));
+    CHECK(index->lookup("t2:value-1", 10).value().rows.empty());
+    e1 = read_readiness(home, "by-value")->owner_epoch;
+    REQUIRE(rt->stop().get());
+  }
+  auto rt = runtime::create({store}).value();
+  auto index = make_index(dir / "idx");
+  rt->register_index(with_table(index_registration(index))).value();
+  REQUIRE(ready_above(home, "by-value", e1 + 1));
+  CHECK(rt->metrics("by-value")->last_fault == readiness_reason::registration_changed);
+  for (int i = 0; i < 4; ++i) {
+    auto rows = index->lookup("t2:value-" + std::to_string(i), 10).value().rows;
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].table == 2);
+    CHECK(rows[0].record_id == "t2-" + std::to_string(i));
+  }
+  CHECK(index->lookup("value-3", 10).value().rows.size() == 1);  // the old table is still there
   REQUIRE(rt->stop().get());
 }
 
@@ -202,16 +252,21 @@ TEST_CASE("ownership: another process reads ready published by the owner, withou
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the idle owner through its watcher, without any commit (behaviour 20, until rebuild exists: condemned, marker first)", "[system][ownership][rebuild]") {
+TEST_CASE("ownership: `dix rebuild` from a process without a runtime makes the idle owner rebuild through its watcher, without any commit: one reset, marker first, ready under a larger epoch (behaviour 20)", "[system][ownership][rebuild]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
-  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  auto inner = make_index(dir / "idx");
+  auto index = std::make_shared<test::wrapped_backend>(inner);
+  rt->register_index(index_registration(index)).value();
   rt->register_index(index_registration(make_index(dir / "other", "other"))).value();
   test::put_records(*store, "k", 5);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
   REQUIRE(wait_readiness(home, "other", is_ready));
+  const auto e1 = read_readiness(home, "by-value")->owner_epoch;
+  const auto other_epoch = read_readiness(home, "other")->owner_epoch;
+  const int resets_before = index->resets;
 
   // The runtime's own answers (§11.2): unknown id false; the free function refuses likewise.
   CHECK_FALSE(rt->request_rebuild("nope"));
@@ -224,19 +279,21 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the
   INFO(asked.out << asked.err);
   REQUIRE(asked.exit_code == 0);
   CHECK_THAT(asked.out, Catch::Contains("rebuild requested for by-value"));
-  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
-  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::rebuild_requested);
-  CHECK(read_meta(*store, "condemned/by-value").value());  // written before the publication
+  REQUIRE(ready_above(home, "by-value", e1));
+  CHECK(index->resets == resets_before + 1);
+  CHECK(rt->metrics("by-value")->last_fault == readiness_reason::rebuild_requested);
+  CHECK(rt->metrics("by-value")->rebuilt_records == 5);
+  CHECK_FALSE(read_meta(*store, "condemned/by-value").value());  // deleted again at the first ready
+  CHECK(inner->lookup("value-4", 10).value().rows.size() == 1);
   // Consumed: the flag is clear again (a read-write view of the slot says so).
   auto view = segment_view::open(home, segment_view::access::read_write).value();
   REQUIRE(view);
   CHECK_FALSE(view->slot(*view->find("by-value"))->rebuild_requested());
-  CHECK(read_readiness(home, "other")->state == readiness_state::ready);  // the other index is untouched
+  CHECK(read_readiness(home, "other")->owner_epoch == other_epoch);  // the other index is untouched
 
   // In-process, the same path; the answer after stop is false.
   CHECK(rt->request_rebuild("other"));
-  REQUIRE(wait_readiness(home, "other", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
-  CHECK(read_readiness(home, "other")->reason == readiness_reason::rebuild_requested);
+  REQUIRE(ready_above(home, "other", other_epoch));
   REQUIRE(rt->stop().get());
   CHECK_FALSE(rt->request_rebuild("other"));
 
@@ -247,29 +304,27 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime reaches the
   CHECK_THAT(unknown.err, Catch::Contains("has no slot"));
 }
 
-TEST_CASE("ownership: a rebuild request made through the runtime that only waits reaches the owner of the other runtime", "[system][ownership][rebuild]") {
+TEST_CASE("ownership: a rebuild request made through the runtime that only waits reaches the owner of the other runtime, which rebuilds", "[system][ownership][rebuild]") {
   temp_dir dir;
   const auto home = dir / "db";
   auto store = test::open_store(home);
   auto rt1 = runtime::create({store}).value();
   auto rt2 = runtime::create({store}).value();
-  rt1->register_index(index_registration(make_index(dir / "a"))).value();
+  auto owner = std::make_shared<test::wrapped_backend>(make_index(dir / "a"));
+  rt1->register_index(index_registration(owner)).value();
   test::put_records(*store, "k", 5);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
   rt2->register_index(index_registration(make_index(dir / "b"))).value();
   REQUIRE(waiting_behind_owner(home));
   const auto e1 = read_readiness(home, "by-value")->owner_epoch;
+  const int resets_before = owner->resets;
 
   CHECK(rt2->request_rebuild("by-value"));  // rt2's runner waits: the flag is for the owner
-  REQUIRE(wait_readiness(home, "by-value", [](const dix::readiness& r) { return r.state == readiness_state::needs_rebuild; }));
-  CHECK(read_readiness(home, "by-value")->reason == readiness_reason::rebuild_requested);
-  CHECK(read_meta(*store, "condemned/by-value").value());
-  // The owner of epoch e1 consumed it; the waiter, handed the lock, found the slot condemned.
-  CHECK(rt1->status("by-value")->state == runner_state::needs_rebuild);
-  auto table = process_lock_table::for_home(home / "dix");
-  REQUIRE(table->wait_until("by-value", [](bool, std::size_t waiters) { return waiters == 0; }, 30s));
-  REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return r.owner_epoch > e1; }));
-  CHECK(read_readiness(home, "by-value")->state == readiness_state::needs_rebuild);
+  REQUIRE(ready_above(home, "by-value", e1));
+  CHECK(owner->resets == resets_before + 1);  // the owner of epoch e1 consumed it and rebuilt
+  CHECK(rt1->metrics("by-value")->owner);
+  CHECK(rt1->metrics("by-value")->last_fault == readiness_reason::rebuild_requested);
+  CHECK(waiting_behind_owner(home));  // the waiter still waits
   REQUIRE(rt1->stop().get());
   REQUIRE(rt2->stop().get());
 }
