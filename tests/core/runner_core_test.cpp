@@ -751,3 +751,201 @@ TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it"
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK_FALSE(p.meta.condemned);
 }
+
+// -- rebuild (protocol.md §11; behaviours 17–19) -----------------------------------------------
+
+TEST_CASE("runner: a cursorless index that holds entries is reset before anything is delivered and ends equal to the projection of the store", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.backend.plant(test::index_key("main", sim_table, "ghost"), test::index_entry{7, "never in the store"});
+  p.commit({test::put(sim_table, "a", "1")});
+  CHECK(p.backend.resets == 1);
+  CHECK(p.backend.seen_before_first_reset == 0);
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::cursor_missing));
+  CHECK_FALSE(published(p, readiness_state::ready, readiness_reason::none));
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: after reset the durable cursor is absent, ready only after the boundary chunk is durable, and a crash in between rebuilds again on restart (behaviour 17)", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  p.backend.auto_barrier = false;  // no barrier: the boundary chunk stays non-durable
+  p.store_rebuild_request();
+  CHECK(p.backend.resets == 2);
+  CHECK_FALSE(p.backend.durable());  // absent after the reset
+  p.advance(milliseconds(5000));     // flushes are asked for, none completes
+  CHECK(p.publications.back().state == readiness_state::rebuilding);
+  CHECK_FALSE(p.backend.durable());
+  // The process dies before the boundary is durable: the next owner finds no cursor (and the
+  // marker) and rebuilds again.
+  p.backend.crash();
+  p.reset_segment();
+  p.restart_runner();
+  p.backend.auto_barrier = true;
+  p.wake();
+  CHECK(p.backend.resets == 3);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a write committed during the scan ends up as the primary holds it, and a reload before the boundary causes no second rebuild (behaviour 18)", "[core][runner][rebuild]") {
+  runner_options o;
+  o.max_chunk_records = 1;  // one record per scan chunk
+  sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2"), test::put(sim_table, "c", "3")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  // Hold the scan after its first chunk: the backend defers the second.
+  p.backend.auto_barrier = false;
+  p.backend.cap = 1;
+  p.store_rebuild_request();
+  REQUIRE(p.runner->state() == runner_state::deferred);
+  const auto scanned = p.runner->snapshot().rebuilt_records;
+  CHECK(scanned == 1);
+  // Written after the snapshot: not in the scan, replayed from the boundary.
+  p.commit({test::put(sim_table, "a", "changed"), test::del(sim_table, "c"), test::put(sim_table, "d", "4")});
+  p.backend.cap = 1u << 30;
+  p.backend.auto_barrier = true;
+  p.backend.apply_queue();  // room: `changed`
+  p.run();
+  p.advance(milliseconds(2000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  CHECK(p.backend.resets == 2);
+
+  // A reload condemns (reason reload); the rebuild's boundary lies after it, so the drain from
+  // the boundary never reads it again: one rebuild, not two.
+  p.store.commit({test::put(sim_table, "b", "reloaded")}, header_flag::reload, true);
+  p.wake();
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::reload));
+  p.advance(milliseconds(2000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.resets == 3);
+  p.commit({test::put(sim_table, "e", "5")});
+  p.advance(milliseconds(2000));
+  CHECK(p.backend.resets == 3);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: eight failed attempts give unavailable/rebuild-exhausted after doubling backoffs, a later owner does not reset, a request restores the budget (behaviour 19)", "[core][runner][rebuild]") {
+  sim_pipeline p;  // max_rebuild_attempts 8, rebuild_backoff 1 s, max_rebuild_backoff 300 s
+  p.backend.fail_reset = true;
+  p.commit({test::put(sim_table, "a", "1")});
+  CHECK(p.backend.resets == 1);
+  CHECK(p.slot_readiness.rebuild_attempts == 1);
+  // Attempt n + 1 waits min(1 s × 2^(n−1), 300 s) after attempt n failed.
+  for (std::uint64_t n = 1; n < 8; ++n) {
+    const auto wait = milliseconds(1000LL << (n - 1));
+    p.advance(wait - milliseconds(1));
+    CHECK(p.backend.resets == n);  // not yet
+    p.advance(milliseconds(1));
+    CHECK(p.backend.resets == n + 1);
+    CHECK(p.slot_readiness.rebuild_attempts == n + 1);
+  }
+  CHECK(p.slot_readiness.state == readiness_state::unavailable);
+  CHECK(p.slot_readiness.reason == readiness_reason::rebuild_exhausted);
+  CHECK(p.runner->state() == runner_state::unavailable);
+  CHECK_FALSE(p.lock_held);
+  CHECK(p.runner->snapshot().last_fault == readiness_reason::backend_failed);
+  // A later owner finds unavailable in the slot and leaves the index alone.
+  p.restart_runner();
+  p.commit({test::put(sim_table, "b", "2")});
+  p.advance(milliseconds(600000));
+  CHECK(p.backend.resets == 8);
+  CHECK(p.slot_readiness.state == readiness_state::unavailable);
+  // The backend recovers; a request restores the budget and the index is rebuilt.
+  p.backend.fail_reset = false;
+  p.restart_runner();
+  p.store_rebuild_request();
+  CHECK(p.backend.resets == 9);
+  CHECK(p.slot_readiness.rebuild_attempts == 1);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.slot_readiness.rebuild_attempts == 0);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a peer's request while the owner is deferred, busy or idle gives exactly one reset, then ready", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.runner->state() == runner_state::idle);
+  const auto before = p.backend.resets;
+  SECTION("idle") { p.store_rebuild_request(); }
+  SECTION("busy: work accepted, not durable") {
+    p.backend.auto_barrier = false;
+    p.commit({test::put(sim_table, "b", "2")});
+    REQUIRE(p.runner->snapshot().accepted_batches > 0);
+    p.store_rebuild_request();
+    p.backend.auto_barrier = true;
+  }
+  SECTION("deferred") {
+    p.backend.auto_barrier = false;
+    p.backend.cap = 1;
+    p.commit({test::put(sim_table, "b", "2")});
+    p.commit({test::put(sim_table, "c", "3")});
+    REQUIRE(p.runner->state() == runner_state::deferred);
+    p.store_rebuild_request();
+    p.backend.cap = 1u << 30;
+    p.backend.auto_barrier = true;
+    p.backend.apply_queue();
+    p.run();
+  }
+  p.store_rebuild_request();  // a second request during the rebuild: absorbed
+  p.advance(milliseconds(2000));
+  CHECK(p.backend.resets == before + 1);
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a crash after any step of a rebuild (marker, epoch, inside reset, mid-scan, boundary chunk, before ready) is never trusted: the next owner ends ready and equal to the projection", "[core][runner][rebuild]") {
+  // Count the mailbox events of one whole rebuild, then crash after each prefix of them.
+  auto prepared = [](runner_options o) {
+    auto p = std::make_unique<sim_pipeline>(o);
+    p->commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2"), test::put(sim_table, "c", "3")});
+    p->advance(milliseconds(1000));
+    return p;
+  };
+  runner_options o;
+  o.max_chunk_records = 1;
+  // The events from the request until `ready` is published again.
+  auto steps_to_ready = [](sim_pipeline& p, std::size_t limit) {
+    const auto first = p.publications.size();
+    auto ready_again = [&] {
+      for (auto i = first; i < p.publications.size(); ++i) {
+        if (p.publications[i].state == readiness_state::ready) return true;
+      }
+      return false;
+    };
+    std::size_t n = 0;
+    while (n < limit && !ready_again() && p.step()) ++n;
+    return n;
+  };
+  std::size_t events = 0;
+  {
+    auto p = prepared(o);
+    p->store_rebuild_request(true, false);
+    events = steps_to_ready(*p, 100000);
+    REQUIRE(p->publications.back().state == readiness_state::ready);
+  }
+  REQUIRE(events > 10);
+  for (std::size_t k = 0; k <= events; ++k) {
+    INFO("crash after event " << k << " of " << events);
+    auto p = prepared(o);
+    p->store_rebuild_request(true, false);
+    steps_to_ready(*p, k);
+    p->store.crash();
+    p->backend.crash();
+    p->reset_segment();
+    p->restart_runner();
+    p->wake();
+    p->advance(milliseconds(5000));
+    CHECK(p->publications.back().state == readiness_state::ready);
+    CHECK(p->backend.durable_index() == expected_index(p->store));
+    CHECK(p->violation.empty());
+  }
+}

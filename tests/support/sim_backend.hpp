@@ -93,7 +93,7 @@ class sim_backend final : public backend {
   }
   bool supports_reset() const noexcept override { return can_reset; }
   void reset(epoch_t epoch, completion done) override {
-    ++resets;
+    if (resets++ == 0) seen_before_first_reset = seen.size();
     // The cursor is durably gone before any index state is destroyed (backends.md, reset).
     if (!keep_cursor_on_reset) durable_cursor_ = applied_cursor_ = std::nullopt;
     if (stop_inside_reset) {
@@ -171,6 +171,11 @@ class sim_backend final : public backend {
   }
   void fail(epoch_t epoch) { emit({state_change_kind::failed, epoch}); }
 
+  // What an interrupted reset or a copied directory leaves: durable entries, no cursor.
+  void plant(const std::string& key, index_entry e) {
+    durable_[key] = e;
+    applied_[key] = e;
+  }
   const index_map& durable_index() const { return durable_; }
   bool subscribed() const { return static_cast<bool>(callback_); }  // a state-change subscriber is held
   backend_host* host() const { return host_; }                      // the last host attach() was given
@@ -179,6 +184,7 @@ class sim_backend final : public backend {
 
   std::uint64_t barriers = 0;
   std::uint64_t resets = 0;
+  std::size_t seen_before_first_reset = 0;  // deliver() calls before the first reset
   int attaches = 0;
   std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;

@@ -84,7 +84,7 @@ class sim_pipeline final : public backend_host {
   // Another process sets the slot's rebuild_request; the watcher wakes the runner, which the
   // runner actor treats as it does: the owner consumes the request when it takes one, a dormant
   // runner acquires while no runner owns the id, anyone else leaves the flag for later.
-  void store_rebuild_request(bool wake_runner = true) {
+  void store_rebuild_request(bool wake_runner = true, bool run_now = true) {
     slot_rebuild_request = true;
     if (!wake_runner) return;
     post([this] {
@@ -96,7 +96,7 @@ class sim_pipeline final : public backend_host {
       }
       return effects{};
     });
-    run();
+    if (run_now) run();
   }
 
   // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
@@ -139,6 +139,24 @@ class sim_pipeline final : public backend_host {
       mailbox_.pop_front();
       apply(next());
     }
+  }
+
+  // One event: the next mailbox entry, else the next timer (time moves to it). false: nothing is
+  // left. Lets a test stop a sequence after any event (a crash at every step).
+  bool step() {
+    if (!mailbox_.empty()) {
+      auto next = std::move(mailbox_.front());
+      mailbox_.pop_front();
+      apply(next());
+      return true;
+    }
+    if (timers_.empty()) return false;
+    auto at = timers_.begin()->first;
+    auto fire = std::move(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+    if (at > time.steady_now()) time.advance(at - time.steady_now());
+    post(std::move(fire));
+    return true;
   }
 
   // Moves time forward, firing due timers in order, then runs.
