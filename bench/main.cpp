@@ -26,6 +26,12 @@ constexpr entry benchmarks[] = {
          Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
          RocksDB ingest of the same entries; peak RSS.
 )"},
+    {"rebuild", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--writer-rate R] [--writer-ms MS]
+         Time for a new RocksDB index to be built over an N-record store and become ready,
+         beside a plain scan writing the same entries with the index's own RocksDB options (a
+         child process); a writer's p99 commit wait at R transactions/s (default 2000) alone
+         and during a rebuild; peak RSS.
+)"},
     {"failover", R"([--kills N] [--rate R] [--interval-ms MS] [--dir DIR] [--json FILE]
          [--write-buffer-kib K] [--max-wal-kib W] [--flush-age-ms MS] [--scheduler sharing|stealing]
          An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
@@ -77,10 +83,13 @@ int main(int argc, char** argv) {
     if (args[0] == "wal") return dix::bench::run_wal(rest);
     if (args[0] == "catchup") return dix::bench::run_catchup(rest);
     if (args[0] == "failover") return dix::bench::run_failover(rest);
+    if (args[0] == "rebuild") return dix::bench::run_rebuild(rest);
+    // The baseline of `rebuild`, in a process of its own; not listed in the usage.
+    if (args[0] == "rebuild-baseline") return dix::bench::run_rebuild_baseline(rest);
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, failover)\n";
+  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover)\n";
   return dix::tool::exit_usage;
 }

@@ -103,7 +103,8 @@ class rocksdb_snapshot final : public store_snapshot {
     std::shared_lock lock(p.lifecycle);
     if (!p.open || !snapshot_) return closed(p);
     if (!iterator_) return std::optional<scan_entry>{};
-    if (!first_) iterator_->Next();
+    // Next() on an iterator past its end is undefined (RocksDB asserts): the end stays the end.
+    if (!first_ && iterator_->Valid()) iterator_->Next();
     first_ = false;
     if (!iterator_->Valid()) {
       if (auto s = status_of(p); !s) return s.error();

@@ -240,6 +240,10 @@ struct rocksdb_index_backend::impl {
 
   std::thread applier;
 
+  // The test point before each step of reset (rocksdb_index_probe); empty in production. Set
+  // under queue_mutex, read by the applier after it took the reset from the queue.
+  std::function<bool(reset_step)> reset_hook;
+
   // Set by a failed open, cleared by a successful one: the next attempt logs through an
   // appending_logger, so retries leave no LOG.old.* behind (docs/operations.md).
   bool open_failed = false;
@@ -436,27 +440,50 @@ result<void> rocksdb_index_backend::impl::run_barrier() {
 result<void> rocksdb_index_backend::impl::run_reset() {
   std::unique_lock lock(db_mutex);
   if (auto ok = open_db(); !ok) return ok;
+  auto injected = [&](reset_step step) { return reset_hook && reset_hook(step); };
+  auto fail = [&](reset_step step, const std::string& what) -> result<void> {
+    return {errc::io_error, "index " + id + ": reset, " + std::string(to_string(step)) + ": " + what};
+  };
+  if (injected(reset_step::delete_cursor)) return fail(reset_step::delete_cursor, "injected");
   rocksdb::WriteOptions sync;
   sync.sync = true;
   // The cursor goes first, durably: a crash from here on leaves a cursorless index.
   auto s = db->Delete(sync, meta, slice(cursor_key));
-  if (!s.ok()) return {errc::io_error, "index " + id + ": deleting the cursor: " + s.ToString()};
-  for (auto** family : {&entries, &reverse}) {
-    auto name = (*family)->GetName();
-    s = db->DropColumnFamily(*family);
-    if (!s.ok()) return {errc::io_error, "index " + id + ": dropping " + name + ": " + s.ToString()};
+  if (!s.ok()) return fail(reset_step::delete_cursor, s.ToString());
+  // From here on no cursor exists, on disk or here: a later step that fails must not leave the
+  // old one in memory for durable_cursor() to report over entries that may be half destroyed.
+  applied_through.reset();
+  {
+    std::lock_guard g(durable_mutex);
+    durable.reset();
+    durable_loaded = true;
+  }
+  struct family_steps {
+    rocksdb::ColumnFamilyHandle** handle;
+    reset_step drop;
+    reset_step create;
+  };
+  for (auto [family, drop, create] : {family_steps{&entries, reset_step::drop_entries, reset_step::create_entries},
+                                      family_steps{&reverse, reset_step::drop_reverse, reset_step::create_reverse}}) {
+    const auto name = (*family)->GetName();
+    s = injected(drop) ? rocksdb::Status::IOError("injected") : db->DropColumnFamily(*family);
+    if (!s.ok()) return fail(drop, s.ToString());  // the family and its handle are intact
     auto old = *family;
-    s = db->CreateColumnFamily(family_options(name), name, family);
-    if (!s.ok()) return {errc::io_error, "index " + id + ": creating " + name + ": " + s.ToString()};
+    s = injected(create) ? rocksdb::Status::IOError("injected")
+                         : db->CreateColumnFamily(family_options(name), name, family);
+    if (!s.ok()) {
+      // The handle names a dropped family: close, so that the next use reopens a database whose
+      // missing families are created again (empty), as after a crash at this step.
+      *family = old;
+      close_db();
+      return fail(create, s.ToString());
+    }
     for (auto& h : handles) {
       if (h == old) h = *family;
     }
     db->DestroyColumnFamilyHandle(old).PermitUncheckedError();
   }
-  applied_through.reset();
-  std::lock_guard g(durable_mutex);
-  durable.reset();
-  durable_loaded = true;
+  if (injected(reset_step::finished)) return fail(reset_step::finished, "injected");
   return {};
 }
 
@@ -714,5 +741,21 @@ std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) 
 }
 std::uint64_t rocksdb_index_probe::applied_batches(const rocksdb_index_backend& b) { return b.impl_->applied_batches.load(); }
 std::uint64_t rocksdb_index_probe::dropped_batches(const rocksdb_index_backend& b) { return b.impl_->dropped_batches.load(); }
+void rocksdb_index_probe::on_reset_step(rocksdb_index_backend& b, std::function<bool(reset_step)> hook) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  b.impl_->reset_hook = std::move(hook);
+}
+
+std::string_view to_string(reset_step step) noexcept {
+  switch (step) {
+    case reset_step::delete_cursor: return "delete_cursor";
+    case reset_step::drop_entries: return "drop_entries";
+    case reset_step::create_entries: return "create_entries";
+    case reset_step::drop_reverse: return "drop_reverse";
+    case reset_step::create_reverse: return "create_reverse";
+    case reset_step::finished: return "finished";
+  }
+  return "unknown";
+}
 
 }  // namespace dix

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "backends/rocksdb_index_probe.hpp"
 
 #include "adapters/test_support.hpp"
+#include "support/child.hpp"
 #include "support/fake_host.hpp"
 
 using namespace dix;
@@ -525,4 +527,201 @@ TEST_CASE("rocksdb index: torn WAL tails over many reopens never lose a barrier'
     std::filesystem::resize_file(wal, uniform(durable_bytes, size - 1));
   }
   CHECK(floor >= 30);  // every cycle made at least one barrier durable
+}
+
+// ---------------------------------------------------------------------------------------------
+// reset: the cursor is durably gone before anything is destroyed (backends.md §1, protocol.md
+// §11.4), whatever step a crash or a failure interrupts.
+
+namespace {
+
+constexpr std::uint64_t reset_batches = 3;
+constexpr int reset_records_per_batch = 40;
+const std::vector<std::string> reset_keys{"k0", "k1", "k2"};
+
+// Batch b (1…3) puts records b-<i> under key k<i % 3>, version b; batch 3 carries cursor 3.
+std::shared_ptr<const batch> reset_batch(std::uint64_t b, epoch_t epoch = 1) {
+  std::vector<record_entry> records;
+  for (int i = 0; i < reset_records_per_batch; ++i) {
+    records.push_back(entry(std::to_string(b) + "-" + std::to_string(100 + i), {reset_keys[static_cast<std::size_t>(i % 3)]}, b));
+  }
+  return make_batch(epoch, std::move(records), b == reset_batches ? std::optional<std::uint64_t>(b) : std::nullopt);
+}
+
+// What a lookup of every key of the reset scenario finds: "<key> <record id> <version>" rows.
+std::vector<std::string> reset_rows(rocksdb_index_backend& index) {
+  std::vector<std::string> rows;
+  for (const auto& key : reset_keys) {
+    auto found = index.lookup(key, 100000);
+    REQUIRE(found);
+    for (const auto& row : found->rows) rows.push_back(key + " " + row.record_id + " " + std::to_string(row.version));
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+std::vector<std::string> all_reset_rows() {
+  std::vector<std::string> rows;
+  for (std::uint64_t b = 1; b <= reset_batches; ++b) {
+    for (int i = 0; i < reset_records_per_batch; ++i) {
+      rows.push_back(reset_keys[static_cast<std::size_t>(i % 3)] + " " + std::to_string(b) + "-" + std::to_string(100 + i) +
+                     " " + std::to_string(b));
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+std::shared_ptr<rocksdb_index_backend> open_index(const std::filesystem::path& path, test::fake_host& host) {
+  rocksdb_index_options o;
+  o.path = path;
+  auto index = rocksdb_index_backend::create("by-category", o).value();
+  index->attach(host);
+  return index;
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb index: a process killed at any step of reset leaves a cursor only over all of its entries",
+          "[system][backend][reset][crash]") {
+  const auto expected = all_reset_rows();
+  for (auto step : reset_steps) {
+    DYNAMIC_SECTION("killed before " << to_string(step)) {
+      temp_dir dir;
+      const auto path = dir / "index";
+      test::pipe_pair reached, never;
+      // The child fills a fresh index (this process never opened it, so RocksDB's in-process lock
+      // table does not matter), makes it durable, then resets under a larger epoch and stops at
+      // `step` until it is killed.
+      pid_t child = test::fork_child([&] {
+        test::fake_host host;
+        auto index = open_index(path, host);
+        for (std::uint64_t b = 1; b <= reset_batches; ++b) {
+          if (index->deliver(reset_batch(b)) != delivery_result::accepted) return 4;
+        }
+        test::waiter barrier;
+        index->flush(flush_reason::age, barrier.make());
+        if (!barrier.wait()) return 5;
+        rocksdb_index_probe::on_reset_step(*index, [&](reset_step at) {
+          if (at != step) return false;
+          char c = 'k';
+          if (::write(reached.write_end, &c, 1) != 1) ::_exit(6);
+          test::read_byte(never.read_end);  // blocks: nothing is ever written
+          ::_exit(7);
+        });
+        host.epoch = 2;
+        test::waiter reset;
+        index->reset(2, reset.make());
+        (void)reset.wait();
+        return 8;  // the step was never reached
+      });
+      REQUIRE(reached.receive() == 'k');
+      REQUIRE(::kill(child, SIGKILL) == 0);
+      REQUIRE(test::wait_exit(child) == 128 + SIGKILL);
+
+      test::fake_host host;
+      auto index = open_index(path, host);
+      auto durable = index->durable_cursor();
+      REQUIRE(durable);
+      auto rows = reset_rows(*index);
+      // The crash contract: a cursor only over exactly the entries stored with it; an entry
+      // destroyed only once the cursor is gone.
+      if (*durable) {
+        CHECK(**durable == make_cursor(reset_batches));
+        CHECK(rows == expected);
+      }
+      if (rows != expected) CHECK_FALSE(*durable);
+      // And what each step leaves.
+      const bool nothing_done = step == reset_step::delete_cursor;
+      CHECK(durable->has_value() == nothing_done);
+      if (step <= reset_step::drop_entries) {
+        CHECK(rows == expected);
+      } else {
+        CHECK(rows.empty());  // entries dropped
+      }
+      // The next owner's reset completes over whatever was left, and the index works.
+      host.epoch = 3;
+      test::waiter reset;
+      index->reset(3, reset.make());
+      REQUIRE(reset.wait());
+      CHECK_FALSE(index->durable_cursor().value());
+      CHECK(reset_rows(*index).empty());
+      REQUIRE(index->deliver(reset_batch(reset_batches, 3)) == delivery_result::accepted);
+      test::waiter barrier;
+      index->flush(flush_reason::age, barrier.make());
+      REQUIRE(barrier.wait());
+      CHECK(*index->durable_cursor().value() == make_cursor(reset_batches));
+      CHECK(reset_rows(*index).size() == static_cast<std::size_t>(reset_records_per_batch));
+    }
+  }
+}
+
+TEST_CASE("rocksdb index: a reset that fails at any step leaves no cursor once any entry may be gone, and the next reset completes",
+          "[adapter][backend][reset]") {
+  const auto expected = all_reset_rows();
+  for (auto step : reset_steps) {
+    DYNAMIC_SECTION("failing at " << to_string(step)) {
+      fixture f;
+      for (std::uint64_t b = 1; b <= reset_batches; ++b) REQUIRE(f.index->deliver(reset_batch(b)) == delivery_result::accepted);
+      REQUIRE(f.barrier());
+      REQUIRE(*f.index->durable_cursor().value() == make_cursor(reset_batches));
+      rocksdb_index_probe::on_reset_step(*f.index, [step](reset_step at) { return at == step; });
+      f.host.epoch = 2;
+      test::waiter failed;
+      f.index->reset(2, failed.make());
+      auto outcome = failed.wait();
+      REQUIRE_FALSE(outcome);
+      CHECK(outcome.error().value() == errc::io_error);
+      CHECK_THAT(outcome.error().message(), Catch::Contains(std::string(to_string(step))));
+      // Neither in memory nor on disk may a cursor outlive the first destroyed entry.
+      auto durable = f.index->durable_cursor().value();
+      auto rows = reset_rows(*f.index);
+      CHECK(durable.has_value() == (step == reset_step::delete_cursor));
+      if (rows != expected) CHECK_FALSE(durable);
+      rocksdb_index_probe::on_reset_step(*f.index, {});
+      test::waiter done;
+      f.index->reset(2, done.make());
+      REQUIRE(done.wait());
+      CHECK_FALSE(f.index->durable_cursor().value());
+      CHECK(reset_rows(*f.index).empty());
+      REQUIRE(f.index->deliver(reset_batch(1, 2)) == delivery_result::accepted);
+      REQUIRE(f.index->deliver(reset_batch(reset_batches, 2)) == delivery_result::accepted);
+      REQUIRE(f.barrier());
+      CHECK(*f.index->durable_cursor().value() == make_cursor(reset_batches));
+      CHECK(reset_rows(*f.index).size() == 2u * reset_records_per_batch);
+      // Reopened, the disk says the same.
+      f.sub.reset();  // before the backend it points into
+      f.index.reset();
+      auto reopened = open_index(f.dir / "index", f.host);
+      CHECK(*reopened->durable_cursor().value() == make_cursor(reset_batches));
+      CHECK(reset_rows(*reopened).size() == 2u * reset_records_per_batch);
+    }
+  }
+}
+
+TEST_CASE("rocksdb index: a reset of a directory holding entries but no cursor ends empty", "[adapter][backend][reset]") {
+  temp_dir dir;
+  {
+    // What an interrupted reset or a copied directory leaves: entries, no cursor.
+    test::fake_host host;
+    auto index = open_index(dir / "index", host);
+    for (std::uint64_t b = 1; b < reset_batches; ++b) REQUIRE(index->deliver(reset_batch(b)) == delivery_result::accepted);
+    test::waiter barrier;
+    index->flush(flush_reason::age, barrier.make());
+    REQUIRE(barrier.wait());
+  }
+  test::fake_host host;
+  auto index = open_index(dir / "index", host);
+  REQUIRE_FALSE(index->durable_cursor().value());
+  REQUIRE(reset_rows(*index).size() == 2u * reset_records_per_batch);
+  host.epoch = 2;
+  test::waiter done;
+  index->reset(2, done.make());
+  REQUIRE(done.wait());
+  CHECK_FALSE(index->durable_cursor().value());
+  CHECK(reset_rows(*index).empty());
+  index.reset();
+  auto reopened = open_index(dir / "index", host);
+  CHECK_FALSE(reopened->durable_cursor().value());
+  CHECK(reset_rows(*reopened).empty());
 }

@@ -49,6 +49,7 @@ TEST_CASE("dix: every command refuses a single-dash option, a stray word, an emp
       {{"serve", "--dir", d, "--rate", "0"}, "--seed", "2"},
       {{"bench", "wal", "--records", "2000", "--rounds", "1", "--dir", d}, "--json", (dir / "r.json").string()},
       {{"bench", "catchup", "--records", "2000", "--dir", d}, "--timeout", "60"},
+      {{"bench", "rebuild", "--records", "2000", "--dir", d}, "--writer-rate", "100"},
       {{"bench", "failover", "--kills", "1", "--interval-ms", "0", "--dir", d}, "--rate", "100"},
   };
   for (const auto& c : commands) {
@@ -83,7 +84,7 @@ TEST_CASE("dix: bare dix prints the usage on stderr with exit 2, and --help prin
   CHECK(help.out == bare.err);
   const std::vector<std::vector<std::string>> commands{
       {"demo"}, {"wal"}, {"write"}, {"status"}, {"rebuild"}, {"serve"}, {"bench"},
-      {"bench", "wal"}, {"bench", "catchup"}, {"bench", "failover"}};
+      {"bench", "wal"}, {"bench", "catchup"}, {"bench", "rebuild"}, {"bench", "failover"}};
   for (auto args : commands) {
     std::string name = "dix";
     for (const auto& a : args) name += " " + a;

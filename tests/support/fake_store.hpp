@@ -53,7 +53,10 @@ class fake_store {
     auto values = std::make_shared<std::vector<std::string>>();
     values->reserve(stored->size());
     for (auto& o : *stored) {
-      values->push_back(o.kind == op_kind::put ? encode_value(t.time, o.payload) : std::string());
+      // Table values carry their version (the header time); dix.meta values are stored as
+      // given, as the RocksDB store writes them (formats.md §5).
+      if (o.kind != op_kind::put) values->push_back(std::string());
+      else values->push_back(o.meta ? o.payload : encode_value(t.time, o.payload));
       t.data_size += o.id.size() + values->back().size() + 8;
     }
     for (std::size_t i = 0; i < stored->size(); ++i) {
