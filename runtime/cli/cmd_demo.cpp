@@ -152,8 +152,9 @@ int run_demo(const std::vector<std::string>& argv) {
         auto m = (*rt)->metrics(ix.id);
         auto s = (*rt)->status(ix.id);
         if (!m || m->logs.empty() || m->logs[0].durable_sequence < latest || m->readiness.state != readiness_state::ready) caught_up = false;
-        if (s && s->state == runner_state::needs_rebuild) {
-          std::cerr << "\ndix demo: index " << ix.id << " needs a rebuild (" << to_string(s->reason) << "): " << s->message << "\n";
+        // needs-rebuild is a rebuild backing off (decision 0015); unavailable is the end of trying.
+        if (s && s->state == runner_state::unavailable) {
+          std::cerr << "\ndix demo: index " << ix.id << " is unavailable (" << to_string(s->reason) << "): " << s->message << "\n";
           writer.join();
           return exit_error;
         }

@@ -27,7 +27,6 @@
 #include "catalogue.hpp"
 #include "commands.hpp"
 #include "usage.hpp"
-#include "wording.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
@@ -95,7 +94,7 @@ void watch_readiness(const printer& out, runtime& rt, const segment_reader& segm
       if (!s.last || r.state != s.last->state || r.reason != s.last->reason || r.owner_epoch != s.last->owner_epoch) {
         s.last = r;
         std::string text = id + " " + std::string(to_string(r.state)) + " epoch=" + std::to_string(r.owner_epoch);
-        if (r.reason != readiness_reason::none) text += " reason=" + shown_reason(r);
+        if (r.reason != readiness_reason::none) text += " reason=" + std::string(to_string(r.reason));
         if (out.timing()) text += " t_ns=" + std::to_string(monotonic_ns());
         out.line(text);
         s.durable_at_ready.reset();

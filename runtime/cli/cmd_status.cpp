@@ -30,7 +30,6 @@
 #include "commands.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
-#include "wording.hpp"
 
 namespace dix::cli {
 namespace {
@@ -188,7 +187,7 @@ std::string render_plain(const fs::path& home, const table& t) {
   std::vector<std::vector<std::string>> rows{{"id", "state", "reason", "attempts", "epoch"}};
   for (const auto& e : t.indexes) {
     const auto& r = e.readiness;
-    rows.push_back({e.id, std::string(to_string(r.state)), shown_reason(r),
+    rows.push_back({e.id, std::string(to_string(r.state)), std::string(to_string(r.reason)),
                     std::to_string(r.rebuild_attempts), std::to_string(r.owner_epoch)});
   }
   std::vector<std::size_t> widths(rows[0].size(), 0);

@@ -190,8 +190,9 @@ void runner_core::deliver_held(effects& out, steady_time now) {
 }
 
 void runner_core::begin_release(effects& out) {
-  // This ownership minted its epoch and never shut it down: a successful shutdown ends with the
-  // unlock, a rejected one is retried through retry_release().
+  // A successful shutdown ends with the unlock, a rejected one is retried through retry_release().
+  // (An epoch a rebuild's first step shut down and whose mint then failed is shut down again
+  // here: the release's own shutdown decides, as before any rebuild.)
   carry_release(release_.begin(epoch_, proxy_up_, false), out, steady_time{});  // a proxy down: on_child_up starts it
 }
 

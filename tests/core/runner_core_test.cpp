@@ -949,3 +949,32 @@ TEST_CASE("runner: a crash after any step of a rebuild (marker, epoch, inside re
     CHECK(p->violation.empty());
   }
 }
+
+TEST_CASE("runner: request_rebuild on a registered id whose shutdown was rejected re-quiesces the held epoch and resets under a larger one (behaviour 16, rebuild half)", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto held_epoch = p.runner->epoch();
+  // The rebuild's first step, shutdown(current epoch), is rejected: unavailable, lock kept.
+  p.backend.reject_shutdown = true;
+  p.store_rebuild_request();
+  CHECK(p.publications.back().state == readiness_state::unavailable);
+  CHECK(p.publications.back().reason == readiness_reason::shutdown_failed);
+  CHECK(p.lock_held);
+  CHECK(p.runner->epoch() == held_epoch);
+  const auto resets = p.backend.resets;
+  p.commit({test::put(sim_table, "b", "2")});  // a latched runner does nothing
+  CHECK(p.backend.resets == resets);
+  // The backend recovers; a request revives the runner: the same epoch is shut down again (the
+  // backend accepts it this time), then the index is reset under a larger epoch.
+  p.backend.reject_shutdown = false;
+  REQUIRE(p.runner->takes_rebuild_request());
+  p.store_rebuild_request();
+  CHECK(p.record.quiesced == held_epoch);
+  CHECK(p.backend.resets == resets + 1);
+  CHECK(p.runner->epoch() > held_epoch);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
