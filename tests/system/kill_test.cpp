@@ -2,7 +2,9 @@
 // process SIGKILLs it at seeded, varied moments and starts it again. With the child dead, the
 // parent reads what it left on disk (the primary store and both index databases read-only, the
 // readiness segment without attaching) and checks that nothing went backwards; a last run ends
-// normally and verifies every index against the projection of the primary store.
+// normally and verifies every index against the projection of the primary store. Some rounds ask
+// for a rebuild of an index while the child runs (the free request_rebuild, as `dix rebuild`
+// does), so kills also land inside rebuilds: reset, scan, boundary, the drain before `ready`.
 //
 // DIX_KILLS=N sets the number of kills (default 10), DIX_KILL_SEED=S the schedule's seed (printed).
 // The seed fixes the schedule (workload, kill event, delay), not the child's progress at the kill:
@@ -24,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <rocksdb/db.h>
@@ -311,7 +314,7 @@ disk_state read_disk(const fs::path& demo_dir, std::vector<std::string>& problem
 // Everything that must hold between the state before a run and the state after it (the child
 // dead). Returns the violations, each a sentence naming the values.
 std::vector<std::string> violations(const disk_state& before, const disk_state& after, const run_claims& claims,
-                                    bool completed) {
+                                    bool completed, const std::set<std::string>& requested) {
   std::vector<std::string> v;
   auto say = [&](std::string s) { v.push_back(std::move(s)); };
   if (before.primary && !after.primary) say("the primary store vanished");
@@ -350,10 +353,10 @@ std::vector<std::string> violations(const disk_state& before, const disk_state& 
                std::to_string(b.epoch) + " → " + std::to_string(a.epoch)));
     }
     // An index without a cursor is rebuilt (reset, scan, boundary; protocol.md §11), condemned
-    // until its first `ready`; so is one whose marker a killed rebuild left. Nothing else in this
-    // workload condemns an index (same registration, no rebuild request): a kill must be followed
-    // by a run that resumes (operations.md), not one that needs a rebuild.
-    const bool rebuilding = !b.cursor || b.condemned;
+    // until its first `ready`; so is one whose marker a killed rebuild left, and one this round
+    // asked to rebuild. Nothing else in this workload condemns an index (same registration): a
+    // kill must be followed by a run that resumes (operations.md), not one that needs a rebuild.
+    const bool rebuilding = !b.cursor || b.condemned || requested.count(id) != 0;
     if (!rebuilding && (a.condemned || a.last_published.state == dix::readiness_state::needs_rebuild ||
                         a.last_published.state == dix::readiness_state::unavailable)) {
       say(name("condemned: marker " + std::string(a.condemned ? "present" : "absent") + ", the slot last said " +
@@ -455,12 +458,18 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
     const auto delay = microseconds(short_run         ? uniform(0, 4'000'000)
                                     : lines_first == 0 ? uniform(0, 1'200'000)
                                                        : uniform(0, 400'000));
+    // A rebuild request while the child runs (the slot exists from the first run on; the flag
+    // waits for the child's acquisition when it comes before).
+    const bool ask_rebuild = !short_run && uniform(0, 2) == 0;
+    const auto rebuild_id = index_ids[uniform(0, index_ids.size() - 1)];
     std::string plan = "round " + std::to_string(round) + ": " +
                        (short_run ? "short run of " + std::to_string(records) + " at full speed"
                                   : "writer at " + std::to_string(rate) + "/s") +
                        ", kill " + std::to_string(delay.count()) + " µs after " +
-                       (lines_first == 0 ? std::string("exec") : "progress line " + std::to_string(lines_first));
+                       (lines_first == 0 ? std::string("exec") : "progress line " + std::to_string(lines_first)) +
+                       (ask_rebuild ? ", rebuild of " + rebuild_id + " requested first" : std::string());
     INFO(plan);
+    std::set<std::string> requested;
 
     int status = 0;
     run_claims claims;
@@ -470,6 +479,10 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
                         "--rate", std::to_string(rate), "--seed", std::to_string(uniform(1, 1'000'000))},
                        stderr_path);
       REQUIRE(child.read_progress_lines(lines_first));
+      if (ask_rebuild) {
+        auto asked = dix::request_rebuild(demo_dir / "primary", rebuild_id);
+        if (asked && *asked) requested.insert(rebuild_id);
+      }
       child.drain_for(delay);
       status = child.kill_and_reap();
       claims = parse_progress(child.lines());
@@ -480,7 +493,7 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
     INFO("child stdout:\n" << output << "child stderr:\n" << slurp(stderr_path));
     auto after = read_disk(demo_dir, problems);
     INFO("before: " << describe(state) << "\nafter:  " << describe(after));
-    auto v = violations(state, after, claims, completed);
+    auto v = violations(state, after, claims, completed, requested);
     for (const auto& p : problems) v.push_back(p);
     std::string found;
     for (const auto& s : v) found += s + "\n";
@@ -521,7 +534,7 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
     CHECK(final_claims.durable_sequence[id] > 0);
   }
   auto after = read_disk(demo_dir, problems);
-  auto v = violations(state, after, final_claims, true);
+  auto v = violations(state, after, final_claims, true, {});
   for (const auto& p : problems) v.push_back(p);
   std::string found;
   for (const auto& s : v) found += s + "\n";
