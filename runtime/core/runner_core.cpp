@@ -737,7 +737,9 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     }
     return out;
   }
-  if (drain_ == drain::closed) {
+  // Drain closed: acquisition or a reinstall — except while the logs open at the boundary, when
+  // a reconciliation's answer (a flush completed meanwhile) may overtake log_opened.
+  if (drain_ == drain::closed && !boundary_pending_) {
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
       if (acquisition_ != acquisition::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
@@ -750,10 +752,6 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       }
       durable_ = *durable;
       out.push_back(fx::open_log{gen_, *durable});
-    } else if (boundary_pending_) {
-      // Work lost after the boundary chunk and no barrier since: the scan is gone with it.
-      fail_attempt(readiness_reason::rebuild_failed, "the backend lost the rebuild before its boundary was durable", out,
-                   now);
     } else {
       // §9.2 step 8: an index without a cursor is never trusted — it may hold anything (an
       // interrupted reset, a copied directory). It is reset and rebuilt.

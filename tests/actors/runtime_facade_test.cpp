@@ -240,3 +240,19 @@ TEST_CASE("runtime: runtime_options::slot_count sizes a new segment: the third i
   CHECK(third.error().value() == errc::segment_full);
   CHECK_FALSE(rt->status("three"));
 }
+
+TEST_CASE("runtime: a fresh index over many records is rebuilt in one attempt", "[adapter][runtime][rebuild]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  for (int b = 0; b < 200; ++b) test::put_records(*store, "b" + std::to_string(b) + "-", 1000);
+  auto rt = runtime::create({store}).value();
+  rt->register_index(index_registration(make_index(dir))).value();
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  auto m = rt->metrics("by-value").value();
+  INFO(rt->status("by-value")->message);
+  CHECK(m.last_fault == readiness_reason::cursor_missing);
+  CHECK(m.rebuilt_records == 200000);
+  CHECK(m.delivered_records >= 200000);
+  CHECK(m.delivered_records < 210000);
+}

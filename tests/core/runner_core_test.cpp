@@ -978,3 +978,31 @@ TEST_CASE("runner: request_rebuild on a registered id whose shutdown was rejecte
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
+
+TEST_CASE("runner: a durable answer that overtakes the log's opening at the boundary is a reconciliation, not a lost rebuild", "[core][runner][rebuild]") {
+  // Found by dix bench rebuild: a scan chunk's threshold flush completed after the boundary chunk
+  // was accepted and before the tailer's log_opened; its reconciliation's durable_cursor()
+  // answer (absent: the barrier covered scan chunks only) was taken for a reinstall's, and the
+  // attempt failed ("the backend lost the rebuild before its boundary was durable").
+  runner_options o;
+  o.max_chunk_records = 1;
+  o.flush_after_mutations = 1;  // every scan chunk asks for a barrier
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;
+  p.slow_log_open = true;
+  p.slow_flush_done = true;
+  p.store.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2")});
+  p.wake(wake_flag::commit, false);
+  // Both records are delivered; the barrier now completes the scan's flushes (no cursor yet),
+  // and the completions arrive after the boundary chunk is accepted.
+  while (p.runner->snapshot().rebuilt_records < 2 && p.step()) {}
+  REQUIRE(p.runner->snapshot().rebuilt_records == 2);
+  p.backend.barrier();
+  p.run();
+  CHECK_FALSE(published(p, readiness_state::needs_rebuild, readiness_reason::rebuild_failed));
+  p.backend.auto_barrier = true;
+  p.advance(milliseconds(2000));
+  CHECK(p.backend.resets == 1);
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}

@@ -152,6 +152,9 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   o.max_rebuild_attempts = 1000;  // transient faults here are injected, never permanent
   sim_pipeline p(o);
   p.backend.auto_barrier = pick(2) == 0;
+  // Answers overtaking each other, as mailboxes of other actors in between make them do.
+  p.slow_log_open = pick(2) == 0;
+  p.slow_flush_done = pick(2) == 0;
   checker check;
   std::ostringstream trace;
   for (std::size_t step = 0; step < steps; ++step) {

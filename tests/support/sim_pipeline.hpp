@@ -121,9 +121,9 @@ class sim_pipeline final : public backend_host {
     while (!runner && !timers_.empty()) advance(std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - time.steady_now()));
   }
 
-  void wake(std::uint8_t flags = wake_flag::commit) {
+  void wake(std::uint8_t flags = wake_flag::commit, bool run_now = true) {
     post([this, flags] { return runner ? runner->on_wake(flags, time.steady_now()) : effects{}; });
-    run();
+    if (run_now) run();
   }
 
   std::pair<std::uint64_t, index_time_t> commit(std::vector<fake_op> ops, bool sync = false) {
@@ -195,6 +195,8 @@ class sim_pipeline final : public backend_host {
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
   bool slot_rebuild_request = false;  // the slot's rebuild_request: survives even a stale reset
   bool rebuildable = true;            // the backend implements reset (applies at the next restart_runner)
+  bool slow_log_open = false;         // log_opened arrives after replies the backend sends meanwhile
+  bool slow_flush_done = false;       // flush completions arrive two mailbox trips late
   meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
@@ -210,6 +212,18 @@ class sim_pipeline final : public backend_host {
  private:
   using event = std::function<effects()>;
   void post(event e) { mailbox_.push_back(std::move(e)); }
+  // Posts `e` after `hops` more trips through the mailbox: what other actors' mailboxes in
+  // between (a proxy's, a detached tailer's) do to the order of answers.
+  void post_after(int hops, event e) {
+    if (hops == 0) {
+      post(std::move(e));
+      return;
+    }
+    post([this, hops, e = std::move(e)]() mutable {
+      post_after(hops - 1, std::move(e));
+      return effects{};
+    });
+  }
 
   void apply(effects fx) {
     for (auto& e : fx) std::visit([this](auto& x) { carry_out(x); }, e);
@@ -323,7 +337,9 @@ class sim_pipeline final : public backend_host {
     ++log_opens;
     auto r = o.from ? tailer->install(*o.from) : tailer->install_from_start();
     auto gen = o.gen;
-    post([this, gen, r] { return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()) : effects{}; });
+    event opened = [this, gen, r] { return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()) : effects{}; };
+    // A tailer busy elsewhere: the answer arrives behind what the backend answers meanwhile.
+    post_after(slow_log_open ? 2 : 0, std::move(opened));
   }
   void carry_out(fx::pull& p) {
     auto r = tailer->pull(budgets_, p.epoch, time);
@@ -342,7 +358,8 @@ class sim_pipeline final : public backend_host {
     flush_requests.push_back(f.reason);
     auto gen = f.gen;
     backend.flush(f.reason, completion([this, gen](result<void> r) {
-      post([this, gen, r] { return runner ? runner->on_flush_done(gen, r, time.steady_now()) : effects{}; });
+      event done = [this, gen, r] { return runner ? runner->on_flush_done(gen, r, time.steady_now()) : effects{}; };
+      post_after(slow_flush_done ? 2 : 0, std::move(done));
     }));
   }
   void carry_out(fx::shutdown& s) {
