@@ -15,6 +15,9 @@ std::string usage(std::string_view name);
 
 int run_wal(const std::vector<std::string>& argv);
 int run_catchup(const std::vector<std::string>& argv);
+// `dix-bench catchup-baseline`: one baseline of `catchup`, which runs it as a child process of
+// its own; prints {"records_per_s":R,"peak_rss_mb":M}.
+int run_catchup_baseline(const std::vector<std::string>& argv);
 int run_failover(const std::vector<std::string>& argv);
 int run_rebuild(const std::vector<std::string>& argv);
 // The baseline of run_rebuild, which runs it as `dix-bench rebuild-baseline` in a child process.

@@ -22,9 +22,10 @@ constexpr entry benchmarks[] = {
          Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
 )"},
     {"catchup", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--turn-ms MS] [--chunk-records N]
-         [--actor-threads T] [--scheduler sharing|stealing]
-         Time for a new RocksDB index to catch up with a backlog of N records, beside a raw
-         RocksDB ingest of the same entries; peak RSS.
+         [--actor-threads T] [--scheduler sharing|stealing] [--memory-mb M]
+         Time for a new RocksDB index to catch up with a backlog of N records, beside two raw
+         RocksDB ingests of the same entries in child processes (RocksDB's defaults; the
+         backend's own options in dix's batch sizes); peak RSS of each; memory budget M MiB.
 )"},
     {"rebuild", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--writer-rate R] [--writer-ms MS]
          Time for a new RocksDB index to be built over an N-record store and become ready,
@@ -58,7 +59,15 @@ std::string all_usage() {
 
 }  // namespace
 
+// Not a benchmark of its own: the child process `catchup` runs for each of its baselines.
+constexpr const char* catchup_baseline_usage = R"(usage: dix-bench catchup-baseline --kind plain|tuned --dir DIR [--records N]
+         [--batch-records B] [--memory-mb M]
+         One baseline of `dix bench catchup` (its child process): writes N records' index entries
+         into a fresh database at DIR and prints {"records_per_s":R,"peak_rss_mb":M}.
+)";
+
 std::string usage(std::string_view name) {
+  if (name == "catchup-baseline") return catchup_baseline_usage;
   auto b = std::find_if(std::begin(benchmarks), std::end(benchmarks), [&](const entry& e) { return name == e.name; });
   if (b == std::end(benchmarks)) return all_usage();
   return "usage: dix bench " + std::string(name) + " " + b->text + rules;
@@ -82,6 +91,7 @@ int main(int argc, char** argv) {
   try {
     if (args[0] == "wal") return dix::bench::run_wal(rest);
     if (args[0] == "catchup") return dix::bench::run_catchup(rest);
+    if (args[0] == "catchup-baseline") return dix::bench::run_catchup_baseline(rest);
     if (args[0] == "failover") return dix::bench::run_failover(rest);
     if (args[0] == "rebuild") return dix::bench::run_rebuild(rest);
     // The baseline of `rebuild`, in a process of its own; not listed in the usage.

@@ -1,6 +1,5 @@
 #include "report.hpp"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,9 +12,13 @@
 namespace dix::bench {
 
 double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+  // VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across execve (and a forked child
+  // starts from its parent's), so an exec'd baseline would report the bench's own peak.
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // "VmHWM:   1234 kB"
+  }
+  return 0;
 }
 
 std::string build_fields() {

@@ -24,6 +24,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The process's peak resident set (VmHWM), MiB.
 double peak_rss_mb();
 
 // "build_type":"Release","commit":"abc1234" (no braces), for the start of a report.

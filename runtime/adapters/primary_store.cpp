@@ -16,8 +16,11 @@
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
+#include <rocksdb/table.h>
 #include <rocksdb/transaction_log.h>
 #include <rocksdb/write_batch.h>
+
+#include <dix/memory.hpp>
 
 #include "adapters/write_batch_reader.hpp"
 #include "core/bytes.hpp"
@@ -59,13 +62,18 @@ rocksdb::DBOptions db_options(const store_options& o) {
   d.WAL_ttl_seconds = o.wal_ttl_s;
   d.WAL_size_limit_MB = o.wal_size_limit_mb;
   if (o.max_total_wal_size != 0) d.max_total_wal_size = o.max_total_wal_size;
+  join_memory_budget(d);  // the process's memory budget (decision 0014)
   return d;
 }
 
-// Every column family's options: RocksDB's, with the store's memtable size when it sets one.
+// Every column family's options: RocksDB's, with the store's memtable size when it sets one and
+// the block cache of the process's memory budget.
 rocksdb::ColumnFamilyOptions family_options(const store_options& o) {
   rocksdb::ColumnFamilyOptions c;
   if (o.write_buffer_size != 0) c.write_buffer_size = static_cast<std::size_t>(o.write_buffer_size);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = budget_block_cache();
+  c.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return c;
 }
 

@@ -97,14 +97,30 @@ result<std::optional<wal_transaction>> rocksdb_log_source::read_current() {
     auto txn = decode_transaction(scratch_, families_);
     if (!txn) {
       // A wrong batch where an exact one was expected is a retention failure first.
-      if (auto gap = continuity_.check_expected_sequence(batch.sequence); !gap) return gap.error();
+      if (auto gap = continuity_.check_expected_sequence(batch.sequence); !gap) return gap_or_damage(gap.error(), batch.sequence);
       return txn.error();
     }
-    if (auto ok = continuity_.check(txn->sequence, txn->count, txn->time); !ok) return ok.error();
+    if (auto ok = continuity_.check(txn->sequence, txn->count, txn->time); !ok) return gap_or_damage(ok.error(), txn->sequence);
     txn->storage = std::move(owned);
     return std::optional<wal_transaction>{std::move(*txn)};
   }
   return std::optional<wal_transaction>{};
+}
+
+error rocksdb_log_source::gap_or_damage(error e, std::uint64_t found) const {
+  const auto expected = continuity_.expected_sequence();
+  if (e.value() != errc::log_retention || expected == 0 || found <= expected) return e;
+  if (expected > impl_.db->GetLatestSequenceNumber()) return e;
+  rocksdb::VectorLogPtr files;
+  if (!impl_.db->GetSortedWalFiles(files).ok()) return e;
+  for (const auto& f : files) {
+    if (f->StartSequence() == 0) continue;  // an empty file
+    if (f->StartSequence() > expected) return e;  // purged: the oldest retained file starts later
+    return {errc::log_corrupt, e.message() + "; the retained WAL starts at sequence " +
+                                   std::to_string(f->StartSequence()) +
+                                   ", so the record was not purged: the WAL is damaged there"};
+  }
+  return e;
 }
 
 result<std::optional<wal_transaction>> rocksdb_log_source::next() {

@@ -42,6 +42,11 @@ class rocksdb_log_source final : public log_source {
   // RocksDB's recovery markers (core/wal_batch is_recovery_marker); nullopt when the iterator is
   // not valid (any more). Caller holds lifecycle.
   result<std::optional<wal_transaction>> read_current();
+  // `e`, or log_corrupt in its place when `e` is the log_retention of a batch found above the
+  // exact sequence expected while the retained WAL still reaches back to that sequence: a purge
+  // removes the oldest files whole, so what skipped the sequence is a damaged (or deleted) WAL
+  // record. Caller holds lifecycle.
+  error gap_or_damage(error e, std::uint64_t found) const;
   // Opens an iterator at `sequence` that must be valid. Caller holds lifecycle.
   result<std::unique_ptr<rocksdb::TransactionLogIterator>> open_iterator(std::uint64_t sequence);
 

@@ -20,6 +20,8 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <dix/memory.hpp>
+
 #include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
@@ -123,7 +125,8 @@ std::string_view ref_of_entry(std::string_view entry) {
 // Options of each family. `reverse` is read once per record of every batch, and on a fresh or
 // growing index almost every read misses: a whole-key bloom filter in the memtable and in every
 // SST answers a miss without searching the skiplist or reading a data block. `entries` is only
-// read by prefix scans (lookup, range), which a whole-key filter cannot serve.
+// read by prefix scans (lookup, range), which a whole-key filter cannot serve. Every family's
+// blocks are cached in the process's memory budget (decision 0014).
 rocksdb::ColumnFamilyOptions family_options(const std::string& name) {
   rocksdb::ColumnFamilyOptions o;
   if (name == entries_family || name == reverse_family) {
@@ -133,13 +136,14 @@ rocksdb::ColumnFamilyOptions family_options(const std::string& name) {
     // memory per index key) it climbs from the previous position only as far as needed.
     o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
   }
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = budget_block_cache();
   if (name == reverse_family) {
     o.memtable_prefix_bloom_size_ratio = 0.02;  // of write_buffer_size (64 MiB): a 1.3 MiB filter
     o.memtable_whole_key_filtering = true;
-    rocksdb::BlockBasedTableOptions table;
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-    o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   }
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return o;
 }
 
@@ -154,6 +158,17 @@ struct control_item {
 using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
 
 }  // namespace
+
+void rocksdb_index_open_options(rocksdb::DBOptions& db, std::vector<rocksdb::ColumnFamilyDescriptor>& families) {
+  db = rocksdb::DBOptions{};
+  db.create_if_missing = true;
+  db.create_missing_column_families = true;
+  join_memory_budget(db);  // the process's memory budget (decision 0014)
+  families.clear();
+  for (const std::string name : {rocksdb::kDefaultColumnFamilyName.c_str(), entries_family, reverse_family, meta_family}) {
+    families.emplace_back(name, family_options(name));
+  }
+}
 
 result<void> validate(const rocksdb_index_options& o) {
   if (o.path.empty()) return {errc::invalid_argument, "rocksdb_index_options.path = \"\": must name a directory"};
@@ -279,13 +294,9 @@ struct rocksdb_index_backend::impl {
 result<void> rocksdb_index_backend::impl::open_db() {
   if (db) return {};
   rocksdb::DBOptions o;
-  o.create_if_missing = true;
-  o.create_missing_column_families = true;
-  if (open_failed) o.info_log = std::make_shared<appending_logger>(options.path / "LOG");
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const std::string name : {rocksdb::kDefaultColumnFamilyName.c_str(), entries_family, reverse_family, meta_family}) {
-    families.emplace_back(name, family_options(name));
-  }
+  rocksdb_index_open_options(o, families);
+  if (open_failed) o.info_log = std::make_shared<appending_logger>(options.path / "LOG");
   std::vector<rocksdb::ColumnFamilyHandle*> opened;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(o, options.path.string(), families, &opened, &raw);

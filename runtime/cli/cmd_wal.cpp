@@ -165,24 +165,9 @@ int run_wal(const std::vector<std::string>& argv) {
                                              a->get("identity")});
   }
   auto first = source.seek(*from, *time);
-  if (!first) {
-    // The log source names any transaction it cannot find at SEQ log-retention, but it cannot be
-    // purged while the retained WAL starts at or before SEQ: what skipped it is a damaged (or
-    // deleted) WAL record, so say corruption. A purge leaves the oldest retained sequence above SEQ.
-    const bool retained = retention->wal_oldest_sequence != 0 && retention->wal_oldest_sequence <= *from &&
-                          *from <= *latest;
-    // With --time, a batch at SEQ whose time differs is a real log-retention (sequences reused):
-    // only a seek without the time that fails as well shows the gap.
-    // A SEQ inside a transaction (the batch found starts below it) is the caller's mistake, not
-    // damage: only a batch above SEQ ("missing in between", core/wal_continuity.cpp) is a gap.
-    const bool gap = first.error().message().find("missing in between") != std::string::npos;
-    if (first.error().value() == errc::log_retention && retained && gap && (*time == 0 || !source.seek(*from, 0))) {
-      return fail(error{errc::log_corrupt, first.error().message() + "; the retained WAL starts at sequence " +
-                                               std::to_string(retention->wal_oldest_sequence) +
-                                               ", so the record was not purged: the WAL is damaged there"});
-    }
-    return fail(first.error());
-  }
+  // A sequence the retained WAL should hold but that a damaged record made RocksDB skip comes
+  // back log_corrupt from the reader itself; a purged one log_retention.
+  if (!first) return fail(first.error());
   out.transaction(*first);
   for (std::uint64_t printed = 1; printed < *limit; ++printed) {
     auto next = source.next();

@@ -31,6 +31,7 @@ class wal_continuity {
   std::uint64_t last_end() const noexcept { return last_end_; }     // 0 before any batch
   index_time_t last_time() const noexcept { return last_time_; }    // 0 before any batch
   bool expecting() const noexcept { return expected_sequence_ != 0; }
+  std::uint64_t expected_sequence() const noexcept { return expected_sequence_; }  // 0: none pending
 
  private:
   std::uint64_t expected_sequence_ = 0;  // 0: no exact expectation pending

@@ -29,7 +29,9 @@ class log_source {
   // be the first batch returned, have exactly that sequence and, when `time` ≠ 0, that header
   // time — else log_retention (protocol.md §3.2). A cursor anchor is opened with its (sequence,
   // time) and the returned anchor is skipped by the caller; a log read from its start is opened
-  // at (1, 0). log_corrupt when the batch is invalid; io_error when the store is unreachable.
+  // at (1, 0). log_corrupt when the batch is invalid, or when a later batch comes first while the
+  // retained WAL still reaches back to `sequence` (a damaged record, not a purge; decision 0014);
+  // io_error when the store is unreachable.
   virtual result<wal_transaction> open(std::uint64_t sequence, index_time_t time) = 0;
 
   // The next transaction after the last one returned, or nullopt when caught up (then call again

@@ -86,6 +86,22 @@ TEST_CASE("log source: an anchor whose WAL file was purged is log-retention alth
   CHECK_FALSE(source.next());
 }
 
+TEST_CASE("log source: a damaged record at the anchor inside the retained WAL is log-corrupt, not log-retention", "[adapter][tailer][corrupt]") {
+  temp_dir dir;
+  auto anchor = test::make_damaged_anchor(dir / "db");
+  auto s = test::open_store(dir / "db");
+  rocksdb_log_source source(s);
+  // RocksDB drops the damaged record and answers with a later batch, as it does for a purge; but
+  // the oldest retained file still starts at or before the anchor, so nothing was purged.
+  REQUIRE(source.retention(anchor.sequence, 0).value().wal_oldest_sequence <= anchor.sequence);
+  auto r = source.open(anchor.sequence, anchor.time);
+  REQUIRE_FALSE(r);
+  INFO(r.error().message());
+  CHECK(r.error().value() == errc::log_corrupt);
+  CHECK_THAT(r.error().message(), Catch::Contains("missing in between") && Catch::Contains("not purged"));
+  CHECK_FALSE(source.next());
+}
+
 TEST_CASE("log source: a store whose every WAL file was deleted gives an invalid iterator, read as log-retention (behaviour 1)", "[adapter][tailer][retention]") {
   temp_dir dir;
   commit_info anchor;

@@ -10,6 +10,8 @@
 #include <functional>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,6 +102,29 @@ inline std::vector<std::filesystem::path> wal_files(const std::filesystem::path&
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// A store at `db` whose anchor transaction (3 records "flip0".."flip2") lies in an archived WAL
+// file with one byte of its record flipped, and 3 more records in the live file after it: damage
+// inside the retained WAL, which RocksDB silently skips. Returns the anchor.
+inline commit_info make_damaged_anchor(const std::filesystem::path& db) {
+  commit_info anchor;
+  {
+    auto s = open_store(db);
+    anchor = put_records(*s, "flip", 3);
+    switch_wal(*s);  // the anchor's file is archived, so recovery never reads it
+    put_records(*s, "later", 3);
+    if (!s->close()) throw std::runtime_error("closing " + db.string());
+  }
+  auto archived = wal_files(db, true);
+  if (archived.size() != 1) throw std::runtime_error("expected one archived WAL file in " + db.string());
+  std::fstream f(archived[0], std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto at = bytes.find("flip1");
+  if (at == std::string::npos) throw std::runtime_error("no record \"flip1\" in " + archived[0].string());
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(bytes[at] ^ 0x01));
+  return anchor;
 }
 
 struct command_result {

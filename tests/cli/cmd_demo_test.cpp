@@ -9,6 +9,11 @@
 #include <fstream>
 #include <string>
 
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+
 #include "adapters/test_support.hpp"
 #include "cli/dix_cli.hpp"
 
@@ -134,4 +139,43 @@ TEST_CASE("dix demo: an index database that cannot be opened is named with its e
   CHECK_THAT(run.out, Catch::Contains("by-brand: indexed through seq 0") && Catch::Contains("transient fault ") && Catch::Contains(" in a row: durable_cursor(): index by-brand: cannot open") &&
                           Catch::Contains(plain.string()) && Catch::Contains("not a directory"));
   CHECK(fs::is_regular_file(plain));
+}
+
+TEST_CASE("dix demo: a verification MISMATCH counts the entries the index holds, beside those the primary store expects (issue 12 item 8)", "[system][cli][demo]") {
+  temp_dir dir;
+  auto demo_dir = dir / "demo";
+  auto first = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", "300", "--rate", "0"}, dir.path());
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  {
+    // One entry no record of the primary store projects, written behind the backend's back with
+    // its own options: key "zzz-foreign", ref (log "main", table 1, record "none").
+    rocksdb::DBOptions o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    dix::rocksdb_index_open_options(o, families);
+    o.create_if_missing = false;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(o, (demo_dir / "by-category").string(), families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const std::string foreign = std::string("zzz-foreign\x00\x01\x04main\x00\x00\x00\x01none", 26);
+    CHECK(db->Put(rocksdb::WriteOptions{}, handles[1], foreign, rocksdb::Slice()).ok());
+    for (auto* h : handles) CHECK(db->DestroyColumnFamilyHandle(h).ok());
+    CHECK(db->Close().ok());
+  }
+  auto second = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", "1", "--rate", "0"}, dir.path());
+  INFO(second.out << second.err);
+  CHECK(second.exit_code == 1);
+  CHECK_THAT(second.out, Catch::Contains("verify by-brand: OK"));
+  CHECK_THAT(second.out, Catch::Contains("dix demo: verification FAILED"));
+  // The line gives what the index holds — one entry more than the primary store expects — not
+  // the expected count twice.
+  auto at = second.out.find("verify by-category: MISMATCH (the index holds ");
+  REQUIRE(at != std::string::npos);
+  auto line = second.out.substr(at, second.out.find('\n', at) - at);
+  INFO(line);
+  auto held = number_after(line, "the index holds ");
+  auto expected = number_after(line, " entries, expected ");
+  CHECK(held == expected + 1);
+  CHECK_THAT(line, Catch::Contains(": 0 missing, 1 not expected;"));
 }

@@ -90,24 +90,7 @@ TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cl
 
 TEST_CASE("dix wal: a flipped byte in a retained WAL file at the anchor is log-corrupt, not a purge", "[system][cli]") {
   temp_dir dir;
-  commit_info anchor;
-  {
-    auto s = test::open_store(dir / "db");
-    anchor = test::put_records(*s, "flip", 3);
-    test::switch_wal(*s);  // the anchor's file is archived, and a later file holds the rest
-    test::put_records(*s, "later", 3);
-    REQUIRE(s->close());
-  }
-  auto archived = test::wal_files(dir / "db", true);
-  REQUIRE(archived.size() == 1);
-  {
-    std::fstream f(archived[0], std::ios::in | std::ios::out | std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    auto at = bytes.find("flip1");
-    REQUIRE(at != std::string::npos);
-    f.seekp(static_cast<std::streamoff>(at));
-    f.put(static_cast<char>(bytes[at] ^ 0x01));
-  }
+  auto anchor = test::make_damaged_anchor(dir / "db");
   auto r = dix_cli(dir, {"wal", "--db", (dir / "db").string(), "--from", std::to_string(anchor.sequence)});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 3);

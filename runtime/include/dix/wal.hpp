@@ -96,7 +96,9 @@ class wal_reader {
   // Positions the reader at `sequence` and returns that transaction: it must exist, be the first
   // batch returned, have exactly that sequence and, when `time` ≠ 0, that header time — else
   // log_retention (protocol.md §3.2). A log read from its start is sought at (1, 0).
-  // log_corrupt when the batch is invalid; io_error when the store cannot be read.
+  // log_corrupt when the batch is invalid, or when a later batch comes first while the retained
+  // WAL still reaches back to `sequence` (a damaged record RocksDB skipped: a purge removes the
+  // oldest files whole); io_error when the store cannot be read.
   result<wal_transaction> seek(std::uint64_t sequence, index_time_t time = 0);
   // The next transaction after the last one returned, or nullopt at the end of the log.
   // log_corrupt, log_retention (a gap) or io_error as protocol.md §3.6 maps them.

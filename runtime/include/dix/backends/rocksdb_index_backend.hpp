@@ -18,6 +18,11 @@
 
 #include <dix/backend.hpp>
 
+namespace rocksdb {
+struct DBOptions;
+struct ColumnFamilyDescriptor;
+}  // namespace rocksdb
+
 namespace dix {
 
 struct rocksdb_index_options {
@@ -25,6 +30,13 @@ struct rocksdb_index_options {
   std::uint64_t max_queued_bytes = 64u << 20;  // [1 KiB, 16 GiB]; deliveries are deferred above. Default: 64 MiB
 };
 result<void> validate(const rocksdb_index_options& options);
+
+// The RocksDB options an index database is opened with, the process's memory budget
+// (<dix/memory.hpp>) included, and its column families in order: default, entries, reverse,
+// meta. For a program that writes such a database itself to compare with the backend (`dix
+// bench catchup`'s tuned baseline); the families' key formats are the backend's own. Replaces
+// both arguments' contents. Callers include <rocksdb/db.h> and <rocksdb/options.h>.
+void rocksdb_index_open_options(rocksdb::DBOptions& db, std::vector<rocksdb::ColumnFamilyDescriptor>& families);
 
 struct record_ref {
   std::string log;
