@@ -532,6 +532,9 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
   } else if (system_only && state_ != runner_state::idle) {
     more_ = true;  // progress only, but it moves the cursor when read
+    // Running with nothing in flight (waiting for a barrier, say): no chunk will come to start
+    // the next turn, so this one does — else more_ would stand and the idle pass never come.
+    if (state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
   }
   return out;
 }

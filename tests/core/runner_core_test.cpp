@@ -493,6 +493,21 @@ TEST_CASE("runner: a proxy lost while owning condemns with backend-failed and th
   CHECK(find_fx<fx::flush>(fx)->reason == flush_reason::shutdown);
 }
 
+TEST_CASE("runner: a system commit seen while running with nothing in flight is read by a turn, so the idle pass still comes", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  p.commit({test::put(sim_table, "b", "2")});  // accepted, not yet durable: running, nothing in flight
+  REQUIRE(p.runner->state() == runner_state::running);
+  // What the settle commit after a rebuild's boundary is: a system transaction of the home store.
+  p.store.commit({test::fake_op{op_kind::put, 0, "registration/sim-index", "x", true}}, header_flag::system, true);
+  p.wake(static_cast<std::uint8_t>(wake_flag::commit | wake_flag::system));
+  p.advance(milliseconds(1000));  // the age flush makes b durable
+  CHECK(p.runner->state() == runner_state::idle);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
 TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unread age of a commit not read, lag the largest", "[core][runner][metrics]") {
   runner_options o;
   o.max_flush_age = milliseconds(1000);
