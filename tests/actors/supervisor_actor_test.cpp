@@ -75,6 +75,23 @@ struct supervised : test::wired_id {
     ++token;
     supervise_registration();
   }
+  // "idx" ready on a backend that cannot reset: one record, the index built by registration 1 and
+  // found by registration 2 (reregister_without_reset).
+  void ready_without_reset() {
+    commit("a", "1");
+    advance(std::chrono::milliseconds(1000));
+    reregister_without_reset();
+    REQUIRE(slot->read().state == readiness_state::ready);
+  }
+  // Parked until a rebuild: a commit delivers nothing, the slot stays needs-rebuild, and no reset
+  // came after registration 1's.
+  void check_parked() {
+    auto delivered = backend->seen.size();
+    commit("z", "26");
+    CHECK(backend->seen.size() == delivered);
+    CHECK(slot->read().state == readiness_state::needs_rebuild);
+    CHECK(backend->resets == 1);
+  }
 
   void commit(const std::string& id, const std::string& value) {
     store.commit({test::put(1, id, value)});
@@ -85,6 +102,11 @@ struct supervised : test::wired_id {
   void crash(const Handle& h) {
     caf::anon_send_exit(h, caf::exit_reason::kill);
     run();
+  }
+  // The slot's state and reason are these.
+  bool slot_says(readiness_state state, readiness_reason reason) {
+    const auto now = slot->read();
+    return now.state == state && now.reason == reason;
   }
   bool durable_has(const std::string& id) { return backend->durable_index().count(test::index_key("main", 1, id)) == 1; }
   // Whether another requester gets the lock at once (the id's entry is free); the entry, or the
@@ -202,25 +224,17 @@ TEST_CASE("supervision: a proxy crash condemns with backend-failed and the repla
 
 TEST_CASE("supervision: on a backend that cannot reset, a proxy crash condemns with backend-failed, the release goes through the replacement proxy and the index stays parked", "[actor][supervision]") {
   supervised p;
-  p.commit("a", "1");
-  p.advance(1000ms);
-  p.reregister_without_reset();
-  REQUIRE(p.slot->read().state == readiness_state::ready);
+  p.ready_without_reset();
   REQUIRE(p.proxies == 2);
   p.crash(p.proxy);
-  CHECK(p.slot->read().state == readiness_state::needs_rebuild);
-  CHECK(p.slot->read().reason == readiness_reason::backend_failed);
+  CHECK(p.slot_says(readiness_state::needs_rebuild, readiness_reason::backend_failed));
   CHECK_FALSE(p.lock_free());  // the release waits for a proxy to quiesce the backend
   p.advance(100ms);
   CHECK(p.proxies == 3);
   CHECK(p.lock_free());  // flush(shutdown) → shutdown(epoch) → unlock, through the new proxy
   CHECK(p.snapshot->load().state == runner_state::needs_rebuild);
   CHECK_FALSE(p.snapshot->load().owner);
-  auto delivered = p.backend->seen.size();
-  p.commit("b", "2");  // parked: nothing is delivered until a rebuild
-  CHECK(p.backend->seen.size() == delivered);
-  CHECK(p.backend->resets == 1);  // the first registration's only
-  CHECK(p.slot->read().state == readiness_state::needs_rebuild);
+  p.check_parked();
 }
 
 TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, publishes needs-rebuild, runner-failed, unlocks and respawns the runner, which reacquires and rebuilds to ready", "[actor][supervision][rebuild]") {
@@ -270,24 +284,16 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
 
 TEST_CASE("supervision: on a backend that cannot reset, a runner crash ends with the respawned runner parked in needs-rebuild", "[actor][supervision]") {
   supervised p;
-  p.commit("a", "1");
-  p.advance(1000ms);
-  p.reregister_without_reset();
-  REQUIRE(p.slot->read().state == readiness_state::ready);
+  p.ready_without_reset();
   REQUIRE(p.runners == 2);
   p.crash(p.runner);
-  CHECK(p.slot->read().state == readiness_state::needs_rebuild);
-  CHECK(p.slot->read().reason == readiness_reason::runner_failed);
+  CHECK(p.slot_says(readiness_state::needs_rebuild, readiness_reason::runner_failed));
   CHECK(p.lock_free());
   p.advance(100ms);
   CHECK(p.runners == 3);
   CHECK(p.snapshot->load().state == runner_state::needs_rebuild);
   CHECK(p.lock_free());  // parked: it does not acquire
-  auto delivered = p.backend->seen.size();
-  p.commit("c", "3");
-  CHECK(p.backend->seen.size() == delivered);  // parked until a rebuild
-  CHECK(p.slot->read().state == readiness_state::needs_rebuild);
-  CHECK(p.backend->resets == 1);
+  p.check_parked();
 }
 
 TEST_CASE("supervision: a runner that dies during a rebuild leaves the slot's attempt count as it was: the respawned runner continues it after the backoff", "[actor][supervision][rebuild]") {
