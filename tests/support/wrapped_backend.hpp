@@ -70,6 +70,7 @@ class wrapped_backend final : public backend {
     });
   }
   bool supports_reset() const noexcept override { return inner_->supports_reset(); }
+  void reset(epoch_t epoch, completion done) override { inner_->reset(epoch, std::move(done)); }
 
   backend_host* host() const noexcept { return host_.load(); }
   int subscribers() const noexcept { return subscribers_->load(); }  // subscriptions not yet reset
