@@ -162,8 +162,9 @@ class runner_core {
     // incarnation (a restarted runner actor) carry its generations; distinct bases keep them
     // from ever matching (the actor passes incarnation << 32).
     std::uint64_t generation_base = 0;
-    // A runner respawned by the supervisor after a crash of its predecessor starts parked in
-    // needs-rebuild with this reason (the supervisor published it, actors.md §3).
+    // A runner respawned by the supervisor after a crash of its predecessor starts in
+    // needs-rebuild with this reason (the supervisor published it, actors.md §3): woken, it
+    // acquires and rebuilds; parked instead when the backend cannot reset.
     std::optional<readiness_reason> start_condemned;
     // This registration's fingerprint (formats.md §5). Set: acquisition compares it with the
     // stored one (§9.2 step 8) and the first durable advance of a build writes it (settle).
