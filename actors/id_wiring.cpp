@@ -150,6 +150,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   };
   spec->record = record;
   spec->publisher = w.publisher;
+  spec->slot = w.slot;
   spec->snapshot = w.snapshot;
   spec->on_status = w.on_status;
   spec->runner_changed = w.runner_changed;

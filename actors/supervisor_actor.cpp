@@ -161,8 +161,9 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         }
         // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
         // reported and counted as landed, so the unlock is not held forever.
+        const std::uint32_t attempts = spec.slot ? spec.slot->read().rebuild_attempts : 0;
         e.fence.sent();
-        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, 0, std::nullopt, std::nullopt})
+        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, attempts, std::nullopt, std::nullopt})
           .then([ep](published&) { ep->fence.landed(); },
                 [ep](caf::error& err) {
                   std::fprintf(stderr, "dix: supervisor of %s: a publication failed: %s\n", ep->spec->id.c_str(),

@@ -85,8 +85,10 @@ void runner_core::to(settle next) noexcept {
 void runner_core::to(rebuild next) noexcept {
   using r = rebuild;
   const auto from = rebuild_;
-  const bool starts = (from == r::none || from == r::backoff) && (next == r::quiescing || next == r::minting);
-  const bool legal = next == r::none || next == r::backoff || starts || (from == r::quiescing && next == r::minting) ||
+  const bool starts =
+    (from == r::none || from == r::backoff || from == r::held) && (next == r::quiescing || next == r::minting);
+  const bool holds = (from == r::none || from == r::backoff) && next == r::held;
+  const bool legal = next == r::none || next == r::backoff || starts || holds || (from == r::quiescing && next == r::minting) ||
                      (from == r::minting && next == r::resetting) || (from == r::resetting && next == r::checking) ||
                      (from == r::checking && next == r::capturing) || (from == r::capturing && next == r::scanning);
   check_transition(legal, "runner rebuild", static_cast<int>(from), static_cast<int>(next));
@@ -406,6 +408,10 @@ void runner_core::schedule_rebuild(effects& out, steady_time now) {
 // §11.4: local status rebuilding, progress discarded, attempts + 1, `rebuilding` published; then
 // step 1, the shutdown of the current epoch unless one already succeeded.
 void runner_core::start_attempt(effects& out, steady_time now) {
+  if (!tailer_up_ || !proxy_up_) {
+    to(rebuild::held);  // a child is being respawned: on_child_up starts the attempt
+    return;
+  }
   discard_progress();
   boundary_pending_ = false;
   ++attempts_;
@@ -533,6 +539,9 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
   } else if (system_only && state_ != runner_state::idle) {
     more_ = true;  // progress only, but it moves the cursor when read
+    // Running with nothing in flight (waiting for a barrier, say): no chunk will come to start
+    // the next turn, so this one does — else more_ would stand and the idle pass never come.
+    if (state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
   }
   return out;
 }
@@ -580,7 +589,7 @@ effects runner_core::on_rebuild_requested(steady_time now) {
   // Consuming resets the attempts and cancels a pending backoff; a running attempt absorbs it.
   if (attempt_running()) return out;
   attempts_ = 0;
-  if (rebuild_ == rebuild::backoff) {
+  if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) {
     rebuild_trigger_ = readiness_reason::rebuild_requested;
     start_attempt(out, now);
     return out;
@@ -1177,6 +1186,10 @@ effects runner_core::on_child_up(child_kind kind, steady_time now) {
   else return out;
   if (release_.current() == release_sequence::phase::awaiting_proxy && proxy_up_ && owner_now()) {
     carry_release(release_.on_proxy_up(), out, now);
+    return out;
+  }
+  if (rebuild_ == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
+    start_attempt(out, now);
     return out;
   }
   if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) retry(out);

@@ -162,8 +162,9 @@ class runner_core {
     // incarnation (a restarted runner actor) carry its generations; distinct bases keep them
     // from ever matching (the actor passes incarnation << 32).
     std::uint64_t generation_base = 0;
-    // A runner respawned by the supervisor after a crash of its predecessor starts parked in
-    // needs-rebuild with this reason (the supervisor published it, actors.md §3).
+    // A runner respawned by the supervisor after a crash of its predecessor starts in
+    // needs-rebuild with this reason (the supervisor published it, actors.md §3): woken, it
+    // acquires and rebuilds; parked instead when the backend cannot reset.
     std::optional<readiness_reason> start_condemned;
     // This registration's fingerprint (formats.md §5). Set: acquisition compares it with the
     // stored one (§9.2 step 8) and the first durable advance of a build writes it (settle).
@@ -312,9 +313,12 @@ class runner_core {
   //     capturing ──boundary──► scanning ──boundary chunk accepted──► none, boundary pending
   //   (attempts = 0: no backoff; an epoch already shut down: no quiescing)
   //
+  //   held: an attempt came due while the tailer or the proxy was down (every step needs one of
+  //   them); it starts when the replacement is up (on_child_up), not with a message to a dead one.
+  //
   // "Boundary pending" (boundary_pending_) is the normal drain from the boundary until the
   // boundary, or a later offered entry, is durable: only then `ready` (§11.7).
-  enum class rebuild : std::uint8_t { none, backoff, quiescing, minting, resetting, checking, capturing, scanning };
+  enum class rebuild : std::uint8_t { none, backoff, held, quiescing, minting, resetting, checking, capturing, scanning };
 
   bool owner_now() const noexcept { return acquisition_ != acquisition::unowned; }
   bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_now() && state_ != runner_state::stopped; }
@@ -342,7 +346,9 @@ class runner_core {
   void retry(effects& out);
   // The rebuild (§11.3, §11.4, §11.8). An attempt is under way from its start until the boundary
   // is durable; faults then fail the attempt instead of condemning anew.
-  bool attempt_running() const noexcept { return (rebuild_ != rebuild::none && rebuild_ != rebuild::backoff) || boundary_pending_; }
+  bool attempt_running() const noexcept {
+    return (rebuild_ != rebuild::none && rebuild_ != rebuild::backoff && rebuild_ != rebuild::held) || boundary_pending_;
+  }
   runner_state working_state() const noexcept { return attempt_running() ? runner_state::rebuilding : runner_state::running; }
   void schedule_rebuild(effects& out, steady_time now);
   void start_attempt(effects& out, steady_time now);

@@ -7,7 +7,8 @@
 // are up, and — for a dead runner — the release steps the supervisor performs as the lock holder:
 // quiesce the backend through the proxy (a release_sequence: flush(shutdown), shutdown of the held
 // epoch unless the record says it was quiesced already), write the marker through the tailer, publish needs-rebuild/runner-failed (unavailable
-// when escalated), unlock, then respawn the runner parked, or restart nothing (escalated). A
+// when escalated), unlock, then respawn the runner and wake it — it reacquires and rebuilds, or
+// stays parked when the backend cannot reset — or restart nothing (escalated). A
 // rejected shutdown keeps the lock (unavailable/shutdown-failed, protocol.md §9.7).
 //
 // It decides from the registration's OWNERSHIP RECORD, not from the runner's snapshot: the record

@@ -15,8 +15,8 @@ struct pipeline : test::wired_id {
   backend_proxy_actor proxy;
   runner_actor runner;
 
-  explicit pipeline(runner_options o = {}) {
-    auto spec = wiring(o);
+  explicit pipeline(runner_options o = {}, std::optional<std::uint64_t> fingerprint = std::nullopt) {
+    auto spec = wiring(o, 1, fingerprint);
     tailer = spec->spawn_tailer();
     proxy = spec->spawn_proxy();
     runner = spec->spawn_runner(tailer, proxy, std::nullopt);
@@ -33,21 +33,70 @@ struct pipeline : test::wired_id {
     caf::anon_send(runner, dix::wake{wake_flag::commit});
     run();
   }
+  // What another process's request_rebuild and the watcher do: the slot's flag, then a wake.
+  void request_rebuild() {
+    slot->request_rebuild();
+    caf::anon_send(runner, dix::wake{wake_flag::rebuild});
+    run();
+  }
   runner_state state() { return snapshot->load().state; }
+  bool durable_has(const std::string& id) { return backend->durable_index().count(test::index_key("main", 1, id)) == 1; }
 };
+
+constexpr std::uint64_t fingerprint = 0xF1F1;
+
+// The states the publications went through, repeats folded (a rebuild republishes `rebuilding`
+// with its new epoch).
+std::vector<readiness_state> states_of(const std::vector<dix::readiness>& published) {
+  std::vector<readiness_state> out;
+  for (const auto& r : published) {
+    if (out.empty() || out.back() != r.state) out.push_back(r.state);
+  }
+  return out;
+}
 
 }  // namespace
 
-TEST_CASE("actors: a fresh index is acquired, built from sequence 1 and made durable by the age flush", "[actor]") {
-  pipeline p;
+TEST_CASE("actors: a fresh index is condemned cursor-missing and rebuilt under a second epoch (reset, scan, boundary), ready once the age flush makes the boundary durable", "[actor][rebuild]") {
+  pipeline p({}, fingerprint);
   p.commit("a", "1");
-  CHECK(p.persisted == std::vector<std::uint64_t>{1});  // the epoch is written before it is used
-  CHECK(p.slot->read().state == readiness_state::rebuilding);
-  p.advance(1000ms);
+  // The acquisition's epoch 1, then the rebuild's 2: each written before it is used.
+  CHECK(p.persisted == std::vector<std::uint64_t>{1, 2});
+  CHECK(p.meta->markers == 1);  // the marker before the condemnation
+  CHECK(p.backend->resets == 1);
+  const auto& seen = p.backend->seen;  // scan chunks without `through`, then the boundary chunk
+  REQUIRE_FALSE(seen.empty());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    CHECK(seen[i]->epoch == 2);
+    CHECK(seen[i]->rebuild);
+    CHECK(seen[i]->through.has_value() == (i + 1 == seen.size()));
+  }
+  REQUIRE(seen.back()->through);
+  CHECK(seen.back()->through->logs()[0].sequence == p.store.latest());  // boundary/idx
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);  // the boundary is not durable yet
+  CHECK(now.reason == readiness_reason::cursor_missing);
+  CHECK(now.rebuild_attempts == 1);
+  CHECK(now.owner_epoch == 2);
+  CHECK(p.state() == runner_state::rebuilding);
+
+  p.advance(1000ms);  // the age flush makes the boundary durable
   REQUIRE(p.backend->durable());
-  CHECK(p.backend->durable_index().count(test::index_key("main", 1, "a")) == 1);
-  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.durable_has("a"));
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::ready);
+  CHECK(now.rebuild_attempts == 0);
+  CHECK(now.owner_epoch == 2);
+  CHECK(p.meta->records.fingerprint == fingerprint);  // settled before `ready`, the marker deleted
+  CHECK_FALSE(p.meta->records.condemned);
   CHECK(p.state() == runner_state::idle);
+  const auto published = p.publications();
+  CHECK(states_of(published) ==
+        std::vector<readiness_state>{readiness_state::needs_rebuild, readiness_state::rebuilding, readiness_state::ready});
+  REQUIRE_FALSE(published.empty());
+  CHECK(published.front().reason == readiness_reason::cursor_missing);
+  CHECK(published.front().owner_epoch == 1);
+  CHECK(p.snapshot->load().metrics(p.clock.steady_now()).rebuilt_records == 1);
 }
 
 TEST_CASE("actors: after deferred, commits do not redeliver, a changed redelivers the identical batch", "[actor][deferred]") {
@@ -124,13 +173,20 @@ TEST_CASE("actors: a rejected shutdown makes every stop fail with backend_failed
 TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, readiness unchanged, the index continues (behaviour 27)", "[actor][transient]") {
   runner_options o;
   o.rebuild_backoff = std::chrono::milliseconds(100);
-  pipeline p(o);
+  pipeline p(o, fingerprint);
   p.commit("a", "1");
-  p.advance(1000ms);
+  p.advance(1000ms);  // the fresh index's rebuild is over
   REQUIRE(p.slot->read().state == readiness_state::ready);
+  const auto ready = p.slot->read();
+  const auto publications = p.publications().size();
+  const auto markers = p.meta->markers;  // the fresh index's condemnation wrote one
+  const auto epochs = p.persisted;
+  const auto fault = p.snapshot->load().last_fault;  // cursor-missing: the last suspect fault
   p.store.fail_reads = true;  // what a closed or failing primary store answers: io_error
   p.commit("b", "2");
   CHECK(p.slot->read().state == readiness_state::ready);  // no condemnation, no new publication
+  CHECK(p.publications().size() == publications);
+  CHECK(p.meta->markers == markers);
   CHECK(p.snapshot->load().transient_faults == 1);
   p.advance(100ms);  // the retry fails again
   CHECK(p.snapshot->load().transient_faults == 2);
@@ -140,5 +196,92 @@ TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, 
   CHECK(p.backend->durable_index().count(test::index_key("main", 1, "b")) == 1);
   CHECK(p.slot->read().state == readiness_state::ready);
   CHECK(p.snapshot->load().transient_faults == 0);  // reset by the durable advance
-  CHECK(p.snapshot->load().last_fault == readiness_reason::none);
+  CHECK(p.snapshot->load().last_fault == fault);  // a transient fault is not a suspect one
+  CHECK(p.publications().size() == publications);
+  CHECK(p.meta->markers == markers);
+  CHECK(p.persisted == epochs);  // the same ownership throughout: no reacquisition, no rebuild
+  CHECK(p.slot->read().owner_epoch == ready.owner_epoch);
+  CHECK(p.backend->resets == 1);
+}
+
+TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and ends ready; a request during that rebuild is absorbed", "[actor][rebuild]") {
+  pipeline p({}, fingerprint);
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  REQUIRE(p.state() == runner_state::idle);
+  REQUIRE(p.backend->resets == 1);  // the fresh index's
+  const auto before = p.publications().size();
+
+  p.request_rebuild();
+  CHECK_FALSE(p.slot->rebuild_requested());  // consumed
+  CHECK(p.backend->resets == 2);
+  CHECK(p.meta->markers == 2);  // the marker before the condemnation, again
+  CHECK(p.persisted == std::vector<std::uint64_t>{1, 2, 3});
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);
+  CHECK(now.reason == readiness_reason::rebuild_requested);
+  CHECK(now.rebuild_attempts == 1);
+  CHECK(now.owner_epoch == 3);
+  CHECK(p.state() == runner_state::rebuilding);  // its boundary is not durable yet
+
+  p.commit("b", "2");  // drained from the boundary
+  p.request_rebuild();
+  CHECK_FALSE(p.slot->rebuild_requested());  // consumed and absorbed by the running attempt
+  CHECK(p.backend->resets == 2);
+  CHECK(p.slot->read().owner_epoch == 3);
+
+  p.advance(1000ms);
+  CHECK(p.backend->resets == 2);
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::ready);
+  CHECK(now.rebuild_attempts == 0);
+  CHECK(now.owner_epoch == 3);
+  CHECK(p.durable_has("a"));
+  CHECK(p.durable_has("b"));
+  CHECK(p.state() == runner_state::idle);
+  std::vector<dix::readiness> published = p.publications();
+  published.erase(published.begin(), published.begin() + static_cast<std::ptrdiff_t>(before));
+  CHECK(states_of(published) ==
+        std::vector<readiness_state>{readiness_state::needs_rebuild, readiness_state::rebuilding, readiness_state::ready});
+}
+
+TEST_CASE("actors: failed rebuild attempts back off on the actor clock, 1 s doubling capped by max_rebuild_backoff, and the max_rebuild_attempts-th ends unavailable/rebuild-exhausted, released", "[actor][rebuild]") {
+  runner_options o;
+  o.rebuild_backoff = 1000ms;      // the default
+  o.max_rebuild_backoff = 3000ms;  // caps the third delay (4 s)
+  o.max_rebuild_attempts = 4;
+  pipeline p(o, fingerprint);
+  p.backend->fail_reset = true;
+  p.commit("a", "1");
+  CHECK(p.backend->resets == 1);  // attempt 1 failed at its reset
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::needs_rebuild);
+  CHECK(now.reason == readiness_reason::backend_failed);
+  CHECK(now.rebuild_attempts == 1);
+  CHECK(p.snapshot->load().owner);  // the lock is kept through the backoff
+  for (auto [delay, attempt] : {std::pair{1000ms, 2u}, std::pair{2000ms, 3u}, std::pair{3000ms, 4u}}) {
+    p.advance(delay - 1ms);
+    CHECK(p.backend->resets == attempt - 1);  // not yet
+    p.advance(1ms);
+    CHECK(p.backend->resets == attempt);
+  }
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::unavailable);
+  CHECK(now.reason == readiness_reason::rebuild_exhausted);
+  CHECK(now.rebuild_attempts == 4);
+  const auto s = p.snapshot->load();
+  CHECK(s.state == runner_state::unavailable);
+  CHECK(s.last_fault == readiness_reason::backend_failed);  // the cause
+  CHECK_FALSE(s.owner);
+  bool granted = false;  // released: another requester gets the entry at once
+  p.locks.acquire("idx", 99, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
+  CHECK(granted);
+  p.locks.release("idx", 99);
+  // Every attempt shut the previous epoch down and minted its own.
+  CHECK(p.persisted == std::vector<std::uint64_t>{1, 2, 3, 4, 5});
+  p.advance(std::chrono::hours(1));
+  CHECK(p.backend->resets == 4);  // nothing more is tried
+  p.commit("b", "2");
+  CHECK(p.backend->resets == 4);
 }

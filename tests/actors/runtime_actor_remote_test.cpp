@@ -126,31 +126,39 @@ TEST_CASE("runtime actor: a subscriber in another actor system hears over the mi
   CHECK(asked->id == "idx");
   CHECK(asked->accepted);
 
-  // Until rebuild exists the owner condemns with rebuild-requested and parks (behaviour 20). The
-  // events are level-triggered, so intermediate values may be folded away; the last ones say so.
-  std::optional<readiness_changed> condemned;
-  std::optional<runner_state_changed> parked;
+  // The owner rebuilds (behaviour 20): `rebuilding` with the request as its reason under a new
+  // epoch, then `ready` once the boundary is durable. The events are level-triggered, so
+  // intermediate values may be folded away; the runner's rebuilding state and the final
+  // readiness say what happened.
+  std::optional<runner_state_changed> rebuilding;
+  std::optional<readiness_changed> rebuilt;
   bool timed_out = false;
-  while (!timed_out && !(condemned && parked)) {
+  while (!timed_out && !(rebuilding && rebuilt)) {
     self->receive(
       [&](readiness_changed& e) {
         CHECK(e.id == "idx");
-        if (e.readiness.state == readiness_state::needs_rebuild) condemned = e;
+        if (e.readiness.state == readiness_state::ready && e.readiness.owner_epoch > epoch) rebuilt = e;
       },
       [&](runner_state_changed& e) {
         CHECK(e.id == "idx");
-        if (e.status.reason == readiness_reason::rebuild_requested) parked = e;
+        if (e.status.state == runner_state::rebuilding && e.status.reason == readiness_reason::rebuild_requested) {
+          rebuilding = e;
+        }
       },
       caf::after(30s) >> [&] { timed_out = true; });
   }
-  REQUIRE(condemned);
-  CHECK(condemned->readiness.reason == readiness_reason::rebuild_requested);
-  CHECK(condemned->readiness.owner_epoch == epoch);  // no successor: the same owner condemned
-  REQUIRE(parked);
-  CHECK(parked->status.epoch == epoch);
+  REQUIRE(rebuilding);
+  CHECK(rebuilding->status.epoch > epoch);  // the rebuild's own epoch
+  REQUIRE(rebuilt);
+  CHECK(rebuilt->readiness.rebuild_attempts == 0);
   auto now = f.ask<readiness_report>(self, query_readiness{"idx"});
   REQUIRE(now);
-  CHECK(now->value.state == readiness_state::needs_rebuild);
+  CHECK(now->value.state == readiness_state::ready);
+  CHECK(now->value.owner_epoch == rebuilt->readiness.owner_epoch);
+  auto metrics = f.ask<metrics_report>(self, query_metrics{"idx"});
+  REQUIRE(metrics);
+  REQUIRE(metrics->metrics);
+  CHECK(metrics->metrics->rebuilt_records == 3);  // the scan indexed the three records again
 
   auto gone = f.ask<unsubscribed>(self, unsubscribe{"idx"});
   REQUIRE(gone);

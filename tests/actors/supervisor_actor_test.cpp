@@ -31,8 +31,18 @@ struct supervised : test::wired_id {
   int tailers = 0, proxies = 0, runners = 0;
   std::optional<readiness_reason> last_start;
 
-  explicit supervised(runner_options o = fast_policy()) {
-    auto spec = wiring(o);
+  runner_options options;
+  std::uint64_t token = 1;
+
+  explicit supervised(runner_options o = fast_policy()) : options(o) { supervise_registration(); }
+  ~supervised() override {
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  // The registration `token` of "idx", wired and handed to the supervisor (spawned at the first).
+  void supervise_registration() {
+    auto spec = wiring(options, token);
     record = spec->record;
     auto spawn_tailer = spec->spawn_tailer;
     auto spawn_proxy = spec->spawn_proxy;
@@ -50,13 +60,37 @@ struct supervised : test::wired_id {
       last_start = condemned;
       return runner = spawn_runner(std::move(t), std::move(x), condemned);
     };
-    sup = spawn_supervisor(sys);
+    if (!sup) sup = spawn_supervisor(sys);
     caf::anon_send(sup, supervise{spec});
     run();
   }
-  ~supervised() override {
-    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-    run();
+  // The index this registration built, made durable and released; then a new registration of the
+  // id over the same backend, which no longer implements reset (say, another build of it): its
+  // runner acquires, trusts the durable cursor and publishes `ready`.
+  void reregister_without_reset() {
+    auto s = unsupervise_now();
+    REQUIRE(s);
+    REQUIRE_FALSE(s->error);
+    backend->can_reset = false;
+    ++token;
+    supervise_registration();
+  }
+  // "idx" ready on a backend that cannot reset: one record, the index built by registration 1 and
+  // found by registration 2 (reregister_without_reset).
+  void ready_without_reset() {
+    commit("a", "1");
+    advance(std::chrono::milliseconds(1000));
+    reregister_without_reset();
+    REQUIRE(slot->read().state == readiness_state::ready);
+  }
+  // Parked until a rebuild: a commit delivers nothing, the slot stays needs-rebuild, and no reset
+  // came after registration 1's.
+  void check_parked() {
+    auto delivered = backend->seen.size();
+    commit("z", "26");
+    CHECK(backend->seen.size() == delivered);
+    CHECK(slot->read().state == readiness_state::needs_rebuild);
+    CHECK(backend->resets == 1);
   }
 
   void commit(const std::string& id, const std::string& value) {
@@ -69,17 +103,23 @@ struct supervised : test::wired_id {
     caf::anon_send_exit(h, caf::exit_reason::kill);
     run();
   }
+  // The slot's state and reason are these.
+  bool slot_says(readiness_state state, readiness_reason reason) {
+    const auto now = slot->read();
+    return now.state == state && now.reason == reason;
+  }
   bool durable_has(const std::string& id) { return backend->durable_index().count(test::index_key("main", 1, id)) == 1; }
-  // Whether another requester gets the lock at once (the id's entry is free).
+  // Whether another requester gets the lock at once (the id's entry is free); the entry, or the
+  // wait for it, is given back at once.
   bool lock_free() {
     bool granted = false;
     locks.acquire("idx", 99, [&](result<void> r, bool) { granted = static_cast<bool>(r); });
-    if (!granted) locks.release("idx", 99);  // withdraw the wait
+    locks.release("idx", 99);
     return granted;
   }
   std::optional<stopped> unsupervise_now() {
     caf::scoped_actor self{sys};
-    self->send(sup, unsupervise{1});
+    self->send(sup, unsupervise{token});
     run();
     return test::caf_fixture::try_receive<stopped>(self);
   }
@@ -94,6 +134,9 @@ TEST_CASE("supervision: a tailer crash is transient: no condemnation, readiness 
   REQUIRE(p.durable_has("a"));
   REQUIRE(p.slot->read().state == readiness_state::ready);
   const auto epoch = p.slot->read().owner_epoch;
+  const auto epochs = p.persisted;  // the acquisition's and the fresh index's rebuild's
+  const auto publications = p.publications().size();
+  REQUIRE(p.snapshot->load().last_fault == readiness_reason::cursor_missing);  // that rebuild's cause
 
   p.crash(p.tailer);
   CHECK(p.slot->read().state == readiness_state::ready);  // nothing published
@@ -106,9 +149,11 @@ TEST_CASE("supervision: a tailer crash is transient: no condemnation, readiness 
   CHECK(p.durable_has("b"));
   CHECK(p.slot->read().state == readiness_state::ready);
   CHECK(p.slot->read().owner_epoch == epoch);  // the same ownership: no reacquisition
-  CHECK(p.persisted == std::vector<std::uint64_t>{epoch});
-  CHECK(p.snapshot->load().last_fault == readiness_reason::none);
+  CHECK(p.persisted == epochs);
+  CHECK(p.publications().size() == publications);
+  CHECK(p.snapshot->load().last_fault == readiness_reason::cursor_missing);  // a transient fault sets none
   CHECK(p.snapshot->load().transient_faults == 0);  // reset by the durable advance
+  CHECK(p.backend->resets == 1);                    // no rebuild
   CHECK(p.runners == 1);
 }
 
@@ -136,31 +181,68 @@ TEST_CASE("supervision: max_rebuild_attempts tailer crashes in a row escalate: u
   CHECK_FALSE(s->error);
 }
 
-TEST_CASE("supervision: a proxy crash condemns with backend-failed and the release goes through the replacement proxy", "[actor][supervision]") {
+TEST_CASE("supervision: a proxy crash condemns with backend-failed and the replacement proxy serves the rebuild: shutdown, new epoch, reset, scan, ready", "[actor][supervision][rebuild]") {
   supervised p;
   p.commit("a", "1");
   p.advance(1000ms);
   REQUIRE(p.slot->read().state == readiness_state::ready);
+  REQUIRE(p.backend->resets == 1);  // the fresh index's
+  const auto epoch = p.slot->read().owner_epoch;
+  p.commit("b", "2");  // accepted, not yet durable
+  const auto before = p.publications().size();
   p.crash(p.proxy);
-  CHECK(p.slot->read().state == readiness_state::needs_rebuild);
-  CHECK(p.slot->read().reason == readiness_reason::backend_failed);
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::needs_rebuild);
+  CHECK(now.reason == readiness_reason::backend_failed);
+  CHECK(p.backend->resets == 1);  // the attempt waits for a proxy to shut the epoch down
+  CHECK_FALSE(p.lock_free());     // the owner keeps the lock for its rebuild
+  p.advance(100ms);               // the replacement is up: the attempt runs through it
+  CHECK(p.proxies == 2);
+  CHECK(p.backend->resets == 2);
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);
+  CHECK(now.reason == readiness_reason::backend_failed);
+  CHECK(now.rebuild_attempts == 1);
+  CHECK(now.owner_epoch == epoch + 1);
+  p.advance(1000ms);  // the age flush makes the boundary durable
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::ready);
+  CHECK(now.rebuild_attempts == 0);
+  CHECK(now.owner_epoch == epoch + 1);
+  CHECK(p.durable_has("a"));
+  CHECK(p.durable_has("b"));  // from the scan: the reset emptied the index
+  CHECK(p.persisted == std::vector<std::uint64_t>{1, epoch, epoch + 1});
+  CHECK(p.snapshot->load().state == runner_state::idle);
+  CHECK(p.snapshot->load().owner);
+  CHECK(p.runners == 1);  // the same runner throughout
+  auto published = p.publications();
+  REQUIRE(published.size() > before);
+  CHECK(published[before].state == readiness_state::needs_rebuild);
+  CHECK(published.back().state == readiness_state::ready);
+  for (std::size_t i = before + 1; i + 1 < published.size(); ++i) CHECK(published[i].state == readiness_state::rebuilding);
+}
+
+TEST_CASE("supervision: on a backend that cannot reset, a proxy crash condemns with backend-failed, the release goes through the replacement proxy and the index stays parked", "[actor][supervision]") {
+  supervised p;
+  p.ready_without_reset();
+  REQUIRE(p.proxies == 2);
+  p.crash(p.proxy);
+  CHECK(p.slot_says(readiness_state::needs_rebuild, readiness_reason::backend_failed));
   CHECK_FALSE(p.lock_free());  // the release waits for a proxy to quiesce the backend
   p.advance(100ms);
-  CHECK(p.proxies == 2);
+  CHECK(p.proxies == 3);
   CHECK(p.lock_free());  // flush(shutdown) → shutdown(epoch) → unlock, through the new proxy
   CHECK(p.snapshot->load().state == runner_state::needs_rebuild);
   CHECK_FALSE(p.snapshot->load().owner);
-  auto delivered = p.backend->seen.size();
-  p.commit("b", "2");  // parked: nothing is delivered until a rebuild
-  CHECK(p.backend->seen.size() == delivered);
+  p.check_parked();
 }
 
-TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, publishes needs-rebuild, runner-failed, unlocks and respawns the runner parked", "[actor][supervision]") {
+TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, publishes needs-rebuild, runner-failed, unlocks and respawns the runner, which reacquires and rebuilds to ready", "[actor][supervision][rebuild]") {
   supervised p;
   p.commit("a", "1");
   p.advance(1000ms);
   REQUIRE(p.slot->read().state == readiness_state::ready);
-  p.commit("b", "2");  // accepted, not yet durable: the shutdown drops it
+  p.commit("b", "2");  // accepted, not yet durable: the supervisor's flush(shutdown) decides
   CHECK(p.markers == 0);
   const auto epoch = p.slot->read().owner_epoch;
   p.crash(p.runner);
@@ -170,15 +252,73 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   CHECK(p.slot->read().reason == readiness_reason::runner_failed);
   CHECK(p.lock_free());
   CHECK(p.runners == 1);
+  CHECK(p.backend->resets == 1);  // the fresh index's
   p.advance(100ms);
   CHECK(p.runners == 2);
   REQUIRE(p.last_start);
   CHECK(*p.last_start == readiness_reason::runner_failed);
+  // Woken at its spawn, the new runner acquires (epoch + 1), finds the slot condemned and the
+  // marker, shuts that epoch down and rebuilds under epoch + 2.
+  CHECK(p.backend->resets == 2);
+  CHECK(p.persisted == std::vector<std::uint64_t>{1, epoch, epoch + 1, epoch + 2});
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);
+  CHECK(now.reason == readiness_reason::runner_failed);
+  CHECK(now.rebuild_attempts == 1);
+  CHECK(now.owner_epoch == epoch + 2);
+  CHECK(p.snapshot->load().state == runner_state::rebuilding);
+  CHECK(p.snapshot->load().owner);
+  p.advance(1000ms);  // the age flush makes the boundary durable
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::ready);
+  CHECK(now.rebuild_attempts == 0);
+  CHECK(p.durable_has("a"));
+  CHECK(p.durable_has("b"));  // from the scan: the reset emptied the index
+  p.commit("c", "3");         // not parked: the new owner serves commits
+  p.advance(1000ms);
+  CHECK(p.durable_has("c"));
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.snapshot->load().state == runner_state::idle);
+  CHECK(p.runners == 2);
+}
+
+TEST_CASE("supervision: on a backend that cannot reset, a runner crash ends with the respawned runner parked in needs-rebuild", "[actor][supervision]") {
+  supervised p;
+  p.ready_without_reset();
+  REQUIRE(p.runners == 2);
+  p.crash(p.runner);
+  CHECK(p.slot_says(readiness_state::needs_rebuild, readiness_reason::runner_failed));
+  CHECK(p.lock_free());
+  p.advance(100ms);
+  CHECK(p.runners == 3);
   CHECK(p.snapshot->load().state == runner_state::needs_rebuild);
-  auto delivered = p.backend->seen.size();
-  p.commit("c", "3");
-  CHECK(p.backend->seen.size() == delivered);  // parked until a rebuild
+  CHECK(p.lock_free());  // parked: it does not acquire
+  p.check_parked();
+}
+
+TEST_CASE("supervision: a runner that dies during a rebuild leaves the slot's attempt count as it was: the respawned runner continues it after the backoff", "[actor][supervision][rebuild]") {
+  supervised p;  // rebuild_backoff = 100 ms
+  p.commit("a", "1");  // the fresh index's rebuild, attempt 1: its boundary not yet durable
+  REQUIRE(p.slot->read().state == readiness_state::rebuilding);
+  REQUIRE(p.slot->read().rebuild_attempts == 1);
+  p.crash(p.runner);
+  auto now = p.slot->read();
+  CHECK(now.state == readiness_state::needs_rebuild);
+  CHECK(now.reason == readiness_reason::runner_failed);
+  CHECK(now.rebuild_attempts == 1);  // a suspect fault keeps the count (protocol.md §10.3)
+  p.advance(100ms);                  // the respawned runner acquires: one attempt spent, so it backs off
+  CHECK(p.runners == 2);
+  CHECK(p.backend->resets == 1);
   CHECK(p.slot->read().state == readiness_state::needs_rebuild);
+  p.advance(100ms);  // min(rebuild_backoff × 2^0, max_rebuild_backoff)
+  CHECK(p.backend->resets == 2);
+  now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);
+  CHECK(now.rebuild_attempts == 2);
+  p.advance(1000ms);
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.slot->read().rebuild_attempts == 0);
+  CHECK(p.durable_has("a"));
 }
 
 TEST_CASE("supervision: after a runner crash, status and metrics say what the supervisor published: not owner, needs-rebuild, runner-failed, no owner figures", "[actor][supervision]") {

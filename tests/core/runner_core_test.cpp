@@ -402,14 +402,16 @@ const T* find_fx(const effects& fx) {
 
 // A runner that owns the lock with epoch 1 persisted and a durable query outstanding.
 struct owning_core {
-  runner_core::config config = [] {
+  static runner_core::config make_config(bool rebuildable) {
     runner_core::config c;
     c.options.rebuild_backoff = milliseconds(100);
+    c.rebuildable = rebuildable;
     return c;
-  }();
-  runner_core core{config};
+  }
+  runner_core::config config;
+  runner_core core;
   steady_time now{};
-  owning_core() {
+  explicit owning_core(bool rebuildable = false) : config(make_config(rebuildable)), core(config) {
     core.on_wake(wake_flag::commit, now);
     core.on_lock_acquired(core.generation(), now);
     auto fx = core.on_epoch_minted(1, now);
@@ -491,6 +493,40 @@ TEST_CASE("runner: a proxy lost while owning condemns with backend-failed and th
   fx = o.core.on_child_up(child_kind::proxy, o.now);
   REQUIRE(find_fx<fx::flush>(fx));
   CHECK(find_fx<fx::flush>(fx)->reason == flush_reason::shutdown);
+}
+
+TEST_CASE("runner: a rebuild due while the proxy is down starts once the replacement is up, with nothing sent to the dead one", "[core][runner][supervision][rebuild]") {
+  owning_core o(true);  // a backend that can reset: the proxy's crash ends in a rebuild
+  auto fx = o.core.on_child_down(child_kind::proxy, false, o.now);
+  const auto* pub = find_fx<fx::publish>(fx);
+  REQUIRE(pub);
+  CHECK(pub->state == readiness_state::needs_rebuild);
+  CHECK(pub->reason == readiness_reason::backend_failed);
+  CHECK(find_fx<fx::shutdown>(fx) == nullptr);  // the attempt's first step needs a proxy
+  CHECK(o.core.state() == runner_state::needs_rebuild);
+  fx = o.core.on_child_up(child_kind::proxy, o.now + milliseconds(100));
+  pub = find_fx<fx::publish>(fx);
+  REQUIRE(pub);
+  CHECK(pub->state == readiness_state::rebuilding);
+  CHECK(pub->attempts == 1);
+  REQUIRE(find_fx<fx::shutdown>(fx));
+  CHECK(find_fx<fx::shutdown>(fx)->epoch == 1);  // step 1, through the replacement
+  CHECK(o.core.state() == runner_state::rebuilding);
+}
+
+TEST_CASE("runner: a system commit seen while running with nothing in flight is read by a turn, so the idle pass still comes", "[core][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  p.commit({test::put(sim_table, "b", "2")});  // accepted, not yet durable: running, nothing in flight
+  REQUIRE(p.runner->state() == runner_state::running);
+  // What the settle commit after a rebuild's boundary is: a system transaction of the home store.
+  p.store.commit({test::fake_op{op_kind::put, 0, "registration/sim-index", "x", true}}, header_flag::system, true);
+  p.wake(static_cast<std::uint8_t>(wake_flag::commit | wake_flag::system));
+  p.advance(milliseconds(1000));  // the age flush makes b durable
+  CHECK(p.runner->state() == runner_state::idle);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 
 TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unread age of a commit not read, lag the largest", "[core][runner][metrics]") {

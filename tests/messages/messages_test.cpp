@@ -581,6 +581,20 @@ TEST_CASE_METHOD(wire_fixture, "messages: out-of-range enums and record indices 
   }
 }
 
+TEST_CASE_METHOD(wire_fixture, "messages: a metrics report carries the rebuild progress: records rebuilt and estimated, scan rate, time left", "[actor][messages]") {
+  dix::runner_metrics m;
+  m.rebuilt_records = 1200;
+  m.estimated_records = 5000;
+  m.scan_records_per_s = 400;
+  m.rebuild_eta_ms = 9500;
+  auto out = roundtrip(dix::metrics_report{"idx", m});
+  REQUIRE(out.metrics);
+  CHECK(out.metrics->rebuilt_records == 1200);
+  CHECK(out.metrics->estimated_records == 5000);
+  CHECK(out.metrics->scan_records_per_s == 400);
+  CHECK(out.metrics->rebuild_eta_ms == 9500);
+}
+
 TEST_CASE("messages: a system without the dix type block cannot serialize dix messages",
           "[actor][messages]") {
   caf::actor_system_config cfg;

@@ -3,12 +3,14 @@
 // they run on the test coordinator: a fake store (log "main", table 1, identity projection), the
 // simulated backend, a real readiness segment in a temporary directory with the slot of "idx"
 // claimed and a readiness publisher over it (spawned here, as the runtime actor spawns one per
-// runtime; no observer), the real process lock table in the same directory, and a fake metadata
-// store. The backend is attached to a host over the slot and subscribed through the
+// runtime; its observer records every publication as applied, for publications()), the real
+// process lock table in the same directory, and a fake metadata store. The backend is attached to a host over the slot and subscribed through the
 // registration's relay, as the runtime actor does.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/id_wiring.hpp"
@@ -18,6 +20,7 @@
 #include "support/caf_fixture.hpp"
 #include "support/fake_meta.hpp"
 #include "support/fake_store.hpp"
+#include "support/recorders.hpp"
 #include "support/sim_backend.hpp"
 #include "support/slot_host.hpp"
 #include "support/temp_dir.hpp"
@@ -31,7 +34,8 @@ struct wired_id : caf_fixture {
   temp_dir home;  // <home>/dix: the segment, the lock table's runner/<id>.lock files
   std::shared_ptr<readiness_segment> segment = readiness_segment::attach(home.path()).value();
   std::shared_ptr<segment_slot> slot = segment->claim("idx").value();
-  readiness_publisher_actor publisher = spawn_readiness_publisher(sys, segment, caf::actor{});
+  caf::actor observer = sys.spawn(recording_observer);
+  readiness_publisher_actor publisher = spawn_readiness_publisher(sys, segment, observer);
   slot_host host{slot};
   std::shared_ptr<sim_backend> backend = std::make_shared<sim_backend>();
   process_lock_table locks{home.path() / "dix"};
@@ -47,15 +51,18 @@ struct wired_id : caf_fixture {
   }
   ~wired_id() override {
     caf::anon_send_exit(publisher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(observer, caf::exit_reason::user_shutdown);
     run();
   }
 
-  // The wiring the runtime actor would make for this registration (no fingerprint: these tests
-  // model no registration record).
-  std::shared_ptr<supervised_spec> wiring(const runner_options& o = {}) {
+  // The wiring the runtime actor would make for registration `token`. Without a fingerprint the
+  // registration record is not modelled (no marker, no settle); with one, the runner writes the
+  // marker before it condemns and the record (deleting the marker) before a rebuild's `ready`.
+  std::shared_ptr<supervised_spec> wiring(const runner_options& o = {}, std::uint64_t token = 1,
+                                          std::optional<std::uint64_t> fingerprint = std::nullopt) {
     id_wiring w;
     w.id = "idx";
-    w.token = 1;
+    w.token = token;
     w.backend = backend;
     w.projections = {{table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result {
                         return std::string(p);
@@ -65,6 +72,7 @@ struct wired_id : caf_fixture {
     w.meta = meta;
     w.time = &clock;
     w.runner.options = o;
+    w.runner.fingerprint = fingerprint;
     w.runner.rebuildable = backend->supports_reset();
     w.slot = slot;
     w.publisher = publisher;
@@ -73,6 +81,13 @@ struct wired_id : caf_fixture {
     w.relay = relay;
     w.detached = false;  // the test coordinator runs them
     return wire_registration(sys, std::move(w));
+  }
+
+  // Every publication of "idx" as the publisher applied it (the slot read right after), in order.
+  std::vector<dix::readiness> publications() {
+    std::vector<dix::readiness> out;
+    for (const auto& o : state_of<observer_state>(observer).seen) out.push_back(o.readiness);
+    return out;
   }
 };
 

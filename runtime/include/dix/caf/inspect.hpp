@@ -108,7 +108,8 @@ typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
            x.oldest_accepted_age_ms, x.cursor_lag_ms, x.stalled_ms, x.unread_age_ms, x.lag_ms,
            x.lag_gate, x.rebuild_attempts, x.quiescence_age_ms, x.coverage_time,
            x.delivered_batches, x.delivered_records, x.flushes, x.wal_syncs,
-           x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault, x.logs,
+           x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault,
+           x.rebuilt_records, x.estimated_records, x.scan_records_per_s, x.rebuild_eta_ms, x.logs,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.runner_metrics.last_fault", x.last_fault,
                                      readiness_reason::none,
