@@ -1,11 +1,14 @@
 // A small real filesystem for the free-space tests (decision 0013): a tmpfs of a given size that
 // the test mounts itself and that is unmounted when the object goes out of scope, on every path
-// out of the test (MNT_DETACH: a file still open cannot keep it mounted). Root only; without root,
-// or where mount(2) is refused (a container without CAP_SYS_ADMIN), make() says why and the test
-// skips with a WARN. Standard library and POSIX only.
+// out of the test (MNT_DETACH: a file still open cannot keep it mounted). A test whose only users
+// of the filesystem are exec'd children first calls private_namespace(), so the mount also goes
+// with the test process when it is killed (a ctest timeout). Root only; without root, or where
+// mount(2) or unshare(2) is refused (a container without CAP_SYS_ADMIN), they say why and the
+// test skips with a WARN. Standard library and POSIX (Linux) only.
 #pragma once
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -38,6 +41,18 @@ class tmpfs_mount {
     return std::unique_ptr<tmpfs_mount>(new tmpfs_mount(at));
   }
   ~tmpfs_mount() { ::umount2(path_.c_str(), MNT_DETACH); }
+
+  // Moves the calling thread (and the children it starts from now on) into a mount namespace of
+  // its own, with private propagation: what it mounts is seen by no other process and disappears
+  // when the last process in it ends. Not for tests that run RocksDB in this process: its
+  // background threads may predate the call and stay in the old namespace, without the mount.
+  static bool private_namespace(std::string& why) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      why = std::string("cannot enter a private mount namespace: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
   tmpfs_mount(const tmpfs_mount&) = delete;
   tmpfs_mount& operator=(const tmpfs_mount&) = delete;
 
