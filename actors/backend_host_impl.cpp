@@ -35,6 +35,12 @@ void backend_host_impl::request_rebuild() noexcept {
   }
 }
 
+void backend_host_impl::note_hold(epoch_t epoch, backend_hold hold) noexcept {
+  // Only the owner's backend speaks for the slot: a backend left behind by a handoff must not
+  // clear what the current owner's says.
+  if (!ended() && slot_->owner_epoch() == epoch) slot_->set_hold(hold);
+}
+
 result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token) {
   if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
   auto r = slot_->read();

@@ -29,6 +29,8 @@ class backend_host_impl final : public backend_host {
   dix::readiness readiness() const noexcept override;
   void note_unindexable(std::string_view reason) noexcept override;
   void request_rebuild() noexcept override;
+  // Stores the hold in the slot while `epoch` is the owner's (decision 0013).
+  void note_hold(epoch_t epoch, backend_hold hold) noexcept override;
   // Readiness decides until coverage is published: ready admits with coverage unknown,
   // rebuilding refuses with rebuilding, anything else with unavailable (api.md §7).
   result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel = {}) override;

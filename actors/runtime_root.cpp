@@ -51,6 +51,8 @@ result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared
   }
   auto segment = readiness_segment::attach(home, options.slot_count);
   if (!segment) return segment.error();
+  // For `dix status`, which sees the store's filesystem but not its options (decision 0013).
+  (*segment)->set_store_reserve(free_space_reserve(*stores.front()));
   auto ctx = std::make_shared<runtime_context>();
   ctx->segment = std::move(*segment);
   ctx->locks = process_lock_table::for_home(ctx->segment->directory());

@@ -59,6 +59,10 @@ rocksdb::DBOptions db_options(const store_options& o) {
   d.recycle_log_file_num = 0;
   d.manual_wal_flush = false;
   d.allow_mmap_writes = false;
+  // No fallocate (decision 0013): a preallocation larger than the free space (a WAL file asks
+  // for 1.1 × write_buffer_size) fills the filesystem until it fails, and every other writer —
+  // the LOG, an index, another store — meets ENOSPC meanwhile.
+  d.allow_fallocate = false;
   d.WAL_ttl_seconds = o.wal_ttl_s;
   d.WAL_size_limit_MB = o.wal_size_limit_mb;
   if (o.max_total_wal_size != 0) d.max_total_wal_size = o.max_total_wal_size;
@@ -234,6 +238,8 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   wo.sync = sync;
   wo.disableWAL = false;
   std::unique_lock guard(commit_mutex);
+  // The WAL record now and the memtable's flush later: each takes about the batch's size.
+  if (auto room = admit_space(flags, 2 * std::uint64_t{batch.GetDataSize()}); !room) return room.error();
   commit_info info;
   info.time = process_index_time().next(system_clock().wall_now_ns());
   batch.stamp(flags, info.time);
@@ -249,6 +255,28 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   guard.unlock();
   notify(commit_event{info, flags});
   return info;
+}
+
+result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t bytes) {
+  const bool system = (flags & header_flag::system) != 0;
+  auto floor = [&] {
+    const auto reserve = store_reserve_bytes(options.free_space_reserve_bytes, space.capacity_bytes());
+    return system ? reserve / 2 : reserve;
+  };
+  const auto now = system_clock().steady_now();
+  if (space.due(now, bytes, floor())) {
+    auto reading = probe(path);
+    if (!reading) return reading.error();
+    space.record(*reading, live_wal_bytes(path), now);
+  }
+  if (space.admits(bytes, floor())) {
+    space.charge(bytes);
+    return {};
+  }
+  const auto limit = system ? "half its free-space reserve, " + describe_bytes(floor()) + " (a system transaction)"
+                            : "its free-space reserve of " + describe_bytes(floor());
+  return error{errc::io_error, describe_shortage("primary store " + path.string(), space.free_bytes(), limit) +
+                                   " (its unflushed WAL counted as used); nothing written, retry once space is freed"};
 }
 
 void primary_store::impl::notify(const commit_event& e) {
@@ -387,6 +415,22 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   return verdict;
 }
 
+// Decision 0013: DB::Open writes — LOG, MANIFEST, OPTIONS, a new WAL, the flush of the WAL it
+// recovers — and Debian's RocksDB aborts on ENOSPC there, so a store is not opened below half
+// its reserve (what system transactions may use) with that WAL counted as used.
+result<void> check_open_space(primary_store::impl& p) {
+  auto reading = p.probe(p.path);
+  if (!reading) return reading.error();
+  const auto wal = live_wal_bytes(p.path);
+  p.space.record(*reading, wal, system_clock().steady_now());
+  const auto floor = store_reserve_bytes(p.options.free_space_reserve_bytes, reading->capacity_bytes) / 2;
+  if (p.space.admits(0, floor)) return {};
+  return error{errc::io_error,
+               describe_shortage("cannot open primary store " + p.path.string(), p.space.free_bytes(),
+                                 "half its free-space reserve, " + describe_bytes(floor)) +
+                   " (the " + describe_bytes(wal) + " of WAL to recover counted as used); retry once space is freed"};
+}
+
 // `look`: judge an existing database before the read-write open (look_before_open). A standby
 // that waited for another process's LOCK skips it for a store with dix.meta: a dix process had
 // it open, and its takeover should not read the WAL twice (the format is still checked after
@@ -425,6 +469,7 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
   auto p = std::make_unique<primary_store::impl>();
   p->path = path;
   p->options = options;
+  if (auto room = check_open_space(*p); !room) return room.error();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(db_options(options), path.string(), families->descriptors, &handles, &raw);
@@ -894,6 +939,19 @@ std::uint64_t latest_sequence(const primary_store& s) {
   auto& p = primary_store_access::get(s);
   std::shared_lock lock(p.lifecycle);
   return p.open ? p.db->GetLatestSequenceNumber() : 0;
+}
+
+void set_space_probe(primary_store& s, space_probe probe, std::chrono::milliseconds max_age) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard guard(p.commit_mutex);
+  p.probe = std::move(probe);
+  p.space = space_gate(max_age);
+}
+
+std::uint64_t free_space_reserve(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  std::lock_guard guard(p.commit_mutex);
+  return store_reserve_bytes(p.options.free_space_reserve_bytes, p.space.capacity_bytes());
 }
 
 std::uint64_t synced_sequence(const primary_store& s) noexcept {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -25,6 +26,7 @@
 
 #include <dix/primary_store.hpp>
 
+#include "adapters/free_space.hpp"
 #include "core/wal_batch.hpp"
 
 namespace dix {
@@ -99,6 +101,10 @@ struct primary_store::impl {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // every handle, destroyed at close
 
   std::mutex commit_mutex;
+  // Free space (decision 0013), guarded by commit_mutex: the reading (statvfs unless a test set
+  // a probe) and the gate every write passes, a user commit at the reserve, a system one at half.
+  space_probe probe = read_space;
+  space_gate space{std::chrono::milliseconds(100)};
   std::atomic<std::uint64_t> synced_sequence{0};
   std::atomic<std::uint64_t> wal_syncs{0};
 
@@ -113,6 +119,9 @@ struct primary_store::impl {
   result<commit_info> write(std::uint8_t flags, batch_builder& batch, bool sync);
   // Same, caller already holds lifecycle (shared or exclusive).
   result<commit_info> write_locked(std::uint8_t flags, batch_builder& batch, bool sync);
+  // Whether `bytes` more leave the floor of `flags` free (decision 0013); caller holds
+  // commit_mutex. io_error naming the path, the free bytes and the floor when they do not.
+  result<void> admit_space(std::uint8_t flags, std::uint64_t bytes);
   void notify(const commit_event& e);
   // Writes `clock` (unless record_clock is false: a failed open must not write), drops the
   // close listeners' iterators, closes RocksDB. Idempotent.
@@ -152,5 +161,11 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // io_error when the sync fails (a transient fault for the runtime).
 result<std::uint64_t> sync_wal(primary_store& s);
 result<coverage_point> capture_coverage_point(primary_store& s);
+
+// Tests: replaces the free-space reading (statvfs) and how long one serves (100 ms).
+void set_space_probe(primary_store& s, space_probe probe, std::chrono::milliseconds max_age);
+// The free-space reserve in force: the configured one, or the automatic one for the store's
+// filesystem as last read (decision 0013).
+std::uint64_t free_space_reserve(primary_store& s);
 
 }  // namespace dix

@@ -46,7 +46,8 @@ constexpr std::size_t h_slot_bytes = 16;
 constexpr std::size_t h_slot_count = 20;
 constexpr std::size_t h_reset_count = 24;
 constexpr std::size_t h_change_counter = 32;
-constexpr std::size_t h_reserved = 40;
+constexpr std::size_t h_store_reserve = 40;  // docs/formats.md: the home store's free-space reserve (decision 0013)
+constexpr std::size_t h_reserved = 48;
 
 // Slot offsets (formats.md §4.3).
 constexpr std::size_t s_state = 0;
@@ -54,6 +55,7 @@ constexpr std::size_t s_reason = 4;
 constexpr std::size_t s_rebuild_attempts = 8;
 constexpr std::size_t s_rebuild_request = 12;
 constexpr std::size_t s_lag_gate = 16;
+constexpr std::size_t s_hold = 20;  // docs/formats.md: the spec's spare word, the backend's hold (decision 0013)
 constexpr std::size_t s_owner_epoch = 24;
 constexpr std::size_t s_coverage_time = 32;
 constexpr std::size_t s_change_counter = 40;
@@ -61,7 +63,7 @@ constexpr std::size_t s_coverage_demand = 48;
 constexpr std::size_t s_id_len = 56;
 constexpr std::size_t s_id = 64;
 static_assert(s_id + max_id_bytes == slot_bytes);
-static_assert(h_reserved + 88 == header_bytes);
+static_assert(h_reserved + 80 == header_bytes);
 
 // "DIXREADY" as the little-endian 64-bit word at offset 0.
 constexpr std::uint64_t magic_word() {
@@ -249,6 +251,10 @@ dix::readiness read_slot(unsigned char* slot) noexcept {
   return r;
 }
 
+backend_hold read_hold(unsigned char* slot) noexcept {
+  return load<std::uint32_t>(slot, s_hold) == 1 ? backend_hold::low_disk_space : backend_hold::none;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -386,6 +392,7 @@ void stale_reset(const segment_mapping& m) {
     store<std::uint32_t>(slot, s_reason, 0);
     store<std::uint32_t>(slot, s_rebuild_attempts, 0);
     store<std::uint32_t>(slot, s_lag_gate, 0);
+    store<std::uint32_t>(slot, s_hold, 0);
     store<std::uint64_t>(slot, s_coverage_time, 0);
     store<std::uint64_t>(slot, s_coverage_demand, 0);
     store<std::uint32_t>(slot, s_state, 0);
@@ -487,6 +494,14 @@ void segment_slot::set_lag_gate(std::uint32_t gate) {
 }
 
 std::uint32_t segment_slot::lag_gate() const noexcept { return load<std::uint32_t>(base(), s_lag_gate); }
+
+void segment_slot::set_hold(backend_hold hold) {
+  if (read_hold(base()) == hold) return;
+  store<std::uint32_t>(base(), s_hold, static_cast<std::uint32_t>(hold));
+  changed();
+}
+
+backend_hold segment_slot::hold() const noexcept { return read_hold(base()); }
 
 void segment_slot::set_coverage_time(index_time_t time) {
   store<std::uint64_t>(base(), s_coverage_time, time);
@@ -633,6 +648,10 @@ std::shared_ptr<segment_slot> readiness_segment::find(std::string_view id) {
 
 std::uint32_t readiness_segment::slot_count() const noexcept { return mapping_->slot_count(); }
 
+void readiness_segment::set_store_reserve(std::uint64_t bytes) noexcept {
+  store<std::uint64_t>(mapping_->base(), h_store_reserve, bytes);
+}
+
 std::uint64_t readiness_segment::reset_count() const noexcept {
   return load<std::uint64_t>(mapping_->base(), h_reset_count);
 }
@@ -697,6 +716,10 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
 std::optional<std::uint32_t> segment_view::find(std::string_view id) const { return mapping_->find(id); }
 
 dix::readiness segment_view::read(std::uint32_t index) const { return read_slot(mapping_->slot(index)); }
+
+backend_hold segment_view::hold(std::uint32_t index) const { return read_hold(mapping_->slot(index)); }
+
+std::uint64_t segment_view::store_reserve() const noexcept { return load<std::uint64_t>(mapping_->base(), h_store_reserve); }
 
 std::vector<std::pair<std::uint32_t, std::string>> segment_view::claimed() const {
   std::vector<std::pair<std::uint32_t, std::string>> out;

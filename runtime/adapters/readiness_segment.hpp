@@ -82,6 +82,10 @@ class segment_slot final : public readiness_slot {
   // Owner: lag_gate (0 open, 1…1 000 000 µs per gated write, 0xFFFFFFFF exceeded).
   void set_lag_gate(std::uint32_t gate);
   std::uint32_t lag_gate() const noexcept;
+  // The owner's backend (through its host): why it holds deliveries back (the slot's `hold`,
+  // docs/formats.md; decision 0013). Stored and notified only when it changes.
+  void set_hold(backend_hold hold) override;
+  backend_hold hold() const noexcept;
   // Owner: the index time certified covered; 0 = none.
   void set_coverage_time(index_time_t time);
   index_time_t coverage_time() const noexcept;
@@ -140,6 +144,9 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
 
   std::uint32_t slot_count() const noexcept;
   std::uint64_t reset_count() const noexcept;
+  // The home store's free-space reserve in bytes, for `dix status` (header offset 40,
+  // docs/formats.md; decision 0013). Every attaching runtime stores its own.
+  void set_store_reserve(std::uint64_t bytes) noexcept;
   std::uint64_t segment_change_counter() const noexcept;  // acquire
   // As segment_slot::wait_change, on the header's segment_change_counter.
   std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
@@ -175,6 +182,9 @@ class segment_view {
 
   std::optional<std::uint32_t> find(std::string_view id) const;
   dix::readiness read(std::uint32_t index) const;
+  backend_hold hold(std::uint32_t index) const;
+  // The home store's free-space reserve an attached runtime stored; 0 = none stored yet.
+  std::uint64_t store_reserve() const noexcept;
   // Every claimed slot as (index, backend id), in slot order.
   std::vector<std::pair<std::uint32_t, std::string>> claimed() const;
   // The header's segment_change_counter (acquire) and a futex wait on it, as

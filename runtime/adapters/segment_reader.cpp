@@ -27,10 +27,15 @@ result<readiness_table> segment_reader::read() const {
   auto attached = view.runtime_attached();
   if (!attached) return attached.error();
   table.attached = *attached;
+  table.store_reserve_bytes = view.store_reserve();
   for (auto& [index, id] : view.claimed()) {
     auto r = view.read(index);
-    if (!table.attached) r = readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
-    table.entries.push_back(readiness_entry{std::move(id), r});
+    auto hold = view.hold(index);
+    if (!table.attached) {
+      r = readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
+      hold = backend_hold::none;
+    }
+    table.entries.push_back(readiness_entry{std::move(id), r, hold});
   }
   return table;
 }

@@ -22,6 +22,7 @@
 
 #include <dix/memory.hpp>
 
+#include "backends/index_space.hpp"
 #include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
@@ -68,6 +69,13 @@ class appending_logger final : public rocksdb::Logger {
 
  private:
   std::FILE* file_;
+};
+
+// Keeps nothing: the read-only look of a filesystem too full to open for writing writes no LOG.
+class silent_logger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
 };
 
 // Record ref: u8 log length, log, u32 big-endian table, record id.
@@ -176,6 +184,10 @@ result<void> validate(const rocksdb_index_options& o) {
     return {errc::invalid_argument, "rocksdb_index_options.max_queued_bytes = " + std::to_string(o.max_queued_bytes) +
                                         ": must be in [1024, 17179869184]"};
   }
+  if (o.free_space_reserve_bytes != 0 && (o.free_space_reserve_bytes < (1u << 20) || o.free_space_reserve_bytes > (1ull << 40))) {
+    return {errc::invalid_argument, "rocksdb_index_options.free_space_reserve_bytes = " +
+                                        std::to_string(o.free_space_reserve_bytes) + ": must be 0 or in [1048576, 1099511627776]"};
+  }
   return {};
 }
 
@@ -236,6 +248,12 @@ struct rocksdb_index_backend::impl {
   std::uint64_t queued_bytes = 0;
   bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
   bool stopping = false;
+  // Free space (decision 0013). Under queue_mutex: the bytes of a delivery deferred for space (0:
+  // none; the applier watches for room), and the hold last reported to the host, per epoch.
+  std::unique_ptr<index_space> space;
+  std::uint64_t space_deferred_bytes = 0;
+  epoch_t hold_epoch = 0;
+  backend_hold hold = backend_hold::none;
 
   // Durable cursor as of the last barrier (or as read from disk at open).
   mutable std::mutex durable_mutex;
@@ -284,6 +302,44 @@ struct rocksdb_index_backend::impl {
       }
     }
   }
+  // Records `to` as the hold of `epoch`; true when the host should hear of it (a change, or the
+  // epoch's first word, which clears what an earlier owner left). Caller holds queue_mutex.
+  bool set_hold(epoch_t epoch, backend_hold to) {
+    const bool news = hold_epoch != epoch || hold != to;
+    hold_epoch = epoch;
+    hold = to;
+    return news;
+  }
+  struct next_step {
+    std::optional<queue_item> item;  // none and not resumed: stopping
+    bool resumed = false;            // a deferral for space ended
+  };
+  next_step next_item();
+  // A batch taken before space ran short, for a database not open yet, goes back to the front —
+  // unless the applier is stopping or a shutdown or reset of its epoch came meanwhile (they
+  // dropped its queued peers already). False: dropped.
+  bool requeue(std::shared_ptr<const batch> b) {
+    std::lock_guard lock(queue_mutex);
+    if (stopping) return false;
+    for (const auto& item : queue) {
+      auto* control = std::get_if<control_item>(&item);
+      if (control != nullptr && control->epoch == b->epoch) return false;
+    }
+    queue.push_front(std::move(b));
+    return true;
+  }
+  bool database_open() const {
+    std::shared_lock lock(db_mutex);
+    return db != nullptr;
+  }
+  // Hands the memtables' size to the free-space gate (decision 0013). Caller holds db_mutex.
+  void note_unflushed() {
+    std::uint64_t unflushed = 0;
+    if (db && db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &unflushed)) {
+      space->set_unflushed(unflushed);
+    }
+  }
+  result<std::optional<std::string>> read_cursor_read_only();
   void run_applier();
   result<void> apply(const batch& b);
   result<void> run_barrier();
@@ -293,9 +349,11 @@ struct rocksdb_index_backend::impl {
 
 result<void> rocksdb_index_backend::impl::open_db() {
   if (db) return {};
+  if (auto room = space->check_open(); !room) return room;
   rocksdb::DBOptions o;
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   rocksdb_index_open_options(o, families);
+  o.allow_fallocate = false;  // as the primary store (decision 0013): a failing preallocation fills the filesystem
   if (open_failed) o.info_log = std::make_shared<appending_logger>(options.path / "LOG");
   std::vector<rocksdb::ColumnFamilyHandle*> opened;
   rocksdb::DB* raw = nullptr;
@@ -308,6 +366,26 @@ result<void> rocksdb_index_backend::impl::open_db() {
   reverse = opened[2];
   meta = opened[3];
   return {};
+}
+
+result<std::optional<std::string>> rocksdb_index_backend::impl::read_cursor_read_only() {
+  std::error_code ec;
+  if (!std::filesystem::exists(options.path / "CURRENT", ec)) return std::optional<std::string>{};  // a new index
+  rocksdb::DBOptions o;
+  o.info_log = std::make_shared<silent_logger>();
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {meta_family, {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> opened;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::OpenForReadOnly(o, options.path.string(), families, &opened, &raw);
+  if (!s.ok()) return error{errc::io_error, "index " + id + ": cannot read the cursor of " + options.path.string() + ": " + s.ToString()};
+  std::unique_ptr<rocksdb::DB> look(raw);
+  std::string value;
+  s = look->Get(rocksdb::ReadOptions{}, opened[1], slice(cursor_key), &value);
+  for (auto* h : opened) look->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  look->Close().PermitUncheckedError();
+  if (s.IsNotFound()) return std::optional<std::string>{};
+  if (!s.ok()) return error{errc::io_error, "index " + id + ": reading the cursor: " + s.ToString()};
+  return std::optional<std::string>{std::move(value)};
 }
 
 void rocksdb_index_backend::impl::close_db() {
@@ -429,15 +507,64 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   wo.sync = false;
   auto s = db->Write(wo, &wb);
   if (!s.ok()) return {errc::io_error, "index " + id + ": writing a batch: " + s.ToString()};
+  note_unflushed();
   return {};
 }
 
+rocksdb_index_backend::impl::next_step rocksdb_index_backend::impl::next_item() {
+  std::unique_lock lock(queue_mutex);
+  for (;;) {
+    if (stopping) return {};  // the destructor cleared the queue
+    bool short_of_space = space_deferred_bytes != 0;
+    if (!queue.empty()) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&queue.front());
+      auto next = queue.begin();
+      if (b != nullptr && !space->admits(index_space::level::apply, 2 * weight(**b))) {
+        // The batch waits for space; a barrier or a shutdown/reset behind it does not (decision
+        // 0013): a barrier syncs what was applied, a shutdown or reset dropped its epoch's
+        // batches when it was queued, so a release never waits for the disk.
+        short_of_space = true;
+        next = std::find_if(queue.begin(), queue.end(), [](const queue_item& item) {
+          return !std::holds_alternative<std::shared_ptr<const batch>>(item);
+        });
+      }
+      if (next != queue.end()) {
+        next_step step;
+        step.item = std::move(*next);
+        queue.erase(next);
+        return step;
+      }
+    }
+    if (space_deferred_bytes != 0 && space->admits(index_space::level::deliver, space_deferred_bytes)) {
+      space_deferred_bytes = 0;
+      return {std::nullopt, true};
+    }
+    if (!short_of_space) {
+      queue_cv.wait(lock);
+      continue;
+    }
+    // Short of space: look again after a while, with the memtables' size as it is then.
+    queue_cv.wait_for(lock, space->poll_interval());
+    lock.unlock();
+    {
+      std::shared_lock db_lock(db_mutex);
+      note_unflushed();
+    }
+    lock.lock();
+  }
+}
+
 result<void> rocksdb_index_backend::impl::run_barrier() {
-  if (auto ok = ensure_open(); !ok) return ok;
   {
+    // A closed database has applied nothing since it was (shut down or never) opened, so there
+    // is nothing to sync — and a filesystem too full to open it must not fail the barrier. With
+    // manual_wal_flush off every Write handed its bytes to the file already: FlushWAL(true) only
+    // syncs them and adds none (decision 0013).
     std::shared_lock lock(db_mutex);
-    auto s = db->FlushWAL(true);
-    if (!s.ok()) return {errc::io_error, "index " + id + ": FlushWAL: " + s.ToString()};
+    if (db) {
+      auto s = db->FlushWAL(true);
+      if (!s.ok()) return {errc::io_error, "index " + id + ": FlushWAL: " + s.ToString()};
+    }
   }
   // Publish only work of the current owner (protocol.md §9.4).
   if (applied_through && host != nullptr && host->is_owner_epoch(applied_epoch)) {
@@ -500,22 +627,31 @@ result<void> rocksdb_index_backend::impl::run_reset() {
 
 void rocksdb_index_backend::impl::run_applier() {
   for (;;) {
-    queue_item item;
-    {
-      std::unique_lock lock(queue_mutex);
-      queue_cv.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;  // stopping
-      item = std::move(queue.front());
-      queue.pop_front();
+    auto next = next_item();
+    if (next.resumed) {
+      bool report = false;
+      epoch_t epoch = 0;
+      {
+        std::lock_guard lock(queue_mutex);
+        epoch = hold_epoch;
+        report = set_hold(epoch, backend_hold::none);
+      }
+      if (report && host != nullptr) host->note_hold(epoch, backend_hold::none);
+      emit({state_change_kind::changed, 0});
+      continue;
     }
+    if (!next.item) return;  // stopping
+    queue_item item = std::move(*next.item);
     if (auto* b = std::get_if<std::shared_ptr<const batch>>(&item)) {
       const auto& bt = **b;
       bool changed = false;
       if (poisoned) {
         ++dropped_batches;
       } else if (host != nullptr && host->is_owner_epoch(bt.epoch)) {
-        auto ok = apply(bt);
-        if (!ok) {
+        if (!database_open() && !space->check_open()) {
+          if (requeue(*b)) continue;  // still queued: its bytes stay counted
+          ++dropped_batches;
+        } else if (auto ok = apply(bt); !ok) {
           // Batches carry resolved states, not deltas: applying later batches over a lost one
           // would let a cursor claim work the index lacks. Drop everything until a shutdown or
           // reset, and report a permanent failure (the runtime condemns and rebuilds).
@@ -577,6 +713,7 @@ result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
+  p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<rocksdb_index_backend>(new rocksdb_index_backend(std::move(p)));
@@ -605,21 +742,37 @@ result<std::optional<cursor>> rocksdb_index_backend::durable_cursor() {
     std::lock_guard g(impl_->durable_mutex);
     if (impl_->durable_loaded) return impl_->durable;
   }
-  if (auto ok = impl_->ensure_open(); !ok) return ok.error();
-  std::string bytes;
-  rocksdb::Status s;
+  std::optional<std::string> bytes;
+  bool opened = false;
   {
     std::shared_lock lock(impl_->db_mutex);
-    if (!impl_->db) return error{errc::io_error, "index " + impl_->id + " closed while reading its cursor"};
-    s = impl_->db->Get(rocksdb::ReadOptions{}, impl_->meta, slice(cursor_key), &bytes);
+    opened = impl_->db != nullptr;
+  }
+  if (!opened && !impl_->space->check_open()) {
+    // Too full to open for writing (decision 0013): the owner still learns its cursor, and its
+    // deliveries are deferred until space returns.
+    auto read = impl_->read_cursor_read_only();
+    if (!read) return read.error();
+    bytes = std::move(*read);
+  } else {
+    if (auto ok = impl_->ensure_open(); !ok) return ok.error();
+    std::string value;
+    rocksdb::Status s;
+    {
+      std::shared_lock lock(impl_->db_mutex);
+      if (!impl_->db) return error{errc::io_error, "index " + impl_->id + " closed while reading its cursor"};
+      s = impl_->db->Get(rocksdb::ReadOptions{}, impl_->meta, slice(cursor_key), &value);
+    }
+    if (!s.ok() && !s.IsNotFound()) {
+      return error{errc::io_error, "index " + impl_->id + ": reading the cursor: " + s.ToString()};
+    }
+    if (s.ok()) bytes = std::move(value);
   }
   std::lock_guard g(impl_->durable_mutex);
-  if (s.IsNotFound()) {
+  if (!bytes) {
     impl_->durable.reset();
-  } else if (!s.ok()) {
-    return error{errc::io_error, "index " + impl_->id + ": reading the cursor: " + s.ToString()};
   } else {
-    auto decoded = cursor::decode(bytes);
+    auto decoded = cursor::decode(*bytes);
     if (!decoded) return decoded.error();
     impl_->durable = std::move(*decoded);
   }
@@ -629,18 +782,33 @@ result<std::optional<cursor>> rocksdb_index_backend::durable_cursor() {
 
 delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
   if (!b) return delivery_result::failed;
+  const auto epoch = b->epoch;
+  // Its entries now and their flush later: about twice the batch (decision 0013).
+  const auto bytes = 2 * impl::weight(*b);
+  const bool room = impl_->space->admits(index_space::level::deliver, bytes);
+  bool report = false;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    // Soft cap: an empty queue accepts any single batch.
-    if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
-      impl_->deferred_pending = true;
-      return delivery_result::deferred;
+    if (!room) {
+      // Below the reserve nothing is queued, not even into an empty queue; the applier watches
+      // the filesystem and emits `changed` when the room is there.
+      impl_->space_deferred_bytes = bytes;
+      report = impl_->set_hold(epoch, backend_hold::low_disk_space);
+    } else {
+      // Soft cap: an empty queue accepts any single batch.
+      if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
+        impl_->deferred_pending = true;
+        return delivery_result::deferred;
+      }
+      report = impl_->set_hold(epoch, backend_hold::none);
+      impl_->space_deferred_bytes = 0;  // the runner holds one deferred batch: this was it
+      impl_->queued_bytes += impl::weight(*b);
+      impl_->queue.emplace_back(std::move(b));
     }
-    impl_->queued_bytes += impl::weight(*b);
-    impl_->queue.emplace_back(std::move(b));
   }
+  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
   impl_->queue_cv.notify_one();
-  return delivery_result::accepted;
+  return room ? delivery_result::accepted : delivery_result::deferred;
 }
 
 void rocksdb_index_backend::flush(flush_reason reason, completion done) {
@@ -767,6 +935,10 @@ std::string_view to_string(reset_step step) noexcept {
     case reset_step::finished: return "finished";
   }
   return "unknown";
+}
+
+void rocksdb_index_probe::set_space_probe(rocksdb_index_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
+  b.impl_->space->set_probe(std::move(probe), max_age);
 }
 
 }  // namespace dix

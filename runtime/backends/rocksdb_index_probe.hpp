@@ -1,14 +1,17 @@
 // What tests observe inside a rocksdb_index_backend (not public API): the bytes queued for the
-// applier now, the batches it applied and dropped (another epoch's, protocol.md §9.4), and named
-// test points inside reset.
+// applier now, the batches it applied and dropped (another epoch's, protocol.md §9.4), named
+// test points inside reset, and the free-space reading (decision 0013).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string_view>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
+
+#include "core/free_space.hpp"
 
 namespace dix {
 
@@ -35,6 +38,8 @@ struct rocksdb_index_probe {
   // fail with io_error instead (a fault point: off unless a test sets a hook). Set it before the
   // reset is requested.
   static void on_reset_step(rocksdb_index_backend& b, std::function<bool(reset_step)> hook);
+  // Replaces the reading of the index directory's filesystem (statvfs) and how long one serves.
+  static void set_space_probe(rocksdb_index_backend& b, space_probe probe, std::chrono::milliseconds max_age);
 };
 
 }  // namespace dix

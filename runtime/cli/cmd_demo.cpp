@@ -145,6 +145,9 @@ int run_demo(const std::vector<std::string>& argv) {
       last_plain = clock_type::now();
     }
     if (writer_done.load()) {
+      // A refused commit (a full disk: a retryable io_error, decision 0013) ends the run now;
+      // writer_error was set before writer_done.
+      if (!writer_error.empty()) break;
       // Caught up: each index's durable anchor is the writer's last transaction (or later).
       auto latest = last_commit.load();
       caught_up = true;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include <dix/primary_store.hpp>
 #include <dix/readiness.hpp>
 #include <dix/segment.hpp>
 
@@ -44,11 +46,15 @@ id, sorted, with state, reason, rebuild attempts and owner epoch (formats.md §4
 only PATH/dix/readiness.seg (mapped read-only) and tests PATH/dix/attach.lock without locking it;
 never opens the RocksDB store, so it is safe while the owning process runs. Without an attached
 runtime every id reads `unknown` with its stored epoch. Lag is not shown: only a runtime knows it,
-and this command runs in a process of its own.
+and this command runs in a process of its own. An index whose backend defers deliveries for
+want of disk space gets a line saying so, and so does the store when its filesystem is below
+(or within twice) the free-space reserve its runtime stored.
 
   --json         one JSON object per table:
                  {"db","segment","attached","indexes":[{"id","state","reason",
-                  "rebuild_attempts","owner_epoch"}]}
+                  "rebuild_attempts","owner_epoch","hold"}]} and, once a runtime stored the
+                 store's reserve, "store_space":{"available_bytes","capacity_bytes",
+                  "unflushed_bytes","reserve_bytes","below_reserve"}
   --watch        print the table, then again whenever it changes (futex wakeups on the
                  segment's change counter, not polling) until SIGINT or SIGTERM; a blank line
                  ends each plain table
@@ -76,11 +82,36 @@ void install_stop_handlers() {
   ::sigaction(SIGTERM, &action, nullptr);
 }
 
+// The home store's filesystem beside the reserve a runtime stored in the segment (decision 0013).
+struct store_room {
+  dix::store_space space;
+  std::uint64_t reserve_bytes = 0;
+  // What the store's commits see: available less the live WAL its memtables will flush again.
+  std::uint64_t free_bytes() const noexcept {
+    return space.available_bytes > space.unflushed_bytes ? space.available_bytes - space.unflushed_bytes : 0;
+  }
+};
+
 struct table {
   bool segment = false;   // PATH/dix/readiness.seg exists with a non-zero magic
   bool attached = false;  // some runtime holds its OFD read lock on attach.lock
   std::vector<readiness_entry> indexes;  // sorted by id
+  std::optional<store_room> space;       // known once a runtime stored the reserve
 };
+
+// The home store's free space, when the segment holds its reserve; a failed statvfs shows nothing.
+std::optional<store_room> read_store_room(const fs::path& home, std::uint64_t reserve_bytes) {
+  if (reserve_bytes == 0) return std::nullopt;
+  auto space = read_store_space(home);
+  if (!space) return std::nullopt;
+  return store_room{*space, reserve_bytes};
+}
+
+std::string mib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
 
 // Which file a view maps, so --watch notices a segment deleted and created anew.
 struct file_identity {
@@ -120,6 +151,7 @@ class segment_source {
     if (!read) return read.error();
     t.attached = read->attached;
     t.indexes = std::move(read->entries);
+    t.space = read_store_room(home_, read->store_reserve_bytes);
     std::sort(t.indexes.begin(), t.indexes.end(),
               [](const readiness_entry& a, const readiness_entry& b) { return a.id < b.id; });
     return t;
@@ -165,9 +197,16 @@ std::string render_json(const fs::path& home, const table& t) {
     const auto& r = e.readiness;
     out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(r.state)
         << "\",\"reason\":\"" << to_string(r.reason) << "\",\"rebuild_attempts\":" << r.rebuild_attempts
-        << ",\"owner_epoch\":" << r.owner_epoch << "}";
+        << ",\"owner_epoch\":" << r.owner_epoch << ",\"hold\":\"" << to_string(e.hold) << "\"}";
   }
-  out << "]}\n";
+  out << "]";
+  if (t.space) {
+    const auto& sp = t.space->space;
+    out << ",\"store_space\":{\"available_bytes\":" << sp.available_bytes << ",\"capacity_bytes\":" << sp.capacity_bytes
+        << ",\"unflushed_bytes\":" << sp.unflushed_bytes << ",\"reserve_bytes\":" << t.space->reserve_bytes
+        << ",\"below_reserve\":" << (t.space->free_bytes() < t.space->reserve_bytes ? "true" : "false") << "}";
+  }
+  out << "}\n";
   return out.str();
 }
 
@@ -180,6 +219,14 @@ std::string render_plain(const fs::path& home, const table& t) {
   out << "db " << home.string() << "\n";
   out << (t.attached ? "runtime attached\n"
                      : "no runtime attached: every id reads unknown with its stored epoch\n");
+  if (t.space && t.space->free_bytes() < 2 * t.space->reserve_bytes) {
+    const auto& room = *t.space;
+    out << "store " << home.string() << ": " << mib(room.free_bytes()) << " free on its filesystem ("
+        << mib(room.space.unflushed_bytes) << " of unflushed WAL counted as used), "
+        << (room.free_bytes() < room.reserve_bytes
+                ? "below its free-space reserve of " + mib(room.reserve_bytes) + ": commits are refused (io_error) until space is freed\n"
+                : "near its free-space reserve of " + mib(room.reserve_bytes) + ": commits are refused below it\n");
+  }
   if (t.indexes.empty()) {
     out << "no backend id has claimed a slot\n";
     return out.str();
@@ -200,6 +247,12 @@ std::string render_plain(const fs::path& home, const table& t) {
       if (c + 1 < row.size()) out << std::string(widths[c] - row[c].size() + 2, ' ');
     }
     out << '\n';
+  }
+  for (const auto& e : t.indexes) {
+    if (e.hold == backend_hold::low_disk_space) {
+      out << e.id << ": deliveries deferred (low-disk-space): the filesystem of its index is below the backend's "
+                     "free-space reserve; they resume by themselves when space is freed\n";
+    }
   }
   return out.str();
 }

@@ -45,6 +45,9 @@ result<void> validate(const store_options& o) {
   if (o.max_total_wal_size != 0) {
     DIX_CHECK(in_range<std::uint64_t>("store_options", "max_total_wal_size", o.max_total_wal_size, 64u << 10, 1ull << 40));
   }
+  if (o.free_space_reserve_bytes != 0) {
+    DIX_CHECK(in_range<std::uint64_t>("store_options", "free_space_reserve_bytes", o.free_space_reserve_bytes, 1u << 20, 1ull << 40));
+  }
   return {};
 }
 

@@ -21,6 +21,10 @@ std::string_view to_string(readiness_reason r) noexcept {
   return i < names.size() ? names[i] : names[0];
 }
 
+std::string_view to_string(backend_hold h) noexcept {
+  return h == backend_hold::low_disk_space ? "low-disk-space" : "none";
+}
+
 std::string_view to_string(runner_state s) noexcept {
   static constexpr std::array<std::string_view, 11> names{
       "dormant",         "waiting-lock",  "running",     "idle",      "deferred", "waiting-durable",

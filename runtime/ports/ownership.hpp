@@ -47,6 +47,9 @@ class readiness_slot {
   // (protocol.md §9.2 step 3, §11.2). Both notify when they change it.
   virtual bool rebuild_requested() const noexcept = 0;
   virtual bool consume_rebuild_request() = 0;
+  // Why the owner's backend holds deliveries back (decision 0013), for readers in other
+  // processes; stored and notified only when it changes.
+  virtual void set_hold(backend_hold hold) = 0;
 };
 
 }  // namespace dix

@@ -130,3 +130,19 @@ TEST_CASE("backend host: request_rebuild never throws: a rebuild function that t
   CHECK_FALSE(without.ended());
   CHECK_FALSE(slot->rebuild_requested());  // the host stores no request itself: the runtime does
 }
+
+TEST_CASE("backend host: a backend's hold reaches the slot only for the owner's epoch and while the registration lives (decision 0013)", "[actor][host][space]") {
+  host_fixture f;
+  const auto epoch = f.slot->mint_epoch().value();
+  backend_host& host = f.host;
+  host.note_hold(epoch + 1, backend_hold::low_disk_space);  // not the owner's work
+  CHECK(f.slot->hold() == backend_hold::none);
+  host.note_hold(epoch, backend_hold::low_disk_space);
+  CHECK(f.slot->hold() == backend_hold::low_disk_space);
+  host.note_hold(epoch, backend_hold::none);
+  CHECK(f.slot->hold() == backend_hold::none);
+  host.note_hold(epoch, backend_hold::low_disk_space);
+  f.host.end();
+  host.note_hold(epoch, backend_hold::none);  // ended: nothing changes
+  CHECK(f.slot->hold() == backend_hold::low_disk_space);
+}

@@ -14,6 +14,8 @@
 #include "core/index_time.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
+#include "support/fake_space.hpp"
+#include "support/tmpfs_mount.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -582,4 +584,96 @@ TEST_CASE("primary store: a store directory it creates is not writable by group 
   }
   REQUIRE(::stat((dir / "mine").c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0777);
+}
+
+TEST_CASE("primary store: below its free-space reserve a commit fails a retryable io_error naming the path, the free bytes and the reserve, writes nothing, and commits again once space returns (decision 0013)", "[adapter][store][space]") {
+  temp_dir dir;
+  auto o = test::options();
+  o.free_space_reserve_bytes = 64u << 20;
+  auto s = test::open_store(dir / "db", o);
+  test::fake_space space;
+  set_space_probe(*s, space.probe(), std::chrono::milliseconds(0));
+  test::put_records(*s, "a", 3);
+  const auto before = latest_sequence(*s);
+
+  space.set_available(60u << 20);
+  auto txn = s->begin();
+  txn.put(1, "b", "value-b");
+  auto refused = txn.commit();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+  CHECK(is_retryable(refused.error().value()));
+  INFO(refused.error().message());
+  CHECK_THAT(refused.error().message(), Catch::StartsWith("primary store " + (dir / "db").string() + ": ") &&
+                                            Catch::Contains(" MiB (") && Catch::Contains("free on its filesystem") &&
+                                            Catch::Contains("below its free-space reserve of 64.0 MiB (67108864 bytes)") &&
+                                            Catch::Contains("nothing written"));
+  CHECK(latest_sequence(*s) == before);
+  CHECK_FALSE(s->get(1, "b").value());
+
+  // The runtime's system transactions (epoch, marker) still commit down to half the reserve, so
+  // fencing keeps working while user commits are refused.
+  CHECK(commit_system(*s, {meta_op{op_kind::put, "epoch/by-brand", std::string(8, '\1')}}));
+  space.set_available(30u << 20);
+  auto system = commit_system(*s, {meta_op{op_kind::put, "epoch/by-brand", std::string(8, '\2')}});
+  REQUIRE_FALSE(system);
+  CHECK_THAT(system.error().message(), Catch::Contains("below half its free-space reserve, 32.0 MiB"));
+  CHECK(read_meta(*s, "epoch/by-brand").value() == std::string(8, '\1'));
+
+  space.set_available(1u << 30);
+  auto again = s->begin();
+  again.put(1, "b", "value-b");
+  REQUIRE(again.commit());
+  CHECK(s->get(1, "b").value()->payload == "value-b");
+}
+
+TEST_CASE("primary store: on a real small filesystem commits stop at the reserve with nothing written, a full filesystem refuses the open before RocksDB writes, and both resume when space is freed (decision 0013)", "[adapter][store][space]") {
+  temp_dir dir;
+  std::string why;
+  auto mnt = test::tmpfs_mount::make(dir / "mnt", 32u << 20, why);
+  if (!mnt) {
+    WARN("skipped, " << why);
+    return;
+  }
+  const auto path = *mnt / "db";
+  std::uint64_t committed = 0;
+  {
+    auto s = test::open_store(path);  // automatic reserve: an eighth of 32 MiB
+    CHECK(free_space_reserve(*s) == (4u << 20));
+    const std::string payload(64u << 10, 'x');
+    std::optional<error> refusal;
+    for (int i = 0; i < 1000 && !refusal; ++i) {
+      auto txn = s->begin();
+      txn.put(1, "r" + std::to_string(i), payload);
+      const auto latest = latest_sequence(*s);
+      auto done = txn.commit();
+      if (done) {
+        ++committed;
+      } else {
+        refusal = done.error();
+        CHECK(latest_sequence(*s) == latest);  // nothing written
+      }
+    }
+    REQUIRE(refusal);
+    INFO(refusal->message());
+    CHECK(refusal->value() == errc::io_error);
+    CHECK_THAT(refusal->message(), Catch::Contains("below its free-space reserve of 4.0 MiB"));
+    CHECK(committed > 10);
+    CHECK(mnt->available_bytes() > 0);  // RocksDB never met ENOSPC
+    REQUIRE(s->close());
+  }
+  // Something else fills the filesystem: the open is refused before DB::Open writes anything.
+  mnt->fill(*mnt / "filler", 0);
+  auto refused = primary_store::open(path, test::options());
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+  CHECK_THAT(refused.error().message(), Catch::StartsWith("cannot open primary store " + path.string()) &&
+                                            Catch::Contains("below half its free-space reserve"));
+  std::filesystem::remove(*mnt / "filler");
+  auto s = test::open_store(path);
+  std::uint64_t held = 0;
+  REQUIRE(s->scan(1, "", [&](std::string_view, const record&) { return ++held, true; }));
+  CHECK(held == committed);
+  test::put_records(*s, "after", 1);
+  CHECK(s->get(1, "after0").value());
 }

@@ -388,6 +388,7 @@ TEST_CASE("readiness segment: the first attacher resets stale slots but keeps ep
     slot->set_coverage_time(123);
     slot->raise_coverage_demand(456);
     slot->request_rebuild();
+    slot->set_hold(backend_hold::low_disk_space);
   }  // detached
   auto s = attach(home);
   CHECK(s->reset_count() == 2);
@@ -401,7 +402,32 @@ TEST_CASE("readiness segment: the first attacher resets stale slots but keeps ep
   CHECK(slot->lag_gate() == 0);
   CHECK(slot->coverage_time() == 0);
   CHECK(slot->coverage_demand() == 0);
+  CHECK(slot->hold() == backend_hold::none);
   CHECK(slot->consume_rebuild_request());
+}
+
+TEST_CASE("readiness segment: a backend's hold (slot offset 20) is stored and notified only when it changes, and the home store's reserve lives at header offset 40 (decision 0013)", "[adapter][segment][space]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home);
+  auto slot = claim(*s, "idx");
+  CHECK(slot->hold() == backend_hold::none);
+  const auto before = slot->change_counter();
+  slot->set_hold(backend_hold::low_disk_space);
+  CHECK(slot->hold() == backend_hold::low_disk_space);
+  CHECK(slot->change_counter() == before + 1);
+  slot->set_hold(backend_hold::low_disk_space);  // no change: no write, no wake
+  CHECK(slot->change_counter() == before + 1);
+  s->set_store_reserve(12u << 20);
+  auto view = segment_view::open(home).value();
+  CHECK(view->hold(slot->index()) == backend_hold::low_disk_space);
+  CHECK(view->store_reserve() == (12u << 20));
+  auto bytes = read_file(s->directory() / "readiness.seg");
+  CHECK(get_le<std::uint32_t>(bytes, 128 + 20) == 1u);
+  CHECK(get_le<std::uint64_t>(bytes, 40) == (12u << 20));
+  slot->set_hold(backend_hold::none);
+  CHECK(view->hold(slot->index()) == backend_hold::none);
+  CHECK(slot->change_counter() == before + 2);
 }
 
 TEST_CASE("readiness segment: no stale reset while another runtime is still attached", "[adapter][segment]") {

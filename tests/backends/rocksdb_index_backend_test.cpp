@@ -16,7 +16,9 @@
 
 #include "adapters/test_support.hpp"
 #include "support/child.hpp"
+#include "support/dir_snapshot.hpp"
 #include "support/fake_host.hpp"
+#include "support/fake_space.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -316,6 +318,122 @@ TEST_CASE("rocksdb index: a full queue defers, and `changed` follows once it dra
   CHECK(f.lookup("k") == std::vector<std::string>{"a", "b", "c"});
 }
 
+TEST_CASE("rocksdb index: below its free-space reserve deliveries are deferred with nothing queued, the host hears why, and `changed` follows when space returns (decision 0013)", "[adapter][backend][deferred][space]") {
+  fixture f;
+  test::fake_space space(1u << 30);  // automatic reserve: half of 128 MiB
+  rocksdb_index_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  REQUIRE(f.changes.wait_for(state_change_kind::changed));  // the barrier's
+  CHECK(f.host.holds() == std::vector<std::pair<epoch_t, backend_hold>>{{1, backend_hold::none}});
+
+  space.set_available(60u << 20);
+  CHECK(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::deferred);
+  CHECK(rocksdb_index_probe::queued_bytes(*f.index) == 0);
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::low_disk_space});
+  // While space stays short the applier only looks again now and then: no `changed`.
+  REQUIRE(space.wait_reads(space.reads() + 2));
+  CHECK(f.changes.count_locked(state_change_kind::changed) == 1);
+
+  space.set_available(1u << 30);
+  REQUIRE(f.changes.wait_for(state_change_kind::changed, 2));
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::none});
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.lookup("k") == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("rocksdb index: below half its reserve accepted batches wait to be applied, one taken just before space ran short included, while a barrier behind them does not wait (decision 0013)", "[adapter][backend][space]") {
+  fixture f;
+  test::fake_space space(1u << 30);  // reserve 64 MiB: applies down to 32 MiB
+  rocksdb_index_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  f.host.close_gate();  // the applier stops inside the first batch's epoch check
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.host.wait_calls(1));
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
+  space.set_available(20u << 20);
+  const auto reads = space.reads();
+  // "a" was taken before space fell, but its database is not open yet: it goes back to the front
+  // (not lost, no `failed`) and waits with "b".
+  f.host.open_gate();
+  REQUIRE(space.wait_reads(reads + 3));
+  CHECK(rocksdb_index_probe::applied_batches(*f.index) == 0);
+  CHECK(rocksdb_index_probe::dropped_batches(*f.index) == 0);
+  CHECK(rocksdb_index_probe::queued_bytes(*f.index) == 200);
+  // A barrier goes ahead of them: it syncs what was applied — nothing yet.
+  REQUIRE(f.barrier());
+  CHECK_FALSE(f.index->durable_cursor().value());
+  CHECK(rocksdb_index_probe::queued_bytes(*f.index) == 200);
+
+  space.set_available(1u << 30);
+  REQUIRE(f.barrier());  // behind both batches, which are applied first
+  CHECK(rocksdb_index_probe::applied_batches(*f.index) == 2);
+  CHECK(f.changes.count_locked(state_change_kind::failed) == 0);
+  CHECK(*f.index->durable_cursor().value() == make_cursor(2));
+  CHECK(f.lookup("k") == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("rocksdb index: a shutdown behind batches waiting for space completes at once and drops them, so a release never waits for the disk (decision 0013)", "[adapter][backend][space][shutdown]") {
+  fixture f;
+  test::fake_space space(1u << 30);
+  rocksdb_index_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());  // the database is open
+  f.host.close_gate();
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.host.wait_calls(3));  // "b" taken (after the epoch checks of "a" and of the barrier)
+  REQUIRE(f.index->deliver(make_batch(1, {entry("c", {"k"}, 3)}, 3)) == delivery_result::accepted);
+  space.set_available(20u << 20);
+  const auto reads = space.reads();
+  f.host.open_gate();
+  REQUIRE(space.wait_reads(reads + 2));  // "b" applied, "c" waits
+  CHECK(rocksdb_index_probe::applied_batches(*f.index) == 2);
+  test::waiter flushed;
+  f.index->flush(flush_reason::shutdown, flushed.make());
+  REQUIRE(flushed.wait());
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  REQUIRE(shut.wait());
+  CHECK(rocksdb_index_probe::queued_bytes(*f.index) == 0);  // "c" dropped: it was never durable
+  CHECK(rocksdb_index_probe::applied_batches(*f.index) == 2);
+}
+
+TEST_CASE("rocksdb index: too full to open for writing, an owner reads its cursor without writing a byte, barriers succeed, deliveries defer, and it resumes when space returns (decision 0013)", "[adapter][backend][space]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 5)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  REQUIRE(shut.wait());  // the database is closed; the next owner reads its cursor from disk
+
+  test::fake_space space(1u << 30);
+  rocksdb_index_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  space.set_available(10u << 20);  // below half the 64 MiB reserve
+  f.host.epoch = 2;
+  const auto before = test::snapshot_dir(f.dir / "index");
+  auto durable = f.index->durable_cursor();
+  REQUIRE(durable);
+  REQUIRE(*durable);
+  CHECK(**durable == make_cursor(5));
+  CHECK(f.barrier());
+  CHECK(f.index->deliver(make_batch(2, {entry("b", {"k"}, 2)}, 6)) == delivery_result::deferred);
+  auto query = f.index->lookup("k", 10);
+  REQUIRE_FALSE(query);
+  CHECK(query.error().value() == errc::io_error);
+  CHECK_THAT(query.error().message(), Catch::Contains("free on its filesystem, below half its free-space reserve"));
+  const auto after = test::snapshot_dir(f.dir / "index");
+  INFO("changed: " << test::changed_files(before, after));
+  CHECK(after == before);
+
+  const auto changed = f.changes.count_locked(state_change_kind::changed);
+  space.set_available(1u << 30);
+  REQUIRE(f.changes.wait_for(state_change_kind::changed, changed + 1));
+  REQUIRE(f.index->deliver(make_batch(2, {entry("b", {"k"}, 2)}, 6)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(*f.index->durable_cursor().value() == make_cursor(6));
+  CHECK(f.lookup("k") == std::vector<std::string>{"a", "b"});
+}
+
 TEST_CASE("rocksdb index: shutdown drops queued work of its epoch and releases the database", "[adapter][backend][shutdown]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);
@@ -427,6 +545,12 @@ TEST_CASE("rocksdb index: bad options and ids are invalid_argument", "[adapter][
   o.max_queued_bytes = 10;
   CHECK_THAT(rocksdb_index_backend::create("x", o).error().message(),
              Catch::StartsWith("rocksdb_index_options.max_queued_bytes = 10"));
+  o.max_queued_bytes = 1u << 20;
+  o.free_space_reserve_bytes = (1u << 20) - 1;
+  CHECK(rocksdb_index_backend::create("x", o).error().message() ==
+        "rocksdb_index_options.free_space_reserve_bytes = 1048575: must be 0 or in [1048576, 1099511627776]");
+  o.free_space_reserve_bytes = 1u << 20;
+  CHECK(rocksdb_index_backend::create("x", o));
 }
 
 TEST_CASE("backend: a dropped completion reports backend_failed", "[core][backend]") {

@@ -16,6 +16,7 @@
 
 #include "adapters/test_support.hpp"
 #include "cli/dix_cli.hpp"
+#include "support/tmpfs_mount.hpp"
 
 namespace fs = std::filesystem;
 using dix::test::temp_dir;
@@ -178,4 +179,51 @@ TEST_CASE("dix demo: a verification MISMATCH counts the entries the index holds,
   auto expected = number_after(line, " entries, expected ");
   CHECK(held == expected + 1);
   CHECK_THAT(line, Catch::Contains(": 0 missing, 1 not expected;"));
+}
+
+TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store's free-space reserve with one line of io_error and exit 1, dix status and a restart say so, and once space is freed a run resumes and verifies (decision 0013)", "[system][cli][demo][space]") {
+  temp_dir dir;
+  std::string why;
+  // Only `dix` children use the filesystem: in a namespace of its own a killed test leaves no mount.
+  std::unique_ptr<dix::test::tmpfs_mount> mnt;
+  if (::geteuid() != 0) why = "not running as root: no tmpfs can be mounted";
+  else if (dix::test::tmpfs_mount::private_namespace(why)) mnt = dix::test::tmpfs_mount::make(dir / "mnt", 64u << 20, why);
+  if (!mnt) {
+    WARN("skipped, " << why);
+    return;
+  }
+  mnt->fill(*mnt / "filler", 24u << 20);  // what the test frees later; the demo gets 24 MiB
+  const auto demo_dir = (*mnt / "demo").string();
+  const auto primary = (*mnt / "demo" / "primary").string();
+  // One line of stderr: the command, then the store's refusal (decision 0013).
+  auto check_refused = [](const dix::test::command_result& r, const std::string& start) {
+    CHECK(r.exit_code == 1);  // a clean refusal: no SIGABRT (134) inside RocksDB
+    CHECK(dix::test::line_count(r.err) == 1);
+    CHECK_THAT(r.err, Catch::StartsWith(start) && Catch::Contains("io_error: ") &&
+                          Catch::Contains("free on its filesystem, below") && Catch::Contains("free-space reserve"));
+  };
+
+  auto full = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "10000000", "--rate", "0"});
+  INFO(full.out << full.err);
+  check_refused(full, "dix demo: the writer failed: io_error: primary store " + primary);
+
+  auto status = dix::test::dix_cli(dir, {"status", "--db", primary});
+  INFO(status.out << status.err);
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.out, Catch::Contains("store " + primary + ": ") && Catch::Contains("free-space reserve of 8.0 MiB"));
+
+  // Restarts while it stays full end the same way, never with an abort: the open is refused, or
+  // the first commit is.
+  auto again = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000000", "--rate", "0"});
+  INFO(again.out << again.err);
+  check_refused(again, "dix demo: ");
+  auto write = dix::test::dix_cli(dir, {"write", "--db", primary, "--records", "1000000"});
+  INFO(write.out << write.err);
+  check_refused(write, "dix write: ");
+
+  fs::remove(*mnt / "filler");
+  auto resumed = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000", "--rate", "0"});
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains("verify by-category: OK") && Catch::Contains("verify by-brand: OK"));
 }

@@ -183,11 +183,41 @@ TEST_CASE("dix status: --json prints the database, the attach state and every in
   CHECK(r.out == "{\"db\":\"" + home.string() +
                      "\",\"segment\":true,\"attached\":true,\"indexes\":["
                      "{\"id\":\"a.x\",\"state\":\"rebuilding\",\"reason\":\"rebuild-requested\","
-                     "\"rebuild_attempts\":1,\"owner_epoch\":1},"
+                     "\"rebuild_attempts\":1,\"owner_epoch\":1,\"hold\":\"none\"},"
                      "{\"id\":\"by-brand\",\"state\":\"needs-rebuild\",\"reason\":\"log-retention\","
-                     "\"rebuild_attempts\":2,\"owner_epoch\":5},"
+                     "\"rebuild_attempts\":2,\"owner_epoch\":5,\"hold\":\"none\"},"
                      "{\"id\":\"by-category\",\"state\":\"ready\",\"reason\":\"none\","
-                     "\"rebuild_attempts\":0,\"owner_epoch\":2}]}\n");
+                     "\"rebuild_attempts\":0,\"owner_epoch\":2,\"hold\":\"none\"}]}\n");
+}
+
+TEST_CASE("dix status: an index whose backend defers for want of disk space says so, and so does the store below or near its reserve (decision 0013)", "[system][cli][status][space]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  claim(*segment, "by-brand")->set_hold(backend_hold::low_disk_space);
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.out == "db " + home.string() + "\nruntime attached\n" + three_rows +
+                         "by-brand: deliveries deferred (low-disk-space): the filesystem of its index is below the "
+                         "backend's free-space reserve; they resume by themselves when space is freed\n");
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains("\"owner_epoch\":5,\"hold\":\"low-disk-space\"}"));
+  CHECK_THAT(json.out, !Catch::Contains("store_space"));  // no runtime stored the store's reserve
+
+  // A reserve no filesystem here can meet (1 TiB) is always below; one of 1 MiB is neither.
+  segment->set_store_reserve(1ull << 40);
+  plain = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK_THAT(plain.out, Catch::Contains("runtime attached\nstore " + home.string() + ": ") &&
+                            Catch::Contains(" MiB free on its filesystem (") &&
+                            Catch::Contains("below its free-space reserve of 1048576.0 MiB: commits are refused (io_error) until space is freed\n"));
+  json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains(",\"store_space\":{\"available_bytes\":") &&
+                           Catch::Contains(",\"reserve_bytes\":1099511627776,\"below_reserve\":true}}"));
+  segment->set_store_reserve(1u << 20);
+  plain = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK_THAT(plain.out, !Catch::Contains("store " + home.string()));
+  json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains(",\"reserve_bytes\":1048576,\"below_reserve\":false}}"));
 }
 
 TEST_CASE("dix status: without an attached runtime every id reads unknown with its stored epoch", "[system][cli][status]") {
@@ -206,7 +236,7 @@ TEST_CASE("dix status: without an attached runtime every id reads unknown with i
   CHECK(json.exit_code == 0);
   CHECK_THAT(json.out, Catch::Contains("\"attached\":false"));
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"unknown\",\"reason\":\"none\","
-                                       "\"rebuild_attempts\":0,\"owner_epoch\":5}"));
+                                       "\"rebuild_attempts\":0,\"owner_epoch\":5,\"hold\":\"none\"}"));
 }
 
 TEST_CASE("dix status: a database without a segment prints a note and exits 0", "[system][cli][status]") {

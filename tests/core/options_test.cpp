@@ -271,3 +271,17 @@ TEST_CASE("options: store WAL limits may not both be 0", "[core][options]") {
   CHECK_THAT(r.error().message(), StartsWith("store_options.wal_ttl_s = 0"));
   CHECK_THAT(r.error().message(), Catch::Matchers::Contains("store_options.wal_size_limit_mb = 0"));
 }
+
+TEST_CASE("options: the store's free-space reserve is 0 (automatic) or in [1 MiB, 1 TiB]", "[core][options][space]") {
+  dix::store_options o;
+  o.log_name = "main";
+  for (std::uint64_t ok : {0ull, 1ull << 20, 1ull << 40}) {
+    o.free_space_reserve_bytes = ok;
+    CHECK(dix::validate(o));
+  }
+  o.free_space_reserve_bytes = (1u << 20) - 1;
+  CHECK(dix::validate(o).error().message() ==
+        "store_options.free_space_reserve_bytes = 1048575: must be in [1048576, 1099511627776]");
+  o.free_space_reserve_bytes = (1ull << 40) + 1;
+  CHECK(dix::validate(o).error().value() == errc::invalid_argument);
+}

@@ -1,5 +1,5 @@
 // A backend_host for backend tests: a settable owner epoch, a readiness value, counted
-// unindexable codes and an optional gate that holds the applier inside is_owner_epoch (so a test
+// unindexable codes, recorded holds and an optional gate that holds the applier inside is_owner_epoch (so a test
 // can fill a backend's queue deterministically).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dix/backend.hpp>
@@ -31,6 +32,10 @@ class fake_host final : public backend_host {
     unindexable_.emplace_back(reason);
   }
   void request_rebuild() noexcept override { ++rebuild_requests; }
+  void note_hold(epoch_t e, backend_hold h) noexcept override {
+    std::lock_guard lock(mutex_);
+    holds_.emplace_back(e, h);
+  }
   result<coverage> admit_query(const coverage_mode& mode, cancel_token) override {
     if (refuse) return error{errc::unavailable, "test host refuses"};
     return coverage{coverage_state::current, mode.tolerance, milliseconds{0}};
@@ -54,6 +59,11 @@ class fake_host final : public backend_host {
     std::lock_guard lock(mutex_);
     return unindexable_;
   }
+  // Every note_hold, in order.
+  std::vector<std::pair<epoch_t, backend_hold>> holds() const {
+    std::lock_guard lock(mutex_);
+    return holds_;
+  }
 
   std::atomic<int> rebuild_requests{0};
   bool refuse = false;
@@ -64,6 +74,7 @@ class fake_host final : public backend_host {
   mutable std::size_t calls_ = 0;
   bool gate_closed_ = false;
   std::vector<std::string> unindexable_;
+  std::vector<std::pair<epoch_t, backend_hold>> holds_;
 };
 
 // Collects state changes and lets a test wait for one (bounded, generous; never a sleep).

@@ -88,6 +88,13 @@ class backend_host {
   virtual void note_unindexable(std::string_view reason) noexcept = 0;
   virtual void request_rebuild() noexcept = 0;
   virtual result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel = {}) = 0;
+  // Why the backend holds deliveries of `epoch` back, or backend_hold::none once it takes them
+  // again. Stored for readers in other processes (`dix status`) while `epoch` is the owner's;
+  // cheap when nothing changes. Default: ignored.
+  virtual void note_hold(epoch_t epoch, backend_hold hold) noexcept {
+    (void)epoch;
+    (void)hold;
+  }
 };
 
 class backend {

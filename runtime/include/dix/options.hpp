@@ -27,6 +27,13 @@ struct store_options {
   // file are flushed, 0 = RocksDB's (4 × the memtable total), else [64 KiB, 1 TiB]. Archived WAL
   // (wal_ttl_s, wal_size_limit_mb) is not counted. Failover fixture: 8 MiB. Default: 0
   std::uint64_t max_total_wal_size = 0;
+  // Free space the store leaves on its filesystem (decision 0013, docs/operations.md "Free
+  // space"), 0 = automatic: 2 % of the filesystem, at least min(128 MiB, an eighth of it), at most
+  // 4 GiB; else [1 MiB, 1 TiB]. Below it (the live WAL, which the memtables' flush writes again,
+  // counted as used) a commit fails
+  // io_error and writes nothing; the runtime's own system transactions stop at half of it, and
+  // the store does not open below half of it plus the WAL it would recover. Default: 0
+  std::uint64_t free_space_reserve_bytes = 0;
 };
 
 struct runner_options {

@@ -122,6 +122,17 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
   std::unique_ptr<impl> impl_;
 };
 
+// The free space of a store's filesystem as its commits see it (decision 0013), readable by any
+// process without opening the store (`dix status`): what statvfs says is available, and the
+// bytes of the live WAL, which the memtables' flush will write again and which the store counts
+// as used. io_error naming the path when statvfs fails.
+struct store_space {
+  std::uint64_t available_bytes = 0;  // f_bavail × f_frsize
+  std::uint64_t capacity_bytes = 0;   // f_blocks × f_frsize
+  std::uint64_t unflushed_bytes = 0;  // live WAL files (`<store>/*.log`)
+};
+result<store_space> read_store_space(const std::filesystem::path& store);
+
 // The last sequence of the newest committed transaction (RocksDB GetLatestSequenceNumber; each
 // operation takes one sequence). 0 for a store that is empty or closed. Thread-safe; waits only
 // while the store is closing.

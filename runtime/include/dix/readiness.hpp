@@ -25,6 +25,14 @@ enum class readiness_reason : std::uint8_t {
 std::string_view to_string(readiness_state s) noexcept;
 std::string_view to_string(readiness_reason r) noexcept;
 
+// Why an owner's backend holds deliveries back, for readers in other processes (the slot's
+// `hold`, docs/formats.md; decision 0013). Readers map unknown numbers to none.
+enum class backend_hold : std::uint8_t {
+  none = 0,
+  low_disk_space = 1,  // its filesystem is below the backend's free-space reserve
+};
+std::string_view to_string(backend_hold h) noexcept;  // "none", "low-disk-space"
+
 struct readiness {
   readiness_state state = readiness_state::unknown;
   readiness_reason reason = readiness_reason::none;

@@ -25,11 +25,15 @@ namespace dix {
 struct readiness_entry {
   std::string id;  // the backend id that claimed the slot
   dix::readiness readiness;
+  backend_hold hold = backend_hold::none;  // why its backend holds deliveries back; none unless attached
 };
 
 struct readiness_table {
   bool attached = false;                 // some runtime of the database is attached
   std::vector<readiness_entry> entries;  // every claimed slot, in slot order
+  // The home store's free-space reserve in bytes, as the last attached runtime stored it; 0
+  // when none has (decision 0013).
+  std::uint64_t store_reserve_bytes = 0;
 };
 
 class segment_reader {
