@@ -28,6 +28,7 @@
 #include <dix/runtime.hpp>
 
 #include "bench.hpp"
+#include "store_gen.hpp"
 #include "harness/child_process.hpp"
 #include "report.hpp"
 #include "tool/args.hpp"
@@ -36,34 +37,13 @@
 namespace dix::bench {
 namespace {
 
-constexpr std::uint32_t table = 1;
-constexpr std::size_t payload_bytes = 200;
-constexpr std::size_t per_txn = 100;
+using gen::payload_bytes;
+using gen::per_txn;
+using gen::table;
 
-std::string record_id(std::size_t i) {
-  char key[32];
-  std::snprintf(key, sizeof key, "r%015zu", i);
-  return key;
-}
-
-// The index key is the payload's first 8 bytes: 1000 distinct keys over the backlog.
-std::string payload_of(std::size_t i) {
-  char head[16];
-  std::snprintf(head, sizeof head, "key%05zu", i % 1000);
-  std::string p(head);
-  p.resize(payload_bytes, 'x');
-  return p;
-}
-
-std::uint64_t write_backlog(primary_store& store, std::size_t records) {
-  std::uint64_t last = 0;
-  for (std::size_t i = 0; i < records; i += per_txn) {
-    auto txn = store.begin();
-    for (std::size_t j = i; j < std::min(i + per_txn, records); ++j) txn.put(table, record_id(j), payload_of(j));
-    last = txn.commit().value().sequence;
-  }
-  return last;
-}
+using gen::payload_of;
+using gen::record_id;
+const auto write_backlog = gen::write_records;
 
 // The index key of record i (the payload's first 8 bytes) and its record ref as the backend
 // encodes it: u8 log length, log, u32 big-endian table, record id.
