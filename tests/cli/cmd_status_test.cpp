@@ -426,3 +426,21 @@ TEST_CASE("dix status: a metrics segment of another layout exits 3 naming it and
                         Catch::Contains("found layout version 2, expected layout version 1") &&
                         Catch::Contains("then delete " + path.string()));
 }
+
+TEST_CASE("dix status --watch: while a progress line is shown it reprints the owner's new figures, which move no change counter", "[system][cli][status][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  auto brand = claim(*segment, "by-brand");
+  const auto epoch = brand->mint_epoch().value();
+  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 100, 1000, 5000, 180, false}});
+  watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "1"});
+  CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 100/1000 records (10%), 5000 records/s, ETA 0.1 s\n\n"));
+  const auto counter = segment->segment_change_counter();
+  segment->metrics().write(brand->index(), metrics_block{2, rebuild_progress{epoch, 600, 1000, 5000, 80, false}});
+  CHECK(segment->segment_change_counter() == counter);  // only the metrics segment's counter moved
+  // Reprinted within the watch's one-second tick.
+  CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 600/1000 records (60%), 5000 records/s, ETA 0.0 s\n\n"));
+  CHECK(w.exit_code() == 0);
+}
