@@ -9,7 +9,9 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
+#include "core/clock.hpp"
 #include "messages/errors.hpp"
 
 namespace dix {
@@ -33,6 +35,12 @@ segment_slot* slot_of(publisher_pointer self, const std::string& id) {
   return slots.emplace(id, std::move(slot)).first->second.get();
 }
 
+caf::error no_slot(publisher_pointer self, const std::string& id) {
+  return make_error(errc::not_registered, "readiness publisher: backend id \"" + id +
+                                              "\" has no slot in the readiness segment of " +
+                                              self->state.segment->directory().string());
+}
+
 readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::shared_ptr<readiness_segment> segment,
                                                    caf::actor observer) {
   assert(segment != nullptr);
@@ -41,15 +49,19 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
   return {
     [self](publication& p) -> caf::result<published> {
       auto* slot = slot_of(self, p.id);
-      if (slot == nullptr) {
-        return make_error(errc::not_registered, "readiness publisher: backend id \"" + p.id +
-                                                    "\" has no slot in the readiness segment of " +
-                                                    self->state.segment->directory().string());
-      }
+      if (slot == nullptr) return no_slot(self, p.id);
       auto counter = slot->apply({p.state, p.reason, p.attempts, p.coverage_time, p.lag_gate});
       // anon_send: a typed actor may send() only to typed handles, and the observer needs no sender.
       if (self->state.observer) caf::anon_send(self->state.observer, readiness_observed{p.id, counter, slot->read()});
       return published{std::move(p.id), counter};
+    },
+    [self](metrics_publication& p) -> caf::result<metrics_published> {
+      auto* slot = slot_of(self, p.id);
+      if (slot == nullptr) return no_slot(self, p.id);
+      // The block of the id's slot; stamped with the wall clock, which readers compare with theirs.
+      auto& metrics = self->state.segment->metrics();
+      metrics.write(slot->index(), metrics_block{system_clock().wall_now_ns(), p.progress});
+      return metrics_published{std::move(p.id), metrics.change_counter()};
     },
   };
 }

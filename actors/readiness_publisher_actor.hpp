@@ -11,6 +11,11 @@
 //      rebuild_attempts, then state (release), then notify (segment_slot::apply);
 //   3. reply `published{id, change_counter}`;
 //   4. send `readiness_observed{id, change_counter, slot read back}` to the observer, if any.
+//
+// Per metrics_publication: the slot of `id` as above (none → not_registered); its block of the
+// metrics segment written whole under the seqlock, stamped with the wall clock
+// (metrics_segment::write); reply `metrics_published{id, metrics change_counter}`. Nothing is
+// observed: the figures change no readiness.
 #pragma once
 
 #include <memory>

@@ -1,11 +1,14 @@
 #include "actors/runner_actor.hpp"
 
 #include <cstdio>
+#include <optional>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/id_wiring.hpp"
+#include "core/progress_pacer.hpp"
 #include "messages/errors.hpp"
 
 namespace dix {
@@ -19,6 +22,7 @@ struct runner_state_data {
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
   std::optional<runner_status> reported;  // the status last passed to deps.on_status
   publication_fence fence;  // the lock's release behind the publications before it
+  progress_pacer pacer;     // when a rebuild's progress goes to the metrics segment
   static inline const char* name = "dix.runner";
 };
 
@@ -40,6 +44,20 @@ bool proxy_gone(runner_pointer self, const caf::error& err) {
   if (err != caf::sec::request_receiver_down) return false;
   apply(self, self->state.core->on_child_down(child_kind::proxy, false, now_of(self)));
   return true;
+}
+
+// Sends `m` to the publisher; the fence counts it in flight until its answer `Reply` lands. An
+// error counts as landed (it will not land later) and is reported on stderr as `what` failing.
+template <class Reply, class Message>
+void send_counted(runner_pointer self, Message m, const char* what) {
+  self->state.fence.sent();
+  self->request(self->state.deps.publisher, caf::infinite, std::move(m))
+    .then([self](Reply&) { self->state.fence.landed(); },
+          [self, what](caf::error& err) {
+            std::fprintf(stderr, "dix: runner of %s: %s failed: %s\n", self->state.deps.id.c_str(), what,
+                         error_text(err).c_str());
+            self->state.fence.landed();
+          });
 }
 
 void carry_out(runner_pointer self, effect& e) {
@@ -124,14 +142,8 @@ void carry_out(runner_pointer self, effect& e) {
         // (not_registered) means the registration and the runtime's segment disagree — a bug — or
         // the publisher is gone: it is reported on stderr and counted as landed, so a release is
         // not held forever behind a publication that will never land.
-        s.fence.sent();
-        self->request(d.publisher, caf::infinite, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, std::nullopt})
-          .then([self](published&) { self->state.fence.landed(); },
-                [self](caf::error& err) {
-                  std::fprintf(stderr, "dix: runner of %s: a publication failed: %s\n", self->state.deps.id.c_str(),
-                               error_text(err).c_str());
-                  self->state.fence.landed();
-                });
+        send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, std::nullopt},
+                                "a publication");
       } else if constexpr (std::is_same_v<T, fx::reset>) {
         self->request(d.proxy, caf::infinite, reset_request{x.gen, x.epoch})
           .then([self](reset_done& r) { apply(self, self->state.core->on_reset_done(r.gen, from_caf(r.error), now_of(self))); },
@@ -156,32 +168,47 @@ void carry_out(runner_pointer self, effect& e) {
 }
 
 // The snapshot first: a publication among the effects must never be visible before the state
-// that made it (status/metrics would lag the segment).
-void store_snapshot(runner_pointer self) {
+// that made it (status/metrics would lag the segment). Returns the rebuild progress the pacer
+// says to publish after this event's effects.
+std::optional<rebuild_progress> store_snapshot(runner_pointer self) {
   auto& s = self->state;
-  if (!s.deps.snapshot) return;
   auto snap = s.core->snapshot();
+  auto progress = s.pacer.next(snap, now_of(self));
+  if (!s.deps.snapshot) return progress;
   auto status = snap.status();
   const bool changed = !s.reported || s.reported->state != status.state || s.reported->reason != status.reason ||
                        s.reported->epoch != status.epoch;
   s.deps.snapshot->store(std::move(snap));
-  if (!changed) return;
+  if (!changed) return progress;
   s.reported = status;
   if (s.deps.on_status) s.deps.on_status(status, s.deps.snapshot->load_versioned().second);
+  return progress;
+}
+
+// The figures for the metrics segment, in the fence's order like a publication and counted as
+// one: a release hands the lock over only after they landed, so no earlier owner's figures
+// arrive after a successor's.
+void publish_progress(runner_pointer self, const rebuild_progress& progress) {
+  self->state.fence.then([self, progress] {
+    send_counted<metrics_published>(self, metrics_publication{self->state.deps.id, progress}, "a metrics publication");
+  });
 }
 
 void apply(runner_pointer self, effects out) {
-  store_snapshot(self);
+  auto progress = store_snapshot(self);
   for (auto& e : out) {
     auto step = [self, e]() mutable { carry_out(self, e); };
     // The unlock, and the answer that the release is over, wait for the publications before
     // them: whoever hears `stopped` reads in the slot what the release published.
     if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e)) {
+      // The progress goes behind the event's other effects, but never behind the unlock.
+      if (progress) publish_progress(self, *std::exchange(progress, std::nullopt));
       self->state.fence.after_landed(std::move(step));
     } else {
       self->state.fence.then(std::move(step));
     }
   }
+  if (progress) publish_progress(self, *progress);
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
@@ -189,7 +216,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   s.deps = std::move(deps);
   s.core = std::make_unique<runner_core>(s.deps.config);
   s.budgets = make_turn_budgets(s.deps.config.options);
-  store_snapshot(self);  // e.g. parked from the start
+  (void)store_snapshot(self);  // e.g. parked from the start; no scan ran yet
   // A dying runner keeps its lock entry: its supervisor, as the lock holder, quiesces the backend
   // and only then releases the entry (actors.md §3), so no successor overlaps unfinished work.
   return {

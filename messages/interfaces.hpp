@@ -26,6 +26,7 @@
 //                               │                 │ ◄─ state_change_msg ─────────────│  the backend)      │
 //                               └────────┬────────┘                                  └────────────────────┘
 //                                        │ publication → published
+//                                        │ metrics_publication → metrics_published
 //                                        ▼
 //                          readiness_publisher_actor (one per runtime; segment atomics, futex)
 //
@@ -97,9 +98,11 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
 // The readiness publisher of one runtime: performs its runners' publications (it owns the
 // segment mapping). Applies publications in arrival order, answers `published` (or the
 // error not_registered for an id without a claimed slot), then sends `readiness_observed` to
-// the observer it was spawned with, if any (an untyped handle: the runtime fans it out).
+// the observer it was spawned with, if any (an untyped handle: the runtime fans it out). Writes
+// the runners' metrics_publications into the metrics segment's blocks (`metrics_published`).
 using readiness_publisher_actor =
-  caf::typed_actor<caf::replies_to<publication>::with<published>>;
+  caf::typed_actor<caf::replies_to<publication>::with<published>,
+                   caf::replies_to<metrics_publication>::with<metrics_published>>;
 
 // The runtime actor as the runtime's own actors see it: the public interface (runtime_actor,
 // <dix/caf.hpp>) plus what its watcher, publisher and runners tell it. spawn_runtime hands the

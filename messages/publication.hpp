@@ -1,4 +1,5 @@
-// runner → readiness publisher → observer (actors.md §1–§2, protocol.md §1.5). A runner's core
+// runner → readiness publisher → observer (actors.md §1–§2, protocol.md §1.5), and runner →
+// readiness publisher for the figures of the metrics segment (docs/formats-metrics.md). A runner's core
 // decides what to publish and in which order; the publisher applies each publication to the
 // slot of its backend id exactly in the order it receives them (coverage_time — 0 unless the
 // state is ready —, lag_gate, then reason, rebuild_attempts, then state, then notifies), answers
@@ -14,6 +15,7 @@
 
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
+#include <dix/status.hpp>
 
 #include "messages/values.hpp"
 
@@ -72,6 +74,38 @@ struct readiness_observed {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, readiness_observed& x) {
   return f(caf::meta::type_name("dix.readiness_observed"), x.id, x.change_counter, x.readiness);
+}
+
+// The owner's figures for the metrics segment (docs/formats-metrics.md): the publisher stores them,
+// stamped with its wall clock, in the block of the slot of `id`, under the block's seqlock. Today
+// the progress of a rebuild's scan (core/progress_pacer.hpp decides when); issue 11 adds the lag
+// figures. Sent like a publication, in order with them, so a release waits for it too.
+struct metrics_publication {
+  std::string id;  // the backend id, naming the slot and so the block
+  rebuild_progress progress;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rebuild_progress& x) {
+  return f(caf::meta::type_name("dix.rebuild_progress"), x.epoch, x.rebuilt_records, x.estimated_records,
+           x.scan_records_per_s, x.rebuild_eta_ms, x.scan_ended);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metrics_publication& x) {
+  return f(caf::meta::type_name("dix.metrics_publication"), x.id, x.progress);
+}
+
+// Reply: the block is written. `change_counter` is the metrics segment's change counter as this
+// write left it. An id without a claimed slot is answered with the error not_registered.
+struct metrics_published {
+  std::string id;
+  std::uint64_t change_counter = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metrics_published& x) {
+  return f(caf::meta::type_name("dix.metrics_published"), x.id, x.change_counter);
 }
 
 }  // namespace dix

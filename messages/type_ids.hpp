@@ -6,7 +6,7 @@
 // without it; a remote one fails at run time with an unannounced type.
 //
 // Every type that is a message element is listed here; types that only appear inside one
-// (batch_msg, turn_budgets, coverage_capture, log_progress, the dix value types) are not, nor
+// (batch_msg, turn_budgets, coverage_capture, log_progress, rebuild_progress, the dix value types) are not, nor
 // are the messages that carry objects which never leave the process (supervise,
 // register_index: CAF_ALLOW_UNSAFE_MESSAGE_TYPE).
 // Add new message types at the end: IDs are positions in this block.
@@ -97,6 +97,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::scan_chunk))
   CAF_ADD_TYPE_ID(dix, (dix::reset_request))
   CAF_ADD_TYPE_ID(dix, (dix::reset_done))
+
+  // the metrics segment (publication.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::metrics_publication))
+  CAF_ADD_TYPE_ID(dix, (dix::metrics_published))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -1,49 +1,31 @@
 #include "adapters/readiness_segment.hpp"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <limits>
 #include <system_error>
 #include <vector>
 
-#include <boost/interprocess/exceptions.hpp>
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
-
 #include <dix/free_functions.hpp>
 
+#include "adapters/mapped_file.hpp"
+#include "adapters/metrics_segment.hpp"
 #include "adapters/posix_files.hpp"
 #include "core/names.hpp"
 
 namespace dix {
-
-// formats.md §4.1: the layout is defined for 64-bit little-endian Linux; other hosts refuse to
-// build rather than attach.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the readiness segment is little-endian only");
-static_assert(sizeof(void*) == 8, "the readiness segment is 64-bit only");
-static_assert(__atomic_always_lock_free(8, 0), "8-byte atomics must be lock-free on the mapping");
-static_assert(__atomic_always_lock_free(4, 0), "4-byte atomics must be lock-free on the mapping");
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace segment_layout;
 
-// Header offsets (formats.md §4.2).
-constexpr std::size_t h_magic = 0;
-constexpr std::size_t h_layout_version = 8;
-constexpr std::size_t h_header_bytes = 12;
-constexpr std::size_t h_slot_bytes = 16;
-constexpr std::size_t h_slot_count = 20;
+// Header offsets (formats.md §4.2) past the fields every mapped file shares (file_layout).
 constexpr std::size_t h_reset_count = 24;
 constexpr std::size_t h_change_counter = 32;
 constexpr std::size_t h_store_reserve = 40;  // docs/formats.md: the home store's free-space reserve (decision 0013)
@@ -65,63 +47,18 @@ constexpr std::size_t s_id = 64;
 static_assert(s_id + max_id_bytes == slot_bytes);
 static_assert(h_reserved + 80 == header_bytes);
 
-// "DIXREADY" as the little-endian 64-bit word at offset 0.
-constexpr std::uint64_t magic_word() {
-  constexpr char text[] = "DIXREADY";
-  std::uint64_t w = 0;
-  for (int i = 7; i >= 0; --i) w = (w << 8) | static_cast<unsigned char>(text[i]);
-  return w;
-}
-constexpr std::uint64_t dix_magic = magic_word();
-static_assert(dix_magic == 0x5944414552584944ull);
-
 constexpr std::uint32_t highest_state = static_cast<std::uint32_t>(readiness_state::unavailable);
 constexpr std::uint32_t highest_reason = static_cast<std::uint32_t>(readiness_reason::registration_changed);
 
-// Field access: the builtins of the field's width on the mapping, nothing else (§4.4). The
-// mapping is page-aligned and every offset is a multiple of its field's width.
-template <class T>
-T* field(unsigned char* base, std::size_t offset) noexcept {
-  return reinterpret_cast<T*>(base + offset);
-}
-template <class T>
-T load(unsigned char* base, std::size_t offset) noexcept {
-  return __atomic_load_n(field<T>(base, offset), __ATOMIC_ACQUIRE);
-}
-template <class T>
-void store(unsigned char* base, std::size_t offset, T value, int order = __ATOMIC_RELEASE) noexcept {
-  __atomic_store_n(field<T>(base, offset), value, order);
-}
+using mapped::field;
+using mapped::load;
+using mapped::store;
+using mapped::wait_counter;
+using mapped::wake_all;
 
-long futex(void* word, int op, std::uint32_t value, const timespec* timeout) noexcept {
-  return ::syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
-}
+constexpr std::string_view subject = "readiness segment";
 
-// Shared (not FUTEX_PRIVATE_FLAG) wake of every waiter on the counter at `offset`.
-void wake_all(unsigned char* base, std::size_t offset) noexcept {
-  futex(base + offset, FUTEX_WAKE, static_cast<std::uint32_t>(INT_MAX), nullptr);
-}
-
-// Waits on the low 32 bits of the 64-bit counter at base+offset (the address itself: little-endian).
-std::uint64_t wait_counter(unsigned char* base, std::size_t offset, std::uint64_t seen, milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto now_value = load<std::uint64_t>(base, offset);
-    if (now_value != seen) return now_value;
-    auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero()) return now_value;
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    // EAGAIN (already changed), ETIMEDOUT, EINTR and spurious wakes all re-check above.
-    futex(base + offset, FUTEX_WAIT, static_cast<std::uint32_t>(seen), &ts);
-  }
-}
-
-error os_error(const std::string& what, const fs::path& path, int code) {
-  return posix_error("readiness segment", what, path, code);
-}
+error os_error(const std::string& what, const fs::path& path, int code) { return posix_error(subject, what, path, code); }
 
 // An open-file-description lock on the whole file (F_OFD_SETLK, F_OFD_SETLKW, F_OFD_GETLK).
 int ofd_lock(int fd, int command, short type, struct flock* out = nullptr) noexcept {
@@ -161,59 +98,9 @@ class flock_guard {
   int fd_;
 };
 
-std::size_t file_bytes(std::uint32_t slot_count) noexcept {
-  return header_bytes + static_cast<std::size_t>(slot_count) * slot_bytes;
-}
-
-// Message of segment_layout_mismatch (formats.md §4.6 step 2).
-error layout_mismatch(const fs::path& path, const std::string& found, const std::string& expected) {
-  return error{errc::segment_layout_mismatch,
-               "readiness segment " + path.string() + ": found " + found + ", expected " + expected +
-                   "; stop every process using this database, then delete " + path.string()};
-}
-
-// Validates a mapped segment whose magic is not zero; returns its slot count.
-result<std::uint32_t> check_layout(unsigned char* base, std::size_t size, const fs::path& path) {
-  const std::string expected_version = "layout version " + std::to_string(layout_version);
-  if (size < 8) return layout_mismatch(path, "a file of " + std::to_string(size) + " bytes", expected_version);
-  auto magic = load<std::uint64_t>(base, h_magic);
-  if (magic != dix_magic) {
-    char text[8];
-    std::memcpy(text, &magic, sizeof text);
-    return layout_mismatch(path, "magic \"" + escape_bytes(std::string_view(text, sizeof text)) +
-                                     "\" (not a dix readiness segment)",
-                           expected_version + " (magic \"DIXREADY\")");
-  }
-  if (size < header_bytes) {
-    std::string found = "a file of " + std::to_string(size) + " bytes";
-    if (size >= h_layout_version + 4) {
-      found = "layout version " + std::to_string(load<std::uint32_t>(base, h_layout_version)) + " in " + found;
-    }
-    return layout_mismatch(path, found, expected_version + " (at least " + std::to_string(header_bytes) + " bytes)");
-  }
-  auto version = load<std::uint32_t>(base, h_layout_version);
-  if (version != layout_version) {
-    return layout_mismatch(path, "layout version " + std::to_string(version), expected_version);
-  }
-  auto header = load<std::uint32_t>(base, h_header_bytes);
-  auto slot = load<std::uint32_t>(base, h_slot_bytes);
-  if (header != header_bytes || slot != slot_bytes) {
-    return layout_mismatch(path,
-                           "layout version 1 with header_bytes " + std::to_string(header) + ", slot_bytes " +
-                               std::to_string(slot),
-                           expected_version + " with header_bytes " + std::to_string(header_bytes) +
-                               ", slot_bytes " + std::to_string(slot_bytes));
-  }
-  auto count = load<std::uint32_t>(base, h_slot_count);
-  if (count == 0 || count > max_slot_count || size != file_bytes(count)) {
-    return layout_mismatch(
-        path, "layout version 1 with slot_count " + std::to_string(count) + " in " + std::to_string(size) + " bytes",
-        expected_version + " with 1…" + std::to_string(max_slot_count) + " slots in " +
-            std::to_string(header_bytes) + " + slot_count × " + std::to_string(slot_bytes) + " bytes" +
-            (count > 0 && count <= max_slot_count ? " (" + std::to_string(file_bytes(count)) + ")" : ""));
-  }
-  return count;
-}
+// formats.md §4.2: the header's first fields, the slots behind it.
+constexpr file_layout readiness_layout{subject, "DIXREADY", layout_version, header_bytes, slot_bytes, "slot", max_slot_count};
+static_assert(readiness_layout.magic_word() == 0x5944414552584944ull);
 
 // Id helpers: eight 64-bit words at slot offset 64 (§4.4: relaxed word stores, then id_len).
 void write_id(unsigned char* slot, std::string_view id) noexcept {
@@ -262,14 +149,13 @@ backend_hold read_hold(unsigned char* slot) noexcept {
 
 class segment_mapping {
  public:
-  // The region's mapping is MAP_SHARED (read_write or read_only) and page-aligned at offset 0.
-  explicit segment_mapping(boost::interprocess::mapped_region region)
-      : region_(std::move(region)), base_(static_cast<unsigned char*>(region_.get_address())) {}
+  // The file is mapped MAP_SHARED (read-write or read-only), page-aligned at offset 0.
+  explicit segment_mapping(std::unique_ptr<mapped_file> file) : file_(std::move(file)), base_(file_->base()) {}
   segment_mapping(const segment_mapping&) = delete;
   segment_mapping& operator=(const segment_mapping&) = delete;
 
   unsigned char* base() const noexcept { return base_; }
-  std::size_t bytes() const noexcept { return region_.get_size(); }
+  std::size_t bytes() const noexcept { return file_->bytes(); }
   // Valid once the layout was checked (fixed at creation).
   std::uint32_t slot_count() const noexcept { return slot_count_; }
   void set_slot_count(std::uint32_t n) noexcept { slot_count_ = n; }
@@ -296,89 +182,16 @@ class segment_mapping {
   }
 
  private:
-  boost::interprocess::mapped_region region_;  // unmapped on destruction
+  std::unique_ptr<mapped_file> file_;  // unmapped on destruction
   unsigned char* base_;
   std::uint32_t slot_count_ = 0;
 };
 
 namespace {
 
-std::atomic<segment_map_hook> map_hook{nullptr};
-
-// Maps the first `bytes` of the file `fd` is open on: MAP_SHARED, read-write or read-only
-// (FUTEX_WAIT works on either, §4.4). Boost's file_mapping can only open by path, and it opens
-// without O_NOFOLLOW: a file renamed or symlinked over `path` since `fd` was opened would be
-// mapped instead of the one validated through `fd`. So nothing is mapped until the descriptor
-// Boost opened names the same file (st_dev, st_ino) as `fd`; `fd` stays open meanwhile, so its
-// inode number cannot have been reused by another file. Boost's descriptor (no O_CLOEXEC) is
-// closed when this returns; the mapping outlives it.
-result<std::shared_ptr<segment_mapping>> map_file(int fd, std::size_t bytes, bool writable, const fs::path& path) {
-  namespace bip = boost::interprocess;
-  struct stat validated {};
-  if (::fstat(fd, &validated) != 0) return os_error("fstat", path, errno);
-  if (auto hook = map_hook.load(std::memory_order_acquire)) hook(path);
-  const auto mode = writable ? bip::read_write : bip::read_only;
-  try {
-    bip::file_mapping file(path.c_str(), mode);
-    struct stat opened {};
-    if (::fstat(file.get_mapping_handle().handle, &opened) != 0) return os_error("fstat", path, errno);
-    if (opened.st_dev != validated.st_dev || opened.st_ino != validated.st_ino) {
-      return error{errc::io_error, "readiness segment " + path.string() +
-                                       ": the file opened to map it is not the file opened and validated "
-                                       "(replaced or made a symlink meanwhile); not mapped"};
-    }
-    bip::mapped_region region(file, mode, 0, bytes);
-    return std::make_shared<segment_mapping>(std::move(region));
-  } catch (const bip::interprocess_exception& e) {
-    if (auto code = e.get_native_error(); code != 0) return os_error("map", path, code);
-    return error{errc::io_error, "readiness segment: map " + path.string() + ": " + e.what()};
-  }
-}
-
-result<std::size_t> size_of(int fd, const fs::path& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return os_error("fstat", path, errno);
-  return static_cast<std::size_t>(st.st_size);
-}
-
-// §4.6 step 2, holding readiness.lock.
-result<std::shared_ptr<segment_mapping>> create_or_validate(const fs::path& path, std::uint32_t slot_count) {
-  unique_fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() < 0) {
-    if (errno != ENOENT) return os_error("open", path, errno);
-    fd = unique_fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (fd.get() < 0) return os_error("create", path, errno);
-  } else if (auto ok = check_private(fd.get(), path, "readiness segment"); !ok) {
-    return ok.error();
-  }
-  auto size = size_of(fd.get(), path);
-  if (!size) return size.error();
-  if (*size > 0) {
-    auto mapping = map_file(fd.get(), *size, true, path);
-    if (!mapping) return mapping.error();
-    bool zero_magic = *size >= 8 && load<std::uint64_t>((*mapping)->base(), h_magic) == 0;
-    if (!zero_magic) {
-      auto count = check_layout((*mapping)->base(), *size, path);
-      if (!count) return count.error();
-      (*mapping)->set_slot_count(*count);
-      return mapping;
-    }
-  }
-  // Missing, empty or zero magic (an interrupted creation): (re)create, magic last.
-  if (::fchmod(fd.get(), 0600) != 0) return os_error("fchmod", path, errno);
-  auto bytes = file_bytes(slot_count);
-  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return os_error("ftruncate", path, errno);
-  auto mapping = map_file(fd.get(), bytes, true, path);
-  if (!mapping) return mapping.error();
-  auto* base = (*mapping)->base();
-  // An interrupted creation may have left anything behind the zero magic: clear every word.
-  for (std::size_t offset = 8; offset < bytes; offset += 8) store<std::uint64_t>(base, offset, 0, __ATOMIC_RELAXED);
-  store<std::uint32_t>(base, h_layout_version, layout_version, __ATOMIC_RELAXED);
-  store<std::uint32_t>(base, h_header_bytes, header_bytes, __ATOMIC_RELAXED);
-  store<std::uint32_t>(base, h_slot_bytes, slot_bytes, __ATOMIC_RELAXED);
-  store<std::uint32_t>(base, h_slot_count, slot_count, __ATOMIC_RELAXED);
-  store<std::uint64_t>(base, h_magic, dix_magic);  // release: the header is complete before it
-  (*mapping)->set_slot_count(slot_count);
+std::shared_ptr<segment_mapping> mapping_of(mapped_layout&& m) {
+  auto mapping = std::make_shared<segment_mapping>(std::move(m.file));
+  mapping->set_slot_count(m.count);
   return mapping;
 }
 
@@ -556,11 +369,16 @@ std::string segment_slot::id() const { return read_id(base()); }
 // readiness_segment
 
 readiness_segment::readiness_segment(fs::path directory, int attach_fd, int lock_fd,
-                                     std::shared_ptr<segment_mapping> mapping)
-    : directory_(std::move(directory)), attach_fd_(attach_fd), lock_fd_(lock_fd), mapping_(std::move(mapping)) {}
+                                     std::shared_ptr<segment_mapping> mapping, std::shared_ptr<metrics_segment> metrics)
+    : directory_(std::move(directory)),
+      attach_fd_(attach_fd),
+      lock_fd_(lock_fd),
+      mapping_(std::move(mapping)),
+      metrics_(std::move(metrics)) {}
 
 readiness_segment::~readiness_segment() {
   mapping_.reset();
+  metrics_.reset();
   ::close(lock_fd_);
   ::close(attach_fd_);  // releases the OFD read lock: this runtime is detached
 }
@@ -592,20 +410,32 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
     }
   }
   std::shared_ptr<segment_mapping> mapping;
+  std::shared_ptr<metrics_segment> metrics;
   {
     auto guard = flock_guard::lock(lock_fd->get(), directory / "readiness.lock");
     if (!guard) return guard.error();
-    auto validated = create_or_validate(directory / "readiness.seg", slot_count);
+    // §4.6 step 2.
+    auto validated = dix::create_or_validate(directory / "readiness.seg", readiness_layout, slot_count);
     if (!validated) return validated.error();  // closing attach_fd drops the lock
-    mapping = std::move(*validated);
-    if (first) stale_reset(*mapping);
+    const bool created = validated->created;
+    mapping = mapping_of(std::move(*validated));
+    // One metrics block per slot, beside it (docs/formats-metrics.md); a new segment's slots pair
+    // with no block of an earlier metrics segment.
+    auto blocks = metrics_segment::create_or_validate(directory, mapping->slot_count(), created);
+    if (!blocks) return blocks.error();
+    metrics = std::move(*blocks);
+    if (first) {
+      stale_reset(*mapping);
+      metrics->clear();  // an owner's figures live while a runtime is attached, as its readiness
+    }
   }
   // Downgrade after readiness.lock is released; atomic, so no other attacher slips in between.
   if (first && ofd_lock(attach_fd->get(), F_OFD_SETLK, F_RDLCK) != 0) {
     return os_error("downgrade lock", directory / "attach.lock", errno);
   }
-  return std::shared_ptr<readiness_segment>(
-      new readiness_segment(std::move(directory), attach_fd->release(), lock_fd->release(), std::move(mapping)));
+  return std::shared_ptr<readiness_segment>(new readiness_segment(std::move(directory), attach_fd->release(),
+                                                                   lock_fd->release(), std::move(mapping),
+                                                                   std::move(metrics)));
 }
 
 result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view id) {
@@ -682,35 +512,10 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   if (!home) return home.error();
   if (!*home) return std::shared_ptr<segment_view>();
   auto directory = **home / "dix";
-  auto path = directory / "readiness.seg";
-  bool writable = mode == access::read_write;
-  unique_fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::shared_ptr<segment_view>();
-    return os_error("open", path, errno);
-  }
-  // Who writes to the segment (a rebuild request, coverage demand) trusts it as a runtime does.
-  if (writable) {
-    if (auto ok = check_private(fd.get(), path, "readiness segment"); !ok) return ok.error();
-  }
-  // A creator holds readiness.lock, which readers never take: it ftruncates before it writes the
-  // magic, so a size that changed under a non-zero magic means the file was re-created; map again.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto size = size_of(fd.get(), path);
-    if (!size) return size.error();
-    if (*size == 0) return std::shared_ptr<segment_view>();
-    auto mapping = map_file(fd.get(), *size, writable, path);
-    if (!mapping) return mapping.error();
-    if (*size >= 8 && load<std::uint64_t>((*mapping)->base(), h_magic) == 0) return std::shared_ptr<segment_view>();
-    auto again = size_of(fd.get(), path);
-    if (!again) return again.error();
-    if (*again != *size) continue;
-    auto count = check_layout((*mapping)->base(), *size, path);
-    if (!count) return count.error();
-    (*mapping)->set_slot_count(*count);
-    return std::shared_ptr<segment_view>(new segment_view(std::move(directory), std::move(*mapping), mode));
-  }
-  return error{errc::io_error, "readiness segment " + path.string() + ": its size kept changing while mapping it"};
+  auto m = open_existing(directory / "readiness.seg", readiness_layout, mode == access::read_write);
+  if (!m) return m.error();
+  if (!*m) return std::shared_ptr<segment_view>();
+  return std::shared_ptr<segment_view>(new segment_view(std::move(directory), mapping_of(std::move(**m)), mode));
 }
 
 std::optional<std::uint32_t> segment_view::find(std::string_view id) const { return mapping_->find(id); }
@@ -720,6 +525,8 @@ dix::readiness segment_view::read(std::uint32_t index) const { return read_slot(
 backend_hold segment_view::hold(std::uint32_t index) const { return read_hold(mapping_->slot(index)); }
 
 std::uint64_t segment_view::store_reserve() const noexcept { return load<std::uint64_t>(mapping_->base(), h_store_reserve); }
+
+std::uint32_t segment_view::slot_count() const noexcept { return mapping_->slot_count(); }
 
 std::vector<std::pair<std::uint32_t, std::string>> segment_view::claimed() const {
   std::vector<std::pair<std::uint32_t, std::string>> out;
@@ -755,8 +562,6 @@ result<bool> segment_view::runtime_attached() const {
   if (ofd_lock(fd.get(), F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
   return found.l_type != F_UNLCK;
 }
-
-void test_set_segment_map_hook(segment_map_hook hook) noexcept { map_hook.store(hook, std::memory_order_release); }
 
 // ---------------------------------------------------------------------------------------------
 // Free functions (api.md §7)

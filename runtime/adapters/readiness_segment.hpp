@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/mapped_file.hpp"  // test_set_segment_map_hook
 #include "ports/ownership.hpp"
 
 namespace dix {
@@ -44,6 +45,7 @@ inline constexpr std::size_t max_id_bytes = 64;
 }  // namespace segment_layout
 
 class segment_mapping;  // the mapped file; defined in the .cpp
+class metrics_segment;  // adapters/metrics_segment.hpp
 
 // One publication (protocol.md §1.5) as segment_slot::apply stores it.
 struct slot_publication {
@@ -120,12 +122,12 @@ class segment_slot final : public readiness_slot {
 // An attached runtime's view of the segment (formats.md §4.6 steps 1–3).
 class readiness_segment : public std::enable_shared_from_this<readiness_segment> {
  public:
-  // Creates `realpath(home_db)/dix/` (0700, with `runner/`), the lock files and the segment (0600)
-  // as needed, attaches (OFD read lock on attach.lock) and, as the first attacher, resets stale
+  // Creates `realpath(home_db)/dix/` (0700, with `runner/`), the lock files, the segment and the
+  // metrics segment (0600) as needed, attaches (OFD read lock on attach.lock) and, as the first attacher, resets stale
   // state. `slot_count` (1…max_slot_count) applies only when the segment is created.
-  // Fails invalid_argument (slot_count), segment_layout_mismatch (an existing segment of another
-  // layout: the message names the path, the versions and the remedy), io_error (system calls;
-  // home_db missing).
+  // Fails invalid_argument (slot_count), segment_layout_mismatch (an existing segment or metrics
+  // segment of another layout: the message names the path, the versions and the remedy), io_error
+  // (system calls; home_db missing).
   static result<std::shared_ptr<readiness_segment>> attach(
       const std::filesystem::path& home_db,
       std::uint32_t slot_count = segment_layout::default_slot_count);
@@ -154,15 +156,19 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
   void notify() noexcept;
   // `realpath(home_db)/dix`.
   const std::filesystem::path& directory() const noexcept { return directory_; }
+  // `dix/metrics.seg`, created or validated by attach beside the segment (one block per slot,
+  // docs/formats-metrics.md) and cleared by the first attacher with the stale reset.
+  metrics_segment& metrics() const noexcept { return *metrics_; }
 
  private:
   readiness_segment(std::filesystem::path directory, int attach_fd, int lock_fd,
-                    std::shared_ptr<segment_mapping> mapping);
+                    std::shared_ptr<segment_mapping> mapping, std::shared_ptr<metrics_segment> metrics);
 
   std::filesystem::path directory_;
   int attach_fd_;  // holds the OFD read lock
   int lock_fd_;    // readiness.lock, flock'ed around claims
   std::shared_ptr<segment_mapping> mapping_;
+  std::shared_ptr<metrics_segment> metrics_;
   std::mutex claim_mutex_;  // flock on one descriptor does not exclude this process's threads
 };
 
@@ -185,6 +191,9 @@ class segment_view {
   backend_hold hold(std::uint32_t index) const;
   // The home store's free-space reserve an attached runtime stored; 0 = none stored yet.
   std::uint64_t store_reserve() const noexcept;
+  std::uint32_t slot_count() const noexcept;
+  // `realpath(home_db)/dix`.
+  const std::filesystem::path& directory() const noexcept { return directory_; }
   // Every claimed slot as (index, backend id), in slot order.
   std::vector<std::pair<std::uint32_t, std::string>> claimed() const;
   // The header's segment_change_counter (acquire) and a futex wait on it, as
@@ -204,12 +213,5 @@ class segment_view {
   std::shared_ptr<segment_mapping> mapping_;
   access mode_;
 };
-
-// Test-only: called with the segment's path after readiness.seg was opened (O_NOFOLLOW) and its
-// size read through that descriptor, just before Boost.Interprocess opens the path again to map
-// it — the window in which a file renamed or symlinked over the path would be mapped instead.
-// nullptr, the default, in production.
-using segment_map_hook = void (*)(const std::filesystem::path& segment);
-void test_set_segment_map_hook(segment_map_hook hook) noexcept;
 
 }  // namespace dix

@@ -1,12 +1,28 @@
-// <dix/segment.hpp>: the public segment reader over a read-only segment_view.
+// <dix/segment.hpp>: the public segment reader over a read-only segment_view and, once it exists,
+// the read-only metrics segment beside it.
 #include <dix/segment.hpp>
 
+#include <mutex>
+
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 
 namespace dix {
 
 struct segment_reader::impl {
   std::shared_ptr<segment_view> view;
+  mutable std::mutex mutex;                          // guards `metrics`: read() may map it late
+  mutable std::shared_ptr<metrics_segment> metrics;  // nullptr until metrics.seg exists
+
+  // The metrics segment, mapped when first found; nullptr while there is none.
+  result<std::shared_ptr<metrics_segment>> find_metrics() const {
+    std::lock_guard guard(mutex);
+    if (metrics) return metrics;
+    auto opened = metrics_segment::open(view->directory(), view->slot_count());
+    if (!opened) return opened.error();
+    metrics = std::move(*opened);
+    return metrics;
+  }
 };
 
 segment_reader::segment_reader(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -16,11 +32,16 @@ result<std::unique_ptr<segment_reader>> segment_reader::open(const std::filesyst
   auto view = segment_view::open(home_db, segment_view::access::read_only);
   if (!view) return view.error();
   if (!*view) return std::unique_ptr<segment_reader>();
-  return std::unique_ptr<segment_reader>(new segment_reader(std::make_unique<impl>(impl{std::move(*view)})));
+  auto p = std::make_unique<impl>();
+  p->view = std::move(*view);
+  if (auto metrics = p->find_metrics(); !metrics) return metrics.error();
+  return std::unique_ptr<segment_reader>(new segment_reader(std::move(p)));
 }
 
 result<readiness_table> segment_reader::read() const {
   const auto& view = *impl_->view;
+  auto metrics = impl_->find_metrics();
+  if (!metrics) return metrics.error();
   readiness_table table;
   // The lock before the slots, as read_readiness: a state read after seeing a runtime attached
   // was published by an attached runtime, never a leftover a later stale reset clears.
@@ -29,13 +50,19 @@ result<readiness_table> segment_reader::read() const {
   table.attached = *attached;
   table.store_reserve_bytes = view.store_reserve();
   for (auto& [index, id] : view.claimed()) {
-    auto r = view.read(index);
-    auto hold = view.hold(index);
+    readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0};
     if (!table.attached) {
-      r = readiness{readiness_state::unknown, readiness_reason::none, 0, r.owner_epoch};
-      hold = backend_hold::none;
+      entry.readiness = readiness{readiness_state::unknown, readiness_reason::none, 0, entry.readiness.owner_epoch};
+      entry.hold = backend_hold::none;
+    } else if (*metrics) {
+      // Figures of the epoch the slot holds: any other epoch's are an earlier attempt's or owner's.
+      auto block = (*metrics)->read(index);
+      if (block && block->progress && block->progress->epoch == entry.readiness.owner_epoch) {
+        entry.progress = block->progress;
+        entry.progress_written_ns = block->written_wall_ns;
+      }
     }
-    table.entries.push_back(readiness_entry{std::move(id), r, hold});
+    table.entries.push_back(std::move(entry));
   }
   return table;
 }

@@ -1,8 +1,11 @@
 // `dix demo`: the main job. A writer thread fills a product catalogue in a primary store while
 // the runtime indexes it into two RocksDB secondary indexes (by category, by brand); a live
-// progress line shows committed, indexed, lag and readiness; sample queries run; finally the
-// indexes are verified against the projection of the primary store. Run it again: the data is
-// reused and each index resumes from its durable cursor.
+// progress line shows committed, indexed, lag and readiness. Once half the writes are in, the
+// demo asks for a rebuild of by-brand (as `dix rebuild` would from another process) and prints
+// lines while the owner resets it and rebuilds it from a snapshot scan — records, percent, rate,
+// ETA — then replays the log from the scan's boundary; sample queries run; finally every index is
+// verified against the projection of the primary store. Run it again: the data is reused and each
+// index resumes from its durable cursor.
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +22,7 @@
 #include "catalogue.hpp"
 #include "commands.hpp"
 #include "usage.hpp"
+#include "wording.hpp"
 #include "tool/args.hpp"
 
 namespace dix::cli {
@@ -37,6 +41,64 @@ std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(roc
   }
   return out;
 }
+
+// The rebuild the demo asks for midway: of the last index, once half the writes are in (or the
+// writer is done) and the index is ready. It is over when the index is ready again under a newer
+// epoch: the attempt minted one.
+class demo_rebuild {
+ public:
+  demo_rebuild(runtime& rt, const catalogue_index& index) : rt_(rt), index_(index) {}
+
+  bool over() const { return done_; }
+  bool running() const { return requested_ && !done_; }
+
+  // Asks once `due`; then prints a line whenever the rebuild's state or scan figures change.
+  // `line` prints one line above the live progress line.
+  template <class Print>
+  void step(bool due, Print&& line) {
+    if (done_) return;
+    auto m = rt_.metrics(index_.id);
+    if (!m) return;
+    if (!requested_) {
+      // Once the index is ready (a fresh one is first built by a scan of its own, which would
+      // absorb the request): this rebuild resets an index that holds entries.
+      if (!due || m->readiness.state != readiness_state::ready) return;
+      epoch_before_ = m->epoch;
+      // Said before asking: a run killed in between leaves no request the output does not show.
+      line("dix demo: asking for a rebuild of " + index_.id +
+           " midway: the owner resets it and rebuilds it from a scan of the catalogue");
+      requested_ = rt_.request_rebuild(index_.id);
+      if (!requested_) line("dix demo: the rebuild of " + index_.id + " was refused: it cannot be rebuilt");
+      done_ = !requested_;
+      return;
+    }
+    const bool ready = m->readiness.state == readiness_state::ready && m->epoch > epoch_before_;
+    std::string text;
+    if (m->epoch > epoch_before_ && m->rebuilt_records + m->estimated_records > 0) {
+      // The scan's figures, as another process reads them from the metrics segment.
+      const rebuild_progress p{m->epoch, m->rebuilt_records, m->estimated_records, m->scan_records_per_s,
+                               m->rebuild_eta_ms, false};
+      text = "rebuild " + index_.id + ": " + progress_text(p);
+    } else {
+      text = "rebuild " + index_.id + ": " + std::string(to_string(m->readiness.state)) + " (" +
+             std::string(to_string(m->readiness.reason)) + "), epoch " + std::to_string(m->epoch);
+    }
+    if (!ready && text != last_) line(text);
+    last_ = text;
+    if (!ready) return;
+    done_ = true;
+    line("dix demo: " + index_.id + " rebuilt by a scan: " + std::to_string(m->rebuilt_records) + " records at " +
+         std::to_string(m->scan_records_per_s) + " records/s (epoch " + std::to_string(epoch_before_) + " -> " +
+         std::to_string(m->epoch) + "); it follows the log again");
+  }
+
+ private:
+  runtime& rt_;
+  const catalogue_index& index_;
+  bool requested_ = false, done_ = false;
+  epoch_t epoch_before_ = 0;
+  std::string last_;
+};
 
 }  // namespace
 
@@ -135,10 +197,15 @@ int run_demo(const std::vector<std::string>& argv) {
     else std::cout << line << std::endl;
   };
 
+  // A line of its own above the live progress line (which the next redraw puts back).
+  auto note = [&](const std::string& text) { std::cout << (tty ? "\r\x1b[K" : "") << text << std::endl; };
+  demo_rebuild rebuild(**rt, indexes.back());
+
   auto deadline = clock_type::now() + std::chrono::seconds(timeout_seconds);
   auto last_plain = clock_type::now();
   bool caught_up = false;
   while (clock_type::now() < deadline) {
+    rebuild.step(writer_done.load() || written.load() * 2 >= *records, note);
     if (tty) progress(false);
     else if (clock_type::now() - last_plain >= std::chrono::seconds(1)) {
       progress(false);
@@ -155,16 +222,18 @@ int run_demo(const std::vector<std::string>& argv) {
         auto m = (*rt)->metrics(ix.id);
         auto s = (*rt)->status(ix.id);
         if (!m || m->logs.empty() || m->logs[0].durable_sequence < latest || m->readiness.state != readiness_state::ready) caught_up = false;
-        // needs-rebuild is a rebuild backing off (decision 0015); unavailable is the end of trying.
+        // needs-rebuild passes: the owner rebuilds after its backoff (the midway request condemns
+        // first, too). Only a spent attempt budget ends the demo.
         if (s && s->state == runner_state::unavailable) {
           std::cerr << "\ndix demo: index " << ix.id << " is unavailable (" << to_string(s->reason) << "): " << s->message << "\n";
           writer.join();
           return exit_error;
         }
       }
-      if (caught_up) break;
+      if (caught_up && rebuild.over()) break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Looks closer while the rebuild runs: its lines show its steps, not only its end.
+    std::this_thread::sleep_for(std::chrono::milliseconds(rebuild.running() ? 20 : 100));
   }
   writer.join();
   if (tty) std::cout << "\n";

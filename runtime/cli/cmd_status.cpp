@@ -5,9 +5,12 @@
 // beside a running owner.
 //
 // It runs in a process of its own, which has no runtime: lag is known only to a runtime, so it is
-// not shown. `--watch` sleeps on the header's segment_change_counter futex and reprints when the
-// table changed; the wait's timeout (tick_ms) only re-checks the stop flag, the attach state and
-// whether the segment file was created or replaced, none of which moves the counter.
+// not shown. A rebuilding index's progress comes from the metrics segment beside the readiness
+// segment (docs/formats-metrics.md), written by the owner. `--watch` sleeps on the header's
+// segment_change_counter futex and reprints when the table changed; the wait's timeout (tick_ms)
+// re-checks the stop flag, the attach state and whether the segment file was created or
+// replaced, none of which moves the counter, and the progress shown, which the owner rewrites a
+// few times a second without moving it either.
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -32,6 +35,7 @@
 #include "commands.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
+#include "wording.hpp"
 
 namespace dix::cli {
 namespace {
@@ -42,26 +46,31 @@ using tool::json_string;
 constexpr const char* usage = R"(usage: dix status --db PATH [--json] [--watch [--updates N]]
 
 Print the readiness of every backend id of the database whose home store is PATH: one line per
-id, sorted, with state, reason, rebuild attempts and owner epoch (formats.md §4.5 names). Reads
-only PATH/dix/readiness.seg (mapped read-only) and tests PATH/dix/attach.lock without locking it;
-never opens the RocksDB store, so it is safe while the owning process runs. Without an attached
-runtime every id reads `unknown` with its stored epoch. Lag is not shown: only a runtime knows it,
-and this command runs in a process of its own. An index whose backend defers deliveries for
-want of disk space gets a line saying so, and so does the store when its filesystem is below
-(or within twice) the free-space reserve its runtime stored.
+id, sorted, with state, reason, rebuild attempts and owner epoch (formats.md §4.5 names), and
+for each `rebuilding` index whose scan the owner reports, a progress line: records rebuilt of
+the estimate, percent, rate and ETA ("progress by-brand: 6144/14000 records (43%), 52000
+records/s, ETA 0.2 s"). Reads only PATH/dix/readiness.seg and PATH/dix/metrics.seg (mapped
+read-only) and tests PATH/dix/attach.lock without locking it; never opens the RocksDB store, so
+it is safe while the owning process runs. Without an attached runtime every id reads `unknown`
+with its stored epoch. Lag is not shown: only a runtime knows it, and this command runs in a
+process of its own. An index whose backend defers deliveries for want of disk space gets a line
+saying so, and so does the store when its filesystem is below (or within twice) the free-space
+reserve its runtime stored.
 
   --json         one JSON object per table:
                  {"db","segment","attached","indexes":[{"id","state","reason",
-                  "rebuild_attempts","owner_epoch","hold"}]} and, once a runtime stored the
-                 store's reserve, "store_space":{"available_bytes","capacity_bytes",
-                  "unflushed_bytes","reserve_bytes","below_reserve"}
+                  "rebuild_attempts","owner_epoch","hold"}]}; a rebuilding index with progress
+                  also has "rebuilt_records","estimated_records","scan_records_per_s",
+                  "rebuild_eta_ms","scan_ended"; once a runtime stored the store's reserve,
+                  "store_space":{"available_bytes","capacity_bytes","unflushed_bytes",
+                  "reserve_bytes","below_reserve"}
   --watch        print the table, then again whenever it changes (futex wakeups on the
-                 segment's change counter, not polling) until SIGINT or SIGTERM; a blank line
-                 ends each plain table
+                 segment's change counter, not polling; a rebuild's progress at most once a
+                 second) until SIGINT or SIGTERM; a blank line ends each plain table
   --updates N    with --watch: exit after N reprints
 
 exit status: 0 success (also: no segment yet), 1 error, 2 bad arguments,
-3 the readiness segment has another layout (the message names the remedy)
+3 the readiness or metrics segment has another layout (the message names the remedy)
 )";
 
 // The futex wait's timeout: how often --watch re-checks what does not move the change counter.
@@ -160,8 +169,9 @@ class segment_source {
   std::uint64_t counter() const noexcept { return reader_ ? reader_->change_counter() : 0; }
 
   // Blocks until the table may have changed (true) or a stop was requested (false). Every
-  // tick_ms it re-checks the stop flag, the attach state and the segment file's identity.
-  bool wait(std::uint64_t seen, bool attached_seen) const {
+  // tick_ms it re-checks the stop flag, the attach state and the segment file's identity; while
+  // a progress line is shown (`progress_seen`), each tick may change the table.
+  bool wait(std::uint64_t seen, bool attached_seen, bool progress_seen) const {
     for (;;) {
       if (stop_requested) return false;
       if (reader_) {
@@ -170,6 +180,7 @@ class segment_source {
         ::poll(nullptr, 0, static_cast<int>(tick_ms.count()));  // returns early on a signal
       }
       if (stop_requested) return false;
+      if (progress_seen) return true;
       auto now = identity_of(file_);
       if (reader_ ? !now || !(*now == identity_) : now.has_value()) return true;
       if (reader_) {
@@ -188,6 +199,16 @@ class segment_source {
   file_identity identity_;
 };
 
+// The progress `e` shows: the owner's figures of a rebuilding index (segment_reader gives only
+// those of the slot's current epoch).
+const rebuild_progress* shown_progress(const readiness_entry& e) {
+  return e.readiness.state == readiness_state::rebuilding && e.progress ? &*e.progress : nullptr;
+}
+
+bool shows_progress(const table& t) {
+  return std::any_of(t.indexes.begin(), t.indexes.end(), [](const readiness_entry& e) { return shown_progress(e); });
+}
+
 std::string render_json(const fs::path& home, const table& t) {
   std::ostringstream out;
   out << "{\"db\":" << json_string(home.string()) << ",\"segment\":" << (t.segment ? "true" : "false")
@@ -197,7 +218,13 @@ std::string render_json(const fs::path& home, const table& t) {
     const auto& r = e.readiness;
     out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(r.state)
         << "\",\"reason\":\"" << to_string(r.reason) << "\",\"rebuild_attempts\":" << r.rebuild_attempts
-        << ",\"owner_epoch\":" << r.owner_epoch << ",\"hold\":\"" << to_string(e.hold) << "\"}";
+        << ",\"owner_epoch\":" << r.owner_epoch << ",\"hold\":\"" << to_string(e.hold) << "\"";
+    if (const auto* p = shown_progress(e)) {
+      out << ",\"rebuilt_records\":" << p->rebuilt_records << ",\"estimated_records\":" << p->estimated_records
+          << ",\"scan_records_per_s\":" << p->scan_records_per_s << ",\"rebuild_eta_ms\":" << p->rebuild_eta_ms
+          << ",\"scan_ended\":" << (p->scan_ended ? "true" : "false");
+    }
+    out << "}";
   }
   out << "]";
   if (t.space) {
@@ -253,6 +280,7 @@ std::string render_plain(const fs::path& home, const table& t) {
       out << e.id << ": deliveries deferred (low-disk-space): the filesystem of its index is below the backend's "
                      "free-space reserve; they resume by themselves when space is freed\n";
     }
+    if (const auto* p = shown_progress(e)) out << "progress " << e.id << ": " << progress_text(*p) << "\n";
   }
   return out.str();
 }
@@ -325,7 +353,7 @@ int run_status(const std::vector<std::string>& argv) {
       shown = std::move(text);
     }
     if (!watch || (updates != 0 && reprints >= updates)) return exit_ok;
-    if (!source.wait(seen, t->attached)) return exit_ok;
+    if (!source.wait(seen, t->attached, shows_progress(*t))) return exit_ok;
   }
 }
 

@@ -17,7 +17,8 @@ constexpr entry commands[] = {
     {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS]
          The main job: writes N product records (updates and deletes mixed in) into DIR/primary
          at R per second while two secondary indexes (by category, by brand) follow the WAL;
-         shows progress, runs sample queries, verifies the indexes against the primary store.
+         shows progress; midway it asks for a rebuild of by-brand and shows the scan that
+         rebuilds it; runs sample queries, verifies the indexes against the primary store.
          Defaults: DIR ./dix-demo, N 20000, R 10000. Run it again to resume.
 )"},
     {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
@@ -31,14 +32,18 @@ constexpr entry commands[] = {
 )"},
     {"status", R"(--db PATH [--json] [--watch [--updates N]]
          The readiness of every backend id (state, reason, attempts, epoch) from the database's
-         readiness segment; never opens the store. No lag: only a runtime knows it. --watch
+         readiness segment, and a rebuilding index's progress (records, percent, rate, ETA) from
+         its metrics segment; never opens the store. No lag: only a runtime knows it. --watch
          reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
          layout. `dix status --help` for more.
 )"},
-    {"rebuild", R"(--db PATH ID
+    {"rebuild", R"(--db PATH ID [--wait [--timeout SECONDS]]
          Asks the owner of index ID for a rebuild through the readiness segment, from any
-         process; never opens the store. Until rebuild exists the owner condemns the index
-         (`needs-rebuild`, reason `rebuild-requested`). Exit 1 when ID has no slot.
+         process; never opens the store. The owner resets the index and rebuilds it from a
+         snapshot scan. --wait follows that rebuild until ID is ready again (exit 0): a progress
+         bar redrawn on a terminal (records, percent, rate, ETA), plain lines otherwise. Exit 1
+         when ID has no slot, and with --wait when no runtime is attached, the rebuild fails
+         (needs-rebuild, unavailable: the reason is named) or SECONDS pass.
 )"},
     {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
          [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing]
@@ -66,7 +71,7 @@ prints that command's usage.
 
 constexpr const char* exit_status = R"(
 exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request (wal) or
-readiness segment of another layout (status)
+readiness or metrics segment of another layout (status)
 )";
 
 }  // namespace

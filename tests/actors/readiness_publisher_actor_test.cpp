@@ -18,7 +18,9 @@
 #include <caf/send.hpp>
 
 #include "actors/readiness_publisher_actor.hpp"
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
+#include "core/clock.hpp"
 #include "messages/errors.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/recorders.hpp"
@@ -37,16 +39,23 @@ struct outcome {
 
 struct client_state {
   std::vector<outcome> outcomes;
+  std::vector<metrics_published> metrics_replies;
+  std::vector<caf::error> metrics_errors;
 };
 
 // Forwards every publication it is sent to the publisher as a request (no timeout, like the
 // runners will) and records the answer.
 caf::behavior client(caf::stateful_actor<client_state>* self, readiness_publisher_actor publisher) {
   return {[self, publisher](publication& p) {
-    self->request(publisher, caf::infinite, std::move(p))
-      .then([self](published& r) { self->state.outcomes.push_back({std::move(r), {}}); },
-            [self](caf::error& e) { self->state.outcomes.push_back({std::nullopt, std::move(e)}); });
-  }};
+            self->request(publisher, caf::infinite, std::move(p))
+              .then([self](published& r) { self->state.outcomes.push_back({std::move(r), {}}); },
+                    [self](caf::error& e) { self->state.outcomes.push_back({std::nullopt, std::move(e)}); });
+          },
+          [self, publisher](metrics_publication& p) {
+            self->request(publisher, caf::infinite, std::move(p))
+              .then([self](metrics_published& r) { self->state.metrics_replies.push_back(std::move(r)); },
+                    [self](caf::error& e) { self->state.metrics_errors.push_back(std::move(e)); });
+          }};
 }
 
 struct publisher_fixture : test::caf_fixture {
@@ -265,4 +274,39 @@ TEST_CASE_METHOD(publisher_fixture,
   CHECK(std::chrono::steady_clock::now() - start < 5s);
   CHECK(after != seen);
   CHECK(read_after.state == readiness_state::ready);
+}
+
+TEST_CASE_METHOD(publisher_fixture,
+                 "readiness publisher: a metrics publication writes the id's metrics block, stamped with the wall clock, and changes no readiness",
+                 "[actor][publisher][metrics]") {
+  run();
+  const auto slot_counter = slot->change_counter();
+  const auto metrics_counter = segment->metrics().change_counter();
+  const auto before_ns = system_clock().wall_now_ns();
+  caf::anon_send(sender, metrics_publication{"idx", rebuild_progress{4, 120, 900, 3000, 260, false}});
+  run();
+  const auto after_ns = system_clock().wall_now_ns();
+  auto& st = state_of<client_state>(sender);
+  REQUIRE(st.metrics_replies.size() == 1);
+  CHECK(st.metrics_replies[0].id == "idx");
+  CHECK(st.metrics_replies[0].change_counter == metrics_counter + 1);
+  auto block = segment->metrics().read(slot->index());
+  REQUIRE(block);
+  REQUIRE(block->progress);
+  CHECK(block->progress->epoch == 4);
+  CHECK(block->progress->rebuilt_records == 120);
+  CHECK(block->progress->estimated_records == 900);
+  CHECK(block->progress->scan_records_per_s == 3000);
+  CHECK(block->progress->rebuild_eta_ms == 260);
+  CHECK(block->written_wall_ns >= before_ns);
+  CHECK(block->written_wall_ns <= after_ns);
+  CHECK(slot->change_counter() == slot_counter);  // readiness untouched, nobody observed
+  CHECK(observed().empty());
+
+  // An id without a slot: not_registered, no block written.
+  caf::anon_send(sender, metrics_publication{"nope", rebuild_progress{1, 1, 1, 1, 1, false}});
+  run();
+  REQUIRE(st.metrics_errors.size() == 1);
+  CHECK(to_errc(st.metrics_errors[0]) == errc::not_registered);
+  CHECK(segment->metrics().change_counter() == metrics_counter + 1);
 }

@@ -2,6 +2,7 @@
 // (no detached actors, no sleeps): message flows the cores cannot show on their own.
 #include <catch2/catch.hpp>
 
+#include "adapters/metrics_segment.hpp"
 #include "support/wired_id.hpp"
 
 using namespace dix;
@@ -284,4 +285,77 @@ TEST_CASE("actors: failed rebuild attempts back off on the actor clock, 1 s doub
   CHECK(p.backend->resets == 4);  // nothing more is tried
   p.commit("b", "2");
   CHECK(p.backend->resets == 4);
+}
+
+TEST_CASE("actors: while rebuilding, the owner publishes its scan's progress to the metrics segment: at the scan's start, at most every 250 ms while it runs, and once at its end", "[actor][rebuild][metrics]") {
+  runner_options o;
+  o.max_chunk_records = 2;
+  o.max_flush_age = std::chrono::milliseconds(60000);  // no deferral retry or age flush interferes
+  pipeline p(o);
+  for (int i = 0; i < 6; ++i) p.store.commit({test::put(1, "k" + std::to_string(i), "v")});
+  p.backend->auto_barrier = false;
+  p.backend->cap = 1;  // a second batch waits for room: the test lets the scan advance step by step
+  auto& metrics = p.segment->metrics();
+  auto block = [&] { return metrics.read(p.slot->index()).value(); };
+  auto rebuilt = [&] { return p.snapshot->load().rebuilt_records; };
+
+  // A fresh index: reset, boundary, scan. The scan's start is told at once, with the estimate;
+  // the first chunk, delivered at the same moment, is not (less than 250 ms later).
+  caf::anon_send(p.runner, dix::wake{wake_flag::commit});
+  p.run();
+  REQUIRE(p.slot->read().state == readiness_state::rebuilding);
+  REQUIRE(p.snapshot->load().scan_started_at);
+  const auto epoch = p.slot->owner_epoch();
+  auto first = block();
+  REQUIRE(first.progress);
+  CHECK(first.progress->epoch == epoch);
+  CHECK(first.progress->rebuilt_records == 0);
+  CHECK(first.progress->estimated_records == 6);
+  CHECK_FALSE(first.progress->scan_ended);
+  CHECK(first.written_wall_ns > 0);
+  CHECK(rebuilt() > 0);
+  const auto told = metrics.change_counter();
+
+  // More records at the same moment: still not told.
+  p.backend->apply_queue();
+  p.run();
+  REQUIRE(rebuilt() > first.progress->rebuilt_records);
+  CHECK(metrics.change_counter() == told);
+
+  // 300 ms later the next change is told, with the rate and the time left.
+  p.advance(std::chrono::milliseconds(300));
+  p.backend->apply_queue();
+  p.run();
+  CHECK(metrics.change_counter() == told + 1);
+  auto later = block();
+  REQUIRE(later.progress);
+  // The first change after the pause; more may follow at the same moment, untold.
+  CHECK(later.progress->rebuilt_records > first.progress->rebuilt_records);
+  CHECK(later.progress->rebuilt_records <= rebuilt());
+  CHECK_FALSE(later.progress->scan_ended);
+  CHECK(later.progress->scan_records_per_s == later.progress->rebuilt_records * 1000 / 300);
+  CHECK(later.progress->rebuild_eta_ms ==
+        (6 - later.progress->rebuilt_records) * 1000 / later.progress->scan_records_per_s);
+
+  // The scan's end is told at once, whatever the time since the last publication.
+  for (int step = 0; step < 10 && !p.snapshot->load().scan_ended_at; ++step) {
+    p.backend->apply_queue();
+    p.run();
+  }
+  REQUIRE(p.snapshot->load().scan_ended_at);
+  auto last = block();
+  REQUIRE(last.progress);
+  CHECK(last.progress->scan_ended);
+  CHECK(last.progress->rebuilt_records == 6);
+  CHECK(last.progress->rebuild_eta_ms == 0);
+  CHECK(last.progress->epoch == epoch);
+  const auto ended = metrics.change_counter();
+
+  // After the scan nothing more is told: the drain replays from the boundary, the index is ready.
+  p.backend->auto_barrier = true;
+  p.backend->barrier();
+  p.advance(std::chrono::milliseconds(60000));
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.slot->owner_epoch() == epoch);
+  CHECK(metrics.change_counter() == ended);
 }

@@ -21,6 +21,7 @@
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "support/child.hpp"
+#include "support/file_bytes.hpp"
 #include "core/bytes.hpp"
 
 using namespace dix;
@@ -29,6 +30,8 @@ using dix::test::fork_child;
 using dix::test::pipe_pair;
 using dix::test::umask_scope;
 using dix::test::wait_exit;
+using dix::test::patch_file;
+using dix::test::read_file;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -43,23 +46,7 @@ fs::path make_home(const temp_dir& dir) {
 
 fs::path segment_file(const fs::path& home) { return fs::canonical(home) / "dix" / "readiness.seg"; }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void patch_file(const fs::path& path, std::size_t offset, const std::string& bytes) {
-  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(f.good());
-}
-
-std::string le32(std::uint32_t v) {
-  std::string s;
-  put_le(s, v);
-  return s;
-}
+std::string le32(std::uint32_t v) { return test::le(v); }
 
 mode_t mode_of(const fs::path& path) {
   struct stat st {};

@@ -8,9 +8,11 @@
 
 #include <dix/segment.hpp>
 
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "core/bytes.hpp"
+#include "support/file_bytes.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -120,4 +122,58 @@ TEST_CASE("segment_reader: a segment of another layout fails segment_layout_mism
   auto r = segment_reader::open(home);
   REQUIRE_FALSE(r);
   CHECK(r.error().value() == errc::segment_layout_mismatch);
+}
+
+TEST_CASE("segment_reader: an id's progress is the owner's metrics block of the slot's current epoch, only while a runtime is attached", "[adapter][segment][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = readiness_segment::attach(home).value();
+  auto slot = s->claim("idx").value();
+  const auto epoch = slot->mint_epoch().value();
+  slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto reader = open_reader(home);
+  CHECK_FALSE(reader->read().value().entries.at(0).progress);  // nothing written yet
+
+  const rebuild_progress p{epoch, 300, 1000, 6000, 116, false};
+  s->metrics().write(slot->index(), metrics_block{123'456, p});
+  auto entry = reader->read().value().entries.at(0);
+  REQUIRE(entry.progress);
+  CHECK(entry.progress->rebuilt_records == 300);
+  CHECK(entry.progress->estimated_records == 1000);
+  CHECK(entry.progress->scan_records_per_s == 6000);
+  CHECK(entry.progress->rebuild_eta_ms == 116);
+  CHECK(entry.progress_written_ns == 123'456);
+
+  // A newer epoch (the next attempt, another owner) makes the block an earlier one's: not shown.
+  CHECK(slot->mint_epoch().value() == epoch + 1);
+  CHECK_FALSE(reader->read().value().entries.at(0).progress);
+  s->metrics().write(slot->index(), metrics_block{123'999, rebuild_progress{epoch + 1, 5, 1000, 0, 0, false}});
+  CHECK(reader->read().value().entries.at(0).progress->rebuilt_records == 5);
+
+  s.reset();
+  slot.reset();  // detached: no figures, as no readiness
+  auto detached = reader->read().value().entries.at(0);
+  CHECK(detached.readiness.state == readiness_state::unknown);
+  CHECK_FALSE(detached.progress);
+}
+
+TEST_CASE("segment_reader: a metrics segment created after the reader opened is mapped at the next read, and one of another layout fails it", "[adapter][segment][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = readiness_segment::attach(home).value();
+  auto slot = s->claim("idx").value();
+  slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  const auto metrics = fs::canonical(home) / "dix" / "metrics.seg";
+  fs::rename(metrics, dir / "metrics.seg");  // as a readiness segment an older dix made
+  auto reader = open_reader(home);
+  CHECK(reader->read().value().entries.size() == 1);
+  fs::rename(dir / "metrics.seg", metrics);
+  s->metrics().write(slot->index(), metrics_block{1, rebuild_progress{slot->owner_epoch(), 7, 9, 0, 0, false}});
+  CHECK(reader->read().value().entries.at(0).progress->rebuilt_records == 7);
+
+  test::patch_file(metrics, 8, test::le(std::uint32_t{2}));  // layout_version
+  auto other = segment_reader::open(home);
+  REQUIRE_FALSE(other);
+  CHECK(other.error().value() == errc::segment_layout_mismatch);
+  CHECK_THAT(other.error().message(), Catch::Contains(metrics.string()) && Catch::Contains("found layout version 2"));
 }

@@ -116,6 +116,28 @@ TEST_CASE("dix demo: counts the products it found and says how far behind from t
   CHECK_THAT(second.out, Catch::Contains("(" + std::to_string(present) + " products so far)"));
 }
 
+TEST_CASE("dix demo: midway it asks for a rebuild of by-brand, prints the rebuild's lines while a scan rebuilds it under a newer epoch, and every index still verifies", "[system][cli][demo][rebuild]") {
+  temp_dir dir;
+  auto demo_dir = (dir / "demo").string();
+  auto run = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "3000", "--rate", "3000"}, dir.path());
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto asked = run.out.find("dix demo: asking for a rebuild of by-brand midway");
+  REQUIRE(asked != std::string::npos);
+  // Its end, with the scan's figures (the lines while it runs depend on how fast it is).
+  const auto rebuilt = run.out.find("dix demo: by-brand rebuilt by a scan: ", asked);
+  REQUIRE(rebuilt != std::string::npos);
+  const auto line = run.out.substr(rebuilt, run.out.find('\n', rebuilt) - rebuilt);
+  CHECK(number_after(line, "rebuilt by a scan: ") > 0);
+  const auto from = number_after(line, "(epoch ");
+  CHECK(number_after(line, " -> ") > from);
+  CHECK_THAT(line, Catch::EndsWith("); it follows the log again"));
+  // The rebuild came before the verification, which holds for both indexes.
+  CHECK(rebuilt < run.out.find("verify by-category: OK"));
+  CHECK(rebuilt < run.out.find("verify by-brand: OK"));
+  CHECK_THAT(run.out, Catch::Contains("dix demo: verified"));
+}
+
 TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is refused (store_format_mismatch, exit 1) and left byte for byte unchanged", "[system][cli]") {
   temp_dir dir;
   const auto db = dir / "demo" / "primary";

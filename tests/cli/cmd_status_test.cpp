@@ -10,10 +10,12 @@
 #include <chrono>
 #include <fstream>
 
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "cli/dix_cli.hpp"
 #include "core/bytes.hpp"
+#include "support/file_bytes.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -256,14 +258,7 @@ TEST_CASE("dix status: a segment of another layout exits 3 naming the reason and
   auto home = make_home(dir);
   attach(home).reset();
   auto path = home / "dix" / "readiness.seg";
-  {
-    std::string version;
-    put_le(version, std::uint32_t{2});
-    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-    f.seekp(8);  // layout_version (formats.md §4.2)
-    f.write(version.data(), static_cast<std::streamsize>(version.size()));
-    REQUIRE(f.good());
-  }
+  test::patch_file(path, 8, test::le(std::uint32_t{2}));  // layout_version (formats.md §4.2)
   auto r = dix_cli(dir, {"status", "--db", home.string()});
   CHECK(r.exit_code == 3);
   CHECK(r.out.empty());
@@ -404,4 +399,76 @@ TEST_CASE("dix status: an index rebuilt because it has no cursor reads cursor-mi
   CHECK_THAT(plain.out, Catch::Contains("fresh  rebuilding  cursor-missing  1"));
   auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"fresh\",\"state\":\"rebuilding\",\"reason\":\"cursor-missing\""));
+}
+
+TEST_CASE("dix status: a rebuilding index shows the owner's scan progress in a line a person reads and in --json, but not figures of another epoch or of an index no longer rebuilding",
+          "[system][cli][status][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  auto brand = claim(*segment, "by-brand");
+  const auto epoch = brand->mint_epoch().value();
+  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto category = claim(*segment, "by-category");
+  category->publish(readiness_state::ready, readiness_reason::none, 0);
+  segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 6144, 14000, 52000, 151, false}});
+  // An old block of by-category (an earlier rebuild): it is ready now, nothing to show.
+  segment->metrics().write(category->index(), metrics_block{1, rebuild_progress{category->owner_epoch(), 9, 9, 9, 0, true}});
+
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Catch::EndsWith("by-category  ready       none               0         0\n"
+                                        "progress by-brand: 6144/14000 records (43%), 52000 records/s, ETA 0.1 s\n"));
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"rebuilding\",\"reason\":\"rebuild-requested\","
+                                       "\"rebuild_attempts\":1,\"owner_epoch\":" + std::to_string(epoch) +
+                                       ",\"hold\":\"none\",\"rebuilt_records\":6144,\"estimated_records\":14000,\"scan_records_per_s\":52000,"
+                                       "\"rebuild_eta_ms\":151,\"scan_ended\":false}"));
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-category\",\"state\":\"ready\",\"reason\":\"none\","
+                                       "\"rebuild_attempts\":0,\"owner_epoch\":0,\"hold\":\"none\"}"));
+
+  // The scan ended: the line says what comes next.
+  segment->metrics().write(brand->index(), metrics_block{2, rebuild_progress{epoch, 14000, 14000, 51000, 0, true}});
+  CHECK_THAT(dix_cli(dir, {"status", "--db", home.string()}).out,
+             Catch::Contains("progress by-brand: scan done: 14000 records at 51000 records/s, replaying the log from the boundary\n"));
+
+  // The next attempt minted a new epoch and has not scanned yet: the old figures are not its own.
+  CHECK(brand->mint_epoch().value() == epoch + 1);
+  auto next = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK_THAT(next.out, !Catch::Contains("progress "));
+  CHECK_THAT(dix_cli(dir, {"status", "--db", home.string(), "--json"}).out, !Catch::Contains("rebuilt_records"));
+}
+
+TEST_CASE("dix status: a metrics segment of another layout exits 3 naming it and the remedy", "[system][cli][status][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home).reset();
+  auto path = home / "dix" / "metrics.seg";
+  test::patch_file(path, 8, test::le(std::uint32_t{2}));  // layout_version (formats-metrics.md §1)
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(r.exit_code == 3);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("dix status: segment_layout_mismatch: metrics segment " + path.string()) &&
+                        Catch::Contains("found layout version 2, expected layout version 1") &&
+                        Catch::Contains("then delete " + path.string()));
+}
+
+TEST_CASE("dix status --watch: while a progress line is shown it reprints the owner's new figures, which move no change counter", "[system][cli][status][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  auto brand = claim(*segment, "by-brand");
+  const auto epoch = brand->mint_epoch().value();
+  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 100, 1000, 5000, 180, false}});
+  watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "1"});
+  CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 100/1000 records (10%), 5000 records/s, ETA 0.1 s\n\n"));
+  const auto counter = segment->segment_change_counter();
+  segment->metrics().write(brand->index(), metrics_block{2, rebuild_progress{epoch, 600, 1000, 5000, 80, false}});
+  CHECK(segment->segment_change_counter() == counter);  // only the metrics segment's counter moved
+  // Reprinted within the watch's one-second tick.
+  CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 600/1000 records (60%), 5000 records/s, ETA 0.0 s\n\n"));
+  CHECK(w.exit_code() == 0);
 }

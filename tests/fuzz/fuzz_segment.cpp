@@ -26,43 +26,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The temporary home, removed at exit.
-class fuzz_home {
+// The temporary home with its dix/ directory (0700, as a runtime makes it), removed at exit.
+class fuzz_home : public dix::fuzz::temp_home {
  public:
-  fuzz_home() {
-    std::string pattern = (fs::temp_directory_path() / "dix-fuzz-segment-XXXXXX").string();
-    FUZZ_CHECK(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
+  fuzz_home() : temp_home("dix-fuzz-segment") {
     std::error_code ec;
-    fs::create_directory(path_ / "dix", ec);
+    fs::create_directory(path() / "dix", ec);
     FUZZ_CHECK(!ec);
-    fs::permissions(path_ / "dix", fs::perms::owner_all, ec);
+    fs::permissions(path() / "dix", fs::perms::owner_all, ec);
     FUZZ_CHECK(!ec);
   }
-  ~fuzz_home() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fuzz_home(const fuzz_home&) = delete;
-  fuzz_home& operator=(const fuzz_home&) = delete;
-
-  const fs::path& path() const noexcept { return path_; }
 
   void write_segment(const std::uint8_t* data, std::size_t size) const {
-    const auto file = path_ / "dix" / "readiness.seg";
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    FUZZ_CHECK(fd >= 0);
-    std::size_t done = 0;
-    while (done < size) {
-      auto n = ::write(fd, data + done, size - done);
-      FUZZ_CHECK(n > 0);
-      done += static_cast<std::size_t>(n);
-    }
-    FUZZ_CHECK(::close(fd) == 0);
+    dix::fuzz::write_file(path() / "dix" / "readiness.seg", data, size);
   }
-
- private:
-  fs::path path_;
 };
 
 constexpr std::size_t slot_count_offset = 20;  // formats.md §4.2

@@ -1,6 +1,7 @@
 // Writes the seed corpus of every fuzz target (tests/fuzz/corpus/<target>/) from real encodings:
 // cursors made by cursor::make, headers and values by their encoders, WriteBatches built with
-// RocksDB's own API, segments made by readiness_segment::attach and claim, messages saved by
+// RocksDB's own API, segments made by readiness_segment::attach and claim (metrics segments by
+// attach and metrics_segment::write), messages saved by
 // CAF's binary_serializer. Run `dix_fuzz_corpus tests/fuzz/corpus` from the source root after a
 // format changes, and commit what it wrote. Every seed is a valid input but the few named
 // `rejected-…`, which sit just outside a rule.
@@ -27,6 +28,7 @@
 #include <dix/caf/error.hpp>
 
 #include "adapters/meta_records.hpp"
+#include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "core/txn_header.hpp"
 #include "messages/type_ids.hpp"
@@ -194,6 +196,28 @@ void segments(corpus_writer& out, const fs::path& scratch) {
   out.put("segment", "rejected-truncated", valid.substr(0, valid.size() - 1));
 }
 
+// Metrics segments of 2 blocks (fuzz_metrics_segment.cpp's readiness segment has 2 slots).
+void metrics_segments(corpus_writer& out, const fs::path& scratch) {
+  const auto home = scratch / "metrics";
+  std::error_code ec;
+  fs::create_directories(home, ec);
+  if (ec) fail("cannot create " + home.string() + ": " + ec.message());
+  auto segment = dix::readiness_segment::attach(home, 2);
+  if (!segment) fail("attach: " + segment.error().message());
+  const auto file = home / "dix" / "metrics.seg";
+  out.put("metrics_segment", "never-written", read_file(file));
+  (*segment)->metrics().write(0, dix::metrics_block{1'700'000'000'000'000'000ull,
+                                                    dix::rebuild_progress{1, 6144, 14000, 52000, 151, false}});
+  (*segment)->metrics().write(1, dix::metrics_block{1'700'000'000'500'000'000ull,
+                                                    dix::rebuild_progress{3, 14000, 14000, 51000, 0, true}});
+  auto written = read_file(file);
+  out.put("metrics_segment", "two-blocks-written", written);
+  out.put("metrics_segment", "rejected-truncated", written.substr(0, written.size() - 1));
+  auto odd = written;
+  odd[128] = static_cast<char>(odd[128] | 1);  // block 0's sequence odd: a writer died mid-write
+  out.put("metrics_segment", "block-mid-write", odd);
+}
+
 template <class T>
 std::string save(caf::actor_system& sys, T x) {
   std::vector<char> buf;
@@ -268,6 +292,7 @@ int main(int argc, char** argv) {
   meta_records(out);
   wal_batches(out);
   segments(out, pattern);
+  metrics_segments(out, pattern);
   messages(out);
   std::error_code ec;
   fs::remove_all(pattern, ec);

@@ -13,7 +13,7 @@ shift $(($# < 2 ? $# : 2))
 source_dir=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(cursor txn_header wal_batch segment meta_records messages)
+  targets=(cursor txn_header wal_batch segment metrics_segment meta_records messages)
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dix-fuzz-XXXXXX")

@@ -370,6 +370,20 @@ TEST_CASE_METHOD(wire_fixture, "messages: delivery messages round-trip", "[actor
 
 // -- publication.hpp -------------------------------------------------------------------------
 
+TEST_CASE_METHOD(wire_fixture, "messages: metrics publication messages round-trip", "[actor][messages]") {
+  auto p = roundtrip(dix::metrics_publication{"idx-1", dix::rebuild_progress{7, 6144, 14000, 52000, 151, true}});
+  CHECK(p.id == "idx-1");
+  CHECK(p.progress.epoch == 7);
+  CHECK(p.progress.rebuilt_records == 6144);
+  CHECK(p.progress.estimated_records == 14000);
+  CHECK(p.progress.scan_records_per_s == 52000);
+  CHECK(p.progress.rebuild_eta_ms == 151);
+  CHECK(p.progress.scan_ended);
+  auto r = roundtrip(dix::metrics_published{"idx-1", 0x1'0000'0003ull});
+  CHECK(r.id == "idx-1");
+  CHECK(r.change_counter == 0x1'0000'0003ull);
+}
+
 TEST_CASE_METHOD(wire_fixture, "messages: publication messages round-trip", "[actor][messages]") {
   auto p = roundtrip(dix::publication{"idx-1", dix::readiness_state::needs_rebuild,
                                       dix::readiness_reason::cursor_unoffered, 3, 1'700u,

@@ -189,6 +189,9 @@ struct run_claims {
   std::uint64_t latest_sequence = 0;
   std::map<std::string, std::uint64_t> durable_sequence;  // the highest "indexed seq" per id
   std::map<std::string, bool> published;                  // a state other than unknown was shown
+  // The demo's midway rebuild: "dix demo: asking for a rebuild of <id>" (printed before it asks),
+  // "dix demo: <id> rebuilt by a scan: …" once it is over.
+  std::set<std::string> rebuild_asked, rebuilt;
 };
 
 run_claims parse_progress(const std::vector<std::string>& lines) {
@@ -198,6 +201,10 @@ run_claims parse_progress(const std::vector<std::string>& lines) {
     return at == std::string::npos ? 0 : std::strtoull(s.c_str() + at + label.size(), nullptr, 10);
   };
   for (const auto& line : lines) {
+    for (const auto& id : index_ids) {
+      if (line.rfind("dix demo: asking for a rebuild of " + id + " ", 0) == 0) c.rebuild_asked.insert(id);
+      if (line.rfind("dix demo: " + id + " rebuilt by a scan: ", 0) == 0) c.rebuilt.insert(id);
+    }
     if (line.rfind("committed ", 0) != 0) continue;
     c.latest_sequence = std::max({c.latest_sequence, number_after(line, "last transaction at seq "),
                                   number_after(line, "store at seq ")});
@@ -313,6 +320,8 @@ disk_state read_disk(const fs::path& demo_dir, std::vector<std::string>& problem
 
 // Everything that must hold between the state before a run and the state after it (the child
 // dead). Returns the violations, each a sentence naming the values.
+// `requested`: ids whose rebuild the test or a run asked for that no run has seen to its end yet (the request
+// survives a kill in the slot, and the next acquisition takes it).
 std::vector<std::string> violations(const disk_state& before, const disk_state& after, const run_claims& claims,
                                     bool completed, const std::set<std::string>& requested) {
   std::vector<std::string> v;
@@ -353,10 +362,11 @@ std::vector<std::string> violations(const disk_state& before, const disk_state& 
                std::to_string(b.epoch) + " → " + std::to_string(a.epoch)));
     }
     // An index without a cursor is rebuilt (reset, scan, boundary; protocol.md §11), condemned
-    // until its first `ready`; so is one whose marker a killed rebuild left, and one this round
-    // asked to rebuild. Nothing else in this workload condemns an index (same registration): a
+    // until its first `ready`; so is one whose marker a killed rebuild left, one the test asked to
+    // rebuild, and one whose rebuild the demo asked for midway (this run or an earlier one whose
+    // request is not over). Nothing else in this workload condemns an index (same registration): a
     // kill must be followed by a run that resumes (operations.md), not one that needs a rebuild.
-    const bool rebuilding = !b.cursor || b.condemned || requested.count(id) != 0;
+    const bool rebuilding = !b.cursor || b.condemned || requested.count(id) != 0 || claims.rebuild_asked.count(id) != 0;
     if (!rebuilding && (a.condemned || a.last_published.state == dix::readiness_state::needs_rebuild ||
                         a.last_published.state == dix::readiness_state::unavailable)) {
       say(name("condemned: marker " + std::string(a.condemned ? "present" : "absent") + ", the slot last said " +
@@ -440,9 +450,15 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
   disk_state state = read_disk(demo_dir, problems);
   REQUIRE(problems.empty());
 
-  // Ids asked to rebuild since the last run that finished: the slot's flag outlives a child
-  // killed before it acquired, and a later child consumes it.
-  std::set<std::string> requested;
+  // Ids the test asked to rebuild since the last run that finished: the slot's flag outlives a
+  // child killed before it acquired, and a later child consumes it.
+  std::set<std::string> test_asked;
+  std::set<std::string> demo_asked;  // midway rebuilds the demo asked for, not seen to their end
+  auto requested_now = [&] {
+    auto all = test_asked;
+    all.insert(demo_asked.begin(), demo_asked.end());
+    return all;
+  };
   const auto started = steady::now();
   std::uint64_t kills = 0, completed_runs = 0, round = 0;
   while (kills < kills_wanted) {
@@ -483,7 +499,7 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
       REQUIRE(child.read_progress_lines(lines_first));
       if (ask_rebuild) {
         auto asked = dix::request_rebuild(demo_dir / "primary", rebuild_id);
-        if (asked && *asked) requested.insert(rebuild_id);
+        if (asked && *asked) test_asked.insert(rebuild_id);
       }
       child.drain_for(delay);
       status = child.kill_and_reap();
@@ -495,9 +511,16 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
     INFO("child stdout:\n" << output << "child stderr:\n" << slurp(stderr_path));
     auto after = read_disk(demo_dir, problems);
     INFO("before: " << describe(state) << "\nafter:  " << describe(after));
-    auto v = violations(state, after, claims, completed, requested);
-    // A run that finished consumed any flag left and verified every index ready.
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) requested.clear();
+    auto v = violations(state, after, claims, completed, requested_now());
+    // A run that finished consumed any flag left and verified every index ready. A rebuild the
+    // demo asked for stays requested until a run sees one to its end (a later request of the
+    // same run included); the test's own requests only until a run finishes.
+    for (const auto& id : claims.rebuild_asked) demo_asked.insert(id);
+    for (const auto& id : claims.rebuilt) demo_asked.erase(id);
+    if (completed) {
+      test_asked.clear();
+      demo_asked.clear();
+    }
     for (const auto& p : problems) v.push_back(p);
     std::string found;
     for (const auto& s : v) found += s + "\n";
@@ -538,7 +561,7 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
     CHECK(final_claims.durable_sequence[id] > 0);
   }
   auto after = read_disk(demo_dir, problems);
-  auto v = violations(state, after, final_claims, true, {});
+  auto v = violations(state, after, final_claims, true, requested_now());
   for (const auto& p : problems) v.push_back(p);
   std::string found;
   for (const auto& s : v) found += s + "\n";

@@ -3,7 +3,7 @@
 // For tools and monitors (`dix status`, `dix serve`); read_readiness (free_functions.hpp) reads
 // one id.
 //
-// A segment_reader maps `<home_db>/dix/readiness.seg` read-only. It never attaches, takes no lock
+// A segment_reader maps `<home_db>/dix/readiness.seg` (and `metrics.seg` once it exists) read-only. It never attaches, takes no lock
 // and writes nothing, so it is safe beside running owners. It keeps the file it mapped: a segment
 // deleted and created anew is seen by a new reader only.
 //
@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
+#include <dix/status.hpp>
 
 namespace dix {
 
@@ -26,6 +28,11 @@ struct readiness_entry {
   std::string id;  // the backend id that claimed the slot
   dix::readiness readiness;
   backend_hold hold = backend_hold::none;  // why its backend holds deliveries back; none unless attached
+  // The owner's rebuild progress from the metrics segment (docs/formats-metrics.md), only while a
+  // runtime is attached and only figures written under the owner epoch the slot holds now;
+  // absent otherwise (no scan ran under this epoch, no metrics segment, a writer at work).
+  std::optional<rebuild_progress> progress;
+  std::uint64_t progress_written_ns = 0;  // wall clock when the owner wrote them
 };
 
 struct readiness_table {
@@ -40,8 +47,8 @@ class segment_reader {
  public:
   // Maps the segment of the database whose home store is `home_db`. nullptr when there is none
   // (`home_db`, `dix/` or the file missing, or a segment still being created). Fails
-  // segment_layout_mismatch (a segment of another layout; the message names the remedy),
-  // io_error.
+  // segment_layout_mismatch (a segment or metrics segment of another layout, or a metrics segment
+  // whose block count is not the slot count; the message names the remedy), io_error.
   static result<std::unique_ptr<segment_reader>> open(const std::filesystem::path& home_db);
   ~segment_reader();
   segment_reader(const segment_reader&) = delete;
@@ -49,8 +56,9 @@ class segment_reader {
 
   // Every claimed slot with its readiness, read as read_readiness reads one: the attach state
   // first, then the slots, so a state read while a runtime is attached was published by one;
-  // while none is attached every entry reads `unknown` with its stored epoch. Fails io_error
-  // (the lock test on attach.lock).
+  // while none is attached every entry reads `unknown` with its stored epoch and no progress.
+  // A metrics segment created after open() is mapped here. Fails io_error (the lock test on
+  // attach.lock), and as open() for a metrics segment found here.
   result<readiness_table> read() const;
 
   // The segment's change counter (formats.md §4.4): it moves whenever any slot changes (also

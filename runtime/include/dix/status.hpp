@@ -78,4 +78,17 @@ struct runner_metrics {
   std::vector<log_metrics> logs;           // the registration's logs, attach order
 };
 
+// A rebuild's scan progress (protocol.md §11.6) as the owner publishes it for every process (the
+// metrics segment, docs/formats-metrics.md; `dix status`, `dix rebuild --wait`): the figures of
+// runner_metrics, taken under the owner epoch of the attempt. A reader trusts figures only of the
+// epoch the readiness slot holds now: any other epoch's belong to an earlier attempt or owner.
+struct rebuild_progress {
+  epoch_t epoch = 0;                    // the attempt's owner epoch
+  std::uint64_t rebuilt_records = 0;    // records the scan delivered so far
+  std::uint64_t estimated_records = 0;  // in the projected tables (RocksDB's estimate-num-keys)
+  std::uint64_t scan_records_per_s = 0;
+  std::uint64_t rebuild_eta_ms = 0;     // 0 once the scan ended, or while no rate is known
+  bool scan_ended = false;              // the boundary chunk was accepted: the drain replays from it
+};
+
 }  // namespace dix

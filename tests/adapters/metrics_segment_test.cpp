@@ -1,0 +1,384 @@
+// [adapter] The metrics segment (docs/formats-metrics.md) over a real file in a temporary home:
+// created beside the readiness segment by attach, its layout byte for byte, the seqlock under a
+// concurrent reader (a thread, and a writer in another process), layout mismatches, and the
+// ownership and permission rules of decision 0011.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "adapters/metrics_segment.hpp"
+#include "adapters/readiness_segment.hpp"
+#include "core/bytes.hpp"
+#include "support/child.hpp"
+#include "support/file_bytes.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace dix;
+using dix::test::le;
+using dix::test::patch_file;
+using dix::test::read_file;
+using dix::test::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path make_home(const temp_dir& dir) {
+  auto home = dir / "db";
+  fs::create_directories(home);
+  return fs::canonical(home);
+}
+
+fs::path metrics_file(const fs::path& home) { return home / "dix" / "metrics.seg"; }
+
+std::shared_ptr<readiness_segment> attach(const fs::path& home, std::uint32_t slots = 64) {
+  auto s = readiness_segment::attach(home, slots);
+  if (!s) FAIL(s.error().to_string());
+  return *s;
+}
+
+std::shared_ptr<metrics_segment> open_reader(const fs::path& home, std::uint32_t blocks = 64) {
+  auto m = metrics_segment::open(home / "dix", blocks);
+  if (!m) FAIL(m.error().to_string());
+  REQUIRE(*m != nullptr);
+  return *m;
+}
+
+// A block whose every figure follows from `n`: a copy mixing two writes shows at once.
+metrics_block block_of(std::uint64_t n) {
+  return metrics_block{n * 7 + 1, rebuild_progress{n, n * 3, n * 5 + 2, n * 11, n * 13, n % 2 == 1}};
+}
+
+// The n a whole block was made from; nullopt for a torn one (or one no block_of made).
+std::optional<std::uint64_t> made_from(const metrics_block& b) {
+  if (!b.progress) return std::nullopt;
+  const auto n = b.progress->epoch;
+  const auto want = block_of(n);
+  const auto& p = *b.progress;
+  const auto& q = *want.progress;
+  const bool whole = b.written_wall_ns == want.written_wall_ns && p.rebuilt_records == q.rebuilt_records &&
+                     p.estimated_records == q.estimated_records && p.scan_records_per_s == q.scan_records_per_s &&
+                     p.rebuild_eta_ms == q.rebuild_eta_ms && p.scan_ended == q.scan_ended;
+  return whole ? std::optional<std::uint64_t>(n) : std::nullopt;
+}
+
+// What a reader saw of a block one writer fills with block_of(1), block_of(2), …
+struct torn_count {
+  std::uint64_t whole = 0, torn = 0, backwards = 0, last = 0;
+
+  void read(const metrics_segment& reader, std::uint32_t index) {
+    auto b = reader.read(index);
+    if (!b || !b->progress) return;  // a writer at work at every try, or nothing written yet
+    auto n = made_from(*b);
+    if (!n) {
+      ++torn;
+      return;
+    }
+    ++whole;
+    backwards += *n < last ? 1 : 0;
+    last = *n;
+  }
+  // The write the block holds once the writer is done.
+  std::optional<std::uint64_t> final_write(const metrics_segment& reader, std::uint32_t index) const {
+    auto b = reader.read(index);
+    return b ? made_from(*b) : std::nullopt;
+  }
+};
+
+mode_t mode_of(const fs::path& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("metrics segment: attach creates metrics.seg 0600 beside the readiness segment, whatever the umask, with the documented header and one zeroed block per slot", "[adapter][metrics]") {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    temp_dir dir;
+    auto home = make_home(dir);
+    {
+      test::umask_scope scope(mask);
+      auto s = attach(home, 3);
+      CHECK(s->metrics().block_count() == 3);
+    }
+    CHECK(mode_of(metrics_file(home)) == 0600);
+    auto bytes = read_file(metrics_file(home));
+    REQUIRE(bytes.size() == 128 + 3 * 256);
+    CHECK(bytes.substr(0, 8) == "DIXMETRC");
+    CHECK(get_le<std::uint32_t>(bytes, 8) == 1u);    // layout_version
+    CHECK(get_le<std::uint32_t>(bytes, 12) == 128u); // header_bytes
+    CHECK(get_le<std::uint32_t>(bytes, 16) == 256u); // block_bytes
+    CHECK(get_le<std::uint32_t>(bytes, 20) == 3u);   // block_count = slot_count
+    CHECK(bytes.substr(32, 96) == std::string(96, '\0'));
+    // The first attach cleared every block through the seqlock: whole (even) and never written.
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto at = 128 + i * 256;
+      CHECK(get_le<std::uint64_t>(bytes, at) % 2 == 0);
+      CHECK(bytes.substr(at + 8, 248) == std::string(248, '\0'));
+    }
+  }
+}
+
+TEST_CASE("metrics segment: a write lands at the documented offsets, bumps the change counter, and reads back whole, and a never-written block has no progress", "[adapter][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 4);
+  auto& m = s->metrics();
+  const auto before = m.change_counter();
+  m.write(2, metrics_block{1'700'000'000'123'456'789ull, rebuild_progress{9, 6144, 14000, 52000, 150, false}});
+  CHECK(m.change_counter() == before + 1);
+
+  auto bytes = read_file(metrics_file(home));
+  const std::size_t at = 128 + 2 * 256;
+  CHECK(get_le<std::uint64_t>(bytes, at) % 2 == 0);                        // sequence: whole
+  CHECK(get_le<std::uint64_t>(bytes, at + 8) == 1'700'000'000'123'456'789ull);  // written_wall_ns
+  CHECK(get_le<std::uint64_t>(bytes, at + 16) == 9u);                      // epoch
+  CHECK(get_le<std::uint32_t>(bytes, at + 24) == 1u);                      // flags: progress, running
+  CHECK(get_le<std::uint64_t>(bytes, at + 32) == 6144u);                   // rebuilt_records
+  CHECK(get_le<std::uint64_t>(bytes, at + 40) == 14000u);                  // estimated_records
+  CHECK(get_le<std::uint64_t>(bytes, at + 48) == 52000u);                  // scan_records_per_s
+  CHECK(get_le<std::uint64_t>(bytes, at + 56) == 150u);                    // rebuild_eta_ms
+  CHECK(bytes.substr(at + 64, 192) == std::string(192, '\0'));             // reserved (lag: issue 11)
+  CHECK(get_le<std::uint64_t>(bytes, 24) == before + 1);                   // header change_counter
+
+  auto reader = open_reader(home, 4);
+  auto got = reader->read(2);
+  REQUIRE(got);
+  CHECK(got->written_wall_ns == 1'700'000'000'123'456'789ull);
+  REQUIRE(got->progress);
+  CHECK(got->progress->epoch == 9);
+  CHECK(got->progress->rebuilt_records == 6144);
+  CHECK(got->progress->estimated_records == 14000);
+  CHECK(got->progress->scan_records_per_s == 52000);
+  CHECK(got->progress->rebuild_eta_ms == 150);
+  CHECK_FALSE(got->progress->scan_ended);
+
+  m.write(2, metrics_block{5, rebuild_progress{9, 14000, 14000, 51000, 0, true}});
+  CHECK(get_le<std::uint32_t>(read_file(metrics_file(home)), at + 24) == 3u);  // flags: progress, scan ended
+  CHECK(reader->read(2)->progress->scan_ended);
+
+  auto never = reader->read(1);
+  REQUIRE(never);
+  CHECK(never->written_wall_ns == 0);
+  CHECK_FALSE(never->progress);
+  CHECK_FALSE(reader->read(4));  // past the last block
+}
+
+TEST_CASE("metrics segment: a reader on its own mapping never sees a torn block while a thread writes it", "[adapter][metrics][seqlock]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  auto reader = open_reader(home, 2);
+  constexpr std::uint64_t writes = 200'000;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (std::uint64_t n = 1; n <= writes; ++n) s->metrics().write(1, block_of(n));
+    done = true;
+  });
+  torn_count count;
+  while (!done.load()) count.read(*reader, 1);
+  writer.join();
+  CHECK(count.torn == 0);
+  CHECK(count.backwards == 0);  // one writer: a later read never shows an older write
+  CHECK(count.whole > 0);
+  CHECK(count.final_write(*reader, 1) == writes);
+}
+
+TEST_CASE("metrics segment: a reader never sees a torn block while the owner in another process writes it", "[system][metrics][seqlock]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  auto reader = open_reader(home, 2);
+  constexpr std::uint64_t writes = 100'000;
+  test::pipe_pair go;
+  const pid_t child = test::fork_child([&] {
+    if (go.receive() != 'g') return 4;
+    for (std::uint64_t n = 1; n <= writes; ++n) s->metrics().write(0, block_of(n));
+    return 0;
+  });
+  go.send('g');
+  torn_count count;
+  int status = 0;
+  while (::waitpid(child, &status, WNOHANG) == 0) count.read(*reader, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(count.torn == 0);
+  CHECK(count.backwards == 0);
+  CHECK(count.final_write(*reader, 0) == writes);
+}
+
+TEST_CASE("metrics segment: a block a writer left odd (it died mid-write) reads as no figures until the next write repairs it", "[adapter][metrics][seqlock]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  s->metrics().write(0, block_of(4));
+  const std::size_t at = 128;
+  const auto sequence = get_le<std::uint64_t>(read_file(metrics_file(home)), at);
+  patch_file(metrics_file(home), at, le<std::uint64_t>(sequence + 1));  // odd: a write never finished
+  auto reader = open_reader(home, 2);
+  CHECK_FALSE(reader->read(0));
+  s->metrics().write(0, block_of(5));
+  const auto repaired = get_le<std::uint64_t>(read_file(metrics_file(home)), at);
+  CHECK(repaired % 2 == 0);
+  CHECK(repaired > sequence + 1);
+  auto b = reader->read(0);
+  REQUIRE(b);
+  CHECK(made_from(*b) == 5u);
+}
+
+TEST_CASE("metrics segment: the first attacher clears the blocks, a runtime attaching beside a live one keeps them", "[adapter][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto first = attach(home, 2);
+    first->metrics().write(1, block_of(3));
+    auto second = attach(home, 2);  // another runtime while the first is attached: no stale reset
+    CHECK(made_from(*second->metrics().read(1)) == 3u);
+  }
+  auto again = attach(home, 2);  // nobody attached: the owner's figures are gone with it
+  auto b = again->metrics().read(1);
+  REQUIRE(b);
+  CHECK_FALSE(b->progress);
+  CHECK(b->written_wall_ns == 0);
+}
+
+TEST_CASE("metrics segment: another layout version, magic, block size or block count fails segment_layout_mismatch for attach and readers, naming the path and the remedy", "[adapter][metrics]") {
+  struct bad {
+    const char* name;
+    std::size_t offset;
+    std::string bytes;
+    const char* found;
+  };
+  const std::vector<bad> cases{{"version", 8, le<std::uint32_t>(2), "found layout version 2, expected layout version 1"},
+                               {"magic", 0, "DIXNOPE!", "(not a dix metrics segment)"},
+                               {"block size", 16, le<std::uint32_t>(128), "block_bytes 128"}};
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      temp_dir dir;
+      auto home = make_home(dir);
+      attach(home, 2).reset();
+      patch_file(metrics_file(home), c.offset, c.bytes);
+      auto attached = readiness_segment::attach(home, 2);
+      REQUIRE_FALSE(attached);
+      CHECK(attached.error().value() == errc::segment_layout_mismatch);
+      CHECK_THAT(attached.error().message(),
+                 Catch::StartsWith("metrics segment " + metrics_file(home).string()) && Catch::Contains(c.found) &&
+                     Catch::Contains("stop every process using this database, then delete " + metrics_file(home).string()));
+      auto reader = metrics_segment::open(home / "dix", 2);
+      REQUIRE_FALSE(reader);
+      CHECK(reader.error().value() == errc::segment_layout_mismatch);
+    }
+  }
+  SECTION("a block count other than the slot count") {
+    temp_dir dir;
+    auto home = make_home(dir);
+    attach(home, 3).reset();
+    fs::create_directories(dir / "other");
+    attach(fs::canonical(dir / "other"), 2).reset();
+    fs::copy_file(metrics_file(fs::canonical(dir / "other")), metrics_file(home), fs::copy_options::overwrite_existing);
+    auto attached = readiness_segment::attach(home, 3);
+    REQUIRE_FALSE(attached);
+    CHECK(attached.error().value() == errc::segment_layout_mismatch);
+    CHECK_THAT(attached.error().message(), Catch::Contains("found block_count 2, expected block_count 3 (the readiness segment's slot_count)"));
+    CHECK(metrics_segment::open(home / "dix", 3).error().value() == errc::segment_layout_mismatch);
+  }
+}
+
+TEST_CASE("metrics segment: a readiness segment created anew gets a new metrics segment of its slot count, renamed over the old one, which a reader keeps reading", "[adapter][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home, 2)->metrics().write(1, block_of(8));
+  auto old_reader = open_reader(home, 2);
+  fs::remove(home / "dix" / "readiness.seg");  // the next attach creates it: its slots pair with no block
+  auto s = attach(home, 3);
+  CHECK(s->metrics().block_count() == 3);
+  CHECK(fs::file_size(metrics_file(home)) == 128 + 3 * 256);
+  CHECK(mode_of(metrics_file(home)) == 0600);
+  CHECK_FALSE(s->metrics().read(1)->progress);
+  CHECK_FALSE(fs::exists(home / "dix" / "metrics.seg.new"));
+  CHECK(made_from(*old_reader->read(1)) == 8u);  // its own file, whole
+}
+
+TEST_CASE("metrics segment: a zero magic (an interrupted creation) is created anew, and no file is no figures for a reader", "[adapter][metrics]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home, 2)->metrics().write(0, block_of(2));
+  CHECK(metrics_segment::open(home / "dix", 2).value() != nullptr);
+  patch_file(metrics_file(home), 0, std::string(8, '\0'));
+  CHECK(metrics_segment::open(home / "dix", 2).value() == nullptr);
+  auto s = attach(home, 2);
+  CHECK(read_file(metrics_file(home)).substr(0, 8) == "DIXMETRC");
+  CHECK_FALSE(s->metrics().read(0)->progress);
+  fs::remove(metrics_file(home));
+  CHECK(metrics_segment::open(home / "dix", 2).value() == nullptr);
+}
+
+TEST_CASE("metrics segment: a metrics.seg open to other users, owned by another user, or a symlink is refused by attach naming the path, while a read-only reader only reads", "[adapter][metrics][security]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home, 2).reset();
+  const auto path = metrics_file(home);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  auto wide = readiness_segment::attach(home, 2);
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error().value() == errc::io_error);
+  CHECK_THAT(wide.error().message(), Catch::Contains(path.string() + " has mode 0604") &&
+                                         Catch::Contains("chmod 0600 " + path.string()));
+  CHECK(metrics_segment::open(home / "dix", 2).value() != nullptr);  // a monitoring user may read
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  if (::geteuid() == 0) {  // only root can give a file away
+    REQUIRE(::lchown(path.c_str(), 4242, static_cast<gid_t>(-1)) == 0);
+    auto foreign = readiness_segment::attach(home, 2);
+    REQUIRE_FALSE(foreign);
+    CHECK_THAT(foreign.error().message(), Catch::Contains(path.string() + " is owned by uid 4242"));
+    REQUIRE(::lchown(path.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  } else {
+    WARN("not root: the foreign-owner half needs chown and is skipped");
+  }
+  REQUIRE(readiness_segment::attach(home, 2));  // restored: accepted again
+
+  fs::rename(path, dir / "elsewhere.seg");
+  fs::create_symlink(dir / "elsewhere.seg", path);
+  auto linked = readiness_segment::attach(home, 2);
+  REQUIRE_FALSE(linked);
+  CHECK(linked.error().value() == errc::io_error);
+  CHECK_THAT(linked.error().message(), Catch::Contains(path.string()));
+  CHECK_FALSE(metrics_segment::open(home / "dix", 2));
+  CHECK(fs::is_symlink(path));  // refused, not replaced
+}
+
+namespace {
+
+fs::path swap_in_metrics;
+
+// Between metrics.seg's validated open and Boost's open by path: renames a copy over it.
+void swap_metrics(const fs::path& file) {
+  if (file.filename() == "metrics.seg" && !swap_in_metrics.empty()) {
+    fs::rename(swap_in_metrics, file);
+    swap_in_metrics.clear();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("metrics segment: a file renamed over metrics.seg after its validated open is not mapped (io_error)", "[adapter][metrics][security]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home, 2).reset();
+  fs::copy_file(metrics_file(home), dir / "copy.seg");  // valid: only its identity differs
+  swap_in_metrics = dir / "copy.seg";
+  test_set_segment_map_hook(swap_metrics);
+  auto s = readiness_segment::attach(home, 2);
+  test_set_segment_map_hook(nullptr);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().value() == errc::io_error);
+  CHECK_THAT(s.error().message(), Catch::Contains("metrics segment " + metrics_file(home).string()) &&
+                                      Catch::Contains("not the file opened and validated"));
+  CHECK(readiness_segment::attach(home, 2));  // without the swap it maps
+}
