@@ -205,7 +205,7 @@ TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, 
   CHECK(p.backend->resets == 1);
 }
 
-TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and ends ready; a request during that rebuild is absorbed", "[actor][rebuild]") {
+TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and ends ready, a request during that rebuild is absorbed", "[actor][rebuild]") {
   pipeline p({}, fingerprint);
   p.commit("a", "1");
   p.advance(1000ms);

@@ -245,7 +245,7 @@ TEST_CASE("runtime actor: metrics age between events: a runner parked in deferre
   backend->auto_barrier = true;  // the release at the end may complete
 }
 
-TEST_CASE("runtime actor: unregister removes the id at once; a replacement registers while the release is pending and takes over when it settles", "[actor][runtime][unregister]") {
+TEST_CASE("runtime actor: unregister removes the id at once, a replacement registers while the release is pending and takes over when it settles", "[actor][runtime][unregister]") {
   runtime_fixture f;
   auto first = std::make_shared<test::sim_backend>("idx");
   REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(first)}));
@@ -370,7 +370,7 @@ TEST_CASE("runtime actor: a backend object whose previous registration kept its 
   backend->reject_shutdown = false;
 }
 
-TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations' hosts; the backend may still call its host", "[actor][runtime][kill]") {
+TEST_CASE("runtime actor: killed, it frees its locks and ends its registrations' hosts, the backend may still call its host", "[actor][runtime][kill]") {
   runtime_fixture f;
   auto backend = f.ready_index();
   auto* host = backend->host();

@@ -40,7 +40,7 @@ TEST_CASE("runtime registry: find names the current entry of an id, all lists ev
   CHECK(f.registry->all().size() == 2);
 }
 
-TEST_CASE("runtime registry: detach takes the id out at once and keeps the entry by its token; a second detach, or one with another token, fails", "[actor][registry][detach]") {
+TEST_CASE("runtime registry: detach takes the id out at once and keeps the entry by its token, a second detach, or one with another token, fails", "[actor][registry][detach]") {
   test::registered_ids f;
   auto e = f.put("idx", 5);
   f.put("other", 6);

@@ -363,7 +363,7 @@ TEST_CASE("supervision: a runner crash whose backend rejects the shutdown keeps 
   CHECK(to_errc(s->error) == errc::backend_failed);
 }
 
-TEST_CASE("supervision: unsupervise releases the id and stops its actors; a down of a stopped child restarts nothing", "[actor][supervision]") {
+TEST_CASE("supervision: unsupervise releases the id and stops its actors, a down of a stopped child restarts nothing", "[actor][supervision]") {
   supervised p;
   p.commit("a", "1");
   const auto epoch = p.slot->read().owner_epoch;

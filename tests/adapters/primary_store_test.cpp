@@ -561,7 +561,7 @@ TEST_CASE("primary store: a path the system refuses (a component over NAME_MAX, 
   }
 }
 
-TEST_CASE("primary store: a store directory it creates is not writable by group or others, whatever the umask; an existing one keeps its mode", "[adapter][store][security]") {
+TEST_CASE("primary store: a store directory it creates is not writable by group or others, whatever the umask, an existing one keeps its mode", "[adapter][store][security]") {
   temp_dir dir;
   {
     dix::test::umask_scope open_umask(0);

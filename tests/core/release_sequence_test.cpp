@@ -44,7 +44,7 @@ TEST_CASE("release sequence: a failed flush(shutdown) is only logged and the shu
   CHECK(r.on_shutdown_done(3, result<void>{}) == step::unlock);
 }
 
-TEST_CASE("release sequence: a rejected shutdown keeps the lock and publishes unavailable; a retry starts again with the same epoch", "[core][release]") {
+TEST_CASE("release sequence: a rejected shutdown keeps the lock and publishes unavailable, a retry starts again with the same epoch", "[core][release]") {
   release_sequence r;
   (void)r.begin(5, true, false);
   (void)r.on_flush_done(result<void>{});

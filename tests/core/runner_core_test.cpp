@@ -562,7 +562,7 @@ TEST_CASE("runner: lag components (protocol 13.1): stalled while deferred, unrea
   CHECK(caught_up.lag_ms == 0);
 }
 
-TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-requested, marker first, then reset once and rebuild; a request during the rebuild is absorbed", "[core][runner][rebuild]") {
+TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-requested, marker first, then reset once and rebuild, a request during the rebuild is absorbed", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});
   p.advance(milliseconds(1000));
@@ -664,7 +664,7 @@ TEST_CASE("runner: after a failed epoch write, wakes (a rebuild wake included) w
   CHECK(std::holds_alternative<fx::request_lock>(out.back()));
 }
 
-TEST_CASE("runner: a lock grant of an earlier request is dropped; the grant of the current one is taken", "[core][runner]") {
+TEST_CASE("runner: a lock grant of an earlier request is dropped, the grant of the current one is taken", "[core][runner]") {
   runner_core::config c;
   c.options.rebuild_backoff = milliseconds(100);
   runner_core core(c);

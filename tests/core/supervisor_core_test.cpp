@@ -220,7 +220,7 @@ TEST_CASE("supervisor core: the max_rebuild_attempts-th runner crash in a row pu
   CHECK(s.core.on_respawn(child_kind::runner).empty());
 }
 
-TEST_CASE("supervisor core: tailer and proxy crashes are told to the runner and respawned after the backoff; escalation restarts nothing", "[core][supervision]") {
+TEST_CASE("supervisor core: tailer and proxy crashes are told to the runner and respawned after the backoff, escalation restarts nothing", "[core][supervision]") {
   supervised s;
   auto fx = s.core.on_down(child_kind::tailer, {}, s.now);
   const auto* down = find_fx<sfx::tell_down>(fx);
@@ -242,7 +242,7 @@ TEST_CASE("supervisor core: tailer and proxy crashes are told to the runner and 
   CHECK(s.core.escalated());
 }
 
-TEST_CASE("supervisor core: unsupervise stops the runner and forgets the registration once it stopped; a failed stop keeps it", "[core][supervision]") {
+TEST_CASE("supervisor core: unsupervise stops the runner and forgets the registration once it stopped, a failed stop keeps it", "[core][supervision]") {
   supervised s;
   auto fx = s.core.on_unsupervise();
   REQUIRE(find_fx<sfx::stop_runner>(fx));

@@ -329,9 +329,11 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
   REQUIRE(rt2->stop().get());
 }
 
-TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release; the waiting runtime then acquires, finds unavailable and needs a request of its own (behaviour 16, second half as far as rebuild allows)", "[system][ownership][stop][rebuild]") {
+TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries only the release, the waiting runtime then acquires and its own pending request rebuilds the index under a larger epoch (behaviour 16, second half)", "[system][ownership][stop][rebuild]") {
   refused_shutdown f;
   REQUIRE_FALSE(f.rt1->stop().get());
+  const auto held_epoch = read_readiness(f.home, "by-value")->owner_epoch;
+  const int resets_before = f.refusing->resets;  // the first build's
   f.register_second();
   REQUIRE(waiting_behind_owner(f.home));  // the held lock: rt2 only waits
   CHECK(f.rt2->request_rebuild("by-value"));
@@ -344,11 +346,17 @@ TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries
   auto table = process_lock_table::for_home(f.home / "dix");
   REQUIRE(table->wait_until("by-value", [](bool owned, std::size_t waiters) { return !owned || waiters == 0; }, 30s));
   CHECK_FALSE(f.rt1->stop().get());  // still the same failing future
-  // rt2 acquired: its own pending request is consumed at step 3 and, before the inherited
-  // `unavailable` is latched (step 5), revives it — until rebuild exists, as a condemnation.
-  REQUIRE(wait_readiness(f.home, "by-value", [](const dix::readiness& r) {
-    return r.state == readiness_state::needs_rebuild && r.reason == readiness_reason::rebuild_requested;
+  // rt2 acquired: its own pending request is consumed at acquisition and, before the inherited
+  // `unavailable` is latched, revives it: rt2 rebuilds its index (a fresh directory) from a scan
+  // and ends ready under an epoch larger than the held one.
+  REQUIRE(wait_readiness(f.home, "by-value", [&](const dix::readiness& r) {
+    return r.state == readiness_state::ready && r.owner_epoch > held_epoch;
   }));
+  auto m = f.rt2->metrics("by-value");
+  REQUIRE(m);
+  CHECK(m->owner);
+  CHECK(m->rebuilt_records == 5);
+  CHECK(f.refusing->resets == resets_before);  // rt1's backend was only shut down again, not reset
   CHECK(f.rt1->request_rebuild("by-value") == false);  // nothing held any more
   REQUIRE(f.rt2->stop().get());
 }
