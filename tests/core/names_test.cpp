@@ -31,7 +31,7 @@ TEST_CASE("names: backend ids are 1…64 of [A-Za-z0-9._-] not starting with a d
   CHECK_FALSE(is_valid_backend_id("a b"));
 }
 
-TEST_CASE("names: escape_bytes keeps printable ASCII and writes everything else as \\xNN", "[core][names]") {
+TEST_CASE("names: escape_bytes keeps printable ASCII and writes every other byte as a hex escape (backslash, x, two digits)", "[core][names]") {
   CHECK(escape_bytes("plain text-1") == "plain text-1");
   CHECK(escape_bytes(std::string("a\0b", 3)) == "a\\x00b");
   CHECK(escape_bytes("q\"b\\") == "q\\x22b\\x5c");
