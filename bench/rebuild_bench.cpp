@@ -1,8 +1,8 @@
 // `dix bench rebuild`: the RocksDB secondary index built from nothing over an N-record store
 // (200-byte payloads, 100 per transaction, as `dix bench catchup` writes them). The dix phase
 // registers the index on an empty index directory and times until it is `ready` and its durable
-// cursor covers the store; how dix builds it (a replay of the WAL from sequence 1 today, a reset
-// and a snapshot scan once the rebuild of issue 10 lands) is dix's business, not the bench's.
+// cursor covers the store; dix builds it as it builds any cursorless index (protocol.md §11: a
+// reset, a boundary, a snapshot scan, then the log from the boundary).
 // The baseline, in a child process (its memory and caches its own, `rebuild-baseline` below): a
 // plain scan of the same table writing the same index entries into a fresh RocksDB opened with
 // the index backend's own options (read back from the OPTIONS file of an index the backend
