@@ -698,12 +698,16 @@ index_time_t primary_store::index_time() {
 }
 
 admission primary_store::admit(std::uint32_t table) const {
-  std::function<admission(std::uint32_t)> hook;
-  {
-    std::lock_guard g(impl_->hooks_mutex);
-    hook = impl_->admission_hook;
+  if (impl_->has_admission_hook.load(std::memory_order_acquire)) {
+    std::function<admission(std::uint32_t)> hook;
+    {
+      std::lock_guard g(impl_->hooks_mutex);
+      hook = impl_->admission_hook;
+    }
+    if (hook) return hook(table);
   }
-  return hook ? hook(table) : admission{};
+  if (impl_->gate.empty()) return admission{};
+  return impl_->gate.admit({table}, false);
 }
 
 const std::string& primary_store::log_name() const noexcept { return impl_->options.log_name; }
@@ -864,19 +868,30 @@ result<commit_info> transaction::commit() {
   st.committed = true;
   if (st.failed) return *st.failed;
   auto& store = *st.store;
+  // protocol.md §13.5: never gated are replicated and recovery transactions (system ones do not
+  // come here), and tables nobody projects; a store no registration gates pays two atomic loads.
   const auto never_gated = txn_flags::replicated | txn_flags::recovery;
-  if ((st.flags & never_gated) == txn_flags::none) {
+  auto& impl = primary_store_access::get(store);
+  const bool hooked = impl.has_admission_hook.load(std::memory_order_acquire);
+  if ((st.flags & never_gated) == txn_flags::none && (hooked || !impl.gate.empty())) {
     std::chrono::microseconds delay{0};
-    for (auto table : st.tables) {
-      auto a = store.admit(table);
-      if (a.kind == admit_kind::reject) {
-        return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind table " +
-                                              std::to_string(table) + "; retry after a pause"};
+    auto refuse = [](const admission& a, const std::string& tables) {
+      return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind " + tables +
+                                            "; nothing was written, retry after a pause"};
+    };
+    if (hooked) {
+      for (auto table : st.tables) {
+        auto a = store.admit(table);
+        if (a.kind == admit_kind::reject) return refuse(a, "table " + std::to_string(table));
+        if (a.kind == admit_kind::delay) delay = std::max(delay, a.delay);
       }
-      if (a.kind == admit_kind::delay) delay = std::max(delay, a.delay);
+    } else {
+      auto a = impl.gate.admit(st.tables, true);  // a refusal wakes the id's local runners
+      if (a.kind == admit_kind::reject) return refuse(a, "the tables written");
+      if (a.kind == admit_kind::delay) delay = a.delay;
     }
-    // Throttled: wait outside the commit mutex (protocol.md §13.5).
-    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    // Throttled: wait outside the commit mutex (protocol.md §13.5), then commit.
+    if (delay.count() > 0) impl.gate.wait(delay);
   }
   return primary_store_access::get(store).write(static_cast<std::uint8_t>(st.flags), st.batch, st.sync);
 }
@@ -929,9 +944,12 @@ void remove_close_listener(primary_store& s, std::uint64_t id) {
   p.close_listeners.erase(id);
 }
 
+write_gate& gate_of(primary_store& s) noexcept { return primary_store_access::get(s).gate; }
+
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook) {
   auto& p = primary_store_access::get(s);
   std::lock_guard g(p.hooks_mutex);
+  p.has_admission_hook.store(static_cast<bool>(hook), std::memory_order_release);
   p.admission_hook = std::move(hook);
 }
 

@@ -27,6 +27,7 @@
 #include <dix/primary_store.hpp>
 
 #include "adapters/free_space.hpp"
+#include "adapters/write_gate.hpp"
 #include "core/wal_batch.hpp"
 
 namespace dix {
@@ -110,7 +111,9 @@ struct primary_store::impl {
 
   // Hooks. Copied out under hooks_mutex and called without it.
   std::mutex hooks_mutex;
-  std::function<admission(std::uint32_t table)> admission_hook;  // empty: admit everything
+  std::function<admission(std::uint32_t table)> admission_hook;  // set: it decides instead of `gate`
+  std::atomic<bool> has_admission_hook{false};
+  write_gate gate;  // the runtime's registrations (protocol.md §13.5); has its own lock
   std::map<std::uint64_t, std::function<void(const commit_event&)>> listeners;
   std::map<std::uint64_t, std::function<void()>> close_listeners;  // called under lifecycle (X)
   std::uint64_t next_hook_id = 1;
@@ -153,8 +156,10 @@ void remove_commit_listener(primary_store& s, std::uint64_t id);
 // Called under the exclusive lifecycle lock just before RocksDB closes; drop iterators there.
 std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn);
 void remove_close_listener(primary_store& s, std::uint64_t id);
-// The writer gate (protocol.md §13.5). Until the runtime installs one, everything is admitted.
+// The writer gate (protocol.md §13.5): the runtime registers each registration's projected
+// tables with the store's write_gate. A hook set here (tests) decides instead of it.
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
+write_gate& gate_of(primary_store& s) noexcept;
 
 std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
