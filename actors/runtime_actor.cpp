@@ -359,6 +359,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.projections = r.projections;
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
+    e->log_stores.push_back(store);
     w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store),
                                ctx.attached[index].wal_ttl_s});
   }
@@ -371,6 +372,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.runner.cursor_flush_age = plan->cursor_flush_age;
   w.runner.gate = gate_policy{plan->options.max_lag, plan->options.max_flush_age, r.backend->min_barrier_interval(),
                               ctx.options.max_write_delay};
+  e->wal_sample_interval = std::chrono::milliseconds(w.runner.gate.lag_tick_ms());
   w.slot = e->slot;
   w.publisher = st.publisher;
   w.lock = ctx.locks.get();
