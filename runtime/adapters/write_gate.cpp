@@ -1,6 +1,7 @@
 #include "adapters/write_gate.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <thread>
 

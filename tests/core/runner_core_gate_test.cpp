@@ -241,3 +241,67 @@ TEST_CASE("runner gate: an owner without a policy stores 0 at acquisition and ne
   CHECK(p.slot_gate == gate_open);
   CHECK(p.timers_armed() < 10);  // no lag tick chain without a policy
 }
+
+TEST_CASE("runner lag: every component is 0 for an idle, caught-up owner (protocol 13.1)", "[core][runner][lag]") {
+  sim_pipeline p(gate_options());
+  make_ready(p);
+  for (int i = 0; i < 3; ++i) p.commit({test::put(sim_table, "k" + std::to_string(i), "v")});
+  p.advance(milliseconds(500));
+  REQUIRE(p.runner->state() == runner_state::idle);
+  auto m = p.runner->snapshot().metrics(p.time.steady_now());
+  CHECK(m.cursor_lag_ms == 0);
+  CHECK(m.stalled_ms == 0);
+  CHECK(m.unread_age_ms == 0);
+  CHECK(m.oldest_accepted_age_ms == 0);
+  CHECK(m.lag_ms == 0);
+}
+
+TEST_CASE("runner lag: a deferring backend shows as stalled, one that never barriers as the oldest accepted age (protocol 13.1)",
+          "[core][runner][lag]") {
+  SECTION("deferred") {
+    sim_pipeline p(gate_options());
+    make_ready(p);
+    p.backend.auto_barrier = false;
+    p.backend.cap = 1;
+    p.commit({test::put(sim_table, "a", "1")});
+    p.commit({test::put(sim_table, "b", "2")});
+    REQUIRE(p.runner->state() == runner_state::deferred);
+    p.advance(milliseconds(300));
+    auto m = p.runner->snapshot().metrics(p.time.steady_now());
+    CHECK(m.stalled_ms >= 300);
+    CHECK(m.lag_ms >= m.stalled_ms);
+  }
+  SECTION("never barriers") {
+    sim_pipeline p(gate_options());
+    make_ready(p);
+    p.backend.auto_barrier = false;
+    p.commit({test::put(sim_table, "a", "1")});
+    p.advance(milliseconds(700));
+    auto m = p.runner->snapshot().metrics(p.time.steady_now());
+    CHECK(m.oldest_accepted_age_ms >= 700);
+    CHECK(m.stalled_ms == 0);
+    CHECK(m.lag_ms == m.oldest_accepted_age_ms);
+  }
+}
+
+TEST_CASE("runner lag: a reader that has not reached the end since it acquired shows an unread age (protocol 13.1)", "[core][runner][lag]") {
+  auto o = gate_options();
+  o.max_transactions_per_turn = 1;  // one transaction per turn: the end is several turns away
+  sim_pipeline p(o);
+  make_ready(p);
+  p.restart_runner();  // a new process: the next owner starts behind
+  for (int i = 0; i < 6; ++i) p.store.commit({test::put(sim_table, "k" + std::to_string(i), "v")}, 0, false);
+  p.wake(wake_flag::commit, false);
+  // Step until the new owner read its first chunk, which is not the end of the log.
+  bool behind = false;
+  for (int i = 0; i < 200 && !behind; ++i) {
+    REQUIRE(p.step());
+    auto s = p.runner->snapshot();
+    behind = s.owner && !s.logs.empty() && s.logs[0].latest_sequence > s.logs[0].read_sequence;
+  }
+  REQUIRE(behind);
+  auto s = p.runner->snapshot();
+  CHECK(s.unread_since.has_value());  // no commit wake marked it: the chunk did
+  p.run();
+  CHECK_FALSE(p.runner->snapshot().unread_since.has_value());  // the end reached
+}
