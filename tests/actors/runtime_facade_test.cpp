@@ -275,7 +275,7 @@ bool wait_segment(const std::filesystem::path& home, Pred pred) {
 
 }  // namespace
 
-TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothing is written; the gate opens after a durable advance; unregistering the last registration forces it open (protocol 13)",
+TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothing is written, the gate opens after a durable advance, and unregistering the last registration forces it open (protocol 13)",
           "[adapter][runtime][gate][behaviour-24]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
