@@ -142,8 +142,12 @@ void carry_out(runner_pointer self, effect& e) {
         // (not_registered) means the registration and the runtime's segment disagree — a bug — or
         // the publisher is gone: it is reported on stderr and counted as landed, so a release is
         // not held forever behind a publication that will never land.
-        send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, std::nullopt},
+        send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, x.lag_gate},
                                 "a publication");
+      } else if constexpr (std::is_same_v<T, fx::store_gate>) {
+        // Behind every publication before it (apply() runs it after they landed), so the slot
+        // never holds an older gate than the core decided last (protocol.md §13.3).
+        d.slot->set_lag_gate(x.value);
       } else if constexpr (std::is_same_v<T, fx::reset>) {
         self->request(d.proxy, caf::infinite, reset_request{x.gen, x.epoch})
           .then([self](reset_done& r) { apply(self, self->state.core->on_reset_done(r.gen, from_caf(r.error), now_of(self))); },
@@ -195,12 +199,17 @@ void publish_progress(runner_pointer self, const rebuild_progress& progress) {
 }
 
 void apply(runner_pointer self, effects out) {
+  // Every event samples the gate (protocol.md §13.3: turns, idle passes, flush ticks and more):
+  // it stores only what changed.
+  auto gate = self->state.core->sample_gate(now_of(self));
+  out.insert(out.end(), gate.begin(), gate.end());
   auto progress = store_snapshot(self);
   for (auto& e : out) {
     auto step = [self, e]() mutable { carry_out(self, e); };
     // The unlock, and the answer that the release is over, wait for the publications before
     // them: whoever hears `stopped` reads in the slot what the release published.
-    if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e)) {
+    if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e) ||
+        std::holds_alternative<fx::store_gate>(e)) {
       // The progress goes behind the event's other effects, but never behind the unlock.
       if (progress) publish_progress(self, *std::exchange(progress, std::nullopt));
       self->state.fence.after_landed(std::move(step));
@@ -243,7 +252,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
         return;
       }
       const bool was_owner = core.owner();
-      auto out = core.on_lock_acquired(m.gen, now_of(self));
+      auto out = core.on_lock_acquired(m.gen, now_of(self), st.deps.slot->lag_gate());
       if (!was_owner && core.owner()) st.deps.record->acquired();  // the core took the grant
       apply(self, std::move(out));
     },
@@ -308,7 +317,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       if (st.outcome) return *st.outcome;
       auto promise = self->make_response_promise<stopped>();
       st.stop_promises.push_back(promise);
-      apply(self, st.core->stop(now_of(self)));
+      // §13.4: the registration counts of the process (§9.1) say whether this was the last one.
+      const bool last = st.deps.lock == nullptr || st.deps.lock->registrations(st.deps.id) == 0;
+      apply(self, st.core->stop(now_of(self), last));
       return promise;
     },
   };

@@ -66,6 +66,10 @@ struct runtime_state {
   };
   std::map<std::uint64_t, std::vector<waiting_registration>> waiting_registrations;
   std::map<std::string, watched_id> watched;
+  // Registrations counted in the process lock table (protocol.md §9.1) and those with admission
+  // entries in the stores' write gates (§2.2, §13.5), by token: each is undone exactly once.
+  std::map<std::uint64_t, std::string> counted;
+  std::set<std::uint64_t> gated;
   std::map<caf::actor_addr, std::size_t> monitored;  // subscriber → number of ids it watches
   bool stopping = false;
   std::optional<caf::error> stop_outcome;  // once every release settled
@@ -92,6 +96,21 @@ steady_time now_of(runtime_pointer self) { return self->home_system().clock().no
 void check_stopped(runtime_pointer self);
 caf::expected<index_registered> register_one(runtime_pointer self, registration r);
 
+// The registration leaves the process's count as its release starts (§2.4): a releasing owner
+// that finds no registration of its id left forces the gate open (§13.4).
+void uncount(runtime_state& st, std::uint64_t token) {
+  auto it = st.counted.find(token);
+  if (it == st.counted.end()) return;
+  st.ctx->locks->count_registration(it->second, -1);
+  st.counted.erase(it);
+}
+
+// Its admission entries go once the release settled (§2.4).
+void ungate(runtime_state& st, std::uint64_t token) {
+  if (st.gated.erase(token) == 0) return;
+  for (auto& s : st.ctx->stores) gate_of(*s).remove(token);
+}
+
 // A release settled (protocol.md §2.4): the subscription goes first, then the host ends, then the
 // waiters hear the outcome.
 void on_released(runtime_pointer self, std::uint64_t token, const caf::error& err) {
@@ -100,6 +119,7 @@ void on_released(runtime_pointer self, std::uint64_t token, const caf::error& er
   if (it == st.releasing.end()) return;
   auto e = it->second;
   st.releasing.erase(it);
+  ungate(st, token);
   e->changes.reset();
   e->host->end();
   if (err) st.held[token] = e;
@@ -127,6 +147,7 @@ void on_released(runtime_pointer self, std::uint64_t token, const caf::error& er
 }
 
 void release(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
+  uncount(self->state, e->token);
   self->state.releasing[e->token] = e;
   const auto token = e->token;
   self->request(self->state.supervisor, caf::infinite, unsupervise{token})
@@ -191,6 +212,8 @@ void clean_up(runtime_state& st) {
     for (auto& w : waiting) w.promise.deliver(ended);
   }
   st.waiting_registrations.clear();
+  while (!st.counted.empty()) uncount(st, st.counted.begin()->first);
+  while (!st.gated.empty()) ungate(st, *st.gated.begin());
   for (auto& e : unreleased) {
     e->host->end();  // the backend is told first that no epoch is its own any more
     e->owner->release();
@@ -302,15 +325,32 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   });
   st.hosts.push_back(e->host);
   e->relay = std::make_shared<state_change_relay>();
+  // Counted in the process (§9.1) before attach, as §2.2 orders it.
+  ctx.locks->count_registration(id, +1);
+  st.counted[e->token] = id;
   // attach and the subscription are part of the registration: either fails, nothing remains.
   if (auto failed = backend_call(id, "attach", [&] { r.backend->attach(*e->host); })) {
     e->host->end();
+    uncount(st, e->token);
     return *failed;
   }
   if (auto failed = backend_call(id, "on_state_change", [&] { e->changes = subscribe_state_changes(*r.backend, e->relay); })) {
     e->host->end();
+    uncount(st, e->token);
     return *failed;
   }
+  // The projected tables join each store's admission check (§2.2, §13.5); a refusal wakes this
+  // registration's runner as a non-system commit would.
+  std::weak_ptr<runtime_registry> weak_registry = ctx.registry;
+  for (const auto& [ref, fn] : r.projections) {
+    for (std::size_t i = 0; i < ctx.attached.size(); ++i) {
+      if (ctx.attached[i].name != ref.log) continue;
+      gate_of(*ctx.stores[i]).add(ref.table, write_gate::entry{id, e->token, e->slot, [weak_registry, id] {
+                                    if (auto reg = weak_registry.lock()) reg->wake(id, wake_flag::commit);
+                                  }});
+    }
+  }
+  st.gated.insert(e->token);
 
   id_wiring w;
   w.id = id;
@@ -319,6 +359,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.projections = r.projections;
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
+    e->log_stores.push_back(store);
     w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store),
                                ctx.attached[index].wal_ttl_s});
   }
@@ -329,6 +370,9 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.runner.fingerprint = plan->fingerprint;
   w.runner.rebuildable = plan->rebuildable;
   w.runner.cursor_flush_age = plan->cursor_flush_age;
+  w.runner.gate = gate_policy{plan->options.max_lag, plan->options.max_flush_age, r.backend->min_barrier_interval(),
+                              ctx.options.max_write_delay};
+  e->wal_sample_interval = std::chrono::milliseconds(w.runner.gate.lag_tick_ms());
   w.slot = e->slot;
   w.publisher = st.publisher;
   w.lock = ctx.locks.get();

@@ -2,6 +2,9 @@
 
 #include <caf/send.hpp>
 
+#include "adapters/wal_sample.hpp"
+#include "core/clock.hpp"
+
 namespace dix {
 
 void registration_entry::set_runner(const runner_actor& r) {
@@ -21,6 +24,20 @@ runner_metrics metrics_of(const registration_entry& e, steady_time now) {
   m.lag_gate = e.slot->lag_gate();
   m.coverage_time = e.slot->coverage_time();
   m.unindexable_records += e.host->unindexable();
+  // protocol.md §13.2: the WAL figures per log, from each store's shared sample.
+  const auto wall = system_clock().wall_now_ns();
+  for (auto& l : m.logs) {
+    for (const auto& store : e.log_stores) {
+      if (store->log_name() != l.log) continue;
+      auto r = sampled_retention(*store, l.durable_sequence, wall, now, e.wal_sample_interval);
+      if (!r) break;  // a closed store: the figures stay unknown
+      l.wal_retained_bytes = r->wal_retained_bytes;
+      l.wal_oldest_sequence = r->wal_oldest_sequence;
+      l.retention_headroom_ms = r->retention_headroom_ms;
+      l.retention_headroom_bytes = r->retention_headroom_bytes;
+      break;
+    }
+  }
   return m;
 }
 

@@ -4,6 +4,7 @@
 // An id leaves it at once when it is unregistered (protocol.md §2.4), before its release settles.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <dix/backend.hpp>
+#include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
 #include "actors/backend_host_impl.hpp"
@@ -38,6 +40,10 @@ struct registration_entry {
   std::shared_ptr<state_change_relay> relay;
   std::shared_ptr<ownership> owner;  // the registration's ownership record (its lock-table calls)
   subscription changes;  // the backend's state changes; the runtime actor's alone
+  // The stores of the registration's logs (attach order) and how often their WAL listing is
+  // sampled for the §13.2 figures of metrics(): the lag tick.
+  std::vector<std::shared_ptr<primary_store>> log_stores;
+  std::chrono::milliseconds wal_sample_interval{1000};
 
   // The registration's current runner (the supervisor respawns it after a crash).
   void set_runner(const runner_actor& r);

@@ -163,7 +163,9 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         // reported and counted as landed, so the unlock is not held forever.
         const std::uint32_t attempts = spec.slot ? spec.slot->read().rebuild_attempts : 0;
         e.fence.sent();
-        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, attempts, std::nullopt, std::nullopt})
+        // A dead runner's index is needs-rebuild or unavailable: the gate is forced open with it
+        // (protocol.md §13.4), so no writer waits for an index nobody drives.
+        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, attempts, std::nullopt, 0u})
           .then([ep](published&) { ep->fence.landed(); },
                 [ep](caf::error& err) {
                   std::fprintf(stderr, "dix: supervisor of %s: a publication failed: %s\n", ep->spec->id.c_str(),

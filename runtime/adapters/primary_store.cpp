@@ -22,6 +22,7 @@
 
 #include <dix/memory.hpp>
 
+#include "adapters/wal_sample.hpp"
 #include "adapters/write_batch_reader.hpp"
 #include "core/bytes.hpp"
 #include "core/clock.hpp"
@@ -698,12 +699,16 @@ index_time_t primary_store::index_time() {
 }
 
 admission primary_store::admit(std::uint32_t table) const {
-  std::function<admission(std::uint32_t)> hook;
-  {
-    std::lock_guard g(impl_->hooks_mutex);
-    hook = impl_->admission_hook;
+  if (impl_->has_admission_hook.load(std::memory_order_acquire)) {
+    std::function<admission(std::uint32_t)> hook;
+    {
+      std::lock_guard g(impl_->hooks_mutex);
+      hook = impl_->admission_hook;
+    }
+    if (hook) return hook(table);
   }
-  return hook ? hook(table) : admission{};
+  if (impl_->gate.empty()) return admission{};
+  return impl_->gate.admit({table}, false);
 }
 
 const std::string& primary_store::log_name() const noexcept { return impl_->options.log_name; }
@@ -864,19 +869,30 @@ result<commit_info> transaction::commit() {
   st.committed = true;
   if (st.failed) return *st.failed;
   auto& store = *st.store;
+  // protocol.md §13.5: never gated are replicated and recovery transactions (system ones do not
+  // come here), and tables nobody projects; a store no registration gates pays two atomic loads.
   const auto never_gated = txn_flags::replicated | txn_flags::recovery;
-  if ((st.flags & never_gated) == txn_flags::none) {
+  auto& impl = primary_store_access::get(store);
+  const bool hooked = impl.has_admission_hook.load(std::memory_order_acquire);
+  if ((st.flags & never_gated) == txn_flags::none && (hooked || !impl.gate.empty())) {
     std::chrono::microseconds delay{0};
-    for (auto table : st.tables) {
-      auto a = store.admit(table);
-      if (a.kind == admit_kind::reject) {
-        return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind table " +
-                                              std::to_string(table) + "; retry after a pause"};
+    auto refuse = [](const admission& a, const std::string& tables) {
+      return error{errc::index_lagging, "index " + a.backend_id + " lags too far behind " + tables +
+                                            "; nothing was written, retry after a pause"};
+    };
+    if (hooked) {
+      for (auto table : st.tables) {
+        auto a = store.admit(table);
+        if (a.kind == admit_kind::reject) return refuse(a, "table " + std::to_string(table));
+        if (a.kind == admit_kind::delay) delay = std::max(delay, a.delay);
       }
-      if (a.kind == admit_kind::delay) delay = std::max(delay, a.delay);
+    } else {
+      auto a = impl.gate.admit(st.tables, true);  // a refusal wakes the id's local runners
+      if (a.kind == admit_kind::reject) return refuse(a, "the tables written");
+      if (a.kind == admit_kind::delay) delay = a.delay;
     }
-    // Throttled: wait outside the commit mutex (protocol.md §13.5).
-    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    // Throttled: wait outside the commit mutex (protocol.md §13.5), then commit.
+    if (delay.count() > 0) impl.gate.wait(delay);
   }
   return primary_store_access::get(store).write(static_cast<std::uint8_t>(st.flags), st.batch, st.sync);
 }
@@ -929,10 +945,82 @@ void remove_close_listener(primary_store& s, std::uint64_t id) {
   p.close_listeners.erase(id);
 }
 
+write_gate& gate_of(primary_store& s) noexcept { return primary_store_access::get(s).gate; }
+
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook) {
   auto& p = primary_store_access::get(s);
   std::lock_guard g(p.hooks_mutex);
+  p.has_admission_hook.store(static_cast<bool>(hook), std::memory_order_release);
   p.admission_hook = std::move(hook);
+}
+
+result<std::vector<wal_file_info>> list_wal_files(const primary_store::impl& p) {
+  rocksdb::VectorLogPtr files;
+  auto s = p.db->GetSortedWalFiles(files);
+  if (!s.ok()) return error{errc::io_error, "listing WAL files of " + p.path.string() + ": " + s.ToString()};
+  std::vector<wal_file_info> out;
+  out.reserve(files.size());
+  for (const auto& f : files) {
+    out.push_back(wal_file_info{f->StartSequence(), f->SizeFileBytes(), f->Type() == rocksdb::kArchivedLogFile,
+                                p.path.string() + f->PathName()});
+  }
+  return out;
+}
+
+wal_retention retention_of(const std::vector<wal_file_info>& files, const store_options& o,
+                           std::uint64_t anchor_sequence, std::uint64_t wall_now_ns) {
+  wal_retention r;
+  const wal_file_info* holder = nullptr;
+  for (const auto& f : files) {
+    r.wal_retained_bytes += f.size;
+    if (f.archived) r.archived_bytes += f.size;
+    if (r.wal_oldest_sequence == 0 && f.start_sequence != 0) r.wal_oldest_sequence = f.start_sequence;
+    if (anchor_sequence != 0 && f.start_sequence <= anchor_sequence) holder = &f;
+  }
+  r.wal_files = files.size();
+  if (anchor_sequence == 0 && !files.empty()) holder = &files.front();
+  if (o.wal_size_limit_mb != 0) {
+    r.retention_headroom_bytes = static_cast<std::int64_t>(o.wal_size_limit_mb << 20) -
+                                 static_cast<std::int64_t>(r.archived_bytes);
+  }
+  // RocksDB's own TTL purge goes by mtime: the archive age is now − the holder's mtime.
+  if (o.wal_ttl_s != 0 && holder != nullptr && holder->archived) {
+    struct stat st{};
+    if (::stat(holder->path.c_str(), &st) == 0) {
+      auto mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+      auto age_ms = (static_cast<std::int64_t>(wall_now_ns) - mtime_ns) / 1'000'000;
+      r.retention_headroom_ms = static_cast<std::int64_t>(o.wal_ttl_s) * 1000 - age_ms;
+    }
+  }
+  return r;
+}
+
+struct primary_store::impl::wal_sample {
+  std::chrono::steady_clock::time_point at;
+  std::vector<wal_file_info> files;
+};
+
+result<wal_retention> sampled_retention(primary_store& s, std::uint64_t anchor_sequence, std::uint64_t wall_now_ns,
+                                        std::chrono::steady_clock::time_point now, std::chrono::milliseconds max_age) {
+  auto& p = primary_store_access::get(s);
+  std::shared_ptr<const primary_store::impl::wal_sample> sample;
+  {
+    std::lock_guard g(p.wal_sample_mutex);
+    sample = p.last_wal_sample;
+  }
+  if (!sample || now < sample->at || now - sample->at >= max_age) {
+    std::shared_lock lock(p.lifecycle);
+    if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+    auto files = list_wal_files(p);
+    if (!files) return files.error();
+    auto fresh = std::make_shared<primary_store::impl::wal_sample>();
+    fresh->at = now;
+    fresh->files = std::move(*files);
+    std::lock_guard g(p.wal_sample_mutex);
+    p.last_wal_sample = fresh;
+    sample = std::move(fresh);
+  }
+  return retention_of(sample->files, p.options, anchor_sequence, wall_now_ns);
 }
 
 std::uint64_t latest_sequence(const primary_store& s) {

@@ -25,8 +25,10 @@
 #include <rocksdb/write_batch.h>
 
 #include <dix/primary_store.hpp>
+#include <dix/wal.hpp>
 
 #include "adapters/free_space.hpp"
+#include "adapters/write_gate.hpp"
 #include "core/wal_batch.hpp"
 
 namespace dix {
@@ -106,11 +108,17 @@ struct primary_store::impl {
   space_probe probe = read_space;
   space_gate space{std::chrono::milliseconds(100)};
   std::atomic<std::uint64_t> synced_sequence{0};
+  // The WAL listing of protocol.md §13.2, sampled at most once per interval (sampled_retention).
+  struct wal_sample;
+  std::mutex wal_sample_mutex;
+  std::shared_ptr<const wal_sample> last_wal_sample;
   std::atomic<std::uint64_t> wal_syncs{0};
 
   // Hooks. Copied out under hooks_mutex and called without it.
   std::mutex hooks_mutex;
-  std::function<admission(std::uint32_t table)> admission_hook;  // empty: admit everything
+  std::function<admission(std::uint32_t table)> admission_hook;  // set: it decides instead of `gate`
+  std::atomic<bool> has_admission_hook{false};
+  write_gate gate;  // the runtime's registrations (protocol.md §13.5); has its own lock
   std::map<std::uint64_t, std::function<void(const commit_event&)>> listeners;
   std::map<std::uint64_t, std::function<void()>> close_listeners;  // called under lifecycle (X)
   std::uint64_t next_hook_id = 1;
@@ -153,8 +161,24 @@ void remove_commit_listener(primary_store& s, std::uint64_t id);
 // Called under the exclusive lifecycle lock just before RocksDB closes; drop iterators there.
 std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn);
 void remove_close_listener(primary_store& s, std::uint64_t id);
-// The writer gate (protocol.md §13.5). Until the runtime installs one, everything is admitted.
+// The writer gate (protocol.md §13.5): the runtime registers each registration's projected
+// tables with the store's write_gate. A hook set here (tests) decides instead of it.
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
+write_gate& gate_of(primary_store& s) noexcept;
+
+// One WAL file as GetSortedWalFiles lists it (protocol.md §13.2).
+struct wal_file_info {
+  std::uint64_t start_sequence = 0, size = 0;
+  bool archived = false;
+  std::string path;  // the file, for its mtime
+};
+// Lists the WAL files; the caller holds `lifecycle` shared and the store is open. io_error.
+result<std::vector<wal_file_info>> list_wal_files(const primary_store::impl& p);
+// The §13.2 figures from a listing, with the anchor at `anchor_sequence` (0: the oldest file):
+// the archive age is now − the holder's mtime (one stat).
+wal_retention retention_of(const std::vector<wal_file_info>& files, const store_options& o,
+                           std::uint64_t anchor_sequence, std::uint64_t wall_now_ns);
+// sampled_retention: adapters/wal_sample.hpp.
 
 std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <iterator>
@@ -149,6 +150,20 @@ void process_lock_table::release(const std::string& id, std::uint64_t requester)
 bool process_lock_table::owned(const std::string& id) const {
   std::lock_guard lock(mutex_);
   return entries_.count(id) != 0;
+}
+
+void process_lock_table::count_registration(const std::string& id, int delta) {
+  std::lock_guard lock(mutex_);
+  auto& n = registrations_[id];
+  if (delta >= 0) n += static_cast<std::size_t>(delta);
+  else n -= std::min(n, static_cast<std::size_t>(-static_cast<long long>(delta)));
+  if (n == 0) registrations_.erase(id);
+}
+
+std::size_t process_lock_table::registrations(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = registrations_.find(id);
+  return it == registrations_.end() ? 0 : it->second;
 }
 
 bool process_lock_table::wait_until(const std::string& id,

@@ -64,6 +64,9 @@ class process_lock_table final : public runner_lock {
 
   // Whether some requester of this process owns `id`.
   bool owned(const std::string& id) const override;
+  // Registrations of `id` in the process (protocol.md §9.1); a count never goes below 0.
+  void count_registration(const std::string& id, int delta) override;
+  std::size_t registrations(const std::string& id) const override;
 
   const std::filesystem::path& directory() const noexcept { return dix_dir_; }
   // `<dix>/runner/<id>.lock`.
@@ -91,6 +94,7 @@ class process_lock_table final : public runner_lock {
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::map<std::string, entry> entries_;
+  std::map<std::string, std::size_t> registrations_;  // ids with ≥ 1 registration
 };
 
 }  // namespace dix

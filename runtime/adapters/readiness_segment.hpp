@@ -82,8 +82,8 @@ class segment_slot final : public readiness_slot {
   std::uint64_t apply(const slot_publication& p);
 
   // Owner: lag_gate (0 open, 1…1 000 000 µs per gated write, 0xFFFFFFFF exceeded).
-  void set_lag_gate(std::uint32_t gate);
-  std::uint32_t lag_gate() const noexcept;
+  void set_lag_gate(std::uint32_t gate) override;
+  std::uint32_t lag_gate() const noexcept override;
   // The owner's backend (through its host): why it holds deliveries back (the slot's `hold`,
   // docs/formats.md; decision 0013). Stored and notified only when it changes.
   void set_hold(backend_hold hold) override;

@@ -179,34 +179,9 @@ result<wal_retention> rocksdb_log_source::retention(std::uint64_t anchor_sequenc
                                                     std::uint64_t wall_now_ns) const {
   std::shared_lock lock(impl_.lifecycle);
   if (!impl_.open) return closed(impl_);
-  rocksdb::VectorLogPtr files;
-  auto s = impl_.db->GetSortedWalFiles(files);
-  if (!s.ok()) return error{errc::io_error, "listing WAL files of " + impl_.path.string() + ": " + s.ToString()};
-  wal_retention r;
-  const rocksdb::LogFile* holder = nullptr;
-  for (const auto& f : files) {
-    r.wal_retained_bytes += f->SizeFileBytes();
-    if (f->Type() == rocksdb::kArchivedLogFile) r.archived_bytes += f->SizeFileBytes();
-    if (r.wal_oldest_sequence == 0 && f->StartSequence() != 0) r.wal_oldest_sequence = f->StartSequence();
-    if (anchor_sequence != 0 && f->StartSequence() <= anchor_sequence) holder = f.get();
-  }
-  r.wal_files = files.size();
-  if (anchor_sequence == 0 && !files.empty()) holder = files.front().get();
-  const auto& o = impl_.options;
-  if (o.wal_size_limit_mb != 0) {
-    r.retention_headroom_bytes = static_cast<std::int64_t>(o.wal_size_limit_mb << 20) -
-                                 static_cast<std::int64_t>(r.archived_bytes);
-  }
-  if (o.wal_ttl_s != 0 && holder != nullptr && holder->Type() == rocksdb::kArchivedLogFile) {
-    struct stat st{};
-    auto file = impl_.path.string() + holder->PathName();
-    if (::stat(file.c_str(), &st) == 0) {
-      auto mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-      auto age_ms = (static_cast<std::int64_t>(wall_now_ns) - mtime_ns) / 1'000'000;
-      r.retention_headroom_ms = static_cast<std::int64_t>(o.wal_ttl_s) * 1000 - age_ms;
-    }
-  }
-  return r;
+  auto files = list_wal_files(impl_);
+  if (!files) return files.error();
+  return retention_of(*files, impl_.options, anchor_sequence, wall_now_ns);
 }
 
 }  // namespace dix

@@ -21,7 +21,7 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 
 }  // namespace
 
-runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base) {
+runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base), gate_(config_.gate) {
   if (config_.start_condemned) {
     // A backend that can reset is rebuilt by the next acquisition (it finds the slot condemned);
     // one that cannot stays parked.
@@ -101,7 +101,59 @@ void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
   if (s == readiness_state::ready) attempts_ = 0;  // only a consumed request or `ready` resets it (§11.3)
   published_ = s;
   reason_ = r;
-  out.push_back(fx::publish{s, r, attempts_});
+  // §13.4: every state but ready forces the gate open — a rebuild's start (until `ready`),
+  // unavailable, needs-rebuild, a rejected shutdown; sampling resumes only once ready again.
+  std::optional<std::uint32_t> gate;
+  if (s != readiness_state::ready) gate = gate_.force_open();
+  out.push_back(fx::publish{s, r, attempts_, gate});
+}
+
+void runner_core::force_gate_open(effects& out) {
+  if (auto g = gate_.force_open()) out.push_back(fx::store_gate{*g});
+}
+
+void runner_core::gate_sample(effects& out, steady_time now) {
+  if (!owner_now() || acquisition_ != acquisition::acquired || published_ != readiness_state::ready || stopping_ ||
+      parked_ || release_.holding() || attempt_running() || state_ == runner_state::unavailable) {
+    return;
+  }
+  if (auto g = gate_.sample(lag_ms(now))) out.push_back(fx::store_gate{*g});
+}
+
+effects runner_core::sample_gate(steady_time now) {
+  effects out;
+  gate_sample(out, now);
+  return out;
+}
+
+std::size_t runner_core::effective_entry() const noexcept {
+  // The newest offered entry preceded by nothing but cursor-only work (else the durable one).
+  std::size_t effective = 0;
+  while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
+  return effective;
+}
+
+std::uint64_t runner_core::cursor_lag_ms() const {
+  std::uint64_t lag = 0;
+  if (offered_.empty()) return lag;
+  for (const auto& p : offered_[effective_entry()].through.logs()) {
+    auto it = read_time_.find(p.log);
+    if (it != read_time_.end() && it->second > p.time) lag = std::max<std::uint64_t>(lag, (it->second - p.time) / 1'000'000);
+  }
+  return lag;
+}
+
+std::optional<steady_time> runner_core::oldest_accepted_at() const {
+  for (std::size_t i = 1; i < offered_.size(); ++i) {
+    if (!offered_[i].cursor_only) return offered_[i].accepted_at;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t runner_core::lag_ms(steady_time now) const {
+  if (!owner_now()) return 0;
+  auto age = [now](const std::optional<steady_time>& since) -> std::uint64_t { return since ? ms_between(*since, now) : 0; };
+  return std::max({cursor_lag_ms(), age(stalled_since_), age(unread_since_), age(oldest_accepted_at())});
 }
 
 bool runner_core::non_durable_work() const noexcept {
@@ -239,6 +291,7 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
       // survive the last process, the marker does.
       to(marker::writing);
       out.push_back(fx::write_marker{gen_});
+      force_gate_open(out);  // §13.4: the condemnation's publication waits for the marker
       return;
     }
     parked_ = false;  // no tailer to write it: as a failed write, retried at the next acquisition
@@ -318,6 +371,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     state_ = runner_state::unavailable;
     published_ = readiness_state::unavailable;
     reason_ = slot.reason;
+    force_gate_open(out);
     begin_release(out);
     return out;
   }
@@ -598,7 +652,7 @@ effects runner_core::on_rebuild_requested(steady_time now) {
   return out;
 }
 
-effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
+effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::uint32_t inherited_gate) {
   effects out;
   (void)now;
   if (gen != gen_) return out;  // a withdrawn request's grant: the entry went with the withdrawal
@@ -619,6 +673,14 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now) {
   boundary_pending_ = false;
   quiesced_ = false;
   state_ = runner_state::running;
+  unread_since_.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
+  // §13.3: the inherited gate stays (without a policy the owner stores 0); the lag tick samples
+  // it every min(1000, max(1, B/4)) ms while this ownership lasts.
+  if (auto g = gate_.on_acquired(inherited_gate)) out.push_back(fx::store_gate{*g});
+  if (config_.gate.on()) {
+    lag_tick_id_ = gen_;
+    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), lag_tick_id_});
+  }
   out.push_back(fx::mint_epoch{});
   return out;
 }
@@ -786,6 +848,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     offered_.erase(offered_.begin(), match);
     durable_ = d;
     if (advanced) {
+      gate_.on_durable_advance();
       transient_faults_ = 0;
       boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
@@ -869,7 +932,19 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   log_reopens_ = reopens_base_ + reopens_seen_;
   cut_open_ = chunk.cut_open;
   end_of_log_ = chunk.end_of_log;
-  if (chunk.end_of_log) unread_since_.reset();
+  if (chunk.end_of_log) {
+    unread_since_.reset();
+    gate_.on_end_of_log();
+  } else if (!unread_since_) {
+    // §13.1: some log's latest sequence exceeds what was read — also for a reader that has not
+    // reached the end since it started, which no commit wake marks.
+    for (const auto& l : chunk.logs) {
+      if (l.latest_sequence > l.read_sequence) {
+        unread_since_ = now;
+        break;
+      }
+    }
+  }
   if (chunk.delivery && chunk.delivery->through) {
     for (const auto& p : chunk.delivery->through->logs()) {
       auto& t = read_time_[p.log];
@@ -1049,6 +1124,13 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
 
 effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time now) {
   effects out;
+  if (kind == timer_kind::lag_tick) {
+    // The chain of this ownership only; it ends with the ownership (or a stop).
+    if (gen != lag_tick_id_ || !owner_now() || stopping_ || state_ == runner_state::stopped) return out;
+    gate_sample(out, now);
+    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), lag_tick_id_});
+    return out;
+  }
   if (gen != gen_ || stopping_ || parked_) return out;
   switch (kind) {
     case timer_kind::flush_age:
@@ -1074,6 +1156,7 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
     case timer_kind::rebuild_backoff:
       if (owner_now() && rebuild_ == rebuild::backoff && !release_.holding()) start_attempt(out, now);
       break;
+    case timer_kind::lag_tick: break;  // handled above
   }
   return out;
 }
@@ -1196,7 +1279,7 @@ effects runner_core::on_child_up(child_kind kind, steady_time now) {
   return out;
 }
 
-effects runner_core::stop(steady_time now) {
+effects runner_core::stop(steady_time now, bool last_registration) {
   effects out;
   (void)now;
   if (stopping_) return out;  // the first stop's outcome stands
@@ -1224,6 +1307,7 @@ effects runner_core::stop(steady_time now) {
   to(rebuild::none);
   boundary_pending_ = false;
   state_ = runner_state::releasing;
+  if (last_registration) force_gate_open(out);  // §13.4: no registration of the id is left here
   begin_release(out);
   return out;
 }
@@ -1243,21 +1327,11 @@ runner_snapshot runner_core::snapshot() const {
     for (std::size_t i = 1; i < offered_.size(); ++i) {
       s.accepted_bytes += offered_[i].bytes;
       s.accepted_mutations += offered_[i].mutations;
-      if (!s.oldest_accepted_at && !offered_[i].cursor_only) s.oldest_accepted_at = offered_[i].accepted_at;
     }
+    s.oldest_accepted_at = oldest_accepted_at();
     s.deferred_bytes = held_ ? held_->bytes : 0;
     s.stalled_since = stalled_since_;
-    // The effective entry: the newest offered one preceded by nothing but cursor-only work.
-    std::size_t effective = 0;
-    while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
-    if (!offered_.empty()) {
-      for (const auto& p : offered_[effective].through.logs()) {
-        auto it = read_time_.find(p.log);
-        if (it != read_time_.end() && it->second > p.time) {
-          s.cursor_lag_ms = std::max<std::uint64_t>(s.cursor_lag_ms, (it->second - p.time) / 1'000'000);
-        }
-      }
-    }
+    s.cursor_lag_ms = cursor_lag_ms();
     s.unread_since = unread_since_;
     if (release_.quiescing()) s.quiescence_since = quiescence_since_;
   }

@@ -50,6 +50,7 @@
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
+#include "core/lag_gate.hpp"
 #include "core/release_sequence.hpp"
 #include "core/restart_policy.hpp"  // child_kind
 #include "core/tailer_core.hpp"
@@ -67,7 +68,9 @@ inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is se
 inline constexpr std::uint8_t all = commit | system | backend | timer | coverage | rebuild;
 }  // namespace wake_flag
 
-enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff };
+// lag_tick: the gate's periodic lag sample while owning (protocol.md §13.3); it carries the tick
+// chain's id, not the generation, so a discard of progress does not end the chain.
+enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick };
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -83,7 +86,15 @@ struct pull { std::uint64_t gen; epoch_t epoch; };
 struct deliver { std::uint64_t gen; std::shared_ptr<const batch> b; };
 struct flush { std::uint64_t gen; flush_reason reason; };
 struct shutdown { epoch_t epoch; };
-struct publish { readiness_state state; readiness_reason reason; std::uint32_t attempts; };
+// lag_gate: stored with the publication (before reason and state, §1.5); absent: unchanged.
+struct publish {
+  readiness_state state;
+  readiness_reason reason;
+  std::uint32_t attempts;
+  std::optional<std::uint32_t> lag_gate = std::nullopt;
+};
+// The gate alone (protocol.md §13.3): stored in the slot once every publication before it landed.
+struct store_gate { std::uint32_t value; };
 // Read condemned/<id> and registration/<id> from the home store (§9.2 step 3); answer with
 // on_meta_state, passing the slot's readiness as read now and, when the read succeeded, whether
 // a rebuild request was consumed (exchange(0) on the slot).
@@ -105,7 +116,7 @@ struct scan { std::uint64_t gen; epoch_t epoch; };
 using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
                             fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
                             fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle,
-                            fx::reset, fx::capture_boundary, fx::scan>;
+                            fx::reset, fx::capture_boundary, fx::scan, fx::store_gate>;
 using effects = std::vector<effect>;
 
 // What status() and metrics() report (protocol.md §14), taken after every event. Ages are not
@@ -174,6 +185,9 @@ class runner_core {
     // absent cursor and a consumed request start a rebuild. Otherwise the index is condemned,
     // released and parked.
     bool rebuildable = false;
+    // The writer gate's sizing (protocol.md §13.3): max_lag and max_flush_age as in `options`,
+    // the backend's min_barrier_interval and the runtime's max_write_delay.
+    gate_policy gate;
   };
   explicit runner_core(config c);
 
@@ -182,7 +196,8 @@ class runner_core {
   // generation is stale and dropped: the generation moves while a request is pending only where
   // the runner withdraws it (release_lock), which already let go of a granted entry — handing a
   // stale grant back would withdraw a newer request of the same requester.
-  effects on_lock_acquired(std::uint64_t gen, steady_time now);
+  // `inherited_gate`: the slot's lag_gate as found (§13.3: an inherited gate survives handoff).
+  effects on_lock_acquired(std::uint64_t gen, steady_time now, std::uint32_t inherited_gate = gate_open);
   // The lock table could not take the entry. `contended` (§9.1: another process holds the crash
   // guard): no fault; the acquisition is retried after rebuild_backoff. Otherwise the lock file
   // cannot be used (a directory or a symlink at its path, …): a transient fault (§10.5), counted
@@ -232,7 +247,16 @@ class runner_core {
   effects on_state_change(state_change change, steady_time now);
   effects on_timer(timer_kind kind, std::uint64_t gen, steady_time now);
   effects on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now);
-  effects stop(steady_time now);
+  // `last_registration`: no other registration of the id remains in the process (the lock
+  // table's count, §9.1): an owner then forces the gate open before it releases (§13.4).
+  effects stop(steady_time now, bool last_registration = false);
+  // A lag sample for the gate (§13.3): the actor calls it after every event (turns, idle passes
+  // and flush ticks included); the lag tick calls it too. Stores only what changed; nothing
+  // unless this owner's index is ready and not being released (a forced open holds until then).
+  effects sample_gate(steady_time now);
+  // The lag of §13.1 at `now` (ms): the largest of the four components; 0 on a non-owner.
+  std::uint64_t lag_ms(steady_time now) const;
+  std::uint32_t gate_stored() const noexcept { return gate_.stored(); }
   // §9.7, §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps
   // the lock retries only its release (flush(shutdown) → shutdown(same epoch) → unlock); the
   // backend must accept the retried shutdown. Empty unless the lock is held that way.
@@ -340,6 +364,11 @@ class runner_core {
   void begin_release(effects& out);
   void carry_release(release_sequence::step step, effects& out, steady_time now);
   void publish(readiness_state s, readiness_reason r, effects& out);
+  void force_gate_open(effects& out);  // §13.4, outside a publication
+  void gate_sample(effects& out, steady_time now);
+  std::size_t effective_entry() const noexcept;  // §13.1: index into offered_
+  std::uint64_t cursor_lag_ms() const;
+  std::optional<steady_time> oldest_accepted_at() const;
   bool non_durable_work() const noexcept;
   void arm_age_timer(effects& out, steady_time now, bool restart);
   void deliver_held(effects& out, steady_time now);
@@ -415,6 +444,8 @@ class runner_core {
   std::map<std::string, index_time_t> read_time_;  // per log: newest anchor header time read
   std::optional<steady_time> unread_since_;        // a commit arrived while caught up, not yet read
   steady_time quiescence_since_{};
+  lag_gate gate_;
+  std::uint64_t lag_tick_id_ = 0;  // the lag tick chain of the current ownership (0: none)
 };
 
 }  // namespace dix

@@ -4,6 +4,7 @@
 // simulation keeps its slot in memory (tests/support/sim_pipeline.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,6 +31,11 @@ class runner_lock {
   virtual void release(const std::string& id, std::uint64_t requester) = 0;
   // Whether some requester of this process owns `id` now.
   virtual bool owned(const std::string& id) const = 0;
+  // The number of registrations of `id` in the process (protocol.md §9.1, §2.2, §2.4): counted
+  // at registration, uncounted when its release starts. 0 tells a releasing owner that it was
+  // the last, so it forces the writer gate open (§13.4).
+  virtual void count_registration(const std::string& id, int delta) = 0;
+  virtual std::size_t registrations(const std::string& id) const = 0;
 };
 
 // A backend id's readiness slot (formats.md §4.3 fields the runner uses).
@@ -50,6 +56,10 @@ class readiness_slot {
   // Why the owner's backend holds deliveries back (decision 0013), for readers in other
   // processes; stored and notified only when it changes.
   virtual void set_hold(backend_hold hold) = 0;
+  // The writer gate (formats.md §4.3 lag_gate; protocol.md §13.3): the owner stores it, with a
+  // notify; anyone reads it.
+  virtual void set_lag_gate(std::uint32_t gate) = 0;
+  virtual std::uint32_t lag_gate() const noexcept = 0;
 };
 
 }  // namespace dix

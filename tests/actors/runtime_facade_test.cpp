@@ -6,6 +6,7 @@
 #include <dix/runtime.hpp>
 
 #include "adapters/process_lock_table.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "support/wrapped_backend.hpp"
 
@@ -255,4 +256,99 @@ TEST_CASE("runtime: a fresh index over many records is rebuilt in one attempt", 
   CHECK(m.rebuilt_records == 200000);
   CHECK(m.delivered_records >= 200000);
   CHECK(m.delivered_records < 210000);
+}
+
+namespace {
+
+// Waits, on the segment's change-counter futex (no polling), until `pred` holds; false after 30 s.
+template <class Pred>
+bool wait_segment(const std::filesystem::path& home, Pred pred) {
+  auto view = segment_view::open(home).value();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto seen = view->segment_change_counter();
+    if (pred()) return true;
+    view->wait_change(seen, 1s);
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothing is written, the gate opens after a durable advance, and unregistering the last registration forces it open (protocol 13)",
+          "[adapter][runtime][gate][behaviour-24]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  runtime_options o;
+  o.runner.max_lag = 1ms;  // B = max(1, 2 × max_flush_age) = 4 ms: trips fast
+  o.runner.max_flush_age = 2ms;
+  o.max_write_delay = 1ms;
+  auto rt = runtime::create({store}, o).value();
+  auto slow = std::make_shared<test::wrapped_backend>(make_index(dir));
+  auto h = rt->register_index(index_registration(slow)).value();
+  auto locks = process_lock_table::for_home(dir / "db" / "dix");
+  CHECK(locks->registrations("by-value") == 1);  // counted in the process (§9.1)
+  test::put_records(*store, "a", 3);
+  REQUIRE(test::wait_readiness(dir / "db", "by-value", test::is_ready));
+  auto view = segment_view::open(dir / "db", segment_view::access::read_write).value();
+  auto slot = view->slot(view->find("by-value").value());
+  auto gate = [&] { return slot->lag_gate(); };
+  REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0; }));
+
+  // The backend stops barriering: its accepted work ages past B.
+  slow->hold_flushes = true;
+  test::put_records(*store, "b", 1);
+  REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0xFFFFFFFFu; }));
+  CHECK(rt->metrics("by-value")->lag_gate == 0xFFFFFFFFu);
+  CHECK(rt->metrics("by-value")->lag_ms >= 4);
+  const auto before = latest_sequence(*store);
+  auto t = store->begin();
+  t.put(1, "refused", "v");
+  auto refused = t.commit();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::index_lagging);
+  CHECK(latest_sequence(*store) == before);  // nothing written
+  CHECK_FALSE(store->get(1, "refused").value().has_value());
+  auto replicated = store->begin(txn_flags::replicated);
+  replicated.put(1, "replicated", "v");
+  CHECK(replicated.commit());  // never gated
+
+  // Barriers resume: a durable advance after the trip, the end of the log reached → open.
+  slow->release_flushes();
+  REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0; }));
+  auto later = store->begin();
+  later.put(1, "later", "v");
+  CHECK(later.commit());
+
+  // Closed again, then the last registration of the id unregisters: forced open.
+  slow->hold_flushes = true;
+  test::put_records(*store, "c", 1);
+  REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0xFFFFFFFFu; }));
+  REQUIRE(h.unregister().get());
+  CHECK(gate() == 0);
+  CHECK(locks->registrations("by-value") == 0);
+  slow->release_flushes();
+  auto after = store->begin();
+  after.put(1, "after", "v");
+  CHECK(after.commit());  // the admission entries went with the release
+}
+
+TEST_CASE("runtime: metrics carry the per-log WAL figures of protocol 13.2", "[adapter][runtime][gate]") {
+  temp_dir dir;
+  auto o = test::options();
+  o.wal_size_limit_mb = 1024;
+  auto store = test::open_store(dir / "db", o);
+  auto rt = runtime::create({store}).value();
+  auto h = rt->register_index(index_registration(make_index(dir))).value();
+  test::put_records(*store, "a", 5);
+  REQUIRE(test::wait_readiness(dir / "db", "by-value", test::is_ready));
+  auto m = rt->metrics("by-value").value();
+  REQUIRE(m.logs.size() == 1);
+  CHECK(m.logs[0].log == "main");
+  CHECK(m.logs[0].wal_retained_bytes > 0);
+  CHECK(m.logs[0].wal_oldest_sequence >= 1);
+  CHECK(m.logs[0].retention_headroom_bytes > 0);
+  CHECK(m.logs[0].retention_headroom_bytes <= std::int64_t{1024} << 20);
+  CHECK(m.logs[0].retention_headroom_ms == -1);  // the durable anchor is in the live WAL file
+  CHECK(m.lag_gate == 0);  // no policy: 0
 }

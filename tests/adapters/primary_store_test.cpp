@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "adapters/primary_store_impl.hpp"
+#include "adapters/wal_sample.hpp"
 #include "adapters/rocksdb_log_source.hpp"
 #include "adapters/test_support.hpp"
 #include "core/bytes.hpp"
@@ -676,4 +677,26 @@ TEST_CASE("primary store: on a real small filesystem commits stop at the reserve
   CHECK(held == committed);
   test::put_records(*s, "after", 1);
   CHECK(s->get(1, "after0").value());
+}
+
+TEST_CASE("primary store: the WAL figures of protocol.md 13.2 are sampled at most once per interval and shared", "[adapter][store][gate]") {
+  temp_dir dir;
+  auto o = test::options();
+  o.wal_size_limit_mb = 64;
+  auto s = test::open_store(dir / "db", o);
+  test::put_records(*s, "a", 10);
+  const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  const auto wall = system_clock().wall_now_ns();
+  const std::chrono::milliseconds tick{250};
+  auto first = sampled_retention(*s, 0, wall, t0, tick).value();
+  CHECK(first.wal_retained_bytes > 0);
+  CHECK(first.wal_oldest_sequence >= 1);
+  CHECK(first.retention_headroom_bytes == (std::int64_t{64} << 20) - static_cast<std::int64_t>(first.archived_bytes));
+  CHECK(first.retention_headroom_ms == -1);  // the anchor's file is live
+  test::put_records(*s, "b", 200);
+  // Within the interval every caller gets the same listing: no new GetSortedWalFiles.
+  auto cached = sampled_retention(*s, 5, wall, t0 + std::chrono::milliseconds(249), tick).value();
+  CHECK(cached.wal_retained_bytes == first.wal_retained_bytes);
+  auto fresh = sampled_retention(*s, 5, wall, t0 + tick, tick).value();
+  CHECK(fresh.wal_retained_bytes > first.wal_retained_bytes);
 }

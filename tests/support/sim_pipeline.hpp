@@ -174,8 +174,9 @@ class sim_pipeline final : public backend_host {
     run();
   }
 
-  void stop() {
-    post([this] { return runner ? runner->stop(time.steady_now()) : effects{}; });
+  // `last_registration`: no other registration of the id is left in the process (§13.4).
+  void stop(bool last_registration = false) {
+    post([this, last_registration] { return runner ? runner->stop(time.steady_now(), last_registration) : effects{}; });
     run();
   }
 
@@ -201,6 +202,12 @@ class sim_pipeline final : public backend_host {
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
   std::vector<fx::publish> publications;
+  // The writer gate (protocol.md §13.3): the policy given to the next runner (max_lag and
+  // max_flush_age come from the options), the slot's lag_gate, and every value stored in it with
+  // the number of publications made before it.
+  gate_policy gate;
+  std::uint32_t slot_gate = 0;
+  std::vector<std::pair<std::uint32_t, std::size_t>> gate_stores;
   std::vector<std::shared_ptr<const batch>> delivered;
   std::vector<flush_reason> flush_requests;
   std::optional<result<void>> stopped;
@@ -226,6 +233,11 @@ class sim_pipeline final : public backend_host {
   }
 
   void apply(effects fx) {
+    // As the runner actor does: every event samples the gate.
+    if (runner) {
+      auto g = runner->sample_gate(time.steady_now());
+      fx.insert(fx.end(), g.begin(), g.end());
+    }
     for (auto& e : fx) std::visit([this](auto& x) { carry_out(x); }, e);
   }
 
@@ -238,6 +250,9 @@ class sim_pipeline final : public backend_host {
     c.generation_base = (++incarnation_) << 32;
     c.fingerprint = sim_fingerprint;
     c.rebuildable = rebuildable;
+    c.gate = gate;
+    c.gate.max_lag = options_.max_lag;
+    c.gate.max_flush_age = options_.max_flush_age;
     c.start_condemned = start_condemned;
     runner = std::make_unique<runner_core>(c);
   }
@@ -306,7 +321,7 @@ class sim_pipeline final : public backend_host {
     post([this, gen = r.gen] {
       if (!runner) return effects{};
       const bool was_owner = runner->owner();
-      auto out = runner->on_lock_acquired(gen, time.steady_now());
+      auto out = runner->on_lock_acquired(gen, time.steady_now(), slot_gate);
       if (!was_owner && runner->owner()) {  // the core took the grant
         record.owner = true;
         record.epoch = 0;
@@ -388,6 +403,14 @@ class sim_pipeline final : public backend_host {
     slot_readiness.state = p.state;
     slot_readiness.reason = p.reason;
     slot_readiness.rebuild_attempts = p.attempts;
+    if (p.lag_gate) {
+      slot_gate = *p.lag_gate;
+      gate_stores.emplace_back(*p.lag_gate, publications.size() - 1);
+    }
+  }
+  void carry_out(fx::store_gate& g) {
+    slot_gate = g.value;
+    gate_stores.emplace_back(g.value, publications.size());
   }
   void carry_out(fx::read_meta& r) {
     auto gen = r.gen;

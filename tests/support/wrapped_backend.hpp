@@ -13,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <dix/backend.hpp>
 
@@ -30,7 +32,24 @@ class wrapped_backend final : public backend {
   }
   result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
   delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
-  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
+  void flush(flush_reason reason, completion done) override {
+    if (hold_flushes.load() && reason != flush_reason::shutdown) {
+      std::lock_guard g(mutex_);
+      held_flushes_.emplace_back(reason, std::move(done));
+      return;
+    }
+    inner_->flush(reason, std::move(done));
+  }
+  // Stops holding flushes and passes the held ones on (a backend whose barriers resume).
+  void release_flushes() {
+    hold_flushes.store(false);
+    std::vector<std::pair<flush_reason, completion>> held;
+    {
+      std::lock_guard g(mutex_);
+      held.swap(held_flushes_);
+    }
+    for (auto& [reason, done] : held) inner_->flush(reason, std::move(done));
+  }
   void shutdown(epoch_t epoch, completion done) override {
     if (refuse_shutdown.load()) {
       std::move(done)(error{errc::backend_failed, "shutdown refused (test)"});
@@ -80,6 +99,7 @@ class wrapped_backend final : public backend {
 
   std::atomic<bool> refuse_shutdown{false};
   std::atomic<bool> hold_shutdown{false};
+  std::atomic<bool> hold_flushes{false};  // no barrier until release_flushes (flush(shutdown) passes)
   std::atomic<bool> fail_subscription{false};
   std::atomic<int> resets{0};  // reset calls passed on
 
@@ -91,6 +111,7 @@ class wrapped_backend final : public backend {
   mutable std::mutex mutex_;
   mutable std::condition_variable held_changed_;
   std::optional<std::pair<epoch_t, completion>> held_;
+  std::vector<std::pair<flush_reason, completion>> held_flushes_;
 };
 
 }  // namespace dix::test

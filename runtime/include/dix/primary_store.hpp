@@ -102,8 +102,9 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
 
   // The process-wide index-time counter: strictly greater than every earlier call and header time.
   index_time_t index_time();
-  // Writer-gate check without waiting (protocol.md §13.5). Admits everything until a gate is
-  // installed through the runtime's internal hook.
+  // Writer-gate check without waiting and without waking anyone (protocol.md §13.5): the largest
+  // lag_gate of the registered indexes projecting `table` — open, a delay in µs, or reject
+  // (naming the index). Open for a table no registration of any runtime projects.
   admission admit(std::uint32_t table) const;
 
   const std::string& log_name() const noexcept;
@@ -157,7 +158,10 @@ class transaction {
 
   // Validates, asks admission (unless replicated/recovery), then writes one WriteBatch under the
   // commit mutex. An empty transaction writes nothing and returns {0, 0}. A transaction commits
-  // at most once; later calls fail invalid_argument.
+  // at most once; later calls fail invalid_argument. Admission (protocol.md §13.5, the writer
+  // gate of indexes with max_lag > 0): an index that lags B or more refuses with index_lagging
+  // (retryable after a pause; nothing is written) and wakes its runners; a throttled one makes
+  // this thread wait up to max_write_delay before taking the commit mutex, then commits.
   result<commit_info> commit();
 
   struct state;  // runtime/adapters/primary_store_impl.hpp

@@ -44,6 +44,12 @@ struct log_metrics {
   std::uint64_t durable_sequence = 0;  // the durable cursor's anchor sequence
   std::uint64_t latest_sequence = 0;   // the store's latest sequence at the last turn
   std::uint64_t sequence_lag = 0;      // latest − durable (0 when not behind)
+  // protocol.md §13.2, sampled per store at most once per lag tick: live + archived WAL bytes,
+  // the first sequence of the oldest retained file (0: none), and the retention forecast —
+  // wal_ttl − archive age of the file holding the durable anchor (−1: a live file or no TTL) and
+  // the size limit − archived bytes (−1: no limit). Headroom near 0: `log-retention` is coming.
+  std::uint64_t wal_retained_bytes = 0, wal_oldest_sequence = 0;
+  std::int64_t retention_headroom_ms = -1, retention_headroom_bytes = -1;
 };
 
 // protocol.md §14.2. Durations are milliseconds computed at the time of the call; owner figures

@@ -98,7 +98,8 @@ typename Inspector::result_type inspect(Inspector& f, runner_status& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_metrics& x) {
   return f(caf::meta::type_name("dix.log_metrics"), x.log, x.read_sequence, x.durable_sequence,
-           x.latest_sequence, x.sequence_lag);
+           x.latest_sequence, x.sequence_lag, x.wal_retained_bytes, x.wal_oldest_sequence,
+           x.retention_headroom_ms, x.retention_headroom_bytes);
 }
 
 template <class Inspector>
