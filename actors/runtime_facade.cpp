@@ -15,6 +15,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "actors/runtime_root.hpp"
 #include "core/names.hpp"
 #include "messages/type_ids.hpp"
@@ -149,6 +150,16 @@ bool runtime::request_rebuild(std::string_view id) {
   self->request(f.actor, caf::infinite, rebuild_index{std::string(id)})
     .receive([&](rebuild_requested& r) { accepted = r.accepted; }, [](caf::error&) {});
   return accepted;
+}
+
+future<void> runtime::wait_for_coverage(std::string_view id, index_time_t since, milliseconds timeout,
+                                        cancel_token cancel) {
+  return wait_for_coverage_here(*facade_->ctx->waiters, std::string(id), since, timeout, std::move(cancel));
+}
+
+coverage runtime::read_coverage(std::string_view id, milliseconds tolerance) const {
+  auto& ctx = *facade_->ctx;
+  return read_coverage_here(*ctx.segment, *ctx.locks, ctx.stores, id, tolerance, ctx.time ? *ctx.time : system_clock());
 }
 
 shared_future<void> runtime::stop() {

@@ -70,6 +70,7 @@ result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared
   ctx->stores = std::move(stores);
   ctx->options = options;
   ctx->time = &system_clock();
+  prepare_coverage(*ctx);
   return ctx;
 }
 

@@ -64,6 +64,9 @@ class process_lock_table final : public runner_lock {
 
   // Whether some requester of this process owns `id`.
   bool owned(const std::string& id) const override;
+  // The requester that owns `id` in this process; 0 when none does (protocol.md §12.5 step 3
+  // finds the owner runner's published proof through it).
+  std::uint64_t owner_of(const std::string& id) const;
 
   const std::filesystem::path& directory() const noexcept { return dix_dir_; }
   // `<dix>/runner/<id>.lock`.
