@@ -81,31 +81,34 @@ void coverage_waiters::add(const std::string& id, index_time_t since, millisecon
   }
   auto e = registry_->find(id);
   bool first = false;
+  std::optional<error> refused;
   {
     std::lock_guard g(mutex_);
     if (closed_) {
-      done(error{errc::stopped, "wait_for_coverage(" + id + "): the runtime is stopped"});
-      return;
+      refused = error{errc::stopped, "wait_for_coverage(" + id + "): the runtime is stopped"};
+    } else if (!e) {
+      refused = error{errc::not_registered, "wait_for_coverage: backend id " + id + " is not registered in this runtime"};
+    } else {
+      auto w = std::make_shared<waiter>();
+      w->id = id;
+      w->token = e->token;
+      w->slot = e->slot;
+      w->since = since;
+      w->deadline = time_.steady_now() + timeout;  // fixed at the call, as since
+      w->cancel = cancel;
+      w->done = std::move(done);
+      first = std::none_of(waiters_.begin(), waiters_.end(), [&](const auto& o) { return o->id == id; });
+      waiters_.push_back(w);
+      // cancel() wakes the watcher: a header change makes its futex wait return (§12.6: ≤ 10 ms).
+      std::weak_ptr<readiness_segment> seg = segment_;
+      w->wake = w->cancel.on_cancel([seg] {
+        if (auto s = seg.lock()) s->notify();
+      });
     }
-    if (!e) {
-      done(error{errc::not_registered, "wait_for_coverage: backend id " + id + " is not registered in this runtime"});
-      return;
-    }
-    auto w = std::make_shared<waiter>();
-    w->id = id;
-    w->token = e->token;
-    w->slot = e->slot;
-    w->since = since;
-    w->deadline = time_.steady_now() + timeout;  // fixed at the call, as since
-    w->cancel = cancel;
-    w->done = std::move(done);
-    first = std::none_of(waiters_.begin(), waiters_.end(), [&](const auto& o) { return o->id == id; });
-    waiters_.push_back(w);
-    // cancel() wakes the watcher: a header change makes its futex wait return (§12.6: ≤ 10 ms).
-    std::weak_ptr<readiness_segment> seg = segment_;
-    w->wake = w->cancel.on_cancel([seg] {
-      if (auto s = seg.lock()) s->notify();
-    });
+  }
+  if (refused) {
+    done(std::move(*refused));  // outside the lock, as every outcome
+    return;
   }
   if (first) {
     if (auto r = e->runner()) caf::anon_send(r, wake{wake_flag::coverage});

@@ -55,7 +55,8 @@ struct runtime_context {
 };
 
 // Makes ctx.waiters (once; actors/coverage_waiters.cpp) and has the registry fail an id's waiters
-// with `stopped` when its registration is detached. prepare_runtime and the runtime actor call it.
+// with `stopped` when its registration is detached, on ctx.time's clock. The facade and
+// spawn_runtime call it before they spawn the actor (which calls it too, for actor tests).
 void prepare_coverage(runtime_context& ctx);
 
 // Spawns the runtime actor over `ctx` (detached when ctx->detached).

@@ -79,6 +79,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   f->cfg = std::make_unique<facade_config>(system);
   f->sys = std::make_unique<caf::actor_system>(*f->cfg);
   f->ctx = *ctx;
+  prepare_coverage(*f->ctx);  // before the actor starts: wait_for_coverage may come at once
   f->actor = spawn_runtime_actor(*f->sys, f->ctx);
   return std::unique_ptr<runtime>(new runtime(std::move(f)));
 }

@@ -70,7 +70,6 @@ result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared
   ctx->stores = std::move(stores);
   ctx->options = options;
   ctx->time = &system_clock();
-  prepare_coverage(*ctx);
   return ctx;
 }
 
@@ -78,6 +77,7 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys, std::vector<s
                                            runtime_options options) {
   auto ctx = prepare_runtime(std::move(stores), options);
   if (!ctx) return make_error(ctx.error());
+  prepare_coverage(**ctx);
   return runtime_actor{spawn_runtime_actor(sys, std::move(*ctx))};
 }
 
