@@ -220,13 +220,25 @@ TEST_CASE("watcher: stop without a started thread does nothing, and scan works a
   CHECK(f.wakes_of(runner).size() == 1);
 }
 
+namespace {
+
+// A watcher with coverage waiters and one registered id, ready with coverage_time 50.
+struct coverage_fixture : watcher_fixture {
+  std::shared_ptr<coverage_waiters> waiters = std::make_shared<coverage_waiters>(segment, registry, clock, 30000ms);
+  caf::actor runner = add("idx");
+  std::shared_ptr<segment_slot> slot = slot_of("idx");
+  coverage_fixture() {
+    watch.set_coverage(waiters);
+    slot->apply(slot_publication{readiness_state::ready, readiness_reason::none, 0, index_time_t{50}, std::nullopt});
+  }
+};
+
+}  // namespace
+
 TEST_CASE("watcher: a coverage demand above a registered id's coverage_time, raised by another process's waiter, wakes its runner with the coverage flag, again only after a change or a timeout", "[actor][watcher][coverage]") {
-  watcher_fixture f;
-  auto waiters = std::make_shared<coverage_waiters>(f.segment, f.registry, f.clock, 30000ms);
-  f.watch.set_coverage(waiters);
-  auto runner = f.add("idx");
-  auto slot = f.slot_of("idx");
-  slot->apply(slot_publication{readiness_state::ready, readiness_reason::none, 0, index_time_t{50}, std::nullopt});
+  coverage_fixture f;
+  auto& runner = f.runner;
+  auto& slot = f.slot;
   f.scan();
   CHECK(f.wakes_of(runner).empty());  // no demand
   auto view = segment_view::open(f.home.path(), segment_view::access::read_write).value();
@@ -244,12 +256,10 @@ TEST_CASE("watcher: a coverage demand above a registered id's coverage_time, rai
 }
 
 TEST_CASE("watcher: the first coverage waiter of an id sends its runner a coverage wake, a second one does not, and the look raises the demand", "[actor][watcher][coverage]") {
-  watcher_fixture f;
-  auto waiters = std::make_shared<coverage_waiters>(f.segment, f.registry, f.clock, 30000ms);
-  f.watch.set_coverage(waiters);
-  auto runner = f.add("idx");
-  auto slot = f.slot_of("idx");
-  slot->apply(slot_publication{readiness_state::ready, readiness_reason::none, 0, index_time_t{50}, std::nullopt});
+  coverage_fixture f;
+  auto& waiters = f.waiters;
+  auto& runner = f.runner;
+  auto& slot = f.slot;
   std::vector<result<void>> outcomes;
   waiters->add("idx", 80, 1000ms, {}, [&](result<void> r) { outcomes.push_back(std::move(r)); });
   f.run();
