@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/coverage_read.hpp"
+
 namespace dix {
 
 backend_host_impl::backend_host_impl(std::shared_ptr<readiness_slot> slot, std::function<void()> rebuild)
@@ -41,15 +43,24 @@ void backend_host_impl::note_hold(epoch_t epoch, backend_hold hold) noexcept {
   if (!ended() && slot_->owner_epoch() == epoch) slot_->set_hold(hold);
 }
 
-result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token) {
+result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token cancel) {
   if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
   auto r = slot_->read();
-  switch (r.state) {
-    case readiness_state::ready: return coverage{coverage_state::unknown, mode.tolerance, std::nullopt};
-    case readiness_state::rebuilding: return error{errc::rebuilding, "the index is rebuilding"};
-    default: return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
+  if (r.state == readiness_state::rebuilding) return error{errc::rebuilding, "the index is rebuilding"};
+  if (r.state != readiness_state::ready) return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
+  if (mode.kind == coverage_kind::wait) {
+    if (!coverage_.wait) return error{errc::unavailable, "wait query: this host cannot wait for coverage"};
+    if (auto waited = coverage_.wait(mode.since, mode.timeout, std::move(cancel)); !waited) return waited.error();
   }
+  coverage c{coverage_state::unknown, mode.tolerance, std::nullopt};
+  if (coverage_.read) c = coverage_.read(mode.tolerance);
+  if (mode.kind != coverage_kind::wait && coverage_.enforce) {
+    if (auto refused = admission_refusal(c, mode.kind)) return *refused;
+  }
+  return c;
 }
+
+void backend_host_impl::set_coverage(coverage_services services) { coverage_ = std::move(services); }
 
 void backend_host_impl::end() noexcept {
   std::lock_guard g(final_mutex_);

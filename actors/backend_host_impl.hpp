@@ -19,6 +19,16 @@
 
 namespace dix {
 
+// What admit_query reads and waits with (the runtime's coverage readers, actors/coverage_waiters.hpp).
+struct coverage_services {
+  std::function<coverage(milliseconds tolerance)> read;  // runtime::read_coverage(id, tolerance)
+  // runtime::wait_for_coverage(id, since, timeout, cancel), blocking until it resolves.
+  std::function<result<void>(index_time_t since, milliseconds timeout, cancel_token cancel)> wait;
+  // Whether strict and bounded refuse what the read does not prove (api.md §7). False only while
+  // no owner publishes coverage_time (decision 0019): the answer then carries the read, admitted.
+  bool enforce = true;
+};
+
 class backend_host_impl final : public backend_host {
  public:
   // `rebuild` is what request_rebuild() does while the registration lasts (the runtime posts
@@ -31,9 +41,15 @@ class backend_host_impl final : public backend_host {
   void request_rebuild() noexcept override;
   // Stores the hold in the slot while `epoch` is the owner's (decision 0013).
   void note_hold(epoch_t epoch, backend_hold hold) noexcept override;
-  // Readiness decides until coverage is published: ready admits with coverage unknown,
-  // rebuilding refuses with rebuilding, anything else with unavailable (api.md §7).
+  // api.md §5, §7: ended → not_registered; readiness rebuilding → rebuilding; needs-rebuild,
+  // unavailable or unknown → unavailable; ready: `wait` runs wait_for_coverage(since, timeout)
+  // first (its failure is the answer), then every mode reads the coverage with the mode's
+  // tolerance; `strict` needs current, `bounded` current or bounded, else index_lagging (a
+  // refusal never condemns). The admitted answer is that read, which the query carries.
+  // Without coverage services (set_coverage) the read is unknown and `wait` refuses unavailable.
   result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel = {}) override;
+  // The runtime's coverage readers for this registration. Set once, before attach.
+  void set_coverage(coverage_services services);
 
   // The registration ended (unregistered, or its runtime stopped): from now on the host answers
   // as the file comment says. Idempotent.
@@ -44,6 +60,7 @@ class backend_host_impl final : public backend_host {
  private:
   std::shared_ptr<readiness_slot> slot_;
   std::function<void()> rebuild_;
+  coverage_services coverage_;
   std::atomic<bool> ended_{false};
   std::atomic<std::uint64_t> unindexable_{0};
   mutable std::mutex final_mutex_;

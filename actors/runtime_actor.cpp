@@ -1,7 +1,10 @@
 #include "actors/runtime_actor.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,6 +15,7 @@
 #include "actors/id_wiring.hpp"
 #include "actors/readiness_publisher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
+#include "actors/coverage_waiters.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_impl.hpp"
@@ -71,6 +75,9 @@ struct runtime_state {
   std::map<std::uint64_t, std::string> counted;
   std::set<std::uint64_t> gated;
   std::map<caf::actor_addr, std::size_t> monitored;  // subscriber → number of ids it watches
+  // wait_coverage requests by key, until their waiter resolves (coverage_waited).
+  std::map<std::uint64_t, std::pair<wait_coverage, caf::typed_response_promise<coverage_reached>>> coverage_requests;
+  std::uint64_t next_coverage_key = 0;
   bool stopping = false;
   std::optional<caf::error> stop_outcome;  // once every release settled
   std::vector<caf::typed_response_promise<runtime_stopped>> stop_waiters;
@@ -197,6 +204,7 @@ void clean_up(runtime_state& st) {
   for (auto* group : {&st.held, &st.releasing}) {
     for (auto& [token, e] : *group) unreleased.push_back(e);
   }
+  if (ctx.waiters) ctx.waiters->close();
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
   for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
   // Fail what still waits here: the actor is ending (with its own `stopped` reason if it has one).
@@ -214,6 +222,8 @@ void clean_up(runtime_state& st) {
   st.waiting_registrations.clear();
   while (!st.counted.empty()) uncount(st, st.counted.begin()->first);
   while (!st.gated.empty()) ungate(st, *st.gated.begin());
+  for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
+  st.coverage_requests.clear();
   for (auto& e : unreleased) {
     e->host->end();  // the backend is told first that no epoch is its own any more
     e->owner->release();
@@ -270,6 +280,7 @@ void begin_stop(runtime_pointer self) {
   auto& st = self->state;
   if (st.stopping) return;
   st.stopping = true;
+  if (st.ctx->waiters) st.ctx->waiters->close();  // its waiters fail stopped, and later waits too
   auto& registry = *st.ctx->registry;
   for (auto& e : registry.all()) registry.detach(e->id, e->token);
   for (auto& e : registry.take_all_detached()) release(self, e);
@@ -323,6 +334,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   e->host = std::make_shared<backend_host_impl>(e->slot, [me, id] {
     if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runtime_actor>(strong), rebuild_index{id});
   });
+  e->host->set_coverage(coverage_services_for(st.ctx, id));
   st.hosts.push_back(e->host);
   e->relay = std::make_shared<state_change_relay>();
   // Counted in the process (§9.1) before attach, as §2.2 orders it.
@@ -490,6 +502,8 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   ctx->publisher = st.publisher.address();
   ctx->watch = std::make_shared<watcher>(ctx->segment, ctx->registry, caf::actor_cast<caf::actor>(self),
                                          ctx->options.runner.max_flush_age);
+  prepare_coverage(*ctx);
+  ctx->watch->set_coverage(ctx->waiters);
   if (ctx->watcher_thread) {
     if (auto started = ctx->watch->start(); !started) {
       // Without a watcher rebuild requests from other processes and subscriptions would go
@@ -597,6 +611,32 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       s.stop_waiters.push_back(promise);
       begin_stop(self);
       return promise;
+    },
+    [self](wait_coverage& m) -> caf::result<coverage_reached> {
+      auto& s = self->state;
+      const auto key = ++s.next_coverage_key;
+      auto promise = self->make_response_promise<coverage_reached>();
+      s.coverage_requests.emplace(key, std::make_pair(m, promise));
+      caf::weak_actor_ptr me = self->ctrl();
+      // The watcher thread resolves the waiter; the answer comes back through the mailbox.
+      auto timeout = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
+          std::min<std::uint64_t>(m.timeout_ms, std::numeric_limits<std::uint32_t>::max())));
+      s.ctx->waiters->add(m.id, m.since, timeout, {}, [me, key](result<void> outcome) {
+        auto strong = me.lock();
+        if (!strong) return;
+        caf::anon_send(caf::actor_cast<runtime_actor_impl>(strong),
+                       coverage_waited{key, outcome ? caf::error{} : make_error(outcome.error())});
+      });
+      return promise;
+    },
+    [self](coverage_waited& m) {
+      auto& s = self->state;
+      auto it = s.coverage_requests.find(m.key);
+      if (it == s.coverage_requests.end()) return;
+      auto [request, promise] = std::move(it->second);
+      s.coverage_requests.erase(it);
+      if (m.outcome) promise.deliver(m.outcome);
+      else promise.deliver(coverage_reached{request.id, request.since});
     },
     [self](readiness_observed& m) {
       auto w = self->state.watched.find(m.id);

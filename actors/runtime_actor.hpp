@@ -26,6 +26,7 @@
 namespace dix {
 
 class clock;
+class coverage_waiters;
 class watcher;
 
 // What spawn_runtime prepared; shared by the runtime actor and the blocking facade.
@@ -45,11 +46,18 @@ struct runtime_context {
   // Made by the runtime actor when it starts (its observer is the actor); actor tests call its
   // scan() here.
   std::shared_ptr<watcher> watch;
+  // The runtime's coverage waiters (protocol.md §12.6), made by prepare_coverage.
+  std::shared_ptr<coverage_waiters> waiters;
   // The runtime's supervisor and readiness publisher, set when the actor starts: the actor
   // monitors both and ends when either does (decision 0009). Weak: for inspection (an actor test
   // kills one), never keeping them alive.
   caf::actor_addr supervisor, publisher;
 };
+
+// Makes ctx.waiters (once; actors/coverage_waiters.cpp) and has the registry fail an id's waiters
+// with `stopped` when its registration is detached, on ctx.time's clock. The facade and
+// spawn_runtime call it before they spawn the actor (which calls it too, for actor tests).
+void prepare_coverage(runtime_context& ctx);
 
 // Spawns the runtime actor over `ctx` (detached when ctx->detached).
 runtime_actor_impl spawn_runtime_actor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx);

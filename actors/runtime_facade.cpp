@@ -15,6 +15,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "actors/runtime_root.hpp"
 #include "core/names.hpp"
 #include "messages/type_ids.hpp"
@@ -78,6 +79,7 @@ result<std::unique_ptr<runtime>> runtime::create(std::vector<std::shared_ptr<pri
   f->cfg = std::make_unique<facade_config>(system);
   f->sys = std::make_unique<caf::actor_system>(*f->cfg);
   f->ctx = *ctx;
+  prepare_coverage(*f->ctx);  // before the actor starts: wait_for_coverage may come at once
   f->actor = spawn_runtime_actor(*f->sys, f->ctx);
   return std::unique_ptr<runtime>(new runtime(std::move(f)));
 }
@@ -149,6 +151,16 @@ bool runtime::request_rebuild(std::string_view id) {
   self->request(f.actor, caf::infinite, rebuild_index{std::string(id)})
     .receive([&](rebuild_requested& r) { accepted = r.accepted; }, [](caf::error&) {});
   return accepted;
+}
+
+future<void> runtime::wait_for_coverage(std::string_view id, index_time_t since, milliseconds timeout,
+                                        cancel_token cancel) {
+  return wait_for_coverage_here(*facade_->ctx->waiters, std::string(id), since, timeout, std::move(cancel));
+}
+
+coverage runtime::read_coverage(std::string_view id, milliseconds tolerance) const {
+  auto& ctx = *facade_->ctx;
+  return read_coverage_here(*ctx.segment, *ctx.locks, ctx.stores, id, tolerance, ctx.time ? *ctx.time : system_clock());
 }
 
 shared_future<void> runtime::stop() {

@@ -1,5 +1,7 @@
 #include "actors/runtime_registry.hpp"
 
+#include "actors/coverage_waiters.hpp"
+
 #include <caf/send.hpp>
 
 #include "adapters/wal_sample.hpp"
@@ -62,6 +64,8 @@ void runtime_registry::publish_list() {
 }
 
 void runtime_registry::put(std::shared_ptr<registration_entry> e) {
+  if (!e->proof) e->proof = std::make_shared<coverage_proof_box>();
+  publish_proof_box(e->token, e->proof);
   std::lock_guard g(mutex_);
   auto id = e->id;
   current_[std::move(id)] = std::move(e);
@@ -69,13 +73,23 @@ void runtime_registry::put(std::shared_ptr<registration_entry> e) {
 }
 
 bool runtime_registry::detach(std::string_view id, std::uint64_t token) {
-  std::lock_guard g(mutex_);
-  auto it = current_.find(id);
-  if (it == current_.end() || it->second->token != token) return false;
-  detached_[token] = std::move(it->second);
-  current_.erase(it);
-  publish_list();
+  std::function<void(std::uint64_t)> listener;
+  {
+    std::lock_guard g(mutex_);
+    auto it = current_.find(id);
+    if (it == current_.end() || it->second->token != token) return false;
+    detached_[token] = std::move(it->second);
+    current_.erase(it);
+    publish_list();
+    listener = on_detach_;
+  }
+  if (listener) listener(token);
   return true;
+}
+
+void runtime_registry::set_detach_listener(std::function<void(std::uint64_t token)> listener) {
+  std::lock_guard g(mutex_);
+  on_detach_ = std::move(listener);
 }
 
 std::shared_ptr<registration_entry> runtime_registry::take_detached(std::uint64_t token) {

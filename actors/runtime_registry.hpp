@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 namespace dix {
 
+class coverage_proof_box;  // actors/coverage_waiters.hpp
 class ownership;
 class state_change_relay;
 
@@ -44,6 +46,8 @@ struct registration_entry {
   // sampled for the §13.2 figures of metrics(): the lag tick.
   std::vector<std::shared_ptr<primary_store>> log_stores;
   std::chrono::milliseconds wal_sample_interval{1000};
+  // The owner's proof for `current` reads (protocol.md §12.5 step 3), found process-wide by token.
+  std::shared_ptr<coverage_proof_box> proof;
 
   // The registration's current runner (the supervisor respawns it after a crash).
   void set_runner(const runner_actor& r);
@@ -74,6 +78,9 @@ class runtime_registry {
   // Sends wake{flags} to the runner of every current registration.
   void wake_all(std::uint8_t flags) const;
   void wake(std::string_view id, std::uint8_t flags) const;
+  // Called (without the registry's lock) with each registration detach() moved out: its coverage
+  // waiters fail stopped. Set once, before the first registration.
+  void set_detach_listener(std::function<void(std::uint64_t token)> listener);
 
  private:
   using entry_list = std::vector<std::shared_ptr<registration_entry>>;
@@ -82,6 +89,7 @@ class runtime_registry {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<registration_entry>, std::less<>> current_;
   std::map<std::uint64_t, std::shared_ptr<registration_entry>> detached_;  // by token
+  std::function<void(std::uint64_t token)> on_detach_;
   // A copy of current_'s entries for wake_all, replaced whole on every change: a commit listener
   // wakes the runners without taking mutex_ (so never waits behind a registration).
   std::shared_ptr<const entry_list> list_ = std::make_shared<const entry_list>();

@@ -77,6 +77,7 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys, std::vector<s
                                            runtime_options options) {
   auto ctx = prepare_runtime(std::move(stores), options);
   if (!ctx) return make_error(ctx.error());
+  prepare_coverage(**ctx);
   return runtime_actor{spawn_runtime_actor(sys, std::move(*ctx))};
 }
 

@@ -6,6 +6,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
 
@@ -35,6 +36,8 @@ void watcher::stop() {
   segment_->notify();  // one header change: this watcher, and any other process's, looks once more
   thread_.join();
 }
+
+void watcher::set_coverage(std::shared_ptr<coverage_waiters> waiters) { coverage_ = std::move(waiters); }
 
 void watcher::observe(const std::string& id, std::shared_ptr<segment_slot> slot) {
   std::lock_guard g(mutex_);
@@ -74,6 +77,7 @@ void watcher::scan(bool timed_out) {
     o.sent = true;
     if (observer) caf::anon_send(observer, readiness_observed{id, counter, o.slot->read()});
   }
+  if (coverage_) coverage_->scan(timed_out);
 }
 
 void watcher::run() {
@@ -81,7 +85,7 @@ void watcher::run() {
   bool timed_out = false;
   while (!stop_.load(std::memory_order_acquire)) {
     scan(timed_out);
-    const auto now_seen = segment_->wait_change(seen, timeout_);
+    const auto now_seen = segment_->wait_change(seen, coverage_ ? coverage_->sleep_bound(timeout_) : timeout_);
     timed_out = now_seen == seen;
     seen = now_seen;
   }

@@ -8,7 +8,9 @@
 //  * an observed id (one with subscribers): when its slot's change counter moved, the runtime
 //    gets readiness_observed with the slot as read now.
 //
-// Coverage demand and coverage waiters join it with coverage (protocol.md §12.6).
+// Coverage (protocol.md §9.1, §12.6): with a coverage_waiters set, every look also evaluates the
+// runtime's coverage waiters and wakes the runners whose slot's demand exceeds its coverage_time,
+// and the wait lasts until the nearest waiter deadline at most.
 //
 // scan() is one such look, without waiting: the thread calls it after every wake, actor tests
 // (where no helper thread runs, actors.md §5) call it themselves.
@@ -30,6 +32,8 @@
 
 namespace dix {
 
+class coverage_waiters;  // actors/coverage_waiters.hpp
+
 class watcher {
  public:
   // `observer` receives readiness_observed (the runtime actor); the registry names the ids whose
@@ -50,6 +54,9 @@ class watcher {
   void observe(const std::string& id, std::shared_ptr<segment_slot> slot);
   void unobserve(const std::string& id);
 
+  // The runtime's coverage waiters; set before start().
+  void set_coverage(std::shared_ptr<coverage_waiters> waiters);
+
   // One look at every slot; `timed_out`: the wait ended without a change.
   void scan(bool timed_out);
 
@@ -60,6 +67,7 @@ class watcher {
   std::shared_ptr<const runtime_registry> registry_;
   caf::weak_actor_ptr observer_;  // weak: the runtime actor owns this watcher
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<coverage_waiters> coverage_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 

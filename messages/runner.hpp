@@ -137,6 +137,18 @@ typename Inspector::result_type inspect(Inspector& f, runner_status_observed& x)
   return f(caf::meta::type_name("dix.runner_status_observed"), x.id, x.token, x.version, x.status);
 }
 
+// watcher thread → runtime: the coverage waiter of wait_coverage request `key` resolved (an empty
+// error: covered).
+struct coverage_waited {
+  std::uint64_t key = 0;
+  caf::error outcome;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_waited& x) {
+  return f(caf::meta::type_name("dix.coverage_waited"), x.key, x.outcome);
+}
+
 // facade → runtime: the registration `token` of `id` was detached from the runtime's registry
 // (protocol.md §2.4: status(id) is gone when unregister() returns); release it. →
 // index_unregistered when the release settled, backend_failed when its shutdown was rejected.

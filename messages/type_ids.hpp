@@ -102,6 +102,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::metrics_publication))
   CAF_ADD_TYPE_ID(dix, (dix::metrics_published))
 
+  // coverage waits (<dix/caf/messages.hpp>, runner.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::wait_coverage))
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_reached))
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_waited))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {

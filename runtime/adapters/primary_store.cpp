@@ -1072,4 +1072,12 @@ result<coverage_point> capture_coverage_point(primary_store& s) {
   return point;
 }
 
+result<std::uint64_t> latest_sequence_under_commit_mutex(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  std::lock_guard guard(p.commit_mutex);
+  return static_cast<std::uint64_t>(p.db->GetLatestSequenceNumber());
+}
+
 }  // namespace dix

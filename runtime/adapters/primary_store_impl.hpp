@@ -185,6 +185,9 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // io_error when the sync fails (a transient fault for the runtime).
 result<std::uint64_t> sync_wal(primary_store& s);
 result<coverage_point> capture_coverage_point(primary_store& s);
+// GetLatestSequenceNumber() under the commit mutex, drawing no index time: the readers' `current`
+// proof (protocol.md §12.5 step 3). io_error when the store is closed.
+result<std::uint64_t> latest_sequence_under_commit_mutex(primary_store& s);
 
 // Tests: replaces the free-space reading (statvfs) and how long one serves (100 ms).
 void set_space_probe(primary_store& s, space_probe probe, std::chrono::milliseconds max_age);

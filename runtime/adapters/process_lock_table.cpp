@@ -166,6 +166,12 @@ std::size_t process_lock_table::registrations(const std::string& id) const {
   return it == registrations_.end() ? 0 : it->second;
 }
 
+std::uint64_t process_lock_table::owner_of(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? 0 : it->second.owner;
+}
+
 bool process_lock_table::wait_until(const std::string& id,
                                     const std::function<bool(bool owned, std::size_t waiters)>& pred,
                                     std::chrono::milliseconds timeout) const {

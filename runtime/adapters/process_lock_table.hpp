@@ -67,6 +67,9 @@ class process_lock_table final : public runner_lock {
   // Registrations of `id` in the process (protocol.md §9.1); a count never goes below 0.
   void count_registration(const std::string& id, int delta) override;
   std::size_t registrations(const std::string& id) const override;
+  // The requester that owns `id` in this process; 0 when none does (protocol.md §12.5 step 3
+  // finds the owner runner's published proof through it).
+  std::uint64_t owner_of(const std::string& id) const;
 
   const std::filesystem::path& directory() const noexcept { return dix_dir_; }
   // `<dix>/runner/<id>.lock`.

@@ -138,6 +138,27 @@ dix::readiness read_slot(unsigned char* slot) noexcept {
   return r;
 }
 
+readiness_state state_of(std::uint32_t code) noexcept {
+  return code <= highest_state ? static_cast<readiness_state>(code) : readiness_state::unknown;
+}
+
+coverage_reading double_read(unsigned char* slot, const between_loads& between) {
+  coverage_reading r;
+  for (int attempt = 0; attempt < coverage_read_attempts; ++attempt) {
+    coverage_loads l;
+    l.state1 = state_of(load<std::uint32_t>(slot, s_state));
+    l.epoch1 = load<std::uint64_t>(slot, s_owner_epoch);
+    l.coverage_time = load<std::uint64_t>(slot, s_coverage_time);
+    if (between) between(attempt);
+    l.state2 = state_of(load<std::uint32_t>(slot, s_state));
+    l.epoch2 = load<std::uint64_t>(slot, s_owner_epoch);
+    bool settled = false;
+    r = judge_loads(l, settled);
+    if (settled) return r;
+  }
+  return r;  // torn every time: the last state, no time
+}
+
 backend_hold read_hold(unsigned char* slot) noexcept {
   return load<std::uint32_t>(slot, s_hold) == 1 ? backend_hold::low_disk_space : backend_hold::none;
 }
@@ -286,6 +307,10 @@ void segment_slot::publish(readiness_state state, readiness_reason reason, std::
 }
 
 dix::readiness segment_slot::read() const noexcept { return read_slot(base()); }
+
+coverage_reading segment_slot::read_coverage(const between_loads& between) const { return double_read(base(), between); }
+
+void segment_slot::poke() noexcept { changed(); }
 
 std::uint64_t segment_slot::apply(const slot_publication& p) {
   // A state other than ready certifies no coverage, and says so before anything else changes.
@@ -521,6 +546,10 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
 std::optional<std::uint32_t> segment_view::find(std::string_view id) const { return mapping_->find(id); }
 
 dix::readiness segment_view::read(std::uint32_t index) const { return read_slot(mapping_->slot(index)); }
+
+coverage_reading segment_view::read_coverage(std::uint32_t index, const between_loads& between) const {
+  return double_read(mapping_->slot(index), between);
+}
 
 backend_hold segment_view::hold(std::uint32_t index) const { return read_hold(mapping_->slot(index)); }
 

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "adapters/mapped_file.hpp"  // test_set_segment_map_hook
+#include "core/coverage_read.hpp"
 #include "ports/ownership.hpp"
 
 namespace dix {
@@ -45,6 +47,13 @@ inline constexpr std::size_t max_id_bytes = 64;
 }  // namespace segment_layout
 
 class segment_mapping;  // the mapped file; defined in the .cpp
+
+// The coverage double read (protocol.md §12.5, formats.md §4.4) of one slot: state, owner_epoch,
+// coverage_time, state, owner_epoch, every load acquire; repeated while the two pairs differ, at
+// most coverage_read_attempts times, then the time is absent. `between(attempt)`, if set, runs
+// after an attempt's coverage_time load and before its second pair (tests drive a concurrent
+// change through it deterministically).
+using between_loads = std::function<void(int attempt)>;
 class metrics_segment;  // adapters/metrics_segment.hpp
 
 // One publication (protocol.md §1.5) as segment_slot::apply stores it.
@@ -73,6 +82,12 @@ class segment_slot final : public readiness_slot {
   void raise_epoch_floor(epoch_t floor) override;     // CAS-max; never lowers
   void publish(readiness_state state, readiness_reason reason, std::uint32_t attempts) override;
   dix::readiness read() const noexcept override;      // unknown codes read unknown / none
+  // The coverage double read (above).
+  coverage_reading read_coverage(const between_loads& between = {}) const;
+  // Bumps the slot's and the header's change counters and wakes their waiters without writing
+  // a field: a cancelled waiter's thread re-checks (formats.md §4.4: waiters re-check their
+  // condition at every change, so a change that changed nothing is harmless).
+  void poke() noexcept;
 
   // Owner: one whole publication with a single notify (protocol.md §1.5): coverage_time = 0 for
   // any state but ready (a carried value is ignored), else the carried value if any; lag_gate if
@@ -188,6 +203,7 @@ class segment_view {
 
   std::optional<std::uint32_t> find(std::string_view id) const;
   dix::readiness read(std::uint32_t index) const;
+  coverage_reading read_coverage(std::uint32_t index, const between_loads& between = {}) const;
   backend_hold hold(std::uint32_t index) const;
   // The home store's free-space reserve an attached runtime stored; 0 = none stored yet.
   std::uint64_t store_reserve() const noexcept;

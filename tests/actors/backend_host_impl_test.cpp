@@ -63,17 +63,18 @@ TEST_CASE("backend host: while the registration lives, readiness is the slot's, 
   CHECK(f.rebuilds == 2);  // each one posted; the runtime's answer is the backend's no concern
 }
 
-TEST_CASE("backend host: admit_query follows readiness: ready admits with coverage unknown, rebuilding refuses rebuilding, any other state unavailable", "[actor][host][query]") {
+TEST_CASE("backend host: admit_query follows readiness first: rebuilding refuses rebuilding, any state but ready unavailable, and ready without coverage services reads unknown, which a bounded query refuses", "[actor][host][query]") {
   host_fixture f;
   CHECK(refusal(f.host) == errc::unavailable);  // a fresh slot reads unknown
   f.slot->publish(readiness_state::ready, readiness_reason::none, 0);
   coverage_mode mode;
   mode.tolerance = std::chrono::milliseconds(1234);
-  auto admitted = static_cast<backend_host&>(f.host).admit_query(mode);
-  REQUIRE(admitted);
-  CHECK(admitted->state == coverage_state::unknown);
-  CHECK(admitted->tolerance == std::chrono::milliseconds(1234));
-  CHECK_FALSE(admitted->lag_upper_bound);
+  auto refused = static_cast<backend_host&>(f.host).admit_query(mode);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::index_lagging);  // retryable, and the slot is untouched
+  CHECK(f.slot->read().state == readiness_state::ready);
+  mode.kind = coverage_kind::wait;
+  CHECK(static_cast<backend_host&>(f.host).admit_query(mode).error().value() == errc::unavailable);
   f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   CHECK(refusal(f.host) == errc::rebuilding);
   f.slot->publish(readiness_state::needs_rebuild, readiness_reason::cursor_missing, 0);

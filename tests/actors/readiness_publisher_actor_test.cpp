@@ -25,6 +25,7 @@
 #include "support/caf_fixture.hpp"
 #include "support/recorders.hpp"
 #include "support/temp_dir.hpp"
+#include "support/futex_probe.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -94,13 +95,7 @@ publication make(std::string id, readiness_state state, readiness_reason reason,
   return publication{std::move(id), state, reason, attempts, coverage_time, lag_gate};
 }
 
-// True once thread `tid` of this process sits in the futex system call.
-bool in_futex_wait(pid_t tid) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
-  long number = -1;
-  in >> number;
-  return number == SYS_futex;
-}
+using dix::test::in_futex_wait;
 
 }  // namespace
 

@@ -413,3 +413,60 @@ TEST_CASE("runtime actor: when its supervisor or its readiness publisher ends, i
   CHECK(f.lock_free("idx"));
 
 }
+
+TEST_CASE("runtime actor: wait_coverage answers coverage_reached once the slot covers since, index_lagging at the deadline, stopped at stop, and refuses bad requests at once", "[actor][runtime][coverage]") {
+  runtime_fixture f;
+  f.ready_index();
+  auto slot = f.ctx->segment->find("idx");
+  REQUIRE(slot);
+  REQUIRE(slot->read().state == readiness_state::ready);
+  auto answer = [&]() -> std::optional<result<coverage_reached>> {
+    std::optional<result<coverage_reached>> out;
+    f.self->receive([&](coverage_reached& x) { out = result<coverage_reached>(x); },
+                    [&](caf::error& err) { out = result<coverage_reached>(to_dix_error(err)); },
+                    caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  };
+  const index_time_t since = slot->coverage_time() + 1000;
+  f.self->send(f.rt, wait_coverage{"idx", since, 5000});
+  f.run();
+  f.watch();
+  CHECK_FALSE(answer());
+  CHECK(slot->coverage_demand() == since);  // raised for the owner's flush
+  slot->set_coverage_time(since);
+  f.watch();
+  auto reached = answer();
+  REQUIRE(reached);
+  REQUIRE(*reached);
+  CHECK((*reached)->id == "idx");
+  CHECK((*reached)->since == since);
+
+  f.self->send(f.rt, wait_coverage{"idx", since + 1, 5000});
+  f.run();
+  f.watch();
+  CHECK_FALSE(answer());
+  f.advance(std::chrono::milliseconds(5000));
+  f.watch();
+  auto lagging = answer();
+  REQUIRE(lagging);
+  REQUIRE_FALSE(*lagging);
+  CHECK(lagging->error().value() == errc::index_lagging);
+
+  CHECK(f.ask<coverage_reached>(wait_coverage{"idx", 0, 10}).error().value() == errc::invalid_argument);
+  CHECK(f.ask<coverage_reached>(wait_coverage{"idx", 1, 30001}).error().value() == errc::invalid_argument);
+  CHECK(f.ask<coverage_reached>(wait_coverage{"nope", 1, 10}).error().value() == errc::not_registered);
+
+  f.self->send(f.rt, wait_coverage{"idx", since + 2, 5000});
+  f.run();
+  CHECK_FALSE(answer());
+  f.self->send(f.rt, stop_runtime{});
+  f.run();
+  f.advance(std::chrono::milliseconds(2000));
+  bool stopped_waiter = false;
+  for (int i = 0; i < 2; ++i) {
+    f.self->receive([&](coverage_reached&) {}, [&](runtime_stopped&) {},
+                    [&](caf::error& err) { stopped_waiter = stopped_waiter || to_dix_error(err).value() == errc::stopped; },
+                    caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  CHECK(stopped_waiter);
+}

@@ -352,3 +352,33 @@ TEST_CASE("runtime: metrics carry the per-log WAL figures of protocol 13.2", "[a
   CHECK(m.logs[0].retention_headroom_ms == -1);  // the durable anchor is in the live WAL file
   CHECK(m.lag_gate == 0);  // no policy: 0
 }
+
+TEST_CASE("runtime: wait_for_coverage fails at once on bad arguments and unknown ids, and its waiters fail stopped at unregister and at stop", "[adapter][runtime][coverage]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  runtime_options o;
+  o.max_coverage_wait = 60000ms;
+  auto rt = runtime::create({store}, o).value();
+  auto h = rt->register_index(index_registration(make_index(dir))).value();
+  auto code = [](future<void> f) {
+    auto r = f.get();
+    return r ? errc::none : r.error().value();
+  };
+  const auto far = test::put_records(*store, "k", 1).time + 3'600'000'000'000ull;  // an hour ahead: never covered here
+  CHECK(code(rt->wait_for_coverage("by-value", 0, 10ms)) == errc::invalid_argument);
+  CHECK(code(rt->wait_for_coverage("by-value", far, 60001ms)) == errc::invalid_argument);
+  CHECK(code(rt->wait_for_coverage("other", far, 10ms)) == errc::not_registered);
+  auto unregistered = rt->wait_for_coverage("by-value", far, 60000ms);
+  auto released = h.unregister();
+  REQUIRE(unregistered.wait_for(20s) == std::future_status::ready);  // at once, not at its deadline
+  CHECK(code(std::move(unregistered)) == errc::stopped);
+  REQUIRE(released.get());
+  auto h2 = rt->register_index(index_registration(make_index(dir, "second"))).value();
+  auto at_stop = rt->wait_for_coverage("second", far, 60000ms);
+  auto stopped = rt->stop();
+  REQUIRE(at_stop.wait_for(20s) == std::future_status::ready);
+  CHECK(code(std::move(at_stop)) == errc::stopped);
+  REQUIRE(stopped.get());
+  CHECK(code(rt->wait_for_coverage("second", far, 10ms)) == errc::stopped);
+  CHECK(rt->read_coverage("second", 3000ms).state == coverage_state::unknown);  // never fails
+}

@@ -13,6 +13,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "support/recorders.hpp"
@@ -217,4 +218,62 @@ TEST_CASE("watcher: stop without a started thread does nothing, and scan works a
   f.request_rebuild_elsewhere("idx");
   f.scan();
   CHECK(f.wakes_of(runner).size() == 1);
+}
+
+namespace {
+
+// A watcher with coverage waiters and one registered id, ready with coverage_time 50.
+struct coverage_fixture : watcher_fixture {
+  std::shared_ptr<coverage_waiters> waiters = std::make_shared<coverage_waiters>(segment, registry, clock, 30000ms);
+  caf::actor runner = add("idx");
+  std::shared_ptr<segment_slot> slot = slot_of("idx");
+  coverage_fixture() {
+    watch.set_coverage(waiters);
+    slot->apply(slot_publication{readiness_state::ready, readiness_reason::none, 0, index_time_t{50}, std::nullopt});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("watcher: a coverage demand above a registered id's coverage_time, raised by another process's waiter, wakes its runner with the coverage flag, again only after a change or a timeout", "[actor][watcher][coverage]") {
+  coverage_fixture f;
+  auto& runner = f.runner;
+  auto& slot = f.slot;
+  f.scan();
+  CHECK(f.wakes_of(runner).empty());  // no demand
+  auto view = segment_view::open(f.home.path(), segment_view::access::read_write).value();
+  view->slot(*view->find("idx"))->raise_coverage_demand(100);  // the free wait_for_coverage elsewhere
+  f.scan();
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  CHECK(f.wakes_of(runner)[0] == wake_flag::coverage);
+  f.scan();  // unchanged slot
+  CHECK(f.wakes_of(runner).size() == 1);
+  f.scan(true);  // timed out: reminded
+  CHECK(f.wakes_of(runner).size() == 2);
+  slot->set_coverage_time(100);  // the owner covered the demand
+  f.scan(true);
+  CHECK(f.wakes_of(runner).size() == 2);
+}
+
+TEST_CASE("watcher: the first coverage waiter of an id sends its runner a coverage wake, a second one does not, and the look raises the demand", "[actor][watcher][coverage]") {
+  coverage_fixture f;
+  auto& waiters = f.waiters;
+  auto& runner = f.runner;
+  auto& slot = f.slot;
+  std::vector<result<void>> outcomes;
+  waiters->add("idx", 80, 1000ms, {}, [&](result<void> r) { outcomes.push_back(std::move(r)); });
+  f.run();
+  REQUIRE(f.wakes_of(runner).size() == 1);
+  CHECK(f.wakes_of(runner)[0] == wake_flag::coverage);
+  waiters->add("idx", 90, 1000ms, {}, [&](result<void> r) { outcomes.push_back(std::move(r)); });
+  f.run();
+  CHECK(f.wakes_of(runner).size() == 1);
+  f.watch.scan(false);  // the look raises the demand to 90 and so wakes the runner once more
+  f.run();
+  CHECK(slot->coverage_demand() == 90);
+  CHECK(f.wakes_of(runner).size() == 2);
+  slot->set_coverage_time(90);
+  f.scan();
+  CHECK(outcomes.size() == 2);
+  for (auto& o : outcomes) CHECK(o);
 }

@@ -22,11 +22,13 @@
 #include "adapters/test_support.hpp"
 #include "support/child.hpp"
 #include "support/file_bytes.hpp"
+#include "support/futex_probe.hpp"
 #include "core/bytes.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
 using dix::test::fork_child;
+using dix::test::in_futex_wait;
 using dix::test::pipe_pair;
 using dix::test::umask_scope;
 using dix::test::wait_exit;
@@ -66,13 +68,6 @@ std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
   return *slot;
 }
 
-// True once thread `tid` of this process sits in the futex system call.
-bool in_futex_wait(pid_t tid) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
-  long number = -1;
-  in >> number;
-  return number == SYS_futex;
-}
 
 }  // namespace
 

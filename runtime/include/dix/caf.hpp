@@ -43,7 +43,8 @@ using runtime_actor = caf::typed_actor<caf::replies_to<register_index>::with<ind
                                        caf::replies_to<rebuild_index>::with<rebuild_requested>,
                                        caf::replies_to<subscribe>::with<subscribed>,
                                        caf::replies_to<unsubscribe>::with<unsubscribed>,
-                                       caf::replies_to<stop_runtime>::with<runtime_stopped>>;
+                                       caf::replies_to<stop_runtime>::with<runtime_stopped>,
+                                       caf::replies_to<wait_coverage>::with<coverage_reached>>;
 
 // Everything an actor system that runs dix needs from its config: dix's message types (the "dix"
 // type-ID block, which serialization and the middleman need) and the renderer of the "dix" error

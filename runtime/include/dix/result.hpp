@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -108,26 +111,92 @@ template <class T>
 using shared_future = std::shared_future<result<T>>;
 
 // Cooperative cancellation. A default token is never cancelled. cancel() is seen by every copy
-// of the source's tokens; waiting code checks it at least every 10 ms (api.md §1).
+// of the source's tokens, and it wakes every thread waiting on one of them (api.md §1): waiting
+// code registers a wake with on_cancel for as long as it sleeps on something else.
+class cancel_callback;
+
 class cancel_token {
  public:
   cancel_token() = default;
-  bool cancelled() const noexcept { return flag_ && flag_->load(std::memory_order_acquire); }
+  bool cancelled() const noexcept { return state_ && state_->flag.load(std::memory_order_acquire); }
+  // Calls `wake` once, from the thread that cancels, when the source is cancelled while the
+  // returned handle lives; at once, in this thread, when it already is. A default token never
+  // calls it. `wake` must not throw and must not block.
+  cancel_callback on_cancel(std::function<void()> wake) const;
 
  private:
   friend class cancel_source;
-  explicit cancel_token(std::shared_ptr<const std::atomic<bool>> flag) : flag_(std::move(flag)) {}
-  std::shared_ptr<const std::atomic<bool>> flag_;
+  friend class cancel_callback;
+  struct state {
+    std::atomic<bool> flag{false};
+    std::mutex mutex;  // guards what follows
+    std::map<std::uint64_t, std::function<void()>> wakes;
+    std::uint64_t next = 1;
+  };
+  explicit cancel_token(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  std::shared_ptr<state> state_;
+};
+
+// Unregisters its wake when destroyed (move-only); after that the wake is never called.
+class cancel_callback {
+ public:
+  cancel_callback() = default;
+  cancel_callback(cancel_callback&& o) noexcept : state_(std::move(o.state_)), id_(o.id_) { o.id_ = 0; }
+  cancel_callback& operator=(cancel_callback&& o) noexcept {
+    if (this != &o) {
+      reset();
+      state_ = std::move(o.state_);
+      id_ = o.id_;
+      o.id_ = 0;
+    }
+    return *this;
+  }
+  ~cancel_callback() { reset(); }
+  void reset() noexcept {
+    if (state_ && id_ != 0) {
+      std::lock_guard<std::mutex> g(state_->mutex);
+      state_->wakes.erase(id_);
+    }
+    state_.reset();
+    id_ = 0;
+  }
+
+ private:
+  friend class cancel_token;
+  cancel_callback(std::shared_ptr<cancel_token::state> s, std::uint64_t id) : state_(std::move(s)), id_(id) {}
+  std::shared_ptr<cancel_token::state> state_;
+  std::uint64_t id_ = 0;
 };
 
 class cancel_source {
  public:
-  cancel_token token() const { return cancel_token(flag_); }
-  void cancel() noexcept { flag_->store(true, std::memory_order_release); }
+  cancel_token token() const { return cancel_token(state_); }
+  // Sets the flag, then calls every registered wake (under the source's mutex, so a wake is
+  // never called after its handle was destroyed).
+  void cancel() noexcept {
+    state_->flag.store(true, std::memory_order_release);
+    std::lock_guard<std::mutex> g(state_->mutex);
+    for (auto& [id, wake] : state_->wakes) wake();
+    state_->wakes.clear();
+  }
 
  private:
-  std::shared_ptr<std::atomic<bool>> flag_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<cancel_token::state> state_ = std::make_shared<cancel_token::state>();
 };
+
+inline cancel_callback cancel_token::on_cancel(std::function<void()> wake) const {
+  if (!state_) return {};
+  {
+    std::lock_guard<std::mutex> g(state_->mutex);
+    if (!state_->flag.load(std::memory_order_acquire)) {
+      auto id = state_->next++;
+      state_->wakes.emplace(id, std::move(wake));
+      return cancel_callback(state_, id);
+    }
+  }
+  wake();
+  return {};
+}
 
 // Spells out a deliberate ignore of a result; `why` documents the reason at the call site.
 template <class T>

@@ -91,6 +91,25 @@ class runtime {
   // acquisition. For an id unregistered or stopped while a rejected shutdown keeps its lock, it
   // retries that release only and returns true.
   bool request_rebuild(std::string_view id);
+  // protocol.md §12.6: resolves once backend `id` covers index time `since` (fixed at the call;
+  // later commits never move it). The runtime's watcher thread looks at every segment change:
+  // the future holds success when the slot shows `ready` with coverage_time ≥ since, rebuilding
+  // while the index rebuilds, unavailable when it needs a rebuild or is unavailable,
+  // index_lagging (retryable) once `timeout` passed, cancelled when the token is cancelled
+  // (cancel() wakes the watcher at once). Raises the slot's coverage demand so the owner, in this
+  // process or another, flushes instead of waiting for its age timer. Fails at once stopped (the
+  // runtime stopping or stopped), not_registered (`id` not registered here), invalid_argument
+  // (since 0, timeout outside 0…max_coverage_wait). Unregistering the id or stop() fails its
+  // waiters with stopped; cancelling one waiter leaves the others waiting. Returns at once.
+  future<void> wait_for_coverage(std::string_view id, index_time_t since, milliseconds timeout,
+                                 cancel_token cancel = {});
+  // protocol.md §12.5: `bounded` when the slot's usable coverage_time is at most `tolerance` old
+  // (a positive tolerance; the age is the lag upper bound, 0 after a wall clock stepped back);
+  // otherwise, in this process only, `current` (upper bound 0) when the owner runner of the id —
+  // in any runtime of the process — proves every log's latest sequence durable under the epoch
+  // the slot shows; else `unknown`. Never fails (errors read unknown); does not block but for
+  // each log's commit mutex.
+  coverage read_coverage(std::string_view id, milliseconds tolerance) const;
   // Unregisters every id; succeeds only if every shutdown succeeded, else backend_failed naming
   // the ids (their locks stay held for the life of this object). Same future every call.
   // Afterwards register_index fails stopped; status, readiness, metrics and request_rebuild

@@ -239,6 +239,34 @@ typename Inspector::result_type inspect(Inspector& f, runtime_stopped&) {
   return f(caf::meta::type_name("dix.runtime_stopped"));
 }
 
+// -- coverage (protocol.md §12.6) -------------------------------------------------------------
+
+// As runtime::wait_for_coverage(id, since, timeout) without a cancel token: answered
+// coverage_reached once `id` covers index time `since` (fixed at the request). Errors: stopped,
+// not_registered, invalid_argument (since 0, timeout above max_coverage_wait), rebuilding,
+// unavailable, index_lagging (the timeout passed; retryable). A request timeout the application
+// sets shorter than `timeout_ms` leaves the waiter to end at its own deadline.
+struct wait_coverage {
+  std::string id;
+  index_time_t since = 0;
+  std::uint64_t timeout_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wait_coverage& x) {
+  return f(caf::meta::type_name("dix.wait_coverage"), x.id, x.since, x.timeout_ms);
+}
+
+struct coverage_reached {
+  std::string id;
+  index_time_t since = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_reached& x) {
+  return f(caf::meta::type_name("dix.coverage_reached"), x.id, x.since);
+}
+
 }  // namespace dix
 
 // The registration holds the backend object and the projections: it never leaves its process.
