@@ -50,6 +50,9 @@ class readiness_slot {
   // Why the owner's backend holds deliveries back (decision 0013), for readers in other
   // processes; stored and notified only when it changes.
   virtual void set_hold(backend_hold hold) = 0;
+  // coverage_demand (formats.md §4.3): the highest `since` a waiter wants covered; 0 = none.
+  // Read by the owner at a coverage wake (protocol.md §12.4). Default: none (slots without one).
+  virtual index_time_t coverage_demand() const noexcept { return 0; }
 };
 
 }  // namespace dix
