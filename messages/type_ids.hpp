@@ -102,6 +102,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::metrics_publication))
   CAF_ADD_TYPE_ID(dix, (dix::metrics_published))
 
+  // coverage (delivery.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_publish))
+
 CAF_END_TYPE_ID_BLOCK(dix)
 
 namespace dix {
