@@ -88,6 +88,21 @@ struct wired_id : caf_fixture {
     return w;
   }
 
+  // How many publications changed the readiness read back (a coverage publication republishes
+  // `ready` as it was: it changes none, protocol.md §12.3).
+  std::size_t readiness_changes() {
+    std::size_t n = 0;
+    std::optional<dix::readiness> last;
+    for (const auto& r : publications()) {
+      if (!last || r.state != last->state || r.reason != last->reason || r.rebuild_attempts != last->rebuild_attempts ||
+          r.owner_epoch != last->owner_epoch) {
+        ++n;
+      }
+      last = r;
+    }
+    return n;
+  }
+
   // Every publication of "idx" as the publisher applied it (the slot read right after), in order.
   std::vector<dix::readiness> publications() {
     std::vector<dix::readiness> out;
