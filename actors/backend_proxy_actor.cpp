@@ -107,6 +107,10 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
                                      [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
     },
+    [self](coverage_publish& m) {
+      // Informational (api.md §5): noexcept by contract, its outcome never read.
+      self->state.b->publish_coverage(m.positions, m.coverage_time, m.epoch);
+    },
     [self, me](reset_request& m) -> caf::result<reset_done> {
       remember_runner(self);
       auto promise = self->make_response_promise<reset_done>();

@@ -38,7 +38,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](log_pull& m) {
       auto& d = *self->state.deps;
-      auto out = d.core->pull(m.budgets, m.epoch, *d.time);
+      auto out = d.core->pull(m.budgets, m.epoch, *d.time, m.capture);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));

@@ -51,6 +51,11 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
       auto* slot = slot_of(self, p.id);
       if (slot == nullptr) return no_slot(self, p.id);
       auto counter = slot->apply({p.state, p.reason, p.attempts, p.coverage_time, p.lag_gate});
+      // §12.4: a demand the stored coverage_time reaches is cleared (a waiter's concurrent raise
+      // wins the compare-exchange and stays); the clear notifies on its own.
+      if (p.state == readiness_state::ready && p.coverage_time && slot->clear_covered_demand(*p.coverage_time)) {
+        counter = slot->change_counter();
+      }
       // anon_send: a typed actor may send() only to typed handles, and the observer needs no sender.
       if (self->state.observer) caf::anon_send(self->state.observer, readiness_observed{p.id, counter, slot->read()});
       return published{std::move(p.id), counter};

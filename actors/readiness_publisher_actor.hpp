@@ -9,6 +9,8 @@
 //      freed); none → reply the error not_registered, nothing written, nothing observed;
 //   2. store coverage_time (0 unless the state is ready) and lag_gate as carried, then reason,
 //      rebuild_attempts, then state (release), then notify (segment_slot::apply);
+//   2b. a `ready` publication carrying coverage_time clears the slot's coverage_demand when that
+//      time reaches it (compare-exchange: a waiter's concurrent raise wins), protocol.md §12.4;
 //   3. reply `published{id, change_counter}`;
 //   4. send `readiness_observed{id, change_counter, slot read back}` to the observer, if any.
 //

@@ -112,7 +112,7 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::open_log>) {
         self->send(d.tailer, log_open{x.gen, x.from});
       } else if constexpr (std::is_same_v<T, fx::pull>) {
-        self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets});
+        self->send(d.tailer, log_pull{x.gen, x.epoch, s.budgets, x.capture});
       } else if constexpr (std::is_same_v<T, fx::deliver>) {
         self->request(d.proxy, caf::infinite, deliver{x.gen, batch_msg{x.b}})
           .then([self](delivery_result_msg& r) { apply(self, self->state.core->on_delivery(r.gen, r.result, now_of(self))); },
@@ -142,7 +142,10 @@ void carry_out(runner_pointer self, effect& e) {
         // (not_registered) means the registration and the runtime's segment disagree — a bug — or
         // the publisher is gone: it is reported on stderr and counted as landed, so a release is
         // not held forever behind a publication that will never land.
-        send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, std::nullopt, x.lag_gate},
+        // A coverage time is certified under the epoch the core names: if the slot's epoch is no
+        // longer that one, another owner minted since and this one must not certify (§12.3).
+        if (x.coverage_time && d.slot->owner_epoch() != x.epoch) return;
+        send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, x.coverage_time, x.lag_gate},
                                 "a publication");
       } else if constexpr (std::is_same_v<T, fx::store_gate>) {
         // Behind every publication before it (apply() runs it after they landed), so the slot
@@ -159,6 +162,8 @@ void carry_out(runner_pointer self, effect& e) {
         self->send(d.tailer, boundary_capture{x.gen, x.epoch, x.scan_bytes_per_s});
       } else if constexpr (std::is_same_v<T, fx::scan>) {
         self->send(d.tailer, scan_pull{x.gen, x.epoch, s.budgets});
+      } else if constexpr (std::is_same_v<T, fx::publish_coverage>) {
+        self->send(d.proxy, coverage_publish{x.epoch, x.coverage_time, std::move(x.positions)});
       } else if constexpr (std::is_same_v<T, fx::arm_timer>) {
         self->delayed_send(self, x.delay, timer{x.kind, x.gen});
       } else if constexpr (std::is_same_v<T, fx::stopped>) {
@@ -241,6 +246,8 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
         if (action != runner_core::rebuild_wake::acquire) flags = static_cast<std::uint8_t>(flags & ~wake_flag::rebuild);
         if (flags == 0) return;
       }
+      // §12.4: the demand a coverage wake is about, as the slot holds it now.
+      if ((flags & wake_flag::coverage) != 0) st.core->on_coverage_demand(st.deps.slot->coverage_demand());
       apply(self, st.core->on_wake(flags, now_of(self)));
     },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
@@ -256,7 +263,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       if (!was_owner && core.owner()) st.deps.record->acquired();  // the core took the grant
       apply(self, std::move(out));
     },
-    [self](log_opened& m) { apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self))); },
+    [self](log_opened& m) {
+      apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self), m.anchor_ends));
+    },
     [self](log_chunk& m) {
       pull_outcome out{std::nullopt, std::move(m.chunk)};
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));

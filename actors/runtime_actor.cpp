@@ -21,6 +21,7 @@
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/rocksdb_log_source.hpp"
 #include "adapters/rocksdb_store_reader.hpp"
+#include "core/clock.hpp"
 #include "core/names.hpp"
 
 namespace dix {
@@ -585,7 +586,8 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     [self](query_metrics& m) -> metrics_report {
       auto e = self->state.ctx->registry->find(m.id);
       if (!e) return {m.id, std::nullopt};
-      return {m.id, metrics_of(*e, now_of(self))};
+      const auto* time = self->state.ctx->time != nullptr ? self->state.ctx->time : &system_clock();
+      return {m.id, metrics_of(*e, now_of(self), time->wall_now_ns())};
     },
     [self](query_readiness& m) -> caf::result<readiness_report> {
       if (!is_valid_backend_id(m.id)) {

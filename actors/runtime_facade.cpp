@@ -17,6 +17,7 @@
 
 #include "actors/coverage_waiters.hpp"
 #include "actors/runtime_root.hpp"
+#include "core/clock.hpp"
 #include "core/names.hpp"
 #include "messages/type_ids.hpp"
 
@@ -141,7 +142,8 @@ result<dix::readiness> runtime::readiness(std::string_view id) const {
 std::optional<runner_metrics> runtime::metrics(std::string_view id) const {
   auto e = facade_->ctx->registry->find(id);
   if (!e) return std::nullopt;
-  return metrics_of(*e, facade_->sys->clock().now());
+  const auto* time = facade_->ctx->time != nullptr ? facade_->ctx->time : &system_clock();
+  return metrics_of(*e, facade_->sys->clock().now(), time->wall_now_ns());
 }
 
 bool runtime::request_rebuild(std::string_view id) {

@@ -19,12 +19,14 @@ runner_actor registration_entry::runner() const {
   return runner_;
 }
 
-runner_metrics metrics_of(const registration_entry& e, steady_time now) {
+runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uint64_t wall_now_ns) {
   auto m = e.snapshot->load().metrics(now);
   m.readiness = e.slot->read();
   m.rebuild_attempts = m.readiness.rebuild_attempts;
   m.lag_gate = e.slot->lag_gate();
   m.coverage_time = e.slot->coverage_time();
+  // A wall clock stepped back would give a negative age: it reads 0 (protocol.md §14.2).
+  if (m.coverage_time != 0 && wall_now_ns > m.coverage_time) m.coverage_age_ms = (wall_now_ns - m.coverage_time) / 1'000'000;
   m.unindexable_records += e.host->unindexable();
   // protocol.md §13.2: the WAL figures per log, from each store's shared sample.
   const auto wall = system_clock().wall_now_ns();

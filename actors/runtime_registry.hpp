@@ -60,8 +60,9 @@ struct registration_entry {
 
 // protocol.md §14 for one registration at `now`: the runner's snapshot with its ages computed
 // now, the slot's fields (readiness, lag gate, attempts, coverage time) and the backend's own
-// unindexable count.
-runner_metrics metrics_of(const registration_entry& e, steady_time now);
+// unindexable count; coverage_age_ms is the wall age of the slot's coverage_time at
+// `wall_now_ns` (≥ 0; 0 while none is published).
+runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uint64_t wall_now_ns);
 
 class runtime_registry {
  public:

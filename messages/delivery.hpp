@@ -174,4 +174,19 @@ typename Inspector::result_type inspect(Inspector& f, reset_done& x) {
   return f(caf::meta::type_name("dix.reset_done"), x.gen, x.epoch, x.error);
 }
 
+// -- coverage hook (protocol.md §12.3, api.md §5) -----------------------------------------------
+
+// Command (runner): backend::publish_coverage(positions, coverage_time, epoch), once the entry
+// covering that coverage_time is durable. Best effort: no reply, its outcome is never read.
+struct coverage_publish {
+  epoch_t epoch = 0;
+  index_time_t coverage_time = 0;
+  dix::positions positions;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_publish& x) {
+  return f(caf::meta::type_name("dix.coverage_publish"), x.epoch, x.coverage_time, x.positions);
+}
+
 }  // namespace dix

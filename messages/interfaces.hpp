@@ -73,6 +73,7 @@ using backend_proxy_actor =
                    caf::replies_to<flush_request>::with<flush_done>,
                    caf::replies_to<shutdown_request>::with<quiescence>,
                    caf::replies_to<reset_request>::with<reset_done>,
+                   caf::reacts_to<coverage_publish>,
                    caf::reacts_to<state_change_msg>,
                    caf::reacts_to<flush_done>,
                    caf::reacts_to<quiescence>,

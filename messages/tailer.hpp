@@ -41,6 +41,12 @@ typename Inspector::result_type inspect(Inspector& f, log_progress& x) {
   return f(caf::meta::type_name("dix.log_progress"), x.log, x.read_sequence, x.latest_sequence);
 }
 
+// A coverage capture (protocol.md §12.1), carried inside log_chunk.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coverage_capture& x) {
+  return f(caf::meta::type_name("dix.coverage_capture"), x.time, x.positions);
+}
+
 // -- open -------------------------------------------------------------------------------------
 
 // Command: (re)open the registration's logs and verify the anchors (exact resume, protocol.md
@@ -80,11 +86,12 @@ struct log_pull {
   std::uint64_t gen = 0;
   epoch_t epoch = 0;  // stamped on the batch
   turn_budgets budgets;
+  bool capture = false;  // take the coverage capture before reading (§12.1); the chunk carries it
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_pull& x) {
-  return f(caf::meta::type_name("dix.log_pull"), x.gen, x.epoch, x.budgets);
+  return f(caf::meta::type_name("dix.log_pull"), x.gen, x.epoch, x.budgets, x.capture);
 }
 
 // tailer_core's chunk, carried as is. Its batch travels as a batch_msg does (values.hpp): the
@@ -94,7 +101,7 @@ typename Inspector::result_type inspect(Inspector& f, tailer_chunk& x) {
   batch_msg delivery{x.delivery};
   return f(caf::meta::type_name("dix.tailer_chunk"), delivery, x.cut_open, x.end_of_log, x.bytes_read,
            x.transactions_read, x.primary_reads, x.unindexable, x.wal_syncs, x.log_reopens, x.logs,
-           caf::meta::load_callback([&x, &delivery] {
+           x.through_ends, wire::opt(x.capture), caf::meta::load_callback([&x, &delivery] {
              x.delivery = std::move(delivery.value);
              return caf::error{};
            }));

@@ -106,6 +106,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::wait_coverage))
   CAF_ADD_TYPE_ID(dix, (dix::coverage_reached))
   CAF_ADD_TYPE_ID(dix, (dix::coverage_waited))
+  // coverage (delivery.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::coverage_publish))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -30,6 +30,7 @@
 #include "adapters/free_space.hpp"
 #include "adapters/write_gate.hpp"
 #include "core/wal_batch.hpp"
+#include "ports/store_reader.hpp"  // coverage_point
 
 namespace dix {
 
@@ -82,11 +83,6 @@ struct transaction::state {
 struct commit_event {
   commit_info info;
   std::uint8_t flags = 0;  // header flags (header_flag::system for system transactions)
-};
-
-struct coverage_point {
-  std::uint64_t latest_sequence = 0;  // GetLatestSequenceNumber() under the commit mutex
-  index_time_t time = 0;              // drawn under the same mutex: every earlier commit is ≤ latest
 };
 
 struct primary_store::impl {
@@ -184,6 +180,8 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
 // io_error when the sync fails (a transient fault for the runtime).
 result<std::uint64_t> sync_wal(primary_store& s);
+// The coverage capture (protocol.md §12.1): the latest sequence and a fresh index time, both
+// under the commit mutex. io_error when the store is closed.
 result<coverage_point> capture_coverage_point(primary_store& s);
 // GetLatestSequenceNumber() under the commit mutex, drawing no index time: the readers' `current`
 // proof (protocol.md §12.5 step 3). io_error when the store is closed.

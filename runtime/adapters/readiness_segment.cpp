@@ -382,6 +382,12 @@ bool segment_slot::clear_coverage_demand(index_time_t seen) {
   return cleared;
 }
 
+bool segment_slot::clear_covered_demand(index_time_t covered) {
+  const auto seen = coverage_demand();
+  if (seen == 0 || seen > covered) return false;
+  return clear_coverage_demand(seen);
+}
+
 std::uint64_t segment_slot::change_counter() const noexcept { return load<std::uint64_t>(base(), s_change_counter); }
 
 std::uint64_t segment_slot::wait_change(std::uint64_t seen, milliseconds timeout) const {

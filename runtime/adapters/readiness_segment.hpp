@@ -113,9 +113,13 @@ class segment_slot final : public readiness_slot {
   bool consume_rebuild_request() override;
   // Waiters raise (CAS max), the owner clears with the value it saw (CAS to 0; false if a
   // waiter raised it meanwhile).
-  index_time_t coverage_demand() const noexcept;
+  index_time_t coverage_demand() const noexcept override;
   void raise_coverage_demand(index_time_t since);
   bool clear_coverage_demand(index_time_t seen);
+  // Publisher, after a coverage_time was stored (protocol.md §12.4): clears the demand with one
+  // compare-exchange when it is at most `covered`; a waiter's concurrent raise wins (the CAS
+  // fails and the raised demand stays). True when it cleared one.
+  bool clear_covered_demand(index_time_t covered);
 
   std::uint64_t change_counter() const noexcept;  // acquire
   // Blocks until the slot's change counter differs from `seen` or `timeout` passed; returns the

@@ -16,6 +16,7 @@ class rocksdb_store_reader final : public store_reader {
   result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
                                                             const std::vector<std::string_view>& ids) override;
   result<std::uint64_t> latest_sequence() override;
+  result<coverage_point> capture_coverage() override { return capture_coverage_point(*store_); }
   std::uint64_t synced_sequence() const noexcept override { return dix::synced_sequence(*store_); }
   result<std::uint64_t> sync_wal() override { return dix::sync_wal(*store_); }
   result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override;

@@ -36,6 +36,9 @@ constexpr const char* entries_family = "entries";
 constexpr const char* reverse_family = "reverse";
 constexpr const char* meta_family = "meta";
 constexpr std::string_view cursor_key = "cursor";
+// The last publish_coverage (protocol.md §12.3) beside the cursor: u64 epoch, u64 coverage_time,
+// u32 count, then per log (u16 name length, name, u64 sequence), little-endian. Informational.
+constexpr std::string_view coverage_key = "coverage";
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -585,8 +588,12 @@ result<void> rocksdb_index_backend::impl::run_reset() {
   if (injected(reset_step::delete_cursor)) return fail(reset_step::delete_cursor, "injected");
   rocksdb::WriteOptions sync;
   sync.sync = true;
-  // The cursor goes first, durably: a crash from here on leaves a cursorless index.
-  auto s = db->Delete(sync, meta, slice(cursor_key));
+  // The cursor goes first, durably: a crash from here on leaves a cursorless index. The coverage
+  // positions stored beside it go with it: they describe entries about to be destroyed.
+  rocksdb::WriteBatch gone;
+  gone.Delete(meta, slice(cursor_key)).PermitUncheckedError();
+  gone.Delete(meta, slice(coverage_key)).PermitUncheckedError();
+  auto s = db->Write(sync, &gone);
   if (!s.ok()) return fail(reset_step::delete_cursor, s.ToString());
   // From here on no cursor exists, on disk or here: a later step that fails must not leave the
   // old one in memory for durable_cursor() to report over entries that may be half destroyed.
@@ -732,6 +739,84 @@ rocksdb_index_backend::~rocksdb_index_backend() {
 }
 
 result<void> rocksdb_index_backend::open() { return impl_->ensure_open(); }
+
+namespace {
+
+void append_le(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint64_t read_le(std::string_view& in, int bytes, bool& ok) {
+  if (in.size() < static_cast<std::size_t>(bytes)) {
+    ok = false;
+    return 0;
+  }
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(in[static_cast<std::size_t>(i)])) << (8 * i);
+  in.remove_prefix(static_cast<std::size_t>(bytes));
+  return v;
+}
+
+std::string encode_coverage(const rocksdb_index_coverage& c) {
+  std::string out;
+  append_le(out, c.epoch, 8);
+  append_le(out, c.coverage_time, 8);
+  append_le(out, c.positions.size(), 4);
+  for (const auto& [log, sequence] : c.positions) {
+    append_le(out, log.size(), 2);
+    out += log;
+    append_le(out, sequence, 8);
+  }
+  return out;
+}
+
+result<rocksdb_index_coverage> decode_coverage(std::string_view in) {
+  bool ok = true;
+  rocksdb_index_coverage c;
+  c.epoch = read_le(in, 8, ok);
+  c.coverage_time = read_le(in, 8, ok);
+  auto n = read_le(in, 4, ok);
+  for (std::uint64_t i = 0; ok && i < n; ++i) {
+    auto len = static_cast<std::size_t>(read_le(in, 2, ok));
+    if (!ok || in.size() < len) {
+      ok = false;
+      break;
+    }
+    std::string log(in.substr(0, len));
+    in.remove_prefix(len);
+    c.positions[log] = read_le(in, 8, ok);
+  }
+  if (!ok || !in.empty()) return error{errc::record_corrupt, "the stored coverage record is malformed"};
+  return c;
+}
+
+}  // namespace
+
+// Best effort (api.md §5): a write of the current owner only, into an open database, unsynced —
+// the next barrier's FlushWAL(true) makes it durable with the cursor. Never throws.
+void rocksdb_index_backend::publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept {
+  try {
+    if (impl_->host == nullptr || !impl_->host->is_owner_epoch(epoch)) return;
+    std::shared_lock lock(impl_->db_mutex);
+    if (!impl_->db) return;
+    const auto value = encode_coverage(rocksdb_index_coverage{epoch, coverage_time, p});
+    impl_->db->Put(rocksdb::WriteOptions{}, impl_->meta, slice(coverage_key), value).PermitUncheckedError();
+  } catch (...) {
+  }
+}
+
+result<std::optional<rocksdb_index_coverage>> rocksdb_index_backend::stored_coverage() {
+  if (auto ok = impl_->ensure_open(); !ok) return ok.error();
+  std::shared_lock lock(impl_->db_mutex);
+  if (!impl_->db) return error{errc::io_error, "index " + impl_->id + " is closed"};
+  std::string value;
+  auto s = impl_->db->Get(rocksdb::ReadOptions{}, impl_->meta, slice(coverage_key), &value);
+  if (s.IsNotFound()) return std::optional<rocksdb_index_coverage>{};
+  if (!s.ok()) return error{errc::io_error, "index " + impl_->id + ": reading the coverage record: " + s.ToString()};
+  auto decoded = decode_coverage(value);
+  if (!decoded) return decoded.error();
+  return std::optional<rocksdb_index_coverage>{std::move(*decoded)};
+}
 
 const std::string& rocksdb_index_backend::id() const noexcept { return impl_->id; }
 

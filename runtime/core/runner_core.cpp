@@ -21,7 +21,8 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 
 }  // namespace
 
-runner_core::runner_core(config c) : config_(std::move(c)), gen_(config_.generation_base), gate_(config_.gate) {
+runner_core::runner_core(config c)
+    : config_(std::move(c)), gen_(config_.generation_base), gate_(config_.gate), coverage_(config_.options.max_flush_age) {
   if (config_.start_condemned) {
     // A backend that can reset is rebuilt by the next acquisition (it finds the slot condemned);
     // one that cannot stays parked.
@@ -105,6 +106,7 @@ void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
   // unavailable, needs-rebuild, a rejected shutdown; sampling resumes only once ready again.
   std::optional<std::uint32_t> gate;
   if (s != readiness_state::ready) gate = gate_.force_open();
+  if (s != readiness_state::ready) coverage_.cleared();  // the slot stores coverage_time = 0 first (§1.5)
   out.push_back(fx::publish{s, r, attempts_, gate});
 }
 
@@ -156,6 +158,45 @@ std::uint64_t runner_core::lag_ms(steady_time now) const {
   return std::max({cursor_lag_ms(), age(stalled_since_), age(unread_since_), age(oldest_accepted_at())});
 }
 
+void runner_core::publish_coverage(effects& out, steady_time now) {
+  if (!owner_now() || stopping_ || parked_ || release_.holding() || offered_.empty()) return;
+  if (published_ != readiness_state::ready || attempt_running()) return;  // ready settled first (§12.3)
+  // The durable entry certifies; any offered one does when nothing accepted but not durable
+  // carries a mutation — so an unrelated commit never certifies past a queued relevant write.
+  bool mutation_pending = unanchored_mutations_ != 0;
+  for (std::size_t i = 1; i < offered_.size(); ++i) {
+    mutation_pending = mutation_pending || offered_[i].mutations != 0 || offered_[i].completes_cut;
+  }
+  const auto& ends = mutation_pending ? offered_.front().ends : offered_.back().ends;
+  if (auto time = coverage_.publish(ends)) {
+    out.push_back(fx::publish{readiness_state::ready, readiness_reason::none, attempts_, std::nullopt, *time, epoch_});
+  }
+  if (auto hook = coverage_.hook_due(offered_.front().ends, now)) {
+    out.push_back(fx::publish_coverage{epoch_, hook->time, std::move(hook->positions)});
+  }
+}
+
+// §12.4: a demand whose commits were read and accepted waits only for a barrier — ask for it now
+// instead of at the age timer; one such request until the next durable advance.
+void runner_core::demand_flush(effects& out, steady_time now) {
+  if (coverage_flush_outstanding_ || !coverage_.demand_open() || !non_durable_work() || offered_.empty()) return;
+  if (!coverage_.demand_delivered(offered_.back().ends)) return;
+  coverage_flush_outstanding_ = true;
+  request_flush(flush_reason::coverage, out, now);
+}
+
+// The refresh timer runs while this generation owns the drain: one pending event at most. It
+// fires max_flush_age after the last turn began; an idle owner then runs a refresh turn.
+void runner_core::arm_refresh(effects& out, steady_time now) {
+  if (refresh_armed_gen_ == gen_) return;
+  refresh_armed_gen_ = gen_;
+  auto delay = config_.options.max_flush_age;
+  if (last_turn_at_ && *last_turn_at_ + delay > now) {
+    delay = std::chrono::duration_cast<std::chrono::milliseconds>(*last_turn_at_ + delay - now);
+  }
+  out.push_back(fx::arm_timer{timer_kind::coverage_refresh, std::max(delay, std::chrono::milliseconds(1)), gen_});
+}
+
 bool runner_core::non_durable_work() const noexcept {
   if (unanchored_bytes_ != 0 || unanchored_mutations_ != 0) return true;
   if (boundary_pending_) return true;  // the boundary entry holds the scan, durable or not
@@ -182,6 +223,10 @@ void runner_core::discard_progress() {
   cut_open_ = end_of_log_ = false;
   more_ = true;
   stalled_since_.reset();
+  coverage_.discard();
+  coverage_flush_outstanding_ = false;
+  cut_delivered_ = false;
+  refresh_due_ = false;
 }
 
 // Starts the flush-age timer if it is not running (restart: from now in any case). Timers
@@ -218,7 +263,7 @@ void runner_core::reconcile(effects& out) {
   query_durable(out);
 }
 
-void runner_core::next_turn(effects& out) {
+void runner_core::next_turn(effects& out, steady_time now) {
   if (!owner_now() || drain_ != drain::open || stopping_ || parked_) return;
   if (held_) return;
   if (state_ == runner_state::deferred || state_ == runner_state::waiting_durable) return;
@@ -230,7 +275,14 @@ void runner_core::next_turn(effects& out) {
     out.push_back(fx::scan{gen_, epoch_});
     return;
   }
-  out.push_back(fx::pull{gen_, epoch_});
+  // §12.1: a capture when a demand is open, every max_flush_age/4 otherwise, at every refresh;
+  // none while nothing can be certified.
+  const bool capture =
+    published_ == readiness_state::ready && !attempt_running() && (refresh_due_ || coverage_.wants_capture(now));
+  if (capture) coverage_.requested(now);
+  refresh_due_ = false;
+  last_turn_at_ = now;
+  out.push_back(fx::pull{gen_, epoch_, capture});
 }
 
 void runner_core::deliver_held(effects& out, steady_time now) {
@@ -325,7 +377,6 @@ effects runner_core::on_marker_written(std::uint64_t gen, const result<void>& ou
 
 effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  (void)now;
   if (gen != gen_ || !owner_now() || (settle_ != settle::writing && settle_ != settle::writing_then_ready)) return out;
   const bool ready_after = settle_ == settle::writing_then_ready;
   // A failed commit is logged; `ready` is published anyway and the commit is retried at the next
@@ -339,7 +390,10 @@ effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, 
     to(settle::wanted);
     message_ = "writing the registration record failed: " + outcome.error().message();
   }
-  if (ready_after && published_ != readiness_state::ready) publish(readiness_state::ready, readiness_reason::none, out);
+  if (ready_after && published_ != readiness_state::ready) {
+    publish(readiness_state::ready, readiness_reason::none, out);
+    publish_coverage(out, now);
+  }
   return out;
 }
 
@@ -542,7 +596,7 @@ effects runner_core::on_boundary(std::uint64_t gen, const boundary_outcome& outc
   scan_started_at_ = now;
   to(drain::open);
   more_ = true;
-  next_turn(out);
+  next_turn(out, now);
   return out;
 }
 
@@ -558,10 +612,11 @@ effects runner_core::on_scan_chunk(std::uint64_t gen, const scan_outcome& outcom
   unindexable_ += outcome.unindexable;
   more_ = true;  // the scan goes on until its boundary chunk
   if (!outcome.delivery) {
-    next_turn(out);  // the turn's time ran out before a record: yield, then go on
+    next_turn(out, now);  // the turn's time ran out before a record: yield, then go on
     return out;
   }
   in_flight_ = outcome.delivery;
+  in_flight_ends_.clear();  // the boundary entry gets its anchor ends when the logs open there
   to(drain::delivering);
   changed_at_issue_ = changed_count_;
   out.push_back(fx::deliver{gen_, in_flight_});
@@ -590,12 +645,20 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   if (commit && !system_only) {
     if (end_of_log_ && !unread_since_) unread_since_ = now;  // §8.2: lag must not hide a reader behind
     more_ = true;
-    if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
+    if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out, now);
   } else if (system_only && state_ != runner_state::idle) {
     more_ = true;  // progress only, but it moves the cursor when read
     // Running with nothing in flight (waiting for a barrier, say): no chunk will come to start
     // the next turn, so this one does — else more_ would stand and the idle pass never come.
-    if (state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out);
+    if (state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out, now);
+  }
+  if ((flags & wake_flag::coverage) != 0 && coverage_.demand_open()) {
+    // §12.4: drain to the end (the turn captures, the demand being open), then flush(coverage)
+    // once the demanded commits are accepted; deferred or waiting-durable runs no turn but may
+    // ask for the barrier now.
+    more_ = true;
+    if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out, now);
+    demand_flush(out, now);
   }
   return out;
 }
@@ -850,6 +913,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     if (advanced) {
       gate_.on_durable_advance();
       transient_faults_ = 0;
+      coverage_flush_outstanding_ = false;
       boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
@@ -866,9 +930,10 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       offered_.size() - 1 < config_.options.max_accepted_batches_ahead) {
     state_ = working_state();
     stalled_since_.reset();
-    next_turn(out);
+    next_turn(out, now);
   }
   if (state_ == runner_state::rebuilding && !attempt_running()) state_ = runner_state::running;
+  publish_coverage(out, now);  // §5.4: the newest capture the durable entry covers
   if (again) {
     reconcile(out);
   } else if (end_of_log_ && !more_ && drain_ == drain::open && !held_ && state_ == runner_state::running &&
@@ -879,7 +944,8 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
 }
 
 effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
-                                   const std::optional<cursor>& installed, steady_time now) {
+                                   const std::optional<cursor>& installed, steady_time now,
+                                   const dix::positions& anchor_ends) {
   effects out;
   if (!current(gen) || release_.holding() || drain_ != drain::closed) return out;
   if (fault) {
@@ -898,8 +964,10 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   if (acquisition_ == acquisition::verifying) to(acquisition::acquired);
   if (offered_.empty() || offered_.back().through != *installed) {
     offered_.clear();
-    offered_.push_back(offered_entry{*installed, 0, 0, true, now});
+    offered_.push_back(offered_entry{*installed, 0, 0, true, now, {}});
   }
+  offered_.back().ends = anchor_ends;
+  arm_refresh(out, now);
   if (non_durable_work()) arm_age_timer(out, now, false);
   if (boundary_pending_) {
     if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_trigger_, out);
@@ -909,7 +977,7 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   }
   state_ = working_state();
   more_ = true;
-  next_turn(out);
+  next_turn(out, now);
   return out;
 }
 
@@ -945,6 +1013,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
       }
     }
   }
+  if (chunk.capture) coverage_.add(*chunk.capture);
   if (chunk.delivery && chunk.delivery->through) {
     for (const auto& p : chunk.delivery->through->logs()) {
       auto& t = read_time_[p.log];
@@ -954,17 +1023,21 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   if (!chunk.end_of_log) more_ = true;
   if (chunk.delivery) {
     in_flight_ = chunk.delivery;
+    in_flight_ends_ = chunk.through_ends;
     to(drain::delivering);
     changed_at_issue_ = changed_count_;
     out.push_back(fx::deliver{gen_, in_flight_});
     return out;
   }
-  // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush.
+  // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush —
+  // unless a coverage demand waits for it (§12.4).
   stalled_since_.reset();
   reconcile(out);
+  publish_coverage(out, now);
+  demand_flush(out, now);
   if (!non_durable_work() && !more_) state_ = runner_state::idle;
   else if (non_durable_work()) arm_age_timer(out, now, false);
-  next_turn(out);
+  next_turn(out, now);
   return out;
 }
 
@@ -1022,12 +1095,14 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   const bool cursor_only = is_cursor_only(*b) && unanchored_bytes_ == 0 && unanchored_mutations_ == 0;
   if (b->through && (offered_.empty() || *b->through != offered_.back().through)) {
     offered_.push_back(offered_entry{*b->through, b->bytes + unanchored_bytes_, mutations + unanchored_mutations_,
-                                     cursor_only, now});
+                                     cursor_only, now, in_flight_ends_, cut_delivered_});
     unanchored_bytes_ = unanchored_mutations_ = 0;
+    cut_delivered_ = false;
   } else {
     unanchored_bytes_ += b->bytes;
     unanchored_mutations_ += mutations;
   }
+  if (cut_open_ && rebuild_ != rebuild::scanning) cut_delivered_ = true;
   if (cursor_only) {
     if (!cursor_timer_armed_) {
       cursor_timer_armed_ = true;
@@ -1041,7 +1116,10 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (unflushed_mutations_ >= config_.options.flush_after_mutations ||
       unflushed_bytes_ >= config_.options.flush_after_bytes) {
     request_flush(flush_reason::threshold, out, now);
+  } else if (!boundary_chunk) {
+    demand_flush(out, now);
   }
+  if (!boundary_chunk) publish_coverage(out, now);  // cursor progress alone certifies (§12.3)
   if (boundary_chunk) {
     // §11.7: the offered list is [boundary], durable or not; the drain resumes from it.
     boundary_pending_ = true;
@@ -1058,7 +1136,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (rebuild_ == rebuild::scanning) {
     // Scan chunks are unanchored work: nothing to reconcile, no accepted-ahead cap (§11.6).
     state_ = runner_state::rebuilding;
-    next_turn(out);
+    next_turn(out, now);
     return out;
   }
   reconcile(out);
@@ -1071,7 +1149,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     return out;
   }
   state_ = working_state();
-  next_turn(out);
+  next_turn(out, now);
   return out;
 }
 
@@ -1157,6 +1235,18 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
       if (owner_now() && rebuild_ == rebuild::backoff && !release_.holding()) start_attempt(out, now);
       break;
     case timer_kind::lag_tick: break;  // handled above
+    case timer_kind::coverage_refresh:
+      refresh_armed_gen_.reset();
+      if (!owner_now() || release_.holding() || drain_ == drain::closed) break;
+      // §12.3: an idle owner that ran no turn for max_flush_age reads what its idle state ignored
+      // (system transactions) and captures, so coverage_time keeps up without writes.
+      if (state_ == runner_state::idle && (!last_turn_at_ || now - *last_turn_at_ >= config_.options.max_flush_age)) {
+        refresh_due_ = true;
+        more_ = true;
+        next_turn(out, now);
+      }
+      arm_refresh(out, now);
+      break;
   }
   return out;
 }

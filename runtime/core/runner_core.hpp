@@ -51,6 +51,7 @@
 #include <dix/status.hpp>
 
 #include "core/lag_gate.hpp"
+#include "core/coverage.hpp"
 #include "core/release_sequence.hpp"
 #include "core/restart_policy.hpp"  // child_kind
 #include "core/tailer_core.hpp"
@@ -68,9 +69,10 @@ inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is se
 inline constexpr std::uint8_t all = commit | system | backend | timer | coverage | rebuild;
 }  // namespace wake_flag
 
+// coverage_refresh: an idle owner that ran no turn for max_flush_age runs a coverage refresh turn (§12.3).
 // lag_tick: the gate's periodic lag sample while owning (protocol.md §13.3); it carries the tick
 // chain's id, not the generation, so a discard of progress does not end the chain.
-enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick };
+enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick, coverage_refresh };
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -82,19 +84,26 @@ struct mint_epoch {};                      // answer with on_epoch_minted at onc
 struct persist_epoch { epoch_t epoch; std::uint64_t gen; };
 struct query_durable { std::uint64_t gen; };
 struct open_log { std::uint64_t gen; std::optional<cursor> from; };  // nullopt: from sequence 1
-struct pull { std::uint64_t gen; epoch_t epoch; };
+// `capture`: the tailer takes the coverage capture of every log before it reads (§12.1).
+struct pull { std::uint64_t gen; epoch_t epoch; bool capture = false; };
 struct deliver { std::uint64_t gen; std::shared_ptr<const batch> b; };
 struct flush { std::uint64_t gen; flush_reason reason; };
 struct shutdown { epoch_t epoch; };
 // lag_gate: stored with the publication (before reason and state, §1.5); absent: unchanged.
+// `coverage_time` set (state ready): store it too (§12.3). It is certified under `epoch`: the
+// actor drops it unless the slot's owner_epoch still equals that epoch.
 struct publish {
   readiness_state state;
   readiness_reason reason;
   std::uint32_t attempts;
   std::optional<std::uint32_t> lag_gate = std::nullopt;
+  std::optional<index_time_t> coverage_time = std::nullopt;
+  epoch_t epoch = 0;
 };
 // The gate alone (protocol.md §13.3): stored in the slot once every publication before it landed.
 struct store_gate { std::uint32_t value; };
+// The backend's optional hook (§12.3, api.md §5), through the proxy; best effort, never answered.
+struct publish_coverage { epoch_t epoch; index_time_t coverage_time; dix::positions positions; };
 // Read condemned/<id> and registration/<id> from the home store (§9.2 step 3); answer with
 // on_meta_state, passing the slot's readiness as read now and, when the read succeeded, whether
 // a rebuild request was consumed (exchange(0) on the slot).
@@ -116,7 +125,7 @@ struct scan { std::uint64_t gen; epoch_t epoch; };
 using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
                             fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
                             fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle,
-                            fx::reset, fx::capture_boundary, fx::scan, fx::store_gate>;
+                            fx::reset, fx::capture_boundary, fx::scan, fx::store_gate, fx::publish_coverage>;
 using effects = std::vector<effect>;
 
 // What status() and metrics() report (protocol.md §14), taken after every event. Ages are not
@@ -237,8 +246,14 @@ class runner_core {
   effects on_boundary(std::uint64_t gen, const boundary_outcome& outcome, steady_time now);
   effects on_scan_chunk(std::uint64_t gen, const scan_outcome& outcome, steady_time now);
   // `installed`: the cursor the tailer installed (the start cursor when opened from sequence 1).
+  // `anchor_ends`: per log, the end sequence of the installed anchor (coverage association, §12.2).
   effects on_log_opened(std::uint64_t gen, const std::optional<tailer_fault>& fault,
-                        const std::optional<cursor>& installed, steady_time now);
+                        const std::optional<cursor>& installed, steady_time now, const dix::positions& anchor_ends = {});
+  // §12.4: the slot's coverage_demand as read at a coverage wake, before on_wake(coverage). The
+  // demand stands in the core until a published coverage_time reaches it.
+  void on_coverage_demand(index_time_t demand) noexcept { coverage_.demand(demand); }
+  // The coverage_time this owner last published (0: none, or cleared by a non-ready publication).
+  index_time_t coverage_time() const noexcept { return coverage_.published(); }
   effects on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now);
   // A fault from the tailer answering either an open or a pull (the core knows which it awaits).
   effects on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now);
@@ -282,6 +297,11 @@ class runner_core {
     std::uint64_t mutations = 0;
     bool cursor_only = false;
     steady_time accepted_at{};
+    dix::positions ends;  // per log, the end sequence of `through`'s anchor (§5.3, §12.2)
+    // It completes a transaction cut open by an earlier chunk whose entry took some of its
+    // operations: it certifies (§12.3) as if it carried a mutation, since its cursor is the
+    // first to cover the transaction.
+    bool completes_cut = false;
   };
 
   // ACQUISITION (§9.2): how far this ownership has come; each step needs the one before. The
@@ -353,7 +373,12 @@ class runner_core {
   void to(settle next) noexcept;
   void to(rebuild next) noexcept;
   void discard_progress();
-  void next_turn(effects& out);
+  void next_turn(effects& out, steady_time now);
+  // §12.3, §12.4 (core/coverage.hpp): publish the newest capture the certifying entry covers,
+  // call the backend's hook when due, ask for flush(coverage) when a demand waits for a barrier.
+  void publish_coverage(effects& out, steady_time now);
+  void demand_flush(effects& out, steady_time now);
+  void arm_refresh(effects& out, steady_time now);
   void request_flush(flush_reason reason, effects& out, steady_time now);
   void query_durable(effects& out);
   void reconcile(effects& out);
@@ -446,6 +471,18 @@ class runner_core {
   steady_time quiescence_since_{};
   lag_gate gate_;
   std::uint64_t lag_tick_id_ = 0;  // the lag tick chain of the current ownership (0: none)
+
+  // Coverage (§12): the captures and what was published; the ends of the batch in flight (or
+  // held), for the entry it makes when accepted; the refresh timer's generation (armed when it
+  // equals gen_) and whether the next turn is a refresh; when the last turn started; a
+  // flush(coverage) outstanding until the next durable advance.
+  coverage_tracker coverage_;
+  dix::positions in_flight_ends_;
+  std::optional<std::uint64_t> refresh_armed_gen_;
+  bool refresh_due_ = false;
+  std::optional<steady_time> last_turn_at_;
+  bool coverage_flush_outstanding_ = false;
+  bool cut_delivered_ = false;  // an accepted batch left a transaction cut open: the next entry completes it
 };
 
 }  // namespace dix

@@ -94,6 +94,7 @@ install_outcome tailer_core::install(const cursor& c) {
     }
     l.read_end = anchor->end_sequence();
     l.through = *entry;
+    l.through_end = l.read_end;
     out.anchor_ends.push_back(l.read_end);
   }
   std::vector<log_source*> sources;
@@ -158,11 +159,26 @@ struct tailer_core::turn {
   bool spent() const { return time.steady_now() - start >= budgets.max_milliseconds_per_turn; }
 };
 
-pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const clock& time) {
+pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const clock& time, bool capture) {
   pull_outcome out;
   if (!installed_) {
     out.fault = transient("tailer pulled before a cursor was installed");
     return out;
+  }
+  if (capture) {
+    // Before anything is read: the turn then reads at least up to the captured positions.
+    coverage_capture c;
+    for (auto& l : logs_) {
+      auto point = l.port.store->capture_coverage();
+      if (!point) {
+        out.fault = transient("log " + l.name + ": coverage capture: " + point.error().message());
+        installed_ = false;
+        return out;
+      }
+      c.time = c.time == 0 ? point->time : std::min(c.time, point->time);
+      c.positions[l.name] = point->latest_sequence;
+    }
+    out.chunk.capture = std::move(c);
   }
   turn t{budgets, time, time.steady_now(), {}, 0, nullptr};
   out.fault = collect(t, out.chunk);
@@ -369,6 +385,7 @@ std::optional<tailer_fault> tailer_core::cut(turn& t, epoch_t epoch, tailer_chun
     auto& l = logs_[work.log];
     l.through.sequence = work.txn->sequence;
     l.through.time = work.txn->time;
+    l.through_end = work.txn->end_sequence();
     advanced = true;
     ++complete;
   }
@@ -412,6 +429,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
       ++chunk.wal_syncs;
     }
     chunk.logs.push_back(log_progress{l.name, l.read_end, *latest});
+    chunk.through_ends[l.name] = l.through_end;
     chunk.log_reopens += l.port.source->reopens();
   }
   chunk.end_of_log = carried_.empty() && all_caught_up_;

@@ -35,6 +35,7 @@
 #include <dix/readiness.hpp>
 
 #include "core/clock.hpp"
+#include "core/coverage.hpp"
 #include "core/key_table.hpp"
 #include "core/log_merge.hpp"
 #include "core/turn_budgets.hpp"
@@ -81,6 +82,12 @@ struct tailer_chunk {
   std::uint64_t wal_syncs = 0;
   std::uint64_t log_reopens = 0;  // iterator re-opens after WAL switches, all logs (the sources' totals)
   std::vector<log_progress> logs;  // attach order
+  // Per log, the end sequence (sequence + op count − 1) of the anchor of the cursor the tailer
+  // stands at after this turn — `delivery->through` when the batch advanced it — which coverage
+  // association compares with captured positions (protocol.md §12.2).
+  dix::positions through_ends;
+  // The coverage capture taken at the start of this turn, when pull() was asked for one (§12.1).
+  std::optional<coverage_capture> capture;
 };
 
 struct install_outcome {
@@ -132,8 +139,10 @@ class tailer_core {
   // cursor-missing when the first transaction holds projected operations (it cannot be skipped).
   install_outcome install_from_start();
 
-  // One drain turn; see the file comment. `epoch` is stamped on the batch.
-  pull_outcome pull(const turn_budgets& budgets, epoch_t epoch, const clock& time);
+  // One drain turn; see the file comment. `epoch` is stamped on the batch. `capture`: first take
+  // the coverage capture of every log, before anything is read (§12.1); a failed capture is a
+  // transient fault like a failed read.
+  pull_outcome pull(const turn_budgets& budgets, epoch_t epoch, const clock& time, bool capture = false);
 
   // §11.5: in every store of the registration's logs, in attach order, the system transaction
   // boundary/<id> = epoch; then one snapshot per store, and a WAL sync of each store whose
@@ -172,6 +181,7 @@ class tailer_core {
     std::string identity;
     std::uint64_t read_end = 0;
     log_position through;                      // this log's entry of `through_`
+    std::uint64_t through_end = 0;             // the end sequence of that entry's anchor
     // The projected tables of this log, by table id, each with its projection (in projections_).
     std::vector<std::pair<std::uint32_t, const projection*>> projected;
   };

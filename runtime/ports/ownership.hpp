@@ -60,6 +60,9 @@ class readiness_slot {
   // notify; anyone reads it.
   virtual void set_lag_gate(std::uint32_t gate) = 0;
   virtual std::uint32_t lag_gate() const noexcept = 0;
+  // coverage_demand (formats.md §4.3): the highest `since` a waiter wants covered; 0 = none.
+  // Read by the owner at a coverage wake (protocol.md §12.4). Default: none (slots without one).
+  virtual index_time_t coverage_demand() const noexcept { return 0; }
 };
 
 }  // namespace dix

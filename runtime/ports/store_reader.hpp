@@ -42,6 +42,13 @@ struct table_estimate {
   std::uint64_t live_bytes = 0;
 };
 
+// protocol.md §12.1: a store's latest sequence and an index time drawn together under its commit
+// mutex, so every transaction with header time ≤ `time` has a sequence ≤ `latest_sequence`.
+struct coverage_point {
+  std::uint64_t latest_sequence = 0;  // GetLatestSequenceNumber() under the commit mutex
+  index_time_t time = 0;              // drawn under the same mutex: every earlier commit is ≤ latest
+};
+
 // The rebuild boundary of one log (§11.5): the system transaction that wrote boundary/<id>.
 struct boundary_commit {
   std::uint64_t sequence = 0;
@@ -68,6 +75,8 @@ class store_reader {
     return out;
   }
   virtual result<std::uint64_t> latest_sequence() = 0;
+  // The coverage capture of this store (§12.1). io_error when the store is closed.
+  virtual result<coverage_point> capture_coverage() = 0;
   // The highest sequence known durable in the WAL.
   virtual std::uint64_t synced_sequence() const noexcept = 0;
   // Reads the latest sequence, syncs the WAL, raises synced_sequence to it; returns it.

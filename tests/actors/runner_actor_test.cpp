@@ -179,14 +179,14 @@ TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, 
   p.advance(1000ms);  // the fresh index's rebuild is over
   REQUIRE(p.slot->read().state == readiness_state::ready);
   const auto ready = p.slot->read();
-  const auto publications = p.publications().size();
+  const auto publications = p.readiness_changes();
   const auto markers = p.meta->markers;  // the fresh index's condemnation wrote one
   const auto epochs = p.persisted;
   const auto fault = p.snapshot->load().last_fault;  // cursor-missing: the last suspect fault
   p.store.fail_reads = true;  // what a closed or failing primary store answers: io_error
   p.commit("b", "2");
   CHECK(p.slot->read().state == readiness_state::ready);  // no condemnation, no new publication
-  CHECK(p.publications().size() == publications);
+  CHECK(p.readiness_changes() == publications);
   CHECK(p.meta->markers == markers);
   CHECK(p.snapshot->load().transient_faults == 1);
   p.advance(100ms);  // the retry fails again
@@ -198,7 +198,7 @@ TEST_CASE("actors: a store that cannot be read is a transient fault: no marker, 
   CHECK(p.slot->read().state == readiness_state::ready);
   CHECK(p.snapshot->load().transient_faults == 0);  // reset by the durable advance
   CHECK(p.snapshot->load().last_fault == fault);  // a transient fault is not a suspect one
-  CHECK(p.publications().size() == publications);
+  CHECK(p.readiness_changes() == publications);
   CHECK(p.meta->markers == markers);
   CHECK(p.persisted == epochs);  // the same ownership throughout: no reacquisition, no rebuild
   CHECK(p.slot->read().owner_epoch == ready.owner_epoch);

@@ -146,15 +146,17 @@ TEST_CASE("runtime registry: metrics_of reads the slot's fields now and adds the
   slot.apply(p);
   e->host->note_unindexable("too long");
   e->host->note_unindexable("bad vector");
-  auto m = metrics_of(*e, f.clock.steady_now());
+  auto m = metrics_of(*e, f.clock.steady_now(), 77 + 2'500'000);
   CHECK(m.readiness.state == readiness_state::ready);
   CHECK(m.readiness.owner_epoch == 1);
   CHECK(m.rebuild_attempts == 2);
   CHECK(m.lag_gate == 5);
   CHECK(m.coverage_time == 77);
+  CHECK(m.coverage_age_ms == 2);  // its wall age, in whole ms
+  CHECK(metrics_of(*e, f.clock.steady_now(), 10).coverage_age_ms == 0);  // a wall clock behind it: 0, never negative
   CHECK(m.unindexable_records == 2);  // the runner's own count is 0 before its first snapshot
   slot.publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 3);
-  m = metrics_of(*e, f.clock.steady_now());
+  m = metrics_of(*e, f.clock.steady_now(), 77);
   CHECK(m.readiness.state == readiness_state::rebuilding);
   CHECK(m.rebuild_attempts == 3);
   CHECK(m.coverage_time == 77);  // publish() leaves coverage alone; apply() of a non-ready state clears it

@@ -135,7 +135,7 @@ TEST_CASE("supervision: a tailer crash is transient: no condemnation, readiness 
   REQUIRE(p.slot->read().state == readiness_state::ready);
   const auto epoch = p.slot->read().owner_epoch;
   const auto epochs = p.persisted;  // the acquisition's and the fresh index's rebuild's
-  const auto publications = p.publications().size();
+  const auto publications = p.readiness_changes();
   REQUIRE(p.snapshot->load().last_fault == readiness_reason::cursor_missing);  // that rebuild's cause
 
   p.crash(p.tailer);
@@ -150,7 +150,7 @@ TEST_CASE("supervision: a tailer crash is transient: no condemnation, readiness 
   CHECK(p.slot->read().state == readiness_state::ready);
   CHECK(p.slot->read().owner_epoch == epoch);  // the same ownership: no reacquisition
   CHECK(p.persisted == epochs);
-  CHECK(p.publications().size() == publications);
+  CHECK(p.readiness_changes() == publications);
   CHECK(p.snapshot->load().last_fault == readiness_reason::cursor_missing);  // a transient fault sets none
   CHECK(p.snapshot->load().transient_faults == 0);  // reset by the durable advance
   CHECK(p.backend->resets == 1);                    // no rebuild

@@ -525,6 +525,37 @@ TEST_CASE("primary store: a coverage point is taken under the commit mutex", "[a
   CHECK(point.time > info.time);
 }
 
+TEST_CASE("primary store: coverage points taken while writers commit order every transaction by time and sequence alike", "[adapter][store][coverage]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  constexpr int writers = 4, commits = 300;
+  constexpr std::size_t captures = 300;
+  std::vector<std::vector<commit_info>> written(writers);
+  std::atomic<int> finished{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < commits; ++i) written[w].push_back(test::put_records(*s, "w" + std::to_string(w) + "-", 1 + i % 3));
+      ++finished;
+    });
+  }
+  std::vector<coverage_point> points;
+  // While the writers run (as many as it takes, at least `captures`), and once after them.
+  while (points.size() < captures || finished < writers) points.push_back(capture_coverage_point(*s).value());
+  for (auto& t : threads) t.join();
+  points.push_back(capture_coverage_point(*s).value());
+  // protocol.md §12.1: every transaction with header time ≤ the point's time has a sequence ≤ its
+  // position, and every one at or below the position is at or below its time.
+  for (const auto& point : points) {
+    std::size_t disordered = 0;
+    for (const auto& mine : written) {
+      for (const auto& t : mine) disordered += (t.time <= point.time) != (t.sequence <= point.latest_sequence);
+    }
+    REQUIRE(disordered == 0);
+  }
+  CHECK(points.back().latest_sequence >= written[0].back().sequence);  // the last point is after every commit
+}
+
 TEST_CASE("primary store: read-only open writes nothing", "[adapter][store]") {
   temp_dir dir;
   std::uint64_t latest = 0;

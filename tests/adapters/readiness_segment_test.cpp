@@ -857,3 +857,32 @@ TEST_CASE("readiness segment: a dix/ directory, lock file or segment open to oth
     REQUIRE(readiness_segment::attach(home, 4));  // restored: accepted again
   }
 }
+
+TEST_CASE("readiness segment: the owner clears the coverage demand only when coverage_time reaches it, and a waiter's concurrent raise survives", "[adapter][segment][coverage]") {
+  temp_dir home;
+  auto seg = readiness_segment::attach(home.path()).value();
+  auto slot = seg->claim("idx").value();
+  CHECK_FALSE(slot->clear_covered_demand(100));  // no demand: nothing to clear
+  slot->raise_coverage_demand(150);
+  CHECK_FALSE(slot->clear_covered_demand(100));  // not reached
+  CHECK(slot->coverage_demand() == 150);
+  const auto counter = slot->change_counter();
+  CHECK(slot->clear_covered_demand(150));
+  CHECK(slot->coverage_demand() == 0);
+  CHECK(slot->change_counter() > counter);  // the clear notifies
+  // A waiter raising past what the owner covers, while the owner clears what it covers: the
+  // waiter's last (largest) demand is never lost — a plain store of 0 after the load would lose it.
+  for (int round = 0; round < 50; ++round) {
+    constexpr index_time_t covered = 5000, last = 10000;
+    std::atomic<bool> done{false};
+    std::thread waiter([&] {
+      for (index_time_t since = 1; since <= last; ++since) slot->raise_coverage_demand(since);
+      done = true;
+    });
+    while (!done) (void)slot->clear_covered_demand(covered);
+    waiter.join();
+    (void)slot->clear_covered_demand(covered);
+    REQUIRE(slot->coverage_demand() == last);
+    REQUIRE(slot->clear_coverage_demand(last));
+  }
+}

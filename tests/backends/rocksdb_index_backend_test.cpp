@@ -849,3 +849,23 @@ TEST_CASE("rocksdb index: a reset of a directory holding entries but no cursor e
   CHECK_FALSE(reopened->durable_cursor().value());
   CHECK(reset_rows(*reopened).empty());
 }
+
+TEST_CASE("rocksdb index: publish_coverage stores the positions beside the cursor for the owner's epoch only, and a reset deletes them", "[adapter][backend][coverage]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("p1", {"books"}, 11)}, 5)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK_FALSE(f.index->stored_coverage().value());  // nothing published yet
+  f.index->publish_coverage({{"main", 5}}, 1234, 1);
+  auto stored = f.index->stored_coverage().value();
+  REQUIRE(stored);
+  CHECK(stored->epoch == 1);
+  CHECK(stored->coverage_time == 1234);
+  CHECK(stored->positions == positions{{"main", 5}});
+  f.index->publish_coverage({{"main", 9}}, 5678, 7);  // not the owner's epoch: ignored
+  CHECK(f.index->stored_coverage().value()->coverage_time == 1234);
+  test::waiter w;
+  f.index->reset(1, w.make());
+  REQUIRE(w.wait());
+  CHECK_FALSE(f.index->durable_cursor().value());
+  CHECK_FALSE(f.index->stored_coverage().value());  // gone with the cursor
+}

@@ -50,6 +50,7 @@ dix::backend_proxy_actor::behavior_type fake_proxy(
     [](const dix::quiescence&) {},
     [](const dix::reset_request& r) { return dix::reset_done{r.gen, r.epoch, caf::error{}}; },
     [](const dix::reset_done&) {},
+    [](const dix::coverage_publish&) {},
   };
 }
 

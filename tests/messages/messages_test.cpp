@@ -182,6 +182,8 @@ dix::log_chunk full_chunk() {
   chunk.wal_syncs = 1;
   chunk.log_reopens = 2;
   chunk.logs = {{"main", 43, 50}, {"aux", 5, 5}};
+  chunk.through_ends = {{"main", 41}, {"aux", 5}};
+  chunk.capture = dix::coverage_capture{1'700'000'000'000'000'123ull, {{"main", 50}, {"aux", 0}}};
   return m;
 }
 
@@ -201,6 +203,10 @@ void check_full_chunk(const dix::tailer_chunk& chunk) {
   CHECK(chunk.logs[0].read_sequence == 43);
   CHECK(chunk.logs[0].latest_sequence == 50);
   CHECK(chunk.logs[1].log == "aux");
+  CHECK(chunk.through_ends == dix::positions{{"main", 41}, {"aux", 5}});
+  REQUIRE(chunk.capture);
+  CHECK(chunk.capture->time == 1'700'000'000'000'000'123ull);
+  CHECK(chunk.capture->positions == dix::positions{{"main", 50}, {"aux", 0}});
 }
 
 }  // namespace
@@ -298,10 +304,11 @@ TEST_CASE_METHOD(wire_fixture, "messages: tailer messages round-trip", "[actor][
   CHECK(opened.gen == 5);
   CHECK(opened.anchor_ends == dix::positions{{"aux", 7}, {"main", 44}});
 
-  auto pull = roundtrip(dix::log_pull{6, 3, some_budgets()});
+  auto pull = roundtrip(dix::log_pull{6, 3, some_budgets(), true});
   CHECK(pull.gen == 6);
   CHECK(pull.epoch == 3);
   check_budgets(pull.budgets);
+  CHECK(pull.capture);
 
   auto c = roundtrip(full_chunk());
   CHECK(c.gen == 6);
@@ -382,6 +389,13 @@ TEST_CASE_METHOD(wire_fixture, "messages: metrics publication messages round-tri
   auto r = roundtrip(dix::metrics_published{"idx-1", 0x1'0000'0003ull});
   CHECK(r.id == "idx-1");
   CHECK(r.change_counter == 0x1'0000'0003ull);
+}
+
+TEST_CASE_METHOD(wire_fixture, "messages: the coverage hook message round-trips", "[actor][messages][coverage]") {
+  auto c = roundtrip(dix::coverage_publish{9, 1'700'000'000'000'000'777ull, {{"aux", 3}, {"main", 44}}});
+  CHECK(c.epoch == 9);
+  CHECK(c.coverage_time == 1'700'000'000'000'000'777ull);
+  CHECK(c.positions == dix::positions{{"aux", 3}, {"main", 44}});
 }
 
 TEST_CASE_METHOD(wire_fixture, "messages: publication messages round-trip", "[actor][messages]") {

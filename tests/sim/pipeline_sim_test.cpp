@@ -10,6 +10,9 @@
 //   3. no work of an older epoch lands after a newer epoch's work;
 //   5. after a condemnation `ready` is not published again before a rebuild boundary is
 //      durable, and never without a durable cursor;
+//   6. coverage_time never exceeds the header time of the oldest transaction on a projected
+//      table that is not durable (beyond the durable anchor): every transaction with header
+//      time ≤ coverage_time is durable or touches no projected table;
 // and at the end, drained, the index equals the projection of the primary exactly.
 // ctest runs a fixed list of seeds; DIX_SIM_SEED=n runs one, DIX_SIM_SEEDS=n runs seeds 1…n.
 //
@@ -19,6 +22,7 @@
 // and runs the rest of the seed on the respawned runner.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -70,6 +74,7 @@ struct checker {
     // 5: a `ready` after a condemnation only once a rebuild boundary is durable (the pipeline
     // checks each publication as it is made: violation above); and never without a cursor.
     if (!durable) {
+      if (p.slot_coverage_time != 0) return fail("coverage_time is published over an index without a durable cursor");
       // A rebuild's scan makes entries durable without a cursor; only `ready` would trust them.
       if (p.slot_readiness.state == readiness_state::ready && !index.empty()) {
         return fail("ready is published over an index without a durable cursor");
@@ -95,6 +100,15 @@ struct checker {
       if (!ok) {
         return fail("key " + id + " holds " + (held ? held->projection + "@" + std::to_string(held->version) : "nothing") +
                     ", which the primary never held at or after sequence " + std::to_string(at));
+      }
+    }
+    // 6: the oldest relevant transaction beyond the durable anchor bounds coverage_time.
+    for (const auto& t : p.store.history()) {
+      if (t.sequence <= at) continue;
+      const bool relevant = std::any_of(t.ops.begin(), t.ops.end(), [](const wal_op& o) { return !o.meta && o.table == sim_table; });
+      if (relevant && t.time <= p.slot_coverage_time) {
+        return fail("coverage_time " + std::to_string(p.slot_coverage_time) + " passes transaction " +
+                    std::to_string(t.sequence) + " (time " + std::to_string(t.time) + "), which is not durable");
       }
     }
     const auto& epochs = p.backend.applied_epochs;
@@ -177,8 +191,12 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
         else ops.push_back(test::put(sim_table, id, "v" + std::to_string(pick(1000))));
       }
       if (pick(6) == 0) ops.push_back(test::put(2, "unrelated", "x"));
-      p.commit(std::move(ops), pick(3) == 0);
+      const auto committed = p.commit(std::move(ops), pick(3) == 0);
       trace << "c";
+      if (pick(4) == 0) {
+        p.demand_coverage(committed.second);  // a waiter for it: drain, flush(coverage)
+        trace << "w";
+      }
     } else if (action < 65) {
       p.advance(milliseconds(static_cast<long>(pick(1200))));
       trace << "t";

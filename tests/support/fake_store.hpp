@@ -214,6 +214,11 @@ class fake_store {
       return s_.value(table, std::string(id));
     }
     result<std::uint64_t> latest_sequence() override { return s_.latest_; }
+    // As under the commit mutex: a time of the store's clock between the commits before and after.
+    result<coverage_point> capture_coverage() override {
+      if (s_.fail_reads) return error{errc::io_error, "capture failed (injected)"};
+      return coverage_point{s_.latest_, ++s_.clock_};
+    }
     std::uint64_t synced_sequence() const noexcept override { return s_.synced_; }
     result<std::uint64_t> sync_wal() override {
       if (s_.fail_sync) return error{errc::io_error, "SyncWAL failed (injected)"};

@@ -92,6 +92,11 @@ class sim_backend final : public backend {
     std::move(done)(result<void>{});
   }
   bool supports_reset() const noexcept override { return can_reset; }
+  // The optional hook (api.md §5): every call recorded, {coverage_time, positions}.
+  std::vector<std::pair<index_time_t, positions>> coverage_hooks;
+  void publish_coverage(const positions& p, index_time_t coverage_time, epoch_t) noexcept override {
+    coverage_hooks.emplace_back(coverage_time, p);
+  }
   void reset(epoch_t epoch, completion done) override {
     if (resets++ == 0) seen_before_first_reset = seen.size();
     // The cursor is durably gone before any index state is destroyed (backends.md, reset).

@@ -100,7 +100,22 @@ class sim_pipeline final : public backend_host {
   }
 
   // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
-  void reset_segment() { slot_readiness = {}; }
+  void reset_segment() {
+    slot_readiness = {};
+    slot_coverage_time = slot_coverage_demand = 0;
+  }
+
+  // A waiter raises the slot's coverage_demand (CAS max) and the watcher sends a coverage wake;
+  // the runner actor reads the demand from the slot at the wake (protocol.md §12.4).
+  void demand_coverage(index_time_t since, bool run_now = true) {
+    slot_coverage_demand = std::max(slot_coverage_demand, since);
+    post([this] {
+      if (!runner) return effects{};
+      runner->on_coverage_demand(slot_coverage_demand);
+      return runner->on_wake(wake_flag::coverage, time.steady_now());
+    });
+    if (run_now) run();
+  }
 
   // The runner actor died (its mailbox and timers with it); the supervisor, as the lock holder,
   // decides from the ownership record and carries out the release steps itself (actors.md §3):
@@ -195,6 +210,9 @@ class sim_pipeline final : public backend_host {
   epoch_t slot_epoch = 0;
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
   bool slot_rebuild_request = false;  // the slot's rebuild_request: survives even a stale reset
+  index_time_t slot_coverage_time = 0;    // the slot's coverage_time (0 unless ready)
+  index_time_t slot_coverage_demand = 0;  // the slot's coverage_demand
+  std::vector<fx::publish_coverage> coverage_hooks;  // the backend's publish_coverage calls
   bool rebuildable = true;            // the backend implements reset (applies at the next restart_runner)
   bool slow_log_open = false;         // log_opened arrives after replies the backend sends meanwhile
   bool slow_flush_done = false;       // flush completions arrive two mailbox trips late
@@ -352,12 +370,16 @@ class sim_pipeline final : public backend_host {
     ++log_opens;
     auto r = o.from ? tailer->install(*o.from) : tailer->install_from_start();
     auto gen = o.gen;
-    event opened = [this, gen, r] { return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now()) : effects{}; };
+    dix::positions ends;
+    if (!r.anchor_ends.empty()) ends[store.log_name()] = r.anchor_ends.front();
+    event opened = [this, gen, r, ends] {
+      return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now(), ends) : effects{};
+    };
     // A tailer busy elsewhere: the answer arrives behind what the backend answers meanwhile.
     post_after(slow_log_open ? 2 : 0, std::move(opened));
   }
   void carry_out(fx::pull& p) {
-    auto r = tailer->pull(budgets_, p.epoch, time);
+    auto r = tailer->pull(budgets_, p.epoch, time, p.capture);
     auto gen = p.gen;
     post([this, gen, r] { return runner ? runner->on_chunk(gen, r, time.steady_now()) : effects{}; });
   }
@@ -407,11 +429,20 @@ class sim_pipeline final : public backend_host {
       slot_gate = *p.lag_gate;
       gate_stores.emplace_back(*p.lag_gate, publications.size() - 1);
     }
+    // As segment_slot::apply and the publisher: coverage_time 0 for any state but ready, the
+    // carried one with ready (when the slot's epoch is the certifying one); a reached demand cleared.
+    if (p.state != readiness_state::ready) {
+      slot_coverage_time = 0;
+    } else if (p.coverage_time && p.epoch == slot_epoch) {
+      slot_coverage_time = *p.coverage_time;
+      if (slot_coverage_demand != 0 && slot_coverage_demand <= slot_coverage_time) slot_coverage_demand = 0;
+    }
   }
   void carry_out(fx::store_gate& g) {
     slot_gate = g.value;
     gate_stores.emplace_back(g.value, publications.size());
   }
+  void carry_out(fx::publish_coverage& c) { coverage_hooks.push_back(c); }
   void carry_out(fx::read_meta& r) {
     auto gen = r.gen;
     auto records = meta;

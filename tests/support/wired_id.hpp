@@ -60,6 +60,11 @@ struct wired_id : caf_fixture {
   // marker before it condemns and the record (deleting the marker) before a rebuild's `ready`.
   std::shared_ptr<supervised_spec> wiring(const runner_options& o = {}, std::uint64_t token = 1,
                                           std::optional<std::uint64_t> fingerprint = std::nullopt) {
+    return wire_registration(sys, unwired(o, token, fingerprint));
+  }
+  // The same before wire_registration, for a test that replaces a part (the logs, say).
+  id_wiring unwired(const runner_options& o = {}, std::uint64_t token = 1,
+                    std::optional<std::uint64_t> fingerprint = std::nullopt) {
     id_wiring w;
     w.id = "idx";
     w.token = token;
@@ -80,7 +85,22 @@ struct wired_id : caf_fixture {
     w.snapshot = snapshot;
     w.relay = relay;
     w.detached = false;  // the test coordinator runs them
-    return wire_registration(sys, std::move(w));
+    return w;
+  }
+
+  // How many publications changed the readiness read back (a coverage publication republishes
+  // `ready` as it was: it changes none, protocol.md §12.3).
+  std::size_t readiness_changes() {
+    std::size_t n = 0;
+    std::optional<dix::readiness> last;
+    for (const auto& r : publications()) {
+      if (!last || r.state != last->state || r.reason != last->reason || r.rebuild_attempts != last->rebuild_attempts ||
+          r.owner_epoch != last->owner_epoch) {
+        ++n;
+      }
+      last = r;
+    }
+    return n;
   }
 
   // Every publication of "idx" as the publisher applied it (the slot read right after), in order.

@@ -70,6 +70,7 @@ struct runner_metrics {
   std::uint32_t rebuild_attempts = 0;   // the slot's
   std::uint64_t quiescence_age_ms = 0;  // how long the current shutdown has been pending
   index_time_t coverage_time = 0;       // the slot's; 0 = none published
+  std::uint64_t coverage_age_ms = 0;    // wall now − coverage_time, ≥ 0; 0 while none is published
   std::uint64_t delivered_batches = 0, delivered_records = 0;  // since registration
   std::array<std::uint64_t, 4> flushes{};  // flush requests, indexed by flush_reason
   std::uint64_t wal_syncs = 0;             // SyncWAL calls before delivery (protocol.md §4.8)

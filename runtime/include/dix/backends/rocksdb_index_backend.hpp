@@ -1,8 +1,9 @@
 // rocksdb_index_backend: the default backend, a secondary index in its own RocksDB database
 // (backends.md §1). A projection encodes a record's index keys with encode_keys(); the backend
 // keeps `entries` (index key → record refs, in key order), `reverse` (record ref → its current
-// keys and version) and `meta` (`cursor`), writes each batch as one WriteBatch (entries and the
-// batch's cursor together) and makes them durable with FlushWAL(true) at barriers.
+// keys and version) and `meta` (`cursor`; `coverage`, the last publish_coverage), writes each
+// batch as one WriteBatch (entries and the batch's cursor together) and makes them durable with
+// FlushWAL(true) at barriers.
 //
 // Threads: deliver/flush/shutdown/reset enqueue; one applier thread per instance applies the
 // queue (never a CAF scheduler thread). Queries may run on any thread at any time.
@@ -67,6 +68,16 @@ std::string encode_keys(const std::vector<std::string>& keys);
 // The keys, or the unindexable code in the error message (errc::invalid_argument).
 result<std::vector<std::string>> decode_keys(std::string_view bytes);
 
+// What the last publish_coverage stored beside the cursor (meta key `coverage`: u64 epoch, u64
+// coverage_time, u32 count, then per log u16 name length, name, u64 sequence; little-endian): the
+// positions the runtime certified as covered at coverage_time, under epoch. Informational only
+// (protocol.md §12.3): never read back by the runtime; a reset deletes it with the cursor.
+struct rocksdb_index_coverage {
+  epoch_t epoch = 0;
+  index_time_t coverage_time = 0;
+  dix::positions positions;
+};
+
 class rocksdb_index_backend final : public backend {
  public:
   // invalid_argument for bad options or id. The database is opened lazily (or by open()).
@@ -90,6 +101,12 @@ class rocksdb_index_backend final : public backend {
   subscription on_state_change(std::function<void(state_change)> callback) override;
   bool supports_reset() const noexcept override { return true; }
   void reset(epoch_t epoch, completion done) override;
+  // Stores the positions beside the cursor (meta key `coverage`) when `epoch` is the owner's and
+  // the database is open; unsynced, durable with the next barrier. Best effort, never throws.
+  void publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept override;
+  // The stored coverage record, if any (opens the database if needed). record_corrupt when the
+  // bytes do not decode; io_error when the database cannot be read.
+  result<std::optional<rocksdb_index_coverage>> stored_coverage();
 
   // Records whose current keys include `key`, in record-ref order; at most `limit` rows.
   result<query_result<std::vector<record_ref>>> lookup(std::string_view key, std::size_t limit,

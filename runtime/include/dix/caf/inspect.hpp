@@ -107,7 +107,7 @@ typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
   return f(caf::meta::type_name("dix.runner_metrics"), x.readiness, x.owner, x.epoch,
            x.accepted_batches, x.accepted_bytes, x.accepted_mutations, x.deferred_bytes,
            x.oldest_accepted_age_ms, x.cursor_lag_ms, x.stalled_ms, x.unread_age_ms, x.lag_ms,
-           x.lag_gate, x.rebuild_attempts, x.quiescence_age_ms, x.coverage_time,
+           x.lag_gate, x.rebuild_attempts, x.quiescence_age_ms, x.coverage_time, x.coverage_age_ms,
            x.delivered_batches, x.delivered_records, x.flushes, x.wal_syncs,
            x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault,
            x.rebuilt_records, x.estimated_records, x.scan_records_per_s, x.rebuild_eta_ms, x.logs,

@@ -1,0 +1,69 @@
+#include "core/coverage.hpp"
+
+#include <algorithm>
+
+namespace dix {
+
+bool covers(const dix::positions& anchor_ends, const coverage_capture& c) noexcept {
+  for (const auto& [log, position] : c.positions) {
+    if (position == 0) continue;  // no write in that log yet: nothing to cover
+    auto it = anchor_ends.find(log);
+    if (it == anchor_ends.end() || it->second < position) return false;
+  }
+  return true;
+}
+
+coverage_tracker::coverage_tracker(std::chrono::milliseconds max_flush_age) : max_flush_age_(max_flush_age) {}
+
+bool coverage_tracker::wants_capture(steady_time now) const noexcept {
+  if (demand_open()) return true;
+  return !last_request_ || now - *last_request_ >= max_flush_age_ / 4;
+}
+
+void coverage_tracker::add(coverage_capture c) {
+  if (c.time <= published_) return;  // certifies nothing new
+  // Times rise in capture order; a capture that does not (a reply overtaken) only replaces
+  // nothing: keeping the list ordered keeps "newest covered" a scan from the back.
+  if (!captures_.empty() && captures_.back().time >= c.time) return;
+  captures_.push_back(std::move(c));
+}
+
+void coverage_tracker::demand(index_time_t since) noexcept { demand_ = since; }
+
+bool coverage_tracker::demand_delivered(const dix::positions& ends) const noexcept {
+  if (!demand_open()) return false;
+  for (const auto& c : captures_) {
+    if (c.time >= demand_ && covers(ends, c)) return true;
+  }
+  return false;
+}
+
+std::optional<index_time_t> coverage_tracker::publish(const dix::positions& ends) {
+  // Positions rise with capture order, so the covered captures are a prefix of the list.
+  std::size_t covered = 0;
+  while (covered < captures_.size() && covers(ends, captures_[covered])) ++covered;
+  if (covered == 0) return std::nullopt;
+  auto chosen = std::move(captures_[covered - 1]);
+  captures_.erase(captures_.begin(), captures_.begin() + static_cast<std::ptrdiff_t>(covered));
+  if (chosen.time <= published_) return std::nullopt;
+  published_ = chosen.time;
+  if (demand_ != 0 && demand_ <= published_) demand_ = 0;  // served; the publisher clears the slot's
+  last_published_ = std::move(chosen);
+  return published_;
+}
+
+void coverage_tracker::inherit(index_time_t slot_time) noexcept {
+  published_ = std::max(published_, slot_time);
+  while (!captures_.empty() && captures_.front().time <= published_) captures_.pop_front();
+}
+
+std::optional<coverage_capture> coverage_tracker::hook_due(const dix::positions& durable_ends, steady_time now) {
+  if (!last_published_ || last_published_->time <= hooked_time_) return std::nullopt;
+  if (hooked_at_ && now - *hooked_at_ < max_flush_age_) return std::nullopt;
+  if (!covers(durable_ends, *last_published_)) return std::nullopt;
+  hooked_time_ = last_published_->time;
+  hooked_at_ = now;
+  return last_published_;
+}
+
+}  // namespace dix

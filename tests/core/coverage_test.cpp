@@ -1,0 +1,206 @@
+// core/coverage (protocol.md §12.1–§12.4): the tracker with plain values, and the owner's coverage
+// through runner_core in the deterministic sim_pipeline (captures by the tailer core over a
+// fake_store, publications as the slot stores them).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "core/coverage.hpp"
+#include "support/sim_pipeline.hpp"
+
+using namespace dix;
+using dix::test::sim_pipeline;
+using dix::test::sim_table;
+
+namespace {
+
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock::time_point;
+
+coverage_capture capture(index_time_t time, std::uint64_t position) { return coverage_capture{time, {{"main", position}}}; }
+
+// A pipeline whose index is built, ready and idle, with barriers only when the test runs one.
+struct ready_pipeline {
+  sim_pipeline p;
+  explicit ready_pipeline(runner_options o = {}) : p(o) {
+    p.commit({test::put(sim_table, "a", "1")});
+    p.advance(milliseconds(1000));  // the boundary becomes durable: ready
+    REQUIRE(p.slot_readiness.state == readiness_state::ready);
+    REQUIRE(p.runner->state() == runner_state::idle);
+    p.backend.auto_barrier = false;
+  }
+  std::size_t flushes(flush_reason r) const {
+    return static_cast<std::size_t>(std::count(p.flush_requests.begin(), p.flush_requests.end(), r));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("coverage: a capture is covered by an entry whose anchors end at or after every position above 0", "[core][coverage]") {
+  coverage_capture c{10, {{"a", 7}, {"b", 0}}};
+  CHECK(covers({{"a", 7}}, c));  // b has no write: nothing to cover there
+  CHECK(covers({{"a", 9}, {"b", 3}}, c));
+  CHECK_FALSE(covers({{"a", 6}, {"b", 3}}, c));
+  CHECK_FALSE(covers({{"b", 8}}, c));  // a log the entry does not name covers nothing above 0
+}
+
+TEST_CASE("coverage: the tracker publishes the newest covered capture once and drops the older ones", "[core][coverage]") {
+  coverage_tracker t(milliseconds(1000));
+  t.add(capture(100, 5));
+  t.add(capture(200, 8));
+  t.add(capture(300, 12));
+  CHECK_FALSE(t.publish({{"main", 4}}));  // nothing covered yet
+  CHECK(t.publish({{"main", 9}}) == std::optional<index_time_t>(200));
+  CHECK(t.published() == 200);
+  CHECK(t.held() == 1);                   // 100 and 200 are gone, 300 waits
+  CHECK_FALSE(t.publish({{"main", 9}}));  // the same entry certifies nothing new
+  t.add(capture(150, 20));                // older than the published time: certifies nothing
+  CHECK(t.held() == 1);
+  CHECK(t.publish({{"main", 12}}) == std::optional<index_time_t>(300));
+  t.cleared();  // a non-ready publication stored 0
+  CHECK(t.published() == 0);
+  t.add(capture(400, 12));
+  t.discard();  // discard progress forgets captures, not the published time
+  CHECK(t.held() == 0);
+  CHECK_FALSE(t.publish({{"main", 99}}));
+}
+
+TEST_CASE("coverage: captures come every max_flush_age/4, and at every turn while a demand is above the published time", "[core][coverage]") {
+  coverage_tracker t(milliseconds(1000));
+  const steady t0{};
+  CHECK(t.wants_capture(t0));  // none asked for yet
+  t.requested(t0);
+  CHECK_FALSE(t.wants_capture(t0 + milliseconds(249)));
+  CHECK(t.wants_capture(t0 + milliseconds(250)));
+  t.demand(500);
+  CHECK(t.demand_open());
+  CHECK(t.wants_capture(t0 + milliseconds(1)));
+  t.add(capture(450, 3));  // taken before the waiter's commit: does not serve it
+  CHECK_FALSE(t.demand_delivered({{"main", 3}}));
+  t.add(capture(600, 4));
+  CHECK_FALSE(t.demand_delivered({{"main", 3}}));  // its commits are not all delivered
+  CHECK(t.demand_delivered({{"main", 4}}));
+  CHECK(t.publish({{"main", 4}}) == std::optional<index_time_t>(600));
+  CHECK_FALSE(t.demand_open());  // served
+  CHECK_FALSE(t.wants_capture(t0 + milliseconds(1)));
+}
+
+TEST_CASE("coverage: the publish_coverage hook is due once the durable entry covers the published capture, at most once per max_flush_age", "[core][coverage]") {
+  coverage_tracker t(milliseconds(1000));
+  const steady t0{};
+  t.add(capture(100, 5));
+  REQUIRE(t.publish({{"main", 5}}));
+  CHECK_FALSE(t.hook_due({{"main", 4}}, t0));  // published through an entry not durable yet
+  auto due = t.hook_due({{"main", 5}}, t0);
+  REQUIRE(due);
+  CHECK(due->time == 100);
+  CHECK(due->positions == dix::positions{{"main", 5}});
+  CHECK_FALSE(t.hook_due({{"main", 5}}, t0 + milliseconds(2000)));  // never twice for one time
+  t.add(capture(200, 6));
+  REQUIRE(t.publish({{"main", 6}}));
+  CHECK_FALSE(t.hook_due({{"main", 6}}, t0 + milliseconds(999)));  // at most once per max_flush_age
+  REQUIRE(t.hook_due({{"main", 6}}, t0 + milliseconds(1000)));
+}
+
+TEST_CASE("runner: progress over unrelated commits certifies coverage without a barrier", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  const auto barriers = p.backend.barriers;
+  p.advance(milliseconds(300));  // a capture is due at the next turn
+  const auto [seq, time] = p.commit({test::put(2, "elsewhere", "x")});
+  (void)seq;
+  CHECK(p.slot_coverage_time > time);  // the capture after the commit, certified by cursor progress
+  CHECK(p.backend.barriers == barriers);
+  CHECK(r.flushes(flush_reason::coverage) == 0);
+}
+
+TEST_CASE("runner: an unrelated commit after a pending relevant write never moves coverage_time past that write before its barrier (behaviour 21)", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  p.advance(milliseconds(300));
+  const auto write = p.commit({test::put(sim_table, "b", "2")});  // accepted, not durable
+  REQUIRE(p.runner->snapshot().accepted_mutations > 0);
+  for (int i = 0; i < 5; ++i) {
+    p.advance(milliseconds(300));  // each turn captures
+    p.commit({test::put(2, "elsewhere", std::to_string(i))});
+    CHECK(p.slot_coverage_time < write.second);
+  }
+  // A waiter for the last unrelated commit: a drain, flush(coverage), still nothing past the write.
+  const auto last = p.commit({test::put(2, "elsewhere", "last")});
+  p.demand_coverage(last.second);
+  CHECK(r.flushes(flush_reason::coverage) == 1);
+  CHECK(p.slot_coverage_time < write.second);
+  CHECK(p.slot_coverage_demand == last.second);
+  p.backend.barrier();
+  p.run();
+  CHECK(p.slot_coverage_time > last.second);  // the barrier made the write durable: certified past it
+  CHECK(p.slot_coverage_demand == 0);         // the publication reached the demand and cleared it
+}
+
+TEST_CASE("runner: a coverage wake with non-durable work requests flush(coverage) and publishes after the barrier, before max_flush_age", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  const auto age_flushes = r.flushes(flush_reason::age);  // the build's
+  const auto write = p.commit({test::put(sim_table, "b", "2")});
+  const auto asked = p.time.steady_now();
+  p.demand_coverage(write.second);
+  CHECK(r.flushes(flush_reason::coverage) == 1);
+  CHECK(p.runner->snapshot().flushes[static_cast<std::size_t>(flush_reason::coverage)] == 1);
+  CHECK(r.flushes(flush_reason::age) == age_flushes);
+  CHECK(p.slot_coverage_time < write.second);
+  p.demand_coverage(write.second);  // the watcher again, before the barrier: one request outstanding
+  CHECK(r.flushes(flush_reason::coverage) == 1);
+  p.backend.barrier();
+  p.run();
+  CHECK(p.slot_coverage_time > write.second);
+  CHECK(p.time.steady_now() - asked < milliseconds(1000));
+  CHECK(r.flushes(flush_reason::age) == age_flushes);
+}
+
+TEST_CASE("runner: an idle owner keeps coverage_time fresh without writes, and system commits wake no idle owner (behaviour 28)", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  p.advance(milliseconds(1000));
+  auto last = p.slot_coverage_time;
+  REQUIRE(last > 0);
+  const auto pulls_before = p.delivered.size();
+  // A system transaction (as another runtime's epoch record) and its wake: ignored while idle.
+  p.store.commit({test::fake_op{op_kind::put, 0, "epoch/other", "1", true}}, header_flag::system, true);
+  p.wake(wake_flag::commit | wake_flag::system);
+  CHECK(p.delivered.size() == pulls_before);
+  CHECK(p.runner->state() == runner_state::idle);
+  // Eleven minutes without writes: every max_flush_age a refresh turn captures and certifies.
+  for (int second = 0; second < 660; ++second) {
+    p.advance(milliseconds(1000));
+    CHECK(p.slot_coverage_time > last);
+    last = p.slot_coverage_time;
+  }
+  // The refresh read the system transaction: the durable cursor passes it with no barrier asked
+  // for by a commit (the cursor-only progress has its own long timer).
+  CHECK(p.runner->snapshot().logs.at(0).read_sequence == p.store.latest());
+  CHECK(p.runner->state() == runner_state::idle);
+}
+
+TEST_CASE("runner: coverage is never published while the index is not ready, and a non-ready publication clears it", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  p.advance(milliseconds(1000));
+  REQUIRE(p.slot_coverage_time > 0);
+  p.backend.auto_barrier = true;
+  p.store_rebuild_request();  // rebuilding: coverage_time 0 first, no coverage until ready again
+  CHECK(p.slot_coverage_time == 0);
+  bool rebuilt = false;
+  for (int i = 0; i < 20 && !rebuilt; ++i) {
+    const auto w = p.store.commit({test::put(sim_table, "c", std::to_string(i))});
+    p.demand_coverage(w.second);
+    for (const auto& x : p.publications) CHECK((x.state == readiness_state::ready || !x.coverage_time));
+    if (p.slot_readiness.state != readiness_state::ready) CHECK(p.slot_coverage_time == 0);
+    rebuilt = p.slot_readiness.state == readiness_state::ready;
+    p.advance(milliseconds(100));
+  }
+  CHECK(rebuilt);
+  const auto w = p.commit({test::put(sim_table, "c", "after")});
+  p.demand_coverage(w.second);
+  CHECK(p.slot_coverage_time > w.second);  // ready again: certified under the rebuild's epoch
+  CHECK(p.publications.back().epoch == p.runner->epoch());
+}
