@@ -45,6 +45,28 @@ lag_figures lag_figures::aged_at(std::uint64_t now_wall_ns) const {
   return out;
 }
 
+lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead) {
+  lag_figures l;
+  l.epoch = m.epoch;
+  l.state = state;
+  l.lag_ms = m.lag_ms;
+  l.cursor_lag_ms = m.cursor_lag_ms;
+  l.stalled_ms = m.stalled_ms;
+  l.unread_age_ms = m.unread_age_ms;
+  l.oldest_accepted_age_ms = m.oldest_accepted_age_ms;
+  l.stalled_growing = m.stalled_ms > 0;
+  l.unread_growing = m.unread_age_ms > 0;
+  l.oldest_accepted_growing = m.oldest_accepted_age_ms > 0;
+  l.accepted_batches = static_cast<std::uint32_t>(std::min<std::uint64_t>(m.accepted_batches, UINT32_MAX));
+  l.max_accepted_batches_ahead = max_accepted_batches_ahead;
+  l.lag_gate = m.lag_gate;
+  l.transient_faults = m.transient_faults;
+  l.last_fault = m.last_fault;
+  l.log_count = static_cast<std::uint32_t>(m.logs.size());
+  for (const auto& g : m.logs) l.logs.push_back(log_lag_figures{g.sequence_lag, 0, -1});
+  return l;
+}
+
 std::string_view to_string(index_activity a) noexcept {
   switch (a) {
     case index_activity::unknown: return "unknown";
@@ -90,17 +112,20 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
   const auto& l = *lag;
   const bool at_cap = l.max_accepted_batches_ahead > 0 && l.accepted_batches >= l.max_accepted_batches_ahead;
   const bool accepted_stuck = l.oldest_accepted_growing && l.oldest_accepted_age_ms >= options.stuck_after_ms;
+  // Waiting for durability is the pipeline's rhythm under load (the next flush is not due yet):
+  // it holds the index only once it lasts.
+  const bool waiting_stuck = l.state == runner_state::waiting_durable && l.stalled_ms >= options.stuck_after_ms;
   if (l.state == runner_state::deferred) {
     return stalled(stall_cause::backend_deferred, lag_ms,
                    "the backend defers deliveries; parked for " + seconds(l.stalled_ms));
   }
-  if ((l.state == runner_state::waiting_durable || accepted_stuck) && at_cap) {
+  if ((waiting_stuck || accepted_stuck) && at_cap) {
     return stalled(stall_cause::accepted_cap, lag_ms,
                    "the accepted-ahead cap is reached (" + std::to_string(l.accepted_batches) + " of " +
                        std::to_string(l.max_accepted_batches_ahead) + " batches) and none became durable for " +
                        seconds(std::max(l.stalled_ms, l.oldest_accepted_age_ms)));
   }
-  if (l.state == runner_state::waiting_durable || accepted_stuck) {
+  if (waiting_stuck || accepted_stuck) {
     return stalled(stall_cause::barrier, lag_ms,
                    "a barrier does not complete: the oldest accepted batch is not durable after " +
                        seconds(l.oldest_accepted_age_ms));
@@ -118,7 +143,10 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
   if (l.lag_gate != 0) return stalled(stall_cause::gate, lag_ms, gate_words(l.lag_gate));
   activity_report out;
   out.lag_ms = lag_ms;
-  if (lag_ms == 0 && behind == nullptr) {
+  // protocol.md §13.1: every component is 0 for a caught-up owner and none can hide a stall,
+  // so lag 0 is idle even while the durable cursor trails the log's end by work the backend
+  // already has (it becomes durable with the next flush) or by batches the index ignores.
+  if (lag_ms == 0) {
     out.activity = index_activity::idle;
     out.words = "idle: caught up";
     return out;

@@ -38,26 +38,15 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, std::uint32_t cap,
       rates[i] = passed_ms > 0 ? read * 1000 / passed_ms : 0;
     }
   }
-  lag_figures out;
-  out.epoch = s.epoch;
+  // The snapshot knows exactly which ages grow (their moments are set), and the pacer the rates.
+  lag_figures out = lag_figures_of(m, s.state, cap);
   out.taken_wall_ns = wall_ns;
-  out.state = s.state;
-  out.lag_ms = m.lag_ms;
-  out.cursor_lag_ms = m.cursor_lag_ms;
-  out.stalled_ms = m.stalled_ms;
-  out.unread_age_ms = m.unread_age_ms;
-  out.oldest_accepted_age_ms = m.oldest_accepted_age_ms;
   out.stalled_growing = s.stalled_since.has_value();
   out.unread_growing = s.unread_since.has_value();
   out.oldest_accepted_growing = s.oldest_accepted_at.has_value();
-  out.accepted_batches = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.accepted_batches, UINT32_MAX));
-  out.max_accepted_batches_ahead = cap;
-  out.transient_faults = s.transient_faults;
-  out.last_fault = s.last_fault;
-  out.log_count = static_cast<std::uint32_t>(m.logs.size());
-  for (std::size_t i = 0; i < m.logs.size() && i < lag_log_slots; ++i) {
-    out.logs.push_back(log_lag_figures{m.logs[i].sequence_lag, rates[i], -1});
-  }
+  out.lag_gate = 0;  // the publisher writes the slot's
+  out.logs.resize(std::min(out.logs.size(), lag_log_slots));
+  for (std::size_t i = 0; i < out.logs.size(); ++i) out.logs[i].read_per_s = rates[i];
   last_ = told{std::move(current), now, std::move(read_sequences)};
   return {std::move(out), std::nullopt};
 }

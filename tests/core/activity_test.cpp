@@ -29,6 +29,11 @@ TEST_CASE("activity: an owner caught up is idle, with no cause and no ETA", "[co
   CHECK(r.cause == stall_cause::none);
   CHECK_FALSE(r.eta_ms);
   CHECK(r.words == "idle: caught up");
+  // Read to the end, the last batches accepted but not yet durable (or ignored by the index):
+  // every lag component is 0, so idle, whatever the sequence lag.
+  auto l = caught_up();
+  l.logs = {log_lag_figures{4, 0, -1}};
+  CHECK(attribute(ready_slot(), l).activity == index_activity::idle);
 }
 
 TEST_CASE("activity: behind and reading is catching up, with the read rate and an ETA to the end of the log", "[core][activity]") {
@@ -56,14 +61,17 @@ TEST_CASE("activity: a runner parked in deferred is stalled by a deferring backe
   CHECK(r.words.find("the backend defers") != std::string::npos);
 }
 
-TEST_CASE("activity: waiting-durable below the cap is a barrier not completing", "[core][activity]") {
+TEST_CASE("activity: waiting-durable below the cap for long is a barrier not completing, briefly it is the flush rhythm", "[core][activity]") {
   auto l = caught_up();
   l.state = runner_state::waiting_durable;
   l.accepted_batches = 3;
-  l.stalled_ms = 500;
+  l.stalled_ms = l.lag_ms = 2000;
+  l.stalled_growing = true;
   auto r = attribute(ready_slot(), l);
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::barrier);
+  l.stalled_ms = l.lag_ms = 500;  // the next flush is simply not due yet
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
 }
 
 TEST_CASE("activity: an oldest accepted age growing past the threshold with no durable advance is a barrier", "[core][activity]") {
@@ -90,6 +98,8 @@ TEST_CASE("activity: accepted batches at the cap with nothing durable is the acc
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::accepted_cap);
   CHECK(r.words.find("64 of 64") != std::string::npos);
+  l.stalled_ms = l.lag_ms = 900;  // at the cap under load, durability due within a flush
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
 }
 
 TEST_CASE("activity: an unread age growing with no reads is an unreadable log", "[core][activity]") {
@@ -136,7 +146,7 @@ TEST_CASE("activity: an exceeded or throttling gate with no other cause is named
   CHECK(attribute(ready_slot(), l).cause == stall_cause::backend_deferred);
 }
 
-TEST_CASE("activity: no figures and a ready slot is unknown; unavailable is said as such", "[core][activity]") {
+TEST_CASE("activity: no figures and a ready slot is unknown, and unavailable is said as such", "[core][activity]") {
   CHECK(attribute(ready_slot(), std::nullopt).activity == index_activity::unknown);
   readiness gone{readiness_state::unavailable, readiness_reason::rebuild_exhausted, 5, 5};
   CHECK(attribute(gone, caught_up()).cause == stall_cause::unavailable);

@@ -49,6 +49,11 @@ struct lag_figures {
 
 inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
 
+// The figures runner_metrics holds at the time metrics() ran, under `state` with the cap: the
+// components, accepted batches, gate, faults, every log's sequence lag (read rate 0, headroom −1).
+// An age that is non-zero is marked growing (runner_metrics cannot tell more); the wall time is 0.
+lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead);
+
 enum class index_activity : std::uint8_t { unknown, idle, catching_up, stalled };
 // "backend-deferred", "barrier", "accepted-cap", "log-unreadable", "rebuild", "gate",
 // "unavailable"; none while not stalled.
@@ -59,7 +64,8 @@ std::string_view to_string(index_activity a) noexcept;  // "unknown", "idle", "c
 std::string_view to_string(stall_cause c) noexcept;
 
 struct attribution_options {
-  // An age (unread, oldest accepted) counts as stuck once it is this old and still growing.
+  // An age (unread, oldest accepted, waiting-durable's stall) counts as stuck once it is this
+  // old and still growing; younger, it is the pipeline's rhythm (a flush not yet due).
   // Default: 2000 (twice the default max_flush_age of runner_options, so one flush may pass).
   std::uint64_t stuck_after_ms = 2000;
 };
@@ -76,10 +82,11 @@ struct activity_report {
 // Pure. `lag` absent (no owner figures of the slot's epoch): unknown, unless readiness alone
 // tells (rebuilding, needs-rebuild, unavailable). The precedence of causes, first wins: rebuild
 // (readiness rebuilding/needs-rebuild, or runner rebuilding), unavailable, backend-deferred
-// (runner deferred), accepted-cap (waiting-durable or a stuck oldest accepted age with
-// accepted_batches at the cap), barrier (waiting-durable below the cap, or a stuck oldest
-// accepted age), log-unreadable (a stuck unread age with no reads, or transient faults), gate
-// (lag_gate not open and no other cause); then idle (lag 0 and no sequence lag) or catching up.
+// (runner deferred: at once, a backend that says wait is a hold), accepted-cap (waiting-durable
+// for stuck_after_ms, or a stuck oldest accepted age, with accepted_batches at the cap), barrier
+// (the same below the cap), log-unreadable (a stuck unread age with no reads, or transient
+// faults), gate (lag_gate not open and no other cause); then idle (lag 0, protocol.md §13.1)
+// or catching up. "Stuck": at least stuck_after_ms and still growing.
 activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag,
                           const attribution_options& options = {});
 
