@@ -18,6 +18,7 @@
 #include <dix/caf/messages.hpp>
 
 #include "messages/delivery.hpp"
+#include "messages/lag_publication.hpp"
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
 #include "messages/tailer.hpp"
@@ -101,6 +102,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   // the metrics segment (publication.hpp)
   CAF_ADD_TYPE_ID(dix, (dix::metrics_publication))
   CAF_ADD_TYPE_ID(dix, (dix::metrics_published))
+
+  // the lag part of the metrics segment (lag_publication.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::lag_publication))
+  CAF_ADD_TYPE_ID(dix, (dix::lag_due))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 
