@@ -41,6 +41,16 @@ caf::error no_slot(publisher_pointer self, const std::string& id) {
                                               self->state.segment->directory().string());
 }
 
+// The lag part shows the slot's gate as stored (decision 0021): a new gate is copied into a block
+// that holds lag figures, so a reader of the block sees the gate that holds writers back now.
+void refresh_lag_gate(publisher_pointer self, segment_slot& slot) {
+  auto& metrics = self->state.segment->metrics();
+  auto block = metrics.read(slot.index());
+  if (!block || !block->lag || block->lag->lag_gate == slot.lag_gate()) return;
+  block->lag->lag_gate = slot.lag_gate();
+  metrics.write(slot.index(), *block);
+}
+
 readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::shared_ptr<readiness_segment> segment,
                                                    caf::actor observer) {
   assert(segment != nullptr);
@@ -56,6 +66,7 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
       if (p.state == readiness_state::ready && p.coverage_time && slot->clear_covered_demand(*p.coverage_time)) {
         counter = slot->change_counter();
       }
+      if (p.lag_gate) refresh_lag_gate(self, *slot);
       // anon_send: a typed actor may send() only to typed handles, and the observer needs no sender.
       if (self->state.observer) caf::anon_send(self->state.observer, readiness_observed{p.id, counter, slot->read()});
       return published{std::move(p.id), counter};
@@ -64,8 +75,24 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
       auto* slot = slot_of(self, p.id);
       if (slot == nullptr) return no_slot(self, p.id);
       // The block of the id's slot; stamped with the wall clock, which readers compare with theirs.
+      // Its lag part stays as the last lag_publication left it (this actor is the block's only writer).
       auto& metrics = self->state.segment->metrics();
-      metrics.write(slot->index(), metrics_block{system_clock().wall_now_ns(), p.progress});
+      auto block = metrics.read(slot->index()).value_or(metrics_block{});
+      block.written_wall_ns = system_clock().wall_now_ns();
+      block.progress = p.progress;
+      metrics.write(slot->index(), block);
+      return metrics_published{std::move(p.id), metrics.change_counter()};
+    },
+    [self](lag_publication& p) -> caf::result<metrics_published> {
+      auto* slot = slot_of(self, p.id);
+      if (slot == nullptr) return no_slot(self, p.id);
+      // The lag part replaced, the rebuild progress kept; the figures carry their own wall time.
+      auto& metrics = self->state.segment->metrics();
+      auto block = metrics.read(slot->index()).value_or(metrics_block{});
+      block.written_wall_ns = system_clock().wall_now_ns();
+      block.lag = std::move(p.lag);
+      block.lag->lag_gate = slot->lag_gate();
+      metrics.write(slot->index(), block);
       return metrics_published{std::move(p.id), metrics.change_counter()};
     },
   };

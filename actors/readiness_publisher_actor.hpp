@@ -17,7 +17,8 @@
 // Per metrics_publication: the slot of `id` as above (none → not_registered); its block of the
 // metrics segment written whole under the seqlock, stamped with the wall clock
 // (metrics_segment::write); reply `metrics_published{id, metrics change_counter}`. Nothing is
-// observed: the figures change no readiness.
+// observed: the figures change no readiness. A metrics_publication replaces the block's rebuild
+// progress and keeps its lag part; a lag_publication (decision 0021) the other way round.
 #pragma once
 
 #include <memory>

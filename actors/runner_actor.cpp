@@ -8,6 +8,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/id_wiring.hpp"
+#include "core/clock.hpp"
+#include "core/lag_pacer.hpp"
 #include "core/progress_pacer.hpp"
 #include "messages/errors.hpp"
 
@@ -23,6 +25,9 @@ struct runner_state_data {
   std::optional<runner_status> reported;  // the status last passed to deps.on_status
   publication_fence fence;  // the lock's release behind the publications before it
   progress_pacer pacer;     // when a rebuild's progress goes to the metrics segment
+  lag_pacer lag;            // when the lag figures go there (decision 0021)
+  std::optional<lag_figures> lag_ready;  // this event's figures, published with its effects
+  bool lag_due_armed = false;            // a lag_due is on its way to this actor
   static inline const char* name = "dix.runner";
 };
 
@@ -179,10 +184,23 @@ void carry_out(runner_pointer self, effect& e) {
 // The snapshot first: a publication among the effects must never be visible before the state
 // that made it (status/metrics would lag the segment). Returns the rebuild progress the pacer
 // says to publish after this event's effects.
+// The lag figures the pacer says to publish go to state.lag_ready; one it holds back arms a
+// single lag_due for when it is due.
+void pace_lag(runner_pointer self, const runner_snapshot& snap) {
+  auto& s = self->state;
+  auto d = s.lag.next(snap, s.deps.config.options.max_accepted_batches_ahead, now_of(self), system_clock().wall_now_ns());
+  if (d.publish) s.lag_ready = std::move(d.publish);
+  if (d.due_in && !s.lag_due_armed) {
+    s.lag_due_armed = true;
+    self->delayed_send(self, *d.due_in, lag_due{});
+  }
+}
+
 std::optional<rebuild_progress> store_snapshot(runner_pointer self) {
   auto& s = self->state;
   auto snap = s.core->snapshot();
   auto progress = s.pacer.next(snap, now_of(self));
+  pace_lag(self, snap);
   if (!s.deps.snapshot) return progress;
   auto status = snap.status();
   const bool changed = !s.reported || s.reported->state != status.state || s.reported->reason != status.reason ||
@@ -203,6 +221,14 @@ void publish_progress(runner_pointer self, const rebuild_progress& progress) {
   });
 }
 
+void publish_lag(runner_pointer self) {
+  auto& s = self->state;
+  if (!s.lag_ready) return;
+  s.fence.then([self, lag = *std::exchange(s.lag_ready, std::nullopt)] {
+    send_counted<metrics_published>(self, lag_publication{self->state.deps.id, lag}, "a lag publication");
+  });
+}
+
 void apply(runner_pointer self, effects out) {
   // Every event samples the gate (protocol.md §13.3: turns, idle passes, flush ticks and more):
   // it stores only what changed.
@@ -217,12 +243,14 @@ void apply(runner_pointer self, effects out) {
         std::holds_alternative<fx::store_gate>(e)) {
       // The progress goes behind the event's other effects, but never behind the unlock.
       if (progress) publish_progress(self, *std::exchange(progress, std::nullopt));
+      publish_lag(self);
       self->state.fence.after_landed(std::move(step));
     } else {
       self->state.fence.then(std::move(step));
     }
   }
   if (progress) publish_progress(self, *progress);
+  publish_lag(self);
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
@@ -251,6 +279,11 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, st.core->on_wake(flags, now_of(self)));
     },
     [self](timer& m) { apply(self, self->state.core->on_timer(m.kind, m.gen, now_of(self))); },
+    [self](lag_due&) {
+      self->state.lag_due_armed = false;
+      pace_lag(self, self->state.core->snapshot());
+      publish_lag(self);
+    },
     [self](lock_acquired& m) {
       auto& st = self->state;
       auto& core = *st.core;

@@ -27,6 +27,7 @@
 //                               └────────┬────────┘                                  └────────────────────┘
 //                                        │ publication → published
 //                                        │ metrics_publication → metrics_published
+//                                        │ lag_publication → metrics_published
 //                                        ▼
 //                          readiness_publisher_actor (one per runtime; segment atomics, futex)
 //
@@ -49,6 +50,7 @@
 #include <dix/caf.hpp>
 
 #include "messages/delivery.hpp"
+#include "messages/lag_publication.hpp"
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
 #include "messages/tailer.hpp"
@@ -82,6 +84,7 @@ using backend_proxy_actor =
 // The runner of one registered id: runner_core's decisions, carried out.
 using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<timer>,
+                                      caf::reacts_to<lag_due>,
                                       caf::reacts_to<lock_acquired>,
                                       caf::reacts_to<log_opened>,
                                       caf::reacts_to<log_chunk>,
@@ -103,7 +106,8 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
 // the runners' metrics_publications into the metrics segment's blocks (`metrics_published`).
 using readiness_publisher_actor =
   caf::typed_actor<caf::replies_to<publication>::with<published>,
-                   caf::replies_to<metrics_publication>::with<metrics_published>>;
+                   caf::replies_to<metrics_publication>::with<metrics_published>,
+                   caf::replies_to<lag_publication>::with<metrics_published>>;
 
 // The runtime actor as the runtime's own actors see it: the public interface (runtime_actor,
 // <dix/caf.hpp>) plus what its watcher, publisher and runners tell it. spawn_runtime hands the

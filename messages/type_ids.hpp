@@ -18,6 +18,7 @@
 #include <dix/caf/messages.hpp>
 
 #include "messages/delivery.hpp"
+#include "messages/lag_publication.hpp"
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
 #include "messages/tailer.hpp"
@@ -108,6 +109,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::coverage_waited))
   // coverage (delivery.hpp)
   CAF_ADD_TYPE_ID(dix, (dix::coverage_publish))
+  // the lag part of the metrics segment (lag_publication.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::lag_publication))
+  CAF_ADD_TYPE_ID(dix, (dix::lag_due))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

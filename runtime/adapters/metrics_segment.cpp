@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <thread>
 
@@ -33,9 +34,34 @@ constexpr std::size_t b_rebuilt_records = 32;
 constexpr std::size_t b_estimated_records = 40;
 constexpr std::size_t b_scan_records_per_s = 48;
 constexpr std::size_t b_rebuild_eta_ms = 56;
-constexpr std::size_t b_lag_reserved = 64;   // issue 11's lag figures: 128 bytes
+// The lag part (128 bytes from offset 64; zero in a block an older writer wrote, whose lag_flags
+// then say "no lag figures").
+constexpr std::size_t b_lag = 64;
+constexpr std::size_t b_lag_epoch = 64;
+constexpr std::size_t b_lag_taken_wall_ns = 72;
+constexpr std::size_t b_lag_ms = 80;
+constexpr std::size_t b_cursor_lag_ms = 88;
+constexpr std::size_t b_stalled_ms = 96;
+constexpr std::size_t b_unread_age_ms = 104;
+constexpr std::size_t b_oldest_accepted_age_ms = 112;
+constexpr std::size_t b_accepted_batches = 120;
+constexpr std::size_t b_max_accepted_batches_ahead = 124;
+constexpr std::size_t b_lag_gate = 128;
+constexpr std::size_t b_transient_faults = 132;
+constexpr std::size_t b_runner_state = 136;
+constexpr std::size_t b_lag_flags = 137;
+constexpr std::size_t b_last_fault = 138;
+constexpr std::size_t b_log_count = 139;
+constexpr std::size_t b_lag_logs = 144;  // lag_log_slots × 24: sequence_lag, read_per_s, retention_headroom_ms
+constexpr std::size_t lag_log_bytes = 24;
 constexpr std::size_t b_reserved = 192;
-static_assert(b_lag_reserved + 128 == b_reserved && b_reserved + 64 == block_bytes);
+static_assert(b_lag_logs + lag_log_slots * lag_log_bytes == b_reserved && b_lag + 128 == b_reserved &&
+              b_reserved + 64 == block_bytes);
+
+constexpr std::uint8_t lag_present = 1u << 0;
+constexpr std::uint8_t lag_stalled_growing = 1u << 1;
+constexpr std::uint8_t lag_unread_growing = 1u << 2;
+constexpr std::uint8_t lag_oldest_accepted_growing = 1u << 3;
 
 constexpr std::uint32_t flag_progress = 1u << 0;
 constexpr std::uint32_t flag_scan_ended = 1u << 1;
@@ -55,6 +81,33 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
   store<std::uint64_t>(b, b_estimated_records, p.estimated_records, __ATOMIC_RELAXED);
   store<std::uint64_t>(b, b_scan_records_per_s, p.scan_records_per_s, __ATOMIC_RELAXED);
   store<std::uint64_t>(b, b_rebuild_eta_ms, p.rebuild_eta_ms, __ATOMIC_RELAXED);
+  const auto& l = m.lag.value_or(lag_figures{});
+  const auto lag_flags = static_cast<std::uint8_t>((m.lag ? lag_present : 0) | (l.stalled_growing ? lag_stalled_growing : 0) |
+                                                   (l.unread_growing ? lag_unread_growing : 0) |
+                                                   (l.oldest_accepted_growing ? lag_oldest_accepted_growing : 0));
+  store<std::uint64_t>(b, b_lag_epoch, l.epoch, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_lag_taken_wall_ns, l.taken_wall_ns, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_lag_ms, l.lag_ms, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_cursor_lag_ms, l.cursor_lag_ms, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_stalled_ms, l.stalled_ms, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_unread_age_ms, l.unread_age_ms, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_oldest_accepted_age_ms, l.oldest_accepted_age_ms, __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_accepted_batches, l.accepted_batches, __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_max_accepted_batches_ahead, l.max_accepted_batches_ahead, __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_lag_gate, l.lag_gate, __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_transient_faults, l.transient_faults, __ATOMIC_RELAXED);
+  store<std::uint8_t>(b, b_runner_state, static_cast<std::uint8_t>(l.state), __ATOMIC_RELAXED);
+  store<std::uint8_t>(b, b_lag_flags, lag_flags, __ATOMIC_RELAXED);
+  store<std::uint8_t>(b, b_last_fault, static_cast<std::uint8_t>(l.last_fault), __ATOMIC_RELAXED);
+  store<std::uint8_t>(b, b_log_count, static_cast<std::uint8_t>(std::min<std::uint32_t>(l.log_count, 255)),
+                      __ATOMIC_RELAXED);
+  for (std::size_t i = 0; i < lag_log_slots; ++i) {
+    const auto& g = i < l.logs.size() ? l.logs[i] : log_lag_figures{0, 0, 0};
+    const auto at = b_lag_logs + i * lag_log_bytes;
+    store<std::uint64_t>(b, at, g.sequence_lag, __ATOMIC_RELAXED);
+    store<std::uint64_t>(b, at + 8, g.read_per_s, __ATOMIC_RELAXED);
+    store<std::uint64_t>(b, at + 16, static_cast<std::uint64_t>(g.retention_headroom_ms), __ATOMIC_RELAXED);
+  }
 }
 
 metrics_block load_fields(unsigned char* b) noexcept {
@@ -69,6 +122,37 @@ metrics_block load_fields(unsigned char* b) noexcept {
   p.rebuild_eta_ms = load<std::uint64_t>(b, b_rebuild_eta_ms, __ATOMIC_RELAXED);
   p.scan_ended = (flags & flag_scan_ended) != 0;
   if ((flags & flag_progress) != 0) m.progress = p;
+  const auto lag_flags = load<std::uint8_t>(b, b_lag_flags, __ATOMIC_RELAXED);
+  if ((lag_flags & lag_present) == 0) return m;
+  lag_figures l;
+  l.epoch = load<std::uint64_t>(b, b_lag_epoch, __ATOMIC_RELAXED);
+  l.taken_wall_ns = load<std::uint64_t>(b, b_lag_taken_wall_ns, __ATOMIC_RELAXED);
+  l.lag_ms = load<std::uint64_t>(b, b_lag_ms, __ATOMIC_RELAXED);
+  l.cursor_lag_ms = load<std::uint64_t>(b, b_cursor_lag_ms, __ATOMIC_RELAXED);
+  l.stalled_ms = load<std::uint64_t>(b, b_stalled_ms, __ATOMIC_RELAXED);
+  l.unread_age_ms = load<std::uint64_t>(b, b_unread_age_ms, __ATOMIC_RELAXED);
+  l.oldest_accepted_age_ms = load<std::uint64_t>(b, b_oldest_accepted_age_ms, __ATOMIC_RELAXED);
+  l.accepted_batches = load<std::uint32_t>(b, b_accepted_batches, __ATOMIC_RELAXED);
+  l.max_accepted_batches_ahead = load<std::uint32_t>(b, b_max_accepted_batches_ahead, __ATOMIC_RELAXED);
+  l.lag_gate = load<std::uint32_t>(b, b_lag_gate, __ATOMIC_RELAXED);
+  l.transient_faults = load<std::uint32_t>(b, b_transient_faults, __ATOMIC_RELAXED);
+  // A value out of range (a torn or foreign block cannot pass the seqlock, but a newer writer's
+  // state might) reads as the nearest safe meaning rather than an invalid enum.
+  const auto state = load<std::uint8_t>(b, b_runner_state, __ATOMIC_RELAXED);
+  l.state = state <= static_cast<std::uint8_t>(runner_state::stopped) ? static_cast<runner_state>(state) : runner_state::running;
+  const auto fault = load<std::uint8_t>(b, b_last_fault, __ATOMIC_RELAXED);
+  l.last_fault = fault <= static_cast<std::uint8_t>(readiness_reason::registration_changed) ? static_cast<readiness_reason>(fault)
+                                                                                     : readiness_reason::none;
+  l.stalled_growing = (lag_flags & lag_stalled_growing) != 0;
+  l.unread_growing = (lag_flags & lag_unread_growing) != 0;
+  l.oldest_accepted_growing = (lag_flags & lag_oldest_accepted_growing) != 0;
+  l.log_count = load<std::uint8_t>(b, b_log_count, __ATOMIC_RELAXED);
+  for (std::size_t i = 0; i < lag_log_slots && i < l.log_count; ++i) {
+    const auto at = b_lag_logs + i * lag_log_bytes;
+    l.logs.push_back(log_lag_figures{load<std::uint64_t>(b, at, __ATOMIC_RELAXED), load<std::uint64_t>(b, at + 8, __ATOMIC_RELAXED),
+                                     static_cast<std::int64_t>(load<std::uint64_t>(b, at + 16, __ATOMIC_RELAXED))});
+  }
+  m.lag = std::move(l);
   return m;
 }
 

@@ -1,7 +1,7 @@
 // The metrics segment (docs/formats-metrics.md): `<home>/dix/metrics.seg` beside the readiness
 // segment, one fixed-size block per readiness slot (block i belongs to the id of slot i), where
 // the owner of an id publishes figures no readiness slot has room for — today a rebuild's
-// progress; issue 11's lag figures have reserved room. Written only by the owner's readiness
+// progress and its lag figures (decision 0021). Written only by the owner's readiness
 // publisher (one writer per block), read lock-free by any process under a seqlock: the block's
 // sequence is odd while it is written, and a reader that saw it odd or changed reads again, so it
 // never returns a torn block. Every field is an `__atomic_*` builtin of its width on the mapping.
@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 
+#include <dix/activity.hpp>
 #include <dix/result.hpp>
 #include <dix/status.hpp>
 
@@ -38,6 +39,7 @@ inline constexpr int max_read_attempts = 64;
 struct metrics_block {
   std::uint64_t written_wall_ns = 0;          // wall clock when the owner wrote it; 0 = never
   std::optional<rebuild_progress> progress;   // absent: no scan ran under the block's epoch
+  std::optional<lag_figures> lag = std::nullopt;  // absent: the owner published none (an older writer)
 };
 
 class mapped_file;

@@ -50,7 +50,7 @@ result<readiness_table> segment_reader::read() const {
   table.attached = *attached;
   table.store_reserve_bytes = view.store_reserve();
   for (auto& [index, id] : view.claimed()) {
-    readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0};
+    readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0, std::nullopt};
     if (!table.attached) {
       entry.readiness = readiness{readiness_state::unknown, readiness_reason::none, 0, entry.readiness.owner_epoch};
       entry.hold = backend_hold::none;
@@ -61,6 +61,7 @@ result<readiness_table> segment_reader::read() const {
         entry.progress = block->progress;
         entry.progress_written_ns = block->written_wall_ns;
       }
+      if (block && block->lag && block->lag->epoch == entry.readiness.owner_epoch) entry.lag = block->lag;
     }
     table.entries.push_back(std::move(entry));
   }

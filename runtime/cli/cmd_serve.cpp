@@ -26,8 +26,11 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "metrics_server.hpp"
+#include "prom_metrics.hpp"
 #include "usage.hpp"
 #include "tool/args.hpp"
+#include "tool/prometheus.hpp"
 
 namespace dix::cli {
 namespace {
@@ -154,7 +157,8 @@ class early_opens {
 int run_serve(const std::vector<std::string>& argv) {
   int parse_status = exit_usage;
   auto a = tool::args::parse_command(
-      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"}, {"standby", "timing"}},
+      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler", "metrics-listen"},
+             {"standby", "timing"}},
       "dix serve", command_usage("serve"), parse_status);
   if (!a) return parse_status;
   std::string problem;
@@ -168,6 +172,12 @@ int run_serve(const std::vector<std::string>& argv) {
                                        600'000, problem)
                            : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
+  std::optional<listen_address> listen;
+  if (problem.empty() && scheduler && a->has("metrics-listen")) {
+    auto parsed = parse_listen_address(a->get("metrics-listen"));
+    if (parsed) listen = *parsed;
+    else problem = parsed.error().message();
+  }
   if (!problem.empty() || !scheduler) {
     std::cerr << "dix serve: " << problem << "\n";
     return exit_usage;
@@ -253,6 +263,28 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("registered");
+  // The owner's full figures for a scraper, rendered at each request from the runtime's own
+  // status and metrics (decision 0021); the server stops before the runtime does.
+  std::unique_ptr<metrics_server> scrape;
+  if (listen) {
+    auto started = metrics_server::start(*listen, [&rt, &indexes, cap = ro.max_accepted_batches_ahead] {
+      tool::metrics_text text;
+      for (const auto& index : *indexes) {
+        auto status = (*rt)->status(index.id);
+        auto metrics = (*rt)->metrics(index.id);
+        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, cap);
+      }
+      return text.str();
+    });
+    if (!started) {
+      std::cerr << "dix serve: " << started.error().message() << "\n";
+      return exit_error;
+    }
+    scrape = std::move(*started);
+    const auto& host = scrape->host();
+    out.line("serve: metrics on http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+             std::to_string(scrape->port()) + "/metrics");
+  }
   auto segment = segment_reader::open(path);
   if (!segment || !*segment) {
     std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
@@ -301,6 +333,7 @@ int run_serve(const std::vector<std::string>& argv) {
   stop = true;
   if (writer.joinable()) writer.join();
   watcher.join();
+  scrape.reset();  // no request reads the runtime after this
   int status = exit_ok;
   if (!writer_error.empty()) {
     std::cerr << "dix serve: the writer failed: " << writer_error << "\n";

@@ -4,13 +4,15 @@
 // F_OFD_GETLK; it never opens the RocksDB store, takes no lock and writes nothing, so it is safe
 // beside a running owner.
 //
-// It runs in a process of its own, which has no runtime: lag is known only to a runtime, so it is
-// not shown. A rebuilding index's progress comes from the metrics segment beside the readiness
-// segment (docs/formats-metrics.md), written by the owner. `--watch` sleeps on the header's
-// segment_change_counter futex and reprints when the table changed; the wait's timeout (tick_ms)
-// re-checks the stop flag, the attach state and whether the segment file was created or
-// replaced, none of which moves the counter, and the progress shown, which the owner rewrites a
-// few times a second without moving it either.
+// It runs in a process of its own, which has no runtime: a rebuilding index's progress and the
+// owner's lag figures come from the metrics segment beside the readiness segment
+// (docs/formats-metrics.md), written by the owner; attribute() (<dix/activity.hpp>) turns them
+// into an activity and a stall cause (decision 0021), and --prometheus prints them for a
+// scraper. `--watch` sleeps on the header's segment_change_counter futex and reprints when the
+// table changed; the wait's timeout (tick_ms) re-checks the stop flag, the attach state and
+// whether the segment file was created or replaced, none of which moves the counter, and the
+// progress and activity shown, which the owner rewrites a few times a second (and the reader
+// ages) without moving it either.
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -28,13 +30,16 @@
 #include <utility>
 #include <vector>
 
+#include <dix/activity.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/readiness.hpp>
 #include <dix/segment.hpp>
 
 #include "commands.hpp"
+#include "prom_metrics.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
+#include "tool/prometheus.hpp"
 #include "wording.hpp"
 
 namespace dix::cli {
@@ -43,7 +48,7 @@ namespace {
 namespace fs = std::filesystem;
 using tool::json_string;
 
-constexpr const char* usage = R"(usage: dix status --db PATH [--json] [--watch [--updates N]]
+constexpr const char* usage = R"(usage: dix status --db PATH [--json | --prometheus] [--watch [--updates N]]
 
 Print the readiness of every backend id of the database whose home store is PATH: one line per
 id, sorted, with state, reason, rebuild attempts and owner epoch (formats.md §4.5 names), and
@@ -52,8 +57,11 @@ the estimate, percent, rate and ETA ("progress by-brand: 6144/14000 records (43%
 records/s, ETA 0.2 s"). Reads only PATH/dix/readiness.seg and PATH/dix/metrics.seg (mapped
 read-only) and tests PATH/dix/attach.lock without locking it; never opens the RocksDB store, so
 it is safe while the owning process runs. Without an attached runtime every id reads `unknown`
-with its stored epoch. Lag is not shown: only a runtime knows it, and this command runs in a
-process of its own. An index whose backend defers deliveries for want of disk space gets a line
+with its stored epoch. The owner's lag figures come from the metrics segment too (decision
+0021): each index that is not idle gets an activity line in words ("activity by-brand: stalled
+(backend-deferred): the backend defers deliveries; parked for 3.0 s"), or catching up with its
+rate and ETA; a closed writer gate and a log's retention forecast get lines of their own. An
+index whose backend defers deliveries for want of disk space gets a line
 saying so, and so does the store when its filesystem is below (or within twice) the free-space
 reserve its runtime stored.
 
@@ -61,9 +69,19 @@ reserve its runtime stored.
                  {"db","segment","attached","indexes":[{"id","state","reason",
                   "rebuild_attempts","owner_epoch","hold"}]}; a rebuilding index with progress
                   also has "rebuilt_records","estimated_records","scan_records_per_s",
-                  "rebuild_eta_ms","scan_ended"; once a runtime stored the store's reserve,
+                  "rebuild_eta_ms","scan_ended"; an index with the owner's lag figures
+                  also has "activity" (idle, catching-up, stalled, unknown), "stall_cause"
+                  (none, backend-deferred, barrier, accepted-cap, log-unreadable, rebuild,
+                  gate, unavailable), "lag_ms", "words", "runner_state","cursor_lag_ms",
+                  "stalled_ms","unread_age_ms","oldest_accepted_age_ms","accepted_batches",
+                  "max_accepted_batches_ahead","gate" (open, throttled, exceeded),
+                  "gate_delay_us","transient_faults","read_per_s","eta_ms" (when known),
+                  "lag_taken_wall_ns","logs":[{"log","sequence_lag","read_per_s",
+                  "retention_headroom_ms"}]; once a runtime stored the store's reserve,
                   "store_space":{"available_bytes","capacity_bytes","unflushed_bytes",
                   "reserve_bytes","below_reserve"}
+  --prometheus   the same figures in the Prometheus text format (docs/operations.md lists the
+                 metric names; labels index and log, log being the log's position)
   --watch        print the table, then again whenever it changes (futex wakeups on the
                  segment's change counter, not polling; a rebuild's progress at most once a
                  second) until SIGINT or SIGTERM; a blank line ends each plain table
@@ -209,8 +227,40 @@ bool shows_progress(const table& t) {
   return std::any_of(t.indexes.begin(), t.indexes.end(), [](const readiness_entry& e) { return shown_progress(e); });
 }
 
+std::uint64_t wall_now_ns() {
+  return static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// The owner's lag figures as they stand now (the ages grown since they were taken), when present.
+std::optional<lag_figures> lag_now(const readiness_entry& e, std::uint64_t now_ns) {
+  if (!e.lag) return std::nullopt;
+  return e.lag->aged_at(now_ns);
+}
+
+const char* gate_word(std::uint32_t gate) {
+  return gate == 0 ? "open" : gate == lag_gate_exceeded ? "exceeded" : "throttled";
+}
+
+// While an index is not idle its figures age on screen: --watch re-renders every tick.
+bool shows_activity(const table& t) {
+  return std::any_of(t.indexes.begin(), t.indexes.end(), [](const readiness_entry& e) {
+    return e.lag && attribute(e.readiness, e.lag).activity != index_activity::idle;
+  });
+}
+
+std::string render_prometheus(const table& t) {
+  tool::metrics_text out;
+  const auto now_ns = wall_now_ns();
+  out.add("dix_runtime_attached", tool::metric_type::gauge, "1 while some runtime of the database is attached", {},
+          t.attached ? 1 : 0);
+  for (const auto& e : t.indexes) add_segment_metrics(out, e, now_ns);
+  return out.str();
+}
+
 std::string render_json(const fs::path& home, const table& t) {
   std::ostringstream out;
+  const auto now_ns = wall_now_ns();
   out << "{\"db\":" << json_string(home.string()) << ",\"segment\":" << (t.segment ? "true" : "false")
       << ",\"attached\":" << (t.attached ? "true" : "false") << ",\"indexes\":[";
   for (std::size_t i = 0; i < t.indexes.size(); ++i) {
@@ -223,6 +273,28 @@ std::string render_json(const fs::path& home, const table& t) {
       out << ",\"rebuilt_records\":" << p->rebuilt_records << ",\"estimated_records\":" << p->estimated_records
           << ",\"scan_records_per_s\":" << p->scan_records_per_s << ",\"rebuild_eta_ms\":" << p->rebuild_eta_ms
           << ",\"scan_ended\":" << (p->scan_ended ? "true" : "false");
+    }
+    // The activity is the reading of the owner's figures: an index without them (no owner
+    // published any under its epoch) shows its readiness only.
+    if (const auto lag = lag_now(e, now_ns)) {
+      const auto a = attribute(r, lag);
+      const auto& l = *lag;
+      out << ",\"activity\":\"" << to_string(a.activity) << "\",\"stall_cause\":\"" << to_string(a.cause)
+          << "\",\"lag_ms\":" << a.lag_ms << ",\"words\":" << json_string(a.words);
+      out << ",\"runner_state\":\"" << to_string(l.state) << "\",\"cursor_lag_ms\":" << l.cursor_lag_ms
+          << ",\"stalled_ms\":" << l.stalled_ms << ",\"unread_age_ms\":" << l.unread_age_ms
+          << ",\"oldest_accepted_age_ms\":" << l.oldest_accepted_age_ms << ",\"accepted_batches\":" << l.accepted_batches
+          << ",\"max_accepted_batches_ahead\":" << l.max_accepted_batches_ahead << ",\"gate\":\"" << gate_word(l.lag_gate)
+          << "\",\"gate_delay_us\":" << (l.lag_gate == lag_gate_exceeded ? 0 : l.lag_gate)
+          << ",\"transient_faults\":" << l.transient_faults << ",\"read_per_s\":" << a.read_per_s;
+      if (a.eta_ms) out << ",\"eta_ms\":" << *a.eta_ms;
+      out << ",\"lag_taken_wall_ns\":" << l.taken_wall_ns << ",\"logs\":[";
+      for (std::size_t g = 0; g < l.logs.size(); ++g) {
+        out << (g == 0 ? "" : ",") << "{\"log\":" << g << ",\"sequence_lag\":" << l.logs[g].sequence_lag
+            << ",\"read_per_s\":" << l.logs[g].read_per_s
+            << ",\"retention_headroom_ms\":" << l.logs[g].retention_headroom_ms << "}";
+      }
+      out << "]";
     }
     out << "}";
   }
@@ -239,6 +311,7 @@ std::string render_json(const fs::path& home, const table& t) {
 
 std::string render_plain(const fs::path& home, const table& t) {
   std::ostringstream out;
+  const auto now_ns = wall_now_ns();
   if (!t.segment) {
     out << "no readiness segment at " << (home / "dix").string() << " (no runtime has attached)\n";
     return out.str();
@@ -281,6 +354,26 @@ std::string render_plain(const fs::path& home, const table& t) {
                      "free-space reserve; they resume by themselves when space is freed\n";
     }
     if (const auto* p = shown_progress(e)) out << "progress " << e.id << ": " << progress_text(*p) << "\n";
+    const auto lag = lag_now(e, now_ns);
+    const auto a = attribute(e.readiness, lag);
+    // With the owner's figures only (the table row already tells a readiness), and not twice
+    // for a rebuild whose progress line is shown.
+    if (lag && a.activity != index_activity::idle && !(a.cause == stall_cause::rebuild && shown_progress(e))) {
+      out << "activity " << e.id << ": " << a.words << " (lag " << a.lag_ms << " ms)\n";
+    }
+    if (lag && lag->lag_gate != 0) {
+      out << "gate " << e.id << ": " << gate_word(lag->lag_gate)
+          << (lag->lag_gate == lag_gate_exceeded ? ": commits to its tables are refused (index_lagging, retryable)"
+                                                  : ": each commit to its tables waits " + std::to_string(lag->lag_gate) + " us")
+          << "\n";
+    }
+    for (std::size_t g = 0; lag && g < lag->logs.size(); ++g) {
+      if (lag->logs[g].retention_headroom_ms < 0) continue;
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(lag->logs[g].retention_headroom_ms) / 1000.0);
+      out << "retention " << e.id << " log " << g << ": " << text
+          << " before the WAL file holding its durable anchor ages out (then log-retention)\n";
+    }
   }
   return out.str();
 }
@@ -300,11 +393,12 @@ int fail(const fs::path& home, bool json, const error& e) {
 
 int run_status(const std::vector<std::string>& argv) {
   int status = exit_usage;
-  auto a = tool::args::parse_command(argv, {{"db", "updates"}, {"json", "watch"}}, "dix status", usage, status);
+  auto a = tool::args::parse_command(argv, {{"db", "updates"}, {"json", "prometheus", "watch"}}, "dix status", usage, status);
   if (!a) return status;
   std::string problem;
   if (!a->has("db")) problem = "--db PATH is required";
   else if (a->has("updates") && !a->has("watch")) problem = "--updates needs --watch";
+  else if (a->has("json") && a->has("prometheus")) problem = "--json and --prometheus exclude each other";
   // A plain value, not the optional: GCC 12 at -O3 warns that the optional may be uninitialized.
   std::uint64_t updates = 0;
   bool updates_ok = false;
@@ -331,6 +425,7 @@ int run_status(const std::vector<std::string>& argv) {
     return exit_usage;
   }
   bool json = a->has("json");
+  bool prometheus = a->has("prometheus");
   bool watch = a->has("watch");
   if (watch) install_stop_handlers();
 
@@ -343,7 +438,7 @@ int run_status(const std::vector<std::string>& argv) {
     auto seen = source.counter();
     auto t = source.read();
     if (!t) return fail(home, json, t.error());
-    auto text = json ? render_json(home, *t) : render_plain(home, *t);
+    auto text = json ? render_json(home, *t) : prometheus ? render_prometheus(*t) : render_plain(home, *t);
     if (watch && !json) text += "\n";
     // The counter also moves for fields the table does not show (coverage time, lag gate,
     // demands), so --watch prints only tables that differ from the last one.
@@ -353,7 +448,7 @@ int run_status(const std::vector<std::string>& argv) {
       shown = std::move(text);
     }
     if (!watch || (updates != 0 && reprints >= updates)) return exit_ok;
-    if (!source.wait(seen, t->attached, shows_progress(*t))) return exit_ok;
+    if (!source.wait(seen, t->attached, shows_progress(*t) || shows_activity(*t))) return exit_ok;
   }
 }
 

@@ -46,7 +46,7 @@ constexpr entry commands[] = {
          (needs-rebuild, unavailable: the reason is named) or SECONDS pass.
 )"},
     {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
-         [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing]
+         [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing] [--metrics-listen ADDR]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
          the owning process is gone, then takes the store over, WAL recovery included, while the
          index databases recover on threads of their own), runs the
@@ -54,7 +54,11 @@ constexpr entry commands[] = {
          each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
          stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
          bound what a takeover replays. Exit 1 at once if another process holds the store and
-         --standby is not given.
+         --standby is not given. --metrics-listen PORT (127.0.0.1), HOST:PORT or [V6]:PORT
+         serves GET /metrics in the Prometheus text format once the runtime runs (every
+         runner_metrics figure of its indexes); it prints `serve: metrics on
+         http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
+         given: anyone who reaches it reads the figures.
 )"},
     {"bench", R"(wal|catchup|failover [options]
          The end-to-end benchmarks beside raw RocksDB (Release builds only): commit and WAL

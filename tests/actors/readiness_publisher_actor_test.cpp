@@ -56,6 +56,11 @@ caf::behavior client(caf::stateful_actor<client_state>* self, readiness_publishe
             self->request(publisher, caf::infinite, std::move(p))
               .then([self](metrics_published& r) { self->state.metrics_replies.push_back(std::move(r)); },
                     [self](caf::error& e) { self->state.metrics_errors.push_back(std::move(e)); });
+          },
+          [self, publisher](lag_publication& p) {
+            self->request(publisher, caf::infinite, std::move(p))
+              .then([self](metrics_published& r) { self->state.metrics_replies.push_back(std::move(r)); },
+                    [self](caf::error& e) { self->state.metrics_errors.push_back(std::move(e)); });
           }};
 }
 
@@ -304,4 +309,45 @@ TEST_CASE_METHOD(publisher_fixture,
   REQUIRE(st.metrics_errors.size() == 1);
   CHECK(to_errc(st.metrics_errors[0]) == errc::not_registered);
   CHECK(segment->metrics().change_counter() == metrics_counter + 1);
+}
+
+TEST_CASE_METHOD(publisher_fixture,
+                 "readiness publisher: a lag publication replaces the block's lag part and keeps its progress, shows the slot's gate, and a new gate refreshes it",
+                 "[actor][publisher][metrics][lag]") {
+  run();
+  caf::anon_send(sender, metrics_publication{"idx", rebuild_progress{4, 120, 900, 3000, 260, false}});
+  run();
+  lag_figures l;
+  l.epoch = 4;
+  l.state = runner_state::waiting_durable;
+  l.accepted_batches = 64;
+  l.max_accepted_batches_ahead = 64;
+  l.lag_gate = 77;  // the runner's value is not the slot's: the publisher writes the slot's
+  l.log_count = 1;
+  l.logs = {log_lag_figures{9, 0, -1}};
+  caf::anon_send(sender, lag_publication{"idx", l});
+  run();
+  auto& st = state_of<client_state>(sender);
+  REQUIRE(st.metrics_replies.size() == 2);
+  auto block = segment->metrics().read(slot->index());
+  REQUIRE(block);
+  REQUIRE(block->progress);
+  CHECK(block->progress->rebuilt_records == 120);  // kept
+  REQUIRE(block->lag);
+  CHECK(block->lag->state == runner_state::waiting_durable);
+  CHECK(block->lag->accepted_batches == 64);
+  CHECK(block->lag->lag_gate == 0);  // the slot's gate: open
+
+  // A later progress keeps the lag part; a publication storing a gate shows it in the block.
+  caf::anon_send(sender, metrics_publication{"idx", rebuild_progress{4, 900, 900, 3000, 0, true}});
+  auto gated = make("idx", readiness_state::ready, readiness_reason::none, 0);
+  gated.lag_gate = lag_gate_exceeded;
+  publish(gated);
+  run();
+  block = segment->metrics().read(slot->index());
+  REQUIRE(block);
+  REQUIRE(block->lag);
+  CHECK(block->lag->accepted_batches == 64);
+  CHECK(block->lag->lag_gate == lag_gate_exceeded);
+  CHECK(block->progress->scan_ended);
 }

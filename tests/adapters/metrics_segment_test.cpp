@@ -382,3 +382,75 @@ TEST_CASE("metrics segment: a file renamed over metrics.seg after its validated 
                                       Catch::Contains("not the file opened and validated"));
   CHECK(readiness_segment::attach(home, 2));  // without the swap it maps
 }
+
+TEST_CASE("metrics segment: the lag part lands at its documented offsets beside the progress and reads back whole, and a block without it reads no lag figures", "[adapter][metrics][lag]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  auto& m = s->metrics();
+  lag_figures l;
+  l.epoch = 7;
+  l.taken_wall_ns = 1'700'000'000'000'000'001ull;
+  l.state = runner_state::deferred;
+  l.lag_ms = 4000;
+  l.cursor_lag_ms = 10;
+  l.stalled_ms = 4000;
+  l.unread_age_ms = 20;
+  l.oldest_accepted_age_ms = 30;
+  l.stalled_growing = true;
+  l.oldest_accepted_growing = true;
+  l.accepted_batches = 5;
+  l.max_accepted_batches_ahead = 64;
+  l.lag_gate = 250;
+  l.transient_faults = 2;
+  l.last_fault = readiness_reason::log_missing;
+  l.log_count = 3;
+  l.logs = {log_lag_figures{100, 2000, -1}, log_lag_figures{7, 0, 12345}};
+  m.write(1, metrics_block{9, rebuild_progress{7, 1, 2, 3, 4, false}, l});
+
+  auto bytes = read_file(metrics_file(home));
+  const std::size_t at = 128 + 256;
+  CHECK(get_le<std::uint64_t>(bytes, at + 32) == 1u);          // the progress is untouched
+  CHECK(get_le<std::uint64_t>(bytes, at + 64) == 7u);          // lag epoch
+  CHECK(get_le<std::uint64_t>(bytes, at + 72) == 1'700'000'000'000'000'001ull);  // taken_wall_ns
+  CHECK(get_le<std::uint64_t>(bytes, at + 80) == 4000u);       // lag_ms
+  CHECK(get_le<std::uint64_t>(bytes, at + 88) == 10u);         // cursor_lag_ms
+  CHECK(get_le<std::uint64_t>(bytes, at + 96) == 4000u);       // stalled_ms
+  CHECK(get_le<std::uint64_t>(bytes, at + 104) == 20u);        // unread_age_ms
+  CHECK(get_le<std::uint64_t>(bytes, at + 112) == 30u);        // oldest_accepted_age_ms
+  CHECK(get_le<std::uint32_t>(bytes, at + 120) == 5u);         // accepted_batches
+  CHECK(get_le<std::uint32_t>(bytes, at + 124) == 64u);        // max_accepted_batches_ahead
+  CHECK(get_le<std::uint32_t>(bytes, at + 128) == 250u);       // lag_gate
+  CHECK(get_le<std::uint32_t>(bytes, at + 132) == 2u);         // transient_faults
+  CHECK(static_cast<unsigned char>(bytes[at + 136]) == 4u);    // runner_state deferred
+  CHECK(static_cast<unsigned char>(bytes[at + 137]) == 0x0Bu); // lag_flags: present, stalled, oldest accepted growing
+  CHECK(static_cast<unsigned char>(bytes[at + 138]) == 3u);    // last_fault log-missing
+  CHECK(static_cast<unsigned char>(bytes[at + 139]) == 3u);    // log_count
+  CHECK(get_le<std::uint64_t>(bytes, at + 144) == 100u);       // log 0 sequence_lag
+  CHECK(get_le<std::uint64_t>(bytes, at + 152) == 2000u);      // log 0 read_per_s
+  CHECK(get_le<std::uint64_t>(bytes, at + 160) == ~std::uint64_t{0});  // log 0 headroom −1
+  CHECK(get_le<std::uint64_t>(bytes, at + 184) == 12345u);     // log 1 headroom
+  CHECK(bytes.substr(at + 192, 64) == std::string(64, '\0'));  // still reserved
+
+  auto got = open_reader(home, 2)->read(1);
+  REQUIRE(got);
+  REQUIRE(got->lag);
+  CHECK(got->lag->epoch == 7);
+  CHECK(got->lag->state == runner_state::deferred);
+  CHECK(got->lag->stalled_growing);
+  CHECK_FALSE(got->lag->unread_growing);
+  CHECK(got->lag->oldest_accepted_growing);
+  CHECK(got->lag->last_fault == readiness_reason::log_missing);
+  CHECK(got->lag->log_count == 3);
+  REQUIRE(got->lag->logs.size() == 2);
+  CHECK(got->lag->logs[0].read_per_s == 2000);
+  CHECK(got->lag->logs[0].retention_headroom_ms == -1);
+  CHECK(got->lag->logs[1].retention_headroom_ms == 12345);
+
+  // A block as a writer before the lag part wrote it (the lag bytes zero): progress, no lag.
+  m.write(0, metrics_block{9, rebuild_progress{7, 1, 2, 3, 4, false}});
+  auto older = open_reader(home, 2)->read(0);
+  REQUIRE(older);
+  CHECK(older->progress);
+  CHECK_FALSE(older->lag);
+}

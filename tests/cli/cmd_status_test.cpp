@@ -16,6 +16,7 @@
 #include "cli/dix_cli.hpp"
 #include "core/bytes.hpp"
 #include "support/file_bytes.hpp"
+#include "support/prom_text.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
@@ -293,7 +294,7 @@ TEST_CASE("dix status: bad arguments and a missing database exit 2", "[system][c
   CHECK_THAT(file.err, Catch::Contains("not a directory"));
   auto help = dix_cli(dir, {"status", "--help"});
   CHECK(help.exit_code == 0);
-  CHECK_THAT(help.out, Catch::Contains("Lag is not shown"));
+  CHECK_THAT(help.out, Catch::Contains("The owner's lag figures come from the metrics segment too"));
 }
 
 TEST_CASE("dix status: reads the segment beside a running owner and never opens the store's files", "[system][cli][status]") {
@@ -471,4 +472,128 @@ TEST_CASE("dix status --watch: while a progress line is shown it reprints the ow
   // Reprinted within the watch's one-second tick.
   CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 600/1000 records (60%), 5000 records/s, ETA 0.0 s\n\n"));
   CHECK(w.exit_code() == 0);
+}
+
+namespace {
+
+std::uint64_t wall_ns_now() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+}
+
+// The owner's lag figures as a runner publishes them (decision 0021), taken `ago_ms` before now.
+lag_figures owner_lag(epoch_t epoch, runner_state state, std::uint64_t ago_ms) {
+  lag_figures l;
+  l.epoch = epoch;
+  l.taken_wall_ns = wall_ns_now() - ago_ms * 1'000'000;
+  l.state = state;
+  l.max_accepted_batches_ahead = 64;
+  l.log_count = 1;
+  l.logs = {log_lag_figures{0, 0, -1}};
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("dix status: the owner's lag figures say in words and fields what holds an index, aged to now, and figures of another epoch are not shown",
+          "[system][cli][status][lag]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  auto brand = claim(*segment, "by-brand");
+  const auto epoch = brand->mint_epoch().value();
+  brand->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto category = claim(*segment, "by-category");
+  const auto category_epoch = category->mint_epoch().value();
+  category->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto stale = claim(*segment, "stale");
+  const auto stale_epoch = stale->mint_epoch().value();
+  stale->publish(readiness_state::ready, readiness_reason::none, 0);
+
+  // by-brand: parked in deferred since 3 s before the figures, taken 2 s ago: 5 s by now.
+  auto deferred = owner_lag(epoch, runner_state::deferred, 2000);
+  deferred.stalled_ms = deferred.lag_ms = 3000;
+  deferred.stalled_growing = true;
+  deferred.lag_gate = lag_gate_exceeded;
+  deferred.logs = {log_lag_figures{40, 0, 90'000}};
+  segment->metrics().write(brand->index(), metrics_block{1, std::nullopt, deferred});
+  // by-category: catching up, 5000 sequences behind at 2000/s.
+  auto behind = owner_lag(category_epoch, runner_state::running, 0);
+  behind.cursor_lag_ms = behind.lag_ms = 800;
+  behind.logs = {log_lag_figures{5000, 2000, -1}};
+  segment->metrics().write(category->index(), metrics_block{1, std::nullopt, behind});
+  // stale: an earlier owner's figures (its epoch is older than the slot's).
+  segment->metrics().write(stale->index(), metrics_block{1, std::nullopt, owner_lag(stale_epoch - 1, runner_state::deferred, 0)});
+
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("activity by-brand: stalled (backend-deferred): the backend defers deliveries; parked for "));
+  CHECK_THAT(plain.out, Catch::Contains("gate by-brand: exceeded: commits to its tables are refused (index_lagging, retryable)\n"));
+  CHECK_THAT(plain.out, Catch::Contains("retention by-brand log 0: 90.0 s before the WAL file holding its durable anchor ages out"));
+  CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s"));
+  CHECK_THAT(plain.out, !Catch::Contains("activity stale"));
+
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  INFO(json.out);
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"activity\":\"stalled\",\"stall_cause\":\"backend-deferred\",\"lag_ms\":"));
+  CHECK_THAT(json.out, Catch::Contains("\"gate\":\"exceeded\",\"gate_delay_us\":0"));
+  CHECK_THAT(json.out, Catch::Contains("\"activity\":\"catching-up\",\"stall_cause\":\"none\",\"lag_ms\":800"));
+  CHECK_THAT(json.out, Catch::Contains("\"read_per_s\":2000,\"eta_ms\":2500"));
+  CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":0,\"sequence_lag\":40,\"read_per_s\":0,\"retention_headroom_ms\":90000}]"));
+  // Aged by the reader: at least the 3 s taken plus the 2 s since.
+  const auto at = json.out.find("\"stalled_ms\":");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoull(json.out.substr(at + 13)) >= 5000);
+  // The stale id shows its readiness only.
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"stale\",\"state\":\"ready\",\"reason\":\"none\",\"rebuild_attempts\":0,\"owner_epoch\":" +
+                                       std::to_string(stale_epoch) + ",\"hold\":\"none\"}"));
+}
+
+TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the activity in the text format, which our parser and promtool accept",
+          "[system][cli][status][prometheus]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);
+  auto brand = claim(*segment, "by-brand");
+  const auto epoch = brand->mint_epoch().value();
+  brand->publish(readiness_state::ready, readiness_reason::none, 0);
+  claim(*segment, "Odd.id-2")->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 1);
+  auto capped = owner_lag(epoch, runner_state::waiting_durable, 0);
+  capped.accepted_batches = 64;
+  capped.stalled_ms = capped.lag_ms = 2500;
+  capped.lag_gate = 250;
+  capped.logs = {log_lag_figures{12, 0, 30'000}};
+  segment->metrics().write(brand->index(), metrics_block{1, std::nullopt, capped});
+
+  auto r = dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  auto parsed = test::parse_prometheus(r.out);
+  for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  CHECK(parsed.value("dix_runtime_attached") == 1);
+  CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "ready"}}) == 1);
+  CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "rebuilding"}}) == 0);
+  CHECK(parsed.value("dix_index_stalled", {{"index", "by-brand"}, {"cause", "accepted-cap"}}) == 1);
+  CHECK(parsed.value("dix_index_activity", {{"index", "by-brand"}, {"activity", "stalled"}}) == 1);
+  CHECK(parsed.value("dix_accepted_batches", {{"index", "by-brand"}}) == 64);
+  CHECK(parsed.value("dix_gate_delay_seconds", {{"index", "by-brand"}}) == Approx(0.00025));
+  CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "0"}}) == 12);
+  CHECK(parsed.value("dix_log_retention_headroom_seconds", {{"index", "by-brand"}, {"log", "0"}}) == 30);
+  CHECK(parsed.value("dix_lag_seconds", {{"index", "by-brand"}}) >= 2.5);
+  // An index without lag figures has its readiness and activity only.
+  CHECK(parsed.value("dix_readiness_state", {{"index", "Odd.id-2"}, {"state", "needs-rebuild"}}) == 1);
+  CHECK(parsed.value("dix_index_stalled", {{"index", "Odd.id-2"}, {"cause", "rebuild"}}) == 1);
+  CHECK_FALSE(parsed.value("dix_lag_seconds", {{"index", "Odd.id-2"}}));
+  CHECK(parsed.types.at("dix_lag_seconds") == "gauge");
+  if (auto verdict = test::promtool_problems(r.out)) {
+    CHECK(*verdict == "");
+  } else {
+    WARN("promtool is not installed (Debian package prometheus): the promtool check is skipped");
+  }
+  auto both = dix_cli(dir, {"status", "--db", home.string(), "--prometheus", "--json"});
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Catch::Contains("--json and --prometheus exclude each other"));
 }

@@ -398,6 +398,42 @@ TEST_CASE_METHOD(wire_fixture, "messages: the coverage hook message round-trips"
   CHECK(c.positions == dix::positions{{"aux", 3}, {"main", 44}});
 }
 
+TEST_CASE_METHOD(wire_fixture, "messages: lag publication messages round-trip, and an out-of-range runner state fails the load", "[actor][messages][lag]") {
+  dix::lag_figures l;
+  l.epoch = 9;
+  l.taken_wall_ns = 1'700'000'000'000'000'000ull;
+  l.state = dix::runner_state::waiting_durable;
+  l.lag_ms = 1200;
+  l.stalled_ms = 1200;
+  l.stalled_growing = true;
+  l.accepted_batches = 64;
+  l.max_accepted_batches_ahead = 64;
+  l.lag_gate = 0xFFFFFFFFu;
+  l.last_fault = dix::readiness_reason::log_missing;
+  l.log_count = 3;
+  l.logs = {dix::log_lag_figures{10, 2000, -1}, dix::log_lag_figures{0, 5, 700}};
+  auto p = roundtrip(dix::lag_publication{"idx-1", l});
+  CHECK(p.id == "idx-1");
+  CHECK(p.lag.epoch == 9);
+  CHECK(p.lag.state == dix::runner_state::waiting_durable);
+  CHECK(p.lag.stalled_growing);
+  CHECK_FALSE(p.lag.unread_growing);
+  CHECK(p.lag.lag_gate == 0xFFFFFFFFu);
+  CHECK(p.lag.last_fault == dix::readiness_reason::log_missing);
+  REQUIRE(p.lag.logs.size() == 2);
+  CHECK(p.lag.logs[0].retention_headroom_ms == -1);
+  CHECK(p.lag.logs[1].retention_headroom_ms == 700);
+  roundtrip(dix::lag_due{});
+
+  l.state = static_cast<dix::runner_state>(200);
+  auto bytes = save(dix::lag_publication{"idx-1", l});
+  dix::lag_publication out;
+  auto err = load(bytes, out);
+  REQUIRE(err);
+  CHECK(dix::to_errc(err) == errc::message_invalid);
+  CHECK(dix::error_text(err) == "dix.lag_figures.state = 200: must be in [0, 10]");
+}
+
 TEST_CASE_METHOD(wire_fixture, "messages: publication messages round-trip", "[actor][messages]") {
   auto p = roundtrip(dix::publication{"idx-1", dix::readiness_state::needs_rebuild,
                                       dix::readiness_reason::cursor_unoffered, 3, 1'700u,

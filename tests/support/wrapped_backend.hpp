@@ -1,7 +1,7 @@
 // A backend that forwards to a real one (e.g. rocksdb_index_backend) and lets a test interfere
 // where a real backend may legitimately behave so: refuse its shutdown (it cannot prove
 // quiescence, protocol.md §9.7), hold its shutdown until the test lets it finish (a slow
-// backend), or fail the state-change subscription (protocol.md §2.2). It remembers the host it
+// backend), defer every delivery (a backend that says wait), or fail the state-change subscription (protocol.md §2.2). It remembers the host it
 // was attached to, as a backend may keep it. Thread-safe: the runtime calls it from its proxy's
 // thread while the test sets the knobs.
 #pragma once
@@ -31,7 +31,11 @@ class wrapped_backend final : public backend {
     inner_->attach(host);
   }
   result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
-  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
+  delivery_result deliver(std::shared_ptr<const batch> b) override {
+    // A backend may say "not now" (api.md §5): the runner parks in deferred and retries.
+    if (defer_deliveries.load()) return delivery_result::deferred;
+    return inner_->deliver(std::move(b));
+  }
   void flush(flush_reason reason, completion done) override {
     if (hold_flushes.load() && reason != flush_reason::shutdown) {
       std::lock_guard g(mutex_);
@@ -98,6 +102,7 @@ class wrapped_backend final : public backend {
   int subscribers() const noexcept { return subscribers_->load(); }  // subscriptions not yet reset
 
   std::atomic<bool> refuse_shutdown{false};
+  std::atomic<bool> defer_deliveries{false};
   std::atomic<bool> hold_shutdown{false};
   std::atomic<bool> hold_flushes{false};  // no barrier until release_flushes (flush(shutdown) passes)
   std::atomic<bool> fail_subscription{false};

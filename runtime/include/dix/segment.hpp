@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <dix/activity.hpp>
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 #include <dix/status.hpp>
@@ -33,6 +34,9 @@ struct readiness_entry {
   // absent otherwise (no scan ran under this epoch, no metrics segment, a writer at work).
   std::optional<rebuild_progress> progress;
   std::uint64_t progress_written_ns = 0;  // wall clock when the owner wrote them
+  // The owner's lag figures (decision 0021), on the same terms as `progress`: attached, of the
+  // slot's current owner epoch. As taken: lag_figures::aged_at brings the ages to a reader's now.
+  std::optional<lag_figures> lag = std::nullopt;
 };
 
 struct readiness_table {

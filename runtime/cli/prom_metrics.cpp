@@ -1,0 +1,154 @@
+#include "prom_metrics.hpp"
+
+#include <array>
+
+namespace dix::cli {
+namespace {
+
+using tool::metric_labels;
+using tool::metric_type;
+
+constexpr std::array<readiness_state, 5> all_states{readiness_state::unknown, readiness_state::ready,
+                                                    readiness_state::rebuilding, readiness_state::needs_rebuild,
+                                                    readiness_state::unavailable};
+constexpr std::array<index_activity, 4> all_activities{index_activity::unknown, index_activity::idle,
+                                                       index_activity::catching_up, index_activity::stalled};
+
+double seconds(std::uint64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+metric_labels with(const std::string& id, const char* name, std::string value) {
+  return {{"index", id}, {name, std::move(value)}};
+}
+
+void add_readiness(tool::metrics_text& out, const std::string& id, const readiness& r) {
+  for (auto s : all_states) {
+    out.add("dix_readiness_state", metric_type::gauge, "1 for the readiness state the index's slot holds, 0 for the others",
+            with(id, "state", std::string(to_string(s))), r.state == s ? 1 : 0);
+  }
+  out.add("dix_readiness_reason", metric_type::gauge, "1 for the reason code the index's slot holds",
+          with(id, "reason", std::string(to_string(r.reason))), 1);
+  out.add("dix_rebuild_attempts", metric_type::gauge, "The slot's rebuild attempts in a row", {{"index", id}},
+          r.rebuild_attempts);
+  out.add("dix_owner_epoch", metric_type::gauge, "The slot's owner epoch", {{"index", id}},
+          static_cast<double>(r.owner_epoch));
+}
+
+void add_activity(tool::metrics_text& out, const std::string& id, const activity_report& a) {
+  for (auto s : all_activities) {
+    out.add("dix_index_activity", metric_type::gauge,
+            "1 for what the index is doing (idle, catching-up, stalled, unknown), 0 for the others",
+            with(id, "activity", std::string(to_string(s))), a.activity == s ? 1 : 0);
+  }
+  if (a.activity == index_activity::stalled) {
+    out.add("dix_index_stalled", metric_type::gauge, "1 while the index is stalled, labelled with what holds it",
+            with(id, "cause", std::string(to_string(a.cause))), 1);
+  }
+  if (a.eta_ms) {
+    out.add("dix_index_catch_up_eta_seconds", metric_type::gauge,
+            "Time to the end of the log at the current read rate, while catching up", {{"index", id}}, seconds(*a.eta_ms));
+  }
+}
+
+// The lag figures of protocol.md §13.1 and the per-log part; `log_name(i)` labels log i.
+template <class LogName>
+void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& l, LogName log_name) {
+  const metric_labels index{{"index", id}};
+  out.add("dix_lag_seconds", metric_type::gauge, "The index's lag: the largest of the four components (protocol.md 13.1)",
+          index, seconds(l.lag_ms));
+  out.add("dix_cursor_lag_seconds", metric_type::gauge, "Newest header time read minus the effective entry's anchor time",
+          index, seconds(l.cursor_lag_ms));
+  out.add("dix_stalled_seconds", metric_type::gauge, "Time parked in deferred or waiting-durable", index,
+          seconds(l.stalled_ms));
+  out.add("dix_unread_age_seconds", metric_type::gauge, "How long committed work has waited unread", index,
+          seconds(l.unread_age_ms));
+  out.add("dix_oldest_accepted_age_seconds", metric_type::gauge, "Age of the oldest accepted work not yet durable", index,
+          seconds(l.oldest_accepted_age_ms));
+  out.add("dix_accepted_batches", metric_type::gauge, "Offered entries beyond the durable one", index, l.accepted_batches);
+  out.add("dix_max_accepted_batches_ahead", metric_type::gauge, "The accepted-ahead cap", index,
+          l.max_accepted_batches_ahead);
+  out.add("dix_gate_exceeded", metric_type::gauge, "1 while the writer gate refuses commits (index_lagging)", index,
+          l.lag_gate == lag_gate_exceeded ? 1 : 0);
+  out.add("dix_gate_delay_seconds", metric_type::gauge, "The delay the writer gate puts on each gated commit (0: open)",
+          index, l.lag_gate == lag_gate_exceeded ? 0 : static_cast<double>(l.lag_gate) / 1e6);
+  out.add("dix_transient_faults", metric_type::gauge, "Consecutive transient faults", index, l.transient_faults);
+  for (std::size_t i = 0; i < l.logs.size(); ++i) {
+    const auto& g = l.logs[i];
+    const metric_labels log{{"index", id}, {"log", log_name(i)}};
+    out.add("dix_log_sequence_lag", metric_type::gauge, "Latest minus durable sequence of the log", log,
+            static_cast<double>(g.sequence_lag));
+    out.add("dix_log_read_sequences_per_second", metric_type::gauge, "Sequences read per second, the rate of the ETA",
+            log, static_cast<double>(g.read_per_s));
+    if (g.retention_headroom_ms >= 0) {
+      out.add("dix_log_retention_headroom_seconds", metric_type::gauge,
+              "Time before the WAL file holding the durable anchor ages out (protocol.md 13.2)", log,
+              static_cast<double>(g.retention_headroom_ms) / 1000.0);
+    }
+  }
+}
+
+}  // namespace
+
+void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns) {
+  add_readiness(out, e.id, e.readiness);
+  std::optional<lag_figures> lag;
+  if (e.lag) lag = e.lag->aged_at(now_wall_ns);
+  add_activity(out, e.id, attribute(e.readiness, lag));
+  if (lag) add_lag(out, e.id, *lag, [](std::size_t i) { return std::to_string(i); });
+}
+
+void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
+                        const runner_metrics& m, std::uint32_t max_accepted_batches_ahead) {
+  add_readiness(out, id, m.readiness);
+  const auto lag = lag_figures_of(m, status.state, max_accepted_batches_ahead);
+  add_activity(out, id, attribute(m.readiness, m.owner ? std::optional<lag_figures>(lag) : std::nullopt));
+  const metric_labels index{{"index", id}};
+  out.add("dix_runner_state", metric_type::gauge, "1 for the runner's local state (protocol.md 14.1)",
+          with(id, "state", std::string(to_string(status.state))), 1);
+  out.add("dix_owner", metric_type::gauge, "1 while this runtime's runner owns the index", index, m.owner ? 1 : 0);
+  out.add("dix_epoch", metric_type::gauge, "The runner's current owner epoch", index, static_cast<double>(m.epoch));
+  add_lag(out, id, lag, [&](std::size_t i) { return m.logs[i].log; });
+  out.add("dix_accepted_bytes", metric_type::gauge, "Unanchored plus non-durable offered bytes", index,
+          static_cast<double>(m.accepted_bytes));
+  out.add("dix_accepted_mutations", metric_type::gauge, "Unanchored plus non-durable offered mutations", index,
+          static_cast<double>(m.accepted_mutations));
+  out.add("dix_deferred_bytes", metric_type::gauge, "Bytes of the batch held after deferred", index,
+          static_cast<double>(m.deferred_bytes));
+  out.add("dix_quiescence_age_seconds", metric_type::gauge, "How long the current shutdown has been pending", index,
+          seconds(m.quiescence_age_ms));
+  out.add("dix_coverage_time", metric_type::gauge, "The slot's published coverage time (index time units; 0: none)",
+          index, static_cast<double>(m.coverage_time));
+  out.add("dix_delivered_batches_total", metric_type::counter, "Batches delivered since registration", index,
+          static_cast<double>(m.delivered_batches));
+  out.add("dix_delivered_records_total", metric_type::counter, "Records delivered since registration", index,
+          static_cast<double>(m.delivered_records));
+  constexpr std::array<const char*, 4> reasons{"age", "threshold", "shutdown", "coverage"};
+  for (std::size_t i = 0; i < reasons.size(); ++i) {
+    out.add("dix_flushes_total", metric_type::counter, "Flush requests by reason", with(id, "reason", reasons[i]),
+            static_cast<double>(m.flushes[i]));
+  }
+  out.add("dix_wal_syncs_total", metric_type::counter, "SyncWAL calls made before delivery (protocol.md 4.8)", index,
+          static_cast<double>(m.wal_syncs));
+  out.add("dix_unindexable_records_total", metric_type::counter, "Projection, record-corrupt and backend skips", index,
+          static_cast<double>(m.unindexable_records));
+  out.add("dix_log_reopens_total", metric_type::counter, "Tailer re-opens after WAL switches", index,
+          static_cast<double>(m.log_reopens));
+  out.add("dix_rebuilt_records", metric_type::gauge, "Records the last rebuild's scan delivered", index,
+          static_cast<double>(m.rebuilt_records));
+  out.add("dix_rebuild_estimated_records", metric_type::gauge, "The projected tables' estimated records", index,
+          static_cast<double>(m.estimated_records));
+  out.add("dix_rebuild_records_per_second", metric_type::gauge, "The rebuild scan's rate", index,
+          static_cast<double>(m.scan_records_per_s));
+  out.add("dix_rebuild_eta_seconds", metric_type::gauge, "Time left of the rebuild scan at its rate", index,
+          seconds(m.rebuild_eta_ms));
+  for (const auto& g : m.logs) {
+    const metric_labels log{{"index", id}, {"log", g.log}};
+    out.add("dix_log_read_sequence", metric_type::gauge, "End of the last transaction the tailer read", log,
+            static_cast<double>(g.read_sequence));
+    out.add("dix_log_durable_sequence", metric_type::gauge, "The durable cursor's anchor sequence", log,
+            static_cast<double>(g.durable_sequence));
+    out.add("dix_log_latest_sequence", metric_type::gauge, "The store's latest sequence at the last turn", log,
+            static_cast<double>(g.latest_sequence));
+  }
+}
+
+}  // namespace dix::cli

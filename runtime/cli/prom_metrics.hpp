@@ -1,0 +1,27 @@
+// What dix exposes to Prometheus (docs/operations.md "Prometheus metrics", decision 0021): the
+// readiness, the lag figures and the stall attribution of each index, labelled `index` (and `log`
+// per log), written with the kit's text-format writer. Two sources: the shared segments, which
+// any process can read (`dix status --prometheus`: readiness, the owner's lag figures, the
+// activity), and a runtime's own runner_metrics (`dix serve --metrics-listen`: all of them).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <dix/activity.hpp>
+#include <dix/segment.hpp>
+#include <dix/status.hpp>
+
+#include "tool/prometheus.hpp"
+
+namespace dix::cli {
+
+// From the segments: readiness, and the owner's lag figures aged to `now_wall_ns` when present.
+// The block names no logs: `log` is the log's position in the registration's attach order.
+void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns);
+
+// From the owning runtime: readiness, status, every runner_metrics field, per log by its name.
+void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
+                        const runner_metrics& m, std::uint32_t max_accepted_batches_ahead);
+
+}  // namespace dix::cli

@@ -1,0 +1,54 @@
+#include "core/lag_pacer.hpp"
+
+#include <algorithm>
+
+namespace dix {
+
+bool lag_pacer::shape::operator==(const shape& o) const {
+  return epoch == o.epoch && state == o.state && cursor_lag_ms == o.cursor_lag_ms &&
+         oldest_accepted_at == o.oldest_accepted_at && stalled_since == o.stalled_since &&
+         unread_since == o.unread_since && accepted_batches == o.accepted_batches &&
+         transient_faults == o.transient_faults && last_fault == o.last_fault && sequence_lags == o.sequence_lags;
+}
+
+lag_pacer::decision lag_pacer::next(const runner_snapshot& s, std::uint32_t cap, steady_time now,
+                                    std::uint64_t wall_ns) {
+  if (!s.owner) return {};
+  const auto m = s.metrics(now);
+  shape current{s.epoch, s.state, s.cursor_lag_ms, s.oldest_accepted_at, s.stalled_since, s.unread_since,
+                s.accepted_batches, s.transient_faults, s.last_fault, {}};
+  std::vector<std::uint64_t> read_sequences;
+  for (const auto& l : m.logs) {
+    current.sequence_lags.push_back(l.sequence_lag);
+    read_sequences.push_back(l.read_sequence);
+  }
+  // The read positions count as a change too: they move the rate, and so the ETA.
+  if (last_ && last_->what == current && last_->read_sequences == read_sequences) return {};
+  if (last_ && last_->what.epoch == current.epoch && now - last_->at < min_interval) {
+    return {std::nullopt, std::chrono::duration_cast<std::chrono::milliseconds>(min_interval - (now - last_->at))};
+  }
+  // The rate of each log since the last publication of this epoch; kept while nothing was read
+  // in a stretch shorter than the interval (the first figures of an epoch know no rate).
+  std::vector<std::uint64_t> rates(read_sequences.size(), 0);
+  if (last_ && last_->what.epoch == current.epoch && last_->read_sequences.size() == read_sequences.size()) {
+    const auto passed_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - last_->at).count());
+    for (std::size_t i = 0; i < rates.size(); ++i) {
+      const auto read = read_sequences[i] > last_->read_sequences[i] ? read_sequences[i] - last_->read_sequences[i] : 0;
+      rates[i] = passed_ms > 0 ? read * 1000 / passed_ms : 0;
+    }
+  }
+  // The snapshot knows exactly which ages grow (their moments are set), and the pacer the rates.
+  lag_figures out = lag_figures_of(m, s.state, cap);
+  out.taken_wall_ns = wall_ns;
+  out.stalled_growing = s.stalled_since.has_value();
+  out.unread_growing = s.unread_since.has_value();
+  out.oldest_accepted_growing = s.oldest_accepted_at.has_value();
+  out.lag_gate = 0;  // the publisher writes the slot's
+  out.logs.resize(std::min(out.logs.size(), lag_log_slots));
+  for (std::size_t i = 0; i < out.logs.size(); ++i) out.logs[i].read_per_s = rates[i];
+  last_ = told{std::move(current), now, std::move(read_sequences)};
+  return {std::move(out), std::nullopt};
+}
+
+}  // namespace dix

@@ -1,0 +1,93 @@
+// What an index is doing, in words any process can read (issue 11 "Stall attribution", decision
+// 0021): the owner's lag figures as it publishes them in the metrics segment
+// (docs/formats-metrics.md §2, the lag part), and a pure attribution of them plus the slot's
+// readiness to *idle* (caught up), *catching up* (a rate and an ETA to the end of the log) or
+// *stalled*, naming what holds it. Plain values; std only; no clock is read here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/readiness.hpp>
+#include <dix/status.hpp>
+
+namespace dix {
+
+// Per log, as far as the block has room (the first lag_log_slots logs in attach order).
+struct log_lag_figures {
+  std::uint64_t sequence_lag = 0;       // latest − durable sequence (protocol.md §14.2)
+  std::uint64_t read_per_s = 0;         // sequences read per second, over the last publications
+  std::int64_t retention_headroom_ms = -1;  // protocol.md §13.2; −1: not sampled, live file or no TTL
+};
+
+inline constexpr std::size_t lag_log_slots = 2;
+
+// The lag figures of protocol.md §13.1 as the owner took them at `taken_wall_ns`. The *ages*
+// (stalled, unread, oldest accepted) keep growing after that while their flag says so: a reader
+// ages them by its own wall clock (aged_at), so an owner parked for minutes need not write.
+struct lag_figures {
+  epoch_t epoch = 0;                 // the owner epoch they were taken under
+  std::uint64_t taken_wall_ns = 0;   // CLOCK_REALTIME at the owner when taken
+  runner_state state = runner_state::dormant;
+  std::uint64_t lag_ms = 0, cursor_lag_ms = 0, stalled_ms = 0, unread_age_ms = 0, oldest_accepted_age_ms = 0;
+  bool stalled_growing = false, unread_growing = false, oldest_accepted_growing = false;
+  std::uint32_t accepted_batches = 0;
+  std::uint32_t max_accepted_batches_ahead = 0;  // the cap (runner_options)
+  std::uint32_t lag_gate = 0;                    // 0 open, 0xFFFFFFFF exceeded, else throttle µs
+  std::uint32_t transient_faults = 0;            // consecutive (§10.5)
+  readiness_reason last_fault = readiness_reason::none;
+  std::uint32_t log_count = 0;          // the registration's logs (may exceed logs.size())
+  std::vector<log_lag_figures> logs;    // at most lag_log_slots
+
+  // The figures as they stand at `now_wall_ns`: every growing age advanced by the time since
+  // taken_wall_ns (never backwards), lag_ms the largest component again.
+  lag_figures aged_at(std::uint64_t now_wall_ns) const;
+};
+
+inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
+
+// The figures runner_metrics holds at the time metrics() ran, under `state` with the cap: the
+// components, accepted batches, gate, faults, every log's sequence lag (read rate 0, headroom −1).
+// An age that is non-zero is marked growing (runner_metrics cannot tell more); the wall time is 0.
+lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead);
+
+enum class index_activity : std::uint8_t { unknown, idle, catching_up, stalled };
+// "backend-deferred", "barrier", "accepted-cap", "log-unreadable", "rebuild", "gate",
+// "unavailable"; none while not stalled.
+enum class stall_cause : std::uint8_t { none, backend_deferred, barrier, accepted_cap, log_unreadable, rebuild, gate,
+                                        unavailable };
+
+std::string_view to_string(index_activity a) noexcept;  // "unknown", "idle", "catching-up", "stalled"
+std::string_view to_string(stall_cause c) noexcept;
+
+struct attribution_options {
+  // An age (unread, oldest accepted, waiting-durable's stall) counts as stuck once it is this
+  // old and still growing; younger, it is the pipeline's rhythm (a flush not yet due).
+  // Default: 2000 (twice the default max_flush_age of runner_options, so one flush may pass).
+  std::uint64_t stuck_after_ms = 2000;
+};
+
+struct activity_report {
+  index_activity activity = index_activity::unknown;
+  stall_cause cause = stall_cause::none;
+  std::uint64_t lag_ms = 0;
+  std::uint64_t read_per_s = 0;             // catching up: the slowest behind log's read rate
+  std::optional<std::uint64_t> eta_ms;      // catching up with a known rate: time to the log's end
+  std::string words;                        // one sentence for a person ("stalled: the backend defers …")
+};
+
+// Pure. `lag` absent (no owner figures of the slot's epoch): unknown, unless readiness alone
+// tells (rebuilding, needs-rebuild, unavailable). The precedence of causes, first wins: rebuild
+// (readiness rebuilding/needs-rebuild, or runner rebuilding), unavailable, backend-deferred
+// (runner deferred: at once, a backend that says wait is a hold), accepted-cap (waiting-durable
+// for stuck_after_ms, or a stuck oldest accepted age, with accepted_batches at the cap), barrier
+// (the same below the cap), log-unreadable (a stuck unread age with no reads, or transient
+// faults), gate (lag_gate not open and no other cause); then idle (lag 0, protocol.md §13.1)
+// or catching up. "Stuck": at least stuck_after_ms and still growing.
+activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag,
+                          const attribution_options& options = {});
+
+}  // namespace dix

@@ -1,0 +1,100 @@
+#include "tool/prometheus.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace dix::tool {
+namespace {
+
+bool name_char(char c, bool first, bool colon) {
+  const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
+  return letter || (!first && c >= '0' && c <= '9');
+}
+
+bool valid_name(std::string_view name, bool colon) {
+  if (name.empty()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (!name_char(name[i], i == 0, colon)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool valid_metric_name(std::string_view name) { return valid_name(name, true); }
+bool valid_label_name(std::string_view name) { return valid_name(name, false) && name.substr(0, 2) != "__"; }
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string escape_help(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string format_value(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char text[40];
+  if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0) {
+    std::snprintf(text, sizeof text, "%.0f", value);
+  } else {
+    // The shortest of 15 and 17 significant digits that reads back as the same double.
+    std::snprintf(text, sizeof text, "%.15g", value);
+    if (std::strtod(text, nullptr) != value) std::snprintf(text, sizeof text, "%.17g", value);
+  }
+  return text;
+}
+
+void metrics_text::add(std::string_view name, metric_type type, std::string_view help, metric_labels labels,
+                       double value) {
+  assert(valid_metric_name(name));
+  for ([[maybe_unused]] const auto& [label, _] : labels) assert(valid_label_name(label));
+  for (auto& f : families_) {
+    if (f.name == name) {
+      f.samples.emplace_back(std::move(labels), value);
+      return;
+    }
+  }
+  families_.push_back(family{std::string(name), std::string(help), type, {}});
+  families_.back().samples.emplace_back(std::move(labels), value);
+}
+
+std::string metrics_text::str() const {
+  std::string out;
+  for (const auto& f : families_) {
+    out += "# HELP " + f.name + " " + escape_help(f.help) + "\n";
+    out += "# TYPE " + f.name + (f.type == metric_type::counter ? " counter\n" : " gauge\n");
+    for (const auto& [labels, value] : f.samples) {
+      out += f.name;
+      if (!labels.empty()) {
+        out += "{";
+        for (std::size_t i = 0; i < labels.size(); ++i) {
+          out += (i == 0 ? "" : ",") + labels[i].first + "=\"" + escape_label_value(labels[i].second) + "\"";
+        }
+        out += "}";
+      }
+      out += " " + format_value(value) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace dix::tool

@@ -1,0 +1,117 @@
+// `dix serve --metrics-listen` (runtime/cli/metrics_server.cpp): an exec'd `dix serve` serves
+// GET /metrics over a real loopback socket; the test reads the port it printed, fetches the page
+// with a plain socket client of its own, and checks the text with the tests' parser and, where
+// installed, promtool (decision 0021).
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "cli/dix_cli.hpp"
+#include "harness/child_process.hpp"
+#include "support/prom_text.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+using dix::cli::child_process;
+using dix::test::temp_dir;
+
+namespace {
+
+// One HTTP/1.0 GET of `path` on 127.0.0.1:`port`; the whole answer (status line, headers,
+// body) as the server sent it until it closed. Every wait is bounded by 30 s.
+std::string http_get(std::uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buffer[4096];
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+}  // namespace
+
+TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and serves every index's runner metrics at /metrics over a real socket, valid text format",
+          "[system][cli][prometheus]") {
+  temp_dir dir;
+  auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "200",
+                                     "--metrics-listen", "127.0.0.1:0"})
+                 .value();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto line = serve.wait_line("serve: metrics on http://127.0.0.1:", deadline);
+  REQUIRE(line);
+  const auto port_at = line->rfind(':') + 1;
+  const auto port = static_cast<std::uint16_t>(std::stoul(line->substr(port_at, line->find('/', port_at) - port_at)));
+  CHECK(port != 0);
+  REQUIRE(serve.wait_line("serve: owner of", deadline));
+  // Both indexes owned and ready (the readiness segment's futex): owner figures are non-zero now.
+  REQUIRE(cli::wait_ready(dir / "d" / "primary", {"by-brand", "by-category"}, 0, deadline));
+
+  const auto answer = http_get(port, "/metrics");
+  INFO(answer);
+  CHECK_THAT(answer, Catch::StartsWith("HTTP/1.1 200 OK\r\n") &&
+                         Catch::Contains("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  const auto body_at = answer.find("\r\n\r\n");
+  REQUIRE(body_at != std::string::npos);
+  const auto body = answer.substr(body_at + 4);
+  auto parsed = test::parse_prometheus(body);
+  for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  for (const std::string id : {"by-brand", "by-category"}) {
+    CHECK(parsed.value("dix_owner", {{"index", id}}) == 1);
+    CHECK(parsed.value("dix_readiness_state", {{"index", id}, {"state", "ready"}}) == 1);
+    CHECK(parsed.value("dix_delivered_batches_total", {{"index", id}}).has_value());
+    CHECK(parsed.value("dix_flushes_total", {{"index", id}, {"reason", "coverage"}}).has_value());
+    CHECK(parsed.value("dix_log_durable_sequence", {{"index", id}, {"log", "main"}}).has_value());
+    CHECK(parsed.value("dix_lag_seconds", {{"index", id}}).has_value());
+  }
+  CHECK(parsed.types.at("dix_delivered_batches_total") == "counter");
+  if (auto verdict = test::promtool_problems(body)) {
+    CHECK(*verdict == "");
+  } else {
+    WARN("promtool is not installed (Debian package prometheus): the promtool check is skipped");
+  }
+  CHECK_THAT(http_get(port, "/other"), Catch::StartsWith("HTTP/1.1 404"));
+
+  const int status = serve.reap(SIGTERM);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("dix serve --metrics-listen: a malformed address exits 2 with one line before anything is opened",
+          "[system][cli][prometheus]") {
+  temp_dir dir;
+  for (const std::string bad : {"127.0.0.1:http", "::1:9100", "127.0.0.1:70000", ""}) {
+    auto r = test::dix_cli(dir, {"serve", "--dir", (dir / "d").string(), "--metrics-listen", bad});
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_THAT(r.err, Catch::Contains("--metrics-listen"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));
+}

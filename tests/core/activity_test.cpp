@@ -1,0 +1,170 @@
+// core/activity: the stall attribution of decision 0021, one test per cause, with plain figures
+// as the metrics segment carries them.
+#include <catch2/catch.hpp>
+
+#include <dix/activity.hpp>
+
+using namespace dix;
+
+namespace {
+
+readiness ready_slot() { return readiness{readiness_state::ready, readiness_reason::none, 0, 4}; }
+
+// An owner caught up: every component 0, nothing behind.
+lag_figures caught_up() {
+  lag_figures l;
+  l.epoch = 4;
+  l.state = runner_state::idle;
+  l.max_accepted_batches_ahead = 64;
+  l.log_count = 1;
+  l.logs = {log_lag_figures{0, 0, -1}};
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("activity: an owner caught up is idle, with no cause and no ETA", "[core][activity]") {
+  auto r = attribute(ready_slot(), caught_up());
+  CHECK(r.activity == index_activity::idle);
+  CHECK(r.cause == stall_cause::none);
+  CHECK_FALSE(r.eta_ms);
+  CHECK(r.words == "idle: caught up");
+  // Read to the end, the last batches accepted but not yet durable (or ignored by the index):
+  // every lag component is 0, so idle, whatever the sequence lag.
+  auto l = caught_up();
+  l.logs = {log_lag_figures{4, 0, -1}};
+  CHECK(attribute(ready_slot(), l).activity == index_activity::idle);
+}
+
+TEST_CASE("activity: behind and reading is catching up, with the read rate and an ETA to the end of the log", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::running;
+  l.lag_ms = l.cursor_lag_ms = 800;
+  l.logs = {log_lag_figures{5000, 2000, -1}};
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::catching_up);
+  CHECK(r.read_per_s == 2000);
+  REQUIRE(r.eta_ms);
+  CHECK(*r.eta_ms == 2500);  // 5000 sequences at 2000/s
+  CHECK(r.lag_ms == 800);
+  CHECK(r.words.find("ETA 2.5 s") != std::string::npos);
+}
+
+TEST_CASE("activity: a runner parked in deferred is stalled by a deferring backend", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::deferred;
+  l.stalled_ms = l.lag_ms = 3000;
+  l.stalled_growing = true;
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::stalled);
+  CHECK(r.cause == stall_cause::backend_deferred);
+  CHECK(r.words.find("the backend defers") != std::string::npos);
+}
+
+TEST_CASE("activity: waiting-durable below the cap for long is a barrier not completing, briefly it is the flush rhythm", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::waiting_durable;
+  l.accepted_batches = 3;
+  l.stalled_ms = l.lag_ms = 2000;
+  l.stalled_growing = true;
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::stalled);
+  CHECK(r.cause == stall_cause::barrier);
+  l.stalled_ms = l.lag_ms = 500;  // the next flush is simply not due yet
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+}
+
+TEST_CASE("activity: an oldest accepted age growing past the threshold with no durable advance is a barrier", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::running;
+  l.accepted_batches = 2;
+  l.oldest_accepted_age_ms = l.lag_ms = 2500;
+  l.oldest_accepted_growing = true;
+  CHECK(attribute(ready_slot(), l).cause == stall_cause::barrier);
+  l.oldest_accepted_age_ms = l.lag_ms = 1999;  // below stuck_after_ms: still catching up
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  l.oldest_accepted_age_ms = 2500;
+  l.oldest_accepted_growing = false;  // a durable advance took the figures: not growing
+  CHECK(attribute(ready_slot(), l).cause == stall_cause::none);
+}
+
+TEST_CASE("activity: accepted batches at the cap with nothing durable is the accepted-ahead cap", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::waiting_durable;
+  l.accepted_batches = 64;
+  l.stalled_ms = l.lag_ms = 4000;
+  l.stalled_growing = true;
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::stalled);
+  CHECK(r.cause == stall_cause::accepted_cap);
+  CHECK(r.words.find("64 of 64") != std::string::npos);
+  l.stalled_ms = l.lag_ms = 900;  // at the cap under load, durability due within a flush
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+}
+
+TEST_CASE("activity: an unread age growing with no reads is an unreadable log", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::running;
+  l.unread_age_ms = l.lag_ms = 5000;
+  l.unread_growing = true;
+  l.logs = {log_lag_figures{40, 0, -1}};
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.cause == stall_cause::log_unreadable);
+  l.logs = {log_lag_figures{40, 300, -1}};  // reading, only slowly: catching up
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+}
+
+TEST_CASE("activity: transient faults in a row are an unreadable log, naming the last fault", "[core][activity]") {
+  auto l = caught_up();
+  l.state = runner_state::running;
+  l.transient_faults = 3;
+  l.last_fault = readiness_reason::log_missing;
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.cause == stall_cause::log_unreadable);
+  CHECK(r.words.find("3 transient fault(s)") != std::string::npos);
+  CHECK(r.words.find("log-missing") != std::string::npos);
+}
+
+TEST_CASE("activity: a rebuilding or needs-rebuild slot is held by a rebuild, even without figures", "[core][activity]") {
+  readiness rebuilding{readiness_state::rebuilding, readiness_reason::rebuild_requested, 1, 5};
+  CHECK(attribute(rebuilding, std::nullopt).cause == stall_cause::rebuild);
+  readiness condemned{readiness_state::needs_rebuild, readiness_reason::log_retention, 0, 5};
+  auto r = attribute(condemned, caught_up());
+  CHECK(r.cause == stall_cause::rebuild);
+  CHECK(r.words.find("log-retention") != std::string::npos);
+}
+
+TEST_CASE("activity: an exceeded or throttling gate with no other cause is named as the gate", "[core][activity]") {
+  auto l = caught_up();
+  l.lag_gate = lag_gate_exceeded;
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.cause == stall_cause::gate);
+  CHECK(r.words.find("refused") != std::string::npos);
+  l.lag_gate = 120;
+  CHECK(attribute(ready_slot(), l).words.find("120 us") != std::string::npos);
+  l.state = runner_state::deferred;  // a cause of its own comes first
+  CHECK(attribute(ready_slot(), l).cause == stall_cause::backend_deferred);
+}
+
+TEST_CASE("activity: no figures and a ready slot is unknown, and unavailable is said as such", "[core][activity]") {
+  CHECK(attribute(ready_slot(), std::nullopt).activity == index_activity::unknown);
+  readiness gone{readiness_state::unavailable, readiness_reason::rebuild_exhausted, 5, 5};
+  CHECK(attribute(gone, caught_up()).cause == stall_cause::unavailable);
+}
+
+TEST_CASE("activity: a reader ages the growing components by its own wall clock, the others not", "[core][activity]") {
+  auto l = caught_up();
+  l.taken_wall_ns = 10'000'000'000;
+  l.stalled_ms = 100;
+  l.stalled_growing = true;
+  l.unread_age_ms = 50;  // not growing
+  l.cursor_lag_ms = 70;
+  l.lag_ms = 100;
+  auto aged = l.aged_at(l.taken_wall_ns + 2'500'000'000);
+  CHECK(aged.stalled_ms == 2600);
+  CHECK(aged.unread_age_ms == 50);
+  CHECK(aged.lag_ms == 2600);
+  CHECK(l.aged_at(l.taken_wall_ns - 1).stalled_ms == 100);  // a reader's clock behind: no change
+  CHECK(to_string(index_activity::catching_up) == "catching-up");
+  CHECK(to_string(stall_cause::accepted_cap) == "accepted-cap");
+}
