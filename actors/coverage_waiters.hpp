@@ -79,9 +79,11 @@ coverage read_coverage_here(const readiness_segment& segment, const process_lock
                             std::chrono::milliseconds tolerance, const clock& time);
 
 // Whether the runtime's query admission refuses strict and bounded queries that the coverage
-// read does not prove (api.md §7). False on this branch alone: nothing publishes coverage_time
-// until the owner's side of coverage lands (decision 0019), and every query would be refused.
-// The merge with it sets true; the admission tests run their hosts with enforcement on.
+// read does not prove (api.md §7). Still off (decision 0019): with it on, a bounded query made
+// right after `ready` (the demo's verification, the examples, the system tests' reads) is refused
+// until the owner's next capture is certified (up to max_flush_age / 4 later); the callers must
+// first move to `wait` mode or to a retry, and the owner should capture at once when it publishes
+// `ready`. The admission tests run their hosts with enforcement on.
 inline constexpr bool query_admission_enforced = false;
 
 class coverage_waiters {

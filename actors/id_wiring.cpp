@@ -126,6 +126,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   rd.lock = w.lock;
   rd.record = record;
   rd.snapshot = w.snapshot;
+  rd.proof = w.proof;
   rd.on_status = w.on_status;
 
   auto spec = std::make_shared<supervised_spec>();

@@ -147,6 +147,7 @@ struct id_wiring {
   readiness_publisher_actor publisher;  // the runtime's; the runner publishes through it
   runner_lock* lock = nullptr;  // the registration's ownership record is made over it
   std::shared_ptr<snapshot_box> snapshot;
+  std::shared_ptr<coverage_proof_box> proof;  // the owner's proof for `current` reads; optional
   std::shared_ptr<state_change_relay> relay;
   // Called by the runner actor when its status changes (state, reason or epoch); optional.
   std::function<void(const runner_status&, std::uint64_t version)> on_status;

@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "actors/id_wiring.hpp"
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
@@ -201,6 +202,13 @@ std::optional<rebuild_progress> store_snapshot(runner_pointer self) {
   auto snap = s.core->snapshot();
   auto progress = s.pacer.next(snap, now_of(self));
   pace_lag(self, snap);
+  if (s.deps.proof) {
+    if (snap.owner && !snap.durable_ends.empty()) {
+      s.deps.proof->store(coverage_proof{snap.epoch, snap.durable_ends});
+    } else {
+      s.deps.proof->clear();
+    }
+  }
   if (!s.deps.snapshot) return progress;
   auto status = snap.status();
   const bool changed = !s.reported || s.reported->state != status.state || s.reported->reason != status.reason ||

@@ -26,6 +26,8 @@
 
 namespace dix {
 
+class coverage_proof_box;  // actors/coverage_waiters.hpp
+
 class ownership;  // actors/id_wiring.hpp
 
 // The latest runner_snapshot, shared with the runtime's status()/metrics(). `version` counts the
@@ -81,6 +83,9 @@ struct runner_deps {
   // Called after the snapshot is stored whenever the status (state, reason, epoch) changed, with
   // the snapshot's version. Optional.
   std::function<void(const runner_status&, std::uint64_t version)> on_status;
+  // Where the owner's proof for `current` coverage reads goes (protocol.md §12.5 step 3): its
+  // epoch and durable anchor ends after every event while it owns, cleared otherwise. Optional.
+  std::shared_ptr<coverage_proof_box> proof;
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

@@ -390,6 +390,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.publisher = st.publisher;
   w.lock = ctx.locks.get();
   w.snapshot = e->snapshot;
+  w.proof = e->proof;
   w.relay = e->relay;
   w.on_status = [me, id, token = e->token](const runner_status& s, std::uint64_t version) {
     if (auto strong = me.lock()) {

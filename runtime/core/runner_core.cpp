@@ -1419,6 +1419,7 @@ runner_snapshot runner_core::snapshot() const {
       s.accepted_mutations += offered_[i].mutations;
     }
     s.oldest_accepted_at = oldest_accepted_at();
+    if (!offered_.empty()) s.durable_ends = offered_.front().ends;
     s.deferred_bytes = held_ ? held_->bytes : 0;
     s.stalled_since = stalled_since_;
     s.cursor_lag_ms = cursor_lag_ms();

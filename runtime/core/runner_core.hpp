@@ -138,6 +138,7 @@ struct runner_snapshot {
   bool owner = false;
   std::string message;  // local text for the last fault
   std::optional<cursor> durable;
+  dix::positions durable_ends;  // owner: per log, the durable entry's anchor end (§12.2, §12.5 step 3)
   std::uint64_t accepted_batches = 0, accepted_bytes = 0, accepted_mutations = 0, deferred_bytes = 0;
   std::uint64_t delivered_batches = 0, delivered_records = 0;
   std::array<std::uint64_t, 4> flushes{};

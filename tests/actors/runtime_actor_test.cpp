@@ -427,7 +427,11 @@ TEST_CASE("runtime actor: wait_coverage answers coverage_reached once the slot c
                     caf::after(std::chrono::seconds(0)) >> [] {});
     return out;
   };
-  const index_time_t since = slot->coverage_time() + 1000;
+  // An hour ahead of the wall clock: the owner's own captures (index times of now) never cover it,
+  // so only the coverage time this test stores answers the waiter.
+  const auto wall_ns = static_cast<index_time_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const index_time_t since = std::max(slot->coverage_time(), wall_ns) + 3'600'000'000'000ull;
   f.self->send(f.rt, wait_coverage{"idx", since, 5000});
   f.run();
   f.watch();

@@ -300,7 +300,9 @@ TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothin
   test::put_records(*store, "b", 1);
   REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0xFFFFFFFFu; }));
   CHECK(rt->metrics("by-value")->lag_gate == 0xFFFFFFFFu);
-  CHECK(rt->metrics("by-value")->lag_ms >= 4);
+  // (lag_ms itself is not checked here: which component tripped a 4 ms budget depends on the
+  // scheduler — an unread age before the batch is accepted reads 0 once it is in flight; the core
+  // tests check each component deterministically.)
   const auto before = latest_sequence(*store);
   auto t = store->begin();
   t.put(1, "refused", "v");
