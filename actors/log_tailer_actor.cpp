@@ -48,7 +48,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](boundary_capture& m) {
       auto& d = *self->state.deps;
-      auto out = d.core->capture_boundary(d.id, m.epoch, m.scan_bytes_per_s);
+      auto out = d.core->capture_boundary(d.id, m.epoch, m.scan_bytes_per_s, *d.time);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));

@@ -983,6 +983,19 @@ wal_retention retention_of(const std::vector<wal_file_info>& files, const store_
     r.retention_headroom_bytes = static_cast<std::int64_t>(o.wal_size_limit_mb << 20) -
                                  static_cast<std::int64_t>(r.archived_bytes);
   }
+  auto mtime_ns_of = [](const wal_file_info& f) -> std::optional<std::int64_t> {
+    struct stat st{};
+    if (::stat(f.path.c_str(), &st) != 0) return std::nullopt;
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  };
+  if (files.size() >= 2) {
+    const auto oldest = mtime_ns_of(files.front());
+    const auto span_ns = oldest ? static_cast<std::int64_t>(wall_now_ns) - *oldest : 0;
+    if (span_ns > 0) {
+      const auto bytes = static_cast<long double>(r.wal_retained_bytes - files.front().size);
+      r.wal_write_bytes_per_s = static_cast<std::uint64_t>(bytes * 1e9L / static_cast<long double>(span_ns));
+    }
+  }
   // RocksDB's own TTL purge goes by mtime: the archive age is now − the holder's mtime.
   if (o.wal_ttl_s != 0 && holder != nullptr && holder->archived) {
     struct stat st{};

@@ -440,7 +440,8 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
 
 // ---- rebuild -------------------------------------------------------------------------------------
 
-boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s) {
+boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s,
+                                               const clock& time) {
   boundary_outcome out;
   installed_ = false;
   scan_.reset();
@@ -501,6 +502,24 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
                               std::to_string(rate) + " bytes/s takes about " + std::to_string(scan_s) +
                               " s, longer than the WAL TTL of " + std::to_string(l.port.wal_ttl_s) +
                               " s: the boundary would be purged before the drain resumes from it");
+      return out;
+    }
+    // The size half: what the store writes to its WAL meanwhile, against the room its size limit
+    // leaves (§13.2 retention_headroom_bytes), would purge the boundary too.
+    auto wal = l.port.source->retention(0, time.wall_now_ns());
+    if (!wal) {
+      out.fault = transient("log " + l.name + ": " + wal.error().message());
+      return out;
+    }
+    if (wal->retention_headroom_bytes < 0 || wal->wal_write_bytes_per_s == 0 || scan_s == 0) continue;
+    const auto headroom = static_cast<std::uint64_t>(wal->retention_headroom_bytes);
+    if (wal->wal_write_bytes_per_s > headroom / scan_s) {  // rate × scan_s > headroom, without overflow
+      out.fault = suspect(readiness_reason::log_retention,
+                          "log " + l.name + ": the scan of about " + std::to_string(out.estimated_bytes) + " bytes at " +
+                              std::to_string(rate) + " bytes/s takes about " + std::to_string(scan_s) +
+                              " s, while the store writes about " + std::to_string(wal->wal_write_bytes_per_s) +
+                              " WAL bytes/s and its WAL size limit leaves " + std::to_string(headroom) +
+                              " bytes: the boundary would be purged before the drain resumes from it");
       return out;
     }
   }

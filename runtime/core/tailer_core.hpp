@@ -151,7 +151,7 @@ class tailer_core {
   // `scan_bytes_per_s`) must fit every store's WAL TTL, else log-retention with the figures. A
   // failed commit is rebuild-failed; a failed snapshot, estimate or sync is transient. Forgets
   // any installed cursor and any earlier scan: only scan() and then install() follow.
-  boundary_outcome capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s);
+  boundary_outcome capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s, const clock& time);
 
   // One scan chunk from the snapshots (§11.6): records projected with their stored version,
   // `rebuild` set, no `through`; closed at max_chunk_records, max_chunk_bytes or the turn's time

@@ -373,6 +373,15 @@ TEST_CASE("log source: retention figures describe the retained WAL", "[adapter][
   unlimited.wal_size_limit_mb = 0;
   auto s2 = test::open_store(dir / "db2", unlimited);
   CHECK(rocksdb_log_source(s2).retention(1, now).value().retention_headroom_bytes == -1);
+  CHECK(rocksdb_log_source(s2).retention(1, now).value().wal_write_bytes_per_s == 0);  // one file: unknown
+
+  // The recent write rate: the bytes after the oldest file (here the live one) over the time
+  // since the oldest was last written; seen 1 000 s later it is about a thousandth of them.
+  const auto later = source.retention(0, now + 1'000'000'000'000ull).value();
+  const auto live_bytes = later.wal_retained_bytes - later.archived_bytes;
+  REQUIRE(live_bytes > 0);
+  CHECK(later.wal_write_bytes_per_s <= live_bytes / 1000);
+  CHECK(later.wal_write_bytes_per_s >= live_bytes / 1010);
 }
 
 TEST_CASE("log merge: two real logs interleave by header time", "[adapter][tailer]") {

@@ -516,3 +516,37 @@ TEST_CASE("tailer: continuing the kept collection delivers exactly what collecti
     CHECK(cut > 0);  // the seeds do cut transactions
   }
 }
+
+TEST_CASE("tailer: the rebuild's retention fit fails log-retention when the scan would outlast the WAL TTL, or when the WAL written meanwhile would pass the size limit's headroom (protocol 11.5)", "[core][tailer][rebuild]") {
+  harness h;
+  for (int i = 0; i < 10; ++i) h.store.commit({test::put(products, "p" + std::to_string(i), std::string(98, 'x'))}, 0, true);
+  // 11 live records of about 100 bytes: at 1 byte/s the scan is estimated at about 1 100 s.
+  auto capture = [&](std::uint64_t ttl_s) {
+    tailer_core core(std::vector<tailer_log>{{&h.source, &h.reader, ttl_s}}, h.projections, h.attached);
+    return core.capture_boundary("idx", 3, 1, h.time);
+  };
+  auto fits = capture(0);
+  REQUIRE_FALSE(fits.fault);
+  CHECK(fits.estimated_bytes >= 1000);
+
+  auto ttl = capture(600);  // a 10-minute TTL against a ~18-minute scan
+  REQUIRE(ttl.fault);
+  CHECK(ttl.fault->reason == readiness_reason::log_retention);
+  CHECK_THAT(ttl.fault->text, Catch::Contains("longer than the WAL TTL of 600 s"));
+
+  // The size half: 800 WAL bytes/s for ~1 100 s (~880 kB) against 1 MB of headroom fits ...
+  h.store.retention_figures.retention_headroom_bytes = 1'000'000;
+  h.store.retention_figures.wal_write_bytes_per_s = 800;
+  REQUIRE_FALSE(capture(0).fault);
+  // ... against 500 kB it does not; unlimited (−1) or an unknown rate (0) never fails.
+  h.store.retention_figures.retention_headroom_bytes = 500'000;
+  auto size = capture(0);
+  REQUIRE(size.fault);
+  CHECK(size.fault->reason == readiness_reason::log_retention);
+  CHECK_THAT(size.fault->text, Catch::Contains("800 WAL bytes/s and its WAL size limit leaves 500000 bytes"));
+  h.store.retention_figures.wal_write_bytes_per_s = 0;
+  CHECK_FALSE(capture(0).fault);
+  h.store.retention_figures.wal_write_bytes_per_s = 800;
+  h.store.retention_figures.retention_headroom_bytes = -1;
+  CHECK_FALSE(capture(0).fault);
+}

@@ -37,6 +37,8 @@ inline fake_op del(std::uint32_t table, std::string id) { return fake_op{op_kind
 class fake_store {
  public:
   fake_store(std::string log, std::string identity) : log_name_(std::move(log)), identity_(std::move(identity)) {}
+  // What the log source's retention() answers (the §13.2 figures; the default: no size limit).
+  wal_retention retention_figures;
 
   const std::string& log_name() const { return log_name_; }
   const std::string& identity() const { return identity_; }
@@ -163,7 +165,7 @@ class fake_store {
       return std::optional<wal_transaction>{*it};
     }
     result<std::uint64_t> latest_sequence() const override { return s_.latest_; }
-    result<wal_retention> retention(std::uint64_t, std::uint64_t) const override { return wal_retention{}; }
+    result<wal_retention> retention(std::uint64_t, std::uint64_t) const override { return s_.retention_figures; }
     std::uint64_t reopens() const noexcept override { return 0; }
 
    private:

@@ -64,6 +64,10 @@ struct wal_retention {
   std::int64_t retention_headroom_ms = -1;
   // size limit − archived bytes; −1: no size limit.
   std::int64_t retention_headroom_bytes = -1;
+  // The recent WAL write rate: the bytes of every retained file after the oldest over the time
+  // since the oldest was last written (its mtime); 0 while fewer than two files are retained. The
+  // rebuild's retention fit (protocol.md §11.5) weighs it against retention_headroom_bytes.
+  std::uint64_t wal_write_bytes_per_s = 0;
 };
 
 // STATES
