@@ -45,13 +45,15 @@ void backend_host_impl::note_hold(epoch_t epoch, backend_hold hold) noexcept {
 
 result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token cancel) {
   if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
-  auto r = slot_->read();
-  if (r.state == readiness_state::rebuilding) return error{errc::rebuilding, "the index is rebuilding"};
-  if (r.state != readiness_state::ready) return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
+  // `wait` runs the wait first (api.md §7): it waits through `unknown` (a runtime starting, an
+  // owner not yet attached) and fails on rebuilding, needs-rebuild and unavailable itself.
   if (mode.kind == coverage_kind::wait) {
     if (!coverage_.wait) return error{errc::unavailable, "wait query: this host cannot wait for coverage"};
     if (auto waited = coverage_.wait(mode.since, mode.timeout, std::move(cancel)); !waited) return waited.error();
   }
+  auto r = slot_->read();
+  if (r.state == readiness_state::rebuilding) return error{errc::rebuilding, "the index is rebuilding"};
+  if (r.state != readiness_state::ready) return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
   coverage c{coverage_state::unknown, mode.tolerance, std::nullopt};
   if (coverage_.read) c = coverage_.read(mode.tolerance);
   if (mode.kind != coverage_kind::wait && coverage_.enforce) {

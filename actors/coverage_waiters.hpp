@@ -79,12 +79,10 @@ coverage read_coverage_here(const readiness_segment& segment, const process_lock
                             std::chrono::milliseconds tolerance, const clock& time);
 
 // Whether the runtime's query admission refuses strict and bounded queries that the coverage
-// read does not prove (api.md §7). Still off (decision 0019): with it on, a bounded query made
-// right after `ready` (the demo's verification, the examples, the system tests' reads) is refused
-// until the owner's next capture is certified (up to max_flush_age / 4 later); the callers must
-// first move to `wait` mode or to a retry, and the owner should capture at once when it publishes
-// `ready`. The admission tests run their hosts with enforcement on.
-inline constexpr bool query_admission_enforced = false;
+// read does not prove (api.md §7). On (decision 0019 item 10): the owner captures at `ready`, and
+// callers reading their own writes query in `wait` mode. Kept as a constant so that the
+// admission tests name what they switch on.
+inline constexpr bool query_admission_enforced = true;
 
 class coverage_waiters {
  public:

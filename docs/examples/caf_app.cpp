@@ -1,7 +1,8 @@
 // dix inside a CAF application: the application's own actor system hosts the runtime actor
 // (<dix/caf.hpp>); an application actor registers a secondary index of fruit by colour,
-// subscribes to its readiness and runner state, writes, and prints every event it receives until
-// the index holds the writes durably; then it queries the index and stops the runtime.
+// subscribes to its readiness and runner state, writes, and prints every event it receives while
+// it waits for the index to be ready and then (a wait_coverage request) to cover the write; then
+// it queries the index and stops the runtime.
 //
 //   caf_app DIR   creates DIR/primary (the store) and DIR/by-colour (the index database)
 //
@@ -30,7 +31,9 @@ struct app_state {
   std::shared_ptr<dix::primary_store> store;
   std::shared_ptr<dix::rocksdb_index_backend> index;
   dix::runtime_actor runtime;
-  std::uint64_t written = 0;  // the sequence of our transaction (0: not yet written)
+  dix::index_time_t written = 0;  // our transaction's time (0: not yet written)
+  bool ready = false;             // the index's readiness, as the subscription tells it
+  bool waiting = false;           // our wait_coverage request is out
   bool done = false;
   static inline const char* name = "caf_app";
 };
@@ -62,9 +65,14 @@ void fail(app_actor* self, const std::string& what, const caf::error& err) {
   finish(self, 1);
 }
 
-// The index holds our writes durably: ask it, as a reader would.
+// The index covers our writes: ask it, as a reader would. In `wait` mode for our commit, the
+// query is answered at once (the coverage is already there) and says it read our writes.
 void query(app_actor* self) {
-  auto red = self->state.index->lookup("red", 10);
+  dix::coverage_mode mine;
+  mine.kind = dix::coverage_kind::wait;
+  mine.since = self->state.written;
+  mine.timeout = std::chrono::seconds(5);
+  auto red = self->state.index->lookup("red", 10, mine);
   if (!red) {
     std::cerr << "caf_app: lookup: " << red.error().to_string() << "\n";
     finish(self, 1);
@@ -76,21 +84,20 @@ void query(app_actor* self) {
   finish(self, red->rows.size() == 2 ? 0 : 1);
 }
 
-// A runner that went idle has nothing non-durable left, and `ready` may come after it (a rebuild
-// publishes it once its registration record is written); the metrics say whether both hold and
-// cover the writes, so this is asked at either event.
-void check_durable(app_actor* self) {
-  self->request(self->state.runtime, caf::infinite, dix::query_metrics{index_id})
+// Read-your-writes: the runtime answers once the index covers our commit (its time is a valid
+// `since`); meanwhile this actor goes on printing the events it receives. Asked once the index is
+// ready: a new index is first built by a scan, and a wait made while it is `rebuilding` fails
+// with `rebuilding` (retry later).
+void wait_for_write(app_actor* self) {
+  if (!self->state.ready || self->state.written == 0 || self->state.waiting) return;
+  self->state.waiting = true;
+  self->request(self->state.runtime, caf::infinite, dix::wait_coverage{index_id, self->state.written, 30000})
     .then(
-      [self](dix::metrics_report& m) {
-        if (self->state.done || !m.metrics || m.metrics->logs.empty()) return;
-        const auto durable = m.metrics->logs.front().durable_sequence;
-        if (m.metrics->readiness.state == dix::readiness_state::ready && durable >= self->state.written) {
-          std::cout << "durable through sequence " << durable << "\n";
-          query(self);
-        }
+      [self](dix::coverage_reached&) {
+        std::cout << "covered: the index includes the write\n";
+        query(self);
       },
-      [self](caf::error& err) { fail(self, "metrics", err); });
+      [self](caf::error& err) { fail(self, "wait_coverage", err); });
 }
 
 void write(app_actor* self) {
@@ -104,10 +111,9 @@ void write(app_actor* self) {
     finish(self, 1);
     return;
   }
-  // Once the durable cursor names this transaction or a later one, the index holds it.
-  self->state.written = committed->sequence;
+  self->state.written = committed->time;
   std::cout << "wrote 3 records, sequence " << committed->sequence << "\n";
-  check_durable(self);  // already durable when this is a rerun with nothing new to index
+  wait_for_write(self);
 }
 
 caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
@@ -130,6 +136,7 @@ caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
           .then(
             [self](dix::subscribed& s) {
               std::cout << "subscribed: readiness " << dix::to_string(s.readiness.state) << "\n";
+              self->state.ready = s.readiness.state == dix::readiness_state::ready;
               write(self);
             },
             [self](caf::error& err) { fail(self, "subscribe", err); });
@@ -141,14 +148,14 @@ caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
     [self](dix::readiness_changed& e) {
       std::cout << "readiness " << e.id << ": " << dix::to_string(e.readiness.state) << " ("
                 << dix::to_string(e.readiness.reason) << "), epoch " << e.readiness.owner_epoch << "\n";
-      if (e.readiness.state == dix::readiness_state::ready && self->state.written != 0) check_durable(self);
+      self->state.ready = e.readiness.state == dix::readiness_state::ready;
+      wait_for_write(self);
     },
     [self](dix::runner_state_changed& e) {
       std::cout << "runner " << e.id << ": " << dix::to_string(e.status.state) << ", epoch " << e.status.epoch << "\n";
-      if (e.status.state == dix::runner_state::idle && self->state.written != 0) check_durable(self);
     },
     [self](caf::atom_value) {
-      std::cerr << "caf_app: the index did not become durable within 60 s\n";
+      std::cerr << "caf_app: no answer within 60 s\n";
       finish(self, 1);
     },
   };

@@ -30,16 +30,53 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Every (key, record id, version) the index holds, read back through its range query.
-std::set<std::tuple<std::string, std::string, std::uint64_t>> index_contents(rocksdb_index_backend& b,
-                                                                             const std::vector<std::string>& keys) {
-  std::set<std::tuple<std::string, std::string, std::uint64_t>> out;
+using entries = std::set<std::tuple<std::string, std::string, std::uint64_t>>;
+
+// Every (key, record id, version) the index holds under `keys`, read back through its lookup
+// query in coverage mode `mode`; the first refused query's error.
+result<entries> index_contents(rocksdb_index_backend& b, const std::vector<std::string>& keys, const coverage_mode& mode) {
+  entries out;
   for (const auto& k : keys) {
-    auto rows = b.lookup(k, 100'000'000);
-    if (!rows) continue;
+    auto rows = b.lookup(k, 100'000'000, mode);
+    if (!rows) return rows.error();
     for (const auto& r : rows->rows) out.emplace(k, r.record_id, r.version);
   }
   return out;
+}
+
+// Read-your-writes (protocol.md §12.6): the demo's last write is one product of its own
+// category, then a lookup in `wait` mode for that commit — answered once the index covers it
+// (the runner's coverage flush), well before the flush age. The commit's time is returned: the
+// `since` under which every later query of the demo reads, and whether the lookup found the
+// product (if not, the demo's verification fails).
+struct written_and_read {
+  index_time_t time = 0;
+  bool found = false;
+};
+result<written_and_read> read_your_write(primary_store& store, rocksdb_index_backend& by_category) {
+  auto extent = extent_of(store);
+  if (!extent) return extent.error();
+  const auto id = catalogue::id(extent->highest_id + 1);
+  auto txn = store.begin();
+  txn.put(products_table, id, "{\"name\":\"item " + std::to_string(extent->highest_id + 1) +
+                                  "\",\"category\":\"new-arrivals\",\"brand\":\"acme\",\"price_cents\":1999}");
+  auto committed = txn.commit();
+  if (!committed) return committed.error();
+  coverage_mode mode;
+  mode.kind = coverage_kind::wait;
+  mode.since = committed->time;
+  mode.timeout = std::chrono::seconds(30);
+  const auto asked = clock_type::now();
+  auto rows = by_category.lookup("new-arrivals", 1'000'000, mode);
+  const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - asked).count();
+  if (!rows) return rows.error();
+  bool found = false;
+  for (const auto& r : rows->rows) found = found || r.record_id == id;
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.1f", waited);
+  std::cout << "read-your-writes: wrote " << id << " (category new-arrivals); a lookup waiting until the index covered that write "
+            << (found ? "found it" : "did NOT find it") << " after " << figure << " ms\n";
+  return written_and_read{committed->time, found};
 }
 
 // The rebuild the demo asks for midway: of the last index, once half the writes are in (or the
@@ -247,16 +284,27 @@ int run_demo(const std::vector<std::string>& argv) {
     return exit_error;
   }
 
+  // Read-your-writes, then every query waits for (in fact: finds at once) coverage of that write.
+  auto last_write = read_your_write(**store, *indexes[0].backend);
+  if (!last_write) {
+    std::cerr << "dix demo: " << last_write.error().to_string() << "\n";
+    return exit_error;
+  }
+  coverage_mode covered;
+  covered.kind = coverage_kind::wait;
+  covered.since = last_write->time;
+  covered.timeout = std::chrono::seconds(30);
+
   // Sample queries.
   for (const auto& key : {"books", "toys"}) {
-    auto rows = indexes[0].backend->lookup(key, 5);
+    auto rows = indexes[0].backend->lookup(key, 5, covered);
     if (rows) {
       std::cout << "query by-category lookup(\"" << key << "\", limit 5):";
       for (auto& r : rows->rows) std::cout << " " << r.record_id;
       std::cout << "\n";
     }
   }
-  if (auto rows = indexes[1].backend->range("a", "c", 1'000'000)) {
+  if (auto rows = indexes[1].backend->range("a", "c", 1'000'000, covered)) {
     std::cout << "query by-brand range(\"a\", \"c\"): " << rows->rows.size() << " records\n";
   }
 
@@ -278,15 +326,21 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cerr << "dix demo: scanning the primary store: " << scanned.error().to_string() << "\n";
     return exit_error;
   }
-  bool verified = true;
+  bool verified = last_write->found;
   for (auto& ix : indexes) {
     auto& k = keys[ix.id];
     std::vector<std::string> all_keys(k.begin(), k.end());
     // Keys the primary no longer holds must be absent from the index too: count the index's
     // whole key range (printable keys), not only the expected keys.
-    std::size_t held = 0;
-    if (auto rows = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000)) held = rows->rows.size();
-    auto got = index_contents(*ix.backend, all_keys);
+    auto whole = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000, covered);
+    auto read = index_contents(*ix.backend, all_keys, covered);
+    if (!whole || !read) {
+      std::cout << "verify " << ix.id << ": the query was refused: " << (!whole ? whole.error() : read.error()).to_string() << "\n";
+      verified = false;
+      continue;
+    }
+    const std::size_t held = whole->rows.size();
+    const auto& got = *read;
     const auto& want = expected[ix.id];
     bool same = got == want && held == want.size();
     std::size_t missing = 0;

@@ -100,6 +100,13 @@ void runner_core::to(rebuild next) noexcept {
 
 void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
   if (s == readiness_state::ready) attempts_ = 0;  // only a consumed request or `ready` resets it (§11.3)
+  if (s == readiness_state::ready && published_ != readiness_state::ready) {
+    // §12.1: capture at once, so the slot's coverage_time is certified within a turn of `ready`
+    // instead of at the next max_flush_age/4 capture (a bounded query right after ready would
+    // read `unknown` until then, decision 0019 item 10).
+    refresh_due_ = true;
+    more_ = true;
+  }
   published_ = s;
   reason_ = r;
   // §13.4: every state but ready forces the gate open — a rebuild's start (until `ready`),
@@ -393,6 +400,7 @@ effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, 
   if (ready_after && published_ != readiness_state::ready) {
     publish(readiness_state::ready, readiness_reason::none, out);
     publish_coverage(out, now);
+    next_turn(out, now);  // the capture publish() asked for
   }
   return out;
 }
@@ -923,6 +931,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
         to(settle::writing_then_ready);
       } else if (published_ != readiness_state::ready) {
         publish(readiness_state::ready, readiness_reason::none, out);
+        next_turn(out, now);  // the capture publish() asked for
       }
     }
   }

@@ -304,3 +304,40 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
   CHECK(waited->error().value() == errc::index_lagging);
   CHECK(f.slot->read().state == readiness_state::ready);
 }
+
+TEST_CASE("query admission: a wait query made while readiness is unknown waits through it, admitted once ready covers since, and a rebuild ends it with rebuilding", "[adapter][coverage][query]") {
+  fixture f;
+  backend_host_impl host(f.slot, [] {});
+  auto services = coverage_services_for(f.ctx, "idx");
+  services.enforce = true;
+  host.set_coverage(services);
+  backend_host& h = host;
+  const auto since = f.now_time();
+  coverage_mode wait{coverage_kind::wait, 3000ms, since, 30000ms};
+  REQUIRE(f.slot->read().state == readiness_state::unknown);  // a runtime starting: no owner yet
+  std::optional<result<coverage>> waited;
+  std::thread querier([&] { waited = h.admit_query(wait); });
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  REQUIRE(f.waiters().pending() == 1);  // waiting, not refused unavailable
+  f.waiters().scan(false);
+  CHECK(f.waiters().pending() == 1);  // still unknown: still waiting
+  f.ready(since);
+  f.waiters().scan(false);
+  querier.join();
+  REQUIRE(waited);
+  REQUIRE(*waited);
+  CHECK((*waited)->state == coverage_state::bounded);
+
+  f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  waited.reset();
+  std::thread rebuilding([&] { waited = h.admit_query(wait); });
+  deadline = std::chrono::steady_clock::now() + 20s;
+  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  REQUIRE(f.waiters().pending() == 1);
+  f.waiters().scan(false);  // the waiter's first look ends it
+  rebuilding.join();
+  REQUIRE(waited);
+  REQUIRE_FALSE(*waited);
+  CHECK(waited->error().value() == errc::rebuilding);
+}

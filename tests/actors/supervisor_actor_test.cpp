@@ -219,7 +219,11 @@ TEST_CASE("supervision: a proxy crash condemns with backend-failed and the repla
   REQUIRE(published.size() > before);
   CHECK(published[before].state == readiness_state::needs_rebuild);
   CHECK(published.back().state == readiness_state::ready);
-  for (std::size_t i = before + 1; i + 1 < published.size(); ++i) CHECK(published[i].state == readiness_state::rebuilding);
+  // rebuilding until ready; then ready only (its coverage publications, from the capture at ready).
+  std::size_t i = before + 1;
+  while (i < published.size() && published[i].state == readiness_state::rebuilding) ++i;
+  CHECK(i > before + 1);
+  for (; i < published.size(); ++i) CHECK(published[i].state == readiness_state::ready);
 }
 
 TEST_CASE("supervision: on a backend that cannot reset, a proxy crash condemns with backend-failed, the release goes through the replacement proxy and the index stays parked", "[actor][supervision]") {

@@ -67,6 +67,18 @@ inline bool wait_readiness(const std::filesystem::path& home, const std::string&
 
 inline bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
 
+// A query mode that reads everything committed before the call (read-your-writes, protocol.md
+// §12.6): `wait` for coverage of the wall time now, 30 s failure bound. A bounded query right
+// after `ready` may be refused (coverage still unknown); tests that read an index use this.
+inline coverage_mode covering_now() {
+  coverage_mode m;
+  m.kind = coverage_kind::wait;
+  m.since = static_cast<index_time_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  m.timeout = std::chrono::seconds(30);
+  return m;
+}
+
 // A plain RocksDB database (not a dix store) at `path` (parents created) with one key in
 // `default`, left in its WAL. False when RocksDB refused.
 inline bool make_plain_rocksdb(const std::filesystem::path& path) {

@@ -204,3 +204,15 @@ TEST_CASE("runner: coverage is never published while the index is not ready, and
   CHECK(p.slot_coverage_time > w.second);  // ready again: certified under the rebuild's epoch
   CHECK(p.publications.back().epoch == p.runner->epoch());
 }
+
+TEST_CASE("runner: publishing ready asks for a capture at once, so coverage_time is certified at the instant of ready, not at the next refresh (decision 0019)", "[core][coverage][runner]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  const auto started = p.time.steady_now();
+  while (p.slot_readiness.state != readiness_state::ready && p.time.steady_now() - started < milliseconds(5000)) {
+    p.advance(milliseconds(1));
+  }
+  REQUIRE(p.slot_readiness.state == readiness_state::ready);  // built: scan, boundary, registration record
+  p.run();                                                    // no time passes
+  CHECK(p.slot_coverage_time > 0);
+}

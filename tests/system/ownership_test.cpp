@@ -199,7 +199,7 @@ TEST_CASE("ownership: projecting a new table condemns with registration-changed,
     auto index = make_index(dir / "idx");
     rt->register_index(index_registration(index)).value();
     REQUIRE(wait_readiness(home, "by-value", is_ready));
-    CHECK(index->lookup("t2:value-1", 10).value().rows.empty());
+    CHECK(index->lookup("t2:value-1", 10, test::covering_now()).value().rows.empty());
     e1 = read_readiness(home, "by-value")->owner_epoch;
     REQUIRE(rt->stop().get());
   }
@@ -209,12 +209,12 @@ TEST_CASE("ownership: projecting a new table condemns with registration-changed,
   REQUIRE(ready_above(home, "by-value", e1 + 1));
   CHECK(rt->metrics("by-value")->last_fault == readiness_reason::registration_changed);
   for (int i = 0; i < 4; ++i) {
-    auto rows = index->lookup("t2:value-" + std::to_string(i), 10).value().rows;
+    auto rows = index->lookup("t2:value-" + std::to_string(i), 10, test::covering_now()).value().rows;
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].table == 2);
     CHECK(rows[0].record_id == "t2-" + std::to_string(i));
   }
-  CHECK(index->lookup("value-3", 10).value().rows.size() == 1);  // the old table is still there
+  CHECK(index->lookup("value-3", 10, test::covering_now()).value().rows.size() == 1);  // the old table is still there
   REQUIRE(rt->stop().get());
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime makes the i
   CHECK(rt->metrics("by-value")->last_fault == readiness_reason::rebuild_requested);
   CHECK(rt->metrics("by-value")->rebuilt_records == 5);
   CHECK_FALSE(read_meta(*store, "condemned/by-value").value());  // deleted again at the first ready
-  CHECK(inner->lookup("value-4", 10).value().rows.size() == 1);
+  CHECK(inner->lookup("value-4", 10, test::covering_now()).value().rows.size() == 1);
   // Consumed: the flag is clear again (a read-write view of the slot says so).
   auto view = segment_view::open(home, segment_view::access::read_write).value();
   REQUIRE(view);
