@@ -244,13 +244,24 @@ TEST_CASE("runtime read_coverage: current when the owner's proof covers every lo
   CHECK(read(0ms).state == coverage_state::unknown);  // no owner in this process
 }
 
+// A registration's host with the runtime's coverage services and enforcement on.
+struct admission_fixture : fixture {
+  backend_host_impl host{slot, [] {}};
+  admission_fixture() {
+    auto services = coverage_services_for(ctx, "idx");
+    services.enforce = true;
+    host.set_coverage(services);
+  }
+  // Waits until the query thread's waiter is queued (20 s failure bound).
+  void await_waiter() {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  }
+};
+
 TEST_CASE("query admission: strict needs current, bounded needs bounded or current, wait waits first, refusals are index_lagging and never condemn", "[adapter][coverage][query]") {
-  fixture f;
-  backend_host_impl host(f.slot, [] {});
-  auto services = coverage_services_for(f.ctx, "idx");
-  services.enforce = true;
-  host.set_coverage(services);
-  backend_host& h = host;
+  admission_fixture f;
+  backend_host& h = f.host;
   coverage_mode strict{coverage_kind::strict, 0ms, 0, 0ms};
   coverage_mode bounded{coverage_kind::bounded, 3000ms, 0, 0ms};
 
@@ -284,8 +295,7 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
   coverage_mode wait{coverage_kind::wait, 3000ms, since, 30000ms};
   std::optional<result<coverage>> waited;
   std::thread querier([&] { waited = h.admit_query(wait); });
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  f.await_waiter();
   REQUIRE(f.waiters().pending() == 1);
   f.ready(since);
   f.waiters().scan(false);
@@ -296,8 +306,7 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
   CHECK((*waited)->lag_upper_bound == 0ms);
   coverage_mode lagging{coverage_kind::wait, 3000ms, since + 1, 0ms};
   std::thread late([&] { waited = h.admit_query(lagging); });
-  deadline = std::chrono::steady_clock::now() + 20s;
-  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  f.await_waiter();
   f.waiters().scan(true);
   late.join();
   REQUIRE_FALSE(*waited);
@@ -306,19 +315,14 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
 }
 
 TEST_CASE("query admission: a wait query made while readiness is unknown waits through it, admitted once ready covers since, and a rebuild ends it with rebuilding", "[adapter][coverage][query]") {
-  fixture f;
-  backend_host_impl host(f.slot, [] {});
-  auto services = coverage_services_for(f.ctx, "idx");
-  services.enforce = true;
-  host.set_coverage(services);
-  backend_host& h = host;
+  admission_fixture f;
+  backend_host& h = f.host;
   const auto since = f.now_time();
   coverage_mode wait{coverage_kind::wait, 3000ms, since, 30000ms};
   REQUIRE(f.slot->read().state == readiness_state::unknown);  // a runtime starting: no owner yet
   std::optional<result<coverage>> waited;
   std::thread querier([&] { waited = h.admit_query(wait); });
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  f.await_waiter();
   REQUIRE(f.waiters().pending() == 1);  // waiting, not refused unavailable
   f.waiters().scan(false);
   CHECK(f.waiters().pending() == 1);  // still unknown: still waiting
@@ -332,8 +336,7 @@ TEST_CASE("query admission: a wait query made while readiness is unknown waits t
   f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   waited.reset();
   std::thread rebuilding([&] { waited = h.admit_query(wait); });
-  deadline = std::chrono::steady_clock::now() + 20s;
-  while (f.waiters().pending() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  f.await_waiter();
   REQUIRE(f.waiters().pending() == 1);
   f.waiters().scan(false);  // the waiter's first look ends it
   rebuilding.join();
