@@ -11,8 +11,9 @@ using tool::metric_type;
 constexpr std::array<readiness_state, 5> all_states{readiness_state::unknown, readiness_state::ready,
                                                     readiness_state::rebuilding, readiness_state::needs_rebuild,
                                                     readiness_state::unavailable};
-constexpr std::array<index_activity, 4> all_activities{index_activity::unknown, index_activity::idle,
-                                                       index_activity::catching_up, index_activity::stalled};
+constexpr std::array<index_activity, 5> all_activities{index_activity::unknown, index_activity::idle,
+                                                       index_activity::following, index_activity::catching_up,
+                                                       index_activity::stalled};
 
 double seconds(std::uint64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
@@ -36,7 +37,7 @@ void add_readiness(tool::metrics_text& out, const std::string& id, const readine
 void add_activity(tool::metrics_text& out, const std::string& id, const activity_report& a) {
   for (auto s : all_activities) {
     out.add("dix_index_activity", metric_type::gauge,
-            "1 for what the index is doing (idle, catching-up, stalled, unknown), 0 for the others",
+            "1 for what the index is doing (idle, following, catching-up, stalled, unknown), 0 for the others",
             with(id, "activity", std::string(to_string(s))), a.activity == s ? 1 : 0);
   }
   if (a.activity == index_activity::stalled) {

@@ -510,6 +510,9 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   auto stale = claim(*segment, "stale");
   const auto stale_epoch = stale->mint_epoch().value();
   stale->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto colour = claim(*segment, "by-colour");
+  const auto colour_epoch = colour->mint_epoch().value();
+  colour->publish(readiness_state::ready, readiness_reason::none, 0);
 
   // by-brand: parked in deferred since 3 s before the figures, taken 2 s ago: 5 s by now.
   auto deferred = owner_lag(epoch, runner_state::deferred, 2000);
@@ -523,6 +526,11 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   behind.cursor_lag_ms = behind.lag_ms = 800;
   behind.logs = {log_lag_figures{5000, 2000, -1}};
   segment->metrics().write(category->index(), metrics_block{1, std::nullopt, behind});
+  // by-colour: following a steady writer, the durable position a flush interval behind.
+  auto following = owner_lag(colour_epoch, runner_state::running, 0);
+  following.cursor_lag_ms = following.lag_ms = 874;
+  following.logs = {log_lag_figures{8740, 10000, -1}};
+  segment->metrics().write(colour->index(), metrics_block{1, std::nullopt, following});
   // stale: an earlier owner's figures (its epoch is older than the slot's).
   segment->metrics().write(stale->index(), metrics_block{1, std::nullopt, owner_lag(stale_epoch - 1, runner_state::deferred, 0)});
 
@@ -532,7 +540,9 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK_THAT(plain.out, Catch::Contains("activity by-brand: stalled (backend-deferred): the backend defers deliveries; parked for "));
   CHECK_THAT(plain.out, Catch::Contains("gate by-brand: exceeded: commits to its tables are refused (index_lagging, retryable)\n"));
   CHECK_THAT(plain.out, Catch::Contains("retention by-brand log 0: 90.0 s before the WAL file holding its durable anchor ages out"));
-  CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s"));
+  // The lag is said once, in the words.
+  CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s\n"));
+  CHECK_THAT(plain.out, Catch::Contains("activity by-colour: following the log, lag 0.9 s\n"));
   CHECK_THAT(plain.out, !Catch::Contains("activity stale"));
 
   auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
@@ -542,6 +552,7 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK_THAT(json.out, Catch::Contains("\"gate\":\"exceeded\",\"gate_delay_us\":0"));
   CHECK_THAT(json.out, Catch::Contains("\"activity\":\"catching-up\",\"stall_cause\":\"none\",\"lag_ms\":800"));
   CHECK_THAT(json.out, Catch::Contains("\"read_per_s\":2000,\"eta_ms\":2500"));
+  CHECK_THAT(json.out, Catch::Contains("\"activity\":\"following\",\"stall_cause\":\"none\",\"lag_ms\":874"));
   CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":0,\"sequence_lag\":40,\"read_per_s\":0,\"retention_headroom_ms\":90000}]"));
   // Aged by the reader: at least the 3 s taken plus the 2 s since.
   const auto at = json.out.find("\"stalled_ms\":");

@@ -50,6 +50,40 @@ TEST_CASE("activity: behind and reading is catching up, with the read rate and a
   CHECK(r.words.find("ETA 2.5 s") != std::string::npos);
 }
 
+TEST_CASE("activity: a steady writer at the flush rhythm is followed, not caught up with, and the words say lag once", "[core][activity]") {
+  // The owner reads as fast as the writer commits (10000/s); the durable position trails by the
+  // work of one flush interval, 874 ms of it.
+  auto l = caught_up();
+  l.state = runner_state::running;
+  l.lag_ms = l.cursor_lag_ms = l.oldest_accepted_age_ms = 874;
+  l.oldest_accepted_growing = true;
+  l.accepted_batches = 30;
+  l.logs = {log_lag_figures{8740, 10000, -1}};
+  auto r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::following);
+  CHECK(r.cause == stall_cause::none);
+  CHECK(r.lag_ms == 874);
+  CHECK(r.words == "following the log, lag 0.9 s");
+  CHECK(to_string(r.activity) == "following");
+  // At the limit still following; past it, or with a backlog whose ETA is longer than a flush
+  // interval, catching up.
+  l.lag_ms = 1500;
+  CHECK(attribute(ready_slot(), l).activity == index_activity::following);
+  l.lag_ms = 1501;
+  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  l.lag_ms = 874;
+  l.logs = {log_lag_figures{40000, 10000, -1}};  // 4 s of reading to the end
+  r = attribute(ready_slot(), l);
+  CHECK(r.activity == index_activity::catching_up);
+  CHECK(r.words == "catching up: lag 0.9 s, 40000 sequences behind at 10000 sequences/s, ETA 4.0 s");
+  // The limit is an option: an owner known to flush every 5 s is following at 4 s.
+  l.lag_ms = 4000;
+  l.logs = {log_lag_figures{8740, 10000, -1}};
+  attribution_options slow_flush;
+  slow_flush.following_lag_ms = 5500;
+  CHECK(attribute(ready_slot(), l, slow_flush).activity == index_activity::following);
+}
+
 TEST_CASE("activity: a runner parked in deferred is stalled by a deferring backend", "[core][activity]") {
   auto l = caught_up();
   l.state = runner_state::deferred;
@@ -71,7 +105,7 @@ TEST_CASE("activity: waiting-durable below the cap for long is a barrier not com
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::barrier);
   l.stalled_ms = l.lag_ms = 500;  // the next flush is simply not due yet
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(attribute(ready_slot(), l).activity == index_activity::following);
 }
 
 TEST_CASE("activity: an oldest accepted age growing past the threshold with no durable advance is a barrier", "[core][activity]") {
@@ -99,7 +133,7 @@ TEST_CASE("activity: accepted batches at the cap with nothing durable is the acc
   CHECK(r.cause == stall_cause::accepted_cap);
   CHECK(r.words.find("64 of 64") != std::string::npos);
   l.stalled_ms = l.lag_ms = 900;  // at the cap under load, durability due within a flush
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(attribute(ready_slot(), l).activity == index_activity::following);
 }
 
 TEST_CASE("activity: an unread age growing with no reads is an unreadable log", "[core][activity]") {
