@@ -116,8 +116,10 @@ void add_runner_metrics(tool::metrics_text& out, const std::string& id, const ru
           static_cast<double>(m.deferred_bytes));
   out.add("dix_quiescence_age_seconds", metric_type::gauge, "How long the current shutdown has been pending", index,
           seconds(m.quiescence_age_ms));
-  out.add("dix_coverage_time", metric_type::gauge, "The slot's published coverage time (index time units; 0: none)",
-          index, static_cast<double>(m.coverage_time));
+  // index_time_t is ns since the Unix epoch; Prometheus timestamps are seconds since it.
+  out.add("dix_coverage_timestamp_seconds", metric_type::gauge,
+          "The slot's published coverage time, seconds since the Unix epoch (0: none)", index,
+          static_cast<double>(m.coverage_time) / 1e9);
   out.add("dix_delivered_batches_total", metric_type::counter, "Batches delivered since registration", index,
           static_cast<double>(m.delivered_batches));
   out.add("dix_delivered_records_total", metric_type::counter, "Records delivered since registration", index,

@@ -584,6 +584,7 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   CHECK(r.exit_code == 0);
   auto parsed = test::parse_prometheus(r.out);
   for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  for (const auto& p : test::metric_name_problems(parsed)) FAIL_CHECK(p);
   CHECK(parsed.value("dix_runtime_attached") == 1);
   CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "ready"}}) == 1);
   CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "rebuilding"}}) == 0);
