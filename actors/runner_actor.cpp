@@ -150,6 +150,15 @@ void carry_out(runner_pointer self, effect& e) {
         // not held forever behind a publication that will never land.
         // A coverage time is certified under the epoch the core names: if the slot's epoch is no
         // longer that one, another owner minted since and this one must not certify (§12.3).
+        // The whole publication is dropped, not only its coverage part, on purpose: only the
+        // current owner mints (formats.md §4.3–4.4; the epoch floor's CAS-max never passes an
+        // epoch already minted), so a slot epoch other than x.epoch means this runner is no
+        // longer the owner, and every field of the publication is owner-written. Its state and
+        // reason would overwrite the successor's, and its lag_gate would undo an inherited gate
+        // the successor must keep until it proves catch-up itself (protocol.md §13.3, "an
+        // inherited gate survives handoff"). Publishing the rest would therefore be wrong, not
+        // merely redundant. Publications without a coverage time carry no certification and
+        // keep their epoch unchecked here, as before.
         if (x.coverage_time && d.slot->owner_epoch() != x.epoch) return;
         send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, x.coverage_time, x.lag_gate},
                                 "a publication");
