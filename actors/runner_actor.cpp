@@ -12,6 +12,7 @@
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
 #include "core/progress_pacer.hpp"
+#include "core/proof_latch.hpp"
 #include "messages/errors.hpp"
 
 namespace dix {
@@ -29,6 +30,7 @@ struct runner_state_data {
   lag_pacer lag;            // when the lag figures go there (decision 0021)
   std::optional<lag_figures> lag_ready;  // this event's figures, published with its effects
   bool lag_due_armed = false;            // a lag_due is on its way to this actor
+  proof_latch proof;                     // what deps.proof holds, so it is stored only when it changes
   static inline const char* name = "dix.runner";
 };
 
@@ -212,10 +214,11 @@ std::optional<rebuild_progress> store_snapshot(runner_pointer self) {
   auto progress = s.pacer.next(snap, now_of(self));
   pace_lag(self, snap);
   if (s.deps.proof) {
-    if (snap.owner && !snap.durable_ends.empty()) {
-      s.deps.proof->store(coverage_proof{snap.epoch, snap.durable_ends});
-    } else {
-      s.deps.proof->clear();
+    std::optional<coverage_proof> next;
+    if (snap.owner && !snap.durable_ends.empty()) next = coverage_proof{snap.epoch, snap.durable_ends};
+    if (s.proof.changed(next)) {
+      if (next) s.deps.proof->store(std::move(*next));
+      else s.deps.proof->clear();
     }
   }
   if (!s.deps.snapshot) return progress;
