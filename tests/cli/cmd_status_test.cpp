@@ -47,6 +47,19 @@ std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
   return *slot;
 }
 
+// `id` claimed as its owner leaves it: an epoch minted, then `state` published.
+struct owned_slot {
+  std::shared_ptr<segment_slot> slot;
+  epoch_t epoch = 0;
+};
+owned_slot own(readiness_segment& s, std::string_view id, readiness_state state = readiness_state::ready,
+               readiness_reason reason = readiness_reason::none, std::uint32_t attempts = 0) {
+  auto slot = claim(s, id);
+  const auto epoch = slot->mint_epoch().value();
+  slot->publish(state, reason, attempts);
+  return {slot, epoch};
+}
+
 // The test process plays the runtime: three ids, claimed out of order, each in another state.
 std::shared_ptr<readiness_segment> three_indexes(const fs::path& home) {
   auto segment = attach(home);
@@ -407,9 +420,7 @@ TEST_CASE("dix status: a rebuilding index shows the owner's scan progress in a l
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto [brand, epoch] = own(*segment, "by-brand", readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   auto category = claim(*segment, "by-category");
   category->publish(readiness_state::ready, readiness_reason::none, 0);
   segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 6144, 14000, 52000, 151, false}});
@@ -460,9 +471,7 @@ TEST_CASE("dix status --watch: while a progress line is shown it reprints the ow
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto [brand, epoch] = own(*segment, "by-brand", readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 100, 1000, 5000, 180, false}});
   watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "1"});
   CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 100/1000 records (10%), 5000 records/s, ETA 0.1 s\n\n"));
@@ -501,18 +510,10 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::ready, readiness_reason::none, 0);
-  auto category = claim(*segment, "by-category");
-  const auto category_epoch = category->mint_epoch().value();
-  category->publish(readiness_state::ready, readiness_reason::none, 0);
-  auto stale = claim(*segment, "stale");
-  const auto stale_epoch = stale->mint_epoch().value();
-  stale->publish(readiness_state::ready, readiness_reason::none, 0);
-  auto colour = claim(*segment, "by-colour");
-  const auto colour_epoch = colour->mint_epoch().value();
-  colour->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto [brand, epoch] = own(*segment, "by-brand");
+  auto [category, category_epoch] = own(*segment, "by-category");
+  auto [stale, stale_epoch] = own(*segment, "stale");
+  auto [colour, colour_epoch] = own(*segment, "by-colour");
 
   // by-brand: parked in deferred since 3 s before the figures, taken 2 s ago: 5 s by now.
   auto deferred = owner_lag(epoch, runner_state::deferred, 2000);
@@ -568,9 +569,7 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto [brand, epoch] = own(*segment, "by-brand");
   claim(*segment, "Odd.id-2")->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 1);
   auto capped = owner_lag(epoch, runner_state::waiting_durable, 0);
   capped.accepted_batches = 64;
