@@ -12,6 +12,7 @@
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
 #include "core/progress_pacer.hpp"
+#include "core/proof_latch.hpp"
 #include "messages/errors.hpp"
 
 namespace dix {
@@ -29,6 +30,7 @@ struct runner_state_data {
   lag_pacer lag;            // when the lag figures go there (decision 0021)
   std::optional<lag_figures> lag_ready;  // this event's figures, published with its effects
   bool lag_due_armed = false;            // a lag_due is on its way to this actor
+  proof_latch proof;                     // what deps.proof holds, so it is stored only when it changes
   static inline const char* name = "dix.runner";
 };
 
@@ -150,6 +152,15 @@ void carry_out(runner_pointer self, effect& e) {
         // not held forever behind a publication that will never land.
         // A coverage time is certified under the epoch the core names: if the slot's epoch is no
         // longer that one, another owner minted since and this one must not certify (§12.3).
+        // The whole publication is dropped, not only its coverage part, on purpose: only the
+        // current owner mints (formats.md §4.3–4.4; the epoch floor's CAS-max never passes an
+        // epoch already minted), so a slot epoch other than x.epoch means this runner is no
+        // longer the owner, and every field of the publication is owner-written. Its state and
+        // reason would overwrite the successor's, and its lag_gate would undo an inherited gate
+        // the successor must keep until it proves catch-up itself (protocol.md §13.3, "an
+        // inherited gate survives handoff"). Publishing the rest would therefore be wrong, not
+        // merely redundant. Publications without a coverage time carry no certification and
+        // keep their epoch unchecked here, as before.
         if (x.coverage_time && d.slot->owner_epoch() != x.epoch) return;
         send_counted<published>(self, publication{d.id, x.state, x.reason, x.attempts, x.coverage_time, x.lag_gate},
                                 "a publication");
@@ -203,10 +214,11 @@ std::optional<rebuild_progress> store_snapshot(runner_pointer self) {
   auto progress = s.pacer.next(snap, now_of(self));
   pace_lag(self, snap);
   if (s.deps.proof) {
-    if (snap.owner && !snap.durable_ends.empty()) {
-      s.deps.proof->store(coverage_proof{snap.epoch, snap.durable_ends});
-    } else {
-      s.deps.proof->clear();
+    std::optional<coverage_proof> next;
+    if (snap.owner && !snap.durable_ends.empty()) next = coverage_proof{snap.epoch, snap.durable_ends};
+    if (s.proof.changed(next)) {
+      if (next) s.deps.proof->store(std::move(*next));
+      else s.deps.proof->clear();
     }
   }
   if (!s.deps.snapshot) return progress;

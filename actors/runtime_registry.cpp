@@ -5,7 +5,6 @@
 #include <caf/send.hpp>
 
 #include "adapters/wal_sample.hpp"
-#include "core/clock.hpp"
 
 namespace dix {
 
@@ -28,12 +27,12 @@ runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uin
   // A wall clock stepped back would give a negative age: it reads 0 (protocol.md §14.2).
   if (m.coverage_time != 0 && wall_now_ns > m.coverage_time) m.coverage_age_ms = (wall_now_ns - m.coverage_time) / 1'000'000;
   m.unindexable_records += e.host->unindexable();
-  // protocol.md §13.2: the WAL figures per log, from each store's shared sample.
-  const auto wall = system_clock().wall_now_ns();
+  // protocol.md §13.2: the WAL figures per log, from each store's shared sample, aged by the
+  // caller's wall clock like the coverage age above (one reading for both).
   for (auto& l : m.logs) {
     for (const auto& store : e.log_stores) {
       if (store->log_name() != l.log) continue;
-      auto r = sampled_retention(*store, l.durable_sequence, wall, now, e.wal_sample_interval);
+      auto r = sampled_retention(*store, l.durable_sequence, wall_now_ns, now, e.wal_sample_interval);
       if (!r) break;  // a closed store: the figures stay unknown
       l.wal_retained_bytes = r->wal_retained_bytes;
       l.wal_oldest_sequence = r->wal_oldest_sequence;

@@ -1074,23 +1074,32 @@ result<std::uint64_t> sync_wal(primary_store& s) {
   return latest;
 }
 
-result<coverage_point> capture_coverage_point(primary_store& s) {
+namespace {
+
+// `read(p)` under the store's commit mutex (so no commit is between its reads), the lifecycle
+// held shared so the store cannot close meanwhile. io_error when it is closed.
+template <class T, class Read>
+result<T> under_commit_mutex(primary_store& s, Read read) {
   auto& p = primary_store_access::get(s);
   std::shared_lock lock(p.lifecycle);
   if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
   std::lock_guard guard(p.commit_mutex);
-  coverage_point point;
-  point.latest_sequence = p.db->GetLatestSequenceNumber();
-  point.time = process_index_time().next(system_clock().wall_now_ns());
-  return point;
+  return read(p);
+}
+
+}  // namespace
+
+result<coverage_point> capture_coverage_point(primary_store& s) {
+  return under_commit_mutex<coverage_point>(s, [](auto& p) {
+    coverage_point point;
+    point.latest_sequence = p.db->GetLatestSequenceNumber();
+    point.time = process_index_time().next(system_clock().wall_now_ns());
+    return point;
+  });
 }
 
 result<std::uint64_t> latest_sequence_under_commit_mutex(primary_store& s) {
-  auto& p = primary_store_access::get(s);
-  std::shared_lock lock(p.lifecycle);
-  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
-  std::lock_guard guard(p.commit_mutex);
-  return static_cast<std::uint64_t>(p.db->GetLatestSequenceNumber());
+  return under_commit_mutex<std::uint64_t>(s, [](auto& p) { return static_cast<std::uint64_t>(p.db->GetLatestSequenceNumber()); });
 }
 
 }  // namespace dix

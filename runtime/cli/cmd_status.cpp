@@ -59,24 +59,25 @@ read-only) and tests PATH/dix/attach.lock without locking it; never opens the Ro
 it is safe while the owning process runs. Without an attached runtime every id reads `unknown`
 with its stored epoch. The owner's lag figures come from the metrics segment too (decision
 0021): each index that is not idle gets an activity line in words ("activity by-brand: stalled
-(backend-deferred): the backend defers deliveries; parked for 3.0 s"), or catching up with its
-rate and ETA; a closed writer gate and a log's retention forecast get lines of their own. An
-index whose backend defers deliveries for want of disk space gets a line
-saying so, and so does the store when its filesystem is below (or within twice) the free-space
-reserve its runtime stored.
+(backend-deferred): the backend defers deliveries; parked for 3.0 s"), following the log (behind
+by no more than the flush rhythm), or catching up with its rate and ETA; a closed writer gate
+and a log's retention forecast get lines of their own. An index whose backend defers deliveries
+for want of disk space gets a line saying so, and so does the store when its filesystem is
+below (or within twice) the free-space reserve its runtime stored.
 
   --json         one JSON object per table:
                  {"db","segment","attached","indexes":[{"id","state","reason",
                   "rebuild_attempts","owner_epoch","hold"}]}; a rebuilding index with progress
                   also has "rebuilt_records","estimated_records","scan_records_per_s",
                   "rebuild_eta_ms","scan_ended"; an index with the owner's lag figures
-                  also has "activity" (idle, catching-up, stalled, unknown), "stall_cause"
-                  (none, backend-deferred, barrier, accepted-cap, log-unreadable, rebuild,
-                  gate, unavailable), "lag_ms", "words", "runner_state","cursor_lag_ms",
-                  "stalled_ms","unread_age_ms","oldest_accepted_age_ms","accepted_batches",
-                  "max_accepted_batches_ahead","gate" (open, throttled, exceeded),
-                  "gate_delay_us","transient_faults","read_per_s","eta_ms" (when known),
-                  "lag_taken_wall_ns","logs":[{"log","sequence_lag","read_per_s",
+                  also has "activity" (idle, following, catching-up, stalled, unknown),
+                  "stall_cause" (none, backend-deferred, barrier, accepted-cap,
+                  log-unreadable, rebuild, gate, unavailable), "lag_ms", "words",
+                  "runner_state","cursor_lag_ms","stalled_ms","unread_age_ms",
+                  "oldest_accepted_age_ms","accepted_batches","max_accepted_batches_ahead",
+                  "gate" (open, throttled, exceeded),"gate_delay_us","transient_faults",
+                  "read_per_s","eta_ms" (when known),"lag_taken_wall_ns","logs":[{"log",
+                  "sequence_lag","read_per_s",
                   "retention_headroom_ms"}]; once a runtime stored the store's reserve,
                   "store_space":{"available_bytes","capacity_bytes","unflushed_bytes",
                   "reserve_bytes","below_reserve"}
@@ -359,7 +360,7 @@ std::string render_plain(const fs::path& home, const table& t) {
     // With the owner's figures only (the table row already tells a readiness), and not twice
     // for a rebuild whose progress line is shown.
     if (lag && a.activity != index_activity::idle && !(a.cause == stall_cause::rebuild && shown_progress(e))) {
-      out << "activity " << e.id << ": " << a.words << " (lag " << a.lag_ms << " ms)\n";
+      out << "activity " << e.id << ": " << a.words << "\n";
     }
     if (lag && lag->lag_gate != 0) {
       out << "gate " << e.id << ": " << gate_word(lag->lag_gate)

@@ -11,8 +11,9 @@ using tool::metric_type;
 constexpr std::array<readiness_state, 5> all_states{readiness_state::unknown, readiness_state::ready,
                                                     readiness_state::rebuilding, readiness_state::needs_rebuild,
                                                     readiness_state::unavailable};
-constexpr std::array<index_activity, 4> all_activities{index_activity::unknown, index_activity::idle,
-                                                       index_activity::catching_up, index_activity::stalled};
+constexpr std::array<index_activity, 5> all_activities{index_activity::unknown, index_activity::idle,
+                                                       index_activity::following, index_activity::catching_up,
+                                                       index_activity::stalled};
 
 double seconds(std::uint64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
@@ -36,7 +37,7 @@ void add_readiness(tool::metrics_text& out, const std::string& id, const readine
 void add_activity(tool::metrics_text& out, const std::string& id, const activity_report& a) {
   for (auto s : all_activities) {
     out.add("dix_index_activity", metric_type::gauge,
-            "1 for what the index is doing (idle, catching-up, stalled, unknown), 0 for the others",
+            "1 for what the index is doing (idle, following, catching-up, stalled, unknown), 0 for the others",
             with(id, "activity", std::string(to_string(s))), a.activity == s ? 1 : 0);
   }
   if (a.activity == index_activity::stalled) {
@@ -86,6 +87,51 @@ void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& 
   }
 }
 
+// The runner_metrics figures exported one per index, each as a name, its type and help, and how
+// it is read (in base units: seconds, not ms; seconds since the epoch for a time).
+struct runner_figure {
+  const char* name;
+  metric_type type;
+  const char* help;
+  double (*value)(const runner_metrics&);
+};
+
+template <class T>
+double number(T v) { return static_cast<double>(v); }
+
+const std::array<runner_figure, 14> runner_figures{{
+  {"dix_accepted_bytes", metric_type::gauge, "Unanchored plus non-durable offered bytes",
+   [](const runner_metrics& m) { return number(m.accepted_bytes); }},
+  {"dix_accepted_mutations", metric_type::gauge, "Unanchored plus non-durable offered mutations",
+   [](const runner_metrics& m) { return number(m.accepted_mutations); }},
+  {"dix_deferred_bytes", metric_type::gauge, "Bytes of the batch held after deferred",
+   [](const runner_metrics& m) { return number(m.deferred_bytes); }},
+  {"dix_quiescence_age_seconds", metric_type::gauge, "How long the current shutdown has been pending",
+   [](const runner_metrics& m) { return seconds(m.quiescence_age_ms); }},
+  // index_time_t is ns since the Unix epoch; Prometheus timestamps are seconds since it.
+  {"dix_coverage_timestamp_seconds", metric_type::gauge,
+   "The slot's published coverage time, seconds since the Unix epoch (0: none)",
+   [](const runner_metrics& m) { return number(m.coverage_time) / 1e9; }},
+  {"dix_delivered_batches_total", metric_type::counter, "Batches delivered since registration",
+   [](const runner_metrics& m) { return number(m.delivered_batches); }},
+  {"dix_delivered_records_total", metric_type::counter, "Records delivered since registration",
+   [](const runner_metrics& m) { return number(m.delivered_records); }},
+  {"dix_wal_syncs_total", metric_type::counter, "SyncWAL calls made before delivery (protocol.md 4.8)",
+   [](const runner_metrics& m) { return number(m.wal_syncs); }},
+  {"dix_unindexable_records_total", metric_type::counter, "Projection, record-corrupt and backend skips",
+   [](const runner_metrics& m) { return number(m.unindexable_records); }},
+  {"dix_log_reopens_total", metric_type::counter, "Tailer re-opens after WAL switches",
+   [](const runner_metrics& m) { return number(m.log_reopens); }},
+  {"dix_rebuilt_records", metric_type::gauge, "Records the last rebuild's scan delivered",
+   [](const runner_metrics& m) { return number(m.rebuilt_records); }},
+  {"dix_rebuild_estimated_records", metric_type::gauge, "The projected tables' estimated records",
+   [](const runner_metrics& m) { return number(m.estimated_records); }},
+  {"dix_rebuild_records_per_second", metric_type::gauge, "The rebuild scan's rate",
+   [](const runner_metrics& m) { return number(m.scan_records_per_s); }},
+  {"dix_rebuild_eta_seconds", metric_type::gauge, "Time left of the rebuild scan at its rate",
+   [](const runner_metrics& m) { return seconds(m.rebuild_eta_ms); }},
+}};
+
 }  // namespace
 
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns) {
@@ -107,39 +153,12 @@ void add_runner_metrics(tool::metrics_text& out, const std::string& id, const ru
   out.add("dix_owner", metric_type::gauge, "1 while this runtime's runner owns the index", index, m.owner ? 1 : 0);
   out.add("dix_epoch", metric_type::gauge, "The runner's current owner epoch", index, static_cast<double>(m.epoch));
   add_lag(out, id, lag, [&](std::size_t i) { return m.logs[i].log; });
-  out.add("dix_accepted_bytes", metric_type::gauge, "Unanchored plus non-durable offered bytes", index,
-          static_cast<double>(m.accepted_bytes));
-  out.add("dix_accepted_mutations", metric_type::gauge, "Unanchored plus non-durable offered mutations", index,
-          static_cast<double>(m.accepted_mutations));
-  out.add("dix_deferred_bytes", metric_type::gauge, "Bytes of the batch held after deferred", index,
-          static_cast<double>(m.deferred_bytes));
-  out.add("dix_quiescence_age_seconds", metric_type::gauge, "How long the current shutdown has been pending", index,
-          seconds(m.quiescence_age_ms));
-  out.add("dix_coverage_time", metric_type::gauge, "The slot's published coverage time (index time units; 0: none)",
-          index, static_cast<double>(m.coverage_time));
-  out.add("dix_delivered_batches_total", metric_type::counter, "Batches delivered since registration", index,
-          static_cast<double>(m.delivered_batches));
-  out.add("dix_delivered_records_total", metric_type::counter, "Records delivered since registration", index,
-          static_cast<double>(m.delivered_records));
+  for (const auto& f : runner_figures) out.add(f.name, f.type, f.help, index, f.value(m));
   constexpr std::array<const char*, 4> reasons{"age", "threshold", "shutdown", "coverage"};
   for (std::size_t i = 0; i < reasons.size(); ++i) {
     out.add("dix_flushes_total", metric_type::counter, "Flush requests by reason", with(id, "reason", reasons[i]),
             static_cast<double>(m.flushes[i]));
   }
-  out.add("dix_wal_syncs_total", metric_type::counter, "SyncWAL calls made before delivery (protocol.md 4.8)", index,
-          static_cast<double>(m.wal_syncs));
-  out.add("dix_unindexable_records_total", metric_type::counter, "Projection, record-corrupt and backend skips", index,
-          static_cast<double>(m.unindexable_records));
-  out.add("dix_log_reopens_total", metric_type::counter, "Tailer re-opens after WAL switches", index,
-          static_cast<double>(m.log_reopens));
-  out.add("dix_rebuilt_records", metric_type::gauge, "Records the last rebuild's scan delivered", index,
-          static_cast<double>(m.rebuilt_records));
-  out.add("dix_rebuild_estimated_records", metric_type::gauge, "The projected tables' estimated records", index,
-          static_cast<double>(m.estimated_records));
-  out.add("dix_rebuild_records_per_second", metric_type::gauge, "The rebuild scan's rate", index,
-          static_cast<double>(m.scan_records_per_s));
-  out.add("dix_rebuild_eta_seconds", metric_type::gauge, "Time left of the rebuild scan at its rate", index,
-          seconds(m.rebuild_eta_ms));
   for (const auto& g : m.logs) {
     const metric_labels log{{"index", id}, {"log", g.log}};
     out.add("dix_log_read_sequence", metric_type::gauge, "End of the last transaction the tailer read", log,

@@ -71,6 +71,7 @@ std::string_view to_string(index_activity a) noexcept {
   switch (a) {
     case index_activity::unknown: return "unknown";
     case index_activity::idle: return "idle";
+    case index_activity::following: return "following";
     case index_activity::catching_up: return "catching-up";
     case index_activity::stalled: return "stalled";
   }
@@ -151,13 +152,21 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
     out.words = "idle: caught up";
     return out;
   }
-  out.activity = index_activity::catching_up;
   out.read_per_s = behind != nullptr ? behind->read_per_s : 0;
+  if (behind != nullptr && behind->read_per_s > 0) out.eta_ms = behind->sequence_lag * 1000 / behind->read_per_s;
+  // No stall cause holds, so the durable position advances (a stuck age would have been one):
+  // a lag within a flush interval is the pipeline's rhythm behind a steady writer, unless the
+  // backlog read so far says it takes longer than that to reach the log's end.
+  if (lag_ms <= options.following_lag_ms && (!out.eta_ms || *out.eta_ms <= options.following_lag_ms)) {
+    out.activity = index_activity::following;
+    out.words = "following the log, lag " + seconds(lag_ms);
+    return out;
+  }
+  out.activity = index_activity::catching_up;
   out.words = "catching up: lag " + seconds(lag_ms);
   if (behind != nullptr) {
     out.words += ", " + std::to_string(behind->sequence_lag) + " sequences behind";
-    if (behind->read_per_s > 0) {
-      out.eta_ms = behind->sequence_lag * 1000 / behind->read_per_s;
+    if (out.eta_ms) {
       out.words += " at " + std::to_string(behind->read_per_s) + " sequences/s, ETA " + seconds(*out.eta_ms);
     }
   }

@@ -8,28 +8,16 @@
 #include "adapters/process_lock_table.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "support/index_registration.hpp"
 #include "support/wrapped_backend.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
+using dix::test::index_registration;
+using dix::test::make_index_at;
 using dix::test::temp_dir;
 
 namespace {
-
-registration index_registration(std::shared_ptr<backend> b) {
-  registration r;
-  r.backend = std::move(b);
-  r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
-    return encode_keys({std::string(payload)});
-  };
-  return r;
-}
-
-std::shared_ptr<rocksdb_index_backend> make_index_at(const std::filesystem::path& path, const std::string& id = "by-value") {
-  rocksdb_index_options o;
-  o.path = path;
-  return rocksdb_index_backend::create(id, o).value();
-}
 
 std::shared_ptr<rocksdb_index_backend> make_index(const temp_dir& dir, const std::string& id = "by-value") {
   return make_index_at(dir / id, id);

@@ -47,6 +47,19 @@ std::shared_ptr<segment_slot> claim(readiness_segment& s, std::string_view id) {
   return *slot;
 }
 
+// `id` claimed as its owner leaves it: an epoch minted, then `state` published.
+struct owned_slot {
+  std::shared_ptr<segment_slot> slot;
+  epoch_t epoch = 0;
+};
+owned_slot own(readiness_segment& s, std::string_view id, readiness_state state = readiness_state::ready,
+               readiness_reason reason = readiness_reason::none, std::uint32_t attempts = 0) {
+  auto slot = claim(s, id);
+  const auto epoch = slot->mint_epoch().value();
+  slot->publish(state, reason, attempts);
+  return {slot, epoch};
+}
+
 // The test process plays the runtime: three ids, claimed out of order, each in another state.
 std::shared_ptr<readiness_segment> three_indexes(const fs::path& home) {
   auto segment = attach(home);
@@ -407,9 +420,7 @@ TEST_CASE("dix status: a rebuilding index shows the owner's scan progress in a l
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto [brand, epoch] = own(*segment, "by-brand", readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   auto category = claim(*segment, "by-category");
   category->publish(readiness_state::ready, readiness_reason::none, 0);
   segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 6144, 14000, 52000, 151, false}});
@@ -460,9 +471,7 @@ TEST_CASE("dix status --watch: while a progress line is shown it reprints the ow
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  auto [brand, epoch] = own(*segment, "by-brand", readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   segment->metrics().write(brand->index(), metrics_block{1, rebuild_progress{epoch, 100, 1000, 5000, 180, false}});
   watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "1"});
   CHECK_THAT(w.next_table(), Catch::EndsWith("progress by-brand: 100/1000 records (10%), 5000 records/s, ETA 0.1 s\n\n"));
@@ -501,15 +510,10 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::ready, readiness_reason::none, 0);
-  auto category = claim(*segment, "by-category");
-  const auto category_epoch = category->mint_epoch().value();
-  category->publish(readiness_state::ready, readiness_reason::none, 0);
-  auto stale = claim(*segment, "stale");
-  const auto stale_epoch = stale->mint_epoch().value();
-  stale->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto [brand, epoch] = own(*segment, "by-brand");
+  auto [category, category_epoch] = own(*segment, "by-category");
+  auto [stale, stale_epoch] = own(*segment, "stale");
+  auto [colour, colour_epoch] = own(*segment, "by-colour");
 
   // by-brand: parked in deferred since 3 s before the figures, taken 2 s ago: 5 s by now.
   auto deferred = owner_lag(epoch, runner_state::deferred, 2000);
@@ -523,6 +527,11 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   behind.cursor_lag_ms = behind.lag_ms = 800;
   behind.logs = {log_lag_figures{5000, 2000, -1}};
   segment->metrics().write(category->index(), metrics_block{1, std::nullopt, behind});
+  // by-colour: following a steady writer, the durable position a flush interval behind.
+  auto following = owner_lag(colour_epoch, runner_state::running, 0);
+  following.cursor_lag_ms = following.lag_ms = 874;
+  following.logs = {log_lag_figures{8740, 10000, -1}};
+  segment->metrics().write(colour->index(), metrics_block{1, std::nullopt, following});
   // stale: an earlier owner's figures (its epoch is older than the slot's).
   segment->metrics().write(stale->index(), metrics_block{1, std::nullopt, owner_lag(stale_epoch - 1, runner_state::deferred, 0)});
 
@@ -532,7 +541,9 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK_THAT(plain.out, Catch::Contains("activity by-brand: stalled (backend-deferred): the backend defers deliveries; parked for "));
   CHECK_THAT(plain.out, Catch::Contains("gate by-brand: exceeded: commits to its tables are refused (index_lagging, retryable)\n"));
   CHECK_THAT(plain.out, Catch::Contains("retention by-brand log 0: 90.0 s before the WAL file holding its durable anchor ages out"));
-  CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s"));
+  // The lag is said once, in the words.
+  CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s\n"));
+  CHECK_THAT(plain.out, Catch::Contains("activity by-colour: following the log, lag 0.9 s\n"));
   CHECK_THAT(plain.out, !Catch::Contains("activity stale"));
 
   auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
@@ -542,6 +553,7 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK_THAT(json.out, Catch::Contains("\"gate\":\"exceeded\",\"gate_delay_us\":0"));
   CHECK_THAT(json.out, Catch::Contains("\"activity\":\"catching-up\",\"stall_cause\":\"none\",\"lag_ms\":800"));
   CHECK_THAT(json.out, Catch::Contains("\"read_per_s\":2000,\"eta_ms\":2500"));
+  CHECK_THAT(json.out, Catch::Contains("\"activity\":\"following\",\"stall_cause\":\"none\",\"lag_ms\":874"));
   CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":0,\"sequence_lag\":40,\"read_per_s\":0,\"retention_headroom_ms\":90000}]"));
   // Aged by the reader: at least the 3 s taken plus the 2 s since.
   const auto at = json.out.find("\"stalled_ms\":");
@@ -557,9 +569,7 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = attach(home);
-  auto brand = claim(*segment, "by-brand");
-  const auto epoch = brand->mint_epoch().value();
-  brand->publish(readiness_state::ready, readiness_reason::none, 0);
+  auto [brand, epoch] = own(*segment, "by-brand");
   claim(*segment, "Odd.id-2")->publish(readiness_state::needs_rebuild, readiness_reason::log_retention, 1);
   auto capped = owner_lag(epoch, runner_state::waiting_durable, 0);
   capped.accepted_batches = 64;
@@ -573,6 +583,7 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   CHECK(r.exit_code == 0);
   auto parsed = test::parse_prometheus(r.out);
   for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  for (const auto& p : test::metric_name_problems(parsed)) FAIL_CHECK(p);
   CHECK(parsed.value("dix_runtime_attached") == 1);
   CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "ready"}}) == 1);
   CHECK(parsed.value("dix_readiness_state", {{"index", "by-brand"}, {"state", "rebuilding"}}) == 0);

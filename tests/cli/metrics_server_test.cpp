@@ -89,8 +89,13 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
     CHECK(parsed.value("dix_flushes_total", {{"index", id}, {"reason", "coverage"}}).has_value());
     CHECK(parsed.value("dix_log_durable_sequence", {{"index", id}, {"log", "main"}}).has_value());
     CHECK(parsed.value("dix_lag_seconds", {{"index", id}}).has_value());
+    // A Prometheus timestamp: seconds since the epoch (0 before the first coverage), not ns.
+    const auto coverage = parsed.value("dix_coverage_timestamp_seconds", {{"index", id}});
+    REQUIRE(coverage);
+    CHECK((*coverage == 0 || (*coverage > 1e9 && *coverage < 1e10)));
   }
   CHECK(parsed.types.at("dix_delivered_batches_total") == "counter");
+  for (const auto& p : test::metric_name_problems(parsed)) FAIL_CHECK(p);
   if (auto verdict = test::promtool_problems(body)) {
     CHECK(*verdict == "");
   } else {

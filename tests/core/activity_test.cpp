@@ -21,10 +21,22 @@ lag_figures caught_up() {
   return l;
 }
 
+// The owner's figures in `state`, otherwise caught up, to set the components a test is about on.
+lag_figures owner_in(runner_state state) {
+  auto l = caught_up();
+  l.state = state;
+  return l;
+}
+
+// What a ready slot with these figures is said to be doing.
+activity_report of(const lag_figures& l, const attribution_options& options = {}) {
+  return attribute(ready_slot(), l, options);
+}
+
 }  // namespace
 
 TEST_CASE("activity: an owner caught up is idle, with no cause and no ETA", "[core][activity]") {
-  auto r = attribute(ready_slot(), caught_up());
+  auto r = of(caught_up());
   CHECK(r.activity == index_activity::idle);
   CHECK(r.cause == stall_cause::none);
   CHECK_FALSE(r.eta_ms);
@@ -33,15 +45,14 @@ TEST_CASE("activity: an owner caught up is idle, with no cause and no ETA", "[co
   // every lag component is 0, so idle, whatever the sequence lag.
   auto l = caught_up();
   l.logs = {log_lag_figures{4, 0, -1}};
-  CHECK(attribute(ready_slot(), l).activity == index_activity::idle);
+  CHECK(of(l).activity == index_activity::idle);
 }
 
 TEST_CASE("activity: behind and reading is catching up, with the read rate and an ETA to the end of the log", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::running;
+  auto l = owner_in(runner_state::running);
   l.lag_ms = l.cursor_lag_ms = 800;
   l.logs = {log_lag_figures{5000, 2000, -1}};
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.activity == index_activity::catching_up);
   CHECK(r.read_per_s == 2000);
   REQUIRE(r.eta_ms);
@@ -50,76 +61,103 @@ TEST_CASE("activity: behind and reading is catching up, with the read rate and a
   CHECK(r.words.find("ETA 2.5 s") != std::string::npos);
 }
 
+TEST_CASE("activity: a steady writer at the flush rhythm is followed, not caught up with, and the words say lag once", "[core][activity]") {
+  // The owner reads as fast as the writer commits (10000/s); the durable position trails by the
+  // work of one flush interval, 874 ms of it.
+  auto l = owner_in(runner_state::running);
+  l.lag_ms = l.cursor_lag_ms = l.oldest_accepted_age_ms = 874;
+  l.oldest_accepted_growing = true;
+  l.accepted_batches = 30;
+  l.logs = {log_lag_figures{8740, 10000, -1}};
+  auto r = of(l);
+  CHECK(r.activity == index_activity::following);
+  CHECK(r.cause == stall_cause::none);
+  CHECK(r.lag_ms == 874);
+  CHECK(r.words == "following the log, lag 0.9 s");
+  CHECK(to_string(r.activity) == "following");
+  // At the limit still following; past it, or with a backlog whose ETA is longer than a flush
+  // interval, catching up.
+  l.lag_ms = 1500;
+  CHECK(of(l).activity == index_activity::following);
+  l.lag_ms = 1501;
+  CHECK(of(l).activity == index_activity::catching_up);
+  l.lag_ms = 874;
+  l.logs = {log_lag_figures{40000, 10000, -1}};  // 4 s of reading to the end
+  r = of(l);
+  CHECK(r.activity == index_activity::catching_up);
+  CHECK(r.words == "catching up: lag 0.9 s, 40000 sequences behind at 10000 sequences/s, ETA 4.0 s");
+  // The limit is an option: an owner known to flush every 5 s is following at 4 s.
+  l.lag_ms = 4000;
+  l.logs = {log_lag_figures{8740, 10000, -1}};
+  attribution_options slow_flush;
+  slow_flush.following_lag_ms = 5500;
+  CHECK(of(l, slow_flush).activity == index_activity::following);
+}
+
 TEST_CASE("activity: a runner parked in deferred is stalled by a deferring backend", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::deferred;
+  auto l = owner_in(runner_state::deferred);
   l.stalled_ms = l.lag_ms = 3000;
   l.stalled_growing = true;
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::backend_deferred);
   CHECK(r.words.find("the backend defers") != std::string::npos);
 }
 
 TEST_CASE("activity: waiting-durable below the cap for long is a barrier not completing, briefly it is the flush rhythm", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::waiting_durable;
+  auto l = owner_in(runner_state::waiting_durable);
   l.accepted_batches = 3;
   l.stalled_ms = l.lag_ms = 2000;
   l.stalled_growing = true;
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::barrier);
   l.stalled_ms = l.lag_ms = 500;  // the next flush is simply not due yet
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(of(l).activity == index_activity::following);
 }
 
 TEST_CASE("activity: an oldest accepted age growing past the threshold with no durable advance is a barrier", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::running;
+  auto l = owner_in(runner_state::running);
   l.accepted_batches = 2;
   l.oldest_accepted_age_ms = l.lag_ms = 2500;
   l.oldest_accepted_growing = true;
-  CHECK(attribute(ready_slot(), l).cause == stall_cause::barrier);
+  CHECK(of(l).cause == stall_cause::barrier);
   l.oldest_accepted_age_ms = l.lag_ms = 1999;  // below stuck_after_ms: still catching up
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(of(l).activity == index_activity::catching_up);
   l.oldest_accepted_age_ms = 2500;
   l.oldest_accepted_growing = false;  // a durable advance took the figures: not growing
-  CHECK(attribute(ready_slot(), l).cause == stall_cause::none);
+  CHECK(of(l).cause == stall_cause::none);
 }
 
 TEST_CASE("activity: accepted batches at the cap with nothing durable is the accepted-ahead cap", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::waiting_durable;
+  auto l = owner_in(runner_state::waiting_durable);
   l.accepted_batches = 64;
   l.stalled_ms = l.lag_ms = 4000;
   l.stalled_growing = true;
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.activity == index_activity::stalled);
   CHECK(r.cause == stall_cause::accepted_cap);
   CHECK(r.words.find("64 of 64") != std::string::npos);
   l.stalled_ms = l.lag_ms = 900;  // at the cap under load, durability due within a flush
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(of(l).activity == index_activity::following);
 }
 
 TEST_CASE("activity: an unread age growing with no reads is an unreadable log", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::running;
+  auto l = owner_in(runner_state::running);
   l.unread_age_ms = l.lag_ms = 5000;
   l.unread_growing = true;
   l.logs = {log_lag_figures{40, 0, -1}};
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.cause == stall_cause::log_unreadable);
   l.logs = {log_lag_figures{40, 300, -1}};  // reading, only slowly: catching up
-  CHECK(attribute(ready_slot(), l).activity == index_activity::catching_up);
+  CHECK(of(l).activity == index_activity::catching_up);
 }
 
 TEST_CASE("activity: transient faults in a row are an unreadable log, naming the last fault", "[core][activity]") {
-  auto l = caught_up();
-  l.state = runner_state::running;
+  auto l = owner_in(runner_state::running);
   l.transient_faults = 3;
   l.last_fault = readiness_reason::log_missing;
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.cause == stall_cause::log_unreadable);
   CHECK(r.words.find("3 transient fault(s)") != std::string::npos);
   CHECK(r.words.find("log-missing") != std::string::npos);
@@ -137,13 +175,13 @@ TEST_CASE("activity: a rebuilding or needs-rebuild slot is held by a rebuild, ev
 TEST_CASE("activity: an exceeded or throttling gate with no other cause is named as the gate", "[core][activity]") {
   auto l = caught_up();
   l.lag_gate = lag_gate_exceeded;
-  auto r = attribute(ready_slot(), l);
+  auto r = of(l);
   CHECK(r.cause == stall_cause::gate);
   CHECK(r.words.find("refused") != std::string::npos);
   l.lag_gate = 120;
-  CHECK(attribute(ready_slot(), l).words.find("120 us") != std::string::npos);
+  CHECK(of(l).words.find("120 us") != std::string::npos);
   l.state = runner_state::deferred;  // a cause of its own comes first
-  CHECK(attribute(ready_slot(), l).cause == stall_cause::backend_deferred);
+  CHECK(of(l).cause == stall_cause::backend_deferred);
 }
 
 TEST_CASE("activity: no figures and a ready slot is unknown, and unavailable is said as such", "[core][activity]") {

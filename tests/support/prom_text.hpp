@@ -146,6 +146,24 @@ inline prom_parse parse_prometheus(const std::string& text) {
   return out;
 }
 
+// The naming conventions of Prometheus (https://prometheus.io/docs/practices/naming/) that
+// promtool does not check: a counter ends in _total and nothing else does; durations, times and
+// sizes are in base units (seconds, bytes), so no name ends in _ms, _milliseconds,
+// _nanoseconds, _time or _timestamp (a timestamp is _timestamp_seconds). One line per problem.
+inline std::vector<std::string> metric_name_problems(const prom_parse& parsed) {
+  std::vector<std::string> out;
+  auto ends_with = [](const std::string& name, const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const auto& [name, type] : parsed.types) {
+    if ((type == "counter") != ends_with(name, "_total")) out.push_back(name + ": a " + type + " whose name " + (type == "counter" ? "lacks" : "has") + " _total");
+    for (const char* unit : {"_ms", "_milliseconds", "_nanoseconds", "_time", "_timestamp"}) {
+      if (ends_with(name, unit)) out.push_back(name + ": not in a base unit (" + unit + ")");
+    }
+  }
+  return out;
+}
+
 // `promtool check metrics` on `text`: nullopt when promtool is not installed; else its verdict,
 // empty when it found nothing wrong, its output otherwise.
 inline std::optional<std::string> promtool_problems(const std::string& text) {

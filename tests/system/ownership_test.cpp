@@ -16,6 +16,7 @@
 #include "adapters/process_lock_table.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "support/index_registration.hpp"
 #include "support/wrapped_backend.hpp"
 
 using namespace dix;
@@ -27,22 +28,8 @@ namespace {
 using test::wait_readiness;
 using test::is_ready;
 
-registration index_registration(std::shared_ptr<backend> b, std::string version = "") {
-  registration r;
-  r.backend = std::move(b);
-  r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
-    return encode_keys({std::string(payload)});
-  };
-  r.projection_version = std::move(version);
-  return r;
-}
-
-std::shared_ptr<rocksdb_index_backend> make_index(const std::filesystem::path& path, const std::string& id = "by-value") {
-  rocksdb_index_options o;
-  o.path = path;
-  return rocksdb_index_backend::create(id, o).value();
-}
-
+using test::index_registration;
+using test::make_index_at;
 // Waits (the lock table's condition variable, 30 s failure bound) until one runner of this
 // process owns by-value and exactly one waits behind it. (The waiter's status() may say
 // "dormant" a moment longer: its snapshot is stored after the lock request is carried out.)
@@ -59,7 +46,7 @@ struct refused_shutdown {
   std::shared_ptr<primary_store> store = test::open_store(home);
   std::unique_ptr<runtime> rt1 = runtime::create({store}).value();
   std::unique_ptr<runtime> rt2 = runtime::create({store}).value();
-  std::shared_ptr<test::wrapped_backend> refusing = std::make_shared<test::wrapped_backend>(make_index(dir / "a"));
+  std::shared_ptr<test::wrapped_backend> refusing = std::make_shared<test::wrapped_backend>(make_index_at(dir / "a"));
 
   refused_shutdown() {
     rt1->register_index(index_registration(refusing)).value();
@@ -68,7 +55,7 @@ struct refused_shutdown {
     refusing->refuse_shutdown = true;
   }
   // rt2 registers the id too; it can only wait behind the held lock.
-  void register_second() { rt2->register_index(index_registration(make_index(dir / "b"))).value(); }
+  void register_second() { rt2->register_index(index_registration(make_index_at(dir / "b"))).value(); }
 };
 
 }  // namespace
@@ -79,8 +66,8 @@ TEST_CASE("ownership: two runtimes of one process, the same id: one owns, the ot
   auto store = test::open_store(home);
   auto rt1 = runtime::create({store}).value();
   auto rt2 = runtime::create({store}).value();
-  auto a = make_index(dir / "a");
-  auto b = make_index(dir / "b");
+  auto a = make_index_at(dir / "a");
+  auto b = make_index_at(dir / "b");
   auto h1 = rt1->register_index(index_registration(a)).value();
   test::put_records(*store, "k", 20);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
@@ -121,7 +108,7 @@ TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg d
   {
     auto store = test::open_store(home);
     auto rt = runtime::create({store}).value();
-    rt->register_index(index_registration(make_index(dir / "idx"))).value();
+    rt->register_index(index_registration(make_index_at(dir / "idx"))).value();
     test::put_records(*store, "k", 5);
     REQUIRE(wait_readiness(home, "by-value", is_ready));
     first = read_readiness(home, "by-value")->owner_epoch;
@@ -131,7 +118,7 @@ TEST_CASE("ownership: epochs stay monotone across a restart with readiness.seg d
   REQUIRE(std::filesystem::remove(home / "dix" / "readiness.seg"));
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
-  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  rt->register_index(index_registration(make_index_at(dir / "idx"))).value();
   REQUIRE(wait_readiness(home, "by-value", is_ready));
   CHECK(read_readiness(home, "by-value")->owner_epoch > first);  // the floor came from epoch/<id>
   REQUIRE(rt->stop().get());
@@ -150,7 +137,7 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
   {
     auto store = test::open_store(home);
     auto rt = runtime::create({store}).value();
-    rt->register_index(index_registration(make_index(dir / "idx"), "v1")).value();
+    rt->register_index(index_registration(make_index_at(dir / "idx"), "v1")).value();
     test::put_records(*store, "k", 5);
     REQUIRE(wait_readiness(home, "by-value", is_ready));
     CHECK_FALSE(read_meta(*store, "condemned/by-value").value());
@@ -159,7 +146,7 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
     REQUIRE(rt->stop().get());
   }
   auto store = test::open_store(home);
-  auto v2 = std::make_shared<test::wrapped_backend>(make_index(dir / "idx"));
+  auto v2 = std::make_shared<test::wrapped_backend>(make_index_at(dir / "idx"));
   {
     auto rt = runtime::create({store}).value();
     rt->register_index(index_registration(v2, "v2")).value();
@@ -172,7 +159,7 @@ TEST_CASE("ownership: a changed projection_version condemns with registration-ch
     REQUIRE(rt->stop().get());
   }
   // The new fingerprint is trusted from now on: the same registration resumes, no reset.
-  auto again = std::make_shared<test::wrapped_backend>(make_index(dir / "idx"));
+  auto again = std::make_shared<test::wrapped_backend>(make_index_at(dir / "idx"));
   auto rt = runtime::create({store}).value();
   rt->register_index(index_registration(again, "v2")).value();
   REQUIRE(wait_readiness(home, "by-value", is_ready));
@@ -196,7 +183,7 @@ TEST_CASE("ownership: projecting a new table condemns with registration-changed,
   epoch_t e1 = 0;
   {
     auto rt = runtime::create({store}).value();
-    auto index = make_index(dir / "idx");
+    auto index = make_index_at(dir / "idx");
     rt->register_index(index_registration(index)).value();
     REQUIRE(wait_readiness(home, "by-value", is_ready));
     CHECK(index->lookup("t2:value-1", 10, test::covering_now()).value().rows.empty());
@@ -204,7 +191,7 @@ TEST_CASE("ownership: projecting a new table condemns with registration-changed,
     REQUIRE(rt->stop().get());
   }
   auto rt = runtime::create({store}).value();
-  auto index = make_index(dir / "idx");
+  auto index = make_index_at(dir / "idx");
   rt->register_index(with_table(index_registration(index))).value();
   REQUIRE(ready_above(home, "by-value", e1 + 1));
   CHECK(rt->metrics("by-value")->last_fault == readiness_reason::registration_changed);
@@ -242,7 +229,7 @@ TEST_CASE("ownership: another process reads ready published by the owner, withou
   const auto home = dir / "db";
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
-  rt->register_index(index_registration(make_index(dir / "idx"))).value();
+  rt->register_index(index_registration(make_index_at(dir / "idx"))).value();
   test::put_records(*store, "k", 5);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
   auto out = test::run({DIX_BINARY, "status", "--db", home.string(), "--json"}, dir.path());
@@ -257,10 +244,10 @@ TEST_CASE("ownership: `dix rebuild` from a process without a runtime makes the i
   const auto home = dir / "db";
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
-  auto inner = make_index(dir / "idx");
+  auto inner = make_index_at(dir / "idx");
   auto index = std::make_shared<test::wrapped_backend>(inner);
   rt->register_index(index_registration(index)).value();
-  rt->register_index(index_registration(make_index(dir / "other", "other"))).value();
+  rt->register_index(index_registration(make_index_at(dir / "other", "other"))).value();
   test::put_records(*store, "k", 5);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
   REQUIRE(wait_readiness(home, "other", is_ready));
@@ -310,11 +297,11 @@ TEST_CASE("ownership: a rebuild request made through the runtime that only waits
   auto store = test::open_store(home);
   auto rt1 = runtime::create({store}).value();
   auto rt2 = runtime::create({store}).value();
-  auto owner = std::make_shared<test::wrapped_backend>(make_index(dir / "a"));
+  auto owner = std::make_shared<test::wrapped_backend>(make_index_at(dir / "a"));
   rt1->register_index(index_registration(owner)).value();
   test::put_records(*store, "k", 5);
   REQUIRE(wait_readiness(home, "by-value", is_ready));
-  rt2->register_index(index_registration(make_index(dir / "b"))).value();
+  rt2->register_index(index_registration(make_index_at(dir / "b"))).value();
   REQUIRE(waiting_behind_owner(home));
   const auto e1 = read_readiness(home, "by-value")->owner_epoch;
   const int resets_before = owner->resets;

@@ -7,7 +7,6 @@
 
 #include <chrono>
 
-#include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/runtime.hpp>
 #include <dix/segment.hpp>
 
@@ -15,22 +14,15 @@
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "cli/dix_cli.hpp"
+#include "support/index_registration.hpp"
 #include "support/wrapped_backend.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
+using dix::test::index_registration;
 using dix::test::temp_dir;
 
 namespace {
-
-registration index_registration(std::shared_ptr<backend> b) {
-  registration r;
-  r.backend = std::move(b);
-  r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
-    return encode_keys({std::string(payload)});
-  };
-  return r;
-}
 
 // Waits until the owner's lag figures of `id` (as segment_reader gives them: attached, of the
 // slot's epoch) satisfy `want`: a futex wait on the metrics segment's change counter per round.
@@ -60,9 +52,7 @@ TEST_CASE("stall attribution: a backend that defers every delivery is reported b
   const auto home = dir / "db";
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
-  rocksdb_index_options o;
-  o.path = dir / "index";
-  auto deferring = std::make_shared<test::wrapped_backend>(rocksdb_index_backend::create("by-value", o).value());
+  auto deferring = std::make_shared<test::wrapped_backend>(test::make_index_at(dir / "index"));
   rt->register_index(index_registration(deferring)).value();
   test::put_records(*store, "k", 5);
   REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));

@@ -1,8 +1,8 @@
 // What an index is doing, in words any process can read (issue 11 "Stall attribution", decision
 // 0021): the owner's lag figures as it publishes them in the metrics segment
 // (docs/formats-metrics.md §2, the lag part), and a pure attribution of them plus the slot's
-// readiness to *idle* (caught up), *catching up* (a rate and an ETA to the end of the log) or
-// *stalled*, naming what holds it. Plain values; std only; no clock is read here.
+// readiness to *idle* (caught up), *following* (behind only by the flush rhythm), *catching up*
+// (a rate and an ETA to the end of the log) or *stalled*, naming what holds it. Plain values; std only; no clock is read here.
 #pragma once
 
 #include <cstdint>
@@ -54,13 +54,16 @@ inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
 // An age that is non-zero is marked growing (runner_metrics cannot tell more); the wall time is 0.
 lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead);
 
-enum class index_activity : std::uint8_t { unknown, idle, catching_up, stalled };
+// following: a healthy owner behind a steady writer, its durable position trailing the log only
+// by the work of the next flush; catching up: a backlog materially larger than that.
+enum class index_activity : std::uint8_t { unknown, idle, following, catching_up, stalled };
 // "backend-deferred", "barrier", "accepted-cap", "log-unreadable", "rebuild", "gate",
 // "unavailable"; none while not stalled.
 enum class stall_cause : std::uint8_t { none, backend_deferred, barrier, accepted_cap, log_unreadable, rebuild, gate,
                                         unavailable };
 
-std::string_view to_string(index_activity a) noexcept;  // "unknown", "idle", "catching-up", "stalled"
+// "unknown", "idle", "following", "catching-up", "stalled"
+std::string_view to_string(index_activity a) noexcept;
 std::string_view to_string(stall_cause c) noexcept;
 
 struct attribution_options {
@@ -68,6 +71,12 @@ struct attribution_options {
   // old and still growing; younger, it is the pipeline's rhythm (a flush not yet due).
   // Default: 2000 (twice the default max_flush_age of runner_options, so one flush may pass).
   std::uint64_t stuck_after_ms = 2000;
+  // A lag up to this much, with the catch-up ETA (when a read rate is known) no longer either,
+  // is following, not catching up: a steady writer keeps the durable position up to one flush
+  // interval (max_flush_age) behind, plus the flush's own barrier and the 250 ms publication
+  // interval. The figures do not carry the owner's max_flush_age, so this assumes its default.
+  // Default: 1500 (max_flush_age's default of 1000 plus a margin of half of it).
+  std::uint64_t following_lag_ms = 1500;
 };
 
 struct activity_report {
@@ -85,8 +94,9 @@ struct activity_report {
 // (runner deferred: at once, a backend that says wait is a hold), accepted-cap (waiting-durable
 // for stuck_after_ms, or a stuck oldest accepted age, with accepted_batches at the cap), barrier
 // (the same below the cap), log-unreadable (a stuck unread age with no reads, or transient
-// faults), gate (lag_gate not open and no other cause); then idle (lag 0, protocol.md §13.1)
-// or catching up. "Stuck": at least stuck_after_ms and still growing.
+// faults), gate (lag_gate not open and no other cause); then idle (lag 0, protocol.md §13.1),
+// following (lag and ETA at most following_lag_ms) or catching up. "Stuck": at least
+// stuck_after_ms and still growing.
 activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag,
                           const attribution_options& options = {});
 
