@@ -20,13 +20,14 @@
 #include <sstream>
 #include <thread>
 
-#include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/free_functions.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
 #include "bench.hpp"
 #include "harness/child_process.hpp"
+#include "live_index.hpp"
+#include "paced_writer.hpp"
 #include "report.hpp"
 #include "tool/args.hpp"
 #include "tool/executable.hpp"
@@ -43,10 +44,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
 }
 
-projection_result project(std::string_view payload, const record_info&) {
-  return encode_keys({std::string(payload.substr(0, 8))});
-}
-
 struct sample {
   index_time_t since = 0;
   std::int64_t committed_ns = 0;
@@ -59,13 +56,11 @@ struct latencies {
 };
 
 std::string figures(const latencies& l) {
-  auto v = l.ms;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
   std::ostringstream out;
   out.precision(3);
-  out << std::fixed << "\"samples\":" << v.size() << ",\"p50_ms\":" << at(0.5) << ",\"p99_ms\":" << at(0.99)
-      << ",\"max_ms\":" << (v.empty() ? 0.0 : v.back()) << ",\"failures\":" << l.failures;
+  out << std::fixed << "\"samples\":" << l.ms.size() << ",\"p50_ms\":" << quantile(l.ms, 0.5)
+      << ",\"p99_ms\":" << quantile(l.ms, 0.99) << ",\"max_ms\":" << quantile(l.ms, 1.0)
+      << ",\"failures\":" << l.failures;
   return out.str();
 }
 
@@ -179,115 +174,104 @@ int reader_child(const std::filesystem::path& home, const std::filesystem::path&
 }  // namespace
 
 int run_ryw_reader(const std::vector<std::string>& argv) {
-  auto parsed = tool::args::parse(argv, {"db", "fifo", "threads"}, {});
-  if (!parsed || !parsed->has("db") || !parsed->has("fifo")) {
-    std::cerr << usage("ryw-reader");
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "fifo", "threads"}, {}}, "dix-bench ryw-reader", usage("ryw-reader"),
+                                     status);
+  if (!a) return status;
+  std::string problem;
+  auto threads = a->number("threads", 8, 1, 64, problem);
+  if (!threads || !a->has("db") || !a->has("fifo")) {
+    std::cerr << "dix-bench ryw-reader: " << (problem.empty() ? "--db and --fifo are required" : problem) << "\n";
     return tool::exit_usage;
   }
-  return reader_child(parsed->get("db"), parsed->get("fifo"),
-                      static_cast<unsigned>(parsed->get_uint("threads", 8, 1, 64).value_or(8)));
+  return reader_child(a->get("db"), a->get("fifo"), static_cast<unsigned>(*threads));
 }
 
 int run_ryw(const std::vector<std::string>& argv) {
-  // Parsed below; see usage("ryw").
-  auto parsed = tool::args::parse(argv, {"rate", "seconds", "dir", "json", "every"}, {});
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"rate", "seconds", "dir", "json", "every"}, {}}, "dix bench ryw",
+                                     usage("ryw"), status);
+  if (!a) return status;
   std::string problem;
   json_report report;
-  if (!parsed || !report.open(*parsed, problem)) {
-    std::cerr << (problem.empty() ? usage("ryw") : "dix bench ryw: " + problem + "\n");
+  auto rate = a->number("rate", 10'000, 1, 1'000'000, problem);
+  auto seconds = rate ? a->number("seconds", 10, 1, 3600, problem) : std::nullopt;
+  auto every = seconds ? a->number("every", 10, 1, 1'000'000, problem) : std::nullopt;
+  if (!rate || !seconds || !every || !report.open(*a, problem)) {
+    std::cerr << "dix bench ryw: " << problem << "\n";
     return tool::exit_usage;
   }
-  const auto rate = parsed->get_uint("rate", 10'000, 1, 1'000'000).value();
-  const auto seconds = parsed->get_uint("seconds", 10, 1, 3600).value();
-  const auto every = parsed->get_uint("every", 10, 1, 1'000'000).value();
+  try {
+    scratch_dir dir(a->get("dir"));
+    const auto home = dir.path() / "primary";
+    auto store = primary_store::open(home, bench_store_options()).value();
+    store->create_table(table).value();
+    auto rt = runtime::create({store}).value();
+    register_ready(*rt, store->log_name(), table, index_id, dir.path() / "index", nullptr, std::nullopt,
+                   std::chrono::seconds(60));
 
-  scratch_dir dir(parsed->get("dir"));
-  const auto home = dir.path() / "primary";
-  auto store = primary_store::open(home, store_options{}).value();
-  store->create_table(table).value();
-  auto rt = runtime::create({store}).value();
-  rocksdb_index_options io;
-  io.path = dir.path() / "index";
-  registration r;
-  r.backend = rocksdb_index_backend::create(index_id, io).value();
-  r.projections[table_ref{store->log_name(), table}] = project;
-  rt->register_index(std::move(r)).value();
-  // Ready first (a fresh index is built before it serves): the samples measure steady state.
-  for (auto deadline = clock_type::now() + std::chrono::seconds(60);;) {
-    auto m = rt->metrics(index_id);
-    if (m && m->readiness.state == readiness_state::ready) break;
-    if (clock_type::now() > deadline) {
-      std::cerr << "dix bench ryw: io_error: the index was not ready within 60 s\n";
-      return 1;
+    const auto fifo = dir.path() / "samples.fifo";
+    if (::mkfifo(fifo.c_str(), 0600) != 0) throw std::runtime_error("io_error: mkfifo " + fifo.string());
+    auto self = tool::sibling_executable("dix-bench", problem);
+    if (!self) throw std::runtime_error(problem);
+    auto child =
+        cli::child_process::spawn({self->string(), "ryw-reader", "--db", home.string(), "--fifo", fifo.string()}).value();
+    std::FILE* to_child = std::fopen(fifo.c_str(), "w");  // blocks until the child opened it
+    if (!to_child) throw std::runtime_error("io_error: cannot open " + fifo.string());
+    // The child's answers are read as they come (a full pipe would stall its readers).
+    latencies other;
+    const auto last_answer = clock_type::now() + std::chrono::seconds(*seconds) + wait_timeout + std::chrono::seconds(5);
+    bool child_done = false;
+    std::thread drain([&] { child_done = child.wait_line("done", last_answer).has_value(); });
+
+    local_reader local(*rt);
+    writer_options wo;
+    wo.rate = *rate;
+    wo.table = table;
+    wo.prefix = "r";
+    wo.on_commit = [&, n = std::uint64_t{0}](std::uint64_t, const commit_info& c, clock_type::time_point) mutable {
+      if (++n % *every != 0) return;
+      sample s{c.time, now_ns()};
+      local.add(s);
+      std::fprintf(to_child, "%llu %lld\n", static_cast<unsigned long long>(s.since),
+                   static_cast<long long>(s.committed_ns));
+      std::fflush(to_child);
+    };
+    paced_writer writer(*store, std::move(wo));
+    const auto start = clock_type::now();
+    writer.start();
+    std::this_thread::sleep_for(std::chrono::seconds(*seconds));
+    auto written = writer.stop();
+    const double elapsed = seconds_since(start);
+    std::fclose(to_child);
+    auto in_process = local.finish();
+    drain.join();
+    for (const auto& line : child.lines()) {
+      if (line.rfind("ms ", 0) == 0) {
+        other.ms.push_back(std::stod(line.substr(3)));
+      } else if (line != "done" && other.failures++ == 0) {
+        other.first_failure = line;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+    if (!child_done && other.failures++ == 0) other.first_failure = "the reader process did not finish";
+    child.reap(0);
+    rt->stop().get().value();
 
-  const auto fifo = dir.path() / "samples.fifo";
-  if (::mkfifo(fifo.c_str(), 0600) != 0) {
-    std::cerr << "dix bench ryw: io_error: mkfifo " << fifo << "\n";
-    return 1;
-  }
-  auto self = tool::sibling_executable("dix-bench", problem);
-  if (!self) {
-    std::cerr << "dix bench ryw: " << problem << "\n";
-    return 1;
-  }
-  auto child = cli::child_process::spawn({self->string(), "ryw-reader", "--db", home.string(), "--fifo", fifo.string()}).value();
-  std::FILE* to_child = std::fopen(fifo.c_str(), "w");  // blocks until the child opened it
-
-  local_reader local(*rt);
-  const auto period = std::chrono::nanoseconds(1'000'000'000 / rate);
-  const std::string payload(100, 'p');
-  std::uint64_t commits = 0, refused = 0;
-  const auto start = clock_type::now();
-  auto next = start;
-  const auto end = start + std::chrono::seconds(seconds);
-  for (std::uint64_t i = 0; clock_type::now() < end; ++i) {
-    std::this_thread::sleep_until(next);
-    next += period;
-    auto txn = store->begin();
-    txn.put(table, "k" + std::to_string(i % 100'000), std::to_string(i % 1000) + payload);
-    auto done = txn.commit();
-    const auto committed = now_ns();
-    if (!done) {
-      ++refused;
-      continue;
+    std::ostringstream out;
+    out << "{\"bench\":\"ryw\"," << build_fields() << ",\"configured_rate\":" << *rate << ",\"seconds\":" << *seconds
+        << ",\"rate\":" << static_cast<std::uint64_t>(static_cast<double>(written.waits_us.size()) / elapsed)
+        << ",\"max_flush_age_ms\":" << runner_options{}.max_flush_age.count()
+        << ",\"commit_p99_us\":" << quantile(written.waits_us, 0.99) << "," << figures(in_process)
+        << ",\"other_process\":{" << figures(other) << "}}\n";
+    if (!report.write(out.str(), problem)) throw std::runtime_error(problem);
+    if (in_process.failures + other.failures > 0) {
+      throw std::runtime_error("waits failed: " + in_process.first_failure + " " + other.first_failure);
     }
-    if (++commits % every != 0) continue;
-    sample s{done->time, committed};
-    local.add(s);
-    std::fprintf(to_child, "%llu %lld\n", static_cast<unsigned long long>(s.since), static_cast<long long>(s.committed_ns));
-    std::fflush(to_child);
-  }
-  const double elapsed = seconds_since(start);
-  std::fclose(to_child);
-  auto in_process = local.finish();
-  latencies other;
-  while (auto line = child.wait_line("", clock_type::now() + wait_timeout + std::chrono::seconds(5))) {
-    if (*line == "done") break;
-    if (line->rfind("ms ", 0) == 0) {
-      other.ms.push_back(std::stod(line->substr(3)));
-    } else if (other.failures++ == 0) {
-      other.first_failure = *line;
-    }
-  }
-  child.reap(0);
-  rt->stop().get().value();
-
-  std::ostringstream out;
-  out << "{\"benchmark\":\"ryw\"," << build_fields() << ",\"rate\":" << rate << ",\"seconds\":" << seconds
-      << ",\"achieved_tps\":" << static_cast<std::uint64_t>(static_cast<double>(commits) / elapsed)
-      << ",\"refused_commits\":" << refused << "," << figures(in_process) << ",\"other_process\":{" << figures(other) << "}}\n";
-  if (!report.write(out.str(), problem)) {
-    std::cerr << "dix bench ryw: " << problem << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dix bench ryw: " << e.what() << "\n";
     return 1;
   }
-  if (in_process.failures + other.failures > 0) {
-    std::cerr << "dix bench ryw: waits failed: " << in_process.first_failure << " " << other.first_failure << "\n";
-    return 1;
-  }
-  return 0;
 }
 
 }  // namespace dix::bench
