@@ -213,7 +213,8 @@ std::string series_json(const std::vector<point>& series) {
 }
 
 // Writes the samples and a gnuplot script beside `png`, runs gnuplot; one line when it cannot.
-void plot(const std::vector<point>& series, const std::string& png, std::uint64_t max_lag_ms) {
+// `budget_ms` is the slow index's gate budget B (operations.md, "The writer gate").
+void plot(const std::vector<point>& series, const std::string& png, std::uint64_t budget_ms) {
   const std::string data = png + ".dat", script = png + ".gp";
   {
     std::ofstream d(data);
@@ -236,7 +237,8 @@ void plot(const std::vector<point>& series, const std::string& png, std::uint64_
       << "plot '" << data << "' using 1:2 axes x1y2 with lines lw 2 title 'commits/s (right, log scale; 0 not drawn)', "
       << "'' using 1:3 with lines title 'lag index 1 / slow index (ms)', "
       << "'' using 1:4 with lines title 'lag index 2 (ms)', '' using 1:5 with lines title 'lag index 3 (ms)', "
-      << max_lag_ms << " with lines dt 2 title 'max_lag of the slow index'\n";
+      << budget_ms / 2 << " with lines dt 2 title 'slow index: H = B/2, the throttle starts', "
+      << budget_ms << " with lines dt 3 title 'slow index: B, refusals'\n";
   }
   auto gnuplot = std::filesystem::path("/usr/bin/gnuplot");
   if (!std::filesystem::exists(gnuplot)) {
@@ -321,6 +323,7 @@ int run_sustained(const std::vector<std::string>& argv) {
     std::cerr << "overload: " << over.tps << " commits/s, longest outage " << over.written.longest_gap_ms << " ms, "
               << over.written.refused << " refused\n";
     rt->stop().get().value();
+    const auto budget = std::max<std::uint64_t>(*max_lag, 2 * static_cast<std::uint64_t>(gated.max_flush_age.count()));
 
     std::ostringstream json;
     json << "{\"bench\":\"sustained\"," << build_fields() << ",\"seconds\":" << *seconds
@@ -330,14 +333,14 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
          << ",\"overload\":{\"slow_us_per_record\":" << *slow_us << ",\"max_lag_ms\":" << *max_lag
-         << ",\"max_write_delay_ms\":" << ro.max_write_delay.count()
+         << ",\"gate_budget_ms\":" << budget << ",\"max_write_delay_ms\":" << ro.max_write_delay.count()
          << ",\"tps\":" << static_cast<std::uint64_t>(over.tps)
          << ",\"longest_write_outage_ms\":" << over.written.longest_gap_ms
          << ",\"commit_p99_ms\":" << quantile(over.written.waits_us, 0.99) / 1000
          << ",\"commits\":" << over.written.waits_us.size() << ",\"throttled_commits\":" << over.throttled
          << ",\"refused_commits\":" << over.written.refused << ",\"slow_index_max_lag_ms\":" << over.max_lag_ms
          << "},\"series\":" << series_json(series) << "}\n";
-    if (a->has("plot")) plot(series, a->get("plot"), *max_lag);
+    if (a->has("plot")) plot(series, a->get("plot"), budget);
     if (!report.write(json.str(), problem)) throw std::runtime_error(problem);
     return 0;
   } catch (const std::exception& e) {
