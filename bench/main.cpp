@@ -45,12 +45,13 @@ constexpr entry benchmarks[] = {
          in another (the free wait_for_coverage on the shared segment): commit → resolved
          p50/p99/max.
 )"},
-    {"sustained", R"([--seconds S] [--slow-ms MS] [--dir DIR] [--json FILE] [--plot FILE.png]
-         Over S seconds (default 20): the unpaced writer's commits/s alone, then with three
-         RocksDB indexes registered (their lag), then overloaded against one index slowed by MS
-         ms per delivery (default 2) under the writer gate: the longest write outage beside
-         max_write_delay, throttled and refused commits. --plot draws lag and commits/s over
-         time with gnuplot when it is installed.
+    {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--dir DIR] [--json FILE] [--plot FILE.png]
+         Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with three
+         RocksDB indexes registered, the rate stepped up while their lag stays under 1 s; then
+         unpaced against one more index slowed by US µs per record delivered (default 100) and
+         gated with max_lag MS (default 1000): the longest write outage beside max_write_delay,
+         throttled and refused commits, the lag series. --plot draws lag and commits/s over time
+         with gnuplot when it is installed.
 )"},
 };
 
