@@ -241,11 +241,18 @@ int run_ryw(const std::vector<std::string>& argv) {
     const auto start = clock_type::now();
     writer.start();
     std::this_thread::sleep_for(std::chrono::seconds(*seconds));
-    auto written = writer.stop();
+    writer_result written;
+    std::string writer_failure;  // rethrown once the reader threads are joined
+    try {
+      written = writer.stop();
+    } catch (const std::exception& e) {
+      writer_failure = e.what();
+    }
     const double elapsed = seconds_since(start);
-    std::fclose(to_child);
+    std::fclose(to_child);  // the child reads to the end, answers and says done
     auto in_process = local.finish();
     drain.join();
+    if (!writer_failure.empty()) throw std::runtime_error(writer_failure);
     for (const auto& line : child.lines()) {
       if (line.rfind("ms ", 0) == 0) {
         other.ms.push_back(std::stod(line.substr(3)));
