@@ -23,4 +23,9 @@ int run_rebuild(const std::vector<std::string>& argv);
 // The baseline of run_rebuild, which runs it as `dix-bench rebuild-baseline` in a child process.
 int run_rebuild_baseline(const std::vector<std::string>& argv);
 
+int run_ryw(const std::vector<std::string>& argv);
+// The other-process reader of run_ryw, which runs it as `dix-bench ryw-reader` in a child process.
+int run_ryw_reader(const std::vector<std::string>& argv);
+int run_sustained(const std::vector<std::string>& argv);
+
 }  // namespace dix::bench

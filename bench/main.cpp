@@ -38,6 +38,21 @@ constexpr entry benchmarks[] = {
          An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
          the standby's `ready` (p50/p99/max and per phase).
 )"},
+    {"ryw", R"([--rate R] [--seconds S] [--every N] [--dir DIR] [--json FILE]
+         Read-your-writes latency: a writer commits R transactions/s (default 10 000) for S
+         seconds (default 10) into a table a RocksDB index projects; every Nth commit (default
+         10) a reader waits for coverage of it, in this process (runtime::wait_for_coverage) and
+         in another (the free wait_for_coverage on the shared segment): commit → resolved
+         p50/p99/max.
+)"},
+    {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--dir DIR] [--json FILE] [--plot FILE.png]
+         Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with three
+         RocksDB indexes registered, the rate stepped up while their lag stays under 1 s; then
+         unpaced against one more index slowed by US µs per record delivered (default 100) and
+         gated with max_lag MS (default 1000): the longest write outage beside max_write_delay,
+         throttled and refused commits, the lag series. --plot draws lag and commits/s over time
+         with gnuplot when it is installed.
+)"},
 };
 
 constexpr const char* rules = R"(
@@ -66,8 +81,15 @@ constexpr const char* catchup_baseline_usage = R"(usage: dix-bench catchup-basel
          into a fresh database at DIR and prints {"records_per_s":R,"peak_rss_mb":M}.
 )";
 
+constexpr const char* ryw_reader_usage = R"(usage: dix-bench ryw-reader --db DIR --fifo FILE [--threads T]
+         The other-process reader of `dix bench ryw` (its child process): reads "since
+         committed_ns" lines from FILE, waits for each with the free wait_for_coverage over the
+         store DIR's segment on T threads (default 8), prints "ms M" per sample, then "done".
+)";
+
 std::string usage(std::string_view name) {
   if (name == "catchup-baseline") return catchup_baseline_usage;
+  if (name == "ryw-reader") return ryw_reader_usage;
   auto b = std::find_if(std::begin(benchmarks), std::end(benchmarks), [&](const entry& e) { return name == e.name; });
   if (b == std::end(benchmarks)) return all_usage();
   return "usage: dix bench " + std::string(name) + " " + b->text + rules;
@@ -96,10 +118,13 @@ int main(int argc, char** argv) {
     if (args[0] == "rebuild") return dix::bench::run_rebuild(rest);
     // The baseline of `rebuild`, in a process of its own; not listed in the usage.
     if (args[0] == "rebuild-baseline") return dix::bench::run_rebuild_baseline(rest);
+    if (args[0] == "ryw") return dix::bench::run_ryw(rest);
+    if (args[0] == "ryw-reader") return dix::bench::run_ryw_reader(rest);  // not listed either
+    if (args[0] == "sustained") return dix::bench::run_sustained(rest);
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover)\n";
+  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained)\n";
   return dix::tool::exit_usage;
 }

@@ -11,7 +11,6 @@
 // into a table the index does not project: its p99 commit wait alone and during a second dix
 // rebuild (a rebuild must not starve live writes).
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -31,6 +30,7 @@
 #include "bench.hpp"
 #include "store_gen.hpp"
 #include "harness/child_process.hpp"
+#include "paced_writer.hpp"
 #include "report.hpp"
 #include "tool/args.hpp"
 #include "tool/executable.hpp"
@@ -54,62 +54,7 @@ projection_result project(std::string_view payload, const record_info&) {
   return encode_keys({std::string(payload.substr(0, 8))});
 }
 
-double p99_us(std::vector<double> waits) {
-  if (waits.empty()) return 0;
-  std::sort(waits.begin(), waits.end());
-  return waits[std::min(waits.size() - 1, waits.size() * 99 / 100)];
-}
-
-// Commits one 100-byte put per transaction at `rate` per second on a fixed schedule (a late
-// commit does not shift the later ones) and records each commit's wait, begin to commit().
-class paced_writer {
- public:
-  paced_writer(primary_store& store, std::uint64_t rate, std::string prefix)
-      : store_(store), rate_(rate), prefix_(std::move(prefix)) {}
-  ~paced_writer() { stop(); }
-  paced_writer(const paced_writer&) = delete;
-  paced_writer& operator=(const paced_writer&) = delete;
-
-  void start() {
-    if (rate_ == 0) return;
-    thread_ = std::thread([this] { run(); });
-  }
-  // Stops and returns the waits in microseconds; throws what a failed commit said.
-  std::vector<double> stop() {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-    if (!failure_.empty()) throw std::runtime_error("writer: " + failure_);
-    return std::move(waits_us_);
-  }
-
- private:
-  void run() {
-    const auto period = std::chrono::nanoseconds(1'000'000'000 / rate_);
-    const std::string payload(100, 'w');
-    auto next = clock_type::now();
-    for (std::uint64_t i = 0; !stopping_; ++i) {
-      std::this_thread::sleep_until(next);
-      next += period;
-      auto begin = clock_type::now();
-      auto txn = store_.begin();
-      txn.put(writer_table, prefix_ + std::to_string(i), payload);
-      auto done = txn.commit();
-      if (!done) {
-        failure_ = done.error().to_string();
-        return;
-      }
-      waits_us_.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - begin).count());
-    }
-  }
-
-  primary_store& store_;
-  std::uint64_t rate_;
-  std::string prefix_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
-  std::vector<double> waits_us_;
-  std::string failure_;
-};
+double p99_us(const std::vector<double>& waits) { return quantile(waits, 0.99); }
 
 struct dix_run {
   double seconds = 0;
@@ -130,10 +75,10 @@ dix_run rebuild_once(const std::shared_ptr<primary_store>& store, const std::str
   registration r;
   r.backend = index;
   r.projections[table_ref{log_name, table}] = project;
-  paced_writer writer(*store, writer_rate, id + "-");
+  paced_writer writer(*store, {writer_rate, writer_table, id + "-", {}, {}});
   dix_run out;
   auto start = clock_type::now();
-  writer.start();
+  if (writer_rate > 0) writer.start();
   rt->register_index(std::move(r)).value();
   auto deadline = start + std::chrono::seconds(timeout_seconds);
   for (;;) {
@@ -146,7 +91,7 @@ dix_run rebuild_once(const std::shared_ptr<primary_store>& store, const std::str
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   out.seconds = seconds_since(start);
-  out.writer_waits_us = writer.stop();
+  out.writer_waits_us = writer.stop().waits_us;
   rt->stop().get().value();
   return out;
 }
@@ -325,10 +270,10 @@ int run_rebuild(const std::vector<std::string>& argv) {
     // The writer alone: no index registered.
     std::vector<double> idle_waits;
     if (*writer_rate > 0) {
-      paced_writer idle(*store, *writer_rate, "idle-");
+      paced_writer idle(*store, {*writer_rate, writer_table, "idle-", {}, {}});
       idle.start();
       std::this_thread::sleep_for(std::chrono::milliseconds(*writer_ms));
-      idle_waits = idle.stop();
+      idle_waits = idle.stop().waits_us;
     }
     // The rebuild alone (the throughput figure), then again beside the writer.
     auto alone = rebuild_once(store, "rebuild", scratch.path() / "index", last, 0, *timeout_s);

@@ -60,10 +60,11 @@ constexpr entry commands[] = {
          http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
          given: anyone who reaches it reads the figures.
 )"},
-    {"bench", R"(wal|catchup|failover [options]
-         The end-to-end benchmarks beside raw RocksDB (Release builds only): commit and WAL
-         tailing, a new index catching up with a backlog, failover takeovers. `dix bench --help`
-         lists their options.
+    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained [options]
+         The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
+         catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,
+         sustained write rates with indexes and under the writer gate. `dix bench --help` lists
+         their options.
 )"},
 };
 

@@ -1,0 +1,284 @@
+// `dix bench ryw`: read-your-writes latency. A writer commits one put per transaction into the
+// projected table at --rate transactions/s on a fixed schedule; every 10th commit is a sample: a
+// reader in this process calls runtime::wait_for_coverage(id, since = that commit's index time)
+// and a reader in another process (`dix-bench ryw-reader`, exec'd, through the free function on
+// the shared segment) does the same; each records commit → resolved on CLOCK_MONOTONIC, which
+// both processes share. The index is the RocksDB secondary index with its defaults
+// (max_flush_age 1 s): what the waits measure is how soon a `coverage` demand makes the owner
+// flush and publish, not the age timer.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <dix/free_functions.hpp>
+#include <dix/primary_store.hpp>
+#include <dix/runtime.hpp>
+
+#include "bench.hpp"
+#include "harness/child_process.hpp"
+#include "live_index.hpp"
+#include "paced_writer.hpp"
+#include "report.hpp"
+#include "tool/args.hpp"
+#include "tool/executable.hpp"
+
+namespace dix::bench {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr std::uint32_t table = 1;
+constexpr const char* index_id = "ryw";
+constexpr auto wait_timeout = std::chrono::milliseconds(10'000);
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+struct sample {
+  index_time_t since = 0;
+  std::int64_t committed_ns = 0;
+};
+
+struct latencies {
+  std::vector<double> ms;
+  std::uint64_t failures = 0;
+  std::string first_failure;
+};
+
+std::string figures(const latencies& l) {
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << "\"samples\":" << l.ms.size() << ",\"p50_ms\":" << quantile(l.ms, 0.5)
+      << ",\"p99_ms\":" << quantile(l.ms, 0.99) << ",\"max_ms\":" << quantile(l.ms, 1.0)
+      << ",\"failures\":" << l.failures;
+  return out.str();
+}
+
+// The in-process reader: a future per sample at once (the writer never waits for a reader), then
+// resolved in commit order. Coverage only moves forward, so a later sample never resolves before
+// an earlier one: taking the time when each get() returns measures each resolution.
+class local_reader {
+ public:
+  explicit local_reader(runtime& rt) : rt_(rt), thread_([this] { run(); }) {}
+  ~local_reader() { finish(); }
+
+  void add(const sample& s) {
+    auto f = rt_.wait_for_coverage(index_id, s.since, wait_timeout);
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back({s, std::move(f)});
+    cv_.notify_one();
+  }
+  latencies finish() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    return out_;
+  }
+
+ private:
+  struct waiting {
+    sample s;
+    future<void> f;
+  };
+  void run() {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return done_ || !pending_.empty(); });
+      if (pending_.empty()) return;
+      auto w = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      auto r = w.f.get();
+      if (!r) {
+        if (out_.failures++ == 0) out_.first_failure = r.error().to_string();
+        continue;
+      }
+      out_.ms.push_back(static_cast<double>(now_ns() - w.s.committed_ns) / 1e6);
+    }
+  }
+
+  runtime& rt_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<waiting> pending_;
+  bool done_ = false;
+  latencies out_;
+  std::thread thread_;
+};
+
+// Reads "since committed_ns" lines and answers "ms" or "failed <error>" lines, from `threads`
+// threads, each blocking in the free wait_for_coverage.
+int reader_child(const std::filesystem::path& home, const std::filesystem::path& fifo, unsigned threads) {
+  std::FILE* in = std::fopen(fifo.c_str(), "r");
+  if (!in) {
+    std::cerr << "dix-bench ryw-reader: cannot open " << fifo << "\n";
+    return 1;
+  }
+  std::mutex mutex, out_mutex;
+  std::condition_variable cv;
+  std::deque<sample> queue;
+  bool eof = false;
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i) {
+    pool.emplace_back([&] {
+      for (;;) {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [&] { return eof || !queue.empty(); });
+        if (queue.empty()) return;
+        auto s = queue.front();
+        queue.pop_front();
+        lock.unlock();
+        auto r = wait_for_coverage(home, index_id, s.since, wait_timeout);
+        const auto resolved = now_ns();
+        std::lock_guard<std::mutex> out(out_mutex);
+        if (r) {
+          std::printf("ms %.3f\n", static_cast<double>(resolved - s.committed_ns) / 1e6);
+        } else {
+          std::printf("failed %s\n", r.error().to_string().c_str());
+        }
+      }
+    });
+  }
+  unsigned long long since = 0;
+  long long committed = 0;
+  while (std::fscanf(in, "%llu %lld", &since, &committed) == 2) {
+    std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back({since, committed});
+    cv.notify_one();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    eof = true;
+    cv.notify_all();
+  }
+  for (auto& t : pool) t.join();
+  std::printf("done\n");
+  std::fflush(stdout);
+  std::fclose(in);
+  return 0;
+}
+
+}  // namespace
+
+int run_ryw_reader(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "fifo", "threads"}, {}}, "dix-bench ryw-reader", usage("ryw-reader"),
+                                     status);
+  if (!a) return status;
+  std::string problem;
+  auto threads = a->number("threads", 8, 1, 64, problem);
+  if (!threads || !a->has("db") || !a->has("fifo")) {
+    std::cerr << "dix-bench ryw-reader: " << (problem.empty() ? "--db and --fifo are required" : problem) << "\n";
+    return tool::exit_usage;
+  }
+  return reader_child(a->get("db"), a->get("fifo"), static_cast<unsigned>(*threads));
+}
+
+int run_ryw(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"rate", "seconds", "dir", "json", "every"}, {}}, "dix bench ryw",
+                                     usage("ryw"), status);
+  if (!a) return status;
+  std::string problem;
+  json_report report;
+  auto rate = a->number("rate", 10'000, 1, 1'000'000, problem);
+  auto seconds = rate ? a->number("seconds", 10, 1, 3600, problem) : std::nullopt;
+  auto every = seconds ? a->number("every", 10, 1, 1'000'000, problem) : std::nullopt;
+  if (!rate || !seconds || !every || !report.open(*a, problem)) {
+    std::cerr << "dix bench ryw: " << problem << "\n";
+    return tool::exit_usage;
+  }
+  try {
+    scratch_dir dir(a->get("dir"));
+    const auto home = dir.path() / "primary";
+    auto store = primary_store::open(home, bench_store_options()).value();
+    store->create_table(table).value();
+    auto rt = runtime::create({store}).value();
+    register_ready(*rt, store->log_name(), table, index_id, dir.path() / "index", nullptr, std::nullopt,
+                   std::chrono::seconds(60));
+
+    const auto fifo = dir.path() / "samples.fifo";
+    if (::mkfifo(fifo.c_str(), 0600) != 0) throw std::runtime_error("io_error: mkfifo " + fifo.string());
+    auto self = tool::sibling_executable("dix-bench", problem);
+    if (!self) throw std::runtime_error(problem);
+    auto child =
+        cli::child_process::spawn({self->string(), "ryw-reader", "--db", home.string(), "--fifo", fifo.string()}).value();
+    std::FILE* to_child = std::fopen(fifo.c_str(), "w");  // blocks until the child opened it
+    if (!to_child) throw std::runtime_error("io_error: cannot open " + fifo.string());
+    // The child's answers are read as they come (a full pipe would stall its readers).
+    latencies other;
+    const auto last_answer = clock_type::now() + std::chrono::seconds(*seconds) + wait_timeout + std::chrono::seconds(5);
+    bool child_done = false;
+    std::thread drain([&] { child_done = child.wait_line("done", last_answer).has_value(); });
+
+    local_reader local(*rt);
+    writer_options wo;
+    wo.rate = *rate;
+    wo.table = table;
+    wo.prefix = "r";
+    wo.on_commit = [&, n = std::uint64_t{0}](std::uint64_t, const commit_info& c, clock_type::time_point) mutable {
+      if (++n % *every != 0) return;
+      sample s{c.time, now_ns()};
+      local.add(s);
+      std::fprintf(to_child, "%llu %lld\n", static_cast<unsigned long long>(s.since),
+                   static_cast<long long>(s.committed_ns));
+      std::fflush(to_child);
+    };
+    paced_writer writer(*store, std::move(wo));
+    const auto start = clock_type::now();
+    writer.start();
+    std::this_thread::sleep_for(std::chrono::seconds(*seconds));
+    writer_result written;
+    std::string writer_failure;  // rethrown once the reader threads are joined
+    try {
+      written = writer.stop();
+    } catch (const std::exception& e) {
+      writer_failure = e.what();
+    }
+    const double elapsed = seconds_since(start);
+    std::fclose(to_child);  // the child reads to the end, answers and says done
+    auto in_process = local.finish();
+    drain.join();
+    if (!writer_failure.empty()) throw std::runtime_error(writer_failure);
+    for (const auto& line : child.lines()) {
+      if (line.rfind("ms ", 0) == 0) {
+        other.ms.push_back(std::stod(line.substr(3)));
+      } else if (line != "done" && other.failures++ == 0) {
+        other.first_failure = line;
+      }
+    }
+    if (!child_done && other.failures++ == 0) other.first_failure = "the reader process did not finish";
+    child.reap(0);
+    rt->stop().get().value();
+
+    std::ostringstream out;
+    out << "{\"bench\":\"ryw\"," << build_fields() << ",\"configured_rate\":" << *rate << ",\"seconds\":" << *seconds
+        << ",\"rate\":" << static_cast<std::uint64_t>(static_cast<double>(written.waits_us.size()) / elapsed)
+        << ",\"max_flush_age_ms\":" << runner_options{}.max_flush_age.count()
+        << ",\"commit_p99_us\":" << quantile(written.waits_us, 0.99) << "," << figures(in_process)
+        << ",\"other_process\":{" << figures(other) << "}}\n";
+    if (!report.write(out.str(), problem)) throw std::runtime_error(problem);
+    if (in_process.failures + other.failures > 0) {
+      throw std::runtime_error("waits failed: " + in_process.first_failure + " " + other.first_failure);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dix bench ryw: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace dix::bench

@@ -1,0 +1,352 @@
+// `dix bench sustained`: what the writer sustains with indexes in step. One store, one run, three
+// phases, each with the unpaced paced_writer (one thread, one put per transaction):
+//  (a) alone: no runtime, a table nobody projects;
+//  (b) with three RocksDB indexes (their defaults, no writer gate) registered on a runtime and
+//      projecting the table written; sampled every 100 ms: commits/s and each index's lag_ms;
+//  (c) overload: one more RocksDB index on a table of its own, slowed by a real sleep of
+//      --slow-us per record delivered (so it indexes at most 10⁶/slow-us records/s, below what
+//      the writer commits) and gated (max_lag --max-lag-ms): the writer gate throttles commits
+//      (a wait of up to max_write_delay) and refuses them (index_lagging) at max_lag; the writer
+//      retries a refusal after max_write_delay. The longest interval between two consecutive
+//      successful commits is the write outage to compare with max_write_delay.
+// --plot draws the samples (lag per index, commits/s) with gnuplot.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/primary_store.hpp>
+#include <dix/runtime.hpp>
+
+#include "bench.hpp"
+#include "harness/child_process.hpp"
+#include "live_index.hpp"
+#include "paced_writer.hpp"
+#include "report.hpp"
+#include "tool/args.hpp"
+
+namespace dix::bench {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::uint32_t indexed_table = 1;  // phase (b)
+constexpr std::uint32_t plain_table = 2;    // phase (a), never projected
+constexpr std::uint32_t slow_table = 3;     // phase (c)
+constexpr std::size_t index_count = 3;
+constexpr std::uint64_t steps = 5;          // phase (b): paced at k/steps of phase (a)'s rate, then unpaced
+constexpr double lag_bound_ms = 1000;       // phase (b)'s bound on every index's lag
+// The first step starts on idle indexes, whose lag_ms (protocol.md §13.1) jumps to about the
+// idle time with the first commits and falls only with the first flush, which at a low rate is
+// the age flush (max_flush_age): the first step runs this much longer, uncounted.
+constexpr milliseconds first_step_warmup = runner_options{}.max_flush_age + milliseconds(500);
+constexpr std::uint32_t gate_exceeded = 0xFFFFFFFF;  // activity.hpp: lag_gate when refusing
+
+// A RocksDB index that takes `slow_us` of real time per record delivered before passing the
+// batch on: a backend slower than the writer. Everything else is the real backend's.
+class slow_backend final : public backend {
+ public:
+  slow_backend(std::shared_ptr<backend> inner, std::uint64_t slow_us) : inner_(std::move(inner)), slow_us_(slow_us) {}
+  const std::string& id() const noexcept override { return inner_->id(); }
+  std::string_view kind() const noexcept override { return inner_->kind(); }
+  void attach(backend_host& host) override { inner_->attach(host); }
+  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
+  delivery_result deliver(std::shared_ptr<const batch> b) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(slow_us_ * b->records.size()));
+    return inner_->deliver(std::move(b));
+  }
+  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
+  void shutdown(epoch_t epoch, completion done) override { inner_->shutdown(epoch, std::move(done)); }
+  subscription on_state_change(std::function<void(state_change)> callback) override {
+    return inner_->on_state_change(std::move(callback));
+  }
+  bool supports_reset() const noexcept override { return inner_->supports_reset(); }
+  void reset(epoch_t epoch, completion done) override { inner_->reset(epoch, std::move(done)); }
+  milliseconds min_barrier_interval() const noexcept override { return inner_->min_barrier_interval(); }
+  void publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept override {
+    inner_->publish_coverage(p, coverage_time, epoch);
+  }
+
+ private:
+  std::shared_ptr<backend> inner_;
+  std::uint64_t slow_us_;
+};
+
+struct point {
+  double t_ms = 0;
+  char phase = 'a';
+  double commits_per_s = 0;
+  std::array<double, index_count> lag_ms{NAN, NAN, NAN};  // NAN: no such index in this phase
+  bool throttled = false, exceeded = false;               // the gate (phase c)
+};
+
+// Samples every 100 ms, from its own thread, the writer's commits and the lag of `ids` on `rt`.
+class sampler {
+ public:
+  // Samples before `counted_from` go into the series but not into max_lag_ms().
+  sampler(clock_type::time_point origin, char phase, const paced_writer& writer, runtime* rt,
+          std::vector<std::string> ids, std::vector<point>& out, clock_type::time_point counted_from)
+      : origin_(origin), phase_(phase), writer_(writer), rt_(rt), ids_(std::move(ids)), out_(out),
+        counted_from_(counted_from), thread_([this] { run(); }) {}
+  ~sampler() { stop(); }
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  double max_lag_ms() const { return max_lag_ms_; }
+  // Commits made while the last sample showed the gate throttling.
+  std::uint64_t throttled_commits() const { return throttled_commits_; }
+
+ private:
+  void run() {
+    auto last_commits = writer_.commits();
+    auto last = clock_type::now();
+    auto next = last;
+    while (!stopping_) {
+      next += milliseconds(100);
+      std::this_thread::sleep_until(next);
+      const auto now = clock_type::now();
+      const auto commits = writer_.commits();
+      point p;
+      p.t_ms = std::chrono::duration<double, std::milli>(now - origin_).count();
+      p.phase = phase_;
+      p.commits_per_s = static_cast<double>(commits - last_commits) / std::chrono::duration<double>(now - last).count();
+      if (throttling_) throttled_commits_ += commits - last_commits;
+      throttling_ = false;
+      for (std::size_t i = 0; rt_ && i < ids_.size(); ++i) {
+        auto m = rt_->metrics(ids_[i]);
+        if (!m) continue;
+        p.lag_ms[i] = static_cast<double>(m->lag_ms);
+        if (now >= counted_from_) max_lag_ms_ = std::max(max_lag_ms_, p.lag_ms[i]);
+        p.exceeded = p.exceeded || m->lag_gate == gate_exceeded;
+        p.throttled = p.throttled || (m->lag_gate != 0 && m->lag_gate != gate_exceeded);
+      }
+      throttling_ = p.throttled;
+      out_.push_back(p);
+      last_commits = commits;
+      last = now;
+    }
+  }
+
+  clock_type::time_point origin_;
+  char phase_;
+  const paced_writer& writer_;
+  runtime* rt_;
+  std::vector<std::string> ids_;
+  std::vector<point>& out_;
+  clock_type::time_point counted_from_;
+  std::atomic<bool> stopping_{false};
+  double max_lag_ms_ = 0;
+  bool throttling_ = false;
+  std::uint64_t throttled_commits_ = 0;
+  std::thread thread_;
+};
+
+struct phase_result {
+  double tps = 0;
+  double max_lag_ms = 0;
+  std::uint64_t throttled = 0;
+  writer_result written;
+};
+
+// Runs a writer for `length`, sampled; lag samples in its first `warmup` do not count.
+phase_result run_phase(primary_store& store, writer_options wo, milliseconds length, clock_type::time_point origin,
+                       char phase, runtime* rt, std::vector<std::string> ids, std::vector<point>& series,
+                       milliseconds warmup = milliseconds(0)) {
+  paced_writer writer(store, std::move(wo));
+  const auto start = clock_type::now();
+  writer.start();
+  sampler s(origin, phase, writer, rt, std::move(ids), series, start + warmup);
+  std::this_thread::sleep_for(length);
+  phase_result out;
+  s.stop();  // first: no sample sees the stopped writer
+  out.written = writer.stop();
+  out.tps = static_cast<double>(out.written.waits_us.size()) / seconds_since(start);
+  out.max_lag_ms = s.max_lag_ms();
+  out.throttled = s.throttled_commits();
+  return out;
+}
+
+// Waits (up to 10 s) until every index of `ids` shows a lag under 100 ms: a fresh registration's
+// lag counts from before it was ready, which is not what a step measures.
+void settle(runtime& rt, const std::vector<std::string>& ids) {
+  for (auto deadline = clock_type::now() + std::chrono::seconds(10); clock_type::now() < deadline;) {
+    bool settled = true;
+    for (const auto& id : ids) {
+      auto m = rt.metrics(id);
+      settled = settled && m && m->lag_ms < 100;
+    }
+    if (settled) return;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::cerr << "dix bench sustained: the indexes' lag did not settle under 100 ms within 10 s\n";
+}
+
+std::string number_or_null(double v) {
+  if (std::isnan(v)) return "null";
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+std::string series_json(const std::vector<point>& series) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& p = series[i];
+    out << (i ? "," : "") << "{\"time_ms\":" << static_cast<std::uint64_t>(p.t_ms) << ",\"phase\":\"" << p.phase
+        << "\",\"commits_per_s\":" << static_cast<std::uint64_t>(p.commits_per_s) << ",\"lag_ms\":[";
+    for (std::size_t j = 0; j < index_count; ++j) out << (j ? "," : "") << number_or_null(p.lag_ms[j]);
+    out << "],\"gate\":\"" << (p.exceeded ? "exceeded" : p.throttled ? "throttled" : "open") << "\"}";
+  }
+  return out.str() + "]";
+}
+
+// Writes the samples and a gnuplot script beside `png`, runs gnuplot; one line when it cannot.
+// `budget_ms` is the slow index's gate budget B (operations.md, "The writer gate").
+void plot(const std::vector<point>& series, const std::string& png, std::uint64_t budget_ms) {
+  const std::string data = png + ".dat", script = png + ".gp";
+  {
+    std::ofstream d(data);
+    d << "# time_s commits_per_s lag_ms_1 lag_ms_2 lag_ms_3 (phase c: lag_ms_1 is the slow index)\n";
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const auto& p = series[i];
+      if (i > 0 && p.t_ms - series[i - 1].t_ms > 300) d << "\n";  // a new phase: no line across the gap
+      d << p.t_ms / 1000 << " " << p.commits_per_s;
+      for (auto l : p.lag_ms) d << " " << (std::isnan(l) ? std::string("NaN") : std::to_string(l));
+      d << "\n";
+    }
+  }
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 1200,700 noenhanced\nset output '" << png << "'\n"
+      << "set title 'dix bench sustained: (a) writer alone, (b) three indexes, (c) overload, one slow gated index'\n"
+      << "set xlabel 'time (s)'\nset ylabel 'lag (ms)'\nset y2label 'commits/s'\nset ytics nomirror\nset y2tics\n"
+      << "set yrange [0:*]\nset logscale y2\nset y2range [1:*]\nset key outside bottom center horizontal\nset grid\n"
+      << "set datafile missing 'NaN'\n"
+      << "plot '" << data << "' using 1:2 axes x1y2 with lines lw 2 title 'commits/s (right, log scale; 0 not drawn)', "
+      << "'' using 1:3 with lines title 'lag index 1 / slow index (ms)', "
+      << "'' using 1:4 with lines title 'lag index 2 (ms)', '' using 1:5 with lines title 'lag index 3 (ms)', "
+      << budget_ms / 2 << " with lines dt 2 title 'slow index: H = B/2, the throttle starts', "
+      << budget_ms << " with lines dt 3 title 'slow index: B, refusals'\n";
+  }
+  auto gnuplot = std::filesystem::path("/usr/bin/gnuplot");
+  if (!std::filesystem::exists(gnuplot)) {
+    std::cerr << "dix bench sustained: no plot: gnuplot is not installed (apt-get install gnuplot-nox); data in " << data << "\n";
+    return;
+  }
+  auto child = cli::child_process::spawn({gnuplot.string(), script}).value();
+  const int status = child.reap(0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::cerr << "dix bench sustained: no plot: gnuplot failed on " << script << "\n";
+  }
+}
+
+}  // namespace
+
+int run_sustained(const std::vector<std::string>& argv) {
+  int status = tool::exit_usage;
+  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "dir", "json", "plot"}, {}},
+                                     "dix bench sustained", usage("sustained"), status);
+  if (!a) return status;
+  std::string problem;
+  json_report report;
+  auto seconds = a->number("seconds", 20, 3, 3600, problem);
+  auto slow_us = seconds ? a->number("slow-us", 100, 1, 100'000, problem) : std::nullopt;
+  auto max_lag = slow_us ? a->number("max-lag-ms", 1000, 10, 60'000, problem) : std::nullopt;
+  if (!seconds || !slow_us || !max_lag || !report.open(*a, problem)) {
+    std::cerr << "dix bench sustained: " << problem << "\n";
+    return tool::exit_usage;
+  }
+  try {
+    scratch_dir dir(a->get("dir"));
+    auto store = primary_store::open(dir.path() / "primary", bench_store_options()).value();
+    for (auto t : {indexed_table, plain_table, slow_table}) store->create_table(t).value();
+    const auto total = milliseconds(*seconds * 1000);
+    const auto origin = clock_type::now();
+    std::vector<point> series;
+
+    // (a) The writer alone.
+    auto alone = run_phase(*store, {0, plain_table, "a", {}, {}}, total / 4, origin, 'a', nullptr, {}, series);
+    std::cerr << "alone: " << alone.tps << " commits/s\n";
+
+    // (b) Three indexes in step.
+    runtime_options ro;
+    auto rt = runtime::create({store}, ro).value();
+    std::vector<std::string> ids;
+    for (std::size_t i = 0; i < index_count; ++i) {
+      ids.push_back("index-" + std::to_string(i + 1));
+      register_ready(*rt, store->log_name(), indexed_table, ids.back(), dir.path() / ids.back(), nullptr, std::nullopt,
+                     std::chrono::seconds(60));
+    }
+    settle(*rt, ids);
+    // Stepped up: paced at a fifth, two fifths … of the lone writer's rate, then unpaced, each
+    // step as long; the highest step whose lag stayed under 1 s is the sustained rate.
+    phase_result with;
+    double broke_at_tps = 0, broke_lag_ms = 0;
+    const auto step = total * 2 / 5 / steps;
+    for (std::uint64_t k = 1; k <= steps; ++k) {
+      const auto rate = k == steps ? 0 : static_cast<std::uint64_t>(alone.tps * static_cast<double>(k) / steps);
+      const auto warmup = k == 1 ? first_step_warmup : milliseconds(0);
+      auto r = run_phase(*store, {rate, indexed_table, "b" + std::to_string(k) + "-", {}, {}}, step + warmup, origin,
+                         'b', rt.get(), ids, series, warmup);
+      std::cerr << "with " << index_count << " indexes, step " << k << ": " << r.tps << " commits/s, max lag "
+                << r.max_lag_ms << " ms\n";
+      if (r.max_lag_ms >= lag_bound_ms) {
+        broke_at_tps = r.tps;
+        broke_lag_ms = r.max_lag_ms;
+        break;
+      }
+      with = std::move(r);
+    }
+
+    // (c) Overload: an unthrottled writer, one slow index under the writer gate.
+    rocksdb_index_options io;
+    io.path = dir.path() / "slow";
+    auto slow = std::make_shared<slow_backend>(rocksdb_index_backend::create("slow", io).value(), *slow_us);
+    runner_options gated = ro.runner;
+    gated.max_lag = milliseconds(*max_lag);
+    register_ready(*rt, store->log_name(), slow_table, "slow", {}, slow, gated, std::chrono::seconds(60));
+    settle(*rt, {"slow"});
+    auto over = run_phase(*store, {0, slow_table, "c", ro.max_write_delay, {}}, total - total / 4 - total * 2 / 5,
+                          origin, 'c', rt.get(), {"slow"}, series);
+    std::cerr << "overload: " << over.tps << " commits/s, longest outage " << over.written.longest_gap_ms << " ms, "
+              << over.written.refused << " refused\n";
+    rt->stop().get().value();
+    const auto budget = std::max<std::uint64_t>(*max_lag, 2 * static_cast<std::uint64_t>(gated.max_flush_age.count()));
+
+    std::ostringstream json;
+    json << "{\"bench\":\"sustained\"," << build_fields() << ",\"seconds\":" << *seconds
+         << ",\"writer_alone_tps\":" << static_cast<std::uint64_t>(alone.tps)
+         << ",\"with_indexes_tps\":" << static_cast<std::uint64_t>(with.tps) << ",\"ratio\":" << with.tps / alone.tps
+         << ",\"max_lag_ms\":" << with.max_lag_ms << ",\"indexes\":" << index_count
+         << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
+         << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
+         << ",\"overload\":{\"slow_us_per_record\":" << *slow_us << ",\"max_lag_ms\":" << *max_lag
+         << ",\"gate_budget_ms\":" << budget << ",\"max_write_delay_ms\":" << ro.max_write_delay.count()
+         << ",\"tps\":" << static_cast<std::uint64_t>(over.tps)
+         << ",\"longest_write_outage_ms\":" << over.written.longest_gap_ms
+         << ",\"commit_p99_ms\":" << quantile(over.written.waits_us, 0.99) / 1000
+         << ",\"commits\":" << over.written.waits_us.size() << ",\"throttled_commits\":" << over.throttled
+         << ",\"refused_commits\":" << over.written.refused << ",\"slow_index_max_lag_ms\":" << over.max_lag_ms
+         << "},\"series\":" << series_json(series) << "}\n";
+    if (a->has("plot")) plot(series, a->get("plot"), budget);
+    if (!report.write(json.str(), problem)) throw std::runtime_error(problem);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dix bench sustained: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace dix::bench
