@@ -45,9 +45,11 @@ constexpr entry benchmarks[] = {
          in another (the free wait_for_coverage on the shared segment): commit → resolved
          p50/p99/max.
 )"},
-    {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--dir DIR] [--json FILE] [--plot FILE.png]
+    {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--dir DIR] [--json FILE]
+         [--plot FILE.png]
          Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with three
-         RocksDB indexes registered, the rate stepped up while their lag stays under 1 s; then
+         RocksDB indexes registered (max_flush_age F ms, default 250), the rate stepped up while
+         their lag stays under 1 s; then
          unpaced against one more index slowed by US µs per record delivered (default 100) and
          gated with max_lag MS (default 1000): the longest write outage beside max_write_delay,
          throttled and refused commits, the lag series. --plot draws lag and commits/s over time
