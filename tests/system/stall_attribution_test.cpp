@@ -149,3 +149,25 @@ TEST_CASE("stall attribution: an owner at the accepted-ahead cap whose barrier d
                                   Catch::Contains("\"accepted_batches\":1,\"max_accepted_batches_ahead\":1"));
   h.release();
 }
+
+TEST_CASE("stall attribution: a log the owner cannot read (its store closed under the running index) is reported by dix status --json as stalled by log-unreadable",
+          "[system][lag][activity]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  rocksdb_index_options o;
+  o.path = dir / "index";
+  rt->register_index(index_registration(rocksdb_index_backend::create("by-value", o).value())).value();
+  test::put_records(*store, "k", 5);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  REQUIRE(store->close());
+  rt->wake();  // as a commit: the owner's next turn reads the closed log, a transient fault (§10.5)
+  REQUIRE(wait_lag(home, "by-value", [](const lag_figures& l) { return l.transient_faults > 0; }));
+  auto json = test::dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  INFO(json.out << json.err);
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"activity\":\"stalled\",\"stall_cause\":\"log-unreadable\"") &&
+                           Catch::Contains("\"state\":\"ready\""));  // a transient fault changes no readiness
+  REQUIRE(rt->stop().get());
+}
