@@ -127,6 +127,14 @@ void runner_core::gate_sample(effects& out, steady_time now) {
     return;
   }
   if (auto g = gate_.sample(lag_ms(now))) out.push_back(fx::store_gate{*g});
+  // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
+  // cursor-only progress (such as the system transactions the owner's own acquisition and settle
+  // write), its flush waits for the cursor-only timer (up to 10 min) while every gated write is
+  // refused and so cannot bring one. Ask for the barrier now, once per durable advance.
+  if (gate_refuses(gate_.stored()) && !gate_flush_outstanding_ && offered_.size() > 1) {
+    gate_flush_outstanding_ = true;
+    request_flush(flush_reason::age, out, now);
+  }
 }
 
 effects runner_core::sample_gate(steady_time now) {
@@ -232,6 +240,7 @@ void runner_core::discard_progress() {
   stalled_since_.reset();
   coverage_.discard();
   coverage_flush_outstanding_ = false;
+  gate_flush_outstanding_ = false;
   cut_delivered_ = false;
   refresh_due_ = false;
 }
@@ -922,6 +931,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       gate_.on_durable_advance();
       transient_faults_ = 0;
       coverage_flush_outstanding_ = false;
+      gate_flush_outstanding_ = false;
       boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.

@@ -483,6 +483,7 @@ class runner_core {
   bool refresh_due_ = false;
   std::optional<steady_time> last_turn_at_;
   bool coverage_flush_outstanding_ = false;
+  bool gate_flush_outstanding_ = false;  // the barrier an exceeded gate asked for (gate_sample)
   bool cut_delivered_ = false;  // an accepted batch left a transaction cut open: the next entry completes it
 };
 

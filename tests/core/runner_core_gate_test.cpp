@@ -124,6 +124,25 @@ TEST_CASE("runner gate: behaviour 24 - the gate survives an owner handoff until 
   CHECK(p.slot_gate == gate_open);
 }
 
+TEST_CASE("runner gate: behaviour 24 - an exceeded gate whose caught-up owner holds only cursor-only progress asks for a barrier and opens without a new write",
+          "[core][runner][gate][behaviour-24]") {
+  sim_pipeline p(gate_options());
+  make_ready(p);
+  trip(p);
+  p.restart_at_release();
+  p.backend.auto_barrier = true;
+  p.wake();  // the successor acquires, caught up: exceeded until a durable advance of its own
+  REQUIRE(p.runner->owner());
+  REQUIRE(p.slot_gate == gate_exceeded);
+  // Only a system transaction follows (every gated write is refused): its cursor-only progress
+  // would wait for the cursor-only flush timer, minutes away; the gate's sample asks for the
+  // barrier instead, and the durable advance with the end of the log opens the gate.
+  p.store.commit({test::fake_op{op_kind::put, 0, "registration/sim-index", "x", true}}, header_flag::system, true);
+  p.wake(wake_flag::commit | wake_flag::system);
+  p.advance(milliseconds(600));
+  CHECK(p.slot_gate == gate_open);
+}
+
 TEST_CASE("runner gate: behaviour 24 - a rebuild's start forces the gate open until ready", "[core][runner][gate][behaviour-24]") {
   sim_pipeline p(gate_options());
   make_ready(p);

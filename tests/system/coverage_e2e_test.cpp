@@ -1,0 +1,186 @@
+// Behaviour 22 (protocol.md §12.4–§12.6, §17 item 22) end to end: a real owner — dix::runtime
+// over a real RocksDB primary store and a real rocksdb_index_backend in temp dirs — configured
+// with a max_flush_age far longer than the test, so only the coverage demand can make a write
+// durable in time. What proves the path is the owner's flush counters (a coverage flush, no age
+// flush), never elapsed time. Waiters in this process use runtime::wait_for_coverage (the watcher
+// thread); the waiter in another process is a child forked before any thread or RocksDB exists
+// here, calling the blocking free function (futex on the slot's change counter). Real threads and
+// real time: waits are futures, pipes and futex waits, their timeouts only failure guards.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/runtime.hpp>
+
+#include "adapters/coverage_readers.hpp"
+#include "adapters/test_support.hpp"
+#include "support/child.hpp"
+#include "support/index_registration.hpp"
+#include "support/wrapped_backend.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+using dix::test::index_registration;
+using dix::test::temp_dir;
+
+namespace {
+
+// Longer than any failure guard below: an age flush within the test would mean a defect.
+constexpr std::chrono::milliseconds long_flush_age = 600000ms;
+
+runtime_options long_flush_age_options() {
+  runtime_options o;
+  o.runner.max_flush_age = long_flush_age;
+  o.max_coverage_wait = 600000ms;
+  return o;
+}
+
+std::uint64_t flushes(const runtime& rt, flush_reason reason) {
+  return rt.metrics("by-value").value().flushes[static_cast<std::size_t>(reason)];
+}
+
+errc code_of(future<void> f) {
+  auto r = f.get();
+  return r ? errc::none : r.error().value();
+}
+
+// One owner: a runtime with a long max_flush_age over a store and a wrapped RocksDB index, ready
+// and idle once started. A new index becomes ready only when its rebuild's boundary is durable,
+// which without a waiter only the age timer asks for (protocol.md §6.2): so the index is built
+// first by a runtime with the default flush age, and the long-flush-age owner then resumes it
+// from its durable cursor, ready at its first idle pass.
+struct owner {
+  temp_dir dir;
+  std::filesystem::path home = dir / "db";
+  std::shared_ptr<primary_store> store;
+  std::unique_ptr<runtime> rt;
+  std::shared_ptr<test::wrapped_backend> index;
+  std::optional<registration_handle> handle;
+  epoch_t built_epoch = 0;
+
+  std::shared_ptr<rocksdb_index_backend> open_index() const {
+    rocksdb_index_options o;
+    o.path = dir / "index";
+    return rocksdb_index_backend::create("by-value", o).value();
+  }
+  void start() {
+    store = test::open_store(home);
+    {
+      auto builder = runtime::create({store}).value();
+      builder->register_index(index_registration(open_index())).value();
+      test::put_records(*store, "built", 2);
+      REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+      built_epoch = builder->readiness("by-value")->owner_epoch;
+      REQUIRE(builder->stop().get());
+    }
+    rt = runtime::create({store}, long_flush_age_options()).value();
+    index = std::make_shared<test::wrapped_backend>(open_index());
+    handle = rt->register_index(index_registration(index)).value();
+    REQUIRE(test::wait_readiness(home, "by-value",
+                                 [&](const dix::readiness& r) { return test::is_ready(r) && r.owner_epoch > built_epoch; }));
+    REQUIRE(index->resets == 0);  // resumed from its durable cursor, not rebuilt
+  }
+};
+
+}  // namespace
+
+TEST_CASE("behaviour 22: wait_for_coverage after a write resolves through the coverage demand and a coverage flush, long before max_flush_age",
+          "[system][coverage][behaviour-22]") {
+  owner w;
+  w.start();
+  const auto coverage_flushes = flushes(*w.rt, flush_reason::coverage);
+  const auto written = test::put_records(*w.store, "k", 3);
+  // since = the commit's time, fixed at the call; a later commit does not move it.
+  auto waiting = w.rt->wait_for_coverage("by-value", written.time, 300000ms);
+  REQUIRE(waiting.wait_for(120s) == std::future_status::ready);  // failure guard only
+  CHECK(code_of(std::move(waiting)) == errc::none);
+  CHECK(w.rt->metrics("by-value")->coverage_time >= written.time);
+  CHECK(flushes(*w.rt, flush_reason::coverage) > coverage_flushes);  // the demand asked for the barrier
+  CHECK(flushes(*w.rt, flush_reason::age) == 0);                     // the age timer never fired
+  CHECK(w.store->get(1, "k0").value().has_value());
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("behaviour 22: the free wait_for_coverage in another process resolves on a futex wake after the owner's coverage flush",
+          "[system][coverage][behaviour-22]") {
+  temp_dir scratch;
+  test::pipe_pair go;      // parent → child: the since to wait for (8 bytes)
+  test::pipe_pair report;  // child → parent: 'k' or 'f', then the wake-up count
+  owner w;
+  // Forked before this process has a thread or a RocksDB handle; the child maps the segment
+  // itself through the free function and touches nothing else.
+  const pid_t child = test::fork_child([&]() {
+    index_time_t since = 0;
+    char bytes[sizeof since];
+    for (std::size_t got = 0; got < sizeof bytes;) {
+      const auto n = ::read(go.read_end, bytes + got, sizeof bytes - got);
+      if (n <= 0) return 11;
+      got += static_cast<std::size_t>(n);
+    }
+    std::memcpy(&since, bytes, sizeof since);
+    wait_stats stats;
+    auto r = wait_for_coverage_counted(w.home, "by-value", since, 300000ms, {}, stats);
+    const char out[3] = {r ? 'k' : 'f', stats.raised_demand ? 'd' : '-',
+                         static_cast<char>('0' + std::min<std::uint64_t>(stats.wakeups, 9))};
+    return ::write(report.write_end, out, 3) == 3 ? 0 : 10;
+  });
+  w.start();
+  const auto coverage_flushes = flushes(*w.rt, flush_reason::coverage);
+  const auto written = test::put_records(*w.store, "c", 2);
+  char since_bytes[sizeof written.time];
+  std::memcpy(since_bytes, &written.time, sizeof since_bytes);
+  REQUIRE(::write(go.write_end, since_bytes, sizeof since_bytes) == static_cast<ssize_t>(sizeof since_bytes));
+  CHECK(report.receive() == 'k');
+  CHECK(report.receive() == 'd');        // the child's demand drove the owner
+  const char wakeups = report.receive();
+  CHECK(wakeups >= '1');                 // it slept and a slot change woke it …
+  CHECK(wakeups <= '9');
+  CHECK(test::wait_exit(child) == 0);
+  CHECK(flushes(*w.rt, flush_reason::coverage) > coverage_flushes);  // … after a coverage flush
+  CHECK(flushes(*w.rt, flush_reason::age) == 0);
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("behaviour 22: with a real owner a waiter fails index_lagging at its deadline and stopped at unregister",
+          "[system][coverage][behaviour-22]") {
+  owner w;
+  w.start();
+  // An hour ahead: no capture of this run reaches it.
+  const auto far = test::put_records(*w.store, "k", 1).time + 3'600'000'000'000ull;
+  CHECK(code_of(w.rt->wait_for_coverage("by-value", far, 20ms)) == errc::index_lagging);
+  auto at_unregister = w.rt->wait_for_coverage("by-value", far, 300000ms);
+  auto released = w.handle->unregister();
+  REQUIRE(at_unregister.wait_for(120s) == std::future_status::ready);  // at once, not at its deadline
+  CHECK(code_of(std::move(at_unregister)) == errc::stopped);
+  REQUIRE(released.get());
+  CHECK(code_of(w.rt->wait_for_coverage("by-value", far, 1000ms)) == errc::not_registered);
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("behaviour 22: with a real owner a waiter fails rebuilding in a rebuild, and every wait fails stopped after stop",
+          "[system][coverage][behaviour-22]") {
+  owner w;
+  w.start();
+  const auto far = test::put_records(*w.store, "k", 1).time + 3'600'000'000'000ull;
+  // A waiter pending when the rebuild is requested ends with the condemnation: needs-rebuild
+  // (reason rebuild-requested) reads unavailable, or rebuilding if the watcher's look comes after
+  // the next publication; a waiter that begins during the rebuild fails rebuilding at once. Held
+  // barriers keep the rebuild's boundary from becoming durable, so it stays rebuilding (the long
+  // flush age alone would not: the pending waiter's demand may ask for a coverage flush).
+  auto pending = w.rt->wait_for_coverage("by-value", far, 300000ms);
+  w.index->hold_flushes = true;
+  REQUIRE(w.rt->request_rebuild("by-value"));
+  REQUIRE(test::wait_readiness(w.home, "by-value",
+                               [](const dix::readiness& r) { return r.state == readiness_state::rebuilding; }));
+  REQUIRE(pending.wait_for(120s) == std::future_status::ready);
+  const auto pending_code = code_of(std::move(pending));
+  CHECK((pending_code == errc::unavailable || pending_code == errc::rebuilding));
+  auto during = w.rt->wait_for_coverage("by-value", far, 300000ms);
+  REQUIRE(during.wait_for(120s) == std::future_status::ready);
+  CHECK(code_of(std::move(during)) == errc::rebuilding);
+  CHECK(flushes(*w.rt, flush_reason::age) == 0);
+  REQUIRE(w.rt->stop().get());  // flush(shutdown) passes the held barriers
+  CHECK(code_of(w.rt->wait_for_coverage("by-value", far, 1000ms)) == errc::stopped);
+}
