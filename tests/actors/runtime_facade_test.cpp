@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 using dix::test::index_registration;
 using dix::test::make_index_at;
 using dix::test::temp_dir;
+using dix::test::wait_segment;
 
 namespace {
 
@@ -245,23 +246,6 @@ TEST_CASE("runtime: a fresh index over many records is rebuilt in one attempt", 
   CHECK(m.delivered_records >= 200000);
   CHECK(m.delivered_records < 210000);
 }
-
-namespace {
-
-// Waits, on the segment's change-counter futex (no polling), until `pred` holds; false after 30 s.
-template <class Pred>
-bool wait_segment(const std::filesystem::path& home, Pred pred) {
-  auto view = segment_view::open(home).value();
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto seen = view->segment_change_counter();
-    if (pred()) return true;
-    view->wait_change(seen, 1s);
-  }
-  return pred();
-}
-
-}  // namespace
 
 TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothing is written, the gate opens after a durable advance, and unregistering the last registration forces it open (protocol 13)",
           "[adapter][runtime][gate][behaviour-24]") {

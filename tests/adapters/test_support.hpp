@@ -67,6 +67,20 @@ inline bool wait_readiness(const std::filesystem::path& home, const std::string&
 
 inline bool is_ready(const dix::readiness& r) { return r.state == readiness_state::ready; }
 
+// Waits, on the segment's change-counter futex (no polling), until `pred` holds; false after 30 s.
+template <class Pred>
+bool wait_segment(const std::filesystem::path& home, Pred pred) {
+  using namespace std::chrono_literals;
+  auto view = segment_view::open(home).value();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto seen = view->segment_change_counter();
+    if (pred()) return true;
+    view->wait_change(seen, 1s);
+  }
+  return pred();
+}
+
 // A query mode that reads everything committed before the call (read-your-writes, protocol.md
 // §12.6): `wait` for coverage of the wall time now, 30 s failure bound. A bounded query right
 // after `ready` may be refused (coverage still unknown); tests that read an index use this.

@@ -25,23 +25,7 @@ using namespace dix;
 using namespace std::chrono_literals;
 using dix::test::index_registration;
 using dix::test::temp_dir;
-
-namespace {
-
-// Waits, on the segment's change-counter futex, until `pred` holds; false after 30 s.
-template <class Pred>
-bool wait_segment(const std::filesystem::path& home, Pred pred) {
-  auto view = segment_view::open(home).value();
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto seen = view->segment_change_counter();
-    if (pred()) return true;
-    view->wait_change(seen, 1s);
-  }
-  return pred();
-}
-
-}  // namespace
+using dix::test::wait_segment;
 
 TEST_CASE("behaviour 24: a deferring backend closes the gate of a real owner, the refused write leaves nothing, and once the backend accepts the index catches up and the retry commits",
           "[system][gate][behaviour-24]") {
