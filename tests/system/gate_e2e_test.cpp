@@ -27,6 +27,17 @@ using dix::test::index_registration;
 using dix::test::temp_dir;
 using dix::test::wait_segment;
 
+namespace {
+
+// The gated write both tests make, refused first and retried later.
+result<commit_info> commit_retried(primary_store& store) {
+  auto t = store.begin();
+  t.put(1, "retried", "v");
+  return t.commit();
+}
+
+}  // namespace
+
 TEST_CASE("behaviour 24: a deferring backend closes the gate of a real owner, the refused write leaves nothing, and once the backend accepts the index catches up and the retry commits",
           "[system][gate][behaviour-24]") {
   temp_dir dir;
@@ -51,12 +62,7 @@ TEST_CASE("behaviour 24: a deferring backend closes the gate of a real owner, th
   test::put_records(*store, "b", 1);
   REQUIRE(wait_segment(home, [&] { return slot->lag_gate() == gate_exceeded; }));
   const auto before = latest_sequence(*store);
-  auto attempt = [&] {
-    auto t = store->begin();
-    t.put(1, "retried", "v");
-    return t.commit();
-  };
-  auto refused = attempt();
+  auto refused = commit_retried(*store);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().value() == errc::index_lagging);
   CHECK(is_retryable(refused.error().value()));
@@ -72,7 +78,7 @@ TEST_CASE("behaviour 24: a deferring backend closes the gate of a real owner, th
   // reaches the end — catch-up proven, the gate opens, and the writer's retry commits.
   deferring->defer_deliveries = false;
   REQUIRE(wait_segment(home, [&] { return slot->lag_gate() == 0; }));
-  auto retried = attempt();
+  auto retried = commit_retried(*store);
   REQUIRE(retried);
   CHECK(store->get(1, "retried").value().has_value());
   auto covered = rt->wait_for_coverage("by-value", retried->time, 20000ms);
@@ -124,19 +130,14 @@ TEST_CASE("behaviour 24: an exceeded gate survives the handoff to a runtime of t
   INFO(json.out << json.err);
   CHECK_THAT(json.out, Catch::Contains("\"stall_cause\":\"gate\"") && Catch::Contains("\"gate\":\"exceeded\""));
 
-  auto attempt = [&] {
-    auto t = store->begin();
-    t.put(1, "retried", "v");
-    return t.commit();
-  };
-  auto refused = attempt();
+  auto refused = commit_retried(*store);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().value() == errc::index_lagging);
   CHECK(slot->lag_gate() == gate_exceeded);
   // The successor's barriers resume: its own durable advance and the end of the log open the gate.
   successor->release_flushes();
   REQUIRE(wait_segment(home, [&] { return slot->lag_gate() == 0; }));
-  auto retried = attempt();
+  auto retried = commit_retried(*store);
   REQUIRE(retried);
   auto covered = rt2->wait_for_coverage("by-value", retried->time, 20000ms);
   REQUIRE(covered.wait_for(60s) == std::future_status::ready);
