@@ -51,16 +51,19 @@ void lag_gate::on_durable_advance() noexcept {
 
 void lag_gate::on_end_of_log() noexcept { reached_end_ = true; }
 
-std::optional<std::uint32_t> lag_gate::sample(std::uint64_t lag_ms) noexcept {
+std::optional<std::uint32_t> lag_gate::sample(std::uint64_t lag_ms, std::uint64_t backlog_ms) noexcept {
   if (!policy_.on()) return std::nullopt;
   const std::uint64_t b = policy_.budget_ms();
-  // Rule 1.
+  // Rule 1: refusals judge the lag alone.
   if (lag_ms >= b) return store(gate_exceeded);
   // Rule 2: only a durable advance after the later of the trip and this acquisition reopens it.
   if (stored_ == gate_exceeded && advanced_at_ <= std::max(tripped_at_, acquired_at_)) return std::nullopt;
-  // Rule 3 (2·lag ≥ B is lag ≥ H exactly).
-  if (2 * lag_ms >= b) {
-    const auto delay = throttle_delay_us(policy_, lag_ms);
+  // Rules 3 and 4 judge the forecast (decision 0027); at or past B it throttles at D (the delay's
+  // clamp), since the lag itself is below B.
+  const std::uint64_t forecast = lag_ms + std::min(backlog_ms, b);
+  // Rule 3 (2·forecast ≥ B is forecast ≥ H exactly).
+  if (2 * forecast >= b) {
+    const auto delay = throttle_delay_us(policy_, forecast);
     const bool throttled = stored_ != gate_open && stored_ != gate_exceeded;
     if (throttled) {
       const auto diff = delay > stored_ ? delay - stored_ : stored_ - delay;

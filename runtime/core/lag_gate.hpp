@@ -16,6 +16,8 @@
 //   (rebuild start, unavailable, …, §13.4) stores 0 whatever the lag.
 //
 // B = max(max_lag, 2 × max_flush_age) + min_barrier_interval, H = B / 2, D = max_write_delay.
+// Rules 3 and 4 read the forecast lag + backlog (decision 0027) where §13.3 reads the lag: a
+// forecast at or past B with the lag below it throttles at D.
 #pragma once
 
 #include <chrono>
@@ -56,8 +58,11 @@ class lag_gate {
   // The durable cursor moved forward / the tailer reported the end of the log, this ownership.
   void on_durable_advance() noexcept;
   void on_end_of_log() noexcept;
-  // A lag sample (ms, protocol.md §13.1): rules 1–4. Nothing without a policy.
-  std::optional<std::uint32_t> sample(std::uint64_t lag_ms) noexcept;
+  // A lag sample (ms, protocol.md §13.1): rules 1–4. Nothing without a policy. `backlog_ms`
+  // (decision 0027) is how long the unread backlog will take to read at the recent rate: rules 3
+  // and 4 judge the forecast lag + backlog_ms, so a writer outrunning the index is throttled
+  // while its backlog is still small; rule 1 (refusal) judges the lag itself.
+  std::optional<std::uint32_t> sample(std::uint64_t lag_ms, std::uint64_t backlog_ms = 0) noexcept;
   // §13.4: store 0 unless it is stored already.
   std::optional<std::uint32_t> force_open() noexcept;
 

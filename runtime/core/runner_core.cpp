@@ -126,7 +126,7 @@ void runner_core::gate_sample(effects& out, steady_time now) {
       parked_ || release_.holding() || attempt_running() || state_ == runner_state::unavailable) {
     return;
   }
-  if (auto g = gate_.sample(lag_ms(now))) out.push_back(fx::store_gate{*g});
+  if (auto g = gate_.sample(lag_ms(now), backlog_.drain_ms(config_.gate.budget_ms()))) out.push_back(fx::store_gate{*g});
   // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
   // cursor-only progress (such as the system transactions the owner's own acquisition and settle
   // write), its flush waits for the cursor-only timer (up to 10 min) while every gated write is
@@ -754,6 +754,7 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::u
   quiesced_ = false;
   state_ = runner_state::running;
   unread_since_.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
+  backlog_.reset();
   // §13.3: the inherited gate stays (without a policy the owner stores 0); the lag tick samples
   // it every min(1000, max(1, B/4)) ms while this ownership lasts.
   if (auto g = gate_.on_acquired(inherited_gate)) out.push_back(fx::store_gate{*g});
@@ -1011,6 +1012,14 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   }
   const auto& chunk = outcome.chunk;
   logs_ = chunk.logs;
+  {
+    std::uint64_t read = 0, unread = 0;
+    for (const auto& l : chunk.logs) {
+      read += l.read_sequence;
+      unread += l.latest_sequence > l.read_sequence ? l.latest_sequence - l.read_sequence : 0;
+    }
+    backlog_.observe(now, read, unread);  // the gate's forecast (decision 0027)
+  }
   wal_syncs_ += chunk.wal_syncs;
   unindexable_ += chunk.unindexable;
   // The tailer reports re-opens since its last install; keep a total across installs.

@@ -50,6 +50,7 @@
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
+#include "core/backlog_forecast.hpp"
 #include "core/lag_gate.hpp"
 #include "core/coverage.hpp"
 #include "core/release_sequence.hpp"
@@ -467,6 +468,7 @@ class runner_core {
   std::uint64_t log_reopens_ = 0, reopens_base_ = 0, reopens_seen_ = 0;
   std::array<std::uint64_t, 4> flushes_{};
   std::vector<log_progress> logs_;
+  backlog_forecast backlog_;  // the unread backlog's reading time, for the gate (decision 0027)
   std::map<std::string, index_time_t> read_time_;  // per log: newest anchor header time read
   std::optional<steady_time> unread_since_;        // a commit arrived while caught up, not yet read
   steady_time quiescence_since_{};

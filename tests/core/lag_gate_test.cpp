@@ -146,3 +146,28 @@ TEST_CASE("lag gate: a forced open stores 0 once, whatever the gate was", "[core
   // Open now, so a low lag keeps it open even without proven catch-up (rule 4).
   CHECK_FALSE(g.sample(10));
 }
+
+TEST_CASE("lag gate: the backlog's reading time throttles below H, up to max_write_delay, but never refuses (decision 0027)",
+          "[core][gate][forecast]") {
+  auto g = caught_up_owner();
+  // A lag of 100 ms alone is open; with 450 ms of backlog to read, the forecast 550 ms is past H.
+  CHECK_FALSE(g.sample(100, 0).has_value());
+  CHECK(g.sample(100, 450) == throttle_delay_us(policy(), 550));
+  // A forecast at or past B with the lag below it throttles at D: only the lag refuses.
+  CHECK(g.sample(400, 5000) == 100'000u);
+  CHECK(g.stored() == 100'000u);
+  CHECK(g.sample(999, 5000) == std::nullopt);  // still D, not exceeded
+  CHECK(g.sample(1000, 0) == gate_exceeded);
+  // Once the backlog is read and the lag falls, the gate reopens as before (rule 2 first).
+  g.on_durable_advance();
+  CHECK(g.sample(100, 0) == gate_open);
+}
+
+TEST_CASE("lag gate: without a backlog the forecast is the lag, so section 13.3 holds unchanged", "[core][gate][forecast]") {
+  auto a = caught_up_owner();
+  auto b = caught_up_owner();
+  for (std::uint64_t lag : {0u, 300u, 499u, 500u, 600u, 750u, 999u, 1000u, 1200u, 400u}) {
+    CHECK(a.sample(lag) == b.sample(lag, 0));
+    CHECK(a.stored() == b.stored());
+  }
+}

@@ -324,3 +324,30 @@ TEST_CASE("runner lag: a reader that has not reached the end since it acquired s
   p.run();
   CHECK_FALSE(p.runner->snapshot().unread_since.has_value());  // the end reached
 }
+
+TEST_CASE("runner gate: a reader falling behind a backlog throttles at the forecast while the lag is still below H (decision 0027)",
+          "[core][runner][gate][forecast]") {
+  auto o = gate_options();
+  o.max_transactions_per_turn = 1;    // one transaction read per turn
+  o.max_accepted_batches_ahead = 1;   // and one more only after each barrier
+  sim_pipeline p(o);
+  make_ready(p);
+  p.backend.auto_barrier = false;
+  for (int i = 0; i < 200; ++i) p.commit({test::put(sim_table, "b" + std::to_string(i), "v")});
+  p.run();
+  // A barrier every 20 ms: the runner reads 50 transactions a second of a backlog of ~200, four
+  // seconds of reading, while its lag (20 ms of accepted age, the unread age) is still small.
+  for (int i = 0; i < 8; ++i) {
+    p.advance(milliseconds(20));
+    p.backend.barrier();
+    p.run();
+  }
+  const auto lag = p.runner->lag_ms(p.time.steady_now());
+  CHECK(lag < 500);                  // below H: the age alone would leave the gate open
+  CHECK(p.slot_gate == 100'000u);    // the forecast is past B: throttled at D, not refused
+  // Barriers on time again: once the backlog is read and durable, the gate opens.
+  p.backend.auto_barrier = true;
+  p.backend.barrier();
+  for (int i = 0; i < 400 && p.slot_gate != gate_open; ++i) p.advance(milliseconds(100));
+  CHECK(p.slot_gate == gate_open);
+}

@@ -1,0 +1,49 @@
+#include "core/backlog_forecast.hpp"
+
+#include <algorithm>
+
+namespace dix {
+
+void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_t unread) {
+  // A read position going back (the logs installed again) or a silence longer than the window (a
+  // stall, a rebuild's scan: the lag's own ages cover it) says nothing of the coming rate.
+  if (!readings_.empty() &&
+      (read < readings_.back().second || now < readings_.back().first || now - readings_.back().first > window)) {
+    readings_.clear();
+  }
+  unread_ = unread;
+  // Readings closer than 10 ms apart replace the newest one: at most ~100 readings per window.
+  if (readings_.size() >= 2 && now - readings_[readings_.size() - 2].first < std::chrono::milliseconds(10)) {
+    readings_.back() = {now, read};
+  } else {
+    readings_.emplace_back(now, read);
+  }
+  // Keep one reading at or beyond the window's start, so the span covers the whole window.
+  while (readings_.size() > 2 && now - readings_[1].first >= window) readings_.pop_front();
+}
+
+void backlog_forecast::reset() noexcept {
+  readings_.clear();
+  unread_ = 0;
+}
+
+std::optional<std::uint64_t> backlog_forecast::rate() const {
+  if (readings_.size() < 2) return std::nullopt;
+  const auto& [from, read_from] = readings_.front();
+  const auto& [to, read_to] = readings_.back();
+  const auto span_ms = std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+  if (span_ms < min_span.count()) return std::nullopt;
+  return (read_to - read_from) * 1000 / static_cast<std::uint64_t>(span_ms);
+}
+
+std::uint64_t backlog_forecast::drain_ms(std::uint64_t cap_ms) const {
+  if (unread_ == 0) return 0;
+  const auto r = rate();
+  if (!r) return 0;
+  if (*r == 0) return cap_ms;
+  // unread × 1000 / r without overflow for any realistic figure (unread < 2^44).
+  const auto ms = unread_ / *r * 1000 + unread_ % *r * 1000 / *r;
+  return std::min(ms, cap_ms);
+}
+
+}  // namespace dix
