@@ -401,6 +401,8 @@ struct session {
   void deliver_scenario(std::uint64_t from, std::uint64_t to, epoch_t epoch = 1) {
     for (auto n = from; n <= to; ++n) deliver(scenario_batch(subject, n, epoch));
   }
+  // Delivers scenario batches from..to, a barrier, and checks the state after batch `to`.
+  void advance(std::uint64_t from, std::uint64_t to, epoch_t epoch = 1);
   // durable_cursor() is cursor `n` and the index holds the scenario's first n batches.
   void require_at(std::uint64_t n) {
     INFO("expected the state after batch " << n);
@@ -419,6 +421,19 @@ struct session {
     INFO(#expr << ": " << (dix_outcome_ ? std::string("ok") : dix_outcome_.error().message())); \
     REQUIRE(dix_outcome_);                                                           \
   } while (false)
+
+void session::advance(std::uint64_t from, std::uint64_t to, epoch_t epoch) {
+  deliver_scenario(from, to, epoch);
+  DIX_REQUIRE_OK(barrier());
+  require_at(to);
+}
+
+// A fresh instance over `dir` finds the state after batch n, and shuts down.
+void reopen_at(const backend_subject& s, const std::filesystem::path& dir, std::uint64_t n, epoch_t epoch) {
+  session reopened(s, dir, epoch);
+  reopened.require_at(n);
+  DIX_REQUIRE_OK(reopened.shutdown(epoch));
+}
 
 }  // namespace
 
@@ -442,22 +457,16 @@ void check_barrier_publishes_offered_cursor(const backend_subject& s) {
     x.deliver(make_batch(1, scenario_records(s, 4), std::nullopt));
     DIX_REQUIRE_OK(x.barrier());
     CHECK(describe(x.durable()) == describe(cursor_at(3)));
-    x.deliver(scenario_batch(s, 5));
-    DIX_REQUIRE_OK(x.barrier());
-    x.require_at(5);
+    x.advance(5, 5);
     DIX_REQUIRE_OK(x.shutdown(1));
   }
-  session reopened(s, dir.path());
-  reopened.require_at(5);
-  DIX_REQUIRE_OK(reopened.shutdown(1));
+  reopen_at(s, dir.path(), 5, 1);
 }
 
 void check_nothing_durable_before_barrier(const backend_subject& s) {
   temp_dir dir;
   session x(s, dir.path());
-  x.deliver_scenario(1, 2);
-  DIX_REQUIRE_OK(x.barrier());
-  x.require_at(2);
+  x.advance(1, 2);
   const auto checks = x.host.epoch_checks();
   x.deliver_scenario(3, 5);
   // The applier asks about each batch before applying it: all three were taken.
@@ -519,9 +528,7 @@ void check_kill_between_apply_and_barrier(const backend_subject& s) {
     if (mode == kill_at::after_barrier) CHECK(*prefix == synced);
     y.require_at(*prefix);
     // Replay from the cursor, as the runtime resumes, reaches the full contents.
-    y.deliver_scenario(*prefix + 1, total + 2);
-    DIX_REQUIRE_OK(y.barrier());
-    y.require_at(total + 2);
+    y.advance(*prefix + 1, total + 2);
     DIX_REQUIRE_OK(y.shutdown(1));
   }
 }
@@ -545,18 +552,14 @@ void check_superseded_batch_never_applied(const backend_subject& s) {
     CHECK(x.changes.count(state_change_kind::failed) == 0);
     DIX_REQUIRE_OK(x.shutdown(2));
   }
-  session reopened(s, dir.path(), 2);
-  reopened.require_at(2);
-  DIX_REQUIRE_OK(reopened.shutdown(2));
+  reopen_at(s, dir.path(), 2, 2);
 }
 
 void check_superseded_barrier_never_publishes(const backend_subject& s) {
   temp_dir dir;
   {
     session x(s, dir.path());
-    x.deliver_scenario(1, 1);
-    DIX_REQUIRE_OK(x.barrier());
-    x.require_at(1);
+    x.advance(1, 1);
     const auto checks = x.host.epoch_checks();
     x.deliver(scenario_batch(s, 2));
     REQUIRE(x.host.wait_epoch_checks(checks + 1, x.limit));  // batch 2 was taken
@@ -568,14 +571,10 @@ void check_superseded_barrier_never_publishes(const backend_subject& s) {
     CHECK(x.host.owner_epoch() == 2);  // the backend did ask
     CHECK(describe(x.durable()) == describe(cursor_at(1)));
     // The new owner resumes from the durable cursor.
-    x.deliver_scenario(2, 3, 2);
-    DIX_REQUIRE_OK(x.barrier());
-    x.require_at(3);
+    x.advance(2, 3, 2);
     DIX_REQUIRE_OK(x.shutdown(2));
   }
-  session reopened(s, dir.path(), 2);
-  reopened.require_at(3);
-  DIX_REQUIRE_OK(reopened.shutdown(2));
+  reopen_at(s, dir.path(), 3, 2);
 }
 
 namespace {
@@ -683,9 +682,7 @@ void check_shutdown_releases_and_later_epoch_works(const backend_subject& s) {
   // The same object takes a later epoch's work, reopening what it needs.
   x.host.set_owner_epoch(2);
   CHECK(describe(x.durable()) == describe(cursor_at(at)));
-  x.deliver_scenario(at + 1, 6, 2);
-  DIX_REQUIRE_OK(x.barrier());
-  x.require_at(6);
+  x.advance(at + 1, 6, 2);
   DIX_REQUIRE_OK(x.shutdown(2));
 }
 
@@ -705,9 +702,7 @@ void reset_again_and_resume(session& y, epoch_t epoch) {
   y.host.set_owner_epoch(epoch);
   DIX_REQUIRE_OK(y.reset(epoch));
   y.require_at(0);
-  y.deliver_scenario(1, 2, epoch);
-  DIX_REQUIRE_OK(y.barrier());
-  y.require_at(2);
+  y.advance(1, 2, epoch);
   DIX_REQUIRE_OK(y.shutdown(epoch));
 }
 
@@ -806,9 +801,7 @@ void check_kill_inside_reset(const backend_subject& s) {
 void check_unindexable_removed_and_counted(const backend_subject& s) {
   temp_dir dir;
   session x(s, dir.path());
-  x.deliver_scenario(1, 2);
-  DIX_REQUIRE_OK(x.barrier());
-  x.require_at(2);
+  x.advance(1, 2);
   // r1 becomes unindexable, "never" arrives unindexable, r2 arrives in the runtime's unindexable
   // state (the runtime counted it: protocol.md §4.4; the backend counts only its own skips).
   std::vector<record_entry> records{put(record_name(1), 3, s.unindexable()), put("never", 3, s.unindexable()),
