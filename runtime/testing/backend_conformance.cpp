@@ -480,39 +480,60 @@ void check_nothing_durable_before_barrier(const backend_subject& s) {
 void check_kill_between_apply_and_barrier(const backend_subject& s) {
   require_subject(s);
   // Seeded, so every run tries the same scenarios; which prefix survives may differ per run, and
-  // every one is checked for exactness.
+  // every one is checked for exactness. Then one scenario per kill point the subject names inside
+  // a barrier.
+  enum class kill_at { delivered, taken, barrier_requested, after_barrier, barrier_step };
+  struct scenario {
+    kill_at mode;
+    std::uint64_t synced, unsynced;
+    std::size_t step = 0;
+  };
   std::mt19937_64 rng(0x13'0024);
   auto uniform = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
-  enum class kill_at { delivered, taken, barrier_requested, after_barrier };
+  std::vector<scenario> scenarios;
   const kill_at modes[] = {kill_at::delivered, kill_at::taken, kill_at::barrier_requested, kill_at::after_barrier};
-  for (int scenario = 0; scenario < 8; ++scenario) {
-    const auto mode = modes[scenario % 4];
+  for (std::size_t i = 0; i < 8; ++i) {
+    const auto mode = modes[i % 4];
     const auto synced = uniform(1, 4);
-    const auto unsynced = mode == kill_at::after_barrier ? 0 : uniform(1, 5);
+    scenarios.push_back({mode, synced, mode == kill_at::after_barrier ? 0 : uniform(1, 5)});
+  }
+  if (s.arm_barrier_kill) {
+    for (std::size_t k = 0; k < s.barrier_kill_points; ++k) scenarios.push_back({kill_at::barrier_step, 2, 3, k});
+  }
+  for (const auto& [mode, synced, unsynced, step] : scenarios) {
     const auto total = synced + unsynced;
-    INFO("scenario " << scenario << ": " << synced << " batch(es) and a barrier, then " << unsynced
-                     << " more, killed " << (mode == kill_at::delivered ? "once delivered"
-                                            : mode == kill_at::taken ? "once the applier took them"
-                                            : mode == kill_at::barrier_requested ? "after requesting a barrier"
-                                                                                 : "right after the barrier"));
+    INFO(synced << " batch(es) and a barrier, then " << unsynced << " more, killed "
+                << (mode == kill_at::delivered           ? std::string("once delivered")
+                    : mode == kill_at::taken             ? std::string("once the applier took them")
+                    : mode == kill_at::barrier_requested ? std::string("after requesting a barrier")
+                    : mode == kill_at::after_barrier     ? std::string("right after the barrier")
+                                                         : "at step " + std::to_string(step) + " of the next barrier"));
     temp_dir dir;
-    const pid_t child = fork_child([&] {
+    const pid_t child = fork_child([&, mode = mode, synced = synced, unsynced = unsynced, step = step] {
       conformance_host host;
       auto b = s.make(dir.path());
       if (!b) return 10;
       b->attach(host);
+      const auto limit = s.wait_limit + b->min_barrier_interval();
       for (std::uint64_t n = 1; n <= synced; ++n) {
         if (b->deliver(scenario_batch(s, n)) != delivery_result::accepted) return 11;
       }
       waiter w;
       b->flush(flush_reason::age, w.make());
-      if (!w.wait(s.wait_limit + b->min_barrier_interval())) return 12;
+      if (!w.wait(limit)) return 12;
       const auto checks = host.epoch_checks();
       for (auto n = synced + 1; n <= total; ++n) {
         if (b->deliver(scenario_batch(s, n)) != delivery_result::accepted) return 11;
       }
       if (mode == kill_at::taken && !host.wait_epoch_checks(checks + unsynced, s.wait_limit)) return 13;
       if (mode == kill_at::barrier_requested) b->flush(flush_reason::age, completion([](result<void>) {}));
+      if (mode == kill_at::barrier_step) {
+        s.arm_barrier_kill(*b, step, [] { die(); });
+        waiter last;
+        b->flush(flush_reason::age, last.make());
+        (void)last.wait(limit);
+        return 14;
+      }
       die();
     });
     const int code = wait_exit(child);

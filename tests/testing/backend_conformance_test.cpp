@@ -91,19 +91,27 @@ class faulty_backend final : public backend, private backend_host {
     return r;
   }
   void flush(flush_reason reason, completion done) override {
-    if (defect_ != defect::publishes_unfenced) return inner_->flush(reason, std::move(done));
+    if (barrier_kill_ && barrier_point_ == 0) barrier_kill_();  // before the barrier starts
     std::optional<cursor> delivered;
-    {
+    if (defect_ == defect::publishes_unfenced) {
       std::lock_guard lock(mutex_);
       delivered = last_delivered_;
     }
-    inner_->flush(reason, completion([this, delivered, d = std::make_shared<completion>(std::move(done))](result<void> r) {
+    auto kill_synced = barrier_point_ == 1 ? barrier_kill_ : std::function<void()>{};
+    inner_->flush(reason, completion([this, delivered, kill_synced, d = std::make_shared<completion>(std::move(done))](
+                                         result<void> r) {
+      if (kill_synced) kill_synced();  // synced, not yet reported
       if (r && delivered) {
         std::lock_guard lock(mutex_);
         reported_ = delivered;
       }
       std::move(*d)(std::move(r));
     }));
+  }
+  // Two kill points of the wrapper's barriers: 0 before the inner barrier, 1 once it synced.
+  void arm_barrier_kill(std::size_t point, std::function<void()> kill) {
+    barrier_point_ = point;
+    barrier_kill_ = std::move(kill);
   }
   void shutdown(epoch_t epoch, completion done) override {
     if (defect_ == defect::shutdown_keeps_resources) return std::move(done)(result<void>{});
@@ -165,6 +173,8 @@ class faulty_backend final : public backend, private backend_host {
   std::mutex mutex_;
   std::optional<cursor> reported_;
   std::optional<cursor> last_delivered_;
+  std::size_t barrier_point_ = 0;
+  std::function<void()> barrier_kill_;
 };
 
 backend_subject faulty_subject(defect d) {
@@ -180,6 +190,10 @@ backend_subject faulty_subject(defect d) {
   s.unindexable = [] { return std::string("ab"); };
   s.stored = [](backend& b) { return list(dynamic_cast<faulty_backend&>(b).inner()); };
   s.defer_batch_bytes = 4096;
+  s.barrier_kill_points = 2;
+  s.arm_barrier_kill = [](backend& b, std::size_t point, std::function<void()> kill) {
+    dynamic_cast<faulty_backend&>(b).arm_barrier_kill(point, std::move(kill));
+  };
   s.reset_kill_points = reset_steps.size();
   s.arm_reset_kill = [](backend& b, std::size_t point, std::function<void()> kill) {
     rocksdb_index_probe::on_reset_step(dynamic_cast<faulty_backend&>(b).inner(), [point, kill](reset_step at) {

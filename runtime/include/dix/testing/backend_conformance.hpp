@@ -88,6 +88,12 @@ struct backend_subject {
   // backend never rejects a shutdown: the shutdown check then runs without a rejection.
   std::function<void(backend& b)> reject_next_shutdown;
 
+  // Kill points inside a barrier (say, between an index file's save and the cursor's rename):
+  // barrier_kill_points > 0 and arm_barrier_kill(b, k, kill) makes the next barrier of `b` call
+  // `kill` (which never returns) at its step k. The kill check then also dies at each of them.
+  std::size_t barrier_kill_points = 0;
+  std::function<void(backend& b, std::size_t point, std::function<void()> kill)> arm_barrier_kill;
+
   // Kill points inside reset: reset_kill_points > 0 and arm_reset_kill(b, k, kill) makes the next
   // reset of `b` call `kill` (which never returns) at its step k, 0 ≤ k < reset_kill_points.
   // Without them the reset kill check kills the child right after calling reset and after reset
