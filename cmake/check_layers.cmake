@@ -15,7 +15,7 @@ cmake_minimum_required(VERSION 3.25)
 
 # The layers: the directories each consists of (relative to ROOT), and what each may include
 # besides itself.
-set(DIX_LAYERS public core adapters backends messages actors tool cli harness bench examples)
+set(DIX_LAYERS public core adapters backends messages actors tool cli harness bench examples testing)
 set(dirs_public   runtime/include)
 set(dirs_core     runtime/core runtime/ports)
 set(dirs_adapters runtime/adapters)
@@ -27,6 +27,7 @@ set(dirs_cli      runtime/cli)
 set(dirs_harness  tests/harness)
 set(dirs_bench    bench)
 set(dirs_examples docs/examples)
+set(dirs_testing  runtime/testing)  # the conformance kit: public headers only, as outside authors use it
 set(dirs_tests    tests)  # not a layer: nothing may include the tests' files, and they are not checked
 set(may_public)
 set(may_core      public)
@@ -39,6 +40,7 @@ set(may_cli       public tool)
 set(may_harness   public)
 set(may_bench     public tool harness)
 set(may_examples  public)
+set(may_testing   public)
 
 # Where names resolve: the include roots the targets use (root CMakeLists.txt), plus tests/ so that
 # an include of a test's file is found (and rejected).
