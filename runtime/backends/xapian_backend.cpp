@@ -68,20 +68,6 @@ std::string base64url(std::string_view in) {
   return out;
 }
 
-// The unique id term (docs/formats.md): `Q` + base64url(record ref), unpadded.
-std::string id_term(const record_entry& r) { return "Q" + base64url(ref_bytes(r.log, r.table, r.record_id)); }
-
-// Document data (docs/formats.md): u8 log length, log, u32 LE table, u64 LE version, record id.
-std::string document_data(const record_entry& r) {
-  std::string out;
-  out.push_back(static_cast<char>(r.log.size()));
-  out.append(r.log);
-  put_le<std::uint32_t>(out, r.table);
-  put_le<std::uint64_t>(out, r.state.version);
-  out.append(r.record_id);
-  return out;
-}
-
 bool decode_document_data(std::string_view bytes, record_ref& out) {
   if (bytes.empty()) return false;
   const std::size_t log_len = static_cast<unsigned char>(bytes[0]);
@@ -129,6 +115,21 @@ struct control_item {
 using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
 
 }  // namespace
+
+std::string xapian_id_term(std::string_view log, std::uint32_t table, std::string_view record_id) {
+  return "Q" + base64url(ref_bytes(log, table, record_id));
+}
+
+// u8 log length, log, u32 LE table, u64 LE version, record id.
+std::string xapian_document_data(const record_ref& ref) {
+  std::string out;
+  out.push_back(static_cast<char>(ref.log.size()));
+  out.append(ref.log);
+  put_le<std::uint32_t>(out, ref.table);
+  put_le<std::uint64_t>(out, ref.version);
+  out.append(ref.record_id);
+  return out;
+}
 
 result<void> validate(const xapian_options& o) {
   auto bad = [](const std::string& what) { return result<void>{errc::invalid_argument, "xapian_options." + what}; };
@@ -242,6 +243,7 @@ struct xapian_backend::impl {
   bool poisoned = false;  // `failed` was emitted: drop work until shutdown or reset
   std::atomic<std::uint64_t> applied_batches{0};
   std::atomic<std::uint64_t> dropped_batches{0};
+  std::atomic<std::uint64_t> commits{0};
 
   // The query reader: reopened before each query; replaced after a reset (generation).
   std::mutex reader_mutex;
@@ -301,8 +303,9 @@ struct xapian_backend::impl {
   // Opens the writer (creating the database if missing). Throws Xapian::Error.
   void open_writer();
   void cancel_transaction() noexcept;
-  // Cancels, closes the writer and reports the loss (or the failure, the third in a row).
-  void apply_failed(epoch_t epoch);
+  // Cancels, closes the writer and reports the loss (or the failure, the third in a row). The
+  // batch in flight, if any, leaves the queue's counts before the report goes out.
+  void apply_failed(epoch_t epoch, const batch* in_flight);
   void apply(const batch& b);  // throws Xapian::Error
   result<void> run_barrier();
   result<void> run_shutdown();
@@ -366,7 +369,7 @@ void xapian_backend::impl::cancel_transaction() noexcept {
   }
 }
 
-void xapian_backend::impl::apply_failed(epoch_t epoch) {
+void xapian_backend::impl::apply_failed(epoch_t epoch, const batch* in_flight) {
   cancel_transaction();
   if (writer) {
     try {
@@ -382,6 +385,10 @@ void xapian_backend::impl::apply_failed(epoch_t epoch) {
     // Accepted work queued behind the lost batch is lost with it: the runtime replays from the
     // durable cursor, and applying it over the gap could let a later cursor claim the gap.
     drop_queued(epoch);
+    if (in_flight != nullptr) {
+      queued_bytes -= weight(*in_flight);
+      --queued_batches;
+    }
     if (!fail) lost_epoch = epoch;
   }
   if (fail) poisoned = true;
@@ -405,7 +412,7 @@ void xapian_backend::impl::apply(const batch& b) {
   Xapian::TermGenerator generator;
   generator.set_stemmer(stem);
   for (const auto& r : b.records) {
-    const auto term = id_term(r);
+    const auto term = xapian_id_term(r.log, r.table, r.record_id);
     if (term.size() > max_term_bytes) {
       // No document can carry this id, so there is none to remove either.
       if (host != nullptr) host->note_unindexable("id_too_long");
@@ -433,7 +440,7 @@ void xapian_backend::impl::apply(const batch& b) {
         generator.index_text(text, field.weight);  // unprefixed too: free text finds every field
         generator.increase_termpos();
       }
-      doc.set_data(document_data(r));
+      doc.set_data(xapian_document_data(record_ref{r.log, r.table, r.record_id, r.state.version}));
       doc.add_boolean_term(term);
       writer->replace_document(term, doc);
     }
@@ -459,11 +466,12 @@ result<void> xapian_backend::impl::run_barrier() {
     writer->commit_transaction();
   } catch (const Xapian::Error& e) {
     in_transaction = false;  // ended either way (Xapian's contract)
-    apply_failed(transaction_epoch);
+    apply_failed(transaction_epoch, nullptr);
     return {errc::io_error, "index " + id + ": commit: " + e.get_description()};
   }
   in_transaction = false;
   errors_without_barrier = 0;
+  ++commits;
   if (applied_through) {
     std::lock_guard g(durable_mutex);
     durable = std::move(applied_through);
@@ -604,13 +612,14 @@ void xapian_backend::impl::run_applier() {
           continue;
         } catch (const Xapian::Error&) {
           ++dropped_batches;
-          apply_failed(bt.epoch);
-          finish_batch(bt);
+          apply_failed(bt.epoch, &bt);
           continue;
         }
       }
+      bool applied = false;
       try {
         apply(bt);
+        applied = true;
         const auto n = ++applied_batches;
         std::function<void(std::uint64_t)> hook;
         {
@@ -620,9 +629,9 @@ void xapian_backend::impl::run_applier() {
         if (hook) hook(n);
       } catch (const Xapian::Error&) {
         ++dropped_batches;
-        apply_failed(bt.epoch);
+        apply_failed(bt.epoch, &bt);
       }
-      finish_batch(bt);
+      if (applied) finish_batch(bt);
     } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
       auto outcome = run_barrier();
       for (auto& done : barrier->done) std::move(done)(outcome);
@@ -854,6 +863,8 @@ result<std::vector<record_ref>> xapian_backend::stored_records() const {
   });
   return out;
 }
+
+std::uint64_t xapian_backend::commits() const noexcept { return impl_->commits.load(); }
 
 std::uint64_t xapian_probe::queued_batches(const xapian_backend& b) {
   std::lock_guard lock(b.impl_->queue_mutex);

@@ -197,7 +197,7 @@ TEST_CASE("xapian: applies, updates and deletes documents, each keeping its reco
   CHECK(f.changes.wait_for(state_change_kind::changed));  // every barrier emits changed
 }
 
-TEST_CASE("xapian: search is ranked, stemmed and knows the field prefixes; offset and limit page it", "[adapter][backend][xapian]") {
+TEST_CASE("xapian: search is ranked, stemmed and knows the field prefixes, and offset and limit page it", "[adapter][backend][xapian]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1,
                                       {entry("a", {{"title", "Running shoes"}, {"body", "light and fast"}}, 1),
@@ -221,7 +221,7 @@ TEST_CASE("xapian: search is ranked, stemmed and knows the field prefixes; offse
   CHECK(f.index->search("rain", 0, 10).error().value() == errc::unavailable);
 }
 
-TEST_CASE("xapian: a barrier makes documents and the cursor durable together; before it a reader sees neither", "[adapter][backend][xapian]") {
+TEST_CASE("xapian: a barrier makes documents and the cursor durable together, and before it a reader sees neither", "[adapter][backend][xapian]") {
   fixture f;
   CHECK_FALSE(f.index->durable_cursor().value());
   f.host.close_gate();  // hold the applier in the first batch's epoch check

@@ -59,6 +59,12 @@ std::string encode_fields(const std::vector<std::pair<std::string, std::string>>
 // The fields, or `bad_encoding` in the error message (errc::invalid_argument).
 result<std::vector<std::pair<std::string, std::string>>> decode_fields(std::string_view bytes);
 
+// A record's document as the backend writes it (docs/formats.md), for programs that write such a
+// database themselves to compare with the backend (`dix bench fulltext`'s baseline): the unique
+// id term `Q` + base64url(u8 log length, log, u32 BE table, record id), and the document data.
+std::string xapian_id_term(std::string_view log, std::uint32_t table, std::string_view record_id);
+std::string xapian_document_data(const record_ref& ref);
+
 struct scored_ref {
   record_ref ref;
   double weight = 0;  // Xapian's BM25 weight; rows come in descending weight
@@ -94,6 +100,8 @@ class xapian_backend final : public backend {
   // tests, tools and the conformance kit: needs no attach and no admission, and works before the
   // first and after the last owner (a missing database has none). io_error when unreadable.
   result<std::vector<record_ref>> stored_records() const;
+  // Transactions committed by barriers since create (the commit cadence). Thread-safe.
+  std::uint64_t commits() const noexcept;
 
   struct impl;
 
