@@ -16,6 +16,7 @@
 
 #include <xapian.h>
 
+#include "backends/applier_queue.hpp"
 #include "backends/xapian_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
@@ -103,16 +104,6 @@ void sync_directory(const std::filesystem::path& dir) {
   (void)::fsync(fd);
   ::close(fd);
 }
-
-struct barrier_item {
-  std::vector<completion> done;
-};
-struct control_item {
-  enum class kind { shutdown, reset } what;
-  epoch_t epoch;
-  completion done;
-};
-using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
 
 }  // namespace
 
@@ -251,22 +242,13 @@ struct xapian_backend::impl {
   std::uint64_t reader_generation = 0;
   std::atomic<std::uint64_t> generation{0};
 
-  std::mutex callbacks_mutex;
-  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
-  std::uint64_t next_callback = 1;
+  state_callbacks callbacks;
 
   std::thread applier;
 
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
 
-  void emit(state_change change) {
-    std::vector<std::function<void(state_change)>> copy;
-    {
-      std::lock_guard g(callbacks_mutex);
-      for (auto& [key, fn] : callbacks) copy.push_back(fn);
-    }
-    for (auto& fn : copy) fn(change);
-  }
+  void emit(state_change change) { callbacks.emit(change); }
 
   // Caller holds queue_mutex.
   bool over_cap() const {
@@ -752,16 +734,7 @@ void xapian_backend::flush(flush_reason reason, completion done) {
   (void)reason;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    // Requests made while a barrier is still queued join it.
-    if (!impl_->queue.empty()) {
-      if (auto* pending = std::get_if<barrier_item>(&impl_->queue.back())) {
-        pending->done.push_back(std::move(done));
-        return;
-      }
-    }
-    barrier_item item;
-    item.done.push_back(std::move(done));
-    impl_->queue.emplace_back(std::move(item));
+    queue_barrier(impl_->queue, std::move(done));
   }
   impl_->queue_cv.notify_one();
 }
@@ -785,14 +758,7 @@ void xapian_backend::reset(epoch_t epoch, completion done) {
 }
 
 subscription xapian_backend::on_state_change(std::function<void(state_change)> callback) {
-  std::lock_guard g(impl_->callbacks_mutex);
-  auto key = impl_->next_callback++;
-  impl_->callbacks.emplace(key, std::move(callback));
-  auto* p = impl_.get();
-  return subscription([p, key] {
-    std::lock_guard g2(p->callbacks_mutex);
-    p->callbacks.erase(key);
-  });
+  return impl_->callbacks.subscribe(std::move(callback));
 }
 
 result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string_view query_string, std::size_t offset,
