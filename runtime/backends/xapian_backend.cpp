@@ -194,8 +194,8 @@ result<std::vector<std::pair<std::string, std::string>>> decode_fields(std::stri
 
 struct xapian_backend::impl {
   std::string id;
-  xapian_options options;
-  Xapian::Stem stem;
+  xapian_options options;  // each user makes its own Xapian::Stem: Xapian's handles count
+                           // references without atomics, so none is shared between threads
   backend_host* host = nullptr;
 
   // The queue between deliver/flush/shutdown/reset and the applier. The counts include the
@@ -392,7 +392,7 @@ void xapian_backend::impl::apply(const batch& b) {
     }
   }
   Xapian::TermGenerator generator;
-  generator.set_stemmer(stem);
+  generator.set_stemmer(Xapian::Stem(options.stemmer));
   for (const auto& r : b.records) {
     const auto term = xapian_id_term(r.log, r.table, r.record_id);
     if (term.size() > max_term_bytes) {
@@ -652,7 +652,6 @@ result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, x
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
-  p->stem = Xapian::Stem(p->options.stemmer);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<xapian_backend>(new xapian_backend(std::move(p)));
@@ -783,7 +782,7 @@ result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string
       }
       Xapian::QueryParser parser;
       parser.set_database(*p.reader);
-      parser.set_stemmer(p.stem);
+      parser.set_stemmer(Xapian::Stem(p.options.stemmer));
       parser.set_stemming_strategy(Xapian::QueryParser::STEM_SOME);
       for (const auto& [name, field] : p.options.fields) parser.add_prefix(name, field.prefix);
       const auto query = parser.parse_query(std::string(query_string));

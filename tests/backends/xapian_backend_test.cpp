@@ -4,10 +4,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <dix/backends/xapian_backend.hpp>
 
@@ -244,6 +247,38 @@ TEST_CASE("xapian: a barrier makes documents and the cursor durable together, an
   third->attach(other_host);
   CHECK(*third->durable_cursor().value() == make_cursor(2));
   CHECK(f.search("red").size() == 2);
+}
+
+TEST_CASE("xapian: queries on another thread while batches commit see only whole commits, never fewer documents than before", "[adapter][backend][xapian]") {
+  fixture f;
+  constexpr std::size_t commits = 40;
+  std::atomic<bool> done{false};
+  std::vector<std::size_t> seen;
+  std::vector<std::string> failures;
+  std::thread reader([&] {
+    while (!done.load()) {
+      auto found = f.index->search("k", 0, 1000);
+      if (!found) {
+        failures.push_back(found.error().message());
+        continue;
+      }
+      seen.push_back(found->rows.size());
+    }
+  });
+  for (std::size_t n = 1; n <= commits; ++n) {
+    // Two documents per commit: a reader that saw an odd count saw half a commit.
+    REQUIRE(f.index->deliver(make_batch(1, {entry("a" + std::to_string(n), {{"title", "k"}}, n)}, 2 * n - 1)) ==
+            delivery_result::accepted);
+    REQUIRE(f.index->deliver(make_batch(1, {entry("b" + std::to_string(n), {{"title", "k"}}, n)}, 2 * n)) ==
+            delivery_result::accepted);
+    REQUIRE(barrier(*f.index));
+  }
+  done = true;
+  reader.join();
+  CHECK(failures.empty());
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(std::all_of(seen.begin(), seen.end(), [](std::size_t count) { return count % 2 == 0 && count <= 2 * commits; }));
+  CHECK(f.search("k").size() == 2 * commits);
 }
 
 TEST_CASE("xapian: unindexable projections remove the document, note their code and still advance the cursor", "[adapter][backend][xapian]") {
