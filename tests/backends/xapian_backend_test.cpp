@@ -396,6 +396,49 @@ TEST_CASE("xapian: while another writer holds the lock deliveries are deferred, 
   CHECK(stored(*next) == std::map<std::string, std::uint64_t>{{"p1", 1}, {"p2", 2}, {"p3", 3}});
 }
 
+TEST_CASE("xapian: a writer lock held by another process defers deliveries until that process dies, then the open and `changed` follow", "[adapter][backend][xapian][deferred]") {
+  temp_dir dir;
+  const auto o = options_at(dir / "index");
+  test::pipe_pair holding, never;
+  // The child opens the writer (this process has not touched the database) and keeps it.
+  pid_t child = test::fork_child([&] {
+    test::fake_host host;
+    auto holder = xapian_backend::create("products", o).value();
+    holder->attach(host);
+    if (holder->deliver(make_batch(1, {entry("p1", {{"title", "shoes"}}, 1)}, 1)) != delivery_result::accepted) return 4;
+    test::waiter w;
+    holder->flush(flush_reason::age, w.make());
+    if (!w.wait()) return 5;
+    char c = 'h';
+    if (::write(holding.write_end, &c, 1) != 1) return 6;
+    test::read_byte(never.read_end);  // blocks until killed
+    return 7;
+  });
+  REQUIRE(holding.receive() == 'h');
+
+  test::fake_host host;
+  host.epoch = 2;
+  auto next = xapian_backend::create("products", o).value();
+  next->attach(host);
+  test::change_log changes;
+  auto sub = next->on_state_change(changes.callback());
+  counter busy;
+  xapian_probe::on_writer_busy(*next, [&] { busy.bump(); });
+  CHECK(*next->durable_cursor().value() == make_cursor(1));
+  REQUIRE(next->deliver(make_batch(2, {entry("p2", {{"title", "shoes"}}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(busy.wait_for(2));
+  CHECK(next->deliver(make_batch(2, {entry("p3", {{"title", "shoes"}}, 3)}, 3)) == delivery_result::deferred);
+  CHECK(changes.count_locked(state_change_kind::changed) == 0);
+
+  REQUIRE(::kill(child, SIGKILL) == 0);  // the previous owner dies: the kernel drops its lock
+  REQUIRE(test::wait_exit(child) == 128 + SIGKILL);
+  REQUIRE(changes.wait_for(state_change_kind::changed));
+  CHECK(next->deliver(make_batch(2, {entry("p3", {{"title", "shoes"}}, 3)}, 3)) == delivery_result::accepted);
+  REQUIRE(barrier(*next));
+  CHECK(*next->durable_cursor().value() == make_cursor(3));
+  CHECK(stored(*next) == std::map<std::string, std::uint64_t>{{"p1", 1}, {"p2", 2}, {"p3", 3}});
+}
+
 TEST_CASE("xapian: shutdown drops queued work, releases the writer for another owner, and the same object serves a later epoch", "[adapter][backend][xapian][shutdown]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("a", {{"title", "k"}}, 1)}, 1)) == delivery_result::accepted);
