@@ -22,6 +22,7 @@
 
 #include <dix/memory.hpp>
 
+#include "backends/applier_queue.hpp"
 #include "backends/index_space.hpp"
 #include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
@@ -158,16 +159,6 @@ rocksdb::ColumnFamilyOptions family_options(const std::string& name) {
   return o;
 }
 
-struct barrier_item {
-  std::vector<completion> done;
-};
-struct control_item {
-  enum class kind { shutdown, reset } what;
-  epoch_t epoch;
-  completion done;
-};
-using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
-
 }  // namespace
 
 void rocksdb_index_open_options(rocksdb::DBOptions& db, std::vector<rocksdb::ColumnFamilyDescriptor>& families) {
@@ -270,9 +261,7 @@ struct rocksdb_index_backend::impl {
   std::atomic<std::uint64_t> applied_batches{0};
   std::atomic<std::uint64_t> dropped_batches{0};
 
-  std::mutex callbacks_mutex;
-  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
-  std::uint64_t next_callback = 1;
+  state_callbacks callbacks;
 
   std::thread applier;
 
@@ -292,7 +281,7 @@ struct rocksdb_index_backend::impl {
   // Opens under the exclusive lock if needed.
   result<void> ensure_open();
 
-  void emit(state_change change);
+  void emit(state_change change) { callbacks.emit(change); }
   // Removes queued batches of `epoch` (shutdown and reset quiescence). Caller holds queue_mutex.
   void drop_queued(epoch_t epoch) {
     for (auto it = queue.begin(); it != queue.end();) {
@@ -409,14 +398,6 @@ result<void> rocksdb_index_backend::impl::ensure_open() {
   return open_db();
 }
 
-void rocksdb_index_backend::impl::emit(state_change change) {
-  std::vector<std::function<void(state_change)>> copy;
-  {
-    std::lock_guard g(callbacks_mutex);
-    for (auto& [key, fn] : callbacks) copy.push_back(fn);
-  }
-  for (auto& fn : copy) fn(change);
-}
 
 result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   if (auto ok = ensure_open(); !ok) return ok;
@@ -900,16 +881,7 @@ void rocksdb_index_backend::flush(flush_reason reason, completion done) {
   (void)reason;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    // Requests made while a barrier is still queued join it.
-    if (!impl_->queue.empty()) {
-      if (auto* pending = std::get_if<barrier_item>(&impl_->queue.back())) {
-        pending->done.push_back(std::move(done));
-        return;
-      }
-    }
-    barrier_item item;
-    item.done.push_back(std::move(done));
-    impl_->queue.emplace_back(std::move(item));
+    queue_barrier(impl_->queue, std::move(done));
   }
   impl_->queue_cv.notify_one();
 }
@@ -934,14 +906,7 @@ void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
 }
 
 subscription rocksdb_index_backend::on_state_change(std::function<void(state_change)> callback) {
-  std::lock_guard g(impl_->callbacks_mutex);
-  auto key = impl_->next_callback++;
-  impl_->callbacks.emplace(key, std::move(callback));
-  auto* p = impl_.get();
-  return subscription([p, key] {
-    std::lock_guard g2(p->callbacks_mutex);
-    p->callbacks.erase(key);
-  });
+  return impl_->callbacks.subscribe(std::move(callback));
 }
 
 namespace {

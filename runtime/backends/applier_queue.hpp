@@ -1,0 +1,72 @@
+// What the shipped backends' appliers share (rocksdb_index_backend, xapian_backend): the items of
+// the FIFO queue between the runtime's calls and the applier thread, flush's barrier coalescing
+// (backends.md §0), and the list of on_state_change callbacks.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <variant>
+#include <vector>
+
+#include <dix/backend.hpp>
+#include <dix/batch.hpp>
+
+namespace dix {
+
+struct barrier_item {
+  std::vector<completion> done;  // every flush request the barrier answers
+};
+struct control_item {
+  enum class kind { shutdown, reset } what;
+  epoch_t epoch;
+  completion done;
+};
+using queue_item = std::variant<std::shared_ptr<const batch>, barrier_item, control_item>;
+
+// Queues a barrier after everything queued; a request made while a barrier is still queued joins
+// it. Caller holds the queue's mutex.
+inline void queue_barrier(std::deque<queue_item>& queue, completion done) {
+  if (!queue.empty()) {
+    if (auto* pending = std::get_if<barrier_item>(&queue.back())) {
+      pending->done.push_back(std::move(done));
+      return;
+    }
+  }
+  barrier_item item;
+  item.done.push_back(std::move(done));
+  queue.emplace_back(std::move(item));
+}
+
+// The on_state_change callbacks of one backend. Thread-safe; emit calls them outside the lock, so
+// a callback may subscribe or unsubscribe. The list must outlive the subscriptions it hands out.
+class state_callbacks {
+ public:
+  subscription subscribe(std::function<void(state_change)> callback) {
+    std::lock_guard g(mutex_);
+    auto key = next_++;
+    callbacks_.emplace(key, std::move(callback));
+    return subscription([this, key] {
+      std::lock_guard g2(mutex_);
+      callbacks_.erase(key);
+    });
+  }
+  void emit(state_change change) {
+    std::vector<std::function<void(state_change)>> copy;
+    {
+      std::lock_guard g(mutex_);
+      for (auto& [key, fn] : callbacks_) copy.push_back(fn);
+    }
+    for (auto& fn : copy) fn(change);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::uint64_t, std::function<void(state_change)>> callbacks_;
+  std::uint64_t next_ = 1;
+};
+
+}  // namespace dix

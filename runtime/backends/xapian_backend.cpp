@@ -1,0 +1,857 @@
+#include <dix/backends/xapian_backend.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <variant>
+
+#include <xapian.h>
+
+#include "backends/applier_queue.hpp"
+#include "backends/xapian_probe.hpp"
+#include "core/bytes.hpp"
+#include "core/names.hpp"
+
+namespace dix {
+namespace {
+
+constexpr std::size_t max_term_bytes = 245;  // Xapian's limit on a term's length
+constexpr const char* cursor_key = "dix.cursor";
+constexpr std::chrono::milliseconds first_lock_retry{10};
+constexpr std::chrono::milliseconds max_lock_retry{1000};
+constexpr int max_errors_without_barrier = 3;
+
+// A glass database exists once its version file does; a directory without it holds no database
+// (a reset deletes it first, so a crash in the middle of a reset leaves "missing", never "torn").
+constexpr const char* version_file = "iamglass";
+
+// The record ref of the id term: u8 log length, log, u32 big-endian table, record id.
+std::string ref_bytes(std::string_view log, std::uint32_t table, std::string_view id) {
+  std::string out;
+  out.reserve(1 + log.size() + 4 + id.size());
+  out.push_back(static_cast<char>(log.size()));
+  out.append(log);
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((table >> shift) & 0xFF));
+  out.append(id);
+  return out;
+}
+
+std::string base64url(std::string_view in) {
+  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve((in.size() * 4 + 2) / 3);
+  std::size_t i = 0;
+  auto byte = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])); };
+  for (; i + 3 <= in.size(); i += 3) {
+    const auto v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(alphabet[(v >> shift) & 0x3F]);
+  }
+  const auto rest = in.size() - i;
+  if (rest == 1) {
+    const auto v = byte(i) << 16;
+    out.push_back(alphabet[(v >> 18) & 0x3F]);
+    out.push_back(alphabet[(v >> 12) & 0x3F]);
+  } else if (rest == 2) {
+    const auto v = (byte(i) << 16) | (byte(i + 1) << 8);
+    out.push_back(alphabet[(v >> 18) & 0x3F]);
+    out.push_back(alphabet[(v >> 12) & 0x3F]);
+    out.push_back(alphabet[(v >> 6) & 0x3F]);
+  }
+  return out;
+}
+
+bool decode_document_data(std::string_view bytes, record_ref& out) {
+  if (bytes.empty()) return false;
+  const std::size_t log_len = static_cast<unsigned char>(bytes[0]);
+  if (bytes.size() < 1 + log_len + 12) return false;
+  out.log.assign(bytes.substr(1, log_len));
+  out.table = get_le<std::uint32_t>(bytes, 1 + log_len);
+  out.version = get_le<std::uint64_t>(bytes, 1 + log_len + 4);
+  out.record_id.assign(bytes.substr(1 + log_len + 12));
+  return true;
+}
+
+bool valid_field_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+// Empty, or 1…8 capitals not starting with Q (the id term) or Z (TermGenerator's stemmed terms).
+bool valid_prefix(std::string_view prefix) {
+  if (prefix.empty()) return true;
+  if (prefix.size() > 8 || prefix[0] == 'Q' || prefix[0] == 'Z') return false;
+  return std::all_of(prefix.begin(), prefix.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+bool database_exists(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path / version_file, ec);
+}
+
+// fsyncs a directory so that an unlink in it is durable.
+void sync_directory(const std::filesystem::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::string xapian_id_term(std::string_view log, std::uint32_t table, std::string_view record_id) {
+  return "Q" + base64url(ref_bytes(log, table, record_id));
+}
+
+// u8 log length, log, u32 LE table, u64 LE version, record id.
+std::string xapian_document_data(const record_ref& ref) {
+  std::string out;
+  out.push_back(static_cast<char>(ref.log.size()));
+  out.append(ref.log);
+  put_le<std::uint32_t>(out, ref.table);
+  put_le<std::uint64_t>(out, ref.version);
+  out.append(ref.record_id);
+  return out;
+}
+
+result<void> validate(const xapian_options& o) {
+  auto bad = [](const std::string& what) { return result<void>{errc::invalid_argument, "xapian_options." + what}; };
+  if (o.path.empty()) return bad("path = \"\": must name a directory");
+  if (o.fields.empty() || o.fields.size() > 64) {
+    return bad("fields: " + std::to_string(o.fields.size()) + " fields, must be 1…64");
+  }
+  for (const auto& [name, field] : o.fields) {
+    if (!valid_field_name(name)) return bad("fields[\"" + escape_bytes(name) + "\"]: a field name must be 1…64 of [a-z0-9_]");
+    if (!valid_prefix(field.prefix)) {
+      return bad("fields[\"" + name + "\"].prefix = \"" + escape_bytes(field.prefix) +
+                 "\": must be empty or 1…8 of [A-Z], not starting with Q or Z");
+    }
+    if (field.weight < 1 || field.weight > 100) {
+      return bad("fields[\"" + name + "\"].weight = " + std::to_string(field.weight) + ": must be in [1, 100]");
+    }
+  }
+  try {
+    Xapian::Stem stem(o.stemmer);
+  } catch (const Xapian::Error&) {
+    return bad("stemmer = \"" + escape_bytes(o.stemmer) + "\": not a Xapian stemmer (e.g. \"english\", \"none\")");
+  }
+  if (o.max_queued_batches < 1 || o.max_queued_batches > (1u << 20)) {
+    return bad("max_queued_batches = " + std::to_string(o.max_queued_batches) + ": must be in [1, 1048576]");
+  }
+  if (o.max_queued_bytes < 1024 || o.max_queued_bytes > (16ull << 30)) {
+    return bad("max_queued_bytes = " + std::to_string(o.max_queued_bytes) + ": must be in [1024, 17179869184]");
+  }
+  return {};
+}
+
+std::string encode_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(fields.size()));
+  for (const auto& [name, value] : fields) {
+    // A name longer than a u16 can say is cut; it then names no configured field.
+    const auto n = std::min<std::size_t>(name.size(), 0xFFFF);
+    put_le<std::uint16_t>(out, static_cast<std::uint16_t>(n));
+    out.append(name, 0, n);
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(value.size()));
+    out.append(value);
+  }
+  return out;
+}
+
+result<std::vector<std::pair<std::string, std::string>>> decode_fields(std::string_view bytes) {
+  const error bad{errc::invalid_argument, "bad_encoding"};
+  if (bytes.size() < 4) return bad;
+  const auto n = get_le<std::uint32_t>(bytes, 0);
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t at = 4;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (bytes.size() - at < 2) return bad;
+    const auto name_len = get_le<std::uint16_t>(bytes, at);
+    at += 2;
+    if (bytes.size() - at < name_len || name_len == 0) return bad;
+    std::string name(bytes.substr(at, name_len));
+    at += name_len;
+    if (bytes.size() - at < 4) return bad;
+    const auto value_len = get_le<std::uint32_t>(bytes, at);
+    at += 4;
+    if (bytes.size() - at < value_len) return bad;
+    out.emplace_back(std::move(name), std::string(bytes.substr(at, value_len)));
+    at += value_len;
+  }
+  if (at != bytes.size()) return bad;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct xapian_backend::impl {
+  std::string id;
+  xapian_options options;  // each user makes its own Xapian::Stem: Xapian's handles count
+                           // references without atomics, so none is shared between threads
+  backend_host* host = nullptr;
+
+  // The queue between deliver/flush/shutdown/reset and the applier. The counts include the
+  // batch in flight.
+  mutable std::mutex queue_mutex;
+  std::condition_variable queue_cv;
+  std::deque<queue_item> queue;
+  std::uint64_t queued_bytes = 0;
+  std::uint64_t queued_batches = 0;
+  bool deferred_pending = false;  // a delivery was deferred: emit `changed` when it would pass
+  bool stopping = false;
+  // The writer lock is held by another WritableDatabase: deliveries are deferred, the open is
+  // retried at `retry_at`, the wait doubling from 10 ms to 1 s.
+  bool lock_busy = false;
+  std::chrono::steady_clock::time_point retry_at;
+  std::chrono::milliseconds retry_delay = first_lock_retry;
+  // An apply error's accepted_work_lost for `lost_epoch` is outstanding (0: none): its
+  // deliveries are deferred until durable_cursor() is read again (decision 0022).
+  epoch_t lost_epoch = 0;
+  // Test points (xapian_probe); empty in production.
+  std::function<void(std::uint64_t)> applied_hook;
+  std::function<void()> busy_hook;
+  int injected_failures = 0;
+
+  // Durable cursor as of the last barrier (or as read from disk).
+  mutable std::mutex durable_mutex;
+  std::optional<cursor> durable;
+  bool durable_loaded = false;
+
+  // Applier-only state.
+  std::unique_ptr<Xapian::WritableDatabase> writer;
+  bool in_transaction = false;
+  epoch_t transaction_epoch = 0;  // the epoch whose batches the open transaction holds
+  std::optional<cursor> applied_through;
+  int errors_without_barrier = 0;
+  bool poisoned = false;  // `failed` was emitted: drop work until shutdown or reset
+  std::atomic<std::uint64_t> applied_batches{0};
+  std::atomic<std::uint64_t> dropped_batches{0};
+  std::atomic<std::uint64_t> commits{0};
+
+  // The query reader: reopened before each query; replaced after a reset (generation).
+  std::mutex reader_mutex;
+  std::unique_ptr<Xapian::Database> reader;
+  std::uint64_t reader_generation = 0;
+  std::atomic<std::uint64_t> generation{0};
+
+  state_callbacks callbacks;
+
+  std::thread applier;
+
+  static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+
+  void emit(state_change change) { callbacks.emit(change); }
+
+  // Caller holds queue_mutex.
+  bool over_cap() const {
+    return queued_batches >= options.max_queued_batches || queued_bytes >= options.max_queued_bytes;
+  }
+  bool at_half() const {
+    return queued_batches <= options.max_queued_batches / 2 && queued_bytes <= options.max_queued_bytes / 2;
+  }
+  // Removes queued batches of `epoch`. Caller holds queue_mutex.
+  void drop_queued(epoch_t epoch) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
+      if (b != nullptr && (*b)->epoch == epoch) {
+        queued_bytes -= weight(**b);
+        --queued_batches;
+        ++dropped_batches;
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  struct next_step {
+    std::optional<queue_item> item;  // none and not retry_open: stopping
+    bool retry_open = false;         // the writer lock may have freed: try the open again
+  };
+  next_step next_item();
+  // A batch that met a busy lock goes back to the front, unless the applier is stopping or a
+  // shutdown or reset of its epoch came meanwhile (they dropped its queued peers). False: dropped.
+  bool requeue(std::shared_ptr<const batch> b);
+
+  void run_applier();
+  // Opens the writer (creating the database if missing). Throws Xapian::Error.
+  void open_writer();
+  void cancel_transaction() noexcept;
+  // Cancels, closes the writer and reports the loss (or the failure, the third in a row). The
+  // batch in flight, if any, leaves the queue's counts before the report goes out.
+  void apply_failed(epoch_t epoch, const batch* in_flight);
+  void apply(const batch& b);  // throws Xapian::Error
+  result<void> run_barrier();
+  result<void> run_shutdown();
+  result<void> run_reset();
+  void finish_batch(const batch& b);
+};
+
+xapian_backend::impl::next_step xapian_backend::impl::next_item() {
+  std::unique_lock lock(queue_mutex);
+  for (;;) {
+    if (stopping) return {};
+    if (!queue.empty()) {
+      auto next = queue.begin();
+      // While the lock is busy, batches wait; a barrier (nothing uncommitted exists with the
+      // writer closed) and a shutdown or reset (which dropped their epoch's batches) do not.
+      if (lock_busy) {
+        next = std::find_if(queue.begin(), queue.end(), [](const queue_item& item) {
+          return !std::holds_alternative<std::shared_ptr<const batch>>(item);
+        });
+      }
+      if (next != queue.end()) {
+        next_step step;
+        step.item = std::move(*next);
+        queue.erase(next);
+        return step;
+      }
+      if (std::chrono::steady_clock::now() >= retry_at) return {std::nullopt, true};
+      queue_cv.wait_until(lock, retry_at);
+      continue;
+    }
+    queue_cv.wait(lock);
+  }
+}
+
+bool xapian_backend::impl::requeue(std::shared_ptr<const batch> b) {
+  std::lock_guard lock(queue_mutex);
+  if (stopping) return false;
+  for (const auto& item : queue) {
+    auto* control = std::get_if<control_item>(&item);
+    if (control != nullptr && control->epoch == b->epoch) return false;
+  }
+  queue.push_front(std::move(b));
+  return true;
+}
+
+void xapian_backend::impl::open_writer() {
+  if (writer) return;
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  writer = std::make_unique<Xapian::WritableDatabase>(options.path.string(), Xapian::DB_CREATE_OR_OPEN);
+}
+
+void xapian_backend::impl::cancel_transaction() noexcept {
+  if (!in_transaction) return;
+  in_transaction = false;
+  applied_through.reset();
+  try {
+    writer->cancel_transaction();
+  } catch (...) {
+    // Cancelled anyway (Xapian's contract); the writer is closed next where it matters.
+  }
+}
+
+void xapian_backend::impl::apply_failed(epoch_t epoch, const batch* in_flight) {
+  cancel_transaction();
+  if (writer) {
+    try {
+      writer->close();
+    } catch (...) {
+    }
+    writer.reset();
+  }
+  ++errors_without_barrier;
+  const bool fail = errors_without_barrier >= max_errors_without_barrier;
+  {
+    std::lock_guard lock(queue_mutex);
+    // Accepted work queued behind the lost batch is lost with it: the runtime replays from the
+    // durable cursor, and applying it over the gap could let a later cursor claim the gap.
+    drop_queued(epoch);
+    if (in_flight != nullptr) {
+      queued_bytes -= weight(*in_flight);
+      --queued_batches;
+    }
+    if (!fail) lost_epoch = epoch;
+  }
+  if (fail) poisoned = true;
+  emit({fail ? state_change_kind::failed : state_change_kind::accepted_work_lost, epoch});
+}
+
+void xapian_backend::impl::apply(const batch& b) {
+  if (!in_transaction) {
+    writer->begin_transaction(true);
+    in_transaction = true;
+    transaction_epoch = b.epoch;
+  }
+  bool inject = false;
+  {
+    std::lock_guard lock(queue_mutex);
+    if (injected_failures > 0) {
+      --injected_failures;
+      inject = true;
+    }
+  }
+  Xapian::TermGenerator generator;
+  generator.set_stemmer(Xapian::Stem(options.stemmer));
+  for (const auto& r : b.records) {
+    const auto term = xapian_id_term(r.log, r.table, r.record_id);
+    if (term.size() > max_term_bytes) {
+      // No document can carry this id, so there is none to remove either.
+      if (host != nullptr) host->note_unindexable("id_too_long");
+      continue;
+    }
+    std::optional<std::vector<std::pair<std::string, std::string>>> fields;
+    if (r.state.kind == state_kind::record) {
+      auto decoded = decode_fields(r.state.projection);
+      if (!decoded) {
+        if (host != nullptr) host->note_unindexable(decoded.error().message());
+      } else if (std::all_of(decoded->begin(), decoded->end(), [&](const auto& f) { return options.fields.count(f.first) != 0; })) {
+        fields = std::move(*decoded);
+      } else if (host != nullptr) {
+        host->note_unindexable("unknown_field");
+      }
+    }
+    if (!fields) {
+      writer->delete_document(term);
+    } else {
+      Xapian::Document doc;
+      generator.set_document(doc);
+      for (const auto& [name, text] : *fields) {
+        const auto& field = options.fields.at(name);
+        if (!field.prefix.empty()) generator.index_text(text, field.weight, field.prefix);
+        generator.index_text(text, field.weight);  // unprefixed too: free text finds every field
+        generator.increase_termpos();
+      }
+      doc.set_data(xapian_document_data(record_ref{r.log, r.table, r.record_id, r.state.version}));
+      doc.add_boolean_term(term);
+      writer->replace_document(term, doc);
+    }
+    if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
+  }
+  if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
+  if (b.through) {
+    writer->set_metadata(cursor_key, b.through->bytes());
+    applied_through = b.through;
+  }
+}
+
+result<void> xapian_backend::impl::run_barrier() {
+  if (poisoned) return {errc::backend_failed, "index " + id + " lost accepted work"};
+  if (!writer || !in_transaction) return {};  // nothing uncommitted
+  // Commit only work of the current owner (protocol.md §9.4): a superseded epoch's transaction
+  // is discarded, never written.
+  if (host == nullptr || !host->is_owner_epoch(transaction_epoch)) {
+    cancel_transaction();
+    return {};
+  }
+  try {
+    writer->commit_transaction();
+  } catch (const Xapian::Error& e) {
+    in_transaction = false;  // ended either way (Xapian's contract)
+    apply_failed(transaction_epoch, nullptr);
+    return {errc::io_error, "index " + id + ": commit: " + e.get_description()};
+  }
+  in_transaction = false;
+  errors_without_barrier = 0;
+  ++commits;
+  if (applied_through) {
+    std::lock_guard g(durable_mutex);
+    durable = std::move(applied_through);
+    durable_loaded = true;
+  }
+  applied_through.reset();
+  return {};
+}
+
+result<void> xapian_backend::impl::run_shutdown() {
+  cancel_transaction();
+  if (writer) {
+    try {
+      writer->close();
+    } catch (const Xapian::Error& e) {
+      // The lock may still be held: the runtime may call shutdown again (protocol.md §9.7).
+      return {errc::io_error, "index " + id + ": closing the writer: " + e.get_description()};
+    }
+    writer.reset();
+  }
+  return {};
+}
+
+result<void> xapian_backend::impl::run_reset() {
+  if (auto closed = run_shutdown(); !closed) return closed;
+  auto fail = [&](const std::string& what) -> result<void> { return {errc::io_error, "index " + id + ": reset: " + what}; };
+  // The cursor goes first, durably, through the writer (with no transaction open: commit()
+  // inside one throws). A database that cannot be opened (corrupt) has no readable cursor.
+  if (database_exists(options.path)) {
+    for (auto delay = first_lock_retry;;) {
+      try {
+        Xapian::WritableDatabase db(options.path.string(), Xapian::DB_OPEN);
+        db.set_metadata(cursor_key, "");
+        db.commit();
+        db.close();
+        break;
+      } catch (const Xapian::DatabaseLockError&) {
+        // A previous owner still closing: wait for it, as the applier would.
+        std::unique_lock lock(queue_mutex);
+        if (queue_cv.wait_for(lock, delay, [&] { return stopping; })) return fail("stopping");
+        delay = std::min(2 * delay, max_lock_retry);
+      } catch (const Xapian::Error&) {
+        break;  // corrupt: its files go below
+      }
+    }
+  }
+  {
+    std::lock_guard g(durable_mutex);
+    durable.reset();
+    durable_loaded = true;
+  }
+  ++generation;  // readers drop their handle on the old files
+  std::error_code ec;
+  std::filesystem::remove(options.path / version_file, ec);
+  if (ec) return fail("deleting " + (options.path / version_file).string() + ": " + ec.message());
+  sync_directory(options.path);
+  std::filesystem::remove_all(options.path, ec);
+  if (ec) return fail("deleting " + options.path.string() + ": " + ec.message());
+  try {
+    std::filesystem::create_directories(options.path, ec);
+    Xapian::WritableDatabase db(options.path.string(), Xapian::DB_CREATE);
+    db.commit();
+    db.close();
+  } catch (const Xapian::Error& e) {
+    return fail("creating " + options.path.string() + ": " + e.get_description());
+  }
+  return {};
+}
+
+void xapian_backend::impl::finish_batch(const batch& b) {
+  bool changed = false;
+  {
+    std::lock_guard lock(queue_mutex);
+    queued_bytes -= weight(b);
+    --queued_batches;
+    if (deferred_pending && !lock_busy && lost_epoch == 0 && at_half()) {
+      deferred_pending = false;
+      changed = true;
+    }
+  }
+  if (changed) emit({state_change_kind::changed, 0});
+}
+
+void xapian_backend::impl::run_applier() {
+  for (;;) {
+    auto next = next_item();
+    if (next.retry_open) {
+      bool opened = false;
+      try {
+        open_writer();
+        opened = true;
+      } catch (const Xapian::DatabaseLockError&) {
+      } catch (const Xapian::Error&) {
+        opened = true;  // not the lock: the batch's apply meets the error and reports it
+      }
+      std::function<void()> hook;
+      {
+        std::lock_guard lock(queue_mutex);
+        if (opened) {
+          lock_busy = false;
+          deferred_pending = false;
+        } else {
+          retry_delay = std::min(2 * retry_delay, max_lock_retry);
+          retry_at = std::chrono::steady_clock::now() + retry_delay;
+          hook = busy_hook;
+        }
+      }
+      if (opened) emit({state_change_kind::changed, 0});
+      if (hook) hook();
+      continue;
+    }
+    if (!next.item) return;  // stopping
+    queue_item item = std::move(*next.item);
+    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&item)) {
+      const auto& bt = **b;
+      if (poisoned || host == nullptr || !host->is_owner_epoch(bt.epoch)) {
+        ++dropped_batches;
+        finish_batch(bt);
+        continue;
+      }
+      if (in_transaction && transaction_epoch != bt.epoch) cancel_transaction();  // a superseded epoch's work
+      if (!writer) {
+        try {
+          open_writer();
+        } catch (const Xapian::DatabaseLockError&) {
+          std::function<void()> hook;
+          {
+            std::lock_guard lock(queue_mutex);
+            lock_busy = true;
+            retry_delay = first_lock_retry;
+            retry_at = std::chrono::steady_clock::now() + retry_delay;
+            hook = busy_hook;
+          }
+          if (hook) hook();
+          if (requeue(*b)) continue;  // still queued: its counts stay
+          ++dropped_batches;
+          finish_batch(bt);
+          continue;
+        } catch (const Xapian::Error&) {
+          ++dropped_batches;
+          apply_failed(bt.epoch, &bt);
+          continue;
+        }
+      }
+      bool applied = false;
+      try {
+        apply(bt);
+        applied = true;
+        const auto n = ++applied_batches;
+        std::function<void(std::uint64_t)> hook;
+        {
+          std::lock_guard lock(queue_mutex);
+          hook = applied_hook;
+        }
+        if (hook) hook(n);
+      } catch (const Xapian::Error&) {
+        ++dropped_batches;
+        apply_failed(bt.epoch, &bt);
+      }
+      if (applied) finish_batch(bt);
+    } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
+      auto outcome = run_barrier();
+      for (auto& done : barrier->done) std::move(done)(outcome);
+      emit({state_change_kind::changed, 0});
+    } else {
+      auto& control = std::get<control_item>(item);
+      auto outcome = control.what == control_item::kind::reset ? run_reset() : run_shutdown();
+      bool changed = false;
+      if (outcome) {
+        poisoned = false;
+        errors_without_barrier = 0;
+        std::lock_guard lock(queue_mutex);
+        lock_busy = false;
+        lost_epoch = 0;
+        changed = std::exchange(deferred_pending, false);
+      }
+      if (control.what == control_item::kind::shutdown) {
+        std::lock_guard g(durable_mutex);
+        durable_loaded = false;  // the next owner reads the cursor from disk again
+      }
+      std::move(control.done)(outcome);
+      if (changed) emit({state_change_kind::changed, 0});
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+xapian_backend::xapian_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, xapian_options options) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  auto* raw = p.get();
+  p->applier = std::thread([raw] { raw->run_applier(); });
+  return std::shared_ptr<xapian_backend>(new xapian_backend(std::move(p)));
+}
+
+xapian_backend::~xapian_backend() {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->stopping = true;
+    // Queued work was never made durable: a restart replays it from the durable cursor.
+    impl_->queue.clear();
+  }
+  impl_->queue_cv.notify_all();
+  if (impl_->applier.joinable()) impl_->applier.join();
+  (void)impl_->run_shutdown();
+}
+
+const std::string& xapian_backend::id() const noexcept { return impl_->id; }
+
+void xapian_backend::attach(backend_host& host) { impl_->host = &host; }
+
+result<std::optional<cursor>> xapian_backend::durable_cursor() {
+  bool changed = false;
+  {
+    // The runtime reads the cursor again to replay after accepted_work_lost (protocol.md §5.7):
+    // from here on the epoch's deliveries are its replay.
+    std::lock_guard lock(impl_->queue_mutex);
+    if (impl_->lost_epoch != 0) {
+      impl_->lost_epoch = 0;
+      changed = std::exchange(impl_->deferred_pending, false);
+    }
+  }
+  if (changed) impl_->emit({state_change_kind::changed, 0});
+  {
+    std::lock_guard g(impl_->durable_mutex);
+    if (impl_->durable_loaded) return impl_->durable;
+  }
+  std::string bytes;
+  if (database_exists(impl_->options.path)) {
+    try {
+      Xapian::Database db(impl_->options.path.string());
+      bytes = db.get_metadata(cursor_key);
+    } catch (const Xapian::Error& e) {
+      return error{errc::io_error, "index " + impl_->id + ": reading the cursor of " + impl_->options.path.string() +
+                                       ": " + e.get_description()};
+    }
+  }
+  std::lock_guard g(impl_->durable_mutex);
+  if (bytes.empty()) {
+    impl_->durable.reset();
+  } else {
+    auto decoded = cursor::decode(bytes);
+    if (!decoded) return decoded.error();
+    impl_->durable = std::move(*decoded);
+  }
+  impl_->durable_loaded = true;
+  return impl_->durable;
+}
+
+delivery_result xapian_backend::deliver(std::shared_ptr<const batch> b) {
+  if (!b) return delivery_result::failed;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    const bool busy = impl_->lock_busy || (impl_->lost_epoch != 0 && impl_->lost_epoch == b->epoch);
+    // Soft cap: an empty queue accepts any single batch.
+    if (busy || (!impl_->queue.empty() && impl_->over_cap())) {
+      impl_->deferred_pending = true;
+      return delivery_result::deferred;
+    }
+    impl_->queued_bytes += impl::weight(*b);
+    ++impl_->queued_batches;
+    impl_->queue.emplace_back(std::move(b));
+  }
+  impl_->queue_cv.notify_one();
+  return delivery_result::accepted;
+}
+
+void xapian_backend::flush(flush_reason reason, completion done) {
+  (void)reason;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    queue_barrier(impl_->queue, std::move(done));
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void xapian_backend::shutdown(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->drop_queued(epoch);
+    impl_->queue.emplace_back(control_item{control_item::kind::shutdown, epoch, std::move(done)});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void xapian_backend::reset(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->drop_queued(epoch);
+    impl_->queue.emplace_back(control_item{control_item::kind::reset, epoch, std::move(done)});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+subscription xapian_backend::on_state_change(std::function<void(state_change)> callback) {
+  return impl_->callbacks.subscribe(std::move(callback));
+}
+
+result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string_view query_string, std::size_t offset,
+                                                                     std::size_t limit, const coverage_mode& mode) {
+  auto& p = *impl_;
+  if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
+  auto admitted = p.host->admit_query(mode);
+  if (!admitted) return admitted.error();
+  query_result<std::vector<scored_ref>> out;
+  out.coverage = *admitted;
+  std::lock_guard lock(p.reader_mutex);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      const auto generation = p.generation.load();
+      if (p.reader && p.reader_generation != generation) p.reader.reset();
+      if (!p.reader) {
+        if (!database_exists(p.options.path)) return out;  // nothing committed yet
+        p.reader = std::make_unique<Xapian::Database>(p.options.path.string());
+        p.reader_generation = generation;
+      } else {
+        p.reader->reopen();  // the latest commit
+      }
+      Xapian::QueryParser parser;
+      parser.set_database(*p.reader);
+      parser.set_stemmer(Xapian::Stem(p.options.stemmer));
+      parser.set_stemming_strategy(Xapian::QueryParser::STEM_SOME);
+      for (const auto& [name, field] : p.options.fields) parser.add_prefix(name, field.prefix);
+      const auto query = parser.parse_query(std::string(query_string));
+      Xapian::Enquire enquire(*p.reader);
+      enquire.set_query(query);
+      const auto max = static_cast<Xapian::doccount>(std::min<std::size_t>(limit, p.reader->get_doccount()));
+      const auto matches = enquire.get_mset(static_cast<Xapian::doccount>(offset), max);
+      out.rows.clear();
+      for (auto it = matches.begin(); it != matches.end(); ++it) {
+        scored_ref row;
+        if (!decode_document_data(it.get_document().get_data(), row.ref)) continue;
+        row.weight = it.get_weight();
+        out.rows.push_back(std::move(row));
+      }
+      return out;
+    } catch (const Xapian::QueryParserError& e) {
+      return error{errc::invalid_argument, "index " + p.id + ": query \"" + escape_bytes(query_string) + "\": " + e.get_msg()};
+    } catch (const Xapian::DatabaseModifiedError& e) {
+      // A commit replaced blocks the reader still needed: reopen and retry once.
+      if (attempt == 0) continue;
+      return error{errc::io_error, "index " + p.id + ": " + e.get_description()};
+    } catch (const Xapian::Error& e) {
+      p.reader.reset();
+      return error{errc::io_error, "index " + p.id + ": search: " + e.get_description()};
+    }
+  }
+}
+
+result<std::vector<record_ref>> xapian_backend::stored_records() const {
+  std::vector<record_ref> out;
+  if (!database_exists(impl_->options.path)) return out;
+  try {
+    Xapian::Database db(impl_->options.path.string());
+    for (auto it = db.postlist_begin(""); it != db.postlist_end(""); ++it) {
+      record_ref row;
+      if (decode_document_data(db.get_document(*it).get_data(), row)) out.push_back(std::move(row));
+    }
+  } catch (const Xapian::Error& e) {
+    return error{errc::io_error, "index " + impl_->id + ": listing " + impl_->options.path.string() + ": " + e.get_description()};
+  }
+  std::sort(out.begin(), out.end(), [](const record_ref& a, const record_ref& b) {
+    return std::tie(a.log, a.table, a.record_id) < std::tie(b.log, b.table, b.record_id);
+  });
+  return out;
+}
+
+std::uint64_t xapian_backend::commits() const noexcept { return impl_->commits.load(); }
+
+std::uint64_t xapian_probe::queued_batches(const xapian_backend& b) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  return b.impl_->queued_batches;
+}
+std::uint64_t xapian_probe::queued_bytes(const xapian_backend& b) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  return b.impl_->queued_bytes;
+}
+std::uint64_t xapian_probe::applied_batches(const xapian_backend& b) { return b.impl_->applied_batches.load(); }
+std::uint64_t xapian_probe::dropped_batches(const xapian_backend& b) { return b.impl_->dropped_batches.load(); }
+void xapian_probe::on_applied(xapian_backend& b, std::function<void(std::uint64_t)> hook) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  b.impl_->applied_hook = std::move(hook);
+}
+void xapian_probe::on_writer_busy(xapian_backend& b, std::function<void()> hook) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  b.impl_->busy_hook = std::move(hook);
+}
+void xapian_probe::fail_next_applies(xapian_backend& b, int n) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  b.impl_->injected_failures = n;
+}
+
+}  // namespace dix
