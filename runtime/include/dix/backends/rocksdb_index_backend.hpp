@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <dix/backend.hpp>
+#include <dix/query.hpp>  // record_ref, query_result
 
 namespace rocksdb {
 struct DBOptions;
@@ -44,22 +45,6 @@ result<void> validate(const rocksdb_index_options& options);
 // bench catchup`'s tuned baseline); the families' key formats are the backend's own. Replaces
 // both arguments' contents. Callers include <rocksdb/db.h> and <rocksdb/options.h>.
 void rocksdb_index_open_options(rocksdb::DBOptions& db, std::vector<rocksdb::ColumnFamilyDescriptor>& families);
-
-struct record_ref {
-  std::string log;
-  std::uint32_t table = 0;
-  std::string record_id;
-  std::uint64_t version = 0;
-  friend bool operator==(const record_ref& a, const record_ref& b) noexcept {
-    return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version;
-  }
-};
-
-template <class Rows>
-struct query_result {
-  Rows rows;
-  dix::coverage coverage;  // the admission's answer
-};
 
 // The projection encoding: u32 count, then (u16 length, bytes) per key. Valid: 0…256 keys of
 // 1…1024 bytes; the backend treats anything else as unindexable (`bad_encoding`,
