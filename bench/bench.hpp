@@ -27,5 +27,6 @@ int run_ryw(const std::vector<std::string>& argv);
 // The other-process reader of run_ryw, which runs it as `dix-bench ryw-reader` in a child process.
 int run_ryw_reader(const std::vector<std::string>& argv);
 int run_sustained(const std::vector<std::string>& argv);
+int run_vector(const std::vector<std::string>& argv);
 
 }  // namespace dix::bench

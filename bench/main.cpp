@@ -55,6 +55,11 @@ constexpr entry benchmarks[] = {
          throttled and refused commits, the lag series. --plot draws lag and commits/s over time
          with gnuplot when it is installed.
 )"},
+    {"vector", R"([--records N] [--dimension D] [--queries Q] [--dir DIR] [--json FILE] [--timeout S]
+         Time for a new hnsw index to catch up with N records of D-dimensional vectors (default
+         100 000 of 128), beside hnswlib alone inserting the same vectors (same M and
+         ef_construction); recall@10 of both against brute force over Q queries (default 200).
+)"},
 };
 
 constexpr const char* rules = R"(
@@ -123,10 +128,11 @@ int main(int argc, char** argv) {
     if (args[0] == "ryw") return dix::bench::run_ryw(rest);
     if (args[0] == "ryw-reader") return dix::bench::run_ryw_reader(rest);  // not listed either
     if (args[0] == "sustained") return dix::bench::run_sustained(rest);
+    if (args[0] == "vector") return dix::bench::run_vector(rest);
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained)\n";
+  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained, vector)\n";
   return dix::tool::exit_usage;
 }

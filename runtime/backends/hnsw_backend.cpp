@@ -21,7 +21,33 @@
 #include <unordered_map>
 #include <variant>
 
+// hnswlib 0.6.2 is header-only but defines functions and variables with external linkage in its
+// headers (cpuid, xgetbv, AVXCapable, L2SqrSIMD16Ext, InnerProductSIMD16Ext, ...): a program that
+// includes hnswlib itself (`dix bench vector`'s baseline, an application) would not link beside
+// dix_backends. So it is included inside an unnamed namespace — every name internal to this file
+// — after the standard and intrinsic headers it includes, whose guards keep them out of it.
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cassert>
+#include <fstream>
+#include <iostream>
+#include <list>
+#include <random>
+#include <stdexcept>
+#include <unordered_set>
+#include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <x86intrin.h>
+#endif
+
+namespace {
 #include <hnswlib/hnswlib.h>
+}  // namespace
 
 #include "backends/hnsw_probe.hpp"
 #include "core/bytes.hpp"

@@ -227,7 +227,7 @@ TEST_CASE("hnsw index: bad options and ids are invalid_argument naming the field
   CHECK(bad_id.error().value() == errc::invalid_argument);
 }
 
-TEST_CASE("hnsw index: l2 nearest neighbours come in ascending distance; replace moves a record, delete removes it",
+TEST_CASE("hnsw index: l2 nearest neighbours come in ascending distance, replace moves a record and delete removes it",
           "[adapter][backend][hnsw]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("a", {0, 0}, 1), entry("b", {1, 0}, 2), entry("c", {3, 0}, 3),
@@ -293,7 +293,7 @@ TEST_CASE("hnsw index: ip ranks by inner product, cosine by angle whatever the l
   }
 }
 
-TEST_CASE("hnsw index: a wrong length is unindexable `dimension`, a non-finite value `non_finite`; either removes the record",
+TEST_CASE("hnsw index: a wrong length is unindexable `dimension`, a non-finite value `non_finite`, and either removes the record",
           "[adapter][backend][hnsw]") {
   SECTION("l2") {
     fixture f;
