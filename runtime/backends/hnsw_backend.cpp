@@ -353,6 +353,10 @@ struct hnsw_backend::impl {
   // applier, the only writer, is the thread saving).
   mutable std::shared_mutex index_mutex;
   bool is_open = false;
+  // Opened by an owner's call (durable_cursor, apply, reset) rather than by a query. A graph a
+  // query loaded after a shutdown is a snapshot another owner may have moved past since: the
+  // owner's first call loads the directory again.
+  bool owner_open = false;
   std::unique_ptr<hnswlib::SpaceInterface<float>> space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
   label_map labels;
@@ -390,10 +394,9 @@ struct hnsw_backend::impl {
   std::optional<clock_type::time_point> last_save_end;
   std::atomic<std::int64_t> spacing_ms{0};
 
-  // Durable cursor as of the last barrier (or as read at open).
+  // Durable cursor as of the last barrier (or as read at open); valid while is_open.
   mutable std::mutex durable_mutex;
   std::optional<cursor> durable;
-  bool durable_loaded = false;
 
   bool poisoned = false;  // applier-only: an apply failed; drop work until shutdown or reset
   std::atomic<std::uint64_t> applied_batches{0};
@@ -432,13 +435,20 @@ struct hnsw_backend::impl {
     std::lock_guard lock(ef_mutex);
     ef_current = 0;
   }
-  result<void> ensure_open() {
+  result<void> ensure_open(bool for_owner) {
     {
       std::shared_lock lock(index_mutex);
-      if (is_open) return {};
+      if (is_open && (owner_open || !for_owner)) return {};
     }
     std::unique_lock lock(index_mutex);
-    return open_index();
+    return open_for(for_owner);
+  }
+  // Caller holds index_mutex exclusively.
+  result<void> open_for(bool for_owner) {
+    if (is_open && for_owner && !owner_open) close_index();
+    if (auto ok = open_index(); !ok) return ok;
+    owner_open = owner_open || for_owner;
+    return {};
   }
   result<void> remove_generations(std::uint64_t keep);
 
@@ -550,7 +560,6 @@ result<void> hnsw_backend::impl::open_index() {
   is_open = true;
   std::lock_guard g(durable_mutex);
   durable = loaded ? loaded_cursor : std::nullopt;
-  durable_loaded = true;
   return {};
 }
 
@@ -560,16 +569,17 @@ void hnsw_backend::impl::close_index() {
   labels = label_map{};
   by_label.clear();
   is_open = false;
+  owner_open = false;
   commit_cursor.reset();
   written_cursor.reset();
   dirty = false;
   std::lock_guard g(durable_mutex);
-  durable_loaded = false;  // the next owner reads the cursor from disk again
+  durable.reset();  // the next open reads it from disk again
 }
 
 result<void> hnsw_backend::impl::apply(const batch& b) {
   std::unique_lock lock(index_mutex);
-  if (auto ok = open_index(); !ok) return ok;
+  if (auto ok = open_for(true); !ok) return ok;
   try {
     for (const auto& r : b.records) {
       std::optional<std::vector<float>> vector;
@@ -710,7 +720,6 @@ result<void> hnsw_backend::impl::run_barrier() {
   {
     std::lock_guard d(durable_mutex);
     durable = commit_cursor;
-    durable_loaded = true;
   }
   step(hnsw_step::delete_old);
   if (auto ok = remove_generations(g); !ok) return ok;
@@ -732,7 +741,6 @@ result<void> hnsw_backend::impl::run_reset() {
   {
     std::lock_guard g(durable_mutex);
     durable.reset();
-    durable_loaded = true;
   }
   commit_cursor.reset();
   written_cursor.reset();
@@ -752,6 +760,7 @@ result<void> hnsw_backend::impl::run_reset() {
     return error{errc::io_error, "hnsw index " + id + ": allocating the graph: " + e.what()};
   }
   is_open = true;
+  owner_open = true;
   dirty = false;
   commit_epoch = 0;
   rebuild_requested = false;  // a new generation of the index
@@ -921,11 +930,7 @@ const std::string& hnsw_backend::id() const noexcept { return impl_->id; }
 void hnsw_backend::attach(backend_host& host) { impl_->host = &host; }
 
 result<std::optional<cursor>> hnsw_backend::durable_cursor() {
-  {
-    std::lock_guard g(impl_->durable_mutex);
-    if (impl_->durable_loaded) return impl_->durable;
-  }
-  if (auto ok = impl_->ensure_open(); !ok) return ok.error();
+  if (auto ok = impl_->ensure_open(true); !ok) return ok.error();
   std::lock_guard g(impl_->durable_mutex);
   return impl_->durable;
 }
@@ -1005,7 +1010,7 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
   if (p.host == nullptr) return error{errc::unavailable, "hnsw index " + p.id + " is not registered"};
   auto admitted = p.host->admit_query(mode);
   if (!admitted) return admitted.error();
-  if (auto ok = p.ensure_open(); !ok) return ok.error();
+  if (auto ok = p.ensure_open(false); !ok) return ok.error();
   query_result<std::vector<scored_ref>> out;
   out.coverage = *admitted;
   if (k == 0) return out;
@@ -1050,7 +1055,7 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
 
 result<std::vector<record_ref>> hnsw_backend::stored_records() {
   auto& p = *impl_;
-  if (auto ok = p.ensure_open(); !ok) return ok.error();
+  if (auto ok = p.ensure_open(false); !ok) return ok.error();
   std::shared_lock lock(p.index_mutex);
   std::vector<record_ref> out;
   out.reserve(p.labels.by_ref.size());

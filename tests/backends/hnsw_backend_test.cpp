@@ -582,6 +582,39 @@ TEST_CASE("hnsw index: shutdown drops queued work of its epoch, releases the gra
   CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"d", 4}});
 }
 
+TEST_CASE("hnsw index: a graph a query loaded after shutdown is loaded again by the next owner's first call",
+          "[adapter][backend][hnsw][shutdown]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 1}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  REQUIRE(shut.wait());
+  CHECK(stored_of(*f.index) == stored_map{{"a", 1}});  // a query opens the directory as it is now
+  {
+    // Another owner (another object, as in another process) moves the directory on.
+    test::fake_host other_host;
+    other_host.epoch = 2;
+    auto other = hnsw_backend::create("by-vector", base_options(f.state())).value();
+    other->attach(other_host);
+    REQUIRE(other->deliver(make_batch(2, {entry("b", {2, 2}, 2)}, 2)) == delivery_result::accepted);
+    test::waiter w;
+    other->flush(flush_reason::age, w.make());
+    REQUIRE(w.wait());
+    test::waiter done;
+    other->shutdown(2, done.make());
+    REQUIRE(done.wait());
+  }
+  // This object is acquired again under a later epoch: it reads the directory, not its snapshot.
+  f.host.epoch = 3;
+  CHECK(*f.index->durable_cursor().value() == make_cursor(2));
+  CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"b", 2}});
+  REQUIRE(f.index->deliver(make_batch(3, {entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(file_names(f.state()) == std::set<std::string>{"cursor", "index.3", "labels.3"});
+  CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"b", 2}, {"c", 3}});
+}
+
 TEST_CASE("hnsw index: reset removes the cursor and the index files and starts empty", "[adapter][backend][hnsw][reset]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 1}, 1)}, 1)) == delivery_result::accepted);
