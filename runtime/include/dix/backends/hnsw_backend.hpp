@@ -14,7 +14,9 @@
 //
 // STATES of the in-memory index: closed (created, or after shutdown/reset-then-shutdown) → open
 // at the first call that needs it (durable_cursor, deliver's apply, a query, stored_records),
-// loading the generation the `cursor` names, else empty → closed again by shutdown.
+// loading the generation the `cursor` names, else empty → closed again by shutdown. A graph a
+// query opened after a shutdown is a snapshot: the owner's next durable_cursor or apply loads the
+// directory again (another owner may have committed since).
 #pragma once
 
 #include <chrono>
