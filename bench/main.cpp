@@ -55,10 +55,11 @@ constexpr entry benchmarks[] = {
          throttled and refused commits, the lag series. --plot draws lag and commits/s over time
          with gnuplot when it is installed.
 )"},
-    {"vector", R"([--records N] [--dimension D] [--queries Q] [--dir DIR] [--json FILE] [--timeout S]
+    {"vector", R"([--records N] [--dimension D] [--queries Q] [--ef EF] [--dir DIR] [--json FILE] [--timeout S]
          Time for a new hnsw index to catch up with N records of D-dimensional vectors (default
          100 000 of 128), beside hnswlib alone inserting the same vectors (same M and
-         ef_construction); recall@10 of both against brute force over Q queries (default 200).
+         ef_construction); recall@10 of both against brute force over Q queries (default 200),
+         searched with EF (default 64).
 )"},
 };
 

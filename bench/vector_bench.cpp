@@ -4,7 +4,7 @@
 // registered and timed until its durable cursor reaches the end of the log. Beside it, in the
 // same run, hnswlib alone inserting the same vectors in the same order with the same M and
 // ef_construction (capacity N up front, as a program that knows N would). Then recall@10 of both
-// against brute force over Q query vectors (ef 64): with the same insertion order and hnswlib's
+// against brute force over Q query vectors (searched with --ef, default 64): with the same insertion order and hnswlib's
 // fixed level seed both graphs are the same, so the two recalls must be equal.
 #include <cmath>
 #include <cstring>
@@ -29,7 +29,6 @@ namespace {
 constexpr std::uint32_t table = 1;
 constexpr std::size_t per_txn = 100;
 constexpr std::size_t k = 10;
-constexpr std::size_t ef_search = 64;
 
 // splitmix64: the vector of `seed` is D values uniform in [-1, 1).
 std::vector<float> vector_of(std::uint64_t seed, std::size_t dimension) {
@@ -95,7 +94,7 @@ double recall(const std::vector<std::vector<std::size_t>>& truth, const std::vec
 
 int run_vector(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
-  auto a = tool::args::parse_command(argv, {{"records", "dimension", "queries", "dir", "json", "timeout"}, {}},
+  auto a = tool::args::parse_command(argv, {{"records", "dimension", "queries", "ef", "dir", "json", "timeout"}, {}},
                                      "dix bench vector", usage("vector"), status);
   if (!a) return status;
   std::string problem;
@@ -103,13 +102,15 @@ int run_vector(const std::vector<std::string>& argv) {
   auto records = a->number("records", 100'000, k, 10'000'000, problem);
   auto dimension = records ? a->number("dimension", 128, 1, 4096, problem) : std::nullopt;
   auto queries = dimension ? a->number("queries", 200, 1, 100'000, problem) : std::nullopt;
-  auto timeout_s = queries ? a->number("timeout", 3600, 1, 86400, problem) : std::nullopt;
-  if (!records || !dimension || !queries || !timeout_s || !report.open(*a, problem)) {
+  auto ef = queries ? a->number("ef", 64, 1, 100'000, problem) : std::nullopt;
+  auto timeout_s = ef ? a->number("timeout", 3600, 1, 86400, problem) : std::nullopt;
+  if (!records || !dimension || !queries || !ef || !timeout_s || !report.open(*a, problem)) {
     std::cerr << "dix bench vector: " << problem << "\n";
     return 2;
   }
   const std::size_t n = *records;
   const std::size_t d = *dimension;
+  const std::size_t ef_search = *ef;
   try {
     std::vector<float> data(n * d);
     for (std::size_t i = 0; i < n; ++i) {

@@ -363,7 +363,7 @@ struct hnsw_backend::impl {
   std::unordered_map<std::uint64_t, const ref_key*> by_label;  // points into labels.by_ref
   // What the files hold, and what the next barrier commits. Written under the exclusive lock
   // (open, reset, apply) or by the barrier on the applier.
-  std::uint64_t saved_generation = 0;  // the generation `cursor` names (0: cursorless)
+  std::atomic<std::uint64_t> saved_generation{0};  // the generation `cursor` names (0: cursorless); atomic for the probe
   std::uint64_t next_generation = 1;
   file_check saved_index, saved_labels;
   bool dirty = false;                            // changed since the saved generation
@@ -691,7 +691,7 @@ result<void> hnsw_backend::impl::run_barrier() {
   // Files of another owner's epoch are not ours to write (protocol.md §9.4).
   if (host == nullptr || !host->is_owner_epoch(commit_epoch)) return {};
   const auto& dir = options.state_dir;
-  std::uint64_t g = saved_generation;
+  std::uint64_t g = saved_generation.load();
   file_check index_check = saved_index, labels_check = saved_labels;
   if (dirty) {
     g = next_generation++;
@@ -1098,8 +1098,7 @@ void hnsw_probe::wake(hnsw_backend& b) {
   b.impl_->queue_cv.notify_all();
 }
 std::uint64_t hnsw_probe::saved_generation(const hnsw_backend& b) {
-  std::shared_lock lock(b.impl_->index_mutex);
-  return b.impl_->saved_generation;
+  return b.impl_->saved_generation.load();
 }
 std::uint64_t hnsw_probe::applied_batches(const hnsw_backend& b) { return b.impl_->applied_batches.load(); }
 std::uint64_t hnsw_probe::dropped_batches(const hnsw_backend& b) { return b.impl_->dropped_batches.load(); }
