@@ -115,12 +115,14 @@ struct file_check {
   friend bool operator!=(const file_check& a, const file_check& b) noexcept { return !(a == b); }
 };
 
-// The length and CRC-32 of the file's bytes as they read back now. ENOENT is an error too.
-result<file_check> check_file(const fs::path& path) {
+// Reads the file in pieces of up to `piece` bytes, handing each to `take`. False: it does not
+// exist (when `missing_ok`; else that is an error too).
+template <class Take>
+result<bool> read_pieces(const fs::path& path, std::size_t piece, bool missing_ok, Take take) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && missing_ok) return false;
   if (fd < 0) return io_failure("open " + path.string(), errno);
-  file_check out;
-  std::string buffer(1u << 20, '\0');
+  std::string buffer(piece, '\0');
   for (;;) {
     const auto n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
@@ -130,32 +132,29 @@ result<file_check> check_file(const fs::path& path) {
       return io_failure("read " + path.string(), e);
     }
     if (n == 0) break;
-    out.crc = crc32_ieee(std::string_view(buffer.data(), static_cast<std::size_t>(n)), out.crc);
-    out.length += static_cast<std::uint64_t>(n);
+    take(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
   }
   ::close(fd);
+  return true;
+}
+
+// The length and CRC-32 of the file's bytes as they read back now. ENOENT is an error too.
+result<file_check> check_file(const fs::path& path) {
+  file_check out;
+  auto read = read_pieces(path, 1u << 20, false, [&](std::string_view bytes) {
+    out.crc = crc32_ieee(bytes, out.crc);
+    out.length += bytes.size();
+  });
+  if (!read) return read.error();
   return out;
 }
 
 // The whole file; nullopt when it does not exist.
 result<std::optional<std::string>> read_whole(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) return std::optional<std::string>{};
-  if (fd < 0) return io_failure("open " + path.string(), errno);
   std::string out;
-  char buffer[1u << 16];
-  for (;;) {
-    const auto n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return io_failure("read " + path.string(), e);
-    }
-    if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  auto read = read_pieces(path, 1u << 16, true, [&](std::string_view bytes) { out.append(bytes); });
+  if (!read) return read.error();
+  if (!*read) return std::optional<std::string>{};
   return std::optional<std::string>{std::move(out)};
 }
 

@@ -18,6 +18,7 @@
 #include "backends/hnsw_probe.hpp"
 #include "core/crc32.hpp"
 
+#include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
 #include "support/fake_host.hpp"
@@ -31,43 +32,16 @@ namespace {
 
 using vec = std::vector<float>;
 
-cursor make_cursor(std::uint64_t sequence) {
-  return cursor::make({log_position{"main", "identity-1", sequence, 1000 + sequence}}).value();
-}
+using test::absent;
+using test::make_batch;
+using test::make_cursor;
 
 record_entry raw_entry(const std::string& id, std::string projection, std::uint64_t version) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.log_version = version;
-  e.state.kind = state_kind::record;
-  e.state.version = version;
-  e.state.projection = std::move(projection);
-  return e;
+  return test::present(id, std::move(projection), version);
 }
 
 record_entry entry(const std::string& id, const vec& v, std::uint64_t version) {
   return raw_entry(id, encode_vector(v.data(), v.size()), version);
-}
-
-record_entry absent(const std::string& id) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.state.kind = state_kind::absent;
-  return e;
-}
-
-std::shared_ptr<const batch> make_batch(epoch_t epoch, std::vector<record_entry> records,
-                                        std::optional<std::uint64_t> through, std::uint64_t bytes = 100) {
-  auto b = std::make_shared<batch>();
-  b->epoch = epoch;
-  b->records = std::move(records);
-  if (through) b->through = make_cursor(*through);
-  b->bytes = bytes;
-  return b;
 }
 
 // A clock the test moves by hand (barrier spacing).
