@@ -580,6 +580,7 @@ result<void> hnsw_backend::impl::apply(const batch& b) {
   std::unique_lock lock(index_mutex);
   if (auto ok = open_for(true); !ok) return ok;
   try {
+    step(hnsw_step::apply);
     for (const auto& r : b.records) {
       std::optional<std::vector<float>> vector;
       if (r.state.kind == state_kind::record) {
@@ -1076,6 +1077,7 @@ double hnsw_backend::deleted_ratio() const {
 
 std::string_view to_string(hnsw_step step) noexcept {
   switch (step) {
+    case hnsw_step::apply: return "apply";
     case hnsw_step::held: return "held";
     case hnsw_step::save_index: return "save_index";
     case hnsw_step::write_labels: return "write_labels";

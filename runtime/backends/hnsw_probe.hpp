@@ -14,6 +14,7 @@ namespace dix {
 
 // The steps of an hnsw_backend barrier, in the order it takes them (backends.md §3).
 enum class hnsw_step : std::uint8_t {
+  apply,          // inside the apply of a batch, before its first record (a throw here is an apply error)
   held,           // a barrier waits for its spacing (called at each look at the clock, queue lock held)
   save_index,     // about to saveIndex to index.<g>.tmp; nothing of generation g written yet
   write_labels,   // index.<g>.tmp written, synced and checked; about to write labels.<g>.tmp

@@ -83,7 +83,7 @@ struct step_recorder {
       if (hook_before) hook_before(s);
       std::lock_guard lock(mutex);
       if (s == hnsw_step::held) ++held;
-      else steps.push_back(s);
+      else if (s != hnsw_step::apply) steps.push_back(s);
       cv.notify_all();
     };
   }
@@ -586,6 +586,34 @@ TEST_CASE("hnsw index: a graph a query loaded after shutdown is loaded again by 
   REQUIRE(f.index->deliver(make_batch(3, {entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
   REQUIRE(f.barrier());
   CHECK(file_names(f.state()) == std::set<std::string>{"cursor", "index.3", "labels.3"});
+  CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"b", 2}, {"c", 3}});
+}
+
+TEST_CASE("hnsw index: an apply error drops the queue and reports failed until a shutdown, and a later epoch works again",
+          "[adapter][backend][hnsw]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 1}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  hnsw_probe::on_step(*f.index, [](hnsw_step s) {
+    if (s == hnsw_step::apply) throw std::runtime_error("injected");
+  });
+  // "b" fails; "c" goes with the queue or, arriving later, with everything after the failure.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {2, 2}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
+  REQUIRE(f.changes.wait_for(state_change_kind::failed));
+  auto barrier = f.barrier();
+  REQUIRE_FALSE(barrier);
+  CHECK(barrier.error().value() == errc::backend_failed);
+  CHECK(hnsw_probe::applied_batches(*f.index) == 1);
+  CHECK(hnsw_probe::dropped_batches(*f.index) == 2);
+  CHECK(*f.index->durable_cursor().value() == make_cursor(1));
+  hnsw_probe::on_step(*f.index, {});
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  REQUIRE(shut.wait());
+  f.host.epoch = 2;
+  REQUIRE(f.index->deliver(make_batch(2, {entry("b", {2, 2}, 2), entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
   CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"b", 2}, {"c", 3}});
 }
 
