@@ -126,11 +126,11 @@ int run_vector(const std::vector<std::string>& argv) {
     auto store = primary_store::open(scratch.path() / "primary", so).value();
     store->create_table(table).value();
     const auto backlog_start = std::chrono::steady_clock::now();
-    std::uint64_t last = 0;
+    commit_info last;
     for (std::size_t i = 0; i < n; i += per_txn) {
       auto txn = store->begin();
       for (std::size_t j = i; j < std::min(i + per_txn, n); ++j) txn.put(table, record_id(j), encode_vector(&data[j * d], d));
-      last = txn.commit().value().sequence;
+      last = txn.commit().value();
     }
     const auto backlog_s = seconds_since(backlog_start);
     std::cerr << "backlog: " << n << " vectors of " << d << " in " << backlog_s << " s\n";
@@ -153,16 +153,22 @@ int run_vector(const std::vector<std::string>& argv) {
       // whose end the runtime publishes after the cursor is durable).
       auto m = rt->metrics("vectors");
       auto ready = rt->readiness("vectors");
-      if (m && !m->logs.empty() && m->logs[0].durable_sequence >= last && ready && ready->state == readiness_state::ready) break;
+      if (m && !m->logs.empty() && m->logs[0].durable_sequence >= last.sequence && ready && ready->state == readiness_state::ready) break;
       if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the index did not catch up in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     const auto dix_s = seconds_since(start);
     std::cerr << "dix: caught up in " << dix_s << " s\n";
     auto truth = brute_force(data, query_vectors, d);
+    // The queries wait for coverage of the last commit: a `bounded` admission can refuse while the
+    // owner's proof of `current` is not published yet and the last commit is older than 3 s.
+    coverage_mode covered;
+    covered.kind = coverage_kind::wait;
+    covered.since = last.time;
+    covered.timeout = std::chrono::milliseconds(30000);
     std::vector<std::vector<std::size_t>> dix_found;
     for (const auto& q : query_vectors) {
-      auto rows = index->knn(q.data(), d, k, {}, ef_search).value().rows;
+      auto rows = index->knn(q.data(), d, k, covered, ef_search).value().rows;
       std::vector<std::size_t> ids;
       for (const auto& row : rows) ids.push_back(std::stoull(row.ref.record_id.substr(1)));
       dix_found.push_back(std::move(ids));
