@@ -59,6 +59,11 @@ constexpr entry benchmarks[] = {
          Time for a new Xapian full-text index to catch up with a backlog of N product-like
          records (default 200 000), beside Xapian alone indexing the same documents in this
          process with the same stemming and commit cadence.
+    {"vector", R"([--records N] [--dimension D] [--queries Q] [--ef EF] [--dir DIR] [--json FILE] [--timeout S]
+         Time for a new hnsw index to catch up with N records of D-dimensional vectors (default
+         100 000 of 128), beside hnswlib alone inserting the same vectors (same M and
+         ef_construction); recall@10 of both against brute force over Q queries (default 200),
+         searched with EF (default 64).
 )"},
 };
 
@@ -129,10 +134,11 @@ int main(int argc, char** argv) {
     if (args[0] == "ryw-reader") return dix::bench::run_ryw_reader(rest);  // not listed either
     if (args[0] == "sustained") return dix::bench::run_sustained(rest);
     if (args[0] == "fulltext") return dix::bench::run_fulltext(rest);
+    if (args[0] == "vector") return dix::bench::run_vector(rest);
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained, fulltext)\n";
+  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained, fulltext, vector)\n";
   return dix::tool::exit_usage;
 }

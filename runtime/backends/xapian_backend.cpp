@@ -794,7 +794,7 @@ result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string
       for (auto it = matches.begin(); it != matches.end(); ++it) {
         scored_ref row;
         if (!decode_document_data(it.get_document().get_data(), row.ref)) continue;
-        row.weight = it.get_weight();
+        row.score = it.get_weight();
         out.rows.push_back(std::move(row));
       }
       return out;

@@ -19,8 +19,8 @@ constexpr auto table = make_table();
 
 }  // namespace
 
-std::uint32_t crc32_ieee(std::string_view bytes) noexcept {
-  std::uint32_t c = 0xFFFFFFFFu;
+std::uint32_t crc32_ieee(std::string_view bytes, std::uint32_t previous) noexcept {
+  std::uint32_t c = previous ^ 0xFFFFFFFFu;
   for (unsigned char b : bytes) c = table[(c ^ b) & 0xFFu] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
 }

@@ -7,6 +7,8 @@
 
 namespace dix {
 
-std::uint32_t crc32_ieee(std::string_view bytes) noexcept;
+// `previous` continues a checksum: crc32_ieee(b, crc32_ieee(a)) == crc32_ieee(a + b), so a file
+// can be checked in pieces. Default 0: the checksum of `bytes` alone.
+std::uint32_t crc32_ieee(std::string_view bytes, std::uint32_t previous = 0) noexcept;
 
 }  // namespace dix

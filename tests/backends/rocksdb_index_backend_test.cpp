@@ -15,6 +15,7 @@
 #include "backends/rocksdb_index_probe.hpp"
 
 #include "adapters/test_support.hpp"
+#include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
 #include "support/fake_host.hpp"
@@ -25,39 +26,12 @@ using dix::test::temp_dir;
 
 namespace {
 
-cursor make_cursor(std::uint64_t sequence) {
-  return cursor::make({log_position{"main", "identity-1", sequence, 1000 + sequence}}).value();
-}
+using test::absent;
+using test::make_batch;
+using test::make_cursor;
 
 record_entry entry(const std::string& id, std::vector<std::string> keys, std::uint64_t version) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.log_version = version;
-  e.state.kind = state_kind::record;
-  e.state.version = version;
-  e.state.projection = encode_keys(keys);
-  return e;
-}
-
-record_entry absent(const std::string& id) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.state.kind = state_kind::absent;
-  return e;
-}
-
-std::shared_ptr<const batch> make_batch(epoch_t epoch, std::vector<record_entry> records,
-                                        std::optional<std::uint64_t> through, std::uint64_t bytes = 100) {
-  auto b = std::make_shared<batch>();
-  b->epoch = epoch;
-  b->records = std::move(records);
-  if (through) b->through = make_cursor(*through);
-  b->bytes = bytes;
-  return b;
+  return test::present(id, encode_keys(keys), version);
 }
 
 struct fixture {

@@ -194,7 +194,7 @@ TEST_CASE("xapian: applies, updates and deletes documents, each keeping its reco
   auto rows = f.index->search("boots", 0, 10).value();
   REQUIRE(rows.rows.size() == 1);
   CHECK(rows.rows[0].ref == record_ref{"main", 1, "p1", 13});
-  CHECK(rows.rows[0].weight > 0);
+  CHECK(rows.rows[0].score > 0);
   CHECK(rows.coverage.state == coverage_state::current);
   CHECK(*f.index->durable_cursor().value() == make_cursor(2));
   CHECK(f.changes.wait_for(state_change_kind::changed));  // every barrier emits changed

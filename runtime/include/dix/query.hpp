@@ -1,6 +1,6 @@
-// What the shipped backends' queries return (backends.md §0): rows naming records
-// {log, table, record_id, version}, with the coverage answer of the admission that let the query
-// run (api.md §7).
+// What the shipped backends' queries return (backends.md §0): the rows, each naming a record by
+// its reference and the version the index holds, and the coverage answer of the admission the
+// query passed first. Plain values; std only.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,8 @@
 
 namespace dix {
 
+// A record as an index holds it: its log, table and id, and the version (header time) of the
+// value it was indexed from.
 struct record_ref {
   std::string log;
   std::uint32_t table = 0;
@@ -18,6 +20,13 @@ struct record_ref {
   friend bool operator==(const record_ref& a, const record_ref& b) noexcept {
     return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version;
   }
+};
+
+// A ranked row: the record and its score (the backend says what the score means and in which
+// order rows come; hnsw_backend: the distance, ascending).
+struct scored_ref {
+  record_ref ref;
+  double score = 0;
 };
 
 template <class Rows>

@@ -65,10 +65,8 @@ result<std::vector<std::pair<std::string, std::string>>> decode_fields(std::stri
 std::string xapian_id_term(std::string_view log, std::uint32_t table, std::string_view record_id);
 std::string xapian_document_data(const record_ref& ref);
 
-struct scored_ref {
-  record_ref ref;
-  double weight = 0;  // Xapian's BM25 weight; rows come in descending weight
-};
+// search() rows are <dix/query.hpp>'s scored_ref: the record and, as its score, Xapian's BM25
+// weight; rows come in descending weight.
 
 class xapian_backend final : public backend {
  public:

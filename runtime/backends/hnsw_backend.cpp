@@ -1,0 +1,1111 @@
+#include <dix/backends/hnsw_backend.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <shared_mutex>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <variant>
+
+// hnswlib 0.6.2 is header-only but defines functions and variables with external linkage in its
+// headers (cpuid, xgetbv, AVXCapable, L2SqrSIMD16Ext, InnerProductSIMD16Ext, ...): a program that
+// includes hnswlib itself (`dix bench vector`'s baseline, an application) would not link beside
+// dix_backends. So it is included inside an unnamed namespace — every name internal to this file
+// — after the standard and intrinsic headers it includes, whose guards keep them out of it.
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cassert>
+#include <fstream>
+#include <iostream>
+#include <list>
+#include <random>
+#include <stdexcept>
+#include <unordered_set>
+#include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <x86intrin.h>
+#endif
+
+namespace {
+#include <hnswlib/hnswlib.h>
+}  // namespace
+
+#include "backends/hnsw_probe.hpp"
+#include "core/bytes.hpp"
+#include "core/crc32.hpp"
+#include "core/names.hpp"
+
+namespace dix {
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::size_t max_dimension = 4096;
+constexpr auto max_spacing = std::chrono::milliseconds(60000);
+constexpr std::string_view cursor_magic = "DIXHNSWC";
+constexpr std::string_view labels_magic = "DIXHNSWL";
+constexpr std::uint32_t format_version = 1;
+constexpr const char* cursor_name = "cursor";
+constexpr const char* cursor_tmp_name = "cursor.tmp";
+
+// ---- files -----------------------------------------------------------------------------------
+
+std::string errno_text(int e) { return std::generic_category().message(e); }
+
+error io_failure(const std::string& what, int e) { return error{errc::io_error, what + ": " + errno_text(e)}; }
+
+result<void> fsync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) return io_failure("open " + path.string(), errno);
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) return io_failure("fsync " + path.string(), e);
+  return {};
+}
+
+// Writes `bytes` to a fresh `path` and syncs it.
+result<void> write_synced(const fs::path& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return io_failure("create " + path.string(), errno);
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    const auto n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return io_failure("write " + path.string(), e);
+    }
+    at += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return io_failure("fsync " + path.string(), e);
+  }
+  if (::close(fd) != 0) return io_failure("close " + path.string(), errno);
+  return {};
+}
+
+struct file_check {
+  std::uint64_t length = 0;
+  std::uint32_t crc = 0;
+  friend bool operator==(const file_check& a, const file_check& b) noexcept { return a.length == b.length && a.crc == b.crc; }
+  friend bool operator!=(const file_check& a, const file_check& b) noexcept { return !(a == b); }
+};
+
+// Reads the file in pieces of up to `piece` bytes, handing each to `take`. False: it does not
+// exist (when `missing_ok`; else that is an error too).
+template <class Take>
+result<bool> read_pieces(const fs::path& path, std::size_t piece, bool missing_ok, Take take) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && missing_ok) return false;
+  if (fd < 0) return io_failure("open " + path.string(), errno);
+  std::string buffer(piece, '\0');
+  for (;;) {
+    const auto n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return io_failure("read " + path.string(), e);
+    }
+    if (n == 0) break;
+    take(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  }
+  ::close(fd);
+  return true;
+}
+
+// The length and CRC-32 of the file's bytes as they read back now. ENOENT is an error too.
+result<file_check> check_file(const fs::path& path) {
+  file_check out;
+  auto read = read_pieces(path, 1u << 20, false, [&](std::string_view bytes) {
+    out.crc = crc32_ieee(bytes, out.crc);
+    out.length += bytes.size();
+  });
+  if (!read) return read.error();
+  return out;
+}
+
+// The whole file; nullopt when it does not exist.
+result<std::optional<std::string>> read_whole(const fs::path& path) {
+  std::string out;
+  auto read = read_pieces(path, 1u << 16, true, [&](std::string_view bytes) { out.append(bytes); });
+  if (!read) return read.error();
+  if (!*read) return std::optional<std::string>{};
+  return std::optional<std::string>{std::move(out)};
+}
+
+result<void> rename_file(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return io_failure("rename " + from.string() + " to " + to.string(), errno);
+  return {};
+}
+
+fs::path index_path(const fs::path& dir, std::uint64_t g) { return dir / ("index." + std::to_string(g)); }
+fs::path labels_path(const fs::path& dir, std::uint64_t g) { return dir / ("labels." + std::to_string(g)); }
+fs::path tmp_of(const fs::path& p) { return fs::path(p.string() + ".tmp"); }
+
+// The generation a file of ours carries (`index.<g>`, `labels.<g>`, either with `.tmp`), or 0.
+std::uint64_t generation_of(const std::string& name) {
+  std::string_view rest(name);
+  if (rest.substr(0, 6) == "index.") rest.remove_prefix(6);
+  else if (rest.substr(0, 7) == "labels.") rest.remove_prefix(7);
+  else return 0;
+  if (rest.size() > 4 && rest.substr(rest.size() - 4) == ".tmp") rest.remove_suffix(4);
+  if (rest.empty() || rest.size() > 19) return 0;
+  std::uint64_t g = 0;
+  for (char c : rest) {
+    if (c < '0' || c > '9') return 0;
+    g = g * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return g;
+}
+
+// ---- formats (docs/formats.md, "hnsw_backend") --------------------------------------------
+
+using ref_key = std::tuple<std::string, std::uint32_t, std::string>;  // log, table, record id
+
+struct slot {
+  std::uint64_t label = 0;
+  std::uint64_t version = 0;
+};
+
+// What the cursor file says.
+struct cursor_file {
+  std::uint64_t generation = 0;
+  file_check index;
+  file_check labels;
+  std::string cursor_bytes;
+};
+
+std::string encode_cursor_file(const cursor_file& c) {
+  std::string out(cursor_magic);
+  put_le<std::uint32_t>(out, format_version);
+  put_le<std::uint64_t>(out, c.generation);
+  put_le<std::uint64_t>(out, c.index.length);
+  put_le<std::uint32_t>(out, c.index.crc);
+  put_le<std::uint64_t>(out, c.labels.length);
+  put_le<std::uint32_t>(out, c.labels.crc);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(c.cursor_bytes.size()));
+  out += c.cursor_bytes;
+  put_le<std::uint32_t>(out, crc32_ieee(out));
+  return out;
+}
+
+constexpr std::size_t cursor_fixed_bytes = 8 + 4 + 8 + 8 + 4 + 8 + 4 + 4;
+
+std::optional<cursor_file> decode_cursor_file(std::string_view in) {
+  if (in.size() < cursor_fixed_bytes + 4 || in.substr(0, 8) != cursor_magic) return std::nullopt;
+  if (get_le<std::uint32_t>(in, in.size() - 4) != crc32_ieee(in.substr(0, in.size() - 4))) return std::nullopt;
+  if (get_le<std::uint32_t>(in, 8) != format_version) return std::nullopt;
+  cursor_file c;
+  c.generation = get_le<std::uint64_t>(in, 12);
+  c.index.length = get_le<std::uint64_t>(in, 20);
+  c.index.crc = get_le<std::uint32_t>(in, 28);
+  c.labels.length = get_le<std::uint64_t>(in, 32);
+  c.labels.crc = get_le<std::uint32_t>(in, 40);
+  const auto n = get_le<std::uint32_t>(in, 44);
+  if (in.size() != cursor_fixed_bytes + n + 4 || c.generation == 0) return std::nullopt;
+  c.cursor_bytes.assign(in.substr(cursor_fixed_bytes, n));
+  return c;
+}
+
+// The label map as a barrier writes it.
+struct label_map {
+  std::uint64_t next_label = 0;
+  std::map<ref_key, slot> by_ref;
+};
+
+std::string encode_labels(const label_map& m, std::size_t dimension, hnsw_space space) {
+  std::string out(labels_magic);
+  put_le<std::uint32_t>(out, format_version);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(dimension));
+  out.push_back(static_cast<char>(space));
+  put_le<std::uint64_t>(out, m.next_label);
+  put_le<std::uint64_t>(out, m.by_ref.size());
+  for (const auto& [key, s] : m.by_ref) {
+    const auto& [log, table, record_id] = key;
+    put_le<std::uint64_t>(out, s.label);
+    put_le<std::uint64_t>(out, s.version);
+    out.push_back(static_cast<char>(log.size()));
+    out += log;
+    put_le<std::uint32_t>(out, table);
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(record_id.size()));
+    out += record_id;
+  }
+  return out;
+}
+
+std::optional<label_map> decode_labels(std::string_view in, std::size_t dimension, hnsw_space space) {
+  constexpr std::size_t header = 8 + 4 + 4 + 1 + 8 + 8;
+  if (in.size() < header || in.substr(0, 8) != labels_magic) return std::nullopt;
+  if (get_le<std::uint32_t>(in, 8) != format_version || get_le<std::uint32_t>(in, 12) != dimension ||
+      static_cast<std::uint8_t>(in[16]) != static_cast<std::uint8_t>(space)) {
+    return std::nullopt;
+  }
+  label_map m;
+  m.next_label = get_le<std::uint64_t>(in, 17);
+  const auto count = get_le<std::uint64_t>(in, 25);
+  std::size_t at = header;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (in.size() - at < 8 + 8 + 1) return std::nullopt;
+    slot s{get_le<std::uint64_t>(in, at), get_le<std::uint64_t>(in, at + 8)};
+    at += 16;
+    const auto log_length = static_cast<std::uint8_t>(in[at++]);
+    if (in.size() - at < log_length + 4u + 4u) return std::nullopt;
+    std::string log(in.substr(at, log_length));
+    at += log_length;
+    const auto table = get_le<std::uint32_t>(in, at);
+    const auto id_length = get_le<std::uint32_t>(in, at + 4);
+    at += 8;
+    if (in.size() - at < id_length) return std::nullopt;
+    std::string record_id(in.substr(at, id_length));
+    at += id_length;
+    if (s.label >= m.next_label) return std::nullopt;
+    if (!m.by_ref.emplace(ref_key{std::move(log), table, std::move(record_id)}, s).second) return std::nullopt;
+  }
+  if (at != in.size()) return std::nullopt;
+  return m;
+}
+
+// What validation of a vector found: nothing, or the unindexable code.
+const char* check_vector(std::vector<float>& v, std::size_t dimension, hnsw_space space) {
+  if (v.size() != dimension) return "dimension";
+  double norm = 0;
+  for (float x : v) {
+    if (!std::isfinite(x)) return "non_finite";
+    norm += static_cast<double>(x) * static_cast<double>(x);
+  }
+  if (space == hnsw_space::cosine) {
+    if (!(norm > 0) || !std::isfinite(norm)) return "non_finite";
+    const double scale = 1.0 / std::sqrt(norm);
+    for (float& x : v) x = static_cast<float>(static_cast<double>(x) * scale);
+  }
+  return nullptr;
+}
+
+// The byte length saveIndex writes for `g` (hnswalg.h 0.6.2): the header fields, the level-0
+// block of every element, then per element a u32 size and its upper-level link lists.
+std::uint64_t expected_index_length(const hnswlib::HierarchicalNSW<float>& g) {
+  std::uint64_t n = sizeof g.offsetLevel0_ + sizeof g.max_elements_ + sizeof g.cur_element_count +
+                    sizeof g.size_data_per_element_ + sizeof g.label_offset_ + sizeof g.offsetData_ + sizeof g.maxlevel_ +
+                    sizeof g.enterpoint_node_ + sizeof g.maxM_ + sizeof g.maxM0_ + sizeof g.M_ + sizeof g.mult_ +
+                    sizeof g.ef_construction_;
+  n += static_cast<std::uint64_t>(g.cur_element_count) * g.size_data_per_element_;
+  for (std::size_t i = 0; i < g.cur_element_count; ++i) {
+    n += sizeof(unsigned int);
+    if (g.element_levels_[i] > 0) n += g.size_links_per_element_ * static_cast<std::uint64_t>(g.element_levels_[i]);
+  }
+  return n;
+}
+
+struct barrier_request {
+  std::vector<completion> done;
+  std::uint64_t mark = 0;  // the last item queued when a request joined: the barrier runs after it
+  bool unspaced = false;   // a shutdown flush joined: run as soon as the mark is passed
+};
+struct control_item {
+  enum class kind { shutdown, reset } what;
+  epoch_t epoch;
+  completion done;
+};
+struct queued {
+  std::uint64_t seq = 0;
+  std::variant<std::shared_ptr<const batch>, control_item> item;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+struct hnsw_backend::impl {
+  std::string id;
+  hnsw_options options;
+  backend_host* host = nullptr;
+
+  clock_type::time_point now() const { return options.clock ? options.clock() : clock_type::now(); }
+
+  // The graph and its label map. Queries hold index_mutex shared; apply (capacity growth
+  // included), open, close and reset hold it exclusively; a barrier saves under it shared (the
+  // applier, the only writer, is the thread saving).
+  mutable std::shared_mutex index_mutex;
+  bool is_open = false;
+  // Opened by an owner's call (durable_cursor, apply, reset) rather than by a query. A graph a
+  // query loaded after a shutdown is a snapshot another owner may have moved past since: the
+  // owner's first call loads the directory again.
+  bool owner_open = false;
+  std::unique_ptr<hnswlib::SpaceInterface<float>> space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  label_map labels;
+  std::unordered_map<std::uint64_t, const ref_key*> by_label;  // points into labels.by_ref
+  // What the files hold, and what the next barrier commits. Written under the exclusive lock
+  // (open, reset, apply) or by the barrier on the applier.
+  std::atomic<std::uint64_t> saved_generation{0};  // the generation `cursor` names (0: cursorless); atomic for the probe
+  std::uint64_t next_generation = 1;
+  file_check saved_index, saved_labels;
+  bool dirty = false;                            // changed since the saved generation
+  std::optional<cursor> commit_cursor;           // the last applied `through` (or the loaded one)
+  std::optional<std::string> written_cursor;     // the cursor bytes `cursor` holds
+  epoch_t commit_epoch = 0;                      // the epoch of the last applied batch
+  bool rebuild_requested = false;                // this generation of the index asked once
+
+  // The search breadth (hnswlib keeps one, ef_): a query with another ef waits until no search
+  // runs, so the value never changes under a running search.
+  std::mutex ef_mutex;
+  std::condition_variable ef_cv;
+  std::size_t ef_current = 0;  // 0: unknown (a new graph)
+  std::size_t searching = 0;
+
+  // The queue between deliver/flush/shutdown/reset and the applier.
+  mutable std::mutex queue_mutex;
+  std::condition_variable queue_cv;
+  std::deque<queued> queue;
+  std::uint64_t next_seq = 1;
+  std::optional<barrier_request> pending;
+  std::uint64_t queued_bytes = 0;
+  bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
+  bool stopping = false;
+  std::function<void(hnsw_step)> step_hook;  // under queue_mutex
+
+  // Barrier spacing (applier-only but the atomic).
+  std::optional<clock_type::time_point> last_save_end;
+  std::atomic<std::int64_t> spacing_ms{0};
+
+  // Durable cursor as of the last barrier (or as read at open); valid while is_open.
+  mutable std::mutex durable_mutex;
+  std::optional<cursor> durable;
+
+  bool poisoned = false;  // applier-only: an apply failed; drop work until shutdown or reset
+  std::atomic<std::uint64_t> applied_batches{0};
+  std::atomic<std::uint64_t> dropped_batches{0};
+
+  std::mutex callbacks_mutex;
+  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
+  std::uint64_t next_callback = 1;
+
+  std::thread applier;
+
+  void emit(state_change change) {
+    std::vector<std::function<void(state_change)>> copy;
+    {
+      std::lock_guard g(callbacks_mutex);
+      for (auto& [key, fn] : callbacks) copy.push_back(fn);
+    }
+    for (auto& fn : copy) fn(change);
+  }
+  void step(hnsw_step s) {
+    std::function<void(hnsw_step)> hook;
+    {
+      std::lock_guard lock(queue_mutex);
+      hook = step_hook;
+    }
+    if (hook) hook(s);
+  }
+  static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+
+  // Caller holds index_mutex exclusively.
+  result<void> open_index();
+  void close_index();
+  void fresh_graph();
+  void set_graph(std::unique_ptr<hnswlib::HierarchicalNSW<float>> g) {
+    graph = std::move(g);
+    std::lock_guard lock(ef_mutex);
+    ef_current = 0;
+  }
+  result<void> ensure_open(bool for_owner) {
+    {
+      std::shared_lock lock(index_mutex);
+      if (is_open && (owner_open || !for_owner)) return {};
+    }
+    std::unique_lock lock(index_mutex);
+    return open_for(for_owner);
+  }
+  // Caller holds index_mutex exclusively.
+  result<void> open_for(bool for_owner) {
+    if (is_open && for_owner && !owner_open) close_index();
+    if (auto ok = open_index(); !ok) return ok;
+    owner_open = owner_open || for_owner;
+    return {};
+  }
+  result<void> remove_generations(std::uint64_t keep);
+
+  // Caller holds queue_mutex.
+  void drop_queued(epoch_t epoch) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      auto* b = std::get_if<std::shared_ptr<const batch>>(&it->item);
+      if (b != nullptr && (epoch == 0 || (*b)->epoch == epoch)) {
+        queued_bytes -= weight(**b);
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  struct work {
+    std::optional<queued> item;
+    std::optional<barrier_request> barrier;
+  };
+  work next_work();
+  void run_applier();
+  result<void> apply(const batch& b);
+  result<void> run_barrier();
+  // The files' checks go to the out-parameters; they count once `cursor` names g.
+  result<void> save_generation(std::uint64_t g, file_check& index_out, file_check& labels_out);
+  result<void> run_reset();
+};
+
+void hnsw_backend::impl::fresh_graph() {
+  set_graph(std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), options.initial_capacity, options.m,
+                                                              options.ef_construction));
+  labels = label_map{};
+  by_label.clear();
+}
+
+result<void> hnsw_backend::impl::open_index() {
+  if (is_open) return {};
+  std::error_code ec;
+  fs::create_directories(options.state_dir, ec);
+  if (ec) return error{errc::io_error, "hnsw index " + id + ": creating " + options.state_dir.string() + ": " + ec.message()};
+  // Generations only grow, past any file a crash or a corrupt cursor left behind.
+  for (const auto& entry : fs::directory_iterator(options.state_dir, ec)) {
+    next_generation = std::max(next_generation, generation_of(entry.path().filename().string()) + 1);
+  }
+  if (ec) return error{errc::io_error, "hnsw index " + id + ": listing " + options.state_dir.string() + ": " + ec.message()};
+  if (options.space == hnsw_space::l2) space = std::make_unique<hnswlib::L2Space>(options.dimension);
+  else space = std::make_unique<hnswlib::InnerProductSpace>(options.dimension);
+
+  auto bytes = read_whole(options.state_dir / cursor_name);
+  if (!bytes) return bytes.error();
+  // A cursor counts only when its own CRC, its cursor blob and both files it names verify, and
+  // the files load; anything else is a cursorless start over an empty graph.
+  std::optional<cursor_file> file;
+  std::optional<cursor> loaded_cursor;
+  if (*bytes) file = decode_cursor_file(**bytes);
+  if (file) {
+    auto decoded = cursor::decode(file->cursor_bytes);
+    if (decoded) loaded_cursor = std::move(*decoded);
+  }
+  bool loaded = false;
+  if (loaded_cursor) {
+    const auto ip = index_path(options.state_dir, file->generation);
+    const auto lp = labels_path(options.state_dir, file->generation);
+    auto index_check = check_file(ip);
+    auto labels_bytes = read_whole(lp);
+    if (index_check && *index_check == file->index && labels_bytes && *labels_bytes &&
+        file_check{(*labels_bytes)->size(), crc32_ieee(**labels_bytes)} == file->labels) {
+      auto map = decode_labels(**labels_bytes, options.dimension, options.space);
+      if (map) {
+        try {
+          auto g = std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), ip.string());
+          // loadIndex adds the deleted marks it finds to a counter it never zeroes: count again.
+          g->num_deleted_ = 0;
+          for (std::size_t i = 0; i < g->cur_element_count; ++i) {
+            if (g->isMarkedDeleted(static_cast<hnswlib::tableint>(i))) ++g->num_deleted_;
+          }
+          if (g->cur_element_count == map->next_label && g->max_elements_ >= 1) {
+            set_graph(std::move(g));
+            labels = std::move(*map);
+            loaded = true;
+          }
+        } catch (const std::exception&) {
+          // does not load: cursorless
+        }
+      }
+    }
+  }
+  try {
+    if (!loaded) fresh_graph();
+  } catch (const std::exception& e) {
+    return error{errc::io_error, "hnsw index " + id + ": allocating the graph: " + e.what()};
+  }
+  by_label.clear();
+  for (const auto& [key, s] : labels.by_ref) by_label.emplace(s.label, &key);
+  dirty = false;
+  commit_epoch = 0;
+  if (loaded) {
+    saved_generation = file->generation;
+    saved_index = file->index;
+    saved_labels = file->labels;
+    commit_cursor = loaded_cursor;
+    written_cursor = loaded_cursor->bytes();
+  } else {
+    saved_generation = 0;
+    commit_cursor.reset();
+    written_cursor.reset();
+  }
+  is_open = true;
+  std::lock_guard g(durable_mutex);
+  durable = loaded ? loaded_cursor : std::nullopt;
+  return {};
+}
+
+void hnsw_backend::impl::close_index() {
+  set_graph(nullptr);
+  space.reset();
+  labels = label_map{};
+  by_label.clear();
+  is_open = false;
+  owner_open = false;
+  commit_cursor.reset();
+  written_cursor.reset();
+  dirty = false;
+  std::lock_guard g(durable_mutex);
+  durable.reset();  // the next open reads it from disk again
+}
+
+result<void> hnsw_backend::impl::apply(const batch& b) {
+  std::unique_lock lock(index_mutex);
+  if (auto ok = open_for(true); !ok) return ok;
+  try {
+    step(hnsw_step::apply);
+    for (const auto& r : b.records) {
+      std::optional<std::vector<float>> vector;
+      if (r.state.kind == state_kind::record) {
+        auto decoded = decode_vector(r.state.projection);
+        const char* code = decoded ? check_vector(*decoded, options.dimension, options.space) : "dimension";
+        if (code == nullptr) vector = std::move(*decoded);
+        else if (host != nullptr) host->note_unindexable(code);
+      }
+      ref_key key{r.log, r.table, r.record_id};
+      auto it = labels.by_ref.find(key);
+      if (vector) {
+        if (it != labels.by_ref.end()) {
+          graph->addPoint(vector->data(), it->second.label);  // an existing label: replaced in place
+          it->second.version = r.state.version;
+        } else {
+          if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(std::max<std::size_t>(1, 2 * graph->max_elements_));
+          const auto label = labels.next_label;
+          graph->addPoint(vector->data(), label);
+          ++labels.next_label;
+          auto placed = labels.by_ref.emplace(std::move(key), slot{label, r.state.version}).first;
+          by_label.emplace(label, &placed->first);
+        }
+        dirty = true;
+      } else if (it != labels.by_ref.end()) {
+        graph->markDelete(it->second.label);
+        by_label.erase(it->second.label);
+        labels.by_ref.erase(it);
+        dirty = true;
+      }
+    }
+  } catch (const std::exception& e) {
+    return error{errc::backend_failed, "hnsw index " + id + ": applying a batch: " + e.what()};
+  }
+  if (b.through) {
+    commit_cursor = b.through;
+  }
+  commit_epoch = b.epoch;
+  // Compaction (decision 0023): a rebuild writes the graph again without deleted slots.
+  const auto total = labels.next_label;
+  const auto deleted = total - labels.by_ref.size();
+  if (!rebuild_requested && total > 0 &&
+      static_cast<double>(deleted) / static_cast<double>(total) > options.max_deleted_ratio) {
+    rebuild_requested = true;
+    lock.unlock();
+    if (host != nullptr) host->request_rebuild();
+  }
+  return {};
+}
+
+result<void> hnsw_backend::impl::remove_generations(std::uint64_t keep) {
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (const auto& entry : fs::directory_iterator(options.state_dir, ec)) {
+    const auto g = generation_of(entry.path().filename().string());
+    if (g != 0 && (g != keep || entry.path().extension() == ".tmp")) doomed.push_back(entry.path());
+  }
+  if (ec) return error{errc::io_error, "hnsw index " + id + ": listing " + options.state_dir.string() + ": " + ec.message()};
+  for (const auto& p : doomed) {
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) return io_failure("hnsw index " + id + ": unlink " + p.string(), errno);
+  }
+  return {};
+}
+
+// Writes generation g (index and labels), verified and renamed into place, directory synced.
+result<void> hnsw_backend::impl::save_generation(std::uint64_t g, file_check& index_out, file_check& labels_out) {
+  const auto& dir = options.state_dir;
+  const auto ip = index_path(dir, g);
+  const auto lp = labels_path(dir, g);
+  step(hnsw_step::save_index);
+  try {
+    graph->saveIndex(tmp_of(ip).string());
+  } catch (const std::exception& e) {
+    return error{errc::io_error, "hnsw index " + id + ": saveIndex " + tmp_of(ip).string() + ": " + e.what()};
+  }
+  // saveIndex writes through an unchecked std::ofstream: sync, then read back what is on disk.
+  if (auto ok = fsync_path(tmp_of(ip), false); !ok) return ok;
+  auto index_check = check_file(tmp_of(ip));
+  if (!index_check) return index_check.error();
+  if (const auto expected = expected_index_length(*graph); index_check->length != expected) {
+    return error{errc::io_error, "hnsw index " + id + ": " + tmp_of(ip).string() + " holds " +
+                                     std::to_string(index_check->length) + " bytes, saveIndex should have written " +
+                                     std::to_string(expected)};
+  }
+  step(hnsw_step::write_labels);
+  const auto bytes = encode_labels(labels, options.dimension, options.space);
+  if (auto ok = write_synced(tmp_of(lp), bytes); !ok) return ok;
+  const file_check labels_expected{bytes.size(), crc32_ieee(bytes)};
+  auto labels_check = check_file(tmp_of(lp));
+  if (!labels_check) return labels_check.error();
+  if (*labels_check != labels_expected) {
+    return error{errc::io_error, "hnsw index " + id + ": " + tmp_of(lp).string() + " reads back other bytes than were written"};
+  }
+  step(hnsw_step::rename_files);
+  if (auto ok = rename_file(tmp_of(ip), ip); !ok) return ok;
+  if (auto ok = rename_file(tmp_of(lp), lp); !ok) return ok;
+  if (auto ok = fsync_path(dir, true); !ok) return ok;
+  index_out = *index_check;
+  labels_out = *labels_check;
+  return {};
+}
+
+result<void> hnsw_backend::impl::run_barrier() {
+  std::shared_lock lock(index_mutex);
+  // Closed: nothing applied since it was (shut down or never) opened. No cursor to commit: a scan
+  // in progress or an empty start; its state becomes durable with the first `through`.
+  if (!is_open || !commit_cursor || commit_epoch == 0) return {};
+  if (!dirty && written_cursor == commit_cursor->bytes()) return {};
+  // Files of another owner's epoch are not ours to write (protocol.md §9.4).
+  if (host == nullptr || !host->is_owner_epoch(commit_epoch)) return {};
+  const auto& dir = options.state_dir;
+  std::uint64_t g = saved_generation.load();
+  file_check index_check = saved_index, labels_check = saved_labels;
+  if (dirty) {
+    g = next_generation++;
+    const auto start = now();
+    if (auto ok = save_generation(g, index_check, labels_check); !ok) return ok;
+    const auto end = now();
+    last_save_end = end;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(end - start);
+    spacing_ms.store(std::min<std::int64_t>(3 * took.count(), max_spacing.count()));
+  }
+  step(hnsw_step::write_cursor);
+  cursor_file file{g, index_check, labels_check, commit_cursor->bytes()};
+  if (auto ok = write_synced(dir / cursor_tmp_name, encode_cursor_file(file)); !ok) return ok;
+  if (!host->is_owner_epoch(commit_epoch)) {
+    ::unlink((dir / cursor_tmp_name).c_str());
+    return {};
+  }
+  step(hnsw_step::rename_cursor);
+  if (auto ok = rename_file(dir / cursor_tmp_name, dir / cursor_name); !ok) return ok;
+  if (auto ok = fsync_path(dir, true); !ok) return ok;
+  saved_generation = g;
+  saved_index = index_check;
+  saved_labels = labels_check;
+  dirty = false;
+  written_cursor = commit_cursor->bytes();
+  {
+    std::lock_guard d(durable_mutex);
+    durable = commit_cursor;
+  }
+  step(hnsw_step::delete_old);
+  if (auto ok = remove_generations(g); !ok) return ok;
+  step(hnsw_step::finished);
+  return {};
+}
+
+result<void> hnsw_backend::impl::run_reset() {
+  std::unique_lock lock(index_mutex);
+  const auto& dir = options.state_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return error{errc::io_error, "hnsw index " + id + ": creating " + dir.string() + ": " + ec.message()};
+  // The cursor goes first, durably: a crash from here on leaves a cursorless directory.
+  if (::unlink((dir / cursor_name).c_str()) != 0 && errno != ENOENT) {
+    return io_failure("hnsw index " + id + ": unlink " + (dir / cursor_name).string(), errno);
+  }
+  if (auto ok = fsync_path(dir, true); !ok) return ok;
+  {
+    std::lock_guard g(durable_mutex);
+    durable.reset();
+  }
+  commit_cursor.reset();
+  written_cursor.reset();
+  saved_generation = 0;
+  if (::unlink((dir / cursor_tmp_name).c_str()) != 0 && errno != ENOENT) {
+    return io_failure("hnsw index " + id + ": unlink " + (dir / cursor_tmp_name).string(), errno);
+  }
+  if (auto ok = remove_generations(0); !ok) return ok;
+  if (!space) {
+    if (options.space == hnsw_space::l2) space = std::make_unique<hnswlib::L2Space>(options.dimension);
+    else space = std::make_unique<hnswlib::InnerProductSpace>(options.dimension);
+  }
+  try {
+    fresh_graph();
+  } catch (const std::exception& e) {
+    is_open = false;
+    return error{errc::io_error, "hnsw index " + id + ": allocating the graph: " + e.what()};
+  }
+  is_open = true;
+  owner_open = true;
+  dirty = false;
+  commit_epoch = 0;
+  rebuild_requested = false;  // a new generation of the index
+  return {};
+}
+
+hnsw_backend::impl::work hnsw_backend::impl::next_work() {
+  std::unique_lock lock(queue_mutex);
+  for (;;) {
+    if (stopping) return {};
+    if (pending && (queue.empty() || queue.front().seq > pending->mark)) {
+      // Everything queued before the last request joined is applied.
+      const bool control_next = !queue.empty() && std::holds_alternative<control_item>(queue.front().item);
+      const auto t = now();
+      const auto due = last_save_end ? *last_save_end + std::chrono::milliseconds(spacing_ms.load()) : t;
+      if (pending->unspaced || control_next || t >= due) {
+        work w;
+        w.barrier = std::move(pending);
+        pending.reset();
+        return w;
+      }
+      if (queue.empty()) {
+        // Not due yet: wait for it (or for work, or for a shutdown flush joining).
+        if (step_hook) step_hook(hnsw_step::held);
+        queue_cv.wait_for(lock, due - t);
+        continue;
+      }
+      // Not due: batches behind it are applied meanwhile (the barrier will cover them too).
+    }
+    if (!queue.empty()) {
+      work w;
+      w.item = std::move(queue.front());
+      queue.pop_front();
+      return w;
+    }
+    queue_cv.wait(lock);
+  }
+}
+
+void hnsw_backend::impl::run_applier() {
+  for (;;) {
+    auto next = next_work();
+    if (next.barrier) {
+      auto outcome = poisoned ? result<void>{errc::backend_failed, "hnsw index " + id + " lost accepted work"} : run_barrier();
+      for (auto& done : next.barrier->done) std::move(done)(outcome);
+      emit({state_change_kind::changed, 0});
+      continue;
+    }
+    if (!next.item) return;  // stopping
+    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&next.item->item)) {
+      const auto& bt = **b;
+      bool changed = false;
+      if (poisoned || host == nullptr || !host->is_owner_epoch(bt.epoch)) {
+        ++dropped_batches;
+      } else if (auto ok = apply(bt); !ok) {
+        // Batches carry resolved states: later batches over a lost one would let a cursor claim
+        // work the graph lacks. Drop the queue and everything until a shutdown or reset.
+        poisoned = true;
+        ++dropped_batches;
+        {
+          std::lock_guard lock(queue_mutex);
+          drop_queued(0);
+        }
+        emit({state_change_kind::failed, bt.epoch});
+      } else {
+        ++applied_batches;
+      }
+      {
+        std::lock_guard lock(queue_mutex);
+        queued_bytes -= weight(bt);
+        if (deferred_pending && queued_bytes <= options.max_queued_bytes / 2) {
+          deferred_pending = false;
+          changed = true;
+        }
+      }
+      if (changed) emit({state_change_kind::changed, 0});
+      continue;
+    }
+    auto& control = std::get<control_item>(next.item->item);
+    result<void> outcome;
+    poisoned = false;
+    if (control.what == control_item::kind::reset) {
+      outcome = run_reset();
+    } else {
+      std::unique_lock lock(index_mutex);
+      close_index();
+    }
+    std::move(control.done)(outcome);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+result<void> validate(const hnsw_options& o) {
+  auto bad = [](const std::string& field, const std::string& value, const char* rule) {
+    return result<void>{errc::invalid_argument, "hnsw_options." + field + " = " + value + ": " + rule};
+  };
+  if (o.state_dir.empty()) return bad("state_dir", "\"\"", "must name a directory");
+  if (o.dimension < 1 || o.dimension > max_dimension) return bad("dimension", std::to_string(o.dimension), "must be in [1, 4096]");
+  if (o.space != hnsw_space::l2 && o.space != hnsw_space::ip && o.space != hnsw_space::cosine) {
+    return bad("space", std::to_string(static_cast<int>(o.space)), "must be l2, ip or cosine");
+  }
+  if (o.m < 2 || o.m > 100) return bad("m", std::to_string(o.m), "must be in [2, 100]");
+  if (o.ef_construction < 1 || o.ef_construction > 10000) {
+    return bad("ef_construction", std::to_string(o.ef_construction), "must be in [1, 10000]");
+  }
+  if (o.initial_capacity < 1 || o.initial_capacity > (1ull << 32)) {
+    return bad("initial_capacity", std::to_string(o.initial_capacity), "must be in [1, 4294967296]");
+  }
+  if (o.max_queued_bytes < 1024 || o.max_queued_bytes > (16ull << 30)) {
+    return bad("max_queued_bytes", std::to_string(o.max_queued_bytes), "must be in [1024, 17179869184]");
+  }
+  if (!(o.max_deleted_ratio > 0 && o.max_deleted_ratio <= 1)) {
+    return bad("max_deleted_ratio", std::to_string(o.max_deleted_ratio), "must be in (0, 1]");
+  }
+  return {};
+}
+
+std::string encode_vector(const float* v, std::size_t n) {
+  std::string out;
+  out.reserve(4 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v[i], 4);
+    put_le<std::uint32_t>(out, bits);
+  }
+  return out;
+}
+
+result<std::vector<float>> decode_vector(std::string_view bytes) {
+  if (bytes.size() % 4 != 0) return error{errc::invalid_argument, "dimension"};
+  std::vector<float> out(bytes.size() / 4);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto bits = get_le<std::uint32_t>(bytes, 4 * i);
+    std::memcpy(&out[i], &bits, 4);
+  }
+  return out;
+}
+
+hnsw_backend::hnsw_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_options options) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  auto* raw = p.get();
+  p->applier = std::thread([raw] { raw->run_applier(); });
+  return std::shared_ptr<hnsw_backend>(new hnsw_backend(std::move(p)));
+}
+
+hnsw_backend::~hnsw_backend() {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->stopping = true;
+    impl_->queue.clear();  // never durable: a restart replays it from the durable cursor
+  }
+  impl_->queue_cv.notify_all();
+  if (impl_->applier.joinable()) impl_->applier.join();
+}
+
+const std::string& hnsw_backend::id() const noexcept { return impl_->id; }
+
+void hnsw_backend::attach(backend_host& host) { impl_->host = &host; }
+
+result<std::optional<cursor>> hnsw_backend::durable_cursor() {
+  if (auto ok = impl_->ensure_open(true); !ok) return ok.error();
+  std::lock_guard g(impl_->durable_mutex);
+  return impl_->durable;
+}
+
+delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) {
+  if (!b) return delivery_result::failed;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    // Soft cap: an empty queue accepts any single batch.
+    if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
+      impl_->deferred_pending = true;
+      return delivery_result::deferred;
+    }
+    impl_->queued_bytes += impl::weight(*b);
+    impl_->queue.push_back(queued{impl_->next_seq++, std::move(b)});
+  }
+  impl_->queue_cv.notify_one();
+  return delivery_result::accepted;
+}
+
+void hnsw_backend::flush(flush_reason reason, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    auto& pending = impl_->pending;
+    if (!pending) pending.emplace();
+    pending->done.push_back(std::move(done));
+    pending->mark = impl_->next_seq - 1;  // after everything queued so far
+    pending->unspaced = pending->unspaced || reason == flush_reason::shutdown;
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void hnsw_backend::shutdown(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->drop_queued(epoch);
+    impl_->queue.push_back(queued{impl_->next_seq++, control_item{control_item::kind::shutdown, epoch, std::move(done)}});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+void hnsw_backend::reset(epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    impl_->drop_queued(epoch);
+    impl_->queue.push_back(queued{impl_->next_seq++, control_item{control_item::kind::reset, epoch, std::move(done)}});
+  }
+  impl_->queue_cv.notify_one();
+}
+
+subscription hnsw_backend::on_state_change(std::function<void(state_change)> callback) {
+  std::lock_guard g(impl_->callbacks_mutex);
+  auto key = impl_->next_callback++;
+  impl_->callbacks.emplace(key, std::move(callback));
+  auto* p = impl_.get();
+  return subscription([p, key] {
+    std::lock_guard g2(p->callbacks_mutex);
+    p->callbacks.erase(key);
+  });
+}
+
+std::chrono::milliseconds hnsw_backend::min_barrier_interval() const noexcept {
+  return std::chrono::milliseconds(impl_->spacing_ms.load());
+}
+
+result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* query, std::size_t n, std::size_t k,
+                                                                const coverage_mode& mode, std::size_t ef) {
+  auto& p = *impl_;
+  if (n != p.options.dimension) {
+    return error{errc::invalid_argument, "knn: the query has " + std::to_string(n) + " components, index " + p.id +
+                                             " holds vectors of " + std::to_string(p.options.dimension)};
+  }
+  std::vector<float> q(query, query + n);
+  if (check_vector(q, p.options.dimension, p.options.space) != nullptr) {
+    return error{errc::invalid_argument, "knn: the query has a non-finite component (or is zero under cosine)"};
+  }
+  if (p.host == nullptr) return error{errc::unavailable, "hnsw index " + p.id + " is not registered"};
+  auto admitted = p.host->admit_query(mode);
+  if (!admitted) return admitted.error();
+  if (auto ok = p.ensure_open(false); !ok) return ok.error();
+  query_result<std::vector<scored_ref>> out;
+  out.coverage = *admitted;
+  if (k == 0) return out;
+  std::shared_lock lock(p.index_mutex);
+  if (!p.is_open) return error{errc::unavailable, "hnsw index " + p.id + " is closed"};
+  std::priority_queue<std::pair<float, hnswlib::labeltype>> found;
+  {
+    std::unique_lock ef_lock(p.ef_mutex);
+    p.ef_cv.wait(ef_lock, [&] { return p.ef_current == ef || p.searching == 0; });
+    if (p.ef_current != ef) {
+      p.graph->setEf(ef);
+      p.ef_current = ef;
+    }
+    ++p.searching;
+  }
+  try {
+    found = p.graph->searchKnn(q.data(), k);
+  } catch (const std::exception& e) {
+    std::lock_guard ef_lock(p.ef_mutex);
+    --p.searching;
+    p.ef_cv.notify_all();
+    return error{errc::io_error, "hnsw index " + p.id + ": searchKnn: " + e.what()};
+  }
+  {
+    std::lock_guard ef_lock(p.ef_mutex);
+    --p.searching;
+    p.ef_cv.notify_all();
+  }
+  out.rows.resize(found.size());
+  for (std::size_t i = found.size(); i-- > 0;) {  // the heap yields the farthest first
+    const auto [distance, label] = found.top();
+    found.pop();
+    auto& row = out.rows[i];
+    row.score = static_cast<double>(distance);
+    if (auto it = p.by_label.find(label); it != p.by_label.end()) {
+      const auto& [log, table, record_id] = *it->second;
+      row.ref = record_ref{log, table, record_id, p.labels.by_ref.at(*it->second).version};
+    }
+  }
+  return out;
+}
+
+result<std::vector<record_ref>> hnsw_backend::stored_records() {
+  auto& p = *impl_;
+  if (auto ok = p.ensure_open(false); !ok) return ok.error();
+  std::shared_lock lock(p.index_mutex);
+  std::vector<record_ref> out;
+  out.reserve(p.labels.by_ref.size());
+  for (const auto& [key, s] : p.labels.by_ref) {
+    const auto& [log, table, record_id] = key;
+    out.push_back(record_ref{log, table, record_id, s.version});
+  }
+  return out;
+}
+
+double hnsw_backend::deleted_ratio() const {
+  std::shared_lock lock(impl_->index_mutex);
+  const auto total = impl_->labels.next_label;
+  if (!impl_->is_open || total == 0) return 0;
+  return static_cast<double>(total - impl_->labels.by_ref.size()) / static_cast<double>(total);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string_view to_string(hnsw_step step) noexcept {
+  switch (step) {
+    case hnsw_step::apply: return "apply";
+    case hnsw_step::held: return "held";
+    case hnsw_step::save_index: return "save_index";
+    case hnsw_step::write_labels: return "write_labels";
+    case hnsw_step::rename_files: return "rename_files";
+    case hnsw_step::write_cursor: return "write_cursor";
+    case hnsw_step::rename_cursor: return "rename_cursor";
+    case hnsw_step::delete_old: return "delete_old";
+    case hnsw_step::finished: return "finished";
+  }
+  return "unknown";
+}
+
+void hnsw_probe::on_step(hnsw_backend& b, std::function<void(hnsw_step)> hook) {
+  std::lock_guard lock(b.impl_->queue_mutex);
+  b.impl_->step_hook = std::move(hook);
+}
+void hnsw_probe::wake(hnsw_backend& b) {
+  { std::lock_guard lock(b.impl_->queue_mutex); }
+  b.impl_->queue_cv.notify_all();
+}
+std::uint64_t hnsw_probe::saved_generation(const hnsw_backend& b) {
+  return b.impl_->saved_generation.load();
+}
+std::uint64_t hnsw_probe::applied_batches(const hnsw_backend& b) { return b.impl_->applied_batches.load(); }
+std::uint64_t hnsw_probe::dropped_batches(const hnsw_backend& b) { return b.impl_->dropped_batches.load(); }
+std::size_t hnsw_probe::capacity(const hnsw_backend& b) {
+  std::shared_lock lock(b.impl_->index_mutex);
+  return b.impl_->graph ? b.impl_->graph->max_elements_ : 0;
+}
+
+}  // namespace dix
