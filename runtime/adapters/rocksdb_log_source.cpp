@@ -134,6 +134,12 @@ result<std::optional<wal_transaction>> rocksdb_log_source::pull() {
   if (!impl_.open) return closed(impl_);
   if (!iterator_) return error{errc::io_error, "log " + log_name() + " is not open (open() first)"};
   if (advance_) {
+    // Step only onto a complete batch: LastSequence moves once a batch's WAL record is written
+    // and flushed to the file. Stepping at the end instead races the writer — the reader meets
+    // the batch half written while LastSequence moved on meanwhile, and RocksDB answers a
+    // TryAgain that sticks to the iterator, whose re-open then scans the live WAL file from its
+    // start (tens of ms once it holds ~10 MB; decision 0026).
+    if (impl_.db->GetLatestSequenceNumber() <= continuity_.last_end()) return std::optional<wal_transaction>{};
     // On RocksDB 7.8.3 Next() on an iterator that reached the end continues with batches
     // appended to the live WAL since (pinned by an adapter test).
     iterator_->Next();

@@ -1,6 +1,8 @@
 // The log-source port over RocksDB's own WAL (protocol.md §3): GetUpdatesSince with exact
 // resume, one iterator kept open and pulled with Next() after it went invalid (pinned on RocksDB
-// 7.8.3 by an adapter test), re-open at last + 1 only after a WAL switch (TryAgain), every batch
+// 7.8.3 by an adapter test) — only while LastSequence is beyond the last batch read, so it never
+// steps into a batch being written (decision 0026) — re-open at last + 1 only after a WAL
+// switch (TryAgain), every batch
 // validated (formats.md §1.3) and checked for continuity (core/wal_continuity). RocksDB's own
 // empty recovery batches are stepped over (decision 0005).
 //

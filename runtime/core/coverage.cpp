@@ -24,16 +24,17 @@ void coverage_tracker::add(coverage_capture c) {
   if (c.time <= published_) return;  // certifies nothing new
   // Times rise in capture order; a capture that does not (a reply overtaken) only replaces
   // nothing: keeping the list ordered keeps "newest covered" a scan from the back.
-  if (!captures_.empty() && captures_.back().time >= c.time) return;
-  captures_.push_back(std::move(c));
+  if (!captures_.empty() && captures_.back().capture.time >= c.time) return;
+  captures_.push_back(held_capture{std::move(c), asked_for_});
 }
 
 void coverage_tracker::demand(index_time_t since) noexcept { demand_ = since; }
 
 bool coverage_tracker::demand_delivered(const dix::positions& ends) const noexcept {
   if (!demand_open()) return false;
-  for (const auto& c : captures_) {
-    if (c.time >= demand_ && covers(ends, c)) return true;
+  for (const auto& [c, asked_for] : captures_) {
+    const bool serves = c.time >= demand_ || (asked_for > published_ && c.time >= asked_for);
+    if (serves && covers(ends, c)) return true;
   }
   return false;
 }
@@ -41,9 +42,9 @@ bool coverage_tracker::demand_delivered(const dix::positions& ends) const noexce
 std::optional<index_time_t> coverage_tracker::publish(const dix::positions& ends) {
   // Positions rise with capture order, so the covered captures are a prefix of the list.
   std::size_t covered = 0;
-  while (covered < captures_.size() && covers(ends, captures_[covered])) ++covered;
+  while (covered < captures_.size() && covers(ends, captures_[covered].capture)) ++covered;
   if (covered == 0) return std::nullopt;
-  auto chosen = std::move(captures_[covered - 1]);
+  auto chosen = std::move(captures_[covered - 1].capture);
   captures_.erase(captures_.begin(), captures_.begin() + static_cast<std::ptrdiff_t>(covered));
   if (chosen.time <= published_) return std::nullopt;
   published_ = chosen.time;
@@ -54,7 +55,7 @@ std::optional<index_time_t> coverage_tracker::publish(const dix::positions& ends
 
 void coverage_tracker::inherit(index_time_t slot_time) noexcept {
   published_ = std::max(published_, slot_time);
-  while (!captures_.empty() && captures_.front().time <= published_) captures_.pop_front();
+  while (!captures_.empty() && captures_.front().capture.time <= published_) captures_.pop_front();
 }
 
 std::optional<coverage_capture> coverage_tracker::hook_due(const dix::positions& durable_ends, steady_time now) {

@@ -39,18 +39,28 @@ class coverage_tracker {
 
   // §12.1: whether the drain turn starting at `now` captures — a demand above the published
   // time, or no capture asked for in the last max_flush_age/4. A coverage refresh captures in
-  // any case (the caller's decision). requested() restarts the max_flush_age/4 clock.
+  // any case (the caller's decision). requested() restarts the max_flush_age/4 clock and notes
+  // the demand open at that moment: the capture it asks for is taken after every commit that
+  // demand waits for.
   bool wants_capture(steady_time now) const noexcept;
-  void requested(steady_time now) noexcept { last_request_ = now; }
-  // A capture the tailer took, in the order they were asked for (their times rise).
+  void requested(steady_time now) noexcept {
+    last_request_ = now;
+    asked_for_ = demand_open() ? demand_ : 0;
+  }
+  // A capture the tailer took, in the order they were asked for (their times rise); it answers
+  // the last requested().
   void add(coverage_capture c);
 
   // §12.4: the slot's coverage_demand as the runner read it at a coverage wake (0: none); it
   // stands until a published coverage_time reaches it or the next wake reads another.
   void demand(index_time_t since) noexcept;
   bool demand_open() const noexcept { return demand_ > published_; }
-  // Whether a capture taken at or after the demand is covered by `ends` (the newest offered
-  // entry): the demanded commits are accepted and only a barrier is missing (flush(coverage)).
+  // Whether `ends` (the newest offered entry) covers a capture that serves a demand: one taken
+  // at or after the current demand, or one asked for while a demand was open and taken after it
+  // (its time at or above the demand of its request). Then demanded commits are accepted and only
+  // a barrier is missing (flush(coverage)). The second case keeps a demand that moves on at every
+  // turn — a waiter per commit under a steady writer, each raising it beyond the capture in
+  // flight — from waiting for a capture that never catches up with it (decision 0026).
   bool demand_delivered(const dix::positions& ends) const noexcept;
 
   // §12.3: the newest held capture covered by `ends` whose time is above the published one. It
@@ -75,7 +85,12 @@ class coverage_tracker {
 
  private:
   std::chrono::milliseconds max_flush_age_;
-  std::deque<coverage_capture> captures_;  // oldest first
+  struct held_capture {
+    coverage_capture capture;
+    index_time_t asked_for = 0;  // the demand open when it was requested (0: none)
+  };
+  std::deque<held_capture> captures_;  // oldest first
+  index_time_t asked_for_ = 0;         // of the capture requested last
   std::optional<steady_time> last_request_;
   index_time_t published_ = 0;
   index_time_t demand_ = 0;

@@ -954,6 +954,9 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   }
   if (state_ == runner_state::rebuilding && !attempt_running()) state_ = runner_state::running;
   publish_coverage(out, now);  // §5.4: the newest capture the durable entry covers
+  // The barrier may have left a capture delivered meanwhile for the next: ask for it now, not at
+  // the next delivery or wake (one outstanding, as before).
+  demand_flush(out, now);
   if (again) {
     reconcile(out);
   } else if (end_of_log_ && !more_ && drain_ == drain::open && !held_ && state_ == runner_state::running &&

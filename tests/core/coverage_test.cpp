@@ -85,6 +85,25 @@ TEST_CASE("coverage: captures come every max_flush_age/4, and at every turn whil
   CHECK_FALSE(t.wants_capture(t0 + milliseconds(1)));
 }
 
+TEST_CASE("coverage: a capture asked for while a demand was open serves that demand, also once a later waiter raised it (decision 0026)", "[core][coverage]") {
+  const steady t0{};
+  coverage_tracker t(milliseconds(1000));
+  t.demand(500);
+  t.requested(t0);  // the turn captures for the demand 500
+  t.demand(700);    // a waiter for a later commit, before the capture came back
+  t.add(capture(600, 4));
+  CHECK_FALSE(t.demand_delivered({{"main", 3}}));  // its commits are not all delivered
+  CHECK(t.demand_delivered({{"main", 4}}));        // the waiters up to 600 need only a barrier
+  REQUIRE(t.publish({{"main", 4}}) == std::optional<index_time_t>(600));
+  CHECK(t.demand_open());  // 700 still waits
+  // A capture asked for with no demand open serves none, whatever the demand is when it lands.
+  coverage_tracker u(milliseconds(1000));
+  u.requested(t0);
+  u.demand(700);
+  u.add(capture(600, 4));
+  CHECK_FALSE(u.demand_delivered({{"main", 4}}));
+}
+
 TEST_CASE("coverage: the publish_coverage hook is due once the durable entry covers the published capture, at most once per max_flush_age", "[core][coverage]") {
   coverage_tracker t(milliseconds(1000));
   const steady t0{};
@@ -155,6 +174,35 @@ TEST_CASE("runner: a coverage wake with non-durable work requests flush(coverage
   CHECK(p.slot_coverage_time > write.second);
   CHECK(p.time.steady_now() - asked < milliseconds(1000));
   CHECK(r.flushes(flush_reason::age) == age_flushes);
+}
+
+TEST_CASE("runner: a demand that a new waiter raises past the capture in flight at every turn still gets flush(coverage) at every delivery, not only at max_flush_age (decision 0026)", "[core][coverage][runner]") {
+  ready_pipeline r;
+  auto& p = r.p;
+  p.backend.auto_barrier = true;  // every barrier completes when asked for
+  // A steady writer with a waiter per commit: right after each capture a relevant commit, its
+  // commit wake and its waiter's coverage wake, which reach the runner before the delivery's
+  // answer and raise the demand above the capture being delivered. No time passes: no age
+  // timer can flush.
+  std::vector<index_time_t> demanded;
+  std::vector<index_time_t> seen;  // the slot's coverage_time at each pull
+  p.after_pull = [&] {
+    seen.push_back(p.slot_coverage_time);
+    if (demanded.size() > 20) return;
+    const auto w = p.store.commit({test::put(sim_table, "k" + std::to_string(demanded.size()), "v")});
+    demanded.push_back(w.second);
+    p.wake(wake_flag::commit, false);
+    p.demand_coverage(w.second, false);
+  };
+  const auto first = p.store.commit({test::put(sim_table, "k", "v")});
+  demanded.push_back(first.second);
+  p.demand_coverage(first.second);
+  REQUIRE(seen.size() > 20);
+  // The pull of turn k captures after the commit of turn k - 1; its delivery asks for the
+  // barrier, whose durable answer publishes it two turns later at the latest.
+  for (std::size_t k = 4; k <= 20; ++k) CHECK(seen[k] >= demanded[k - 4]);
+  CHECK(r.flushes(flush_reason::coverage) >= 8);
+  CHECK(p.slot_coverage_time >= demanded.back());
 }
 
 TEST_CASE("runner: an idle owner keeps coverage_time fresh without writes, and system commits wake no idle owner (behaviour 28)", "[core][coverage][runner]") {

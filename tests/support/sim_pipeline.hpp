@@ -231,6 +231,9 @@ class sim_pipeline final : public backend_host {
   std::optional<result<void>> stopped;
   std::size_t durable_queries = 0;
   std::optional<cursor> last_boundary;  // of the last boundary captured
+  // Runs after each pull, its chunk posted: what other threads do while the chunk is on its way
+  // (a writer commits, a waiter raises the demand and the watcher's wake lands behind the chunk).
+  std::function<void()> after_pull;
   std::string violation;                // the first publication that broke invariant 5
   std::size_t log_opens = 0;
 
@@ -382,6 +385,7 @@ class sim_pipeline final : public backend_host {
     auto r = tailer->pull(budgets_, p.epoch, time, p.capture);
     auto gen = p.gen;
     post([this, gen, r] { return runner ? runner->on_chunk(gen, r, time.steady_now()) : effects{}; });
+    if (after_pull) after_pull();
   }
   void carry_out(fx::deliver& d) {
     delivered.push_back(d.b);
