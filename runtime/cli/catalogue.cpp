@@ -1,6 +1,8 @@
 #include "catalogue.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <chrono>
 #include <charconv>
 #include <cstdio>
@@ -127,6 +129,83 @@ result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, con
   if (!indexes) return indexes.error();
   if (auto ok = register_catalogue_indexes(rt, *indexes, options); !ok) return ok.error();
   return indexes;
+}
+
+std::vector<float> embed(std::string_view text) {
+  std::vector<float> v(embedding_dimension, 0.0f);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && std::isalnum(static_cast<unsigned char>(text[i])) == 0) ++i;
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the lower-cased word
+    bool word = false;
+    for (; i < text.size() && std::isalnum(static_cast<unsigned char>(text[i])) != 0; ++i) {
+      h = (h ^ static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(text[i])))) * 1099511628211ull;
+      word = true;
+    }
+    if (!word) continue;
+    v[h % embedding_dimension] += (h >> 32) & 1 ? 1.0f : -1.0f;
+    v[(h >> 8) % embedding_dimension] += (h >> 33) & 1 ? 1.0f : -1.0f;
+  }
+  double norm = 0;
+  for (float x : v) norm += static_cast<double>(x) * x;
+  if (norm > 0) {
+    for (float& x : v) x = static_cast<float>(x / std::sqrt(norm));
+  }
+  return v;
+}
+
+namespace {
+
+// The full-text projection: the fields of the payload the index is configured with.
+projection fulltext_projection() {
+  return [](std::string_view payload, const record_info&) -> projection_result {
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (const char* f : {"name", "text", "category", "brand"}) {
+      if (auto v = field_of(payload, f); v && !v->empty()) fields.emplace_back(f, std::string(*v));
+    }
+    if (fields.empty()) return unindexable{"no_text"};
+    return encode_fields(fields);
+  };
+}
+
+// The vector projection: embed(text); a product without text is unindexable.
+projection similar_projection() {
+  return [](std::string_view payload, const record_info&) -> projection_result {
+    auto text = field_of(payload, "text");
+    if (!text || text->empty()) return unindexable{"no_text"};
+    const auto v = embed(*text);
+    return encode_vector(v.data(), v.size());
+  };
+}
+
+result<void> register_one(runtime& rt, std::shared_ptr<backend> b, projection p) {
+  const std::string id = b->id();
+  registration r;
+  r.backend = std::move(b);
+  r.projections[table_ref{"main", products_table}] = std::move(p);
+  r.projection_version = "demo-v1";
+  auto handle = rt.register_index(std::move(r));
+  if (!handle) return error{handle.error().value(), "registering " + id + ": " + handle.error().message()};
+  return {};
+}
+
+}  // namespace
+
+result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir) {
+  xapian_options xo;
+  xo.path = dir / fulltext_id;
+  xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
+  auto fulltext = xapian_backend::create(fulltext_id, xo);
+  if (!fulltext) return error{fulltext.error().value(), std::string("creating ") + fulltext_id + ": " + fulltext.error().message()};
+  hnsw_options ho;
+  ho.state_dir = dir / similar_id;
+  ho.dimension = embedding_dimension;
+  ho.space = hnsw_space::cosine;
+  auto similar = hnsw_backend::create(similar_id, ho);
+  if (!similar) return error{similar.error().value(), std::string("creating ") + similar_id + ": " + similar.error().message()};
+  if (auto ok = register_one(rt, *fulltext, fulltext_projection()); !ok) return ok.error();
+  if (auto ok = register_one(rt, *similar, similar_projection()); !ok) return ok.error();
+  return catalogue_search{*fulltext, *similar};
 }
 
 result<void> write_catalogue(primary_store& store, std::uint64_t seed, std::uint64_t existing,

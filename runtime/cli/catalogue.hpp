@@ -12,7 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include <dix/backends/hnsw_backend.hpp>
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/backends/xapian_backend.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
@@ -68,6 +70,26 @@ result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue
 // Both in one step.
 result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
                                                                 std::optional<runner_options> options = {});
+
+// The demo's search indexes beside the secondary ones (`dix demo` only): `fulltext`, a
+// xapian_backend over the product's name, text, category and brand (prefixes N, T, C, B: the
+// query `category:books portable` works), and `similar`, an hnsw_backend (cosine) over
+// embed(text). A product without those fields is unindexable there, never a failure.
+struct catalogue_search {
+  std::shared_ptr<xapian_backend> fulltext;
+  std::shared_ptr<hnsw_backend> similar;
+};
+inline constexpr const char* fulltext_id = "fulltext";
+inline constexpr const char* similar_id = "similar";
+// Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1").
+result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir);
+
+// A deterministic hashing embedding (no model to download): every lower-cased word of `text`
+// adds +1 or −1, by its FNV-1a hash, to two of embedding_dimension components the hash picks;
+// the sum is normalised. Texts sharing words are close under cosine; the zero vector for a text
+// without a word.
+inline constexpr std::size_t embedding_dimension = 16;
+std::vector<float> embed(std::string_view text);
 
 // What a catalogue writer has done so far, readable from any thread.
 struct writer_progress {

@@ -1,11 +1,13 @@
 // `dix demo`: the main job. A writer thread fills a product catalogue in a primary store while
-// the runtime indexes it into two RocksDB secondary indexes (by category, by brand); a live
+// the runtime indexes it into two RocksDB secondary indexes (by category, by brand), a Xapian
+// full-text index and an hnsw vector index over a hashing embedding of the text; a live
 // progress line shows committed, indexed, lag and readiness. Once half the writes are in, the
 // demo asks for a rebuild of by-brand (as `dix rebuild` would from another process) and prints
 // lines while the owner resets it and rebuilds it from a snapshot scan — records, percent, rate,
-// ETA — then replays the log from the scan's boundary; sample queries run; finally every index is
-// verified against the projection of the primary store. Run it again: the data is reused and each
-// index resumes from its durable cursor.
+// ETA — then replays the log from the scan's boundary; sample queries and searches run in the
+// wait mode of a last write (read-your-writes); finally every index is verified against the
+// projection of the primary store. Run it again: the data is reused and each index resumes from
+// its durable cursor.
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +17,11 @@
 #include <set>
 #include <thread>
 
+#include <cstdio>
+
+#include <dix/backends/hnsw_backend.hpp>
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/backends/xapian_backend.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
 
@@ -77,6 +83,67 @@ result<written_and_read> read_your_write(primary_store& store, rocksdb_index_bac
   std::cout << "read-your-writes: wrote " << id << " (category new-arrivals); a lookup waiting until the index covered that write "
             << (found ? "found it" : "did NOT find it") << " after " << figure << " ms\n";
   return written_and_read{committed->time, found};
+}
+
+// The search indexes' sample queries, in the wait mode of the demo's last write: the first of
+// each waits until that index covers it (and says how long that took), the others find it so.
+void sample_searches(const catalogue_search& search, const coverage_mode& covered) {
+  auto timed = [](auto&& query) {
+    const auto asked = clock_type::now();
+    auto rows = query();
+    return std::make_pair(std::move(rows), std::chrono::duration<double, std::milli>(clock_type::now() - asked).count());
+  };
+  auto print = [](const std::string& what, const auto& rows, double waited, const char* score) {
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%.1f", waited);
+    if (!rows) {
+      std::cout << what << ": refused after " << figure << " ms: " << rows.error().to_string() << "\n";
+      return;
+    }
+    std::cout << what << " (" << figure << " ms):";
+    for (const auto& r : rows->rows) {
+      char sc[32];
+      std::snprintf(sc, sizeof sc, "%.3f", r.score);
+      std::cout << " " << r.ref.record_id << " (" << score << " " << sc << ")";
+    }
+    std::cout << "\n";
+  };
+  for (const char* q : {"portable", "category:books wireless"}) {
+    auto [rows, waited] = timed([&] { return search.fulltext->search(q, 0, 5, covered); });
+    print(std::string("search fulltext \"") + q + "\", limit 5", rows, waited, "weight");
+  }
+  const std::string text = "wireless portable";
+  const auto v = embed(text);
+  auto [rows, waited] = timed([&] { return search.similar->knn(v.data(), v.size(), 5, covered); });
+  print("search similar knn(embed(\"" + text + "\"), k 5)", rows, waited, "distance");
+}
+
+using stored_set = std::set<std::pair<std::string, std::uint64_t>>;  // (record id, version)
+
+// A search index verified against the projection of the primary store: it stores exactly the
+// products the projection indexes, each at its current version. Prints the verdict.
+bool verify_stored(runtime& rt, const std::string& id, const result<std::vector<record_ref>>& stored, const stored_set& want,
+                   std::uint64_t present) {
+  std::cout << "verify " << id << ": ";
+  if (!stored) {
+    std::cout << "reading what it stores failed: " << stored.error().to_string() << "\n";
+    return false;
+  }
+  stored_set got;
+  for (const auto& r : *stored) got.emplace(r.record_id, r.version);
+  std::size_t missing = 0;
+  for (const auto& e : want) missing += got.count(e) == 0 ? 1 : 0;
+  const bool same = got == want && stored->size() == want.size();
+  if (same) {
+    std::cout << "OK (" << got.size() << " records for " << present << " products";
+  } else {
+    std::cout << "MISMATCH (it stores " << stored->size() << " records, expected " << want.size() << " for " << present
+              << " products: " << missing << " missing, " << (got.size() + missing - want.size()) << " not expected";
+  }
+  auto m = rt.metrics(id);
+  std::cout << "; this run delivered " << (m ? m->delivered_batches : 0) << " batches, " << (m ? m->delivered_records : 0)
+            << " records, " << (m ? m->unindexable_records : 0) << " unindexable)\n";
+  return same;
 }
 
 // The rebuild the demo asks for midway: of the last index, once half the writes are in (or the
@@ -189,6 +256,16 @@ int run_demo(const std::vector<std::string>& argv) {
     return exit_error;
   }
   auto& indexes = *registered;
+  auto search = register_catalogue_search(**rt, dir);
+  if (!search) {
+    std::cerr << "dix demo: " << search.error().to_string() << "\n";
+    return exit_error;
+  }
+  // Every index the demo follows: the secondary ones, then the full-text and the vector index.
+  std::vector<std::string> ids;
+  for (const auto& ix : indexes) ids.push_back(ix.id);
+  ids.push_back(fulltext_id);
+  ids.push_back(similar_id);
 
   // The writer: transactions of 10 operations, paced to the requested rate.
   std::atomic<bool> writer_done{false};
@@ -216,16 +293,16 @@ int run_demo(const std::vector<std::string>& argv) {
                        (committed == 0 ? "store at seq " + std::to_string(latest_sequence(**store))
                                        : "last transaction at seq " + std::to_string(committed)) +
                        ")";
-    for (auto& ix : indexes) {
-      auto m = (*rt)->metrics(ix.id);
+    for (const auto& id : ids) {
+      auto m = (*rt)->metrics(id);
       std::uint64_t durable = m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
-      line += " | " + ix.id + ": indexed through seq " + std::to_string(durable);
+      line += " | " + id + ": indexed through seq " + std::to_string(durable);
       if (committed != 0) line += committed > durable ? ", behind " + std::to_string(committed - durable) : ", caught up";
       line += ", " + std::string(to_string(m ? m->readiness.state : readiness_state::unknown));
       // A transient fault changes no readiness (protocol.md §10.5): without this an index that
       // cannot be opened would read `unknown` and say nothing until it is condemned.
       if (m && m->transient_faults > 0) {
-        auto s = (*rt)->status(ix.id);
+"        auto s = (*rt)->status(id);
         line += " (transient fault " + std::to_string(m->transient_faults) + " in a row: " + (s ? s->message : "") + ")";
       }
     }
@@ -255,14 +332,14 @@ int run_demo(const std::vector<std::string>& argv) {
       // Caught up: each index's durable anchor is the writer's last transaction (or later).
       auto latest = last_commit.load();
       caught_up = true;
-      for (auto& ix : indexes) {
-        auto m = (*rt)->metrics(ix.id);
-        auto s = (*rt)->status(ix.id);
+      for (const auto& id : ids) {
+        auto m = (*rt)->metrics(id);
+        auto s = (*rt)->status(id);
         if (!m || m->logs.empty() || m->logs[0].durable_sequence < latest || m->readiness.state != readiness_state::ready) caught_up = false;
         // needs-rebuild passes: the owner rebuilds after its backoff (the midway request condemns
         // first, too). Only a spent attempt budget ends the demo.
         if (s && s->state == runner_state::unavailable) {
-          std::cerr << "\ndix demo: index " << ix.id << " is unavailable (" << to_string(s->reason) << "): " << s->message << "\n";
+          std::cerr << "\ndix demo: index " << id << " is unavailable (" << to_string(s->reason) << "): " << s->message << "\n";
           writer.join();
           return exit_error;
         }
@@ -307,13 +384,18 @@ int run_demo(const std::vector<std::string>& argv) {
   if (auto rows = indexes[1].backend->range("a", "c", 1'000'000, covered)) {
     std::cout << "query by-brand range(\"a\", \"c\"): " << rows->rows.size() << " records\n";
   }
+  sample_searches(*search, covered);
 
   // Verify: each index equals the projection of the primary store.
   std::map<std::string, std::set<std::tuple<std::string, std::string, std::uint64_t>>> expected;
   std::map<std::string, std::set<std::string>> keys;
   std::uint64_t present = 0;
+  stored_set want_fulltext, want_similar;  // what the search indexes' projections index
   auto scanned = (*store)->scan(products_table, "", [&](std::string_view id, const record& r) {
     ++present;
+    // Every product has a name (the full-text projection's fields); the vector one needs text.
+    want_fulltext.emplace(std::string(id), r.version);
+    if (auto t = field_of(r.payload, "text"); t && !t->empty()) want_similar.emplace(std::string(id), r.version);
     for (auto& ix : indexes) {
       auto v = field_of(r.payload, ix.field);
       if (!v || v->empty()) continue;
@@ -359,6 +441,8 @@ int run_demo(const std::vector<std::string>& argv) {
               << (m ? m->delivered_records : 0) << " records)\n";
     verified = verified && same;
   }
+  verified = verify_stored(**rt, fulltext_id, search->fulltext->stored_records(), want_fulltext, present) && verified;
+  verified = verify_stored(**rt, similar_id, search->similar->stored_records(), want_similar, present) && verified;
   auto stopped = (*rt)->stop().get();
   if (!stopped) {
     std::cerr << "dix demo: stop: " << stopped.error().to_string() << "\n";
@@ -366,6 +450,8 @@ int run_demo(const std::vector<std::string>& argv) {
   }
   rt->reset();
   for (auto& ix : indexes) ix.backend.reset();
+  search->fulltext.reset();
+  search->similar.reset();
   if (auto ok = (*store)->close(); !ok) std::cerr << "dix demo: closing the store: " << ok.error().to_string() << "\n";
   std::cout << (verified ? "dix demo: verified: every index equals the projection of the primary store\n"
                          : "dix demo: verification FAILED\n");

@@ -31,12 +31,15 @@
 
 #include <rocksdb/db.h>
 
+#include <dix/backends/hnsw_backend.hpp>
+#include <dix/backends/xapian_backend.hpp>
 #include <dix/cursor.hpp>
 #include <dix/free_functions.hpp>
 
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "core/bytes.hpp"
+#include "support/fake_host.hpp"
 
 namespace {
 
@@ -46,7 +49,8 @@ using steady = std::chrono::steady_clock;
 
 // A child silent for this long is hung: the test kills it and fails.
 constexpr int silence_limit_ms = 60'000;
-const std::vector<std::string> index_ids{"by-category", "by-brand"};
+// The demo's indexes: two RocksDB secondary indexes, a Xapian full-text and an hnsw vector index.
+const std::vector<std::string> index_ids{"by-category", "by-brand", "fulltext", "similar"};
 
 std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   const char* value = std::getenv(name);
@@ -275,10 +279,47 @@ std::optional<dix::cursor> read_index_cursor(const fs::path& path, std::vector<s
   return *decoded;
 }
 
+// The durable cursor of a search index, read through the backend's own durable_cursor() on a
+// fresh instance that never writes: the Xapian backend reads `dix.cursor` through a read-only
+// Database (no writer lock), the hnsw backend verifies its `cursor` file and the generation it
+// names. Their options other than the path do not matter for reading.
+std::optional<dix::cursor> read_search_cursor(const std::string& id, const fs::path& path, std::vector<std::string>& problems) {
+  std::shared_ptr<dix::backend> b;
+  if (id == "fulltext") {
+    dix::xapian_options o;
+    o.path = path;
+    o.fields = {{"text", {"T", 1}}};
+    auto created = dix::xapian_backend::create(id, o);
+    if (created) b = *created;
+    else problems.push_back("creating a reader of " + id + ": " + created.error().to_string());
+  } else {
+    if (!fs::exists(path)) return std::nullopt;  // create() would make the directory
+    dix::hnsw_options o;
+    o.state_dir = path;
+    o.dimension = 16;
+    o.space = dix::hnsw_space::cosine;
+    auto created = dix::hnsw_backend::create(id, o);
+    if (created) b = *created;
+    else problems.push_back("creating a reader of " + id + ": " + created.error().to_string());
+  }
+  if (!b) return std::nullopt;
+  dix::test::fake_host host;
+  b->attach(host);
+  auto c = b->durable_cursor();
+  if (!c) {
+    problems.push_back("reading the cursor of " + path.string() + ": " + c.error().to_string());
+    return std::nullopt;
+  }
+  return *c;
+}
+
 disk_state read_disk(const fs::path& demo_dir, std::vector<std::string>& problems) {
   disk_state d;
   auto home = demo_dir / "primary";
-  for (const auto& id : index_ids) d.indexes[id].cursor = read_index_cursor(demo_dir / id, problems);
+  for (const auto& id : index_ids) {
+    d.indexes[id].cursor = id == "fulltext" || id == "similar" ? read_search_cursor(id, demo_dir / id, problems)
+                                                               : read_index_cursor(demo_dir / id, problems);
+  }
   if (fs::exists(home / "CURRENT")) {
     auto store = dix::open_read_only(home, "main");
     if (!store) {
@@ -551,6 +592,8 @@ TEST_CASE("kill test: SIGKILL at seeded random moments never moves a durable cur
   REQUIRE(WEXITSTATUS(status) == 0);
   CHECK_THAT(last.text(), Catch::Contains("verify by-category: OK"));
   CHECK_THAT(last.text(), Catch::Contains("verify by-brand: OK"));
+  CHECK_THAT(last.text(), Catch::Contains("verify fulltext: OK"));
+  CHECK_THAT(last.text(), Catch::Contains("verify similar: OK"));
   CHECK_THAT(last.text(), Catch::Contains("dix demo: verified"));
   // The final run ends ready: its progress lines must parse, or the claims checked after every
   // kill (committed and durable sequences, published states) would silently check nothing.
