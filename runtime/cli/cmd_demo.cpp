@@ -302,7 +302,7 @@ int run_demo(const std::vector<std::string>& argv) {
       // A transient fault changes no readiness (protocol.md §10.5): without this an index that
       // cannot be opened would read `unknown` and say nothing until it is condemned.
       if (m && m->transient_faults > 0) {
-"        auto s = (*rt)->status(id);
+        auto s = (*rt)->status(id);
         line += " (transient fault " + std::to_string(m->transient_faults) + " in a row: " + (s ? s->message : "") + ")";
       }
     }
