@@ -520,6 +520,7 @@ result<void> xapian_backend::impl::run_reset() {
   } catch (const Xapian::Error& e) {
     return fail("creating " + options.path.string() + ": " + e.get_description());
   }
+  ++generation;  // and a reader opened on the old files meanwhile
   return {};
 }
 
