@@ -17,6 +17,7 @@
 #include "adapters/test_support.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
+#include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
 #include "support/fake_space.hpp"
 
@@ -25,40 +26,15 @@ using dix::test::temp_dir;
 
 namespace {
 
-cursor make_cursor(std::uint64_t sequence) {
-  return cursor::make({log_position{"main", "identity-1", sequence, 1000 + sequence}}).value();
-}
+using test::absent_record;
+using test::make_batch;
+using test::make_cursor;
 
 record_entry entry(const std::string& id, std::vector<std::string> keys, std::uint64_t version) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.log_version = version;
-  e.state.kind = state_kind::record;
-  e.state.version = version;
-  e.state.projection = encode_keys(keys);
-  return e;
+  return test::present_record(id, encode_keys(keys), version);
 }
 
-record_entry absent(const std::string& id) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.state.kind = state_kind::absent;
-  return e;
-}
-
-std::shared_ptr<const batch> make_batch(epoch_t epoch, std::vector<record_entry> records,
-                                        std::optional<std::uint64_t> through, std::uint64_t bytes = 100) {
-  auto b = std::make_shared<batch>();
-  b->epoch = epoch;
-  b->records = std::move(records);
-  if (through) b->through = make_cursor(*through);
-  b->bytes = bytes;
-  return b;
-}
+record_entry absent(const std::string& id) { return absent_record(id); }
 
 struct fixture {
   temp_dir dir;
