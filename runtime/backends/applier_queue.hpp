@@ -41,6 +41,28 @@ inline void queue_barrier(std::deque<queue_item>& queue, completion done) {
   queue.emplace_back(std::move(item));
 }
 
+// flush, shutdown and reset of a backend whose impl has `queue_mutex`, `queue`, `queue_cv` and
+// `drop_queued(epoch)` (which removes the epoch's queued batches and fixes its counts): a
+// barrier after everything queued; a shutdown or reset after the batch in flight, the epoch's
+// queued batches dropped (backends.md §0).
+template <class Impl>
+void enqueue_barrier(Impl& p, completion done) {
+  {
+    std::lock_guard lock(p.queue_mutex);
+    queue_barrier(p.queue, std::move(done));
+  }
+  p.queue_cv.notify_one();
+}
+template <class Impl>
+void enqueue_control(Impl& p, control_item::kind what, epoch_t epoch, completion done) {
+  {
+    std::lock_guard lock(p.queue_mutex);
+    p.drop_queued(epoch);
+    p.queue.emplace_back(control_item{what, epoch, std::move(done)});
+  }
+  p.queue_cv.notify_one();
+}
+
 // The on_state_change callbacks of one backend. Thread-safe; emit calls them outside the lock, so
 // a callback may subscribe or unsubscribe. The list must outlive the subscriptions it hands out.
 class state_callbacks {

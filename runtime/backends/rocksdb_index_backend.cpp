@@ -879,30 +879,15 @@ delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
 
 void rocksdb_index_backend::flush(flush_reason reason, completion done) {
   (void)reason;
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    queue_barrier(impl_->queue, std::move(done));
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_barrier(*impl_, std::move(done));
 }
 
 void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    // Drop queued work of `epoch`; what is in flight finishes before the control item runs.
-    impl_->drop_queued(epoch);
-    impl_->queue.emplace_back(control_item{control_item::kind::shutdown, epoch, std::move(done)});
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_control(*impl_, control_item::kind::shutdown, epoch, std::move(done));
 }
 
 void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->drop_queued(epoch);
-    impl_->queue.emplace_back(control_item{control_item::kind::reset, epoch, std::move(done)});
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_control(*impl_, control_item::kind::reset, epoch, std::move(done));
 }
 
 subscription rocksdb_index_backend::on_state_change(std::function<void(state_change)> callback) {

@@ -520,6 +520,7 @@ result<void> xapian_backend::impl::run_reset() {
   } catch (const Xapian::Error& e) {
     return fail("creating " + options.path.string() + ": " + e.get_description());
   }
+  ++generation;  // and a reader opened on the old files meanwhile
   return {};
 }
 
@@ -731,29 +732,15 @@ delivery_result xapian_backend::deliver(std::shared_ptr<const batch> b) {
 
 void xapian_backend::flush(flush_reason reason, completion done) {
   (void)reason;
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    queue_barrier(impl_->queue, std::move(done));
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_barrier(*impl_, std::move(done));
 }
 
 void xapian_backend::shutdown(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->drop_queued(epoch);
-    impl_->queue.emplace_back(control_item{control_item::kind::shutdown, epoch, std::move(done)});
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_control(*impl_, control_item::kind::shutdown, epoch, std::move(done));
 }
 
 void xapian_backend::reset(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->drop_queued(epoch);
-    impl_->queue.emplace_back(control_item{control_item::kind::reset, epoch, std::move(done)});
-  }
-  impl_->queue_cv.notify_one();
+  enqueue_control(*impl_, control_item::kind::reset, epoch, std::move(done));
 }
 
 subscription xapian_backend::on_state_change(std::function<void(state_change)> callback) {

@@ -18,6 +18,7 @@
 #include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
+#include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
 #include "support/fake_space.hpp"
 

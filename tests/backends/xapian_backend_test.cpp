@@ -17,6 +17,7 @@
 #include "backends/xapian_probe.hpp"
 
 #include "support/child.hpp"
+#include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
 #include "support/temp_dir.hpp"
 
@@ -27,8 +28,12 @@ namespace {
 
 using fields_t = std::vector<std::pair<std::string, std::string>>;
 
-cursor make_cursor(std::uint64_t sequence) {
-  return cursor::make({log_position{"main", "identity-1", sequence, 1000 + sequence}}).value();
+using test::absent;
+using test::make_batch;
+using test::make_cursor;
+
+record_entry entry(const std::string& id, fields_t fields, std::uint64_t version) {
+  return test::present(id, encode_fields(fields), version);
 }
 
 xapian_options options_at(const std::filesystem::path& path) {
@@ -36,37 +41,6 @@ xapian_options options_at(const std::filesystem::path& path) {
   o.path = path;
   o.fields = {{"title", {"S", 5}}, {"body", {"XB", 1}}};
   return o;
-}
-
-record_entry entry(const std::string& id, fields_t fields, std::uint64_t version) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.log_version = version;
-  e.state.kind = state_kind::record;
-  e.state.version = version;
-  e.state.projection = encode_fields(fields);
-  return e;
-}
-
-record_entry absent(const std::string& id) {
-  record_entry e;
-  e.log = "main";
-  e.table = 1;
-  e.record_id = id;
-  e.state.kind = state_kind::absent;
-  return e;
-}
-
-std::shared_ptr<const batch> make_batch(epoch_t epoch, std::vector<record_entry> records,
-                                        std::optional<std::uint64_t> through, std::uint64_t bytes = 100) {
-  auto b = std::make_shared<batch>();
-  b->epoch = epoch;
-  b->records = std::move(records);
-  if (through) b->through = make_cursor(*through);
-  b->bytes = bytes;
-  return b;
 }
 
 result<void> barrier(xapian_backend& index) {
