@@ -22,6 +22,7 @@
 
 #include <dix/memory.hpp>
 
+#include "backends/applier_queue.hpp"
 #include "backends/index_space.hpp"
 #include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
@@ -248,8 +249,7 @@ struct rocksdb_index_backend::impl {
   mutable std::mutex queue_mutex;
   std::condition_variable queue_cv;
   std::deque<queue_item> queue;
-  std::uint64_t queued_bytes = 0;
-  bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
+  std::unique_ptr<queued_bytes_cap> cap;  // under queue_mutex
   bool stopping = false;
   // Free space (decision 0013). Under queue_mutex: the bytes of a delivery deferred for space (0:
   // none; the applier watches for room), and the hold last reported to the host, per epoch.
@@ -270,9 +270,7 @@ struct rocksdb_index_backend::impl {
   std::atomic<std::uint64_t> applied_batches{0};
   std::atomic<std::uint64_t> dropped_batches{0};
 
-  std::mutex callbacks_mutex;
-  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
-  std::uint64_t next_callback = 1;
+  state_listeners listeners;
 
   std::thread applier;
 
@@ -292,13 +290,13 @@ struct rocksdb_index_backend::impl {
   // Opens under the exclusive lock if needed.
   result<void> ensure_open();
 
-  void emit(state_change change);
+  void emit(state_change change) { listeners.emit(change); }
   // Removes queued batches of `epoch` (shutdown and reset quiescence). Caller holds queue_mutex.
   void drop_queued(epoch_t epoch) {
     for (auto it = queue.begin(); it != queue.end();) {
       auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
       if (b != nullptr && (*b)->epoch == epoch) {
-        queued_bytes -= weight(**b);
+        cap->drop(**b);
         it = queue.erase(it);
       } else {
         ++it;
@@ -347,7 +345,7 @@ struct rocksdb_index_backend::impl {
   result<void> apply(const batch& b);
   result<void> run_barrier();
   result<void> run_reset();
-  static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+  static std::uint64_t weight(const batch& b) { return queued_bytes_cap::weight(b); }
 };
 
 result<void> rocksdb_index_backend::impl::open_db() {
@@ -407,15 +405,6 @@ result<void> rocksdb_index_backend::impl::ensure_open() {
   }
   std::unique_lock lock(db_mutex);
   return open_db();
-}
-
-void rocksdb_index_backend::impl::emit(state_change change) {
-  std::vector<std::function<void(state_change)>> copy;
-  {
-    std::lock_guard g(callbacks_mutex);
-    for (auto& [key, fn] : callbacks) copy.push_back(fn);
-  }
-  for (auto& fn : copy) fn(change);
 }
 
 result<void> rocksdb_index_backend::impl::apply(const batch& b) {
@@ -677,11 +666,7 @@ void rocksdb_index_backend::impl::run_applier() {
       }
       {
         std::lock_guard lock(queue_mutex);
-        queued_bytes -= weight(bt);
-        if (deferred_pending && queued_bytes <= options.max_queued_bytes / 2) {
-          deferred_pending = false;
-          changed = true;
-        }
+        changed = cap->release(bt);
       }
       if (changed) emit({state_change_kind::changed, 0});
     } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
@@ -720,6 +705,7 @@ result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
+  p->cap = std::make_unique<queued_bytes_cap>(p->options.max_queued_bytes);
   p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
@@ -881,13 +867,9 @@ delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
       report = impl_->set_hold(epoch, backend_hold::low_disk_space);
     } else {
       // Soft cap: an empty queue accepts any single batch.
-      if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
-        impl_->deferred_pending = true;
-        return delivery_result::deferred;
-      }
+      if (!impl_->cap->admit(*b, impl_->queue.empty())) return delivery_result::deferred;
       report = impl_->set_hold(epoch, backend_hold::none);
       impl_->space_deferred_bytes = 0;  // the runner holds one deferred batch: this was it
-      impl_->queued_bytes += impl::weight(*b);
       impl_->queue.emplace_back(std::move(b));
     }
   }
@@ -934,14 +916,7 @@ void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
 }
 
 subscription rocksdb_index_backend::on_state_change(std::function<void(state_change)> callback) {
-  std::lock_guard g(impl_->callbacks_mutex);
-  auto key = impl_->next_callback++;
-  impl_->callbacks.emplace(key, std::move(callback));
-  auto* p = impl_.get();
-  return subscription([p, key] {
-    std::lock_guard g2(p->callbacks_mutex);
-    p->callbacks.erase(key);
-  });
+  return impl_->listeners.add(std::move(callback));
 }
 
 namespace {
@@ -1001,7 +976,7 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::
 
 std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) {
   std::lock_guard lock(b.impl_->queue_mutex);
-  return b.impl_->queued_bytes;
+  return b.impl_->cap->bytes();
 }
 std::uint64_t rocksdb_index_probe::applied_batches(const rocksdb_index_backend& b) { return b.impl_->applied_batches.load(); }
 std::uint64_t rocksdb_index_probe::dropped_batches(const rocksdb_index_backend& b) { return b.impl_->dropped_batches.load(); }
