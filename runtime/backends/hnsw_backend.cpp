@@ -440,12 +440,13 @@ struct hnsw_backend::impl {
   }
   result<void> remove_generations(std::uint64_t keep);
 
-  // Caller holds queue_mutex.
+  // Removes queued batches of `epoch` (0: all), counted as dropped. Caller holds queue_mutex.
   void drop_queued(epoch_t epoch) {
     for (auto it = queue.begin(); it != queue.end();) {
       auto* b = std::get_if<std::shared_ptr<const batch>>(&it->item);
       if (b != nullptr && (epoch == 0 || (*b)->epoch == epoch)) {
         cap->drop(**b);
+        ++dropped_batches;
         it = queue.erase(it);
       } else {
         ++it;
