@@ -49,6 +49,7 @@ namespace {
 #include <hnswlib/hnswlib.h>
 }  // namespace
 
+#include "backends/applier_queue.hpp"
 #include "backends/hnsw_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/crc32.hpp"
@@ -384,8 +385,7 @@ struct hnsw_backend::impl {
   std::deque<queued> queue;
   std::uint64_t next_seq = 1;
   std::optional<barrier_request> pending;
-  std::uint64_t queued_bytes = 0;
-  bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
+  std::unique_ptr<queued_bytes_cap> cap;  // under queue_mutex
   bool stopping = false;
   std::function<void(hnsw_step)> step_hook;  // under queue_mutex
 
@@ -401,20 +401,10 @@ struct hnsw_backend::impl {
   std::atomic<std::uint64_t> applied_batches{0};
   std::atomic<std::uint64_t> dropped_batches{0};
 
-  std::mutex callbacks_mutex;
-  std::map<std::uint64_t, std::function<void(state_change)>> callbacks;
-  std::uint64_t next_callback = 1;
-
+  state_callbacks listeners;
   std::thread applier;
 
-  void emit(state_change change) {
-    std::vector<std::function<void(state_change)>> copy;
-    {
-      std::lock_guard g(callbacks_mutex);
-      for (auto& [key, fn] : callbacks) copy.push_back(fn);
-    }
-    for (auto& fn : copy) fn(change);
-  }
+  void emit(state_change change) { listeners.emit(change); }
   void step(hnsw_step s) {
     std::function<void(hnsw_step)> hook;
     {
@@ -423,7 +413,6 @@ struct hnsw_backend::impl {
     }
     if (hook) hook(s);
   }
-  static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
 
   // Caller holds index_mutex exclusively.
   result<void> open_index();
@@ -451,12 +440,13 @@ struct hnsw_backend::impl {
   }
   result<void> remove_generations(std::uint64_t keep);
 
-  // Caller holds queue_mutex.
+  // Removes queued batches of `epoch` (0: all), counted as dropped. Caller holds queue_mutex.
   void drop_queued(epoch_t epoch) {
     for (auto it = queue.begin(); it != queue.end();) {
       auto* b = std::get_if<std::shared_ptr<const batch>>(&it->item);
       if (b != nullptr && (epoch == 0 || (*b)->epoch == epoch)) {
-        queued_bytes -= weight(**b);
+        cap->drop(**b);
+        ++dropped_batches;
         it = queue.erase(it);
       } else {
         ++it;
@@ -830,11 +820,7 @@ void hnsw_backend::impl::run_applier() {
       }
       {
         std::lock_guard lock(queue_mutex);
-        queued_bytes -= weight(bt);
-        if (deferred_pending && queued_bytes <= options.max_queued_bytes / 2) {
-          deferred_pending = false;
-          changed = true;
-        }
+        changed = cap->release(bt);
       }
       if (changed) emit({state_change_kind::changed, 0});
       continue;
@@ -910,6 +896,7 @@ result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
+  p->cap = std::make_unique<queued_bytes_cap>(p->options.max_queued_bytes);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<hnsw_backend>(new hnsw_backend(std::move(p)));
@@ -939,12 +926,7 @@ delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) {
   if (!b) return delivery_result::failed;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    // Soft cap: an empty queue accepts any single batch.
-    if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
-      impl_->deferred_pending = true;
-      return delivery_result::deferred;
-    }
-    impl_->queued_bytes += impl::weight(*b);
+    if (!impl_->cap->admit(*b, impl_->queue.empty())) return delivery_result::deferred;
     impl_->queue.push_back(queued{impl_->next_seq++, std::move(b)});
   }
   impl_->queue_cv.notify_one();
@@ -982,14 +964,7 @@ void hnsw_backend::reset(epoch_t epoch, completion done) {
 }
 
 subscription hnsw_backend::on_state_change(std::function<void(state_change)> callback) {
-  std::lock_guard g(impl_->callbacks_mutex);
-  auto key = impl_->next_callback++;
-  impl_->callbacks.emplace(key, std::move(callback));
-  auto* p = impl_.get();
-  return subscription([p, key] {
-    std::lock_guard g2(p->callbacks_mutex);
-    p->callbacks.erase(key);
-  });
+  return impl_->listeners.subscribe(std::move(callback));
 }
 
 std::chrono::milliseconds hnsw_backend::min_barrier_interval() const noexcept {

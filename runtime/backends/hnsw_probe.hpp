@@ -38,6 +38,7 @@ struct hnsw_probe {
   // The generation the last save wrote (or the open loaded); 0: none.
   static std::uint64_t saved_generation(const hnsw_backend& b);
   static std::uint64_t applied_batches(const hnsw_backend& b);
+  // Batches never applied: another epoch's, dropped by a shutdown, reset or failure, or after one.
   static std::uint64_t dropped_batches(const hnsw_backend& b);
   // The open graph's capacity (hnswlib max_elements); 0 when closed.
   static std::size_t capacity(const hnsw_backend& b);
