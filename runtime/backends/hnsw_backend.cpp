@@ -327,11 +327,7 @@ struct barrier_request {
   std::uint64_t mark = 0;  // the last item queued when a request joined: the barrier runs after it
   bool unspaced = false;   // a shutdown flush joined: run as soon as the mark is passed
 };
-struct control_item {
-  enum class kind { shutdown, reset } what;
-  epoch_t epoch;
-  completion done;
-};
+// control_item: applier_queue.hpp's (a shutdown or a reset after the item in flight).
 struct queued {
   std::uint64_t seq = 0;
   std::variant<std::shared_ptr<const batch>, control_item> item;

@@ -143,8 +143,10 @@ std::vector<float> embed(std::string_view text) {
       word = true;
     }
     if (!word) continue;
-    v[h % embedding_dimension] += (h >> 32) & 1 ? 1.0f : -1.0f;
-    v[(h >> 8) % embedding_dimension] += (h >> 33) & 1 ? 1.0f : -1.0f;
+    // Positive weights only: words never cancel out, so a text with a word is never the zero
+    // vector (which cosine cannot index).
+    v[h % embedding_dimension] += 1.0f;
+    v[(h >> 32) % embedding_dimension] += 0.5f;
   }
   double norm = 0;
   for (float x : v) norm += static_cast<double>(x) * x;

@@ -85,9 +85,9 @@ inline constexpr const char* similar_id = "similar";
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir);
 
 // A deterministic hashing embedding (no model to download): every lower-cased word of `text`
-// adds +1 or −1, by its FNV-1a hash, to two of embedding_dimension components the hash picks;
-// the sum is normalised. Texts sharing words are close under cosine; the zero vector for a text
-// without a word.
+// adds 1 and 0.5 to two of embedding_dimension components its FNV-1a hash picks; the sum is
+// normalised. Texts sharing words are close under cosine; the zero vector only for a text
+// without a word (unindexable under cosine).
 inline constexpr std::size_t embedding_dimension = 16;
 std::vector<float> embed(std::string_view text);
 
