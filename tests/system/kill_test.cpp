@@ -1,7 +1,8 @@
 // The kill test: the real `dix` binary (`dix demo`, fork + exec) writes and indexes while this
 // process SIGKILLs it at seeded, varied moments and starts it again. With the child dead, the
-// parent reads what it left on disk (the primary store and both index databases read-only, the
-// readiness segment without attaching) and checks that nothing went backwards; a last run ends
+// parent reads what it left on disk (the primary store and the four indexes' cursors — the two
+// RocksDB index databases read-only, the Xapian and hnsw ones through their backends' own
+// durable_cursor(), which writes nothing — and the readiness segment without attaching) and checks that nothing went backwards; a last run ends
 // normally and verifies every index against the projection of the primary store. Some rounds ask
 // for a rebuild of an index while the child runs (the free request_rebuild, as `dix rebuild`
 // does), so kills also land inside rebuilds: reset, scan, boundary, the drain before `ready`.
