@@ -14,12 +14,14 @@ struct entry {
 };
 
 constexpr entry commands[] = {
-    {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS]
+    {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS] [--indexes all|secondary]
          The main job: writes N product records (updates and deletes mixed in) into DIR/primary
-         at R per second while two secondary indexes (by category, by brand) follow the WAL;
-         shows progress; midway it asks for a rebuild of by-brand and shows the scan that
-         rebuilds it; runs sample queries, verifies the indexes against the primary store.
-         Defaults: DIR ./dix-demo, N 20000, R 10000. Run it again to resume.
+         at R per second while four indexes follow the WAL: two secondary ones (by category, by
+         brand), a full-text one (Xapian) and a vector one (hnsw); --indexes secondary runs
+         the first two alone. Shows progress; midway it asks for a rebuild of by-brand and shows
+         the scan that rebuilds it; reads its last write back, runs sample queries and searches
+         that wait for that write, verifies every index against the primary store.
+         Defaults: DIR ./dix-demo, N 20000, R 10000, SECONDS 120. Run it again to resume.
 )"},
     {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
          Print a primary store's log name, identity, latest sequence, WAL retention, then its

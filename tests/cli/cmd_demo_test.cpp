@@ -225,7 +225,7 @@ TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store
                           Catch::Contains("free on its filesystem, below") && Catch::Contains("free-space reserve"));
   };
 
-  auto full = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "10000000", "--rate", "0"});
+  auto full = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "10000000", "--rate", "0", "--indexes", "secondary"});
   INFO(full.out << full.err);
   check_refused(full, "dix demo: the writer failed: io_error: primary store " + primary);
 
@@ -236,7 +236,7 @@ TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store
 
   // Restarts while it stays full end the same way, never with an abort: the open is refused, or
   // the first commit is.
-  auto again = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000000", "--rate", "0"});
+  auto again = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000000", "--rate", "0", "--indexes", "secondary"});
   INFO(again.out << again.err);
   check_refused(again, "dix demo: ");
   auto write = dix::test::dix_cli(dir, {"write", "--db", primary, "--records", "1000000"});
@@ -244,8 +244,29 @@ TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store
   check_refused(write, "dix write: ");
 
   fs::remove(*mnt / "filler");
-  auto resumed = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000", "--rate", "0"});
+  auto resumed = dix::test::dix_cli(dir, {"demo", "--dir", demo_dir, "--records", "1000", "--rate", "0", "--indexes", "secondary"});
   INFO(resumed.out << resumed.err);
   CHECK(resumed.exit_code == 0);
   CHECK_THAT(resumed.out, Catch::Contains("verify by-category: OK") && Catch::Contains("verify by-brand: OK"));
+}
+
+TEST_CASE("dix demo: --indexes secondary follows and verifies the two secondary indexes alone, a later full run brings the dormant search indexes up to the store, and another value is a usage error", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto demo_dir = (dir / "demo").string();
+  auto both = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "300", "--rate", "0", "--indexes", "secondary"}, dir.path());
+  INFO(both.out << both.err);
+  REQUIRE(both.exit_code == 0);
+  CHECK_THAT(both.out, Catch::Contains("verify by-category: OK") && Catch::Contains("verify by-brand: OK"));
+  CHECK_THAT(both.out, !Catch::Contains("fulltext") && !Catch::Contains("similar"));
+  CHECK_FALSE(fs::exists(fs::path(demo_dir) / "fulltext"));
+
+  auto all = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "100", "--rate", "0"}, dir.path());
+  INFO(all.out << all.err);
+  REQUIRE(all.exit_code == 0);
+  CHECK_THAT(all.out, Catch::Contains("verify fulltext: OK") && Catch::Contains("verify similar: OK") &&
+                          Catch::Contains("search fulltext"));
+
+  auto bad = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--indexes", "search"}, dir.path());
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::StartsWith("dix demo: ") && Catch::Contains("indexes"));
 }
