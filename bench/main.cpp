@@ -43,7 +43,8 @@ constexpr entry benchmarks[] = {
          seconds (default 10) into a table a RocksDB index projects; every Nth commit (default
          10) a reader waits for coverage of it, in this process (runtime::wait_for_coverage) and
          in another (the free wait_for_coverage on the shared segment): commit → resolved
-         p50/p99/max.
+         p50/p99/max. Then, for S seconds more, the floor: a 4 KiB append + fdatasync to a
+         file and the same to a second file, timed together, in DIR (p50/p99/max, p99 ratio).
 )"},
     {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--dir DIR] [--json FILE]
          [--plot FILE.png]

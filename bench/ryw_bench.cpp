@@ -5,7 +5,8 @@
 // the shared segment) does the same; each records commit → resolved on CLOCK_MONOTONIC, which
 // both processes share. The index is the RocksDB secondary index with its defaults
 // (max_flush_age 1 s): what the waits measure is how soon a `coverage` demand makes the owner
-// flush and publish, not the age timer.
+// flush and publish, not the age timer. After the waits, the floor (decision 0029): on the same
+// filesystem, what the two durable appends every answer needs cost one after the other.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +40,9 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::uint32_t table = 1;
 constexpr const char* index_id = "ryw";
 constexpr auto wait_timeout = std::chrono::milliseconds(10'000);
+// What each WAL gets between two syncs at 10 000 commits/s and a turn every 2–3 ms (~25 records
+// of ~130 bytes): the floor's append.
+constexpr std::size_t floor_append_bytes = 4096;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
@@ -61,6 +65,54 @@ std::string figures(const latencies& l) {
   out << std::fixed << "\"samples\":" << l.ms.size() << ",\"p50_ms\":" << quantile(l.ms, 0.5)
       << ",\"p99_ms\":" << quantile(l.ms, 0.99) << ",\"max_ms\":" << quantile(l.ms, 1.0)
       << ",\"failures\":" << l.failures;
+  return out.str();
+}
+
+// The floor under every answer (decision 0029). An answer needs two durable appends in a row:
+// the primary store's SyncWAL before its batch is delivered (protocol.md §4.8) and the index's
+// barrier, FlushWAL(true), before coverage is published (§12.3). With the stores' options
+// (use_fsync off, allow_fallocate off, manual_wal_flush off) RocksDB 7.8.3 makes each one an
+// fdatasync of a WAL file that grows by what was written since the last one (its bytes are in the
+// file already; a directory fsync follows only the first sync after a WAL switch). So the floor is
+// an append of `bytes` to a file and its fdatasync, then the same on a second file, timed together,
+// pairs back to back for `span`, in `dir` beside the stores.
+latencies durable_floor(const std::filesystem::path& dir, std::chrono::seconds span, std::size_t bytes) {
+  struct file {
+    int fd = -1;
+    explicit file(const std::filesystem::path& p) : fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600)) {
+      if (fd < 0) throw std::runtime_error("io_error: cannot create " + p.string());
+    }
+    ~file() { ::close(fd); }
+    file(const file&) = delete;
+    file& operator=(const file&) = delete;
+    void append(const std::string& data) const {
+      if (::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+        throw std::runtime_error("io_error: floor write");
+      }
+      if (::fdatasync(fd) != 0) throw std::runtime_error("io_error: floor fdatasync");
+    }
+  };
+  const file primary(dir / "floor-primary.log");
+  const file index(dir / "floor-index.log");
+  const std::string data(bytes, 'f');
+  latencies out;
+  const auto end = clock_type::now() + span;
+  while (clock_type::now() < end) {
+    const auto start = now_ns();
+    primary.append(data);
+    index.append(data);
+    out.ms.push_back(static_cast<double>(now_ns() - start) / 1e6);
+  }
+  return out;
+}
+
+std::string floor_figures(const latencies& floor, const latencies& waits) {
+  std::ostringstream out;
+  out.precision(3);
+  const double p99 = quantile(floor.ms, 0.99);
+  out << std::fixed << "\"floor_samples\":" << floor.ms.size() << ",\"floor_p50_ms\":" << quantile(floor.ms, 0.5)
+      << ",\"floor_p99_ms\":" << p99 << ",\"floor_max_ms\":" << quantile(floor.ms, 1.0)
+      << ",\"p99_over_floor\":" << (p99 > 0 ? quantile(waits.ms, 0.99) / p99 : 0.0);
   return out.str();
 }
 
@@ -263,13 +315,17 @@ int run_ryw(const std::vector<std::string>& argv) {
     if (!child_done && other.failures++ == 0) other.first_failure = "the reader process did not finish";
     child.reap(0);
     rt->stop().get().value();
+    rt.reset();
+    store.reset();
+    // The floor's own phase, as long as the waits', with the stores closed.
+    const auto floor = durable_floor(dir.path(), std::chrono::seconds(*seconds), floor_append_bytes);
 
     std::ostringstream out;
     out << "{\"bench\":\"ryw\"," << build_fields() << ",\"configured_rate\":" << *rate << ",\"seconds\":" << *seconds
         << ",\"rate\":" << static_cast<std::uint64_t>(static_cast<double>(written.waits_us.size()) / elapsed)
         << ",\"max_flush_age_ms\":" << runner_options{}.max_flush_age.count()
         << ",\"commit_p99_us\":" << quantile(written.waits_us, 0.99) << "," << figures(in_process)
-        << ",\"other_process\":{" << figures(other) << "}}\n";
+        << ",\"other_process\":{" << figures(other) << "}," << floor_figures(floor, in_process) << "}\n";
     if (!report.write(out.str(), problem)) throw std::runtime_error(problem);
     if (in_process.failures + other.failures > 0) {
       throw std::runtime_error("waits failed: " + in_process.first_failure + " " + other.first_failure);
