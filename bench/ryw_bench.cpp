@@ -79,7 +79,8 @@ std::string figures(const latencies& l) {
 latencies durable_floor(const std::filesystem::path& dir, std::chrono::seconds span, std::size_t bytes) {
   struct file {
     int fd = -1;
-    explicit file(const std::filesystem::path& p) : fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600)) {
+    explicit file(const std::filesystem::path& p)
+        : fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600)) {
       if (fd < 0) throw std::runtime_error("io_error: cannot create " + p.string());
     }
     ~file() { ::close(fd); }
