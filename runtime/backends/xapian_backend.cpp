@@ -105,6 +105,120 @@ void sync_directory(const std::filesystem::path& dir) {
   ::close(fd);
 }
 
+result<void> validate_id_and_options(const std::string& id, const xapian_options& options) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  return validate(options);
+}
+
+// A read-only handle on the latest commit of the database at a path. The backend's queries and
+// xapian_reader's each have one (Xapian handles are not thread-safe: one mutex per site).
+struct query_site {
+  std::mutex mutex;
+  std::unique_ptr<Xapian::Database> db;
+  std::string uuid;               // of the database `db` opened; a reset creates one with another
+  std::uint64_t generation = 0;   // the backend's reset count when `db` was opened (reader: 0)
+  std::function<void(int)> refreshed;  // test point (xapian_probe); empty in production
+};
+
+// Brings the site's handle to the latest commit at `path`; false when there is no database.
+// reopen() alone is not enough after a reset: when the new database has reached the revision the
+// handle had, reopen() keeps the old (deleted) tables, so a changed uuid opens it afresh.
+// Throws Xapian::Error. Caller holds site.mutex.
+bool refresh(query_site& site, const std::filesystem::path& path) {
+  if (!database_exists(path)) {
+    site.db.reset();  // nothing committed yet, or a reset between its deletion and its creation
+    return false;
+  }
+  if (site.db) {
+    site.db->reopen();
+    if (site.db->get_uuid() == site.uuid) return true;
+    site.db.reset();
+  }
+  auto db = std::make_unique<Xapian::Database>(path.string());
+  site.uuid = db->get_uuid();
+  site.db = std::move(db);
+  return true;
+}
+
+// The ranked rows of one query over one committed state. Throws Xapian::Error.
+std::vector<scored_ref> run_search(Xapian::Database& db, const xapian_options& options, std::string_view query_string,
+                                   std::size_t offset, std::size_t limit) {
+  Xapian::QueryParser parser;
+  parser.set_database(db);
+  parser.set_stemmer(Xapian::Stem(options.stemmer));
+  parser.set_stemming_strategy(Xapian::QueryParser::STEM_SOME);
+  for (const auto& [name, field] : options.fields) parser.add_prefix(name, field.prefix);
+  const auto query = parser.parse_query(std::string(query_string));
+  Xapian::Enquire enquire(db);
+  enquire.set_query(query);
+  const auto max = static_cast<Xapian::doccount>(std::min<std::size_t>(limit, db.get_doccount()));
+  const auto matches = enquire.get_mset(static_cast<Xapian::doccount>(offset), max);
+  std::vector<scored_ref> rows;
+  for (auto it = matches.begin(); it != matches.end(); ++it) {
+    scored_ref row;
+    if (!decode_document_data(it.get_document().get_data(), row.ref)) continue;
+    row.score = it.get_weight();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The search of both handles (backend and reader): admission first, then the refresh, then the
+// read, so the state read holds at least what the admission certified. A commit that recycled
+// blocks the read still needed (DatabaseModifiedError) refreshes and retries once. `generation`
+// is the backend's reset count (a reset drops the handle before it deletes the files).
+result<query_result<std::vector<scored_ref>>> admitted_search(backend_host& host, query_site& site, const std::string& id,
+                                                              const xapian_options& options, std::uint64_t generation,
+                                                              std::string_view query_string, std::size_t offset,
+                                                              std::size_t limit, const coverage_mode& mode) {
+  auto admitted = host.admit_query(mode);
+  if (!admitted) return admitted.error();
+  query_result<std::vector<scored_ref>> out;
+  out.coverage = *admitted;
+  std::lock_guard lock(site.mutex);
+  if (site.generation != generation) {
+    site.db.reset();
+    site.generation = generation;
+  }
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (!refresh(site, options.path)) return out;  // nothing committed yet
+      if (site.refreshed) site.refreshed(attempt);
+      out.rows = run_search(*site.db, options, query_string, offset, limit);
+      return out;
+    } catch (const Xapian::QueryParserError& e) {
+      return error{errc::invalid_argument, "index " + id + ": query \"" + escape_bytes(query_string) + "\": " + e.get_msg()};
+    } catch (const Xapian::DatabaseModifiedError& e) {
+      if (attempt == 0) continue;
+      return error{errc::io_error, "index " + id + ": " + e.get_description()};
+    } catch (const Xapian::Error& e) {
+      site.db.reset();
+      return error{errc::io_error, "index " + id + ": search: " + e.get_description()};
+    }
+  }
+}
+
+// Every committed document's ref through a Database of its own, ordered by (log, table, id).
+result<std::vector<record_ref>> list_records(const std::string& id, const std::filesystem::path& path) {
+  std::vector<record_ref> out;
+  if (!database_exists(path)) return out;
+  try {
+    Xapian::Database db(path.string());
+    for (auto it = db.postlist_begin(""); it != db.postlist_end(""); ++it) {
+      record_ref row;
+      if (decode_document_data(db.get_document(*it).get_data(), row)) out.push_back(std::move(row));
+    }
+  } catch (const Xapian::Error& e) {
+    return error{errc::io_error, "index " + id + ": listing " + path.string() + ": " + e.get_description()};
+  }
+  std::sort(out.begin(), out.end(), [](const record_ref& a, const record_ref& b) {
+    return std::tie(a.log, a.table, a.record_id) < std::tie(b.log, b.table, b.record_id);
+  });
+  return out;
+}
+
 }  // namespace
 
 std::string xapian_id_term(std::string_view log, std::uint32_t table, std::string_view record_id) {
@@ -236,10 +350,8 @@ struct xapian_backend::impl {
   std::atomic<std::uint64_t> dropped_batches{0};
   std::atomic<std::uint64_t> commits{0};
 
-  // The query reader: reopened before each query; replaced after a reset (generation).
-  std::mutex reader_mutex;
-  std::unique_ptr<Xapian::Database> reader;
-  std::uint64_t reader_generation = 0;
+  // The queries' reader: reopened before each query; replaced after a reset (generation).
+  query_site queries;
   std::atomic<std::uint64_t> generation{0};
 
   state_callbacks callbacks;
@@ -646,10 +758,7 @@ void xapian_backend::impl::run_applier() {
 xapian_backend::xapian_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, xapian_options options) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
-  if (auto ok = validate(options); !ok) return ok.error();
+  if (auto ok = validate_id_and_options(id, options); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
@@ -751,72 +860,52 @@ result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string
                                                                      std::size_t limit, const coverage_mode& mode) {
   auto& p = *impl_;
   if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
-  auto admitted = p.host->admit_query(mode);
-  if (!admitted) return admitted.error();
-  query_result<std::vector<scored_ref>> out;
-  out.coverage = *admitted;
-  std::lock_guard lock(p.reader_mutex);
-  for (int attempt = 0;; ++attempt) {
-    try {
-      const auto generation = p.generation.load();
-      if (p.reader && p.reader_generation != generation) p.reader.reset();
-      if (!p.reader) {
-        if (!database_exists(p.options.path)) return out;  // nothing committed yet
-        p.reader = std::make_unique<Xapian::Database>(p.options.path.string());
-        p.reader_generation = generation;
-      } else {
-        p.reader->reopen();  // the latest commit
-      }
-      Xapian::QueryParser parser;
-      parser.set_database(*p.reader);
-      parser.set_stemmer(Xapian::Stem(p.options.stemmer));
-      parser.set_stemming_strategy(Xapian::QueryParser::STEM_SOME);
-      for (const auto& [name, field] : p.options.fields) parser.add_prefix(name, field.prefix);
-      const auto query = parser.parse_query(std::string(query_string));
-      Xapian::Enquire enquire(*p.reader);
-      enquire.set_query(query);
-      const auto max = static_cast<Xapian::doccount>(std::min<std::size_t>(limit, p.reader->get_doccount()));
-      const auto matches = enquire.get_mset(static_cast<Xapian::doccount>(offset), max);
-      out.rows.clear();
-      for (auto it = matches.begin(); it != matches.end(); ++it) {
-        scored_ref row;
-        if (!decode_document_data(it.get_document().get_data(), row.ref)) continue;
-        row.score = it.get_weight();
-        out.rows.push_back(std::move(row));
-      }
-      return out;
-    } catch (const Xapian::QueryParserError& e) {
-      return error{errc::invalid_argument, "index " + p.id + ": query \"" + escape_bytes(query_string) + "\": " + e.get_msg()};
-    } catch (const Xapian::DatabaseModifiedError& e) {
-      // A commit replaced blocks the reader still needed: reopen and retry once.
-      if (attempt == 0) continue;
-      return error{errc::io_error, "index " + p.id + ": " + e.get_description()};
-    } catch (const Xapian::Error& e) {
-      p.reader.reset();
-      return error{errc::io_error, "index " + p.id + ": search: " + e.get_description()};
-    }
-  }
+  return admitted_search(*p.host, p.queries, p.id, p.options, p.generation.load(), query_string, offset, limit, mode);
 }
 
-result<std::vector<record_ref>> xapian_backend::stored_records() const {
-  std::vector<record_ref> out;
-  if (!database_exists(impl_->options.path)) return out;
-  try {
-    Xapian::Database db(impl_->options.path.string());
-    for (auto it = db.postlist_begin(""); it != db.postlist_end(""); ++it) {
-      record_ref row;
-      if (decode_document_data(db.get_document(*it).get_data(), row)) out.push_back(std::move(row));
-    }
-  } catch (const Xapian::Error& e) {
-    return error{errc::io_error, "index " + impl_->id + ": listing " + impl_->options.path.string() + ": " + e.get_description()};
-  }
-  std::sort(out.begin(), out.end(), [](const record_ref& a, const record_ref& b) {
-    return std::tie(a.log, a.table, a.record_id) < std::tie(b.log, b.table, b.record_id);
-  });
-  return out;
-}
+result<std::vector<record_ref>> xapian_backend::stored_records() const { return list_records(impl_->id, impl_->options.path); }
 
 std::uint64_t xapian_backend::commits() const noexcept { return impl_->commits.load(); }
+
+// ---------------------------------------------------------------------------------------------
+
+struct xapian_reader::impl {
+  std::string id;
+  xapian_options options;
+  std::shared_ptr<backend_host> host;
+  mutable query_site queries;
+};
+
+xapian_reader::xapian_reader(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+xapian_reader::~xapian_reader() = default;
+
+result<std::shared_ptr<xapian_reader>> xapian_reader::open(std::string id, xapian_options options,
+                                                           std::shared_ptr<backend_host> host) {
+  if (auto ok = validate_id_and_options(id, options); !ok) return ok.error();
+  if (!host) return error{errc::invalid_argument, "xapian_reader " + id + ": host is null"};
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  p->host = std::move(host);
+  try {
+    (void)refresh(p->queries, p->options.path);  // a missing database is opened by a later query
+  } catch (const Xapian::Error& e) {
+    return error{errc::io_error, "index " + p->id + ": opening " + p->options.path.string() + ": " + e.get_description()};
+  }
+  return std::shared_ptr<xapian_reader>(new xapian_reader(std::move(p)));
+}
+
+const std::string& xapian_reader::id() const noexcept { return impl_->id; }
+
+result<query_result<std::vector<scored_ref>>> xapian_reader::search(std::string_view query_string, std::size_t offset,
+                                                                    std::size_t limit, const coverage_mode& mode) {
+  auto& p = *impl_;
+  return admitted_search(*p.host, p.queries, p.id, p.options, 0, query_string, offset, limit, mode);
+}
+
+result<std::vector<record_ref>> xapian_reader::stored_records() const { return list_records(impl_->id, impl_->options.path); }
+
+// ---------------------------------------------------------------------------------------------
 
 std::uint64_t xapian_probe::queued_batches(const xapian_backend& b) {
   std::lock_guard lock(b.impl_->queue_mutex);
@@ -839,6 +928,14 @@ void xapian_probe::on_writer_busy(xapian_backend& b, std::function<void()> hook)
 void xapian_probe::fail_next_applies(xapian_backend& b, int n) {
   std::lock_guard lock(b.impl_->queue_mutex);
   b.impl_->injected_failures = n;
+}
+void xapian_probe::on_query_refreshed(xapian_backend& b, std::function<void(int)> hook) {
+  std::lock_guard lock(b.impl_->queries.mutex);
+  b.impl_->queries.refreshed = std::move(hook);
+}
+void xapian_probe::on_query_refreshed(xapian_reader& r, std::function<void(int)> hook) {
+  std::lock_guard lock(r.impl_->queries.mutex);
+  r.impl_->queries.refreshed = std::move(hook);
 }
 
 }  // namespace dix

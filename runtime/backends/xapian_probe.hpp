@@ -1,7 +1,8 @@
 // What tests observe and inject inside a xapian_backend (not public API): the batches queued for
 // the applier, the batches it applied and dropped (another epoch's, protocol.md §9.4), a hook
-// after each applied batch, a hook at each open refused for the writer lock, and a fault point
-// making the next applies fail (off unless a test sets it).
+// after each applied batch, a hook at each open refused for the writer lock, a fault point
+// making the next applies fail (off unless a test sets it), and, in the backend's and a
+// xapian_reader's searches, a hook between the handle's refresh and the read.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,11 @@ struct xapian_probe {
   // The next `n` batches that reach the engine fail inside their transaction (a Xapian
   // DatabaseError thrown after their first document), as a failing disk would.
   static void fail_next_applies(xapian_backend& b, int n);
+  // Called on the querying thread inside search(), after the read handle was brought to the
+  // latest commit and before the read, with the attempt: 0, then 1 on the retry after a
+  // DatabaseModifiedError. Commits made here land between the refresh and the read.
+  static void on_query_refreshed(xapian_backend& b, std::function<void(int)> hook);
+  static void on_query_refreshed(xapian_reader& r, std::function<void(int)> hook);
 };
 
 }  // namespace dix

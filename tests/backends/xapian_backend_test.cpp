@@ -20,55 +20,28 @@
 #include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
 #include "support/temp_dir.hpp"
+#include "support/xapian_support.hpp"
 
 using namespace dix;
 using dix::test::temp_dir;
 
 namespace {
 
-using fields_t = std::vector<std::pair<std::string, std::string>>;
+using fields_t = test::xapian_fields;
 
 using test::absent;
+using test::barrier;
 using test::make_batch;
 using test::make_cursor;
+using test::reset;
+using test::shut;
+using test::stored;
 
 record_entry entry(const std::string& id, fields_t fields, std::uint64_t version) {
-  return test::present(id, encode_fields(fields), version);
+  return test::xapian_entry(id, std::move(fields), version);
 }
 
-xapian_options options_at(const std::filesystem::path& path) {
-  xapian_options o;
-  o.path = path;
-  o.fields = {{"title", {"S", 5}}, {"body", {"XB", 1}}};
-  return o;
-}
-
-result<void> barrier(xapian_backend& index) {
-  test::waiter w;
-  index.flush(flush_reason::age, w.make());
-  return w.wait();
-}
-
-result<void> shut(xapian_backend& index, epoch_t epoch) {
-  test::waiter w;
-  index.shutdown(epoch, w.make());
-  return w.wait();
-}
-
-result<void> reset(xapian_backend& index, epoch_t epoch) {
-  test::waiter w;
-  index.reset(epoch, w.make());
-  return w.wait();
-}
-
-// id → version of every committed document.
-std::map<std::string, std::uint64_t> stored(const xapian_backend& index) {
-  std::map<std::string, std::uint64_t> out;
-  auto listed = index.stored_records();
-  REQUIRE(listed);
-  for (const auto& row : *listed) out[row.record_id] = row.version;
-  return out;
-}
+xapian_options options_at(const std::filesystem::path& path) { return test::xapian_options_at(path); }
 
 struct fixture {
   temp_dir dir;
@@ -253,6 +226,40 @@ TEST_CASE("xapian: queries on another thread while batches commit see only whole
   CHECK(std::is_sorted(seen.begin(), seen.end()));
   CHECK(std::all_of(seen.begin(), seen.end(), [](std::size_t count) { return count % 2 == 0 && count <= 2 * commits; }));
   CHECK(f.search("k").size() == 2 * commits);
+}
+
+TEST_CASE("xapian: two commits between a query's reopen and its read throw DatabaseModifiedError, and the query reopens and answers once more", "[adapter][backend][xapian][modified]") {
+  fixture f;
+  test::rewrite_documents(*f.index, 1);
+  std::vector<int> attempts;
+  SECTION("once: the retry answers from the latest commit") {
+    xapian_probe::on_query_refreshed(*f.index, [&](int attempt) {
+      attempts.push_back(attempt);
+      if (attempt != 0) return;
+      test::rewrite_documents(*f.index, 2);  // glass keeps one older revision: the read's is gone
+      test::rewrite_documents(*f.index, 3);
+    });
+    auto found = f.index->search("round 3", 0, 2000);
+    REQUIRE(found);
+    CHECK(attempts == std::vector<int>{0, 1});  // the first read met the overwritten blocks
+    CHECK(found->rows.size() == 1000);
+    CHECK(std::all_of(found->rows.begin(), found->rows.end(), [](const scored_ref& row) { return row.ref.version == 3; }));
+  }
+  SECTION("at every attempt: a retryable io_error after the one retry") {
+    std::uint64_t through = 1;
+    xapian_probe::on_query_refreshed(*f.index, [&](int attempt) {
+      attempts.push_back(attempt);
+      test::rewrite_documents(*f.index, ++through);
+      test::rewrite_documents(*f.index, ++through);
+    });
+    auto found = f.index->search("k", 0, 2000);
+    REQUIRE_FALSE(found);
+    CHECK(found.error().value() == errc::io_error);
+    CHECK_THAT(found.error().message(), Catch::Contains("index products") && Catch::Contains("DatabaseModifiedError"));
+    CHECK(attempts == std::vector<int>{0, 1});
+    xapian_probe::on_query_refreshed(*f.index, {});
+    CHECK(f.index->search("k", 0, 2000).value().rows.size() == 1000);  // the handle still serves
+  }
 }
 
 TEST_CASE("xapian: unindexable projections remove the document, note their code and still advance the cursor", "[adapter][backend][xapian]") {

@@ -18,6 +18,9 @@
 // reads durable_cursor() again (then `changed`); the third error in a row without a successful
 // barrier emits `failed` and drops work until shutdown or reset.
 // Crash contract: the committed `dix.cursor` always describes exactly the committed documents.
+//
+// xapian_reader is the query-only handle (backends.md §0) for a process with no runtime: the
+// same search over the same committed state, admitted through a backend_host of its own.
 #pragma once
 
 #include <cstddef>
@@ -106,6 +109,40 @@ class xapian_backend final : public backend {
  private:
   friend struct xapian_probe;  // runtime/backends/xapian_probe.hpp: what tests observe and inject
   explicit xapian_backend(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+// The query-only handle of a Xapian index (backends.md §0, decision 0022): a read-only Database
+// on options.path, for a process with no runtime, beside an owner in another process that writes
+// it. Its answers are computed by the backend's own search code over the same committed state.
+class xapian_reader {
+ public:
+  // Opens the index at options.path read-only: never takes the writer's lock, never writes a
+  // byte there (not even a missing directory), works while an owner in another process writes.
+  // invalid_argument for bad options, id or a null host; io_error when the database is there but
+  // unreadable. An index with no committed database yet answers no rows. The reader keeps `host`
+  // (normally make_query_host(home_db, id), <dix/query_host.hpp>).
+  static result<std::shared_ptr<xapian_reader>> open(std::string id, xapian_options options,
+                                                     std::shared_ptr<backend_host> host);
+  ~xapian_reader();
+
+  const std::string& id() const noexcept;
+  // xapian_backend::search's contract, in this order: host->admit_query(mode) (a refusal is
+  // returned unchanged and nothing is read), then the handle is brought to the latest commit
+  // (reopen(); opened afresh when a reset replaced the database), then the read. The answer holds
+  // at least what the admission certified: an owner publishes coverage after the commit that made
+  // it durable. A reset or commits racing the read give an answer from some commit at or after
+  // the admission, or a retryable io_error naming the index. Thread-safe (queries serialize).
+  result<query_result<std::vector<scored_ref>>> search(std::string_view query_string, std::size_t offset,
+                                                       std::size_t limit, const coverage_mode& mode = {});
+  // xapian_backend::stored_records(): every committed document, without admission.
+  result<std::vector<record_ref>> stored_records() const;
+
+  struct impl;
+
+ private:
+  friend struct xapian_probe;
+  explicit xapian_reader(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
 
