@@ -231,35 +231,8 @@ TEST_CASE("xapian: queries on another thread while batches commit see only whole
 TEST_CASE("xapian: two commits between a query's reopen and its read throw DatabaseModifiedError, and the query reopens and answers once more", "[adapter][backend][xapian][modified]") {
   fixture f;
   test::rewrite_documents(*f.index, 1);
-  std::vector<int> attempts;
-  SECTION("once: the retry answers from the latest commit") {
-    xapian_probe::on_query_refreshed(*f.index, [&](int attempt) {
-      attempts.push_back(attempt);
-      if (attempt != 0) return;
-      test::rewrite_documents(*f.index, 2);  // glass keeps one older revision: the read's is gone
-      test::rewrite_documents(*f.index, 3);
-    });
-    auto found = f.index->search("round 3", 0, 2000);
-    REQUIRE(found);
-    CHECK(attempts == std::vector<int>{0, 1});  // the first read met the overwritten blocks
-    CHECK(found->rows.size() == 1000);
-    CHECK(std::all_of(found->rows.begin(), found->rows.end(), [](const scored_ref& row) { return row.ref.version == 3; }));
-  }
-  SECTION("at every attempt: a retryable io_error after the one retry") {
-    std::uint64_t through = 1;
-    xapian_probe::on_query_refreshed(*f.index, [&](int attempt) {
-      attempts.push_back(attempt);
-      test::rewrite_documents(*f.index, ++through);
-      test::rewrite_documents(*f.index, ++through);
-    });
-    auto found = f.index->search("k", 0, 2000);
-    REQUIRE_FALSE(found);
-    CHECK(found.error().value() == errc::io_error);
-    CHECK_THAT(found.error().message(), Catch::Contains("index products") && Catch::Contains("DatabaseModifiedError"));
-    CHECK(attempts == std::vector<int>{0, 1});
-    xapian_probe::on_query_refreshed(*f.index, {});
-    CHECK(f.index->search("k", 0, 2000).value().rows.size() == 1000);  // the handle still serves
-  }
+  SECTION("once: the retry answers from the latest commit") { test::check_modified_retry(*f.index, *f.index, false); }
+  SECTION("at every attempt: a retryable io_error after the one retry") { test::check_modified_retry(*f.index, *f.index, true); }
 }
 
 TEST_CASE("xapian: unindexable projections remove the document, note their code and still advance the cursor", "[adapter][backend][xapian]") {

@@ -335,37 +335,8 @@ TEST_CASE("xapian_reader: two commits between its reopen and its read throw Data
   fixture f;
   test::rewrite_documents(*f.owner, 1);
   f.open_reader();
-  std::vector<int> attempts;
-  SECTION("once: the retry answers from the latest commit") {
-    xapian_probe::on_query_refreshed(*f.reader, [&](int attempt) {
-      attempts.push_back(attempt);
-      if (attempt != 0) return;
-      test::rewrite_documents(*f.owner, 2);
-      test::rewrite_documents(*f.owner, 3);
-    });
-    auto found = f.reader->search("round 3", 0, 2000);
-    REQUIRE(found);
-    CHECK(attempts == std::vector<int>{0, 1});
-    CHECK(found->rows.size() == 1000);
-    CHECK(std::all_of(found->rows.begin(), found->rows.end(), [](const scored_ref& row) { return row.ref.version == 3; }));
-    auto own = f.owner->search("round 3", 0, 2000).value();
-    CHECK(own.rows.size() == found->rows.size());
-  }
-  SECTION("at every attempt: a retryable io_error after the one retry") {
-    std::uint64_t through = 1;
-    xapian_probe::on_query_refreshed(*f.reader, [&](int attempt) {
-      attempts.push_back(attempt);
-      test::rewrite_documents(*f.owner, ++through);
-      test::rewrite_documents(*f.owner, ++through);
-    });
-    auto found = f.reader->search("k", 0, 2000);
-    REQUIRE_FALSE(found);
-    CHECK(found.error().value() == errc::io_error);
-    CHECK_THAT(found.error().message(), Catch::Contains("index products") && Catch::Contains("DatabaseModifiedError"));
-    CHECK(attempts == std::vector<int>{0, 1});
-    xapian_probe::on_query_refreshed(*f.reader, {});
-    CHECK(f.reader->search("k", 0, 2000).value().rows.size() == 1000);
-  }
+  SECTION("once: the retry answers from the latest commit") { test::check_modified_retry(*f.reader, *f.owner, false); }
+  SECTION("at every attempt: a retryable io_error after the one retry") { test::check_modified_retry(*f.reader, *f.owner, true); }
 }
 
 TEST_CASE("xapian_reader: queries on another thread while the owner commits and resets see whole commits or a retryable io_error", "[adapter][backend][xapian][reader][reset]") {

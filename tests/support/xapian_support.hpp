@@ -1,7 +1,8 @@
 // What the Xapian backend's and reader's tests share: documents in the backend's projection
 // encoding, the options both open (fields title → S weight 5, body → XB), the backend's
-// asynchronous calls made synchronous, the committed documents by id, and a rewrite of many
-// documents that recycles the blocks an older revision still needs (DatabaseModifiedError).
+// asynchronous calls made synchronous, the committed documents by id, and the
+// DatabaseModifiedError checks of both searches (a rewrite of many documents that recycles the
+// blocks an older revision still needs, between a search's refresh and its read).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <dix/backends/xapian_backend.hpp>
+
+#include "backends/xapian_probe.hpp"
 
 #include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
@@ -74,6 +79,35 @@ inline void rewrite_documents(xapian_backend& index, std::uint64_t through, std:
   }
   REQUIRE(index.deliver(make_batch(1, std::move(records), through)) == delivery_result::accepted);
   REQUIRE(barrier(index));
+}
+
+// `handle` (the backend itself or a reader of its directory) searches while `owner` holds
+// rewrite_documents(owner, 1); `owner` commits twice between the refresh and the read of the
+// first attempt (`every_attempt`: of both). Once, the retry answers from the latest commit;
+// at every attempt, the one retry ends in a retryable io_error and the handle still serves.
+template <class Handle>
+void check_modified_retry(Handle& handle, xapian_backend& owner, bool every_attempt) {
+  std::vector<int> attempts;
+  std::uint64_t through = 1;
+  xapian_probe::on_query_refreshed(handle, [&](int attempt) {
+    attempts.push_back(attempt);
+    if (attempt != 0 && !every_attempt) return;
+    rewrite_documents(owner, ++through);  // glass keeps one older revision: the read's is gone
+    rewrite_documents(owner, ++through);
+  });
+  auto found = handle.search("round 3", 0, 2000);  // every document once the retry reads
+  CHECK(attempts == std::vector<int>{0, 1});  // the first read met the overwritten blocks
+  xapian_probe::on_query_refreshed(handle, {});
+  if (every_attempt) {
+    REQUIRE_FALSE(found);
+    CHECK(found.error().value() == errc::io_error);
+    CHECK_THAT(found.error().message(), Catch::Contains("index products") && Catch::Contains("DatabaseModifiedError"));
+    CHECK(handle.search("k", 0, 2000).value().rows.size() == 1000);
+    return;
+  }
+  REQUIRE(found);
+  CHECK(found->rows.size() == 1000);
+  CHECK(std::all_of(found->rows.begin(), found->rows.end(), [](const scored_ref& row) { return row.ref.version == 3; }));
 }
 
 }  // namespace dix::test
