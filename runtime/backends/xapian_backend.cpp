@@ -873,7 +873,7 @@ struct xapian_reader::impl {
   std::string id;
   xapian_options options;
   std::shared_ptr<backend_host> host;
-  mutable query_site queries;
+  query_site queries;
 };
 
 xapian_reader::xapian_reader(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
