@@ -20,7 +20,7 @@ namespace dix {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_lag_figures& x) {
-  return f(caf::meta::type_name("dix.log_lag_figures"), x.sequence_lag, x.read_per_s, x.retention_headroom_ms);
+  return f(caf::meta::type_name("dix.log_lag_figures"), x.sequence_lag, x.read_per_s, x.retention_headroom_ms, x.log);
 }
 
 template <class Inspector>

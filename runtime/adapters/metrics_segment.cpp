@@ -10,6 +10,7 @@
 #include "adapters/mapped_file.hpp"
 #include "adapters/posix_files.hpp"
 #include "adapters/readiness_segment.hpp"  // segment_layout::max_slot_count
+#include "core/names.hpp"
 
 namespace dix {
 namespace {
@@ -56,7 +57,14 @@ constexpr std::size_t b_lag_logs = 144;  // lag_log_slots × 24: sequence_lag, r
 constexpr std::size_t lag_log_bytes = 24;
 constexpr std::size_t b_reserved = 192;
 static_assert(b_lag_logs + lag_log_slots * lag_log_bytes == b_reserved && b_lag + 128 == b_reserved &&
-              b_reserved + 64 == block_bytes);
+              b_reserved + 64 == names_free_block_bytes);
+// The names part (layout 2, decision 0030): the names of the logs the lag part has figures of.
+constexpr std::size_t b_name_lengths = 256;  // lag_log_slots × 1: 0 no name, 1…64
+constexpr std::size_t b_names = 264;         // lag_log_slots × 64: the name, zero padded
+constexpr std::size_t name_bytes = 64;
+constexpr std::size_t b_names_reserved = 392;
+static_assert(b_name_lengths + lag_log_slots <= b_names && b_names + lag_log_slots * name_bytes == b_names_reserved &&
+              b_names_reserved + 120 == block_bytes);
 
 constexpr std::uint8_t lag_present = 1u << 0;
 constexpr std::uint8_t lag_stalled_growing = 1u << 1;
@@ -69,6 +77,36 @@ constexpr std::uint32_t flag_scan_ended = 1u << 1;
 constexpr std::string_view subject = "metrics segment";
 constexpr file_layout layout{subject, "DIXMETRC", layout_version, header_bytes, block_bytes, "block",
                              segment_layout::max_slot_count};
+constexpr file_layout names_free_layout{subject, "DIXMETRC", names_free_layout_version, header_bytes,
+                                        names_free_block_bytes, "block", segment_layout::max_slot_count};
+
+// A name as eight 64-bit words, little-endian, zero padded (as a readiness slot's id, formats.md
+// §4.4); a name outside the rules is stored as none.
+void store_name(unsigned char* b, std::size_t i, std::string_view name) noexcept {
+  if (!is_valid_log_name(name)) name = {};
+  store<std::uint8_t>(b, b_name_lengths + i, static_cast<std::uint8_t>(name.size()), __ATOMIC_RELAXED);
+  for (std::size_t w = 0; w < name_bytes / 8; ++w) {
+    std::uint64_t word = 0;
+    for (std::size_t k = 8; k-- > 0;) {
+      const auto at = w * 8 + k;
+      word = (word << 8) | (at < name.size() ? static_cast<unsigned char>(name[at]) : 0u);
+    }
+    store<std::uint64_t>(b, b_names + i * name_bytes + w * 8, word, __ATOMIC_RELAXED);
+  }
+}
+
+// The name stored at position i; empty for none (or, from a foreign writer, one outside the rules).
+std::string load_name(unsigned char* b, std::size_t i) {
+  const auto length = load<std::uint8_t>(b, b_name_lengths + i, __ATOMIC_RELAXED);
+  if (length == 0 || length > name_bytes) return {};
+  std::string name(name_bytes, '\0');
+  for (std::size_t w = 0; w < name_bytes / 8; ++w) {
+    auto word = load<std::uint64_t>(b, b_names + i * name_bytes + w * 8, __ATOMIC_RELAXED);
+    for (std::size_t k = 0; k < 8; ++k, word >>= 8) name[w * 8 + k] = static_cast<char>(word & 0xFF);
+  }
+  name.resize(length);
+  return is_valid_log_name(name) ? name : std::string();
+}
 
 // The fields a write stores, in offset order after the sequence; the reserved words stay 0.
 void store_fields(unsigned char* b, const metrics_block& m) noexcept {
@@ -107,10 +145,12 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
     store<std::uint64_t>(b, at, g.sequence_lag, __ATOMIC_RELAXED);
     store<std::uint64_t>(b, at + 8, g.read_per_s, __ATOMIC_RELAXED);
     store<std::uint64_t>(b, at + 16, static_cast<std::uint64_t>(g.retention_headroom_ms), __ATOMIC_RELAXED);
+    store_name(b, i, g.log);
   }
 }
 
-metrics_block load_fields(unsigned char* b) noexcept {
+// `names`: the block is of layout 2 (a layout-1 block ends before the names part).
+metrics_block load_fields(unsigned char* b, bool names) {
   metrics_block m;
   m.written_wall_ns = load<std::uint64_t>(b, b_written_wall_ns, __ATOMIC_RELAXED);
   const auto flags = load<std::uint32_t>(b, b_flags, __ATOMIC_RELAXED);
@@ -150,7 +190,8 @@ metrics_block load_fields(unsigned char* b) noexcept {
   for (std::size_t i = 0; i < lag_log_slots && i < l.log_count; ++i) {
     const auto at = b_lag_logs + i * lag_log_bytes;
     l.logs.push_back(log_lag_figures{load<std::uint64_t>(b, at, __ATOMIC_RELAXED), load<std::uint64_t>(b, at + 8, __ATOMIC_RELAXED),
-                                     static_cast<std::int64_t>(load<std::uint64_t>(b, at + 16, __ATOMIC_RELAXED))});
+                                     static_cast<std::int64_t>(load<std::uint64_t>(b, at + 16, __ATOMIC_RELAXED)),
+                                     names ? load_name(b, i) : std::string()});
   }
   m.lag = std::move(l);
   return m;
@@ -158,18 +199,24 @@ metrics_block load_fields(unsigned char* b) noexcept {
 
 }  // namespace
 
-metrics_segment::metrics_segment(std::unique_ptr<mapped_file> file, std::uint32_t count)
-    : file_(std::move(file)), count_(count) {}
+metrics_segment::metrics_segment(std::unique_ptr<mapped_file> file, std::uint32_t count, bool names)
+    : file_(std::move(file)), count_(count), names_(names) {}
 
 metrics_segment::~metrics_segment() = default;
 
 result<std::shared_ptr<metrics_segment>> metrics_segment::create_or_validate(const fs::path& directory,
-                                                                             std::uint32_t block_count, bool renew) {
+                                                                             std::uint32_t block_count, bool renew,
+                                                                             bool first) {
   const auto path = directory / "metrics.seg";
   if (!renew) {
     auto m = dix::create_or_validate(path, layout, block_count);
-    if (!m) return m.error();
-    return of_blocks(directory, std::move(*m), block_count);
+    if (m) return of_blocks(directory, std::move(*m), block_count);
+    // A layout-1 file holds only the figures of runtimes that were attached: with none attached
+    // now nothing of it is live, so the first attacher replaces it (decision 0030). A later
+    // attacher refuses it: an older runtime is attached and writes it.
+    if (m.error().value() != errc::segment_layout_mismatch || !first) return m.error();
+    auto older = open_existing(path, names_free_layout, true);
+    if (!older || !*older) return m.error();
   }
   // Made whole beside it, then renamed over it: a reader's mapping of the old file stays valid
   // (an ftruncate in place could cut it short under the reader).
@@ -183,24 +230,34 @@ result<std::shared_ptr<metrics_segment>> metrics_segment::create_or_validate(con
 
 result<std::shared_ptr<metrics_segment>> metrics_segment::open(const fs::path& directory, std::uint32_t block_count) {
   auto m = open_existing(directory / "metrics.seg", layout, false);
+  if (!m && m.error().value() == errc::segment_layout_mismatch) {
+    // An older runtime's file: its figures read as before, without names.
+    if (auto older = open_existing(directory / "metrics.seg", names_free_layout, false); older && *older) {
+      return of_blocks(directory, std::move(**older), block_count, false);
+    }
+  }
   if (!m) return m.error();
   if (!*m) return std::shared_ptr<metrics_segment>();
   return of_blocks(directory, std::move(**m), block_count);
 }
 
 result<std::shared_ptr<metrics_segment>> metrics_segment::of_blocks(const fs::path& directory, mapped_layout&& m,
-                                                                    std::uint32_t block_count) {
+                                                                    std::uint32_t block_count, bool names) {
   if (m.count != block_count) {
     return layout_mismatch(subject, directory / "metrics.seg", "block_count " + std::to_string(m.count),
                            "block_count " + std::to_string(block_count) + " (the readiness segment's slot_count)");
   }
-  return std::shared_ptr<metrics_segment>(new metrics_segment(std::move(m.file), m.count));
+  return std::shared_ptr<metrics_segment>(new metrics_segment(std::move(m.file), m.count, names));
 }
 
 std::uint32_t metrics_segment::block_count() const noexcept { return count_; }
 
+std::uint32_t metrics_segment::layout_version() const noexcept {
+  return names_ ? metrics_layout::layout_version : names_free_layout_version;
+}
+
 unsigned char* metrics_segment::block(std::uint32_t index) const noexcept {
-  return file_->base() + header_bytes + std::size_t{index} * block_bytes;
+  return file_->base() + header_bytes + std::size_t{index} * (names_ ? block_bytes : names_free_block_bytes);
 }
 
 void metrics_segment::write(std::uint32_t index, const metrics_block& m) noexcept {
@@ -230,7 +287,7 @@ std::optional<metrics_block> metrics_segment::read(std::uint32_t index) const {
   for (int attempt = 0; attempt < max_read_attempts; ++attempt) {
     const auto before = load<std::uint64_t>(b, b_sequence);  // acquire: the fields after it
     if ((before & 1) == 0) {
-      auto m = load_fields(b);
+      auto m = load_fields(b, names_);
       // The fields' loads complete before the second look at the sequence.
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       if (load<std::uint64_t>(b, b_sequence, __ATOMIC_RELAXED) == before) return m;

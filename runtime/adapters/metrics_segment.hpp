@@ -27,9 +27,13 @@ namespace dix {
 
 // docs/formats-metrics.md: sizes as numbers the tests check against the document.
 namespace metrics_layout {
-inline constexpr std::uint32_t layout_version = 1;
+inline constexpr std::uint32_t layout_version = 2;
 inline constexpr std::uint32_t header_bytes = 128;
-inline constexpr std::uint32_t block_bytes = 256;
+inline constexpr std::uint32_t block_bytes = 512;
+// Layout 1 (before decision 0030): the same first 256 bytes of a block, no log names. Readers
+// still read it; the first attacher replaces it; any other attacher refuses it.
+inline constexpr std::uint32_t names_free_layout_version = 1;
+inline constexpr std::uint32_t names_free_block_bytes = 256;
 // A reader gives up on a block after this many reads that saw a writer at work (a writer that
 // died mid-write leaves the sequence odd until the next owner writes the block).
 inline constexpr int max_read_attempts = 64;
@@ -52,13 +56,17 @@ class metrics_segment {
   // exactly `block_count` blocks: the readiness segment's slot count). A zero magic or an empty
   // file (an interrupted creation) is created anew; with `renew` (the readiness segment was just
   // created, so no block pairs with its slots) any existing one is replaced by a new file renamed
-  // over it (readers keep the file they mapped). Fails segment_layout_mismatch (the message names
+  // over it (readers keep the file they mapped). The `first` attacher (no other runtime attached,
+  // so no writer of the file lives) also replaces a private, whole layout-1 file that way; any
+  // other attacher refuses one (decision 0030). Fails segment_layout_mismatch (the message names
   // the path, what was found and the remedy), io_error.
   static result<std::shared_ptr<metrics_segment>> create_or_validate(const std::filesystem::path& directory,
-                                                                     std::uint32_t block_count, bool renew);
-  // Any process: maps `directory/metrics.seg` read-only. nullptr when it does not exist (yet), is
-  // empty or its magic is zero. Fails segment_layout_mismatch (also for a block count other than
-  // `block_count`, the readiness segment's slot count), io_error.
+                                                                     std::uint32_t block_count, bool renew,
+                                                                     bool first);
+  // Any process: maps `directory/metrics.seg` read-only, of this layout or of layout 1 (whose
+  // blocks read without log names). nullptr when it does not exist (yet), is empty or its magic
+  // is zero. Fails segment_layout_mismatch (any other layout, naming this one as expected; also
+  // a block count other than `block_count`, the readiness segment's slot count), io_error.
   static result<std::shared_ptr<metrics_segment>> open(const std::filesystem::path& directory,
                                                        std::uint32_t block_count);
 
@@ -67,6 +75,8 @@ class metrics_segment {
   metrics_segment& operator=(const metrics_segment&) = delete;
 
   std::uint32_t block_count() const noexcept;
+  // 2, or 1 for a layout-1 file a reader mapped (never written: attach replaces or refuses it).
+  std::uint32_t layout_version() const noexcept;
   // The owner: stores `b` in block `index` under the seqlock (sequence odd, fields, sequence
   // even, release), then bumps the header's change counter and wakes its waiters. Only on a
   // writable mapping; `index` < block_count().
@@ -82,14 +92,15 @@ class metrics_segment {
   std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
 
  private:
-  metrics_segment(std::unique_ptr<mapped_file> file, std::uint32_t count);
-  // The segment over `m`, unless its count is not `block_count`.
+  metrics_segment(std::unique_ptr<mapped_file> file, std::uint32_t count, bool names);
+  // The segment over `m` (of layout 2 when `names`, else 1), unless its count is not `block_count`.
   static result<std::shared_ptr<metrics_segment>> of_blocks(const std::filesystem::path& directory, mapped_layout&& m,
-                                                            std::uint32_t block_count);
+                                                            std::uint32_t block_count, bool names = true);
   unsigned char* block(std::uint32_t index) const noexcept;
 
   std::unique_ptr<mapped_file> file_;
   std::uint32_t count_;
+  bool names_;  // layout 2: the blocks carry the logs' names
 };
 
 }  // namespace dix

@@ -451,8 +451,8 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
     const bool created = validated->created;
     mapping = mapping_of(std::move(*validated));
     // One metrics block per slot, beside it (docs/formats-metrics.md); a new segment's slots pair
-    // with no block of an earlier metrics segment.
-    auto blocks = metrics_segment::create_or_validate(directory, mapping->slot_count(), created);
+    // with no block of an earlier metrics segment, and the first attacher replaces one of layout 1.
+    auto blocks = metrics_segment::create_or_validate(directory, mapping->slot_count(), created, first);
     if (!blocks) return blocks.error();
     metrics = std::move(*blocks);
     if (first) {

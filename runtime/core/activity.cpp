@@ -63,8 +63,13 @@ lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uin
   l.transient_faults = m.transient_faults;
   l.last_fault = m.last_fault;
   l.log_count = static_cast<std::uint32_t>(m.logs.size());
-  for (const auto& g : m.logs) l.logs.push_back(log_lag_figures{g.sequence_lag, 0, -1});
+  for (const auto& g : m.logs) l.logs.push_back(log_lag_figures{g.sequence_lag, 0, -1, g.log});
   return l;
+}
+
+std::string log_label(const lag_figures& lag, std::size_t position) {
+  if (position < lag.logs.size() && !lag.logs[position].log.empty()) return lag.logs[position].log;
+  return std::to_string(position);
 }
 
 std::string_view to_string(index_activity a) noexcept {

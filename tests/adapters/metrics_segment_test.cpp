@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "adapters/mapped_file.hpp"
 #include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "core/bytes.hpp"
@@ -109,18 +110,18 @@ TEST_CASE("metrics segment: attach creates metrics.seg 0600 beside the readiness
     }
     CHECK(mode_of(metrics_file(home)) == 0600);
     auto bytes = read_file(metrics_file(home));
-    REQUIRE(bytes.size() == 128 + 3 * 256);
+    REQUIRE(bytes.size() == 128 + 3 * 512);
     CHECK(bytes.substr(0, 8) == "DIXMETRC");
-    CHECK(get_le<std::uint32_t>(bytes, 8) == 1u);    // layout_version
+    CHECK(get_le<std::uint32_t>(bytes, 8) == 2u);    // layout_version
     CHECK(get_le<std::uint32_t>(bytes, 12) == 128u); // header_bytes
-    CHECK(get_le<std::uint32_t>(bytes, 16) == 256u); // block_bytes
+    CHECK(get_le<std::uint32_t>(bytes, 16) == 512u); // block_bytes
     CHECK(get_le<std::uint32_t>(bytes, 20) == 3u);   // block_count = slot_count
     CHECK(bytes.substr(32, 96) == std::string(96, '\0'));
     // The first attach cleared every block through the seqlock: whole (even) and never written.
     for (std::size_t i = 0; i < 3; ++i) {
-      const auto at = 128 + i * 256;
+      const auto at = 128 + i * 512;
       CHECK(get_le<std::uint64_t>(bytes, at) % 2 == 0);
-      CHECK(bytes.substr(at + 8, 248) == std::string(248, '\0'));
+      CHECK(bytes.substr(at + 8, 504) == std::string(504, '\0'));
     }
   }
 }
@@ -135,7 +136,7 @@ TEST_CASE("metrics segment: a write lands at the documented offsets, bumps the c
   CHECK(m.change_counter() == before + 1);
 
   auto bytes = read_file(metrics_file(home));
-  const std::size_t at = 128 + 2 * 256;
+  const std::size_t at = 128 + 2 * 512;
   CHECK(get_le<std::uint64_t>(bytes, at) % 2 == 0);                        // sequence: whole
   CHECK(get_le<std::uint64_t>(bytes, at + 8) == 1'700'000'000'123'456'789ull);  // written_wall_ns
   CHECK(get_le<std::uint64_t>(bytes, at + 16) == 9u);                      // epoch
@@ -144,7 +145,7 @@ TEST_CASE("metrics segment: a write lands at the documented offsets, bumps the c
   CHECK(get_le<std::uint64_t>(bytes, at + 40) == 14000u);                  // estimated_records
   CHECK(get_le<std::uint64_t>(bytes, at + 48) == 52000u);                  // scan_records_per_s
   CHECK(get_le<std::uint64_t>(bytes, at + 56) == 150u);                    // rebuild_eta_ms
-  CHECK(bytes.substr(at + 64, 192) == std::string(192, '\0'));             // reserved (lag: issue 11)
+  CHECK(bytes.substr(at + 64, 448) == std::string(448, '\0'));             // no lag part, no names
   CHECK(get_le<std::uint64_t>(bytes, 24) == before + 1);                   // header change_counter
 
   auto reader = open_reader(home, 4);
@@ -255,7 +256,7 @@ TEST_CASE("metrics segment: another layout version, magic, block size or block c
     std::string bytes;
     const char* found;
   };
-  const std::vector<bad> cases{{"version", 8, le<std::uint32_t>(2), "found layout version 2, expected layout version 1"},
+  const std::vector<bad> cases{{"version", 8, le<std::uint32_t>(3), "found layout version 3, expected layout version 2"},
                                {"magic", 0, "DIXNOPE!", "(not a dix metrics segment)"},
                                {"block size", 16, le<std::uint32_t>(128), "block_bytes 128"}};
   for (const auto& c : cases) {
@@ -298,7 +299,7 @@ TEST_CASE("metrics segment: a readiness segment created anew gets a new metrics 
   fs::remove(home / "dix" / "readiness.seg");  // the next attach creates it: its slots pair with no block
   auto s = attach(home, 3);
   CHECK(s->metrics().block_count() == 3);
-  CHECK(fs::file_size(metrics_file(home)) == 128 + 3 * 256);
+  CHECK(fs::file_size(metrics_file(home)) == 128 + 3 * 512);
   CHECK(mode_of(metrics_file(home)) == 0600);
   CHECK_FALSE(s->metrics().read(1)->progress);
   CHECK_FALSE(fs::exists(home / "dix" / "metrics.seg.new"));
@@ -405,11 +406,12 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   l.transient_faults = 2;
   l.last_fault = readiness_reason::log_missing;
   l.log_count = 3;
-  l.logs = {log_lag_figures{100, 2000, -1}, log_lag_figures{7, 0, 12345}};
+  const std::string long_name(64, 'x');  // the longest a log name may be
+  l.logs = {log_lag_figures{100, 2000, -1, "a"}, log_lag_figures{7, 0, 12345, long_name}};
   m.write(1, metrics_block{9, rebuild_progress{7, 1, 2, 3, 4, false}, l});
 
   auto bytes = read_file(metrics_file(home));
-  const std::size_t at = 128 + 256;
+  const std::size_t at = 128 + 512;
   CHECK(get_le<std::uint64_t>(bytes, at + 32) == 1u);          // the progress is untouched
   CHECK(get_le<std::uint64_t>(bytes, at + 64) == 7u);          // lag epoch
   CHECK(get_le<std::uint64_t>(bytes, at + 72) == 1'700'000'000'000'000'001ull);  // taken_wall_ns
@@ -431,6 +433,13 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(get_le<std::uint64_t>(bytes, at + 160) == ~std::uint64_t{0});  // log 0 headroom −1
   CHECK(get_le<std::uint64_t>(bytes, at + 184) == 12345u);     // log 1 headroom
   CHECK(bytes.substr(at + 192, 64) == std::string(64, '\0'));  // still reserved
+  // The names part (layout 2, decision 0030): lengths, then each name zero padded to 64 bytes.
+  CHECK(static_cast<unsigned char>(bytes[at + 256]) == 1u);    // log 0 name_len
+  CHECK(static_cast<unsigned char>(bytes[at + 257]) == 64u);   // log 1 name_len
+  CHECK(bytes.substr(at + 258, 6) == std::string(6, '\0'));
+  CHECK(bytes.substr(at + 264, 64) == "a" + std::string(63, '\0'));
+  CHECK(bytes.substr(at + 328, 64) == long_name);
+  CHECK(bytes.substr(at + 392, 120) == std::string(120, '\0'));
 
   auto got = open_reader(home, 2)->read(1);
   REQUIRE(got);
@@ -446,6 +455,25 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(got->lag->logs[0].read_per_s == 2000);
   CHECK(got->lag->logs[0].retention_headroom_ms == -1);
   CHECK(got->lag->logs[1].retention_headroom_ms == 12345);
+  CHECK(got->lag->logs[0].log == "a");
+  CHECK(got->lag->logs[1].log == long_name);
+  CHECK(log_label(*got->lag, 1) == long_name);
+
+  // One log now: the second name is gone with its figures; a name outside the rules is stored
+  // as none, and a reader labels that log by its position.
+  l.log_count = 1;
+  l.logs = {log_lag_figures{1, 0, -1, "Not a log!"}};
+  m.write(1, metrics_block{10, std::nullopt, l});
+  bytes = read_file(metrics_file(home));
+  CHECK(static_cast<unsigned char>(bytes[at + 256]) == 0u);
+  CHECK(static_cast<unsigned char>(bytes[at + 257]) == 0u);
+  CHECK(bytes.substr(at + 264, 128) == std::string(128, '\0'));
+  auto unnamed = open_reader(home, 2)->read(1);
+  REQUIRE(unnamed);
+  REQUIRE(unnamed->lag);
+  REQUIRE(unnamed->lag->logs.size() == 1);
+  CHECK(unnamed->lag->logs[0].log.empty());
+  CHECK(log_label(*unnamed->lag, 0) == "0");
 
   // A block as a writer before the lag part wrote it (the lag bytes zero): progress, no lag.
   m.write(0, metrics_block{9, rebuild_progress{7, 1, 2, 3, 4, false}});
@@ -453,4 +481,69 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   REQUIRE(older);
   CHECK(older->progress);
   CHECK_FALSE(older->lag);
+}
+
+TEST_CASE("metrics segment: a layout-1 file (an older runtime's) is replaced by the first attacher with a layout-2 file renamed over it, while a reader of the old file keeps reading it without names", "[adapter][metrics][names]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home, 2).reset();  // the readiness segment, which the older runtime would have made
+  const auto old_bytes = test::layout_1_metrics_file(2, 1, 5);
+  test::replace_file(metrics_file(home), old_bytes);
+
+  // A reader reads the older runtime's figures as before, its log without a name.
+  auto old_reader = open_reader(home, 2);
+  CHECK(old_reader->layout_version() == 1);
+  auto before = old_reader->read(1);
+  REQUIRE(before);
+  REQUIRE(before->lag);
+  CHECK(before->lag->epoch == 5);
+  REQUIRE(before->lag->logs.size() == 1);
+  CHECK(before->lag->logs[0].sequence_lag == 42);
+  CHECK(before->lag->logs[0].log.empty());
+  CHECK(log_label(*before->lag, 0) == "0");
+
+  // No runtime attached: nothing of the file is live, so the first attacher replaces it.
+  auto s = attach(home, 2);
+  CHECK(s->metrics().layout_version() == 2);
+  auto bytes = read_file(metrics_file(home));
+  REQUIRE(bytes.size() == 128 + 2 * 512);
+  CHECK(get_le<std::uint32_t>(bytes, 8) == 2u);
+  CHECK(get_le<std::uint32_t>(bytes, 16) == 512u);
+  CHECK(mode_of(metrics_file(home)) == 0600);
+  CHECK_FALSE(fs::exists(home / "dix" / "metrics.seg.new"));
+  CHECK_FALSE(s->metrics().read(1)->lag);
+  CHECK(open_reader(home, 2)->layout_version() == 2);
+  // The reader that mapped the old file keeps it, whole.
+  auto kept = old_reader->read(1);
+  REQUIRE(kept);
+  REQUIRE(kept->lag);
+  CHECK(kept->lag->logs[0].sequence_lag == 42);
+}
+
+TEST_CASE("metrics segment: a layout-1 file while a runtime is attached is refused by a later attacher and left unchanged, and an older runtime's check refuses a layout-2 file", "[adapter][metrics][names]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto first = attach(home, 2);  // stands for the older runtime, attached first
+  const auto old_bytes = test::layout_1_metrics_file(2, 0, 5);
+  test::replace_file(metrics_file(home), old_bytes);  // the file it would have made and validated
+
+  auto second = readiness_segment::attach(home, 2);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().value() == errc::segment_layout_mismatch);
+  CHECK_THAT(second.error().message(),
+             Catch::StartsWith("metrics segment " + metrics_file(home).string()) &&
+                 Catch::Contains("found layout version 1, expected layout version 2") &&
+                 Catch::Contains("stop every process using this database, then delete " + metrics_file(home).string()));
+  CHECK(read_file(metrics_file(home)) == old_bytes);  // the live runtime's file is untouched
+  first.reset();
+
+  // The other way round: a runtime of layout 1 validates a file as layout 1 with 256-byte
+  // blocks, which a layout-2 file fails (formats.md §4.6 step 2), attaching first or not.
+  auto current = attach(home, 2);
+  CHECK(current->metrics().layout_version() == 2);
+  const file_layout older{"metrics segment", "DIXMETRC", 1, 128, 256, "block", 65536};
+  auto refused = open_existing(metrics_file(home), older, true);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::segment_layout_mismatch);
+  CHECK_THAT(refused.error().message(), Catch::Contains("found layout version 2, expected layout version 1"));
 }

@@ -171,9 +171,9 @@ TEST_CASE("segment_reader: a metrics segment created after the reader opened is 
   s->metrics().write(slot->index(), metrics_block{1, rebuild_progress{slot->owner_epoch(), 7, 9, 0, 0, false}});
   CHECK(reader->read().value().entries.at(0).progress->rebuilt_records == 7);
 
-  test::patch_file(metrics, 8, test::le(std::uint32_t{2}));  // layout_version
+  test::patch_file(metrics, 8, test::le(std::uint32_t{3}));  // layout_version
   auto other = segment_reader::open(home);
   REQUIRE_FALSE(other);
   CHECK(other.error().value() == errc::segment_layout_mismatch);
-  CHECK_THAT(other.error().message(), Catch::Contains(metrics.string()) && Catch::Contains("found layout version 2"));
+  CHECK_THAT(other.error().message(), Catch::Contains(metrics.string()) && Catch::Contains("found layout version 3"));
 }

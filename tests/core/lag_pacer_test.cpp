@@ -81,7 +81,7 @@ TEST_CASE("lag pacer: a new epoch is told at once, whatever the interval", "[cor
   CHECK(d.publish->epoch == 3);
 }
 
-TEST_CASE("lag pacer: at most lag_log_slots logs, the count of all of them", "[core][lag]") {
+TEST_CASE("lag pacer: at most lag_log_slots logs, the count of all of them, each with its name in attach order", "[core][lag]") {
   lag_pacer pacer;
   auto s = owner(0, 10);
   s.logs.push_back(log_progress{"b", 0, 20});
@@ -91,4 +91,6 @@ TEST_CASE("lag pacer: at most lag_log_slots logs, the count of all of them", "[c
   CHECK(d.publish->log_count == 3);
   CHECK(d.publish->logs.size() == lag_log_slots);
   CHECK(d.publish->logs[1].sequence_lag == 20);
+  CHECK(d.publish->logs[0].log == "main");
+  CHECK(d.publish->logs[1].log == "b");
 }

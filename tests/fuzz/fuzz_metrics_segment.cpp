@@ -5,8 +5,8 @@
 // whole of `<home>/dix/metrics.seg` (written aside and renamed over it: the attached runtime's
 // own mapping keeps the old file). It is then opened as `dix status` opens it: metrics_segment::open
 // and every block read, and the public segment_reader. Properties: a rejected file is
-// segment_layout_mismatch; an accepted one is exactly 128 + 2 × 256 bytes; a block read is whole
-// or nothing, never a crash.
+// segment_layout_mismatch; an accepted one is exactly 128 + 2 × 512 bytes (128 + 2 × 256 for an
+// older runtime's layout 1); a block read is whole or nothing, never a crash.
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -66,7 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!metrics) {
     FUZZ_CHECK(metrics.error().value() == dix::errc::segment_layout_mismatch);
   } else if (*metrics) {
-    FUZZ_CHECK(size == dix::metrics_layout::header_bytes + std::size_t{slots} * dix::metrics_layout::block_bytes);
+    const auto block_bytes = (*metrics)->layout_version() == dix::metrics_layout::layout_version
+                               ? dix::metrics_layout::block_bytes
+                               : dix::metrics_layout::names_free_block_bytes;
+    FUZZ_CHECK(size == dix::metrics_layout::header_bytes + std::size_t{slots} * block_bytes);
     for (std::uint32_t i = 0; i < slots; ++i) (void)(*metrics)->read(i);
     FUZZ_CHECK(!(*metrics)->read(slots));
     (void)(*metrics)->change_counter();

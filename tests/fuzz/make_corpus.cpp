@@ -196,7 +196,9 @@ void segments(corpus_writer& out, const fs::path& scratch) {
   out.put("segment", "rejected-truncated", valid.substr(0, valid.size() - 1));
 }
 
-// Metrics segments of 2 blocks (fuzz_metrics_segment.cpp's readiness segment has 2 slots).
+// Metrics segments of 2 blocks (fuzz_metrics_segment.cpp's readiness segment has 2 slots), of
+// layout 2. The corpus keeps layout-1-* seeds this generator wrote before decision 0030 (an older
+// runtime's file, which readers still read).
 void metrics_segments(corpus_writer& out, const fs::path& scratch) {
   const auto home = scratch / "metrics";
   std::error_code ec;
@@ -212,6 +214,15 @@ void metrics_segments(corpus_writer& out, const fs::path& scratch) {
                                                     dix::rebuild_progress{3, 14000, 14000, 51000, 0, true}});
   auto written = read_file(file);
   out.put("metrics_segment", "two-blocks-written", written);
+  // Lag figures of two logs with their names (1 and 64 bytes: the names part, decision 0030).
+  dix::lag_figures lag;
+  lag.epoch = 3;
+  lag.taken_wall_ns = 1'700'000'001'000'000'000ull;
+  lag.state = dix::runner_state::running;
+  lag.log_count = 2;
+  lag.logs = {dix::log_lag_figures{12, 2000, -1, "m"}, dix::log_lag_figures{0, 0, 90'000, std::string(64, 'z')}};
+  (*segment)->metrics().write(1, dix::metrics_block{1'700'000'001'000'000'000ull, std::nullopt, lag});
+  out.put("metrics_segment", "lag-with-names", read_file(file));
   out.put("metrics_segment", "rejected-truncated", written.substr(0, written.size() - 1));
   auto odd = written;
   odd[128] = static_cast<char>(odd[128] | 1);  // block 0's sequence odd: a writer died mid-write

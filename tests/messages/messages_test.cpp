@@ -411,7 +411,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: lag publication messages round-trip, a
   l.lag_gate = 0xFFFFFFFFu;
   l.last_fault = dix::readiness_reason::log_missing;
   l.log_count = 3;
-  l.logs = {dix::log_lag_figures{10, 2000, -1}, dix::log_lag_figures{0, 5, 700}};
+  l.logs = {dix::log_lag_figures{10, 2000, -1, "main"}, dix::log_lag_figures{0, 5, 700, "side"}};
   auto p = roundtrip(dix::lag_publication{"idx-1", l});
   CHECK(p.id == "idx-1");
   CHECK(p.lag.epoch == 9);
@@ -423,6 +423,8 @@ TEST_CASE_METHOD(wire_fixture, "messages: lag publication messages round-trip, a
   REQUIRE(p.lag.logs.size() == 2);
   CHECK(p.lag.logs[0].retention_headroom_ms == -1);
   CHECK(p.lag.logs[1].retention_headroom_ms == 700);
+  CHECK(p.lag.logs[0].log == "main");
+  CHECK(p.lag.logs[1].log == "side");
   roundtrip(dix::lag_due{});
 
   l.state = static_cast<dix::runner_state>(200);

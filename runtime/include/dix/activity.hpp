@@ -21,6 +21,9 @@ struct log_lag_figures {
   std::uint64_t sequence_lag = 0;       // latest − durable sequence (protocol.md §14.2)
   std::uint64_t read_per_s = 0;         // sequences read per second, over the last publications
   std::int64_t retention_headroom_ms = -1;  // protocol.md §13.2; −1: not sampled, live file or no TTL
+  // The log's name (1…64 bytes of the name rules, decision 0030); empty only in figures read
+  // from a metrics segment of layout 1, whose writer stored no names.
+  std::string log = {};
 };
 
 inline constexpr std::size_t lag_log_slots = 2;
@@ -40,7 +43,7 @@ struct lag_figures {
   std::uint32_t transient_faults = 0;            // consecutive (§10.5)
   readiness_reason last_fault = readiness_reason::none;
   std::uint32_t log_count = 0;          // the registration's logs (may exceed logs.size())
-  std::vector<log_lag_figures> logs;    // at most lag_log_slots
+  std::vector<log_lag_figures> logs;    // at most lag_log_slots, attach order
 
   // The figures as they stand at `now_wall_ns`: every growing age advanced by the time since
   // taken_wall_ns (never backwards), lag_ms the largest component again.
@@ -53,6 +56,11 @@ inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
 // components, accepted batches, gate, faults, every log's sequence lag (read rate 0, headroom −1).
 // An age that is non-zero is marked growing (runner_metrics cannot tell more); the wall time is 0.
 lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead);
+
+// How readers label log `position` of `lag.logs` (`dix status`, the Prometheus `log` label): its
+// name, or its position in attach order in decimal when the figures carry no name (a layout-1
+// metrics segment's, decision 0030).
+std::string log_label(const lag_figures& lag, std::size_t position);
 
 // following: a healthy owner behind a steady writer, its durable position trailing the log only
 // by the work of the next flush; catching up: a backlog materially larger than that.
