@@ -76,13 +76,14 @@ below (or within twice) the free-space reserve its runtime stored.
                   "runner_state","cursor_lag_ms","stalled_ms","unread_age_ms",
                   "oldest_accepted_age_ms","accepted_batches","max_accepted_batches_ahead",
                   "gate" (open, throttled, exceeded),"gate_delay_us","transient_faults",
-                  "read_per_s","eta_ms" (when known),"lag_taken_wall_ns","logs":[{"log",
-                  "sequence_lag","read_per_s",
+                  "read_per_s","eta_ms" (when known),"lag_taken_wall_ns","logs":[{"log"
+                  (its name),"position" (in attach order),"sequence_lag","read_per_s",
                   "retention_headroom_ms"}]; once a runtime stored the store's reserve,
                   "store_space":{"available_bytes","capacity_bytes","unflushed_bytes",
                   "reserve_bytes","below_reserve"}
   --prometheus   the same figures in the Prometheus text format (docs/operations.md lists the
-                 metric names; labels index and log, log being the log's position)
+                 metric names; labels index and log, log being the log's name, as
+                 `dix serve --metrics-listen` labels it)
   --watch        print the table, then again whenever it changes (futex wakeups on the
                  segment's change counter, not polling; a rebuild's progress at most once a
                  second) until SIGINT or SIGTERM; a blank line ends each plain table
@@ -291,7 +292,8 @@ std::string render_json(const fs::path& home, const table& t) {
       if (a.eta_ms) out << ",\"eta_ms\":" << *a.eta_ms;
       out << ",\"lag_taken_wall_ns\":" << l.taken_wall_ns << ",\"logs\":[";
       for (std::size_t g = 0; g < l.logs.size(); ++g) {
-        out << (g == 0 ? "" : ",") << "{\"log\":" << g << ",\"sequence_lag\":" << l.logs[g].sequence_lag
+        out << (g == 0 ? "" : ",") << "{\"log\":" << json_string(log_label(l, g)) << ",\"position\":" << g
+            << ",\"sequence_lag\":" << l.logs[g].sequence_lag
             << ",\"read_per_s\":" << l.logs[g].read_per_s
             << ",\"retention_headroom_ms\":" << l.logs[g].retention_headroom_ms << "}";
       }
@@ -372,7 +374,7 @@ std::string render_plain(const fs::path& home, const table& t) {
       if (lag->logs[g].retention_headroom_ms < 0) continue;
       char text[64];
       std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(lag->logs[g].retention_headroom_ms) / 1000.0);
-      out << "retention " << e.id << " log " << g << ": " << text
+      out << "retention " << e.id << " log " << log_label(*lag, g) << ": " << text
           << " before the WAL file holding its durable anchor ages out (then log-retention)\n";
     }
   }

@@ -50,9 +50,8 @@ void add_activity(tool::metrics_text& out, const std::string& id, const activity
   }
 }
 
-// The lag figures of protocol.md §13.1 and the per-log part; `log_name(i)` labels log i.
-template <class LogName>
-void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& l, LogName log_name) {
+// The lag figures of protocol.md §13.1 and the per-log part, each log labelled by its name.
+void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& l) {
   const metric_labels index{{"index", id}};
   out.add("dix_lag_seconds", metric_type::gauge, "The index's lag: the largest of the four components (protocol.md 13.1)",
           index, seconds(l.lag_ms));
@@ -74,7 +73,7 @@ void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& 
   out.add("dix_transient_faults", metric_type::gauge, "Consecutive transient faults", index, l.transient_faults);
   for (std::size_t i = 0; i < l.logs.size(); ++i) {
     const auto& g = l.logs[i];
-    const metric_labels log{{"index", id}, {"log", log_name(i)}};
+    const metric_labels log{{"index", id}, {"log", log_label(l, i)}};
     out.add("dix_log_sequence_lag", metric_type::gauge, "Latest minus durable sequence of the log", log,
             static_cast<double>(g.sequence_lag));
     out.add("dix_log_read_sequences_per_second", metric_type::gauge, "Sequences read per second, the rate of the ETA",
@@ -139,7 +138,7 @@ void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std:
   std::optional<lag_figures> lag;
   if (e.lag) lag = e.lag->aged_at(now_wall_ns);
   add_activity(out, e.id, attribute(e.readiness, lag));
-  if (lag) add_lag(out, e.id, *lag, [](std::size_t i) { return std::to_string(i); });
+  if (lag) add_lag(out, e.id, *lag);
 }
 
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
@@ -152,7 +151,7 @@ void add_runner_metrics(tool::metrics_text& out, const std::string& id, const ru
           with(id, "state", std::string(to_string(status.state))), 1);
   out.add("dix_owner", metric_type::gauge, "1 while this runtime's runner owns the index", index, m.owner ? 1 : 0);
   out.add("dix_epoch", metric_type::gauge, "The runner's current owner epoch", index, static_cast<double>(m.epoch));
-  add_lag(out, id, lag, [&](std::size_t i) { return m.logs[i].log; });
+  add_lag(out, id, lag);
   for (const auto& f : runner_figures) out.add(f.name, f.type, f.help, index, f.value(m));
   constexpr std::array<const char*, 4> reasons{"age", "threshold", "shutdown", "coverage"};
   for (std::size_t i = 0; i < reasons.size(); ++i) {

@@ -17,7 +17,8 @@
 namespace dix::cli {
 
 // From the segments: readiness, and the owner's lag figures aged to `now_wall_ns` when present.
-// The block names no logs: `log` is the log's position in the registration's attach order.
+// `log` is the log's name, as add_runner_metrics gives it (log_label: the position only for an
+// older owner's layout-1 metrics segment, which stored no names; decision 0030).
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns);
 
 // From the owning runtime: readiness, status, every runner_metrics field, per log by its name.

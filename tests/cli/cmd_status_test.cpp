@@ -458,12 +458,12 @@ TEST_CASE("dix status: a metrics segment of another layout exits 3 naming it and
   auto home = make_home(dir);
   attach(home).reset();
   auto path = home / "dix" / "metrics.seg";
-  test::patch_file(path, 8, test::le(std::uint32_t{2}));  // layout_version (formats-metrics.md §1)
+  test::patch_file(path, 8, test::le(std::uint32_t{3}));  // layout_version (formats-metrics.md §1)
   auto r = dix_cli(dir, {"status", "--db", home.string()});
   CHECK(r.exit_code == 3);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.err, Catch::StartsWith("dix status: segment_layout_mismatch: metrics segment " + path.string()) &&
-                        Catch::Contains("found layout version 2, expected layout version 1") &&
+                        Catch::Contains("found layout version 3, expected layout version 2") &&
                         Catch::Contains("then delete " + path.string()));
 }
 
@@ -499,7 +499,7 @@ lag_figures owner_lag(epoch_t epoch, runner_state state, std::uint64_t ago_ms) {
   l.state = state;
   l.max_accepted_batches_ahead = 64;
   l.log_count = 1;
-  l.logs = {log_lag_figures{0, 0, -1}};
+  l.logs = {log_lag_figures{0, 0, -1, "main"}};
   return l;
 }
 
@@ -520,17 +520,17 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   deferred.stalled_ms = deferred.lag_ms = 3000;
   deferred.stalled_growing = true;
   deferred.lag_gate = lag_gate_exceeded;
-  deferred.logs = {log_lag_figures{40, 0, 90'000}};
+  deferred.logs = {log_lag_figures{40, 0, 90'000, "main"}};
   segment->metrics().write(brand->index(), metrics_block{1, std::nullopt, deferred});
   // by-category: catching up, 5000 sequences behind at 2000/s.
   auto behind = owner_lag(category_epoch, runner_state::running, 0);
   behind.cursor_lag_ms = behind.lag_ms = 800;
-  behind.logs = {log_lag_figures{5000, 2000, -1}};
+  behind.logs = {log_lag_figures{5000, 2000, -1, "main"}};
   segment->metrics().write(category->index(), metrics_block{1, std::nullopt, behind});
   // by-colour: following a steady writer, the durable position a flush interval behind.
   auto following = owner_lag(colour_epoch, runner_state::running, 0);
   following.cursor_lag_ms = following.lag_ms = 874;
-  following.logs = {log_lag_figures{8740, 10000, -1}};
+  following.logs = {log_lag_figures{8740, 10000, -1, "main"}};
   segment->metrics().write(colour->index(), metrics_block{1, std::nullopt, following});
   // stale: an earlier owner's figures (its epoch is older than the slot's).
   segment->metrics().write(stale->index(), metrics_block{1, std::nullopt, owner_lag(stale_epoch - 1, runner_state::deferred, 0)});
@@ -540,7 +540,7 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK(plain.exit_code == 0);
   CHECK_THAT(plain.out, Catch::Contains("activity by-brand: stalled (backend-deferred): the backend defers deliveries; parked for "));
   CHECK_THAT(plain.out, Catch::Contains("gate by-brand: exceeded: commits to its tables are refused (index_lagging, retryable)\n"));
-  CHECK_THAT(plain.out, Catch::Contains("retention by-brand log 0: 90.0 s before the WAL file holding its durable anchor ages out"));
+  CHECK_THAT(plain.out, Catch::Contains("retention by-brand log main: 90.0 s before the WAL file holding its durable anchor ages out"));
   // The lag is said once, in the words.
   CHECK_THAT(plain.out, Catch::Contains("activity by-category: catching up: lag 0.8 s, 5000 sequences behind at 2000 sequences/s, ETA 2.5 s\n"));
   CHECK_THAT(plain.out, Catch::Contains("activity by-colour: following the log, lag 0.9 s\n"));
@@ -554,7 +554,7 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK_THAT(json.out, Catch::Contains("\"activity\":\"catching-up\",\"stall_cause\":\"none\",\"lag_ms\":800"));
   CHECK_THAT(json.out, Catch::Contains("\"read_per_s\":2000,\"eta_ms\":2500"));
   CHECK_THAT(json.out, Catch::Contains("\"activity\":\"following\",\"stall_cause\":\"none\",\"lag_ms\":874"));
-  CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":0,\"sequence_lag\":40,\"read_per_s\":0,\"retention_headroom_ms\":90000}]"));
+  CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":\"main\",\"position\":0,\"sequence_lag\":40,\"read_per_s\":0,\"retention_headroom_ms\":90000}]"));
   // Aged by the reader: at least the 3 s taken plus the 2 s since.
   const auto at = json.out.find("\"stalled_ms\":");
   REQUIRE(at != std::string::npos);
@@ -575,7 +575,10 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   capped.accepted_batches = 64;
   capped.stalled_ms = capped.lag_ms = 2500;
   capped.lag_gate = 250;
-  capped.logs = {log_lag_figures{12, 0, 30'000}};
+  // Two logs, named as the owner's runner_metrics names them (1 and 64 bytes: decision 0030).
+  const std::string long_log(64, 'w');
+  capped.log_count = 2;
+  capped.logs = {log_lag_figures{12, 0, 30'000, "m"}, log_lag_figures{3, 0, -1, long_log}};
   segment->metrics().write(brand->index(), metrics_block{1, std::nullopt, capped});
 
   auto r = dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
@@ -591,8 +594,10 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   CHECK(parsed.value("dix_index_activity", {{"index", "by-brand"}, {"activity", "stalled"}}) == 1);
   CHECK(parsed.value("dix_accepted_batches", {{"index", "by-brand"}}) == 64);
   CHECK(parsed.value("dix_gate_delay_seconds", {{"index", "by-brand"}}) == Approx(0.00025));
-  CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "0"}}) == 12);
-  CHECK(parsed.value("dix_log_retention_headroom_seconds", {{"index", "by-brand"}, {"log", "0"}}) == 30);
+  CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "m"}}) == 12);
+  CHECK(parsed.value("dix_log_retention_headroom_seconds", {{"index", "by-brand"}, {"log", "m"}}) == 30);
+  CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", long_log}}) == 3);
+  CHECK_FALSE(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "0"}}));
   CHECK(parsed.value("dix_lag_seconds", {{"index", "by-brand"}}) >= 2.5);
   // An index without lag figures has its readiness and activity only.
   CHECK(parsed.value("dix_readiness_state", {{"index", "Odd.id-2"}, {"state", "needs-rebuild"}}) == 1);
@@ -607,4 +612,33 @@ TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the a
   auto both = dix_cli(dir, {"status", "--db", home.string(), "--prometheus", "--json"});
   CHECK(both.exit_code == 2);
   CHECK_THAT(both.err, Catch::Contains("--json and --prometheus exclude each other"));
+}
+
+TEST_CASE("dix status: an older runtime's layout-1 metrics segment, which stores no log names, is read as before, each log labelled by its position in text, JSON and Prometheus",
+          "[system][cli][status][names]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = attach(home);  // stands for the older runtime, attached
+  auto [brand, epoch] = own(*segment, "by-brand");
+  const auto path = home / "dix" / "metrics.seg";
+  test::replace_file(path, test::layout_1_metrics_file(segment_layout::default_slot_count, brand->index(), epoch, wall_ns_now()));
+  // A retention forecast of 90 s for its log (formats-metrics.md §2.1, log 0's third field).
+  test::patch_file(path, 128 + std::size_t{brand->index()} * 256 + 160, test::le(std::uint64_t{90'000}));
+
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("retention by-brand log 0: 90.0 s before the WAL file holding its durable anchor ages out"));
+
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  INFO(json.out << json.err);
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"logs\":[{\"log\":\"0\",\"position\":0,\"sequence_lag\":42,"));
+  auto prom = dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
+  INFO(prom.out << prom.err);
+  CHECK(prom.exit_code == 0);
+  auto parsed = test::parse_prometheus(prom.out);
+  for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "0"}}) == 42);
+  if (auto verdict = test::promtool_problems(prom.out)) CHECK(*verdict == "");
 }

@@ -1,7 +1,8 @@
 // `dix serve --metrics-listen` (runtime/cli/metrics_server.cpp): an exec'd `dix serve` serves
 // GET /metrics over a real loopback socket; the test reads the port it printed, fetches the page
 // with a plain socket client of its own, and checks the text with the tests' parser and, where
-// installed, promtool (decision 0021).
+// installed, promtool (decision 0021), and that `dix status --prometheus` labels each log as the
+// page does (decision 0030).
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -15,10 +16,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "cli/dix_cli.hpp"
 #include "harness/child_process.hpp"
+#include "support/lag_wait.hpp"
 #include "support/prom_text.hpp"
 
 using namespace dix;
@@ -55,9 +58,20 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   return answer;
 }
 
+// The `log` labels of metric `name`'s samples of index `id`.
+std::set<std::string> log_labels(const test::prom_parse& parsed, const std::string& name, const std::string& id) {
+  std::set<std::string> out;
+  for (const auto& s : parsed.samples) {
+    const auto index = s.labels.find("index");
+    const auto log = s.labels.find("log");
+    if (s.name == name && index != s.labels.end() && index->second == id && log != s.labels.end()) out.insert(log->second);
+  }
+  return out;
+}
+
 }  // namespace
 
-TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and serves every index's runner metrics at /metrics over a real socket, valid text format",
+TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and serves every index's runner metrics at /metrics over a real socket, valid text format, each log labelled by its name as dix status --prometheus labels it",
           "[system][cli][prometheus]") {
   temp_dir dir;
   auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "200",
@@ -102,6 +116,25 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
     WARN("promtool is not installed (Debian package prometheus): the promtool check is skipped");
   }
   CHECK_THAT(http_get(port, "/other"), Catch::StartsWith("HTTP/1.1 404"));
+
+  // The same log under the same label from the segments (decision 0030): `dix status
+  // --prometheus` reads the owner's names from the metrics segment once its figures are there.
+  const auto home = dir / "d" / "primary";
+  for (const std::string id : {"by-brand", "by-category"}) {
+    REQUIRE(test::wait_lag(home, id, [](const lag_figures& l) { return !l.logs.empty(); }));
+  }
+  auto status_text = test::dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
+  INFO(status_text.out << status_text.err);
+  REQUIRE(status_text.exit_code == 0);
+  auto from_segments = test::parse_prometheus(status_text.out);
+  for (const auto& p : from_segments.problems) FAIL_CHECK(p);
+  for (const std::string id : {"by-brand", "by-category"}) {
+    CHECK(log_labels(parsed, "dix_log_sequence_lag", id) == std::set<std::string>{"main"});
+    CHECK(log_labels(from_segments, "dix_log_sequence_lag", id) == log_labels(parsed, "dix_log_sequence_lag", id));
+    CHECK(log_labels(from_segments, "dix_log_read_sequences_per_second", id) ==
+          log_labels(parsed, "dix_log_read_sequences_per_second", id));
+  }
+  if (auto verdict = test::promtool_problems(status_text.out)) CHECK(*verdict == "");
 
   const int status = serve.reap(SIGTERM);
   CHECK(WIFEXITED(status));
