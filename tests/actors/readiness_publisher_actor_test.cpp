@@ -312,7 +312,7 @@ TEST_CASE_METHOD(publisher_fixture,
 }
 
 TEST_CASE_METHOD(publisher_fixture,
-                 "readiness publisher: a lag publication replaces the block's lag part and keeps its progress, shows the slot's gate, and a new gate refreshes it",
+                 "readiness publisher: a lag publication replaces the block's lag part and keeps its progress, shows the slot's gate, and a new gate refreshes it, the log names kept",
                  "[actor][publisher][metrics][lag]") {
   run();
   caf::anon_send(sender, metrics_publication{"idx", rebuild_progress{4, 120, 900, 3000, 260, false}});
@@ -324,7 +324,7 @@ TEST_CASE_METHOD(publisher_fixture,
   l.max_accepted_batches_ahead = 64;
   l.lag_gate = 77;  // the runner's value is not the slot's: the publisher writes the slot's
   l.log_count = 1;
-  l.logs = {log_lag_figures{9, 0, -1}};
+  l.logs = {log_lag_figures{9, 0, -1, "main"}};
   caf::anon_send(sender, lag_publication{"idx", l});
   run();
   auto& st = state_of<client_state>(sender);
@@ -337,6 +337,8 @@ TEST_CASE_METHOD(publisher_fixture,
   CHECK(block->lag->state == runner_state::waiting_durable);
   CHECK(block->lag->accepted_batches == 64);
   CHECK(block->lag->lag_gate == 0);  // the slot's gate: open
+  REQUIRE(block->lag->logs.size() == 1);
+  CHECK(block->lag->logs[0].log == "main");  // the names part (decision 0030)
 
   // A later progress keeps the lag part; a publication storing a gate shows it in the block.
   caf::anon_send(sender, metrics_publication{"idx", rebuild_progress{4, 900, 900, 3000, 0, true}});
@@ -350,4 +352,6 @@ TEST_CASE_METHOD(publisher_fixture,
   CHECK(block->lag->accepted_batches == 64);
   CHECK(block->lag->lag_gate == lag_gate_exceeded);
   CHECK(block->progress->scan_ended);
+  REQUIRE(block->lag->logs.size() == 1);
+  CHECK(block->lag->logs[0].log == "main");  // rewritten with the gate and the progress
 }
