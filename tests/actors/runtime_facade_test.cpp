@@ -265,7 +265,13 @@ TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothin
   auto view = segment_view::open(dir / "db", segment_view::access::read_write).value();
   auto slot = view->slot(view->find("by-value").value());
   auto gate = [&] { return slot->lag_gate(); };
-  REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0; }));
+  // Every write so far covered and the gate open: with nothing in flight the 4 ms budget cannot
+  // trip while a loaded machine delays the runner, so the next commit meets the open gate.
+  auto settle = [&] {
+    REQUIRE(rt->wait_for_coverage("by-value", test::covering_now().since, 30s).get());
+    REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0; }));
+  };
+  settle();
 
   // The backend stops barriering: its accepted work ages past B.
   slow->hold_flushes = true;
@@ -290,11 +296,13 @@ TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothin
   // Barriers resume: a durable advance after the trip, the end of the log reached → open.
   slow->release_flushes();
   REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0; }));
+  settle();  // the replicated write too
   auto later = store->begin();
   later.put(1, "later", "v");
   CHECK(later.commit());
 
   // Closed again, then the last registration of the id unregisters: forced open.
+  settle();
   slow->hold_flushes = true;
   test::put_records(*store, "c", 1);
   REQUIRE(wait_segment(dir / "db", [&] { return gate() == 0xFFFFFFFFu; }));
