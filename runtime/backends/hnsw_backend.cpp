@@ -139,15 +139,24 @@ result<bool> read_pieces(const fs::path& path, std::size_t piece, bool missing_o
   return true;
 }
 
-// The length and CRC-32 of the file's bytes as they read back now. ENOENT is an error too.
-result<file_check> check_file(const fs::path& path) {
+// The length and CRC-32 of the file's bytes as they read back now; nullopt when it does not exist.
+result<std::optional<file_check>> check_existing(const fs::path& path) {
   file_check out;
-  auto read = read_pieces(path, 1u << 20, false, [&](std::string_view bytes) {
+  auto read = read_pieces(path, 1u << 20, true, [&](std::string_view bytes) {
     out.crc = crc32_ieee(bytes, out.crc);
     out.length += bytes.size();
   });
   if (!read) return read.error();
-  return out;
+  if (!*read) return std::optional<file_check>{};
+  return std::optional<file_check>{out};
+}
+
+// As check_existing, ENOENT an error too.
+result<file_check> check_file(const fs::path& path) {
+  auto check = check_existing(path);
+  if (!check) return check.error();
+  if (!*check) return io_failure("open " + path.string(), ENOENT);
+  return **check;
 }
 
 // The whole file; nullopt when it does not exist.
@@ -322,6 +331,166 @@ std::uint64_t expected_index_length(const hnswlib::HierarchicalNSW<float>& g) {
   return n;
 }
 
+std::unique_ptr<hnswlib::SpaceInterface<float>> make_space(const hnsw_options& o) {
+  if (o.space == hnsw_space::l2) return std::make_unique<hnswlib::L2Space>(o.dimension);
+  return std::make_unique<hnswlib::InnerProductSpace>(o.dimension);
+}
+
+// A verified `cursor` file: what it says and the cursor it commits.
+struct committed {
+  cursor_file file;
+  cursor position;
+};
+
+// The `cursor` file of `dir` as the backend's open and hnsw_reader verify it: nullopt when it does
+// not exist, or when its CRC, its fields or its cursor blob do not verify (cursorless). io_error
+// when it cannot be read.
+result<std::optional<committed>> read_committed(const fs::path& dir) {
+  auto bytes = read_whole(dir / cursor_name);
+  if (!bytes) return bytes.error();
+  if (!*bytes) return std::optional<committed>{};
+  auto file = decode_cursor_file(**bytes);
+  if (!file) return std::optional<committed>{};
+  auto decoded = cursor::decode(file->cursor_bytes);
+  if (!decoded) return std::optional<committed>{};
+  return std::optional<committed>{committed{std::move(*file), std::move(*decoded)}};
+}
+
+// A generation's graph and label map, as load_generation verified them.
+struct loaded_generation {
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  label_map labels;
+};
+// Why a generation did not load. missing: a file the cursor names does not exist (an owner's
+// barrier or reset removed it); invalid: a file does not verify or does not load.
+enum class load_failure : std::uint8_t { missing, invalid };
+
+// Generation `file.generation` of `dir`, verified against the cursor that names it: both files'
+// lengths and CRC-32s, the labels decode for these options, the graph loads over `space` with one
+// element per label allocated. The backend's open and hnsw_reader load it alike.
+std::variant<loaded_generation, load_failure> load_generation(const fs::path& dir, const cursor_file& file,
+                                                              hnswlib::SpaceInterface<float>* space,
+                                                              const hnsw_options& o) {
+  const auto ip = index_path(dir, file.generation);
+  const auto lp = labels_path(dir, file.generation);
+  auto index_check = check_existing(ip);
+  if (index_check && !*index_check) return load_failure::missing;
+  if (!index_check || **index_check != file.index) return load_failure::invalid;
+  auto labels_bytes = read_whole(lp);
+  if (labels_bytes && !*labels_bytes) return load_failure::missing;
+  if (!labels_bytes || file_check{(*labels_bytes)->size(), crc32_ieee(**labels_bytes)} != file.labels) {
+    return load_failure::invalid;
+  }
+  auto map = decode_labels(**labels_bytes, o.dimension, o.space);
+  if (!map) return load_failure::invalid;
+  try {
+    // Between the CRC and this read the owner may have removed the file: that is `missing`.
+    auto g = std::make_unique<hnswlib::HierarchicalNSW<float>>(space, ip.string());
+    // loadIndex adds the deleted marks it finds to a counter it never zeroes: count again.
+    g->num_deleted_ = 0;
+    for (std::size_t i = 0; i < g->cur_element_count; ++i) {
+      if (g->isMarkedDeleted(static_cast<hnswlib::tableint>(i))) ++g->num_deleted_;
+    }
+    if (g->cur_element_count != map->next_label || g->max_elements_ < 1) return load_failure::invalid;
+    return loaded_generation{std::move(g), std::move(*map)};
+  } catch (const std::exception&) {
+    return ::access(ip.c_str(), F_OK) != 0 && errno == ENOENT ? load_failure::missing : load_failure::invalid;
+  }
+}
+
+// The query a search takes (normalised under cosine); invalid_argument when it is not one.
+result<std::vector<float>> query_vector(const float* query, std::size_t n, const hnsw_options& o, const std::string& id) {
+  if (n != o.dimension) {
+    return error{errc::invalid_argument, "knn: the query has " + std::to_string(n) + " components, index " + id +
+                                             " holds vectors of " + std::to_string(o.dimension)};
+  }
+  std::vector<float> q(query, query + n);
+  if (check_vector(q, o.dimension, o.space) != nullptr) {
+    return error{errc::invalid_argument, "knn: the query has a non-finite component (or is zero under cosine)"};
+  }
+  return q;
+}
+
+// A graph and its label map: what a search and a listing read. The backend's graph is one
+// (applies change it under the backend's exclusive lock; searches hold that lock shared), and
+// each generation an hnsw_reader loads is one (never changed once loaded). hnswlib's searchKnn is
+// const, its visited-list pool locks itself and its metrics are atomic; the one mutable state a
+// search reads is the breadth ef_, one per graph: a search with another ef waits until no search
+// runs before setEf, so the value never changes under a running search.
+struct graph_view {
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  label_map labels;
+  std::unordered_map<std::uint64_t, const ref_key*> by_label;  // points into labels.by_ref
+
+  void set_graph(std::unique_ptr<hnswlib::HierarchicalNSW<float>> g) {
+    graph = std::move(g);
+    std::lock_guard lock(ef_mutex);
+    ef_current = 0;
+  }
+  void index_labels() {
+    by_label.clear();
+    for (const auto& [key, s] : labels.by_ref) by_label.emplace(s.label, &key);
+  }
+
+  // The k nearest live records to q (as query_vector made it), ascending by distance, searched
+  // with ef. The caller keeps the graph from changing meanwhile.
+  result<std::vector<scored_ref>> search(const std::vector<float>& q, std::size_t k, std::size_t ef,
+                                         const std::string& id) {
+    std::priority_queue<std::pair<float, hnswlib::labeltype>> found;
+    {
+      std::unique_lock ef_lock(ef_mutex);
+      ef_cv.wait(ef_lock, [&] { return ef_current == ef || searching == 0; });
+      if (ef_current != ef) {
+        graph->setEf(ef);
+        ef_current = ef;
+      }
+      ++searching;
+    }
+    try {
+      found = graph->searchKnn(q.data(), k);
+    } catch (const std::exception& e) {
+      std::lock_guard ef_lock(ef_mutex);
+      --searching;
+      ef_cv.notify_all();
+      return error{errc::io_error, "hnsw index " + id + ": searchKnn: " + e.what()};
+    }
+    {
+      std::lock_guard ef_lock(ef_mutex);
+      --searching;
+      ef_cv.notify_all();
+    }
+    std::vector<scored_ref> rows(found.size());
+    for (std::size_t i = found.size(); i-- > 0;) {  // the heap yields the farthest first
+      const auto [distance, label] = found.top();
+      found.pop();
+      auto& row = rows[i];
+      row.score = static_cast<double>(distance);
+      if (auto it = by_label.find(label); it != by_label.end()) {
+        const auto& [log, table, record_id] = *it->second;
+        row.ref = record_ref{log, table, record_id, labels.by_ref.at(*it->second).version};
+      }
+    }
+    return rows;
+  }
+
+  // Every record with its version, in (log, table, record_id) order.
+  std::vector<record_ref> records() const {
+    std::vector<record_ref> out;
+    out.reserve(labels.by_ref.size());
+    for (const auto& [key, s] : labels.by_ref) {
+      const auto& [log, table, record_id] = key;
+      out.push_back(record_ref{log, table, record_id, s.version});
+    }
+    return out;
+  }
+
+ private:
+  std::mutex ef_mutex;
+  std::condition_variable ef_cv;
+  std::size_t ef_current = 0;  // 0: unknown (a new graph)
+  std::size_t searching = 0;
+};
+
 struct barrier_request {
   std::vector<completion> done;
   std::uint64_t mark = 0;  // the last item queued when a request joined: the barrier runs after it
@@ -337,7 +506,9 @@ struct queued {
 
 // ---------------------------------------------------------------------------------------------
 
-struct hnsw_backend::impl {
+// The backend's graph is a graph_view (the search and listing hnsw_reader shares) plus the queue,
+// the applier and the files.
+struct hnsw_backend::impl : graph_view {
   std::string id;
   hnsw_options options;
   backend_host* host = nullptr;
@@ -354,9 +525,6 @@ struct hnsw_backend::impl {
   // owner's first call loads the directory again.
   bool owner_open = false;
   std::unique_ptr<hnswlib::SpaceInterface<float>> space;
-  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
-  label_map labels;
-  std::unordered_map<std::uint64_t, const ref_key*> by_label;  // points into labels.by_ref
   // What the files hold, and what the next barrier commits. Written under the exclusive lock
   // (open, reset, apply) or by the barrier on the applier.
   std::atomic<std::uint64_t> saved_generation{0};  // the generation `cursor` names (0: cursorless); atomic for the probe
@@ -367,13 +535,6 @@ struct hnsw_backend::impl {
   std::optional<std::string> written_cursor;     // the cursor bytes `cursor` holds
   epoch_t commit_epoch = 0;                      // the epoch of the last applied batch
   bool rebuild_requested = false;                // this generation of the index asked once
-
-  // The search breadth (hnswlib keeps one, ef_): a query with another ef waits until no search
-  // runs, so the value never changes under a running search.
-  std::mutex ef_mutex;
-  std::condition_variable ef_cv;
-  std::size_t ef_current = 0;  // 0: unknown (a new graph)
-  std::size_t searching = 0;
 
   // The queue between deliver/flush/shutdown/reset and the applier.
   mutable std::mutex queue_mutex;
@@ -414,11 +575,6 @@ struct hnsw_backend::impl {
   result<void> open_index();
   void close_index();
   void fresh_graph();
-  void set_graph(std::unique_ptr<hnswlib::HierarchicalNSW<float>> g) {
-    graph = std::move(g);
-    std::lock_guard lock(ef_mutex);
-    ef_current = 0;
-  }
   result<void> ensure_open(bool for_owner) {
     {
       std::shared_lock lock(index_mutex);
@@ -480,46 +636,20 @@ result<void> hnsw_backend::impl::open_index() {
     next_generation = std::max(next_generation, generation_of(entry.path().filename().string()) + 1);
   }
   if (ec) return error{errc::io_error, "hnsw index " + id + ": listing " + options.state_dir.string() + ": " + ec.message()};
-  if (options.space == hnsw_space::l2) space = std::make_unique<hnswlib::L2Space>(options.dimension);
-  else space = std::make_unique<hnswlib::InnerProductSpace>(options.dimension);
+  space = make_space(options);
 
-  auto bytes = read_whole(options.state_dir / cursor_name);
-  if (!bytes) return bytes.error();
   // A cursor counts only when its own CRC, its cursor blob and both files it names verify, and
   // the files load; anything else is a cursorless start over an empty graph.
-  std::optional<cursor_file> file;
-  std::optional<cursor> loaded_cursor;
-  if (*bytes) file = decode_cursor_file(**bytes);
-  if (file) {
-    auto decoded = cursor::decode(file->cursor_bytes);
-    if (decoded) loaded_cursor = std::move(*decoded);
-  }
+  auto read = read_committed(options.state_dir);
+  if (!read) return read.error();
+  auto& file = *read;
   bool loaded = false;
-  if (loaded_cursor) {
-    const auto ip = index_path(options.state_dir, file->generation);
-    const auto lp = labels_path(options.state_dir, file->generation);
-    auto index_check = check_file(ip);
-    auto labels_bytes = read_whole(lp);
-    if (index_check && *index_check == file->index && labels_bytes && *labels_bytes &&
-        file_check{(*labels_bytes)->size(), crc32_ieee(**labels_bytes)} == file->labels) {
-      auto map = decode_labels(**labels_bytes, options.dimension, options.space);
-      if (map) {
-        try {
-          auto g = std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), ip.string());
-          // loadIndex adds the deleted marks it finds to a counter it never zeroes: count again.
-          g->num_deleted_ = 0;
-          for (std::size_t i = 0; i < g->cur_element_count; ++i) {
-            if (g->isMarkedDeleted(static_cast<hnswlib::tableint>(i))) ++g->num_deleted_;
-          }
-          if (g->cur_element_count == map->next_label && g->max_elements_ >= 1) {
-            set_graph(std::move(g));
-            labels = std::move(*map);
-            loaded = true;
-          }
-        } catch (const std::exception&) {
-          // does not load: cursorless
-        }
-      }
+  if (file) {
+    auto generation = load_generation(options.state_dir, file->file, space.get(), options);
+    if (auto* g = std::get_if<loaded_generation>(&generation)) {
+      set_graph(std::move(g->graph));
+      labels = std::move(g->labels);
+      loaded = true;
     }
   }
   try {
@@ -527,16 +657,15 @@ result<void> hnsw_backend::impl::open_index() {
   } catch (const std::exception& e) {
     return error{errc::io_error, "hnsw index " + id + ": allocating the graph: " + e.what()};
   }
-  by_label.clear();
-  for (const auto& [key, s] : labels.by_ref) by_label.emplace(s.label, &key);
+  index_labels();
   dirty = false;
   commit_epoch = 0;
   if (loaded) {
-    saved_generation = file->generation;
-    saved_index = file->index;
-    saved_labels = file->labels;
-    commit_cursor = loaded_cursor;
-    written_cursor = loaded_cursor->bytes();
+    saved_generation = file->file.generation;
+    saved_index = file->file.index;
+    saved_labels = file->file.labels;
+    commit_cursor = file->position;
+    written_cursor = file->position.bytes();
   } else {
     saved_generation = 0;
     commit_cursor.reset();
@@ -544,7 +673,7 @@ result<void> hnsw_backend::impl::open_index() {
   }
   is_open = true;
   std::lock_guard g(durable_mutex);
-  durable = loaded ? loaded_cursor : std::nullopt;
+  durable = loaded ? std::optional<cursor>{file->position} : std::nullopt;
   return {};
 }
 
@@ -735,10 +864,7 @@ result<void> hnsw_backend::impl::run_reset() {
     return io_failure("hnsw index " + id + ": unlink " + (dir / cursor_tmp_name).string(), errno);
   }
   if (auto ok = remove_generations(0); !ok) return ok;
-  if (!space) {
-    if (options.space == hnsw_space::l2) space = std::make_unique<hnswlib::L2Space>(options.dimension);
-    else space = std::make_unique<hnswlib::InnerProductSpace>(options.dimension);
-  }
+  if (!space) space = make_space(options);
   try {
     fresh_graph();
   } catch (const std::exception& e) {
@@ -970,14 +1096,8 @@ std::chrono::milliseconds hnsw_backend::min_barrier_interval() const noexcept {
 result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* query, std::size_t n, std::size_t k,
                                                                 const coverage_mode& mode, std::size_t ef) {
   auto& p = *impl_;
-  if (n != p.options.dimension) {
-    return error{errc::invalid_argument, "knn: the query has " + std::to_string(n) + " components, index " + p.id +
-                                             " holds vectors of " + std::to_string(p.options.dimension)};
-  }
-  std::vector<float> q(query, query + n);
-  if (check_vector(q, p.options.dimension, p.options.space) != nullptr) {
-    return error{errc::invalid_argument, "knn: the query has a non-finite component (or is zero under cosine)"};
-  }
+  auto q = query_vector(query, n, p.options, p.id);
+  if (!q) return q.error();
   if (p.host == nullptr) return error{errc::unavailable, "hnsw index " + p.id + " is not registered"};
   auto admitted = p.host->admit_query(mode);
   if (!admitted) return admitted.error();
@@ -987,40 +1107,9 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
   if (k == 0) return out;
   std::shared_lock lock(p.index_mutex);
   if (!p.is_open) return error{errc::unavailable, "hnsw index " + p.id + " is closed"};
-  std::priority_queue<std::pair<float, hnswlib::labeltype>> found;
-  {
-    std::unique_lock ef_lock(p.ef_mutex);
-    p.ef_cv.wait(ef_lock, [&] { return p.ef_current == ef || p.searching == 0; });
-    if (p.ef_current != ef) {
-      p.graph->setEf(ef);
-      p.ef_current = ef;
-    }
-    ++p.searching;
-  }
-  try {
-    found = p.graph->searchKnn(q.data(), k);
-  } catch (const std::exception& e) {
-    std::lock_guard ef_lock(p.ef_mutex);
-    --p.searching;
-    p.ef_cv.notify_all();
-    return error{errc::io_error, "hnsw index " + p.id + ": searchKnn: " + e.what()};
-  }
-  {
-    std::lock_guard ef_lock(p.ef_mutex);
-    --p.searching;
-    p.ef_cv.notify_all();
-  }
-  out.rows.resize(found.size());
-  for (std::size_t i = found.size(); i-- > 0;) {  // the heap yields the farthest first
-    const auto [distance, label] = found.top();
-    found.pop();
-    auto& row = out.rows[i];
-    row.score = static_cast<double>(distance);
-    if (auto it = p.by_label.find(label); it != p.by_label.end()) {
-      const auto& [log, table, record_id] = *it->second;
-      row.ref = record_ref{log, table, record_id, p.labels.by_ref.at(*it->second).version};
-    }
-  }
+  auto rows = p.search(*q, k, ef, p.id);
+  if (!rows) return rows.error();
+  out.rows = std::move(*rows);
   return out;
 }
 
@@ -1028,13 +1117,7 @@ result<std::vector<record_ref>> hnsw_backend::stored_records() {
   auto& p = *impl_;
   if (auto ok = p.ensure_open(false); !ok) return ok.error();
   std::shared_lock lock(p.index_mutex);
-  std::vector<record_ref> out;
-  out.reserve(p.labels.by_ref.size());
-  for (const auto& [key, s] : p.labels.by_ref) {
-    const auto& [log, table, record_id] = key;
-    out.push_back(record_ref{log, table, record_id, s.version});
-  }
-  return out;
+  return p.records();
 }
 
 double hnsw_backend::deleted_ratio() const {
@@ -1042,6 +1125,144 @@ double hnsw_backend::deleted_ratio() const {
   const auto total = impl_->labels.next_label;
   if (!impl_->is_open || total == 0) return 0;
   return static_cast<double>(total - impl_->labels.by_ref.size()) / static_cast<double>(total);
+}
+
+// ---- the query-only handle -------------------------------------------------------------------
+
+namespace {
+
+// A generation a reader loaded: never changed once loaded, held by the queries searching it
+// while the reader moves on to a newer one.
+struct reader_generation : graph_view {
+  cursor_file file;
+};
+
+bool same_files(const cursor_file& a, const cursor_file& b) noexcept {
+  return a.generation == b.generation && a.index == b.index && a.labels == b.labels;
+}
+
+}  // namespace
+
+struct hnsw_reader::impl {
+  std::string id;
+  hnsw_options options;
+  std::shared_ptr<backend_host> host;
+  std::unique_ptr<hnswlib::SpaceInterface<float>> space;  // every generation's graph uses it
+
+  std::mutex load_mutex;  // one load at a time; held across it
+  std::function<void(std::uint64_t)> load_hook;  // under load_mutex: the probe's test point
+  mutable std::mutex current_mutex;
+  std::shared_ptr<reader_generation> current;  // under current_mutex; null: nothing loaded
+
+  std::shared_ptr<reader_generation> loaded() const {
+    std::lock_guard lock(current_mutex);
+    return current;
+  }
+  void set_current(std::shared_ptr<reader_generation> g) {
+    std::lock_guard lock(current_mutex);
+    current = std::move(g);
+  }
+
+  // The generation the cursor names now, loaded if it is not the one held; null when there is no
+  // cursor. Each attempt reads the cursor again, so a generation removed by the owner's next
+  // barrier is followed to the one that barrier committed.
+  result<std::shared_ptr<reader_generation>> refresh() {
+    // The common case: the cursor still names the loaded generation.
+    {
+      auto read = read_committed(options.state_dir);
+      if (!read) return read.error();
+      auto held = loaded();
+      if (*read && held && same_files(held->file, (*read)->file)) return held;
+    }
+    std::lock_guard lock(load_mutex);
+    std::uint64_t failed_generation = 0;
+    load_failure failure = load_failure::invalid;
+    for (std::size_t attempt = 0; attempt < max_load_attempts; ++attempt) {
+      auto read = read_committed(options.state_dir);
+      if (!read) return read.error();
+      if (!*read) {
+        set_current(nullptr);  // cursorless (a reset in progress, or never committed)
+        return std::shared_ptr<reader_generation>{};
+      }
+      const auto& file = (*read)->file;
+      if (auto held = loaded(); held && same_files(held->file, file)) return held;  // another query loaded it
+      if (load_hook) load_hook(file.generation);
+      auto generation = load_generation(options.state_dir, file, space.get(), options);
+      if (auto* g = std::get_if<loaded_generation>(&generation)) {
+        auto made = std::make_shared<reader_generation>();
+        made->set_graph(std::move(g->graph));
+        made->labels = std::move(g->labels);
+        made->index_labels();
+        made->file = file;
+        set_current(made);  // the previous one goes once its last query is done with it
+        return made;
+      }
+      failed_generation = file.generation;
+      failure = std::get<load_failure>(generation);
+    }
+    return error{errc::io_error, "hnsw index " + id + ": generation " + std::to_string(failed_generation) +
+                                     " named by " + (options.state_dir / cursor_name).string() +
+                                     (failure == load_failure::missing ? " was removed before it was read"
+                                                                       : " does not verify") +
+                                     ", " + std::to_string(max_load_attempts) + " cursor reads in a row; retry"};
+  }
+};
+
+hnsw_reader::hnsw_reader(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+hnsw_reader::~hnsw_reader() = default;
+
+result<std::shared_ptr<hnsw_reader>> hnsw_reader::open(std::string id, hnsw_options options,
+                                                       std::shared_ptr<backend_host> host) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  if (!host) return error{errc::invalid_argument, "hnsw_reader " + id + ": host is null"};
+  std::error_code ec;
+  const auto status = fs::status(options.state_dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return error{errc::io_error, "hnsw_reader " + id + ": " + options.state_dir.string() + ": " + ec.message()};
+  }
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    return error{errc::io_error, "hnsw_reader " + id + ": " + options.state_dir.string() + " is not a directory"};
+  }
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  p->host = std::move(host);
+  p->space = make_space(p->options);
+  std::shared_ptr<hnsw_reader> reader(new hnsw_reader(std::move(p)));
+  if (auto first = reader->impl_->refresh(); !first) return first.error();
+  return reader;
+}
+
+const std::string& hnsw_reader::id() const noexcept { return impl_->id; }
+
+result<query_result<std::vector<scored_ref>>> hnsw_reader::knn(const float* query, std::size_t n, std::size_t k,
+                                                               const coverage_mode& mode, std::size_t ef) {
+  auto& p = *impl_;
+  auto q = query_vector(query, n, p.options, p.id);
+  if (!q) return q.error();
+  // Admission first, then the refresh (qo_shared's order): what the admission certified is
+  // durable before it answered, so the cursor read after it names at least that.
+  auto admitted = p.host->admit_query(mode);
+  if (!admitted) return admitted.error();
+  auto generation = p.refresh();
+  if (!generation) return generation.error();
+  query_result<std::vector<scored_ref>> out;
+  out.coverage = *admitted;
+  if (k == 0 || !*generation) return out;
+  auto rows = (*generation)->search(*q, k, ef, p.id);
+  if (!rows) return rows.error();
+  out.rows = std::move(*rows);
+  return out;
+}
+
+result<std::vector<record_ref>> hnsw_reader::stored_records() {
+  auto generation = impl_->refresh();
+  if (!generation) return generation.error();
+  if (!*generation) return std::vector<record_ref>{};
+  return (*generation)->records();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1074,6 +1295,14 @@ std::uint64_t hnsw_probe::saved_generation(const hnsw_backend& b) {
 }
 std::uint64_t hnsw_probe::applied_batches(const hnsw_backend& b) { return b.impl_->applied_batches.load(); }
 std::uint64_t hnsw_probe::dropped_batches(const hnsw_backend& b) { return b.impl_->dropped_batches.load(); }
+void hnsw_probe::on_reader_load(hnsw_reader& r, std::function<void(std::uint64_t)> hook) {
+  std::lock_guard lock(r.impl_->load_mutex);
+  r.impl_->load_hook = std::move(hook);
+}
+std::uint64_t hnsw_probe::loaded_generation(const hnsw_reader& r) {
+  auto held = r.impl_->loaded();
+  return held ? held->file.generation : 0;
+}
 std::size_t hnsw_probe::capacity(const hnsw_backend& b) {
   std::shared_lock lock(b.impl_->index_mutex);
   return b.impl_->graph ? b.impl_->graph->max_elements_ : 0;

@@ -1,6 +1,7 @@
 // What tests observe and inject inside an hnsw_backend (not public API): named test points in the
 // barrier (the crash tests stop the process at one), the generation the files on disk carry, the
-// batches applied and dropped, and a wake-up of the applier after a test moved its clock.
+// batches applied and dropped, and a wake-up of the applier after a test moved its clock; inside
+// an hnsw_reader: a test point between its cursor read and its load, the generation it holds.
 #pragma once
 
 #include <array>
@@ -42,6 +43,13 @@ struct hnsw_probe {
   static std::uint64_t dropped_batches(const hnsw_backend& b);
   // The open graph's capacity (hnswlib max_elements); 0 when closed.
   static std::size_t capacity(const hnsw_backend& b);
+
+  // Called in a reader's load, with the generation the cursor it just read names, before that
+  // generation's files are read (a test point: off unless a test sets one). The hook may write
+  // the directory (drive an owner's barrier or reset); it must not call the reader.
+  static void on_reader_load(hnsw_reader& r, std::function<void(std::uint64_t generation)> hook);
+  // The generation the reader holds loaded; 0: none.
+  static std::uint64_t loaded_generation(const hnsw_reader& r);
 };
 
 }  // namespace dix

@@ -107,4 +107,45 @@ class hnsw_backend final : public backend {
   std::unique_ptr<impl> impl_;
 };
 
+// The query-only handle of an hnsw_backend's directory (backends.md §0, decision 0023 "Query-only
+// handle"), for a process with no runtime while the owner, in another process, writes there. It
+// never writes a byte there. Each query admits through `host` FIRST, then re-reads the `cursor`
+// file and, when it names other files than the loaded generation, loads that generation (verified
+// as the backend verifies it at open; the loaded one stays until the new one verified), THEN reads:
+// the owner publishes coverage only after the barrier that made it durable, so the answer holds at
+// least what the admission certified. A generation whose files the owner removed before they were
+// read (its next barrier, a reset) makes the reader read the cursor again, a few times. No cursor
+// (none yet, a corrupt one, or a reset in progress): no rows.
+// Threads: any number of queries at once; a load runs in one of them while the others wait for it
+// or (when their cursor read found nothing new) search the generation they hold.
+class hnsw_reader {
+ public:
+  // invalid_argument for bad options (validate()), id or a null host; io_error when the directory
+  // or its cursor cannot be read, or the cursor's generation does not load (as knn). Loads the
+  // generation the cursor names. Of the options, state_dir, dimension and space are read: they must
+  // be the owner's (labels of another dimension or space do not verify). The reader keeps `host`.
+  static result<std::shared_ptr<hnsw_reader>> open(std::string id, hnsw_options options, std::shared_ptr<backend_host> host);
+  ~hnsw_reader();
+
+  const std::string& id() const noexcept;
+  // As hnsw_backend::knn (validation, admission, ordering, scores), over the latest committed
+  // generation. io_error (retryable) when the generation the cursor names could not be loaded in
+  // max_load_attempts cursor reads (the owner removed its files each time first, or they do not
+  // verify); the message names the generation.
+  result<query_result<std::vector<scored_ref>>> knn(const float* query, std::size_t n, std::size_t k,
+                                                     const coverage_mode& mode = {}, std::size_t ef = 64);
+  // Every record of the latest committed generation with its version, in (log, table, record_id)
+  // order. No admission (as hnsw_backend::stored_records); refreshes first.
+  result<std::vector<record_ref>> stored_records();
+
+  static constexpr std::size_t max_load_attempts = 8;
+
+  struct impl;
+
+ private:
+  friend struct hnsw_probe;
+  explicit hnsw_reader(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
 }  // namespace dix
