@@ -124,6 +124,18 @@ struct owner {
   }
 };
 
+// An owner that committed "a" at (1, 1), and a reader over its directory.
+struct reader_fixture {
+  owner o;
+  std::shared_ptr<reader_host> host = std::make_shared<reader_host>();
+  std::shared_ptr<hnsw_reader> reader;
+
+  explicit reader_fixture(hnsw_space space = hnsw_space::l2) : o(2, space) {
+    o.commit({entry("a", {1, 1}, 1)});
+    reader = o.reader(host);
+  }
+};
+
 std::vector<std::string> ids_of(const std::vector<scored_ref>& rows) {
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r.ref.record_id);
@@ -182,48 +194,42 @@ TEST_CASE("hnsw reader: answers equal the owner's own knn and stored records ove
 
 TEST_CASE("hnsw reader: a query admits first and reads the cursor after, so a barrier made durable inside the admission is seen",
           "[adapter][backend][hnsw][reader]") {
-  owner o;
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
-  REQUIRE(nearest(*reader, {0, 0}, 5) == std::vector<std::string>{"a"});
+  reader_fixture f;
+  REQUIRE(nearest(*f.reader, {0, 0}, 5) == std::vector<std::string>{"a"});
   // The owner's barrier completes while the admission runs (the owner publishes coverage only
   // after such a barrier): a reader that read the cursor before admitting would miss "b".
   bool committed = false;
-  host->set_hook([&] {
+  f.host->set_hook([&] {
     if (std::exchange(committed, true)) return;
-    o.commit({entry("b", {0, 0}, 2)});
+    f.o.commit({entry("b", {0, 0}, 2)});
   });
   const vec q{0, 0};
-  const auto found = reader->knn(q.data(), 2, 5).value();
+  const auto found = f.reader->knn(q.data(), 2, 5).value();
   CHECK(committed);
   CHECK(ids_of(found.rows) == std::vector<std::string>{"b", "a"});
   CHECK(found.rows[0].ref.version == 2);
   CHECK(found.coverage.state == coverage_state::bounded);
   CHECK(found.coverage.lag_upper_bound == milliseconds{7});
-  CHECK(hnsw_probe::loaded_generation(*reader) == hnsw_probe::saved_generation(*o.index));
+  CHECK(hnsw_probe::loaded_generation(*f.reader) == hnsw_probe::saved_generation(*f.o.index));
 }
 
 TEST_CASE("hnsw reader: a host refusal comes back unchanged and nothing is read for it",
           "[adapter][backend][hnsw][reader]") {
-  owner o;
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
-  const auto loaded = hnsw_probe::loaded_generation(*reader);
-  o.commit({entry("b", {2, 2}, 2)});  // a newer generation the refused queries do not load
+  reader_fixture f;
+  const auto loaded = hnsw_probe::loaded_generation(*f.reader);
+  f.o.commit({entry("b", {2, 2}, 2)});  // a newer generation the refused queries do not load
   const vec q{1, 1};
   for (const auto& refusal : {error{errc::index_lagging, "coverage unknown for by-vector from another process"},
                               error{errc::rebuilding, "by-vector is rebuilding"},
                               error{errc::unavailable, "by-vector is not ready"}, error{errc::timeout, "waited 10 ms"}}) {
-    host->set_refusal(refusal);
-    auto refused = reader->knn(q.data(), 2, 5);
+    f.host->set_refusal(refusal);
+    auto refused = f.reader->knn(q.data(), 2, 5);
     REQUIRE_FALSE(refused);
     CHECK(refused.error() == refusal);
-    CHECK(hnsw_probe::loaded_generation(*reader) == loaded);
+    CHECK(hnsw_probe::loaded_generation(*f.reader) == loaded);
   }
-  host->set_refusal(std::nullopt);
-  CHECK(nearest(*reader, {1, 1}, 5) == std::vector<std::string>{"a", "b"});
+  f.host->set_refusal(std::nullopt);
+  CHECK(nearest(*f.reader, {1, 1}, 5) == std::vector<std::string>{"a", "b"});
 }
 
 TEST_CASE("hnsw reader: a reset by the owner under the reader answers no rows, then only what the owner commits after it",
@@ -271,101 +277,89 @@ TEST_CASE("hnsw reader: a reset by the owner under the reader answers no rows, t
 
 TEST_CASE("hnsw reader: a generation the owner removed between the cursor read and the load is answered from the one that replaced it",
           "[adapter][backend][hnsw][reader]") {
-  owner o;
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
-  const auto first = hnsw_probe::loaded_generation(*reader);
-  REQUIRE(first == hnsw_probe::saved_generation(*o.index));
-  o.commit({entry("b", {2, 2}, 2)});
-  const auto second = hnsw_probe::saved_generation(*o.index);
+  reader_fixture f;
+  const auto first = hnsw_probe::loaded_generation(*f.reader);
+  REQUIRE(first == hnsw_probe::saved_generation(*f.o.index));
+  f.o.commit({entry("b", {2, 2}, 2)});
+  const auto second = hnsw_probe::saved_generation(*f.o.index);
   std::vector<std::uint64_t> seen;
-  hnsw_probe::on_reader_load(*reader, [&](std::uint64_t g) {
+  hnsw_probe::on_reader_load(*f.reader, [&](std::uint64_t g) {
     seen.push_back(g);
     if (seen.size() == 1) {
       // The owner's next barrier commits a third generation and deletes the second's files.
-      o.commit({entry("c", {3, 3}, 3)});
-      CHECK_FALSE(std::filesystem::exists(o.options.state_dir / ("index." + std::to_string(g))));
+      f.o.commit({entry("c", {3, 3}, 3)});
+      CHECK_FALSE(std::filesystem::exists(f.o.options.state_dir / ("index." + std::to_string(g))));
     }
   });
   const vec q{0, 0};
-  const auto found = reader->knn(q.data(), 2, 5).value();
+  const auto found = f.reader->knn(q.data(), 2, 5).value();
   CHECK(ids_of(found.rows) == std::vector<std::string>{"a", "b", "c"});
-  const auto third = hnsw_probe::saved_generation(*o.index);
+  const auto third = hnsw_probe::saved_generation(*f.o.index);
   CHECK(seen == std::vector<std::uint64_t>{second, third});
-  CHECK(hnsw_probe::loaded_generation(*reader) == third);
+  CHECK(hnsw_probe::loaded_generation(*f.reader) == third);
   // The cursor still names the loaded generation: the next query loads nothing.
-  CHECK(nearest(*reader, {0, 0}, 1) == std::vector<std::string>{"a"});
+  CHECK(nearest(*f.reader, {0, 0}, 1) == std::vector<std::string>{"a"});
   CHECK(seen.size() == 2);
 }
 
 TEST_CASE("hnsw reader: an owner that commits again at every cursor read makes the query a retryable io_error, and the next query answers",
           "[adapter][backend][hnsw][reader]") {
-  owner o;
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
-  const auto held = hnsw_probe::loaded_generation(*reader);
-  o.commit({entry("b", {2, 2}, 2)});
+  reader_fixture f;
+  const auto held = hnsw_probe::loaded_generation(*f.reader);
+  f.o.commit({entry("b", {2, 2}, 2)});
   std::size_t loads = 0;
-  hnsw_probe::on_reader_load(*reader, [&](std::uint64_t) {
+  hnsw_probe::on_reader_load(*f.reader, [&](std::uint64_t) {
     ++loads;
-    o.commit({entry("n" + std::to_string(loads), {9, 9}, 10 + loads)});
+    f.o.commit({entry("n" + std::to_string(loads), {9, 9}, 10 + loads)});
   });
   const vec q{0, 0};
-  auto failed = reader->knn(q.data(), 2, 5);
+  auto failed = f.reader->knn(q.data(), 2, 5);
   REQUIRE_FALSE(failed);
   CHECK(failed.error().value() == errc::io_error);
   CHECK(is_retryable(failed.error().value()));
   CHECK_THAT(failed.error().message(), Catch::Contains("was removed before it was read"));
   CHECK(loads == hnsw_reader::max_load_attempts);
-  CHECK(hnsw_probe::loaded_generation(*reader) == held);  // the old one stays loaded
-  hnsw_probe::on_reader_load(*reader, {});
-  const auto found = reader->knn(q.data(), 2, 20).value();
+  CHECK(hnsw_probe::loaded_generation(*f.reader) == held);  // the old one stays loaded
+  hnsw_probe::on_reader_load(*f.reader, {});
+  const auto found = f.reader->knn(q.data(), 2, 20).value();
   CHECK(found.rows.size() == 2 + hnsw_reader::max_load_attempts);
-  CHECK(hnsw_probe::loaded_generation(*reader) == hnsw_probe::saved_generation(*o.index));
+  CHECK(hnsw_probe::loaded_generation(*f.reader) == hnsw_probe::saved_generation(*f.o.index));
 }
 
 TEST_CASE("hnsw reader: a cursor naming files that do not verify is a retryable io_error, never rows of another state",
           "[adapter][backend][hnsw][reader]") {
-  owner o;
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
-  o.commit({entry("b", {2, 2}, 2)});
-  const auto g = hnsw_probe::saved_generation(*o.index);
+  reader_fixture f;
+  f.o.commit({entry("b", {2, 2}, 2)});
+  const auto g = hnsw_probe::saved_generation(*f.o.index);
   {
-    const auto labels = o.options.state_dir / ("labels." + std::to_string(g));
-    std::fstream f(labels, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(-1, std::ios::end);
-    f.put('\x7f');
+    const auto labels = f.o.options.state_dir / ("labels." + std::to_string(g));
+    std::fstream file(labels, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-1, std::ios::end);
+    file.put('\x7f');
   }
   const vec q{0, 0};
-  auto failed = reader->knn(q.data(), 2, 5);
+  auto failed = f.reader->knn(q.data(), 2, 5);
   REQUIRE_FALSE(failed);
   CHECK(failed.error().value() == errc::io_error);
   CHECK_THAT(failed.error().message(), Catch::Contains("generation " + std::to_string(g)) && Catch::Contains("does not verify"));
   // The owner's next barrier writes a new generation: the reader follows.
-  o.commit({entry("c", {3, 3}, 3)});
-  CHECK(nearest(*reader, {0, 0}, 5) == std::vector<std::string>{"a", "b", "c"});
+  f.o.commit({entry("c", {3, 3}, 3)});
+  CHECK(nearest(*f.reader, {0, 0}, 5) == std::vector<std::string>{"a", "b", "c"});
 }
 
 TEST_CASE("hnsw reader: invalid queries are invalid_argument before admission", "[adapter][backend][hnsw][reader]") {
-  owner o(2, hnsw_space::cosine);
-  o.commit({entry("a", {1, 1}, 1)});
-  auto host = std::make_shared<reader_host>();
-  auto reader = o.reader(host);
+  reader_fixture f(hnsw_space::cosine);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   for (const auto& q : {vec{1}, vec{1, 1, 1}, vec{nan, 1}, vec{1, inf}, vec{0, 0}}) {
     CAPTURE(q.size());
-    auto refused = reader->knn(q.data(), q.size(), 3);
+    auto refused = f.reader->knn(q.data(), q.size(), 3);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().value() == errc::invalid_argument);
   }
-  CHECK(host->admits() == 0);
-  CHECK(nearest(*reader, {2, 2}, 3) == std::vector<std::string>{"a"});
-  CHECK(host->admits() == 1);
+  CHECK(f.host->admits() == 0);
+  CHECK(nearest(*f.reader, {2, 2}, 3) == std::vector<std::string>{"a"});
+  CHECK(f.host->admits() == 1);
 }
 
 TEST_CASE("hnsw reader: no files answers no rows, the reader writes nothing, and bad options are refused at open",
