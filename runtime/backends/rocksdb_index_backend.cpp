@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <map>
@@ -40,6 +42,10 @@ constexpr std::string_view cursor_key = "cursor";
 // The last publish_coverage (protocol.md §12.3) beside the cursor: u64 epoch, u64 coverage_time,
 // u32 count, then per log (u16 name length, name, u64 sequence), little-endian. Informational.
 constexpr std::string_view coverage_key = "coverage";
+// How many resets the database has seen (u64 little-endian; absent = 0): bumped by each reset in
+// the synced batch that deletes the cursor, before any family is dropped, so a reader's secondary
+// instance learns that its family handles may name dropped families (decision 0028).
+constexpr std::string_view resets_key = "resets";
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -569,12 +575,20 @@ result<void> rocksdb_index_backend::impl::run_reset() {
   if (injected(reset_step::delete_cursor)) return fail(reset_step::delete_cursor, "injected");
   rocksdb::WriteOptions sync;
   sync.sync = true;
+  rocksdb::Status s;
   // The cursor goes first, durably: a crash from here on leaves a cursorless index. The coverage
   // positions stored beside it go with it: they describe entries about to be destroyed.
+  std::string resets_value;
+  s = db->Get(rocksdb::ReadOptions{}, meta, slice(resets_key), &resets_value);
+  if (!s.ok() && !s.IsNotFound()) return fail(reset_step::delete_cursor, s.ToString());
+  const std::uint64_t resets = s.ok() && resets_value.size() == 8 ? get_le<std::uint64_t>(resets_value, 0) : 0;
+  resets_value.clear();
+  put_le<std::uint64_t>(resets_value, resets + 1);
   rocksdb::WriteBatch gone;
+  gone.Put(meta, slice(resets_key), resets_value).PermitUncheckedError();
   gone.Delete(meta, slice(cursor_key)).PermitUncheckedError();
   gone.Delete(meta, slice(coverage_key)).PermitUncheckedError();
-  auto s = db->Write(sync, &gone);
+  s = db->Write(sync, &gone);
   if (!s.ok()) return fail(reset_step::delete_cursor, s.ToString());
   // From here on no cursor exists, on disk or here: a later step that fails must not leave the
   // old one in memory for durable_cursor() to report over entries that may be half destroyed.
@@ -898,55 +912,239 @@ namespace {
 
 using rows_result = result<query_result<std::vector<record_ref>>>;
 
+// What a lookup or a range reads of `entries`: from `from`, while `prefix` matches (empty: any
+// key) and below `stop` (empty: no bound).
+struct entry_scan {
+  std::string from, stop, prefix;
+};
+
+entry_scan lookup_scan(std::string_view key) {
+  auto prefix = escape_key(key);
+  prefix.push_back('\0');
+  prefix.push_back('\x01');
+  return {prefix, {}, prefix};
+}
+
+result<entry_scan> range_scan(std::string_view begin, std::string_view end) {
+  if (!(begin < end)) return error{errc::invalid_argument, "range needs begin < end"};
+  return entry_scan{escape_key(begin), escape_key(end), {}};
+}
+
+// The one query code of the backend and its reader: at most `limit` rows of `scan`, in entry
+// order, each with the version `reverse` holds for it.
+result<std::vector<record_ref>> read_entries(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* entries,
+                                             rocksdb::ColumnFamilyHandle* reverse, const std::string& id,
+                                             const entry_scan& scan, std::size_t limit) {
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions{}, entries));
+  std::vector<std::string> refs;
+  for (it->Seek(scan.from); it->Valid() && refs.size() < limit; it->Next()) {
+    auto key = it->key().ToStringView();
+    if (!scan.prefix.empty() && key.substr(0, scan.prefix.size()) != scan.prefix) break;
+    if (!scan.stop.empty() && key >= std::string_view(scan.stop)) break;
+    auto ref = ref_of_entry(key);
+    if (!ref.empty()) refs.emplace_back(ref);
+  }
+  if (!it->status().ok()) return error{errc::io_error, "index " + id + ": " + it->status().ToString()};
+  std::vector<rocksdb::Slice> keys(refs.begin(), refs.end());
+  std::vector<std::string> values(refs.size());
+  std::vector<rocksdb::ColumnFamilyHandle*> families(refs.size(), reverse);
+  auto statuses = db.MultiGet(rocksdb::ReadOptions{}, families, keys, &values);
+  std::vector<record_ref> rows;
+  rows.reserve(refs.size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    record_ref row;
+    if (!decode_ref(refs[i], row)) continue;
+    if (statuses[i].ok() && values[i].size() >= 8) row.version = get_le<std::uint64_t>(values[i], 0);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace
 
-// Shared by lookup and range: admission first, then entries in [from, stop) (stop empty: while
-// `prefix` matches), versions read from `reverse`.
-static rows_result query_entries(rocksdb_index_backend::impl& p, const coverage_mode& mode, const std::string& from,
-                                 const std::string& stop, const std::string& prefix, std::size_t limit) {
+// Shared by lookup and range: admission first, then the entries of `scan`.
+static rows_result query_entries(rocksdb_index_backend::impl& p, const coverage_mode& mode, const entry_scan& scan,
+                                 std::size_t limit) {
   if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
   auto admitted = p.host->admit_query(mode);
   if (!admitted) return admitted.error();
   if (auto ok = p.ensure_open(); !ok) return ok.error();
   std::shared_lock lock(p.db_mutex);
   if (!p.db) return error{errc::unavailable, "index " + p.id + " is closed"};
-  query_result<std::vector<record_ref>> out;
-  out.coverage = *admitted;
-  std::unique_ptr<rocksdb::Iterator> it(p.db->NewIterator(rocksdb::ReadOptions{}, p.entries));
-  std::vector<std::string> refs;
-  for (it->Seek(from); it->Valid() && refs.size() < limit; it->Next()) {
-    auto key = it->key().ToStringView();
-    if (!prefix.empty() && key.substr(0, prefix.size()) != prefix) break;
-    if (!stop.empty() && key >= std::string_view(stop)) break;
-    auto ref = ref_of_entry(key);
-    if (!ref.empty()) refs.emplace_back(ref);
-  }
-  if (!it->status().ok()) return error{errc::io_error, "index " + p.id + ": " + it->status().ToString()};
-  std::vector<rocksdb::Slice> keys(refs.begin(), refs.end());
-  std::vector<std::string> values(refs.size());
-  std::vector<rocksdb::ColumnFamilyHandle*> families(refs.size(), p.reverse);
-  auto statuses = p.db->MultiGet(rocksdb::ReadOptions{}, families, keys, &values);
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    record_ref row;
-    if (!decode_ref(refs[i], row)) continue;
-    if (statuses[i].ok() && values[i].size() >= 8) row.version = get_le<std::uint64_t>(values[i], 0);
-    out.rows.push_back(std::move(row));
-  }
-  return out;
+  auto rows = read_entries(*p.db, p.entries, p.reverse, p.id, scan, limit);
+  if (!rows) return rows.error();
+  return query_result<std::vector<record_ref>>{std::move(*rows), *admitted};
 }
 
 result<query_result<std::vector<record_ref>>> rocksdb_index_backend::lookup(std::string_view key, std::size_t limit,
                                                                             const coverage_mode& mode) {
-  auto prefix = escape_key(key);
-  prefix.push_back('\0');
-  prefix.push_back('\x01');
-  return query_entries(*impl_, mode, prefix, {}, prefix, limit);
+  return query_entries(*impl_, mode, lookup_scan(key), limit);
 }
 
 result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::string_view begin, std::string_view end,
                                                                            std::size_t limit, const coverage_mode& mode) {
-  if (!(begin < end)) return error{errc::invalid_argument, "range needs begin < end"};
-  return query_entries(*impl_, mode, escape_key(begin), escape_key(end), {}, limit);
+  auto scan = range_scan(begin, end);
+  if (!scan) return scan.error();
+  return query_entries(*impl_, mode, *scan, limit);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The query-only handle (decision 0028).
+
+struct rocksdb_index_reader::impl {
+  std::string id;
+  rocksdb_index_options options;
+  std::shared_ptr<backend_host> host;
+  std::filesystem::path secondary_dir;  // the secondary instance's own files (its info log)
+
+  // One query's refresh and read at a time: a reopen replaces the handles under it.
+  std::mutex mutex;
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // default, entries, reverse, meta
+  std::uint64_t resets_at_open = 0;
+  // Opened while the cursor was absent (a new index, or inside a reset whose families may not all
+  // be dropped yet): opened again at the next query, until a view opens with a cursor present.
+  bool provisional = false;
+
+  ~impl() {
+    close();
+    std::error_code ec;
+    std::filesystem::remove_all(secondary_dir, ec);
+  }
+
+  void close() {
+    if (!db) return;
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    handles.clear();
+    db->Close().PermitUncheckedError();
+    db.reset();
+  }
+
+  rocksdb::ColumnFamilyHandle* entries() const { return handles[1]; }
+  rocksdb::ColumnFamilyHandle* reverse() const { return handles[2]; }
+  rocksdb::ColumnFamilyHandle* meta() const { return handles[3]; }
+
+  // The meta record `key`: absent, its bytes, or the error.
+  result<std::optional<std::string>> read_meta(std::string_view key) {
+    std::string value;
+    auto s = db->Get(rocksdb::ReadOptions{}, meta(), slice(key), &value);
+    if (s.IsNotFound()) return std::optional<std::string>{};
+    if (!s.ok()) return error{errc::io_error, "index " + id + ": reading " + std::string(key) + ": " + s.ToString()};
+    return std::optional<std::string>{std::move(value)};
+  }
+  result<std::uint64_t> read_resets() {
+    auto v = read_meta(resets_key);
+    if (!v) return v.error();
+    return *v && (*v)->size() == 8 ? get_le<std::uint64_t>(**v, 0) : 0;
+  }
+
+  // Opens the secondary instance (caught up as of now). false: no database there yet.
+  result<bool> open_db() {
+    close();
+    std::error_code ec;
+    if (!std::filesystem::exists(options.path / "CURRENT", ec)) return false;
+    rocksdb::DBOptions o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    rocksdb_index_open_options(o, families);
+    o.create_if_missing = false;
+    o.create_missing_column_families = false;
+    o.max_open_files = -1;  // a secondary keeps every table file open: the owner may delete them
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyHandle*> opened;
+    auto s = rocksdb::DB::OpenAsSecondary(o, options.path.string(), secondary_dir.string(), families, &opened, &raw);
+    if (!s.ok()) {
+      // A reset between dropping a family and creating it again, or a crash there before the
+      // owner's next open: the families are back once the rebuild has begun.
+      if (s.IsInvalidArgument()) {
+        return error{errc::unavailable, "index " + id + ": " + options.path.string() +
+                                            " lacks a family (a reset in progress?): " + s.ToString()};
+      }
+      return error{errc::io_error, "index " + id + ": cannot open " + options.path.string() +
+                                       " as a secondary instance: " + s.ToString()};
+    }
+    db.reset(raw);
+    handles = opened;
+    auto resets = read_resets();
+    if (!resets) return resets.error();
+    auto cursor_bytes = read_meta(cursor_key);
+    if (!cursor_bytes) return cursor_bytes.error();
+    resets_at_open = *resets;
+    provisional = !cursor_bytes->has_value();
+    return true;
+  }
+
+  // Brings the view up to the latest durable state of the index: caught up with the owner's
+  // MANIFEST and WAL, or opened again when a reset happened since it was opened. false: no
+  // database there yet. Caller holds `mutex`.
+  result<bool> refresh() {
+    if (!db || provisional) return open_db();
+    auto s = db->TryCatchUpWithPrimary();
+    if (!s.ok()) return open_db();  // a file gone under it: start afresh once
+    auto resets = read_resets();
+    if (!resets) return resets.error();
+    if (*resets != resets_at_open) return open_db();
+    return true;
+  }
+
+  rows_result query(const coverage_mode& mode, const entry_scan& scan, std::size_t limit) {
+    auto admitted = host->admit_query(mode);  // first: the refresh then holds what it certified
+    if (!admitted) return admitted.error();
+    std::lock_guard lock(mutex);
+    auto present = refresh();
+    if (!present) {
+      close();
+      return present.error();
+    }
+    query_result<std::vector<record_ref>> out;
+    out.coverage = *admitted;
+    if (!*present) return out;  // no durable state yet: no rows
+    auto rows = read_entries(*db, entries(), reverse(), id, scan, limit);
+    if (!rows) return rows.error();
+    out.rows = std::move(*rows);
+    return out;
+  }
+};
+
+rocksdb_index_reader::rocksdb_index_reader(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+rocksdb_index_reader::~rocksdb_index_reader() = default;
+
+result<std::shared_ptr<rocksdb_index_reader>> rocksdb_index_reader::open(std::string id, rocksdb_index_options options,
+                                                                         std::shared_ptr<backend_host> host) {
+  if (!is_valid_backend_id(id)) {
+    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
+  }
+  if (auto ok = validate(options); !ok) return ok.error();
+  if (!host) return error{errc::invalid_argument, "rocksdb_index_reader " + id + ": no host"};
+  auto p = std::make_unique<impl>();
+  p->id = std::move(id);
+  p->options = std::move(options);
+  p->host = std::move(host);
+  std::error_code ec;
+  auto pattern = (std::filesystem::temp_directory_path(ec) / ("dix-reader-" + p->id + "-XXXXXX")).string();
+  if (ec || ::mkdtemp(pattern.data()) == nullptr) {
+    return error{errc::io_error, "rocksdb_index_reader " + p->id + ": cannot make a private directory " + pattern +
+                                     ": " + (ec ? ec.message() : std::string(std::strerror(errno)))};
+  }
+  p->secondary_dir = pattern;  // 0700 (mkdtemp); removed by the destructor
+  {
+    std::lock_guard lock(p->mutex);
+    if (auto opened = p->open_db(); !opened) return opened.error();
+  }
+  return std::shared_ptr<rocksdb_index_reader>(new rocksdb_index_reader(std::move(p)));
+}
+
+const std::string& rocksdb_index_reader::id() const noexcept { return impl_->id; }
+
+result<query_result<std::vector<record_ref>>> rocksdb_index_reader::lookup(std::string_view key, std::size_t limit,
+                                                                           const coverage_mode& mode) {
+  return impl_->query(mode, lookup_scan(key), limit);
+}
+
+result<query_result<std::vector<record_ref>>> rocksdb_index_reader::range(std::string_view begin, std::string_view end,
+                                                                          std::size_t limit, const coverage_mode& mode) {
+  auto scan = range_scan(begin, end);
+  if (!scan) return scan.error();
+  return impl_->query(mode, *scan, limit);
 }
 
 std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) {

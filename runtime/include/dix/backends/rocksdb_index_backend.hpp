@@ -108,4 +108,41 @@ class rocksdb_index_backend final : public backend {
   std::unique_ptr<impl> impl_;
 };
 
+// The query-only handle of a rocksdb_index_backend's database (backends.md §0, decision 0028),
+// for a process with no runtime: `host` is normally make_query_host(home_db, id)
+// (<dix/query_host.hpp>). It opens options.path as a RocksDB secondary instance — never the
+// writer's LOCK, never a byte written under options.path — whose private directory (its info log)
+// is a fresh 0700 directory under the system temporary directory, removed by the destructor.
+// Each query calls host->admit_query(mode) first, then catches up with the owner's database
+// (TryCatchUpWithPrimary: the MANIFEST and the live WAL, so everything a FlushWAL(true) barrier
+// made durable), then reads with the backend's own query code, and answers with the admitted
+// coverage. An index reset under it (its families dropped and created again) is seen through the
+// meta record `resets` the reset bumps first, and the instance is opened again. Thread-safe.
+class rocksdb_index_reader {
+ public:
+  // invalid_argument for bad options or id; io_error when the database exists but cannot be
+  // opened, or the private directory cannot be made. An index with no database yet answers no
+  // rows (it is opened at the first query that finds one).
+  static result<std::shared_ptr<rocksdb_index_reader>> open(std::string id, rocksdb_index_options options,
+                                                            std::shared_ptr<backend_host> host);
+  ~rocksdb_index_reader();
+  rocksdb_index_reader(const rocksdb_index_reader&) = delete;
+  rocksdb_index_reader& operator=(const rocksdb_index_reader&) = delete;
+
+  const std::string& id() const noexcept;
+
+  // As rocksdb_index_backend::lookup and range. Besides the admission's refusals: unavailable
+  // while a reset has the families missing (retry), io_error when the database cannot be read.
+  result<query_result<std::vector<record_ref>>> lookup(std::string_view key, std::size_t limit,
+                                                       const coverage_mode& mode = {});
+  result<query_result<std::vector<record_ref>>> range(std::string_view begin, std::string_view end,
+                                                      std::size_t limit, const coverage_mode& mode = {});
+
+  struct impl;
+
+ private:
+  explicit rocksdb_index_reader(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
 }  // namespace dix
