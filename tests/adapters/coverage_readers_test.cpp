@@ -14,11 +14,14 @@
 #include "core/clock.hpp"
 #include "support/child.hpp"
 #include "support/futex_probe.hpp"
+#include "support/home_slot.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace dix;
 using dix::test::fork_child;
-using dix::test::in_futex_wait;
+using dix::test::home_with_slot;
+using dix::test::until_slot;
+using dix::test::until_asleep;
 using dix::test::pipe_pair;
 using dix::test::temp_dir;
 using dix::test::wait_exit;
@@ -29,46 +32,6 @@ namespace {
 
 constexpr std::uint64_t ms = 1'000'000;
 constexpr index_time_t t0 = 1'700'000'000'000'000'000ull;
-
-struct home_with_slot {
-  temp_dir dir;
-  fs::path home = dir / "db";
-  std::shared_ptr<readiness_segment> segment;
-  std::shared_ptr<segment_slot> slot;
-  epoch_t epoch = 0;
-  home_with_slot() {
-    fs::create_directories(home);
-    segment = readiness_segment::attach(home).value();
-    slot = segment->claim("idx").value();
-    epoch = slot->mint_epoch().value();
-  }
-  void ready(index_time_t coverage_time) {
-    slot->apply(slot_publication{readiness_state::ready, readiness_reason::none, 0, coverage_time, std::nullopt});
-  }
-  void state(readiness_state s) { slot->apply(slot_publication{s, readiness_reason::none, 0, std::nullopt, std::nullopt}); }
-};
-
-// Waits (futex, no sleep) until `pred` holds for the slot, at most 20 s.
-template <class Pred>
-bool until_slot(const segment_slot& slot, Pred pred) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  for (;;) {
-    auto seen = slot.change_counter();
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    slot.wait_change(seen, 1000ms);
-  }
-}
-
-// Spins (yield, bounded) until thread `tid` of `pid` sleeps in FUTEX_WAIT.
-bool until_asleep(pid_t tid, pid_t pid = ::getpid()) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (tid != 0 && in_futex_wait(tid, pid)) return true;
-    std::this_thread::yield();
-  }
-  return false;
-}
 
 }  // namespace
 
