@@ -1005,6 +1005,12 @@ struct rocksdb_index_reader::impl {
   // Opened while the cursor was absent (a new index, or inside a reset whose families may not all
   // be dropped yet): opened again at the next query, until a view opens with a cursor present.
   bool provisional = false;
+  // What the owner's files looked like at the last catch-up (the live WALs, the MANIFEST,
+  // CURRENT: names and sizes). Every write appends to a WAL (manual_wal_flush is off) and every
+  // flush, compaction or family change to the MANIFEST or a new file, so an equal listing means
+  // nothing new to catch up with, and the query skips TryCatchUpWithPrimary (decision 0028).
+  using file_listing = std::vector<std::pair<std::string, std::uintmax_t>>;
+  std::optional<file_listing> caught_up_with;
 
   ~impl() {
     close();
@@ -1012,7 +1018,25 @@ struct rocksdb_index_reader::impl {
     std::filesystem::remove_all(secondary_dir, ec);
   }
 
+  std::optional<file_listing> owner_files() const {
+    file_listing out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(options.path, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      const bool wal = name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
+      if (!wal && name.rfind("MANIFEST-", 0) != 0 && name != "CURRENT") continue;
+      std::error_code size_ec;
+      const auto size = it->file_size(size_ec);
+      if (size_ec) return std::nullopt;  // gone meanwhile: catch up
+      out.emplace_back(name, size);
+    }
+    if (ec) return std::nullopt;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   void close() {
+    caught_up_with.reset();
     if (!db) return;
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     handles.clear();
@@ -1077,12 +1101,19 @@ struct rocksdb_index_reader::impl {
   // MANIFEST and WAL, or opened again when a reset happened since it was opened. false: no
   // database there yet. Caller holds `mutex`.
   result<bool> refresh() {
-    if (!db || provisional) return open_db();
-    auto s = db->TryCatchUpWithPrimary();
-    if (!s.ok()) return open_db();  // a file gone under it: start afresh once
+    auto files = owner_files();  // before the catch-up: what it sees at least
+    auto reopen = [&]() -> result<bool> {
+      auto opened = open_db();
+      if (opened && *opened) caught_up_with = std::move(files);
+      return opened;
+    };
+    if (!db || provisional) return reopen();
+    if (files && files == caught_up_with) return true;  // nothing written since the last catch-up
+    if (!db->TryCatchUpWithPrimary().ok()) return reopen();  // a file gone under it: start afresh once
     auto resets = read_resets();
     if (!resets) return resets.error();
-    if (*resets != resets_at_open) return open_db();
+    if (*resets != resets_at_open) return reopen();
+    caught_up_with = std::move(files);
     return true;
   }
 
