@@ -1005,12 +1005,20 @@ struct rocksdb_index_reader::impl {
   // Opened while the cursor was absent (a new index, or inside a reset whose families may not all
   // be dropped yet): opened again at the next query, until a view opens with a cursor present.
   bool provisional = false;
-  // What the owner's files looked like at the last catch-up (the live WALs, the MANIFEST,
-  // CURRENT: names and sizes). Every write appends to a WAL (manual_wal_flush is off) and every
-  // flush, compaction or family change to the MANIFEST or a new file, so an equal listing means
-  // nothing new to catch up with, and the query skips TryCatchUpWithPrimary (decision 0028).
+  // What the owner's files looked like when the view was last brought up to date: the live WALs
+  // and, apart, the MANIFEST and CURRENT (names and sizes). Every write appends to a WAL
+  // (manual_wal_flush is off); every flush, compaction and family drop or creation changes the
+  // MANIFEST. Equal listings: nothing new, and the query skips the catch-up. A changed MANIFEST:
+  // the instance is opened again instead of caught up, because RocksDB 7.8's
+  // TryCatchUpWithPrimary can crash applying a family drop (a reset; decision 0028).
   using file_listing = std::vector<std::pair<std::string, std::uintmax_t>>;
-  std::optional<file_listing> caught_up_with;
+  struct owner_listing {
+    file_listing wals, manifest;
+    friend bool operator==(const owner_listing& a, const owner_listing& b) {
+      return a.wals == b.wals && a.manifest == b.manifest;
+    }
+  };
+  std::optional<owner_listing> caught_up_with;
 
   ~impl() {
     close();
@@ -1018,8 +1026,8 @@ struct rocksdb_index_reader::impl {
     std::filesystem::remove_all(secondary_dir, ec);
   }
 
-  std::optional<file_listing> owner_files() const {
-    file_listing out;
+  std::optional<owner_listing> owner_files() const {
+    owner_listing out;
     std::error_code ec;
     for (std::filesystem::directory_iterator it(options.path, ec), end; !ec && it != end; it.increment(ec)) {
       const auto name = it->path().filename().string();
@@ -1027,11 +1035,12 @@ struct rocksdb_index_reader::impl {
       if (!wal && name.rfind("MANIFEST-", 0) != 0 && name != "CURRENT") continue;
       std::error_code size_ec;
       const auto size = it->file_size(size_ec);
-      if (size_ec) return std::nullopt;  // gone meanwhile: catch up
-      out.emplace_back(name, size);
+      if (size_ec) return std::nullopt;  // gone meanwhile: open afresh
+      (wal ? out.wals : out.manifest).emplace_back(name, size);
     }
     if (ec) return std::nullopt;
-    std::sort(out.begin(), out.end());
+    std::sort(out.wals.begin(), out.wals.end());
+    std::sort(out.manifest.begin(), out.manifest.end());
     return out;
   }
 
@@ -1097,6 +1106,15 @@ struct rocksdb_index_reader::impl {
     return true;
   }
 
+  // RocksDB 7.8's TryCatchUpWithPrimary crashes now and then (in MemTableList::RemoveOldMemTables)
+  // on a database whose families were ever dropped and created again — an index reset at least
+  // once — even in an instance opened afterwards. The backend creates its four families in order
+  // with ids 0…3 and a reset gives the new ones higher ids: only a database with ids 0…3 is
+  // caught up; any other is opened again (decision 0028).
+  bool catch_up_safe() const {
+    return std::all_of(handles.begin(), handles.end(), [](rocksdb::ColumnFamilyHandle* h) { return h->GetID() <= 3; });
+  }
+
   // Brings the view up to the latest durable state of the index: caught up with the owner's
   // MANIFEST and WAL, or opened again when a reset happened since it was opened. false: no
   // database there yet. Caller holds `mutex`.
@@ -1107,9 +1125,10 @@ struct rocksdb_index_reader::impl {
       if (opened && *opened) caught_up_with = std::move(files);
       return opened;
     };
-    if (!db || provisional) return reopen();
-    if (files && files == caught_up_with) return true;  // nothing written since the last catch-up
-    if (!db->TryCatchUpWithPrimary().ok()) return reopen();  // a file gone under it: start afresh once
+    if (!db || provisional || !files || !caught_up_with || files->manifest != caught_up_with->manifest) return reopen();
+    if (files->wals == caught_up_with->wals) return true;  // nothing written since
+    if (!catch_up_safe()) return reopen();
+    if (!db->TryCatchUpWithPrimary().ok()) return reopen();  // a file gone under it: start afresh
     auto resets = read_resets();
     if (!resets) return resets.error();
     if (*resets != resets_at_open) return reopen();

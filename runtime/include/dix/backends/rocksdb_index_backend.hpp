@@ -113,11 +113,14 @@ class rocksdb_index_backend final : public backend {
 // (<dix/query_host.hpp>). It opens options.path as a RocksDB secondary instance — never the
 // writer's LOCK, never a byte written under options.path — whose private directory (its info log)
 // is a fresh 0700 directory under the system temporary directory, removed by the destructor.
-// Each query calls host->admit_query(mode) first, then catches up with the owner's database
-// (TryCatchUpWithPrimary: the MANIFEST and the live WAL, so everything a FlushWAL(true) barrier
-// made durable), then reads with the backend's own query code, and answers with the admitted
-// coverage. An index reset under it (its families dropped and created again) is seen through the
-// meta record `resets` the reset bumps first, and the instance is opened again. Thread-safe.
+// Each query calls host->admit_query(mode) first, then brings its view up to the latest durable
+// state (everything a FlushWAL(true) barrier made durable: the live WAL), then reads with the
+// backend's own query code, and answers with the admitted coverage. Bringing the view up to date
+// costs nothing while the owner's WAL and MANIFEST files are unchanged; new WAL bytes are read by
+// TryCatchUpWithPrimary; a changed MANIFEST (a flush, a compaction, a reset), a reset seen
+// through the meta record `resets`, or a database whose families were ever recreated (RocksDB
+// 7.8's catch-up is unsafe there) open the instance again. Queries of one reader run one at a
+// time. Thread-safe.
 class rocksdb_index_reader {
  public:
   // invalid_argument for bad options or id; io_error when the database exists but cannot be
