@@ -5,13 +5,16 @@
 // real RocksDB; the waits are the wait admissions, the segment futex (harness wait_ready) and
 // the owner's answers, their timeouts failure guards only.
 //
-// Each backend's reader adds its queries to the case below: the owner registers `fulltext`
-// (Xapian) and `similar` (hnsw) beside `by-value` (owner_process(dir, true)).
+// The owner registers `fulltext` (Xapian) and `similar` (hnsw) beside `by-value`
+// (owner_process(dir, true)): the Xapian reader's queries are in the case below, and the hnsw
+// reader's go beside them (`similar` projects test::vector_of(payload), l2, dimension 4).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/backends/xapian_backend.hpp>
 #include <dix/free_functions.hpp>
 #include <dix/query_host.hpp>
 
@@ -63,6 +66,20 @@ TEST_CASE("query-only: with the owner in another process a reader without a runt
   const auto second = owner.put("q2", "alpha");
   CHECK(ids_of(by_value->lookup("alpha", 10, wait_for(second.time)).value().rows) == std::vector<std::string>{"q1", "q2"});
   CHECK(ids_of(by_value->range("alpha", "alphb", 10, wait_for(second.time)).value().rows).size() == 2);
+
+  // The owner's Xapian index, through its reader (the same fields as the owner's).
+  xapian_options xo;
+  xo.path = owner.index_path("fulltext");
+  xo.fields["text"] = xapian_field{"T", 1};
+  auto fulltext = xapian_reader::open("fulltext", xo, make_query_host(owner.home(), "fulltext")).value();
+  auto searched = fulltext->search("alpha", 0, 10, wait_for(second.time));
+  REQUIRE(searched);
+  std::vector<std::string> found;
+  for (const auto& r : searched->rows) found.push_back(r.ref.record_id);
+  std::sort(found.begin(), found.end());
+  CHECK(found == std::vector<std::string>{"q1", "q2"});
+  CHECK(fulltext->search("alpha", 0, 10, coverage_mode{coverage_kind::strict, 3000ms, 0, 0ms}).error().value() ==
+        errc::index_lagging);
 
   // The owner's coverage is fresh (its last barrier covered `second`): bounded is admitted with
   // the age as the lag bound; strict never is from another process.
