@@ -6,13 +6,14 @@
 // the owner's answers, their timeouts failure guards only.
 //
 // The owner registers `fulltext` (Xapian) and `similar` (hnsw) beside `by-value`
-// (owner_process(dir, true)): the Xapian reader's queries are in the case below, and the hnsw
-// reader's go beside them (`similar` projects test::vector_of(payload), l2, dimension 4).
+// (owner_process(dir, true)): the case below reads all three through their readers (`similar`
+// projects test::vector_of(payload), l2, dimension 4).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
 
+#include <dix/backends/hnsw_backend.hpp>
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/backends/xapian_backend.hpp>
 #include <dix/free_functions.hpp>
@@ -79,6 +80,25 @@ TEST_CASE("query-only: with the owner in another process a reader without a runt
   std::sort(found.begin(), found.end());
   CHECK(found == std::vector<std::string>{"q1", "q2"});
   CHECK(fulltext->search("alpha", 0, 10, coverage_mode{coverage_kind::strict, 3000ms, 0, 0ms}).error().value() ==
+        errc::index_lagging);
+
+  // The owner's hnsw index, through its reader (the owner's dimension and space): both records
+  // hold the payload "alpha", so both lie at distance 0 from its vector.
+  hnsw_options ho;
+  ho.state_dir = owner.index_path("similar");
+  ho.dimension = test::owner_vector_dimension;
+  auto similar = hnsw_reader::open("similar", ho, make_query_host(owner.home(), "similar")).value();
+  const auto alpha = test::vector_of("alpha");
+  auto near = similar->knn(alpha.data(), alpha.size(), 10, wait_for(second.time));
+  REQUIRE(near);
+  std::vector<std::string> nearest;
+  for (const auto& r : near->rows) {
+    nearest.push_back(r.ref.record_id);
+    CHECK(r.score == 0.0);
+  }
+  std::sort(nearest.begin(), nearest.end());
+  CHECK(nearest == std::vector<std::string>{"q1", "q2"});
+  CHECK(similar->knn(alpha.data(), alpha.size(), 10, coverage_mode{coverage_kind::strict, 3000ms, 0, 0ms}).error().value() ==
         errc::index_lagging);
 
   // The owner's coverage is fresh (its last barrier covered `second`): bounded is admitted with
