@@ -265,6 +265,12 @@ void apply(runner_pointer self, effects out) {
       if (progress) publish_progress(self, *std::exchange(progress, std::nullopt));
       publish_lag(self);
       self->state.fence.after_landed(std::move(step));
+    } else if (std::holds_alternative<fx::mint_epoch>(e)) {
+      // The mint waits for the publications before it: the slot's owner_epoch moves at once,
+      // its state only when the publisher stores it, so a mint ahead of a rebuild's `rebuilding`
+      // (protocol.md §11.4 publishes it first) showed readers `ready` under the rebuild's new
+      // epoch while the attempt shut the backend down and reset it (decision 0032).
+      self->state.fence.after_landed(std::move(step));
     } else {
       self->state.fence.then(std::move(step));
     }

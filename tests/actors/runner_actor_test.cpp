@@ -2,6 +2,8 @@
 // (no detached actors, no sleeps): message flows the cores cannot show on their own.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "adapters/metrics_segment.hpp"
 #include "support/wired_id.hpp"
 
@@ -245,6 +247,41 @@ TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and en
   published.erase(published.begin(), published.begin() + static_cast<std::ptrdiff_t>(before));
   CHECK(states_of(published) ==
         std::vector<readiness_state>{readiness_state::needs_rebuild, readiness_state::rebuilding, readiness_state::ready});
+}
+
+TEST_CASE("actors: a rebuild mints its epoch only after its publications landed, so no reader sees ready under the rebuild's new epoch while the publisher lags (decision 0032)", "[actor][rebuild]") {
+  pipeline p({}, fingerprint);
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  const auto epoch = p.slot->read().owner_epoch;
+
+  // The request, then every actor but the publisher runs: a publisher that lags behind the
+  // runner (a loaded machine) holds the needs-rebuild and rebuilding publications.
+  p.slot->request_rebuild();
+  caf::anon_send(p.runner, dix::wake{wake_flag::rebuild});
+  auto* publisher = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(p.publisher));
+  auto& jobs = p.sched.jobs;
+  bool ready_under_new_epoch = false;
+  for (;;) {
+    auto next = std::find_if(jobs.begin(), jobs.end(), [&](caf::resumable* job) { return job != publisher; });
+    if (next == jobs.end()) break;
+    std::rotate(jobs.begin(), next, next + 1);
+    p.sched.run_once();
+    const auto r = p.slot->read();
+    ready_under_new_epoch = ready_under_new_epoch || (r.state == readiness_state::ready && r.owner_epoch > epoch);
+  }
+  CHECK_FALSE(ready_under_new_epoch);
+  CHECK(p.slot->read().owner_epoch == epoch);  // the mint waits for the publisher
+  CHECK(p.backend->resets == 1);               // and so does the reset after it
+
+  p.run();  // the publisher catches up: the attempt goes on
+  const auto now = p.slot->read();
+  CHECK(now.state == readiness_state::rebuilding);
+  CHECK(now.owner_epoch == epoch + 1);
+  CHECK(p.backend->resets == 2);
+  p.advance(1000ms);
+  CHECK(p.slot->read().state == readiness_state::ready);
 }
 
 TEST_CASE("actors: failed rebuild attempts back off on the actor clock, 1 s doubling capped by max_rebuild_backoff, and the max_rebuild_attempts-th ends unavailable/rebuild-exhausted, released", "[actor][rebuild]") {

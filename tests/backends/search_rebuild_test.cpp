@@ -54,15 +54,18 @@ scored scores(const Rows& rows) {
 answers ask(rocksdb_index_backend& keys, xapian_backend& text, hnsw_backend& vectors) {
   answers a;
   auto l = keys.lookup("even", 1000, test::covering_now());
+  INFO((l ? std::string() : l.error().to_string()));
   REQUIRE(l);
   for (const auto& r : l->rows) a.lookup.emplace_back(r.record_id, r.version);
   auto s = text.search("bravo OR delta", 0, 1000, test::covering_now());
+  INFO((s ? std::string() : s.error().to_string()));
   REQUIRE(s);
   a.search = scores(s->rows);
   const std::vector<float> origin(dimension, 0.0f);
   // ef above the record count: the search is exhaustive, so the answer does not depend on the
   // graph's shape (a rebuild inserts in scan order, the log in commit order).
   auto k = vectors.knn(origin.data(), origin.size(), 10, test::covering_now(), 400);
+  INFO((k ? std::string() : k.error().to_string()));
   REQUIRE(k);
   a.knn = scores(k->rows);
   return a;
@@ -130,15 +133,31 @@ TEST_CASE("rebuild: each shipped backend (RocksDB, Xapian, hnsw) ends ready with
   REQUIRE(!before.search.empty());
   REQUIRE(before.knn.size() == 10);
 
+  std::string history;  // the states each rebuild's wait saw, for a failure below
   for (const char* id : {"keys", "text", "vectors"}) {
     INFO(id);
     const auto epoch = rt->readiness(id).value().owner_epoch;
     REQUIRE(rt->request_rebuild(id));
     // A rebuild mints a new epoch (reset under it, then the scan): ready again under a newer one
     // is the rebuild's end. (The scan's figures are paced and may not be published yet.)
-    REQUIRE(test::wait_readiness(home, id, [&](const readiness& r) { return r.state == readiness_state::ready && r.owner_epoch > epoch; }));
+    std::string seen;
+    REQUIRE(test::wait_readiness(home, id, [&](const readiness& r) {
+      seen += std::string(to_string(r.state)) + "/" + std::string(to_string(r.reason)) + "@" + std::to_string(r.owner_epoch) + " ";
+      return r.state == readiness_state::ready && r.owner_epoch > epoch;
+    }));
+    history += std::string(id) + " from epoch " + std::to_string(epoch) + ": " + seen + "\n";
   }
+  INFO(history);
 
+  // Each index stays ready after its rebuild's end: a rebuild that showed `ready` under its new
+  // epoch before publishing `rebuilding` ended this wait early (decision 0032).
+  for (const char* id : {"keys", "text", "vectors"}) {
+    auto r = rt->readiness(id).value();
+    INFO(id << ": " << to_string(r.state) << " (" << to_string(r.reason) << "), epoch " << r.owner_epoch);
+    auto st = rt->status(id);
+    INFO((st ? st->message : std::string()));
+    CHECK(r.state == readiness_state::ready);
+  }
   const auto after = ask(*keys, *text, *vectors);
   CHECK(after.lookup == before.lookup);
   check_same(before.search, after.search);
