@@ -53,6 +53,7 @@ constexpr std::size_t b_runner_state = 136;
 constexpr std::size_t b_lag_flags = 137;
 constexpr std::size_t b_last_fault = 138;
 constexpr std::size_t b_log_count = 139;
+constexpr std::size_t b_max_flush_age_ms = 140;  // 0: unknown (a writer before decision 0031)
 constexpr std::size_t b_lag_logs = 144;  // lag_log_slots × 24: sequence_lag, read_per_s, retention_headroom_ms
 constexpr std::size_t lag_log_bytes = 24;
 constexpr std::size_t b_reserved = 192;
@@ -134,6 +135,7 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
   store<std::uint32_t>(b, b_max_accepted_batches_ahead, l.max_accepted_batches_ahead, __ATOMIC_RELAXED);
   store<std::uint32_t>(b, b_lag_gate, l.lag_gate, __ATOMIC_RELAXED);
   store<std::uint32_t>(b, b_transient_faults, l.transient_faults, __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_max_flush_age_ms, l.max_flush_age_ms, __ATOMIC_RELAXED);
   store<std::uint8_t>(b, b_runner_state, static_cast<std::uint8_t>(l.state), __ATOMIC_RELAXED);
   store<std::uint8_t>(b, b_lag_flags, lag_flags, __ATOMIC_RELAXED);
   store<std::uint8_t>(b, b_last_fault, static_cast<std::uint8_t>(l.last_fault), __ATOMIC_RELAXED);
@@ -176,6 +178,7 @@ metrics_block load_fields(unsigned char* b, bool names) {
   l.max_accepted_batches_ahead = load<std::uint32_t>(b, b_max_accepted_batches_ahead, __ATOMIC_RELAXED);
   l.lag_gate = load<std::uint32_t>(b, b_lag_gate, __ATOMIC_RELAXED);
   l.transient_faults = load<std::uint32_t>(b, b_transient_faults, __ATOMIC_RELAXED);
+  l.max_flush_age_ms = load<std::uint32_t>(b, b_max_flush_age_ms, __ATOMIC_RELAXED);
   // A value out of range (a torn or foreign block cannot pass the seqlock, but a newer writer's
   // state might) reads as the nearest safe meaning rather than an invalid enum.
   const auto state = load<std::uint8_t>(b, b_runner_state, __ATOMIC_RELAXED);

@@ -267,12 +267,12 @@ int run_serve(const std::vector<std::string>& argv) {
   // status and metrics (decision 0021); the server stops before the runtime does.
   std::unique_ptr<metrics_server> scrape;
   if (listen) {
-    auto started = metrics_server::start(*listen, [&rt, &indexes, cap = ro.max_accepted_batches_ahead] {
+    auto started = metrics_server::start(*listen, [&rt, &indexes, ro] {
       tool::metrics_text text;
       for (const auto& index : *indexes) {
         auto status = (*rt)->status(index.id);
         auto metrics = (*rt)->metrics(index.id);
-        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, cap);
+        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro);
       }
       return text.str();
     });

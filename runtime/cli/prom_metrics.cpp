@@ -142,9 +142,9 @@ void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std:
 }
 
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
-                        const runner_metrics& m, std::uint32_t max_accepted_batches_ahead) {
+                        const runner_metrics& m, const runner_options& options) {
   add_readiness(out, id, m.readiness);
-  const auto lag = lag_figures_of(m, status.state, max_accepted_batches_ahead);
+  const auto lag = lag_figures_of(m, status.state, options);
   add_activity(out, id, attribute(m.readiness, m.owner ? std::optional<lag_figures>(lag) : std::nullopt));
   const metric_labels index{{"index", id}};
   out.add("dix_runner_state", metric_type::gauge, "1 for the runner's local state (protocol.md 14.1)",

@@ -23,6 +23,6 @@ void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std:
 
 // From the owning runtime: readiness, status, every runner_metrics field, per log by its name.
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
-                        const runner_metrics& m, std::uint32_t max_accepted_batches_ahead);
+                        const runner_metrics& m, const runner_options& options);
 
 }  // namespace dix::cli

@@ -45,7 +45,7 @@ lag_figures lag_figures::aged_at(std::uint64_t now_wall_ns) const {
   return out;
 }
 
-lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead) {
+lag_figures lag_figures_of(const runner_metrics& m, runner_state state, const runner_options& options) {
   lag_figures l;
   l.epoch = m.epoch;
   l.state = state;
@@ -58,7 +58,8 @@ lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uin
   l.unread_growing = m.unread_age_ms > 0;
   l.oldest_accepted_growing = m.oldest_accepted_age_ms > 0;
   l.accepted_batches = static_cast<std::uint32_t>(std::min<std::uint64_t>(m.accepted_batches, UINT32_MAX));
-  l.max_accepted_batches_ahead = max_accepted_batches_ahead;
+  l.max_accepted_batches_ahead = options.max_accepted_batches_ahead;
+  l.max_flush_age_ms = static_cast<std::uint32_t>(std::clamp<std::int64_t>(options.max_flush_age.count(), 0, UINT32_MAX));
   l.lag_gate = m.lag_gate;
   l.transient_faults = m.transient_faults;
   l.last_fault = m.last_fault;
@@ -97,6 +98,15 @@ std::string_view to_string(stall_cause c) noexcept {
   return "none";
 }
 
+std::uint64_t stuck_limit_ms(const lag_figures& lag, const attribution_options& options) {
+  return std::max<std::uint64_t>(options.stuck_after_ms, 2 * std::uint64_t{lag.max_flush_age_ms});
+}
+
+std::uint64_t following_limit_ms(const lag_figures& lag, const attribution_options& options) {
+  if (lag.max_flush_age_ms == 0) return options.following_lag_ms;
+  return std::max(options.following_lag_ms, lag.max_flush_age_ms + options.following_margin_ms);
+}
+
 activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag, const attribution_options& options) {
   const std::uint64_t lag_ms = lag ? lag->lag_ms : 0;
   if (r.state == readiness_state::rebuilding || (lag && lag->state == runner_state::rebuilding)) {
@@ -117,10 +127,11 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
   }
   const auto& l = *lag;
   const bool at_cap = l.max_accepted_batches_ahead > 0 && l.accepted_batches >= l.max_accepted_batches_ahead;
-  const bool accepted_stuck = l.oldest_accepted_growing && l.oldest_accepted_age_ms >= options.stuck_after_ms;
+  const auto stuck_ms = stuck_limit_ms(l, options);
+  const bool accepted_stuck = l.oldest_accepted_growing && l.oldest_accepted_age_ms >= stuck_ms;
   // Waiting for durability is the pipeline's rhythm under load (the next flush is not due yet):
   // it holds the index only once it lasts.
-  const bool waiting_stuck = l.state == runner_state::waiting_durable && l.stalled_ms >= options.stuck_after_ms;
+  const bool waiting_stuck = l.state == runner_state::waiting_durable && l.stalled_ms >= stuck_ms;
   if (l.state == runner_state::deferred) {
     return stalled(stall_cause::backend_deferred, lag_ms,
                    "the backend defers deliveries; parked for " + seconds(l.stalled_ms));
@@ -138,7 +149,7 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
   }
   const auto* behind = furthest_behind(l);
   const bool no_reads = behind == nullptr || behind->read_per_s == 0;
-  if ((l.unread_growing && l.unread_age_ms >= options.stuck_after_ms && no_reads) || l.transient_faults > 0) {
+  if ((l.unread_growing && l.unread_age_ms >= stuck_ms && no_reads) || l.transient_faults > 0) {
     std::string words = "the log is not read: committed work waits unread for " + seconds(l.unread_age_ms);
     if (l.transient_faults > 0) {
       words += ", " + std::to_string(l.transient_faults) + " transient fault(s) in a row (last " +
@@ -162,7 +173,8 @@ activity_report attribute(const readiness& r, const std::optional<lag_figures>& 
   // No stall cause holds, so the durable position advances (a stuck age would have been one):
   // a lag within a flush interval is the pipeline's rhythm behind a steady writer, unless the
   // backlog read so far says it takes longer than that to reach the log's end.
-  if (lag_ms <= options.following_lag_ms && (!out.eta_ms || *out.eta_ms <= options.following_lag_ms)) {
+  const auto limit = following_limit_ms(l, options);
+  if (lag_ms <= limit && (!out.eta_ms || *out.eta_ms <= limit)) {
     out.activity = index_activity::following;
     out.words = "following the log, lag " + seconds(lag_ms);
     return out;

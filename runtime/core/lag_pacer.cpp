@@ -11,7 +11,7 @@ bool lag_pacer::shape::operator==(const shape& o) const {
          transient_faults == o.transient_faults && last_fault == o.last_fault && sequence_lags == o.sequence_lags;
 }
 
-lag_pacer::decision lag_pacer::next(const runner_snapshot& s, std::uint32_t cap, steady_time now,
+lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_options& options, steady_time now,
                                     std::uint64_t wall_ns) {
   if (!s.owner) return {};
   const auto m = s.metrics(now);
@@ -39,7 +39,7 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, std::uint32_t cap,
     }
   }
   // The snapshot knows exactly which ages grow (their moments are set), and the pacer the rates.
-  lag_figures out = lag_figures_of(m, s.state, cap);
+  lag_figures out = lag_figures_of(m, s.state, options);
   out.taken_wall_ns = wall_ns;
   out.stalled_growing = s.stalled_since.has_value();
   out.unread_growing = s.unread_since.has_value();

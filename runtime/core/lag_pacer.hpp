@@ -29,10 +29,10 @@ class lag_pacer {
     std::optional<std::chrono::milliseconds> due_in;  // held back: call next() again after this
   };
 
-  // Nothing while `s` is not the owner's. `cap` is runner_options::max_accepted_batches_ahead,
-  // `wall_ns` CLOCK_REALTIME now (stamped on the figures). lag_gate is left 0: the publisher,
+  // Nothing while `s` is not the owner's. `options` are the runner's (the figures carry its cap
+  // and max_flush_age), `wall_ns` CLOCK_REALTIME now (stamped on the figures). lag_gate is left 0: the publisher,
   // which stores the slot's gate, fills it in (and refreshes it when the gate changes).
-  decision next(const runner_snapshot& s, std::uint32_t cap, steady_time now, std::uint64_t wall_ns);
+  decision next(const runner_snapshot& s, const runner_options& options, steady_time now, std::uint64_t wall_ns);
 
  private:
   // What the figures say, without the ages' growth: a change of any of it is worth telling.

@@ -384,7 +384,7 @@ TEST_CASE("metrics segment: a file renamed over metrics.seg after its validated 
   CHECK(readiness_segment::attach(home, 2));  // without the swap it maps
 }
 
-TEST_CASE("metrics segment: the lag part lands at its documented offsets beside the progress and reads back whole, and a block without it reads no lag figures", "[adapter][metrics][lag]") {
+TEST_CASE("metrics segment: the lag part lands at its documented offsets beside the progress and reads back whole, with the owner's flush age, and a block without it reads no lag figures", "[adapter][metrics][lag]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto s = attach(home, 2);
@@ -402,6 +402,7 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   l.oldest_accepted_growing = true;
   l.accepted_batches = 5;
   l.max_accepted_batches_ahead = 64;
+  l.max_flush_age_ms = 3000;
   l.lag_gate = 250;
   l.transient_faults = 2;
   l.last_fault = readiness_reason::log_missing;
@@ -428,6 +429,7 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(static_cast<unsigned char>(bytes[at + 137]) == 0x0Bu); // lag_flags: present, stalled, oldest accepted growing
   CHECK(static_cast<unsigned char>(bytes[at + 138]) == 3u);    // last_fault log-missing
   CHECK(static_cast<unsigned char>(bytes[at + 139]) == 3u);    // log_count
+  CHECK(get_le<std::uint32_t>(bytes, at + 140) == 3000u);      // max_flush_age_ms (decision 0031)
   CHECK(get_le<std::uint64_t>(bytes, at + 144) == 100u);       // log 0 sequence_lag
   CHECK(get_le<std::uint64_t>(bytes, at + 152) == 2000u);      // log 0 read_per_s
   CHECK(get_le<std::uint64_t>(bytes, at + 160) == ~std::uint64_t{0});  // log 0 headroom −1
@@ -451,6 +453,8 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(got->lag->oldest_accepted_growing);
   CHECK(got->lag->last_fault == readiness_reason::log_missing);
   CHECK(got->lag->log_count == 3);
+  CHECK(got->lag->max_flush_age_ms == 3000);
+  CHECK(got->lag->max_accepted_batches_ahead == 64);
   REQUIRE(got->lag->logs.size() == 2);
   CHECK(got->lag->logs[0].read_per_s == 2000);
   CHECK(got->lag->logs[0].retention_headroom_ms == -1);
@@ -460,17 +464,21 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(log_label(*got->lag, 1) == long_name);
 
   // One log now: the second name is gone with its figures; a name outside the rules is stored
-  // as none, and a reader labels that log by its position.
+  // as none, and a reader labels that log by its position. No flush age (a writer that did not
+  // fill it): the word reads 0, unknown.
   l.log_count = 1;
+  l.max_flush_age_ms = 0;
   l.logs = {log_lag_figures{1, 0, -1, "Not a log!"}};
   m.write(1, metrics_block{10, std::nullopt, l});
   bytes = read_file(metrics_file(home));
   CHECK(static_cast<unsigned char>(bytes[at + 256]) == 0u);
   CHECK(static_cast<unsigned char>(bytes[at + 257]) == 0u);
   CHECK(bytes.substr(at + 264, 128) == std::string(128, '\0'));
+  CHECK(get_le<std::uint32_t>(bytes, at + 140) == 0u);
   auto unnamed = open_reader(home, 2)->read(1);
   REQUIRE(unnamed);
   REQUIRE(unnamed->lag);
+  CHECK(unnamed->lag->max_flush_age_ms == 0);
   REQUIRE(unnamed->lag->logs.size() == 1);
   CHECK(unnamed->lag->logs[0].log.empty());
   CHECK(log_label(*unnamed->lag, 0) == "0");

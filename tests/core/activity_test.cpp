@@ -94,6 +94,60 @@ TEST_CASE("activity: a steady writer at the flush rhythm is followed, not caught
   CHECK(of(l, slow_flush).activity == index_activity::following);
 }
 
+TEST_CASE("activity: following is judged against the owner's own max_flush_age when the figures carry it", "[core][activity]") {
+  // A steady writer behind an owner that flushes every 3 s: the durable position trails by up to
+  // 3 s of work, read as fast as it is written.
+  auto l = owner_in(runner_state::running);
+  l.lag_ms = l.cursor_lag_ms = l.oldest_accepted_age_ms = 2900;
+  l.oldest_accepted_growing = true;
+  l.logs = {log_lag_figures{29000, 10000, -1}};
+  // Without the owner's flush age (0, a writer before decision 0031): the fixed limits, 1.5 s
+  // to follow, 2 s for an age to be stuck, so a batch 2.9 s from durable reads as a barrier.
+  CHECK(following_limit_ms(l) == 1500);
+  CHECK(stuck_limit_ms(l) == 2000);
+  CHECK(of(l).cause == stall_cause::barrier);
+  l.oldest_accepted_age_ms = 1000;
+  CHECK(of(l).activity == index_activity::catching_up);
+  l.oldest_accepted_age_ms = 2900;
+  l.max_flush_age_ms = 3000;
+  CHECK(following_limit_ms(l) == 3500);  // max_flush_age + the 0.5 s margin
+  CHECK(stuck_limit_ms(l) == 6000);      // twice max_flush_age: one flush may pass
+  auto r = of(l);
+  CHECK(r.activity == index_activity::following);
+  CHECK(r.words == "following the log, lag 2.9 s");
+  // The limit holds for the lag and for the ETA alike.
+  l.lag_ms = 3500;
+  CHECK(of(l).activity == index_activity::following);
+  l.lag_ms = 3501;
+  CHECK(of(l).activity == index_activity::catching_up);
+  l.lag_ms = 2900;
+  l.logs = {log_lag_figures{35010, 10000, -1}};  // 3.501 s of reading to the end
+  CHECK(of(l).activity == index_activity::catching_up);
+  l.logs = {log_lag_figures{35000, 10000, -1}};
+  CHECK(of(l).activity == index_activity::following);
+  // Past twice the flush age the oldest batch not yet durable is a barrier that does not complete.
+  l.oldest_accepted_age_ms = 6000;
+  CHECK(of(l).cause == stall_cause::barrier);
+  l.oldest_accepted_age_ms = 2900;
+  // A short flush age never narrows the limits below following_lag_ms and stuck_after_ms: the
+  // barrier and the publication interval take their time whatever the rhythm.
+  l.max_flush_age_ms = 50;
+  CHECK(following_limit_ms(l) == 1500);
+  CHECK(stuck_limit_ms(l) == 2000);
+  l.lag_ms = 1400;
+  l.oldest_accepted_age_ms = 1400;
+  l.logs = {log_lag_figures{100, 10000, -1}};
+  CHECK(of(l).activity == index_activity::following);
+  // The margin is an option too.
+  l.max_flush_age_ms = 3000;
+  attribution_options wide;
+  wide.following_margin_ms = 2000;
+  CHECK(following_limit_ms(l, wide) == 5000);
+  l.lag_ms = 4900;
+  CHECK(of(l, wide).activity == index_activity::following);
+  CHECK(of(l).activity == index_activity::catching_up);
+}
+
 TEST_CASE("activity: a runner parked in deferred is stalled by a deferring backend", "[core][activity]") {
   auto l = owner_in(runner_state::deferred);
   l.stalled_ms = l.lag_ms = 3000;

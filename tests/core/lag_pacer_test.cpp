@@ -12,6 +12,13 @@ namespace {
 const steady_time t0 = steady_time{} + std::chrono::hours(1);
 constexpr std::uint64_t wall0 = 1'000'000'000'000;
 
+// The runner's options: the default cap, a flush interval of 3 s (the figures carry both).
+const runner_options options = [] {
+  runner_options o;
+  o.max_flush_age = milliseconds(3000);
+  return o;
+}();
+
 // An owner of epoch 2 with one log read up to `read` of `latest`, nothing durable past 0.
 runner_snapshot owner(std::uint64_t read, std::uint64_t latest, runner_state state = runner_state::running) {
   runner_snapshot s;
@@ -27,17 +34,17 @@ runner_snapshot owner(std::uint64_t read, std::uint64_t latest, runner_state sta
 TEST_CASE("lag pacer: nothing for a runner that does not own its id", "[core][lag]") {
   lag_pacer pacer;
   runner_snapshot s;
-  auto d = pacer.next(s, 64, t0, wall0);
+  auto d = pacer.next(s, options, t0, wall0);
   CHECK_FALSE(d.publish);
   CHECK_FALSE(d.due_in);
 }
 
-TEST_CASE("lag pacer: the first figures at once, with the components, the cap, the ages growing and the wall time", "[core][lag]") {
+TEST_CASE("lag pacer: the first figures at once, with the components, the cap, the flush age, the ages growing and the wall time", "[core][lag]") {
   lag_pacer pacer;
   auto s = owner(10, 50, runner_state::deferred);
   s.stalled_since = t0 - milliseconds(300);
   s.accepted_batches = 5;
-  auto d = pacer.next(s, 64, t0, wall0);
+  auto d = pacer.next(s, options, t0, wall0);
   REQUIRE(d.publish);
   const auto& l = *d.publish;
   CHECK(l.epoch == 2);
@@ -49,34 +56,35 @@ TEST_CASE("lag pacer: the first figures at once, with the components, the cap, t
   CHECK_FALSE(l.unread_growing);
   CHECK(l.accepted_batches == 5);
   CHECK(l.max_accepted_batches_ahead == 64);
+  CHECK(l.max_flush_age_ms == 3000);
   REQUIRE(l.logs.size() == 1);
   CHECK(l.logs[0].sequence_lag == 50);
   CHECK(l.logs[0].read_per_s == 0);  // the first figures of an epoch know no rate
   CHECK(l.logs[0].retention_headroom_ms == -1);
   // Parked: the ages grow but nothing else changes, so nothing more is written.
-  CHECK_FALSE(pacer.next(s, 64, t0 + milliseconds(5000), wall0 + 5'000'000'000).publish);
+  CHECK_FALSE(pacer.next(s, options, t0 + milliseconds(5000), wall0 + 5'000'000'000).publish);
 }
 
 TEST_CASE("lag pacer: changes at most every 250 ms, a held-back one due at the interval's end, with the read rate", "[core][lag]") {
   lag_pacer pacer;
-  REQUIRE(pacer.next(owner(0, 1000), 64, t0, wall0).publish);
-  auto early = pacer.next(owner(100, 1000), 64, t0 + milliseconds(100), wall0);
+  REQUIRE(pacer.next(owner(0, 1000), options, t0, wall0).publish);
+  auto early = pacer.next(owner(100, 1000), options, t0 + milliseconds(100), wall0);
   CHECK_FALSE(early.publish);
   REQUIRE(early.due_in);
   CHECK(*early.due_in == milliseconds(150));
   // The last change, then nothing: the due call publishes it (once).
-  auto due = pacer.next(owner(500, 1000), 64, t0 + milliseconds(250), wall0);
+  auto due = pacer.next(owner(500, 1000), options, t0 + milliseconds(250), wall0);
   REQUIRE(due.publish);
   CHECK(due.publish->logs[0].read_per_s == 2000);  // 500 sequences in 250 ms
-  CHECK_FALSE(pacer.next(owner(500, 1000), 64, t0 + milliseconds(900), wall0).publish);
+  CHECK_FALSE(pacer.next(owner(500, 1000), options, t0 + milliseconds(900), wall0).publish);
 }
 
 TEST_CASE("lag pacer: a new epoch is told at once, whatever the interval", "[core][lag]") {
   lag_pacer pacer;
-  REQUIRE(pacer.next(owner(0, 10), 64, t0, wall0).publish);
+  REQUIRE(pacer.next(owner(0, 10), options, t0, wall0).publish);
   auto s = owner(0, 10);
   s.epoch = 3;
-  auto d = pacer.next(s, 64, t0 + milliseconds(1), wall0);
+  auto d = pacer.next(s, options, t0 + milliseconds(1), wall0);
   REQUIRE(d.publish);
   CHECK(d.publish->epoch == 3);
 }
@@ -86,7 +94,7 @@ TEST_CASE("lag pacer: at most lag_log_slots logs, the count of all of them, each
   auto s = owner(0, 10);
   s.logs.push_back(log_progress{"b", 0, 20});
   s.logs.push_back(log_progress{"c", 0, 30});
-  auto d = pacer.next(s, 64, t0, wall0);
+  auto d = pacer.next(s, options, t0, wall0);
   REQUIRE(d.publish);
   CHECK(d.publish->log_count == 3);
   CHECK(d.publish->logs.size() == lag_log_slots);

@@ -408,6 +408,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: lag publication messages round-trip, a
   l.stalled_growing = true;
   l.accepted_batches = 64;
   l.max_accepted_batches_ahead = 64;
+  l.max_flush_age_ms = 3000;
   l.lag_gate = 0xFFFFFFFFu;
   l.last_fault = dix::readiness_reason::log_missing;
   l.log_count = 3;
@@ -419,6 +420,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: lag publication messages round-trip, a
   CHECK(p.lag.stalled_growing);
   CHECK_FALSE(p.lag.unread_growing);
   CHECK(p.lag.lag_gate == 0xFFFFFFFFu);
+  CHECK(p.lag.max_flush_age_ms == 3000);
   CHECK(p.lag.last_fault == dix::readiness_reason::log_missing);
   REQUIRE(p.lag.logs.size() == 2);
   CHECK(p.lag.logs[0].retention_headroom_ms == -1);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dix/options.hpp>
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
@@ -39,6 +40,9 @@ struct lag_figures {
   bool stalled_growing = false, unread_growing = false, oldest_accepted_growing = false;
   std::uint32_t accepted_batches = 0;
   std::uint32_t max_accepted_batches_ahead = 0;  // the cap (runner_options)
+  // The owner's runner_options::max_flush_age in ms, the rhythm *following* is judged against
+  // (decision 0031); 0: unknown (a writer that did not fill it), judged against following_lag_ms.
+  std::uint32_t max_flush_age_ms = 0;
   std::uint32_t lag_gate = 0;                    // 0 open, 0xFFFFFFFF exceeded, else throttle µs
   std::uint32_t transient_faults = 0;            // consecutive (§10.5)
   readiness_reason last_fault = readiness_reason::none;
@@ -52,10 +56,11 @@ struct lag_figures {
 
 inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
 
-// The figures runner_metrics holds at the time metrics() ran, under `state` with the cap: the
-// components, accepted batches, gate, faults, every log's sequence lag (read rate 0, headroom −1).
-// An age that is non-zero is marked growing (runner_metrics cannot tell more); the wall time is 0.
-lag_figures lag_figures_of(const runner_metrics& m, runner_state state, std::uint32_t max_accepted_batches_ahead);
+// The figures runner_metrics holds at the time metrics() ran, under `state` with the owner's
+// options (the cap, max_flush_age): the components, accepted batches, gate, faults, every log's
+// sequence lag (read rate 0, headroom −1). An age that is non-zero is marked growing
+// (runner_metrics cannot tell more); the wall time is 0.
+lag_figures lag_figures_of(const runner_metrics& m, runner_state state, const runner_options& options);
 
 // How readers label log `position` of `lag.logs` (`dix status`, the Prometheus `log` label): its
 // name, or its position in attach order in decimal when the figures carry no name (a layout-1
@@ -78,14 +83,24 @@ struct attribution_options {
   // An age (unread, oldest accepted, waiting-durable's stall) counts as stuck once it is this
   // old and still growing; younger, it is the pipeline's rhythm (a flush not yet due).
   // Default: 2000 (twice the default max_flush_age of runner_options, so one flush may pass).
+  // Figures that carry the owner's max_flush_age are judged against the larger of this and
+  // twice that (stuck_limit_ms; decision 0031).
   std::uint64_t stuck_after_ms = 2000;
-  // A lag up to this much, with the catch-up ETA (when a read rate is known) no longer either,
-  // is following, not catching up: a steady writer keeps the durable position up to one flush
-  // interval (max_flush_age) behind, plus the flush's own barrier and the 250 ms publication
-  // interval. The figures do not carry the owner's max_flush_age, so this assumes its default.
-  // Default: 1500 (max_flush_age's default of 1000 plus a margin of half of it).
+  // A lag up to the following limit, with the catch-up ETA (when a read rate is known) no longer
+  // either, is following, not catching up: a steady writer keeps the durable position up to one
+  // flush interval (the owner's max_flush_age) behind, plus the flush's own barrier and the
+  // 250 ms publication interval. The limit is the larger of following_lag_ms and the figures'
+  // max_flush_age_ms + following_margin_ms; following_lag_ms alone when the figures do not carry
+  // max_flush_age (0). Default: 1500 (max_flush_age's default of 1000 plus the margin).
   std::uint64_t following_lag_ms = 1500;
+  // Default: 500 (the barrier and the publication interval; decision 0031).
+  std::uint64_t following_margin_ms = 500;
 };
+
+// The age at which a growing age of these figures counts as stuck under `options`.
+std::uint64_t stuck_limit_ms(const lag_figures& lag, const attribution_options& options = {});
+// The lag (and ETA) up to which figures read as following under `options`.
+std::uint64_t following_limit_ms(const lag_figures& lag, const attribution_options& options = {});
 
 struct activity_report {
   index_activity activity = index_activity::unknown;
@@ -100,11 +115,11 @@ struct activity_report {
 // tells (rebuilding, needs-rebuild, unavailable). The precedence of causes, first wins: rebuild
 // (readiness rebuilding/needs-rebuild, or runner rebuilding), unavailable, backend-deferred
 // (runner deferred: at once, a backend that says wait is a hold), accepted-cap (waiting-durable
-// for stuck_after_ms, or a stuck oldest accepted age, with accepted_batches at the cap), barrier
+// for stuck_limit_ms, or a stuck oldest accepted age, with accepted_batches at the cap), barrier
 // (the same below the cap), log-unreadable (a stuck unread age with no reads, or transient
 // faults), gate (lag_gate not open and no other cause); then idle (lag 0, protocol.md §13.1),
-// following (lag and ETA at most following_lag_ms) or catching up. "Stuck": at least
-// stuck_after_ms and still growing.
+// following (lag and ETA at most following_limit_ms) or catching up. "Stuck": at least
+// stuck_limit_ms and still growing.
 activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag,
                           const attribution_options& options = {});
 
