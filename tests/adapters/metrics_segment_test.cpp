@@ -16,6 +16,7 @@
 #include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "core/bytes.hpp"
+#include "core/lag_pacer.hpp"
 #include "support/child.hpp"
 #include "support/file_bytes.hpp"
 #include "support/temp_dir.hpp"
@@ -489,6 +490,55 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   REQUIRE(older);
   CHECK(older->progress);
   CHECK_FALSE(older->lag);
+}
+
+TEST_CASE("metrics segment: an owner flushing every 3 s behind a steady writer reads following alike from its runner_metrics (dix serve) and from the segment (dix status), and catching up or stalled where the flush age is unknown", "[adapter][metrics][lag]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  runner_options options;
+  options.max_flush_age = std::chrono::milliseconds(3000);
+  const steady_time now = steady_time{} + std::chrono::hours(1);
+  constexpr std::uint64_t wall = 1'700'000'000'000'000'000ull;
+  // Read to the log's end, the batches of the last 2.9 s accepted and not yet durable: the next
+  // flush is not due before 3 s.
+  runner_snapshot snap;
+  snap.owner = true;
+  snap.epoch = 4;
+  snap.state = runner_state::running;
+  snap.logs = {log_progress{"main", 29'000, 29'000}};
+  snap.oldest_accepted_at = now - std::chrono::milliseconds(2900);
+  snap.accepted_batches = 30;
+  const readiness ready{readiness_state::ready, readiness_reason::none, 0, 4};
+
+  // dix serve: attribute() of the runtime's own runner_metrics under the runner's options.
+  const auto served = attribute(ready, lag_figures_of(snap.metrics(now), snap.state, options));
+  // dix status: the figures the lag pacer publishes, through the block and a reader's mapping,
+  // aged to the reader's now (the same instant here).
+  lag_pacer pacer;
+  auto published = pacer.next(snap, options, now, wall).publish;
+  REQUIRE(published);
+  s->metrics().write(0, metrics_block{wall, std::nullopt, *published});
+  auto read = open_reader(home, 2)->read(0);
+  REQUIRE(read);
+  REQUIRE(read->lag);
+  CHECK(read->lag->max_flush_age_ms == 3000);
+  const auto status = attribute(ready, read->lag->aged_at(wall));
+  CHECK(served.activity == index_activity::following);
+  CHECK(status.activity == index_activity::following);
+  CHECK(served.words == "following the log, lag 2.9 s");
+  CHECK(status.words == served.words);
+
+  // The same figures from a writer that did not fill the flush age: judged by the fixed limits,
+  // a batch 2.9 s from durable is a barrier that does not complete.
+  auto unknown = *read->lag;
+  unknown.max_flush_age_ms = 0;
+  s->metrics().write(0, metrics_block{wall, std::nullopt, unknown});
+  auto older = open_reader(home, 2)->read(0);
+  REQUIRE(older);
+  REQUIRE(older->lag);
+  CHECK(older->lag->max_flush_age_ms == 0);
+  CHECK(attribute(ready, older->lag->aged_at(wall)).cause == stall_cause::barrier);
 }
 
 TEST_CASE("metrics segment: a layout-1 file (an older runtime's) is replaced by the first attacher with a layout-2 file renamed over it, while a reader of the old file keeps reading it without names", "[adapter][metrics][names]") {
