@@ -33,6 +33,14 @@ activity_report of(const lag_figures& l, const attribution_options& options = {}
   return attribute(ready_slot(), l, options);
 }
 
+// Figures `l` read as following at a lag of `limit` and as catching up 1 ms past it.
+void check_following_up_to(lag_figures l, std::uint64_t limit) {
+  l.lag_ms = limit;
+  CHECK(of(l).activity == index_activity::following);
+  l.lag_ms = limit + 1;
+  CHECK(of(l).activity == index_activity::catching_up);
+}
+
 }  // namespace
 
 TEST_CASE("activity: an owner caught up is idle, with no cause and no ETA", "[core][activity]") {
@@ -77,11 +85,7 @@ TEST_CASE("activity: a steady writer at the flush rhythm is followed, not caught
   CHECK(to_string(r.activity) == "following");
   // At the limit still following; past it, or with a backlog whose ETA is longer than a flush
   // interval, catching up.
-  l.lag_ms = 1500;
-  CHECK(of(l).activity == index_activity::following);
-  l.lag_ms = 1501;
-  CHECK(of(l).activity == index_activity::catching_up);
-  l.lag_ms = 874;
+  check_following_up_to(l, 1500);
   l.logs = {log_lag_figures{40000, 10000, -1}};  // 4 s of reading to the end
   r = of(l);
   CHECK(r.activity == index_activity::catching_up);
@@ -116,11 +120,7 @@ TEST_CASE("activity: following is judged against the owner's own max_flush_age w
   CHECK(r.activity == index_activity::following);
   CHECK(r.words == "following the log, lag 2.9 s");
   // The limit holds for the lag and for the ETA alike.
-  l.lag_ms = 3500;
-  CHECK(of(l).activity == index_activity::following);
-  l.lag_ms = 3501;
-  CHECK(of(l).activity == index_activity::catching_up);
-  l.lag_ms = 2900;
+  check_following_up_to(l, 3500);
   l.logs = {log_lag_figures{35010, 10000, -1}};  // 3.501 s of reading to the end
   CHECK(of(l).activity == index_activity::catching_up);
   l.logs = {log_lag_figures{35000, 10000, -1}};
