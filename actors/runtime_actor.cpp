@@ -460,9 +460,7 @@ caf::result<subscribed> subscribe_one(runtime_pointer self, const std::string& i
   auto& st = self->state;
   auto sender = self->current_sender();
   if (!sender) return make_error(errc::invalid_argument, "subscribe needs a sender to notify");
-  if (!is_valid_backend_id(id)) {
-    return make_error(errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'");
-  }
+  if (auto ok = check_backend_id(id); !ok) return make_error(ok.error());
   auto slot = st.ctx->segment->find(id);
   if (!slot) return make_error(errc::not_registered, "backend id " + id + " has no slot in this database");
   auto& w = st.watched[id];
@@ -591,9 +589,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       return {m.id, metrics_of(*e, now_of(self), time->wall_now_ns())};
     },
     [self](query_readiness& m) -> caf::result<readiness_report> {
-      if (!is_valid_backend_id(m.id)) {
-        return make_error(errc::invalid_argument, "backend id \"" + escape_bytes(m.id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'");
-      }
+      if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());
       auto slot = self->state.ctx->segment->find(m.id);
       if (!slot) return make_error(errc::not_registered, "backend id " + m.id + " has no slot in this database");
       return readiness_report{m.id, slot->read()};

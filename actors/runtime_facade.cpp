@@ -131,9 +131,7 @@ std::optional<runner_status> runtime::status(std::string_view id) const {
 }
 
 result<dix::readiness> runtime::readiness(std::string_view id) const {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
   auto slot = facade_->ctx->segment->find(id);
   if (!slot) return error{errc::not_registered, "backend id " + std::string(id) + " has no slot in this database"};
   return slot->read();

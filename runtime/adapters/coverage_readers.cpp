@@ -36,10 +36,7 @@ coverage read_coverage(const fs::path& home_db, std::string_view id, millisecond
 
 result<void> wait_for_coverage_counted(const fs::path& home_db, std::string_view id, index_time_t since,
                                        milliseconds timeout, cancel_token cancel, wait_stats& stats) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "wait_for_coverage: backend id \"" + escape_bytes(id) +
-                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id, "wait_for_coverage"); !ok) return ok;
   if (auto ok = check_wait_arguments("wait_for_coverage", since, timeout, free_wait_max_timeout); !ok) return ok;
   const auto deadline = std::chrono::steady_clock::now() + timeout;  // fixed at the call, as `since`
   auto view = segment_view::open(home_db, segment_view::access::read_write);

@@ -470,10 +470,7 @@ result<std::shared_ptr<readiness_segment>> readiness_segment::attach(const fs::p
 }
 
 result<std::shared_ptr<segment_slot>> readiness_segment::claim(std::string_view id) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "readiness segment: backend id \"" + escape_bytes(id) +
-                                             "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id, "readiness segment"); !ok) return ok.error();
   std::lock_guard in_process(claim_mutex_);
   auto guard = flock_guard::lock(lock_fd_, directory_ / "readiness.lock");
   if (!guard) return guard.error();
@@ -601,18 +598,8 @@ result<bool> segment_view::runtime_attached() const {
 // ---------------------------------------------------------------------------------------------
 // Free functions (api.md §7)
 
-namespace {
-
-// The free functions' answer to a backend id outside the name rules.
-error invalid_backend_id(std::string_view function, std::string_view id) {
-  return {errc::invalid_argument, std::string(function) + ": backend id \"" + escape_bytes(id) +
-                                      "\" is not 1…64 characters of [A-Za-z0-9._-] not starting with '.'"};
-}
-
-}  // namespace
-
 result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
-  if (!is_valid_backend_id(id)) return invalid_backend_id("read_readiness", id);
+  if (auto ok = check_backend_id(id, "read_readiness"); !ok) return ok.error();
   auto view = segment_view::open(home_db, segment_view::access::read_only);
   if (!view) return view.error();
   if (!*view) return readiness{};  // no segment: unknown, epoch 0
@@ -631,7 +618,7 @@ result<readiness> read_readiness(const fs::path& home_db, std::string_view id) {
 }
 
 result<bool> request_rebuild(const fs::path& home_db, std::string_view id) {
-  if (!is_valid_backend_id(id)) return invalid_backend_id("request_rebuild", id);
+  if (auto ok = check_backend_id(id, "request_rebuild"); !ok) return ok.error();
   auto view = segment_view::open(home_db, segment_view::access::read_write);
   if (!view) return view.error();
   if (!*view) {

@@ -1011,9 +1011,7 @@ result<std::vector<float>> decode_vector(std::string_view bytes) {
 hnsw_backend::hnsw_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_options options) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
@@ -1213,9 +1211,7 @@ hnsw_reader::~hnsw_reader() = default;
 
 result<std::shared_ptr<hnsw_reader>> hnsw_reader::open(std::string id, hnsw_options options,
                                                        std::shared_ptr<backend_host> host) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
   if (!host) return error{errc::invalid_argument, "hnsw_reader " + id + ": host is null"};
   std::error_code ec;

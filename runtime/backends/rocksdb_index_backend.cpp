@@ -708,9 +708,7 @@ rocksdb_index_backend::rocksdb_index_backend(std::unique_ptr<impl> p) : impl_(st
 
 result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std::string id,
                                                                              rocksdb_index_options options) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
@@ -1160,9 +1158,7 @@ rocksdb_index_reader::~rocksdb_index_reader() = default;
 
 result<std::shared_ptr<rocksdb_index_reader>> rocksdb_index_reader::open(std::string id, rocksdb_index_options options,
                                                                          std::shared_ptr<backend_host> host) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
   if (!host) return error{errc::invalid_argument, "rocksdb_index_reader " + id + ": no host"};
   auto p = std::make_unique<impl>();

@@ -106,9 +106,7 @@ void sync_directory(const std::filesystem::path& dir) {
 }
 
 result<void> validate_id_and_options(const std::string& id, const xapian_options& options) {
-  if (!is_valid_backend_id(id)) {
-    return error{errc::invalid_argument, "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(id); !ok) return ok;
   return validate(options);
 }
 

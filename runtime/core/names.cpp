@@ -24,6 +24,14 @@ bool is_valid_backend_id(std::string_view id) noexcept {
   return true;
 }
 
+result<void> check_backend_id(std::string_view id, std::string_view context) {
+  if (is_valid_backend_id(id)) return {};
+  std::string message;
+  if (!context.empty()) message.append(context).append(": ");
+  message += "backend id \"" + escape_bytes(id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'";
+  return error{errc::invalid_argument, std::move(message)};
+}
+
 std::string escape_bytes(std::string_view bytes) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;

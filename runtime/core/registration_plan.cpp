@@ -22,10 +22,7 @@ result<registration_plan> plan_registration(const registration& r, const registr
   if (!r.backend) return error{errc::invalid_argument, "registration.backend is null"};
   registration_plan plan;
   plan.id = r.backend->id();
-  if (!is_valid_backend_id(plan.id)) {
-    return error{errc::invalid_argument,
-                 "backend id \"" + escape_bytes(plan.id) + "\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'"};
-  }
+  if (auto ok = check_backend_id(plan.id); !ok) return ok.error();
   if (r.projections.empty()) return error{errc::invalid_argument, "registration of " + plan.id + " has no projection"};
   for (const auto& [ref, fn] : r.projections) {
     // A named reference, not the binding: C++17 lambdas cannot capture structured bindings (clang).

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include <dix/names.hpp>
+#include "core/names.hpp"
 
 using namespace dix;
 
@@ -29,6 +29,18 @@ TEST_CASE("names: backend ids are 1…64 of [A-Za-z0-9._-] not starting with a d
   CHECK_FALSE(is_valid_backend_id(".hidden"));
   CHECK_FALSE(is_valid_backend_id("a/b"));
   CHECK_FALSE(is_valid_backend_id("a b"));
+}
+
+TEST_CASE("names: check_backend_id accepts a valid id and names a bad one, escaped, with the rule and its context", "[core][names]") {
+  CHECK(check_backend_id("by-category"));
+  auto bad = check_backend_id("a\nb", "read_readiness");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().value() == errc::invalid_argument);
+  CHECK(bad.error().message() ==
+        "read_readiness: backend id \"a\\x0ab\": must be 1…64 of [A-Za-z0-9._-], not starting with '.'");
+  auto plain = check_backend_id(".hidden");
+  REQUIRE_FALSE(plain);
+  CHECK(plain.error().message().rfind("backend id \".hidden\": must be", 0) == 0);
 }
 
 TEST_CASE("names: escape_bytes keeps printable ASCII and writes every other byte as a hex escape (backslash, x, two digits)", "[core][names]") {
