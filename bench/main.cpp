@@ -38,13 +38,14 @@ constexpr entry benchmarks[] = {
          An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
          the standby's `ready` (p50/p99/max and per phase).
 )"},
-    {"ryw", R"([--rate R] [--seconds S] [--every N] [--dir DIR] [--json FILE]
+    {"ryw", R"([--rate R] [--seconds S] [--every N] [--turn-transactions T] [--dir DIR] [--json FILE]
          Read-your-writes latency: a writer commits R transactions/s (default 10 000) for S
          seconds (default 10) into a table a RocksDB index projects; every Nth commit (default
          10) a reader waits for coverage of it, in this process (runtime::wait_for_coverage) and
          in another (the free wait_for_coverage on the shared segment): commit → resolved
          p50/p99/max. Then, for S seconds more, the floor: a 4 KiB append + fdatasync to a
          file and the same to a second file, timed together, in DIR (p50/p99/max, p99 ratio).
+         T: the index's max_transactions_per_turn (default 256, the option's default).
 )"},
     {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--dir DIR] [--json FILE]
          [--plot FILE.png]

@@ -242,7 +242,7 @@ int run_ryw_reader(const std::vector<std::string>& argv) {
 
 int run_ryw(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
-  auto a = tool::args::parse_command(argv, {{"rate", "seconds", "dir", "json", "every"}, {}}, "dix bench ryw",
+  auto a = tool::args::parse_command(argv, {{"rate", "seconds", "dir", "json", "every", "turn-transactions"}, {}}, "dix bench ryw",
                                      usage("ryw"), status);
   if (!a) return status;
   std::string problem;
@@ -250,7 +250,9 @@ int run_ryw(const std::vector<std::string>& argv) {
   auto rate = a->number("rate", 10'000, 1, 1'000'000, problem);
   auto seconds = rate ? a->number("seconds", 10, 1, 3600, problem) : std::nullopt;
   auto every = seconds ? a->number("every", 10, 1, 1'000'000, problem) : std::nullopt;
-  if (!rate || !seconds || !every || !report.open(*a, problem)) {
+  runner_options ro;
+  auto turn = every ? a->number("turn-transactions", ro.max_transactions_per_turn, 1, 1'000'000, problem) : std::nullopt;
+  if (!rate || !seconds || !every || !turn || !report.open(*a, problem)) {
     std::cerr << "dix bench ryw: " << problem << "\n";
     return tool::exit_usage;
   }
@@ -260,8 +262,8 @@ int run_ryw(const std::vector<std::string>& argv) {
     auto store = primary_store::open(home, bench_store_options()).value();
     store->create_table(table).value();
     auto rt = runtime::create({store}).value();
-    register_ready(*rt, store->log_name(), table, index_id, dir.path() / "index", nullptr, std::nullopt,
-                   std::chrono::seconds(60));
+    ro.max_transactions_per_turn = static_cast<std::uint32_t>(*turn);
+    register_ready(*rt, store->log_name(), table, index_id, dir.path() / "index", nullptr, ro, std::chrono::seconds(60));
 
     const auto fifo = dir.path() / "samples.fifo";
     if (::mkfifo(fifo.c_str(), 0600) != 0) throw std::runtime_error("io_error: mkfifo " + fifo.string());
@@ -324,7 +326,7 @@ int run_ryw(const std::vector<std::string>& argv) {
     std::ostringstream out;
     out << "{\"bench\":\"ryw\"," << build_fields() << ",\"configured_rate\":" << *rate << ",\"seconds\":" << *seconds
         << ",\"rate\":" << static_cast<std::uint64_t>(static_cast<double>(written.waits_us.size()) / elapsed)
-        << ",\"max_flush_age_ms\":" << runner_options{}.max_flush_age.count()
+        << ",\"max_flush_age_ms\":" << ro.max_flush_age.count() << ",\"max_transactions_per_turn\":" << *turn
         << ",\"commit_p99_us\":" << quantile(written.waits_us, 0.99) << "," << figures(in_process)
         << ",\"other_process\":{" << figures(other) << "}," << floor_figures(floor, in_process) << "}\n";
     if (!report.write(out.str(), problem)) throw std::runtime_error(problem);
