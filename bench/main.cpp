@@ -44,7 +44,9 @@ constexpr entry benchmarks[] = {
          10) a reader waits for coverage of it, in this process (runtime::wait_for_coverage) and
          in another (the free wait_for_coverage on the shared segment): commit → resolved
          p50/p99/max. Then, for S seconds more, the floor: a 4 KiB append + fdatasync to a
-         file and the same to a second file, timed together, in DIR (p50/p99/max, p99 ratio).
+         file and the same to a second file, timed together, in DIR (p50/p99/max, p99 ratio),
+         and as a commit arriving at a random moment meets it: the pair in progress, then one
+         more (floor_arrival_p50/p99_ms, p99_over_arrival_floor).
          T: the index's max_transactions_per_turn (default 256, the option's default).
 )"},
     {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--dir DIR] [--json FILE]
