@@ -53,7 +53,8 @@ constexpr entry benchmarks[] = {
          [--plot FILE.png]
          Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with three
          RocksDB indexes registered (max_flush_age F ms, default 250), the rate stepped up while
-         their lag stays under 1 s; then
+         their lag stays under 1 s, and the process's CPU per commit in both (cpu_bound_ratio:
+         what the usable cores allow at the second's CPU per commit, against the first's rate); then
          unpaced against one more index slowed by US µs per record delivered (default 100) and
          gated with max_lag MS (default 1000): the longest write outage beside max_write_delay,
          throttled and refused commits, the lag series. --plot draws lag and commits/s over time

@@ -10,6 +10,8 @@
 //      retries a refusal after max_write_delay. The longest interval between two consecutive
 //      successful commits is the write outage to compare with max_write_delay.
 // --plot draws the samples (lag per index, commits/s) with gnuplot.
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,8 +154,25 @@ class sampler {
   std::thread thread_;
 };
 
+// The process's CPU time (every thread, user + system) so far, in µs.
+double process_cpu_us() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(u.ru_utime) + us(u.ru_stime);
+}
+
+// The CPUs this process may run on.
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+}
+
 struct phase_result {
   double tps = 0;
+  double cpu_us_per_commit = 0;  // the process's CPU over the phase per commit made in it
   double max_lag_ms = 0;
   std::uint64_t throttled = 0;
   writer_result written;
@@ -165,6 +184,7 @@ phase_result run_phase(primary_store& store, writer_options wo, milliseconds len
                        milliseconds warmup = milliseconds(0)) {
   paced_writer writer(store, std::move(wo));
   const auto start = clock_type::now();
+  const auto cpu_start = process_cpu_us();
   writer.start();
   sampler s(origin, phase, writer, rt, std::move(ids), series, start + warmup);
   std::this_thread::sleep_for(length);
@@ -172,6 +192,8 @@ phase_result run_phase(primary_store& store, writer_options wo, milliseconds len
   s.stop();  // first: no sample sees the stopped writer
   out.written = writer.stop();
   out.tps = static_cast<double>(out.written.waits_us.size()) / seconds_since(start);
+  const auto commits = static_cast<double>(std::max<std::size_t>(out.written.waits_us.size(), 1));
+  out.cpu_us_per_commit = (process_cpu_us() - cpu_start) / commits;
   out.max_lag_ms = s.max_lag_ms();
   out.throttled = s.throttled_commits();
   return out;
@@ -330,11 +352,19 @@ int run_sustained(const std::vector<std::string>& argv) {
     rt->stop().get().value();
     const auto budget = std::max<std::uint64_t>(*max_lag, 2 * static_cast<std::uint64_t>(gated.max_flush_age.count()));
 
+    // What the cores allow: every core busy with (b)'s work per commit, against (a)'s rate.
+    const auto cores = usable_cores();
+    const double cpu_bound_ratio =
+        with.cpu_us_per_commit > 0 && alone.tps > 0
+            ? std::min(1.0, static_cast<double>(cores) * 1e6 / with.cpu_us_per_commit / alone.tps)
+            : 0.0;
     std::ostringstream json;
     json << "{\"bench\":\"sustained\"," << build_fields() << ",\"seconds\":" << *seconds
          << ",\"writer_alone_tps\":" << static_cast<std::uint64_t>(alone.tps)
          << ",\"with_indexes_tps\":" << static_cast<std::uint64_t>(with.tps) << ",\"ratio\":" << with.tps / alone.tps
          << ",\"max_lag_ms\":" << with.max_lag_ms << ",\"indexes\":" << index_count
+         << ",\"cores\":" << cores << ",\"alone_cpu_us_per_commit\":" << alone.cpu_us_per_commit
+         << ",\"with_indexes_cpu_us_per_commit\":" << with.cpu_us_per_commit << ",\"cpu_bound_ratio\":" << cpu_bound_ratio
          << ",\"indexes_max_flush_age_ms\":" << *flush_age
          << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
