@@ -213,7 +213,10 @@ result<std::optional<mapped_layout>> open_existing(const fs::path& path, const f
     if (*again != *size) continue;
     auto count = check_layout((*file)->base(), *size, path, l);
     if (!count) return count.error();
-    return std::optional<mapped_layout>(mapped_layout{std::move(*file), *count, false});
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return posix_error(l.subject, "fstat", path, errno);
+    return std::optional<mapped_layout>(mapped_layout{std::move(*file), *count, false, static_cast<std::uint64_t>(st.st_dev),
+                                                      static_cast<std::uint64_t>(st.st_ino)});
   }
   return error{errc::io_error, std::string(l.subject) + " " + path.string() + ": its size kept changing while mapping it"};
 }

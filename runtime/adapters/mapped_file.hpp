@@ -81,6 +81,10 @@ struct mapped_layout {
   std::unique_ptr<mapped_file> file;
   std::uint32_t count = 0;
   bool created = false;  // create_or_validate made it (anew): nothing of an earlier file is in it
+  // The mapped file's st_dev and st_ino (open_existing only; 0 from create_or_validate). The
+  // mapping holds the inode, so while it lives no other file can have the same pair.
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
 };
 
 // Validates a mapped file of `size` bytes whose magic is not zero: magic, layout_version,

@@ -1,13 +1,16 @@
 #include "adapters/readiness_segment.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <system_error>
 #include <vector>
 
@@ -533,9 +536,81 @@ void readiness_segment::notify() noexcept {
 segment_view::segment_view(fs::path directory, std::shared_ptr<segment_mapping> mapping, access mode)
     : directory_(std::move(directory)), mapping_(std::move(mapping)), mode_(mode) {}
 
-segment_view::~segment_view() = default;
+segment_view::~segment_view() {
+  if (auto fd = attach_fd_.load(); fd >= 0) ::close(fd);
+}
+
+namespace {
+
+// The views segment_view::open keeps (see its comment): most recently used last.
+struct kept_view {
+  std::string home;  // home_db as the caller gave it
+  segment_view::access mode;
+  std::uint64_t device;
+  std::uint64_t inode;
+  std::uint64_t bytes;  // the size mapped
+  std::shared_ptr<segment_view> view;
+};
+constexpr std::size_t kept_views_max = 8;
+
+struct kept_views {
+  std::mutex mutex;
+  std::vector<kept_view> views;
+};
+
+kept_views* kept_table = nullptr;
+
+kept_views& kept() {
+  // Never destroyed: callers may run during static destruction. Around fork() the table's mutex
+  // is held, so a child never starts with it locked by a thread it does not have.
+  static auto* k = [] {
+    kept_table = new kept_views;
+    ::pthread_atfork([] { kept_table->mutex.lock(); }, [] { kept_table->mutex.unlock(); },
+                     [] { kept_table->mutex.unlock(); });
+    return kept_table;
+  }();
+  return *k;
+}
+
+}  // namespace
 
 result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db, access mode) {
+  struct stat st {};
+  const auto file = home_db / "dix" / "readiness.seg";
+  const bool present = ::lstat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  auto& k = kept();
+  {
+    std::lock_guard g(k.mutex);
+    auto it = std::find_if(k.views.begin(), k.views.end(),
+                           [&](const kept_view& v) { return v.mode == mode && v.home == home_db.native(); });
+    if (it != k.views.end()) {
+      // The same file, still of the size mapped (a truncated mapping would fault on access), and
+      // its header still the one validated (nothing of dix rewrites a valid one in place; a file
+      // rewritten so is checked as an open checks it).
+      if (present && it->device == static_cast<std::uint64_t>(st.st_dev) && it->inode == static_cast<std::uint64_t>(st.st_ino) &&
+          it->bytes == static_cast<std::uint64_t>(st.st_size) && it->view->still_valid(it->bytes)) {
+        auto view = it->view;
+        std::rotate(it, std::next(it), k.views.end());  // most recently used last
+        return view;
+      }
+      k.views.erase(it);  // replaced, gone or a symlink now: opened afresh below
+    }
+  }
+  std::uint64_t device = 0, inode = 0, bytes = 0;
+  auto view = open_afresh(home_db, mode, device, inode, bytes);
+  if (!view || !*view) return view;
+  std::lock_guard g(k.mutex);
+  auto it = std::find_if(k.views.begin(), k.views.end(),
+                         [&](const kept_view& v) { return v.mode == mode && v.home == home_db.native(); });
+  if (it != k.views.end()) k.views.erase(it);  // another thread opened it meanwhile: keep the newest
+  if (k.views.size() >= kept_views_max) k.views.erase(k.views.begin());
+  k.views.push_back(kept_view{home_db.native(), mode, device, inode, bytes, *view});
+  return view;
+}
+
+result<std::shared_ptr<segment_view>> segment_view::open_afresh(const fs::path& home_db, access mode,
+                                                                std::uint64_t& device, std::uint64_t& inode,
+                                                                std::uint64_t& bytes) {
   auto home = canonical_home(home_db);
   if (!home) return home.error();
   if (!*home) return std::shared_ptr<segment_view>();
@@ -543,7 +618,17 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   auto m = open_existing(directory / "readiness.seg", readiness_layout, mode == access::read_write);
   if (!m) return m.error();
   if (!*m) return std::shared_ptr<segment_view>();
+  device = (*m)->device;
+  inode = (*m)->inode;
+  bytes = (*m)->file->bytes();
   return std::shared_ptr<segment_view>(new segment_view(std::move(directory), mapping_of(std::move(**m)), mode));
+}
+
+bool segment_view::still_valid(std::uint64_t bytes) const {
+  // A zero magic reads as no segment to an open; check_layout wants one set.
+  if (load<std::uint64_t>(mapping_->base(), 0) == 0) return false;
+  auto count = check_layout(mapping_->base(), static_cast<std::size_t>(bytes), directory_ / "readiness.seg", readiness_layout);
+  return count && *count == mapping_->slot_count();
 }
 
 std::optional<std::uint32_t> segment_view::find(std::string_view id) const { return mapping_->find(id); }
@@ -583,15 +668,25 @@ std::shared_ptr<segment_slot> segment_view::slot(std::uint32_t index) const {
 }
 
 result<bool> segment_view::runtime_attached() const {
-  auto path = directory_ / "attach.lock";
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) return false;
-    return os_error("open", path, errno);
+  auto fd = attach_fd_.load(std::memory_order_acquire);
+  if (fd < 0) {
+    const auto path = directory_ / "attach.lock";
+    int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (opened < 0) {
+      if (errno == ENOENT) return false;  // no runtime ever attached: looked for again next time
+      return os_error("open", path, errno);
+    }
+    int expected = -1;
+    if (attach_fd_.compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) {
+      fd = opened;
+    } else {
+      ::close(opened);  // another thread's came first
+      fd = expected;
+    }
   }
   // Reports a conflicting lock without taking one (§4.6 step 5).
   struct flock found {};
-  if (ofd_lock(fd.get(), F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
+  if (ofd_lock(fd, F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", directory_ / "attach.lock", errno);
   return found.l_type != F_UNLCK;
 }
 

@@ -17,6 +17,7 @@
 // lock may call the owner-only mutators (formats.md §4.4); the adapter does not check it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -198,6 +199,14 @@ class segment_view {
 
   // nullptr when there is no segment: home_db, `dix/` or the file missing, or the magic zero.
   // Fails segment_layout_mismatch, io_error.
+  //
+  // A process keeps the views it opened (the last 8 (home_db as given, mode) pairs) and hands
+  // one out again while `<home_db>/dix/readiness.seg` is still the file it maps (its device,
+  // inode and size, by one lstat, and its header still valid): the free functions of another process then cost one system call
+  // instead of resolving, opening, checking and mapping the file each time. A valid segment is
+  // never truncated or rewritten in place — a new one is a new file — and the mapping holds its
+  // inode, so the same pair means the same file. A file that changed or went away is opened
+  // afresh (or answers nullptr) and replaces the kept view.
   static result<std::shared_ptr<segment_view>> open(const std::filesystem::path& home_db,
                                                     access mode = access::read_only);
 
@@ -223,15 +232,21 @@ class segment_view {
   std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   // The slot, for the read-write free functions; nullptr on a read-only view.
   std::shared_ptr<segment_slot> slot(std::uint32_t index) const;
-  // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached.
+  // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached. The view
+  // opens attach.lock once (read-only; testing takes no lock) and keeps it while it lives.
   result<bool> runtime_attached() const;
 
  private:
   segment_view(std::filesystem::path directory, std::shared_ptr<segment_mapping> mapping, access mode);
+  static result<std::shared_ptr<segment_view>> open_afresh(const std::filesystem::path& home_db, access mode,
+                                                           std::uint64_t& device, std::uint64_t& inode,
+                                                           std::uint64_t& bytes);
+  bool still_valid(std::uint64_t bytes) const;  // the header checked again, as open checks it
 
   std::filesystem::path directory_;
   std::shared_ptr<segment_mapping> mapping_;
   access mode_;
+  mutable std::atomic<int> attach_fd_{-1};  // attach.lock, once opened
 };
 
 }  // namespace dix

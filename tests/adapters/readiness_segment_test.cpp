@@ -678,6 +678,66 @@ TEST_CASE("readiness segment: a readiness.seg that is a symlink is refused with 
   CHECK(fs::is_symlink(path));  // refused, not replaced
 }
 
+TEST_CASE("readiness segment: a process keeps the view it opened while readiness.seg is the same file, and opens afresh once it was replaced, removed or made a symlink", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto s = attach(home);
+    claim(*s, "first");
+  }
+  auto v1 = segment_view::open(home).value();
+  REQUIRE(v1);
+  CHECK(segment_view::open(home).value() == v1);  // kept: the same view, the same mapping
+  auto writable = segment_view::open(home, segment_view::access::read_write).value();
+  REQUIRE(writable);
+  CHECK(writable != v1);  // kept per mode
+  CHECK(segment_view::open(home, segment_view::access::read_write).value() == writable);
+
+  // A new segment at the same path (the home deleted and made again): a new file, so a new view
+  // that reads it, never the kept one of the file that is gone.
+  fs::remove_all(home / "dix");
+  CHECK(segment_view::open(home).value() == nullptr);  // gone: no segment, as without the kept view
+  {
+    auto s = attach(home);
+    claim(*s, "second");
+  }
+  auto v2 = segment_view::open(home).value();
+  REQUIRE(v2);
+  CHECK(v2 != v1);
+  CHECK(v2->find("second").has_value());
+  CHECK_FALSE(v2->find("first").has_value());
+  CHECK(v1->find("first").has_value());  // a view still held keeps reading its own file
+  auto w2 = segment_view::open(home, segment_view::access::read_write).value();
+  REQUIRE(w2);
+  CHECK(w2->find("second").has_value());
+
+  // Truncated in place (nothing of dix truncates a valid segment; an operator might): the kept
+  // views are not handed out again (their mappings would fault), and the file is no segment.
+  const auto path = segment_file(home);
+  v1.reset();
+  v2.reset();
+  w2.reset();
+  writable.reset();
+  fs::resize_file(path, 0);
+  CHECK(segment_view::open(home).value() == nullptr);
+  CHECK(segment_view::open(home, segment_view::access::read_write).value() == nullptr);
+  {
+    auto s = attach(home, 4);  // made again in place: the same inode, another size
+    claim(*s, "third");
+  }
+  auto v3 = segment_view::open(home).value();
+  REQUIRE(v3);
+  CHECK(v3->slot_count() == 4);
+  CHECK(v3->find("third").has_value());
+
+  // Made a symlink to the very file the kept view maps: refused as any symlink is.
+  fs::rename(path, dir / "moved.seg");
+  fs::create_symlink(dir / "moved.seg", path);
+  auto refused = segment_view::open(home);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+}
+
 TEST_CASE("readiness segment: a file renamed over readiness.seg after its validated open is not mapped (io_error)", "[adapter][segment]") {
   temp_dir dir;
   auto home = make_home(dir);
