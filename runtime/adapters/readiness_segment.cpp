@@ -536,19 +536,28 @@ void readiness_segment::notify() noexcept {
 segment_view::segment_view(fs::path directory, std::shared_ptr<segment_mapping> mapping, access mode)
     : directory_(std::move(directory)), mapping_(std::move(mapping)), mode_(mode) {}
 
-segment_view::~segment_view() {
-  if (auto fd = attach_fd_.load(); fd >= 0) ::close(fd);
-}
+segment_view::~segment_view() = default;
 
 namespace {
 
 // The views segment_view::open keeps (see its comment): most recently used last.
+struct file_identity {
+  std::uint64_t device = 0, inode = 0, bytes = 0;
+  std::uint32_t mode = 0, uid = 0, gid = 0;  // permission bits and owner: what an open checks
+  bool operator==(const file_identity& o) const noexcept {
+    return device == o.device && inode == o.inode && bytes == o.bytes && mode == o.mode && uid == o.uid && gid == o.gid;
+  }
+};
+
+file_identity identity_of(const struct stat& st) {
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
+          static_cast<std::uint32_t>(st.st_mode & 07777), static_cast<std::uint32_t>(st.st_uid), static_cast<std::uint32_t>(st.st_gid)};
+}
+
 struct kept_view {
   std::string home;  // home_db as the caller gave it
   segment_view::access mode;
-  std::uint64_t device;
-  std::uint64_t inode;
-  std::uint64_t bytes;  // the size mapped
+  file_identity identity;  // of the file mapped, as lstat saw it before the open
   std::shared_ptr<segment_view> view;
 };
 constexpr std::size_t kept_views_max = 8;
@@ -578,33 +587,40 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   struct stat st {};
   const auto file = home_db / "dix" / "readiness.seg";
   const bool present = ::lstat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const auto now = identity_of(st);
   auto& k = kept();
-  {
+  auto same_key = [&](const kept_view& v) { return v.mode == mode && v.home == home_db.native(); };
+  std::shared_ptr<segment_view> candidate;
+  if (present) {
     std::lock_guard g(k.mutex);
-    auto it = std::find_if(k.views.begin(), k.views.end(),
-                           [&](const kept_view& v) { return v.mode == mode && v.home == home_db.native(); });
-    if (it != k.views.end()) {
-      // The same file, still of the size mapped (a truncated mapping would fault on access), and
-      // its header still the one validated (nothing of dix rewrites a valid one in place; a file
-      // rewritten so is checked as an open checks it).
-      if (present && it->device == static_cast<std::uint64_t>(st.st_dev) && it->inode == static_cast<std::uint64_t>(st.st_ino) &&
-          it->bytes == static_cast<std::uint64_t>(st.st_size) && it->view->still_valid(it->bytes)) {
-        auto view = it->view;
-        std::rotate(it, std::next(it), k.views.end());  // most recently used last
-        return view;
-      }
-      k.views.erase(it);  // replaced, gone or a symlink now: opened afresh below
+    auto it = std::find_if(k.views.begin(), k.views.end(), same_key);
+    // The same file (device, inode), of the size mapped (a truncated mapping would fault on
+    // access), with the mode and owner it was opened and checked with (decision 0011).
+    if (it != k.views.end() && it->identity == now) {
+      candidate = it->view;
+      std::rotate(it, std::next(it), k.views.end());  // most recently used last
     }
   }
+  // Its header still the one validated (nothing of dix rewrites a valid segment in place; a file
+  // rewritten so is checked as an open checks it), outside the table's lock.
+  if (candidate && candidate->still_valid(now.bytes)) return candidate;
   std::uint64_t device = 0, inode = 0, bytes = 0;
   auto view = open_afresh(home_db, mode, device, inode, bytes);
-  if (!view || !*view) return view;
+  std::shared_ptr<segment_view> dropped;  // unmapped after the lock, if nobody holds it
   std::lock_guard g(k.mutex);
-  auto it = std::find_if(k.views.begin(), k.views.end(),
-                         [&](const kept_view& v) { return v.mode == mode && v.home == home_db.native(); });
-  if (it != k.views.end()) k.views.erase(it);  // another thread opened it meanwhile: keep the newest
-  if (k.views.size() >= kept_views_max) k.views.erase(k.views.begin());
-  k.views.push_back(kept_view{home_db.native(), mode, device, inode, bytes, *view});
+  auto it = std::find_if(k.views.begin(), k.views.end(), same_key);
+  if (it != k.views.end()) {  // stale, or another thread's fresh one: this one replaces it
+    dropped = std::move(it->view);
+    k.views.erase(it);
+  }
+  // Kept only when the lstat above saw the very file mapped: its identity is then that file's.
+  if (view && *view && present && device == now.device && inode == now.inode && bytes == now.bytes) {
+    if (k.views.size() >= kept_views_max) {
+      if (!dropped) dropped = std::move(k.views.front().view);
+      k.views.erase(k.views.begin());
+    }
+    k.views.push_back(kept_view{home_db.native(), mode, now, *view});
+  }
   return view;
 }
 
@@ -667,27 +683,51 @@ std::shared_ptr<segment_slot> segment_view::slot(std::uint32_t index) const {
   return std::make_shared<segment_slot>(mapping_, index);
 }
 
+// attach.lock as a view keeps it open: closed when the last look using it is done.
+struct segment_view::attach_file {
+  int fd;
+  explicit attach_file(int f) : fd(f) {}
+  ~attach_file() { ::close(fd); }
+  attach_file(const attach_file&) = delete;
+  attach_file& operator=(const attach_file&) = delete;
+};
+
+namespace {
+
+// F_OFD_GETLK for an F_WRLCK: reports a conflicting lock without taking one (§4.6 step 5).
+result<bool> write_locked(int fd, const fs::path& path) {
+  struct flock found {};
+  if (ofd_lock(fd, F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
+  return found.l_type != F_UNLCK;
+}
+
+}  // namespace
+
 result<bool> segment_view::runtime_attached() const {
-  auto fd = attach_fd_.load(std::memory_order_acquire);
-  if (fd < 0) {
-    const auto path = directory_ / "attach.lock";
-    int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (opened < 0) {
-      if (errno == ENOENT) return false;  // no runtime ever attached: looked for again next time
-      return os_error("open", path, errno);
-    }
-    int expected = -1;
-    if (attach_fd_.compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) {
-      fd = opened;
-    } else {
-      ::close(opened);  // another thread's came first
-      fd = expected;
+  const auto path = directory_ / "attach.lock";
+  if (auto kept = std::atomic_load(&attach_)) {
+    auto attached = write_locked(kept->fd, path);
+    if (!attached || *attached) return attached;
+    // Unlocked: so only while the path still names the file tested. One removed and made again
+    // would answer unlocked for ever; it is opened afresh (lstat: a symlink is refused below).
+    struct stat named {}, tested {};
+    if (::lstat(path.c_str(), &named) == 0 && ::fstat(kept->fd, &tested) == 0 && named.st_dev == tested.st_dev &&
+        named.st_ino == tested.st_ino) {
+      return false;
     }
   }
-  // Reports a conflicting lock without taking one (§4.6 step 5).
-  struct flock found {};
-  if (ofd_lock(fd, F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", directory_ / "attach.lock", errno);
-  return found.l_type != F_UNLCK;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      std::atomic_store(&attach_, std::shared_ptr<attach_file>());
+      return false;
+    }
+    return os_error("open", path, errno);
+  }
+  auto fresh = std::make_shared<attach_file>(fd);
+  auto attached = write_locked(fresh->fd, path);
+  std::atomic_store(&attach_, std::move(fresh));
+  return attached;
 }
 
 // ---------------------------------------------------------------------------------------------

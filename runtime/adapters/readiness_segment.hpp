@@ -17,7 +17,6 @@
 // lock may call the owner-only mutators (formats.md §4.4); the adapter does not check it.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -202,7 +201,7 @@ class segment_view {
   //
   // A process keeps the views it opened (the last 8 (home_db as given, mode) pairs) and hands
   // one out again while `<home_db>/dix/readiness.seg` is still the file it maps (its device,
-  // inode and size, by one lstat, and its header still valid): the free functions of another process then cost one system call
+  // inode, size, mode and owner, by one lstat, and its header still valid): the free functions of another process then cost one system call
   // instead of resolving, opening, checking and mapping the file each time. A valid segment is
   // never truncated or rewritten in place — a new one is a new file — and the mapping holds its
   // inode, so the same pair means the same file. A file that changed or went away is opened
@@ -232,8 +231,9 @@ class segment_view {
   std::uint64_t wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   // The slot, for the read-write free functions; nullptr on a read-only view.
   std::shared_ptr<segment_slot> slot(std::uint32_t index) const;
-  // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached. The view
-  // opens attach.lock once (read-only; testing takes no lock) and keeps it while it lives.
+  // F_OFD_GETLK for an F_WRLCK on attach.lock: true while any runtime is attached. The view keeps
+  // the lock file open (read-only; testing takes no lock); an unlocked answer is given only
+  // while the path still names the file tested (an lstat), else it is opened and tested afresh.
   result<bool> runtime_attached() const;
 
  private:
@@ -243,10 +243,12 @@ class segment_view {
                                                            std::uint64_t& bytes);
   bool still_valid(std::uint64_t bytes) const;  // the header checked again, as open checks it
 
+  struct attach_file;
+
   std::filesystem::path directory_;
   std::shared_ptr<segment_mapping> mapping_;
   access mode_;
-  mutable std::atomic<int> attach_fd_{-1};  // attach.lock, once opened
+  mutable std::shared_ptr<attach_file> attach_;  // std::atomic_load / atomic_store only
 };
 
 }  // namespace dix

@@ -711,24 +711,52 @@ TEST_CASE("readiness segment: a process keeps the view it opened while readiness
   REQUIRE(w2);
   CHECK(w2->find("second").has_value());
 
-  // Truncated in place (nothing of dix truncates a valid segment; an operator might): the kept
-  // views are not handed out again (their mappings would fault), and the file is no segment.
+  // Opened to other users after the writer's view was kept: a writer trusts it no more
+  // (decision 0011), as a fresh open would refuse it. A reader opens it afresh too: a changed
+  // mode or owner is a changed identity.
   const auto path = segment_file(home);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  auto untrusted = segment_view::open(home, segment_view::access::read_write);
+  REQUIRE_FALSE(untrusted);
+  CHECK(untrusted.error().value() == errc::io_error);
+  auto reopened = segment_view::open(home).value();
+  REQUIRE(reopened);
+  CHECK(reopened != v2);
+  CHECK(segment_view::open(home).value() == reopened);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  auto trusted = segment_view::open(home, segment_view::access::read_write).value();
+  REQUIRE(trusted);
+
+  // Truncated and made again in place with another size (the same inode; nothing of dix does
+  // this to a valid segment, an operator might), with no open between: the kept views are not
+  // handed out again (their mappings are of the old size) and the new segment is read.
   v1.reset();
   v2.reset();
   w2.reset();
   writable.reset();
+  reopened.reset();
+  trusted.reset();
   fs::resize_file(path, 0);
-  CHECK(segment_view::open(home).value() == nullptr);
-  CHECK(segment_view::open(home, segment_view::access::read_write).value() == nullptr);
   {
-    auto s = attach(home, 4);  // made again in place: the same inode, another size
+    auto s = attach(home, 4);
     claim(*s, "third");
   }
   auto v3 = segment_view::open(home).value();
   REQUIRE(v3);
   CHECK(v3->slot_count() == 4);
   CHECK(v3->find("third").has_value());
+  auto w3 = segment_view::open(home, segment_view::access::read_write).value();
+  REQUIRE(w3);
+  CHECK(w3->slot_count() == 4);
+
+  // Its magic zeroed in place under the kept views (an interrupted creation's mark): no segment,
+  // as an open answers.
+  v3.reset();
+  w3.reset();
+  patch_file(path, 0, std::string(8, '\0'));
+  CHECK(segment_view::open(home).value() == nullptr);
+  CHECK(segment_view::open(home, segment_view::access::read_write).value() == nullptr);
+  attach(home);  // made again
 
   // Made a symlink to the very file the kept view maps: refused as any symlink is.
   fs::rename(path, dir / "moved.seg");
@@ -736,6 +764,31 @@ TEST_CASE("readiness segment: a process keeps the view it opened while readiness
   auto refused = segment_view::open(home);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().value() == errc::io_error);
+}
+
+TEST_CASE("readiness segment: a view tests attach.lock through the descriptor it keeps and opens it afresh once the file was removed and made again", "[adapter][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto runtime = attach(home);
+  auto view = segment_view::open(home).value();
+  REQUIRE(view);
+  CHECK(view->runtime_attached().value());
+  runtime.reset();  // detached: its read lock is gone
+  CHECK_FALSE(view->runtime_attached().value());
+  // attach.lock removed (say by someone clearing "stale locks") and made again by the next
+  // runtime, which locks the new file: the kept descriptor's file is unlocked, the path's is not.
+  const auto lock_file = fs::canonical(home) / "dix" / "attach.lock";
+  fs::remove(lock_file);
+  auto next = attach(home);
+  REQUIRE(fs::exists(lock_file));
+  CHECK(view->runtime_attached().value());
+  CHECK(segment_view::open(home).value() == view);  // the segment itself is the same file
+  next.reset();
+  CHECK_FALSE(view->runtime_attached().value());
+  fs::remove(lock_file);
+  CHECK_FALSE(view->runtime_attached().value());  // no lock file: nobody attached
+  next = attach(home);
+  CHECK(view->runtime_attached().value());
 }
 
 TEST_CASE("readiness segment: a file renamed over readiness.seg after its validated open is not mapped (io_error)", "[adapter][segment]") {
