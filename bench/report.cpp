@@ -7,6 +7,7 @@
 #include <iostream>
 #include <random>
 
+#include "dix_git_commit.hpp"  // generated at build time (cmake/git_commit.cmake)
 #include "tool/json.hpp"
 
 namespace dix::bench {
