@@ -533,8 +533,13 @@ void readiness_segment::notify() noexcept {
 // ---------------------------------------------------------------------------------------------
 // segment_view
 
-segment_view::segment_view(fs::path directory, std::shared_ptr<segment_mapping> mapping, access mode)
-    : directory_(std::move(directory)), mapping_(std::move(mapping)), mode_(mode) {}
+segment_view::segment_view(fs::path directory, std::shared_ptr<segment_mapping> mapping, access mode,
+                           mapped_file mapped)
+    : directory_(std::move(directory)),
+      file_(directory_ / "readiness.seg"),
+      mapping_(std::move(mapping)),
+      mode_(mode),
+      mapped_(mapped) {}
 
 segment_view::~segment_view() = default;
 
@@ -567,18 +572,15 @@ struct kept_views {
   std::vector<kept_view> views;
 };
 
-kept_views* kept_table = nullptr;
-
 kept_views& kept() {
   // Never destroyed: callers may run during static destruction. Around fork() the table's mutex
   // is held, so a child never starts with it locked by a thread it does not have.
-  static auto* k = [] {
-    kept_table = new kept_views;
-    ::pthread_atfork([] { kept_table->mutex.lock(); }, [] { kept_table->mutex.unlock(); },
-                     [] { kept_table->mutex.unlock(); });
-    return kept_table;
+  static auto* const table = [] {
+    auto* t = new kept_views;
+    ::pthread_atfork([] { kept().mutex.lock(); }, [] { kept().mutex.unlock(); }, [] { kept().mutex.unlock(); });
+    return t;
   }();
-  return *k;
+  return *table;
 }
 
 }  // namespace
@@ -603,9 +605,8 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   }
   // Its header still the one validated (nothing of dix rewrites a valid segment in place; a file
   // rewritten so is checked as an open checks it), outside the table's lock.
-  if (candidate && candidate->still_valid(now.bytes)) return candidate;
-  std::uint64_t device = 0, inode = 0, bytes = 0;
-  auto view = open_afresh(home_db, mode, device, inode, bytes);
+  if (candidate && candidate->still_valid()) return candidate;
+  auto view = open_afresh(home_db, mode);
   std::shared_ptr<segment_view> dropped;  // unmapped after the lock, if nobody holds it
   std::lock_guard g(k.mutex);
   auto it = std::find_if(k.views.begin(), k.views.end(), same_key);
@@ -614,7 +615,7 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
     k.views.erase(it);
   }
   // Kept only when the lstat above saw the very file mapped: its identity is then that file's.
-  if (view && *view && present && device == now.device && inode == now.inode && bytes == now.bytes) {
+  if (view && *view && present && (*view)->mapped_ == mapped_file{now.device, now.inode, now.bytes}) {
     if (k.views.size() >= kept_views_max) {
       if (!dropped) dropped = std::move(k.views.front().view);
       k.views.erase(k.views.begin());
@@ -624,9 +625,7 @@ result<std::shared_ptr<segment_view>> segment_view::open(const fs::path& home_db
   return view;
 }
 
-result<std::shared_ptr<segment_view>> segment_view::open_afresh(const fs::path& home_db, access mode,
-                                                                std::uint64_t& device, std::uint64_t& inode,
-                                                                std::uint64_t& bytes) {
+result<std::shared_ptr<segment_view>> segment_view::open_afresh(const fs::path& home_db, access mode) {
   auto home = canonical_home(home_db);
   if (!home) return home.error();
   if (!*home) return std::shared_ptr<segment_view>();
@@ -634,16 +633,14 @@ result<std::shared_ptr<segment_view>> segment_view::open_afresh(const fs::path& 
   auto m = open_existing(directory / "readiness.seg", readiness_layout, mode == access::read_write);
   if (!m) return m.error();
   if (!*m) return std::shared_ptr<segment_view>();
-  device = (*m)->device;
-  inode = (*m)->inode;
-  bytes = (*m)->file->bytes();
-  return std::shared_ptr<segment_view>(new segment_view(std::move(directory), mapping_of(std::move(**m)), mode));
+  const mapped_file identity{(*m)->device, (*m)->inode, static_cast<std::uint64_t>((*m)->file->bytes())};
+  return std::shared_ptr<segment_view>(new segment_view(std::move(directory), mapping_of(std::move(**m)), mode, identity));
 }
 
-bool segment_view::still_valid(std::uint64_t bytes) const {
+bool segment_view::still_valid() const {
   // A zero magic reads as no segment to an open; check_layout wants one set.
   if (load<std::uint64_t>(mapping_->base(), 0) == 0) return false;
-  auto count = check_layout(mapping_->base(), static_cast<std::size_t>(bytes), directory_ / "readiness.seg", readiness_layout);
+  auto count = check_layout(mapping_->base(), mapping_->bytes(), file_, readiness_layout);
   return count && *count == mapping_->slot_count();
 }
 

@@ -237,17 +237,24 @@ class segment_view {
   result<bool> runtime_attached() const;
 
  private:
-  segment_view(std::filesystem::path directory, std::shared_ptr<segment_mapping> mapping, access mode);
-  static result<std::shared_ptr<segment_view>> open_afresh(const std::filesystem::path& home_db, access mode,
-                                                           std::uint64_t& device, std::uint64_t& inode,
-                                                           std::uint64_t& bytes);
-  bool still_valid(std::uint64_t bytes) const;  // the header checked again, as open checks it
+  struct mapped_file {  // the file mapped, as its open's fstat saw it
+    std::uint64_t device = 0, inode = 0, bytes = 0;
+    bool operator==(const mapped_file& o) const noexcept {
+      return device == o.device && inode == o.inode && bytes == o.bytes;
+    }
+  };
+  segment_view(std::filesystem::path directory, std::shared_ptr<segment_mapping> mapping, access mode,
+               mapped_file mapped);
+  static result<std::shared_ptr<segment_view>> open_afresh(const std::filesystem::path& home_db, access mode);
+  bool still_valid() const;  // the header checked again, as open checks it
 
   struct attach_file;
 
   std::filesystem::path directory_;
+  std::filesystem::path file_;  // directory_/readiness.seg
   std::shared_ptr<segment_mapping> mapping_;
   access mode_;
+  mapped_file mapped_;
   mutable std::shared_ptr<attach_file> attach_;  // std::atomic_load / atomic_store only
 };
 
