@@ -88,7 +88,8 @@ void runner_core::to(rebuild next) noexcept {
   const auto from = rebuild_;
   const bool starts =
     (from == r::none || from == r::backoff || from == r::held) && (next == r::quiescing || next == r::minting);
-  const bool holds = (from == r::none || from == r::backoff) && next == r::held;
+  // held → held: a request consumed while the attempt waits for a respawned child (§11.2).
+  const bool holds = (from == r::none || from == r::backoff || from == r::held) && next == r::held;
   const bool legal = next == r::none || next == r::backoff || starts || holds || (from == r::quiescing && next == r::minting) ||
                      (from == r::minting && next == r::resetting) || (from == r::resetting && next == r::checking) ||
                      (from == r::checking && next == r::capturing) || (from == r::capturing && next == r::scanning);
@@ -225,7 +226,12 @@ void runner_core::discard_progress() {
   ++gen_;
   // Replies to metadata writes of the old generation are dropped: a settle is retried at the
   // next durable advance (it stays wanted), a pending condemnation publishes now.
-  if (settle_ == settle::writing || settle_ == settle::writing_then_ready) to(settle::wanted);
+  if (settle_ == settle::writing || settle_ == settle::writing_then_ready) {
+    to(settle::wanted);
+    // The tailer still carries the settle out and deletes the marker with it: no longer known
+    // present, so a condemnation from here writes it again (queued behind the settle, §10.4).
+    if (marker_ == marker::present) to(marker::unknown);
+  }
   offered_.clear();
   unanchored_bytes_ = unanchored_mutations_ = 0;
   unflushed_bytes_ = unflushed_mutations_ = 0;
@@ -645,6 +651,12 @@ effects runner_core::on_scan_chunk(std::uint64_t gen, const scan_outcome& outcom
 effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   effects out;
   (void)now;
+  if ((flags & wake_flag::rebuild) != 0 && parked_terminal()) {
+    parked_ = false;
+    state_ = runner_state::waiting_lock;
+    out.push_back(fx::request_lock{gen_});
+    return out;
+  }
   if (stopping_ || parked_ || state_ == runner_state::stopped || state_ == runner_state::unavailable) return out;
   const bool commit = (flags & wake_flag::commit) != 0;
   const bool system_only = commit && (flags & wake_flag::system) != 0;
@@ -692,8 +704,19 @@ bool runner_core::revivable() const noexcept {
 
 runner_core::rebuild_wake runner_core::on_rebuild_wake(bool owned_in_process) const noexcept {
   if (takes_rebuild_request()) return rebuild_wake::consume;
-  if (!owner_now() && !owned_in_process && state_ == runner_state::dormant && !parked_ && !stopping_) return rebuild_wake::acquire;
+  if (owned_in_process) return rebuild_wake::ignore;
+  // Dormant, or respawned condemned (on_wake acquires for either).
+  const bool unowned = state_ == runner_state::dormant || state_ == runner_state::needs_rebuild;
+  if (!owner_now() && unowned && !parked_ && !stopping_) return rebuild_wake::acquire;
+  if (parked_terminal()) return rebuild_wake::acquire;
   return rebuild_wake::ignore;
+}
+
+bool runner_core::parked_terminal() const noexcept {
+  // Released and parked (rebuild-exhausted, a latched unavailable, a local condemnation): §8.3
+  // lets a rebuild wake through, and the acquisition consumes the request (§11.2, behaviour 19).
+  return parked_ && config_.rebuildable && !stopping_ && !owner_now() && !release_.holding() &&
+         (state_ == runner_state::unavailable || state_ == runner_state::needs_rebuild);
 }
 
 bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
@@ -1216,7 +1239,8 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
     case state_change_kind::accepted_work_lost:
       if (change.epoch != 0 && change.epoch != epoch_) break;
       if (attempt_running()) {
-        fail_attempt(readiness_reason::rebuild_failed, "the backend lost accepted work during the rebuild", out, now);
+        // §7: the attempt fails with backend-failed.
+        fail_attempt(readiness_reason::backend_failed, "the backend lost accepted work during the rebuild", out, now);
         break;
       }
       // Replay everything after the durable cursor (§5.7).
@@ -1364,6 +1388,9 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     // A tailer crash is transient (§10.5): no marker, readiness unchanged, the durable cursor is
     // reinstalled once the replacement is up. The release needs no tailer.
     if (!owner_now() || stopping_ || parked_ || release_.holding()) return out;
+    // A rebuild waiting for its backoff or for a respawned child has nothing in flight and
+    // starts afresh: the fault must not cancel it and reinstall the condemned cursor (§11.7).
+    if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) return out;
     transient_fault(false, "the log tailer stopped", out, now);
     return out;
   }

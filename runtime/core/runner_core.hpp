@@ -231,9 +231,10 @@ class runner_core {
   effects on_rebuild_requested(steady_time now);
   bool takes_rebuild_request() const noexcept;
   // What a rebuild wake (the watcher saw the slot's flag) does: the owner consumes the flag (then
-  // on_rebuild_requested); a dormant runner acquires while no runner of this process owns the id
-  // (`owned_in_process`), so it never contends with an owner (§9.5) — its acquisition consumes the
-  // flag at step 3; anyone else leaves the flag alone.
+  // on_rebuild_requested); a dormant runner — or one respawned condemned, or released and parked
+  // (rebuild-exhausted, a latched unavailable: §8.3 "parked terminal") — acquires while no runner
+  // of this process owns the id (`owned_in_process`), so it never contends with an owner (§9.5);
+  // its acquisition consumes the flag at step 3; anyone else leaves the flag alone.
   enum class rebuild_wake : std::uint8_t { consume, acquire, ignore };
   rebuild_wake on_rebuild_wake(bool owned_in_process) const noexcept;
   // Whether on_meta_state(gen, …) would be taken now: the actor consumes the slot's rebuild
@@ -402,6 +403,7 @@ class runner_core {
   void retry(effects& out);
   // The rebuild (§11.3, §11.4, §11.8). An attempt is under way from its start until the boundary
   // is durable; faults then fail the attempt instead of condemning anew.
+  bool parked_terminal() const noexcept;
   bool attempt_running() const noexcept {
     return (rebuild_ != rebuild::none && rebuild_ != rebuild::backoff && rebuild_ != rebuild::held) || boundary_pending_;
   }

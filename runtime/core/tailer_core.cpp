@@ -60,6 +60,7 @@ const projection* tailer_core::projection_of(std::size_t log, std::uint32_t tabl
 install_outcome tailer_core::install(const cursor& c) {
   install_outcome out;
   installed_ = false;
+  scan_.reset();  // an abandoned rebuild's scan: its snapshots are released (never resumed)
   carried_.clear();
   carried_op_keys_.clear();
   carried_key_hashes_.clear();
@@ -108,6 +109,7 @@ install_outcome tailer_core::install(const cursor& c) {
 
 install_outcome tailer_core::install_from_start() {
   install_outcome out;
+  scan_.reset();
   std::vector<log_position> start;
   for (std::size_t i = 0; i < logs_.size(); ++i) {
     auto& l = logs_[i];

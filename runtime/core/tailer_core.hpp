@@ -130,7 +130,8 @@ class tailer_core {
   // Checks every cursor entry first — it names an attached log with that store's identity, else
   // log-missing — and then that the entries name exactly this registration's logs, else
   // registration-changed (protocol.md §3.1). Opens each log at its anchor with exact resume and
-  // forgets everything carried. The anchors are skipped: they are already in the index.
+  // forgets everything carried, and an abandoned scan with its snapshots. The anchors are
+  // skipped: they are already in the index.
   install_outcome install(const cursor& c);
 
   // For an index with no durable cursor: every log must still hold its first transaction

@@ -514,6 +514,24 @@ TEST_CASE("runner: a rebuild due while the proxy is down starts once the replace
   CHECK(o.core.state() == runner_state::rebuilding);
 }
 
+TEST_CASE("runner: a rebuild request while the attempt waits for a respawned proxy is consumed without a second hold, and the attempt starts once the proxy is up", "[core][runner][supervision][rebuild]") {
+  owning_core o(true);
+  auto fx = o.core.on_child_down(child_kind::proxy, false, o.now);  // backend-failed: the attempt is held
+  REQUIRE(o.core.state() == runner_state::needs_rebuild);
+  REQUIRE(o.core.takes_rebuild_request());
+  // Consumed (attempts back to 0), and still held: the process used to abort here (held → held).
+  fx = o.core.on_rebuild_requested(o.now + milliseconds(10));
+  CHECK(find_fx<fx::shutdown>(fx) == nullptr);
+  CHECK(o.core.state() == runner_state::needs_rebuild);
+  fx = o.core.on_child_up(child_kind::proxy, o.now + milliseconds(100));
+  const auto* pub = find_fx<fx::publish>(fx);
+  REQUIRE(pub);
+  CHECK(pub->state == readiness_state::rebuilding);
+  CHECK(pub->reason == readiness_reason::rebuild_requested);
+  CHECK(pub->attempts == 1);
+  REQUIRE(find_fx<fx::shutdown>(fx));
+}
+
 TEST_CASE("runner: a system commit seen while running with nothing in flight is read by a turn, so the idle pass still comes", "[core][runner]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});
@@ -902,6 +920,69 @@ TEST_CASE("runner: eight failed attempts give unavailable/rebuild-exhausted afte
   p.advance(milliseconds(1000));
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.slot_readiness.rebuild_attempts == 0);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: after rebuild-exhausted, a request in the same runtime acquires again, restores the budget and rebuilds (behaviour 19, no restart)", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.backend.fail_reset = true;
+  p.commit({test::put(sim_table, "a", "1")});
+  for (std::uint64_t n = 1; n < 8; ++n) p.advance(milliseconds(1000LL << (n - 1)));
+  REQUIRE(p.backend.resets == 8);
+  REQUIRE(p.slot_readiness.reason == readiness_reason::rebuild_exhausted);
+  REQUIRE_FALSE(p.lock_held);
+  p.backend.fail_reset = false;
+  p.store_rebuild_request();  // the same runner, released and parked
+  CHECK(p.lock_held);
+  CHECK_FALSE(p.slot_rebuild_request);  // consumed by the acquisition
+  CHECK(p.backend.resets == 9);
+  CHECK(p.slot_readiness.rebuild_attempts == 1);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.slot_readiness.rebuild_attempts == 0);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff keeps the rebuild: the condemned cursor is never reinstalled", "[core][runner][rebuild][supervision]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto resets = p.backend.resets;
+  // The next reset fails before it removes the cursor (a reset that cannot open its database).
+  p.backend.fail_reset = true;
+  p.backend.keep_cursor_on_reset = true;
+  p.store_rebuild_request();
+  REQUIRE(p.backend.resets == resets + 1);
+  REQUIRE(p.slot_readiness.state == readiness_state::needs_rebuild);
+  REQUIRE(p.backend.durable_cursor().value());  // the condemned cursor is still there
+  p.backend.fail_reset = false;
+  p.backend.keep_cursor_on_reset = false;
+  p.commit({test::put(sim_table, "b", "2")});
+  p.child_respawned(child_kind::tailer);  // during the backoff
+  CHECK(p.slot_readiness.state == readiness_state::needs_rebuild);
+  p.advance(milliseconds(1000));  // the backoff: the second attempt resets
+  CHECK(p.backend.resets == resets + 2);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  for (const auto& pub : p.publications) {  // never ready between the request and the reset
+    if (pub.state == readiness_state::ready) CHECK((pub.attempts == 0));
+  }
+}
+
+TEST_CASE("runner: a condemnation while the settle that deletes the marker is in flight writes the marker again, behind it", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.slow_settle = true;
+  p.commit({test::put(sim_table, "a", "1")});  // cursor-missing: marker, reset, scan, boundary
+  // Run until the settle is carried out (the marker deleted), its answer still on the way.
+  while (!p.meta.fingerprint) REQUIRE(p.step());
+  REQUIRE_FALSE(p.meta.condemned);
+  p.child_respawned(child_kind::proxy);  // suspect: backend-failed, before the settle's answer
+  CHECK(p.slot_readiness.state != readiness_state::ready);
+  CHECK(p.meta.condemned);  // without it, a restart before the reset would trust the cursor
+  p.advance(milliseconds(2000));
+  CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 

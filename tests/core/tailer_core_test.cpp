@@ -550,3 +550,22 @@ TEST_CASE("tailer: the rebuild's retention fit fails log-retention when the scan
   h.store.retention_figures.retention_headroom_bytes = -1;
   CHECK_FALSE(capture(0).fault);
 }
+
+TEST_CASE("tailer: an install after an abandoned scan releases the scan's snapshots", "[core][tailer][rebuild]") {
+  harness h;
+  for (int i = 0; i < 5; ++i) h.store.commit({test::put(products, "p" + std::to_string(i), "v")}, 0, true);
+  tailer_core core(std::vector<tailer_log>{{&h.source, &h.reader}}, h.projections, h.attached);
+  auto boundary = core.capture_boundary("idx", 3, 0, h.time);
+  REQUIRE_FALSE(boundary.fault);
+  REQUIRE(boundary.boundary);
+  turn_budgets one = h.budget;
+  one.max_chunk_records = 1;
+  auto chunk = core.scan(one, 3, h.time);
+  REQUIRE_FALSE(chunk.fault);
+  REQUIRE_FALSE(chunk.last);
+  CHECK(h.store.live_snapshots == 1);  // the scan holds it
+  // The attempt failed elsewhere (a delivery, the backend): the runner reinstalls a cursor.
+  auto installed = core.install(*boundary.boundary);
+  REQUIRE_FALSE(installed.fault);
+  CHECK(h.store.live_snapshots == 0);
+}

@@ -130,6 +130,7 @@ class fake_store {
 
   // Faults the next read / sync with io_error.
   bool fail_reads = false;
+  int live_snapshots = 0;  // snapshots taken and not yet released (as RocksDB pins them)
   bool fail_sync = false;
   bool fail_boundary = false;
   std::uint64_t scanned() const { return scanned_; }
@@ -177,6 +178,7 @@ class fake_store {
   class fake_snapshot final : public store_snapshot {
    public:
     explicit fake_snapshot(fake_store& s) : s_(s) {
+      ++s.live_snapshots;
       for (const auto& [table, rows] : s.tables_) {
         auto& copy = tables_[table];
         for (const auto& [id, v] : rows) {
@@ -184,6 +186,9 @@ class fake_store {
         }
       }
     }
+    ~fake_snapshot() override { --s_.live_snapshots; }
+    fake_snapshot(const fake_snapshot&) = delete;
+    fake_snapshot& operator=(const fake_snapshot&) = delete;
     result<void> seek(std::uint32_t table, std::string_view after) override {
       if (s_.fail_reads) return error{errc::io_error, "scan failed (injected)"};
       rows_ = &tables_[table];

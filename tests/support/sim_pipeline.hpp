@@ -136,6 +136,14 @@ class sim_pipeline final : public backend_host {
     while (!runner && !timers_.empty()) advance(std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - time.steady_now()));
   }
 
+  // A child of the registration died and its supervisor respawned it (actors.md §3): the runner
+  // hears child_down, then child_up once the replacement is up.
+  void child_respawned(child_kind kind) {
+    post([this, kind] { return runner ? runner->on_child_down(kind, false, time.steady_now()) : effects{}; });
+    post([this, kind] { return runner ? runner->on_child_up(kind, time.steady_now()) : effects{}; });
+    run();
+  }
+
   void wake(std::uint8_t flags = wake_flag::commit, bool run_now = true) {
     post([this, flags] { return runner ? runner->on_wake(flags, time.steady_now()) : effects{}; });
     if (run_now) run();
@@ -216,6 +224,7 @@ class sim_pipeline final : public backend_host {
   bool rebuildable = true;            // the backend implements reset (applies at the next restart_runner)
   bool slow_log_open = false;         // log_opened arrives after replies the backend sends meanwhile
   bool slow_flush_done = false;       // flush completions arrive two mailbox trips late
+  bool slow_settle = false;           // a settle is carried out at once, its answer two trips late
   meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
@@ -466,7 +475,8 @@ class sim_pipeline final : public backend_host {
     meta.fingerprint = x.fingerprint;
     meta.condemned = false;
     auto gen = x.gen;
-    post([this, gen] { return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{}; });
+    post_after(slow_settle ? 2 : 0,
+               [this, gen] { return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::arm_timer& t) {
     auto kind = t.kind;
