@@ -435,6 +435,7 @@ caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::stri
   auto e = st.ctx->registry->find(id);
   if (!e || !e->rebuildable) return rebuild_requested{id, false};
   e->slot->request_rebuild();  // stores the flag and notifies: the watchers of every runtime see it
+  self->send(st.supervisor, revive{e->token});  // an escalated registration gets its children back
   if (auto r = e->runner()) self->send(r, wake{wake_flag::rebuild});
   return rebuild_requested{id, true};
 }
@@ -501,7 +502,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   ctx->supervisor = st.supervisor.address();
   ctx->publisher = st.publisher.address();
   ctx->watch = std::make_shared<watcher>(ctx->segment, ctx->registry, caf::actor_cast<caf::actor>(self),
-                                         ctx->options.runner.max_flush_age);
+                                         ctx->options.runner.max_flush_age, caf::actor_cast<caf::actor>(st.supervisor));
   prepare_coverage(*ctx);
   ctx->watch->set_coverage(ctx->waiters);
   if (ctx->watcher_thread) {

@@ -261,6 +261,9 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
       if (!e || e->incarnation != m.incarnation) return;
       apply(self, m.token, e->core->on_respawn(m.kind));
     },
+    [self](revive& m) {
+      if (auto e = find(self, m.token)) apply(self, m.token, e->core->on_rebuild_request());
+    },
     [self](unsupervise& m) -> caf::result<stopped> {
       auto e = find(self, m.token);
       if (!e) return stopped{};

@@ -13,10 +13,11 @@
 namespace dix {
 
 watcher::watcher(std::shared_ptr<readiness_segment> segment, std::shared_ptr<const runtime_registry> registry,
-                 caf::actor observer, std::chrono::milliseconds timeout)
+                 caf::actor observer, std::chrono::milliseconds timeout, caf::actor supervisor)
     : segment_(std::move(segment)),
       registry_(std::move(registry)),
       observer_(caf::actor_cast<caf::weak_actor_ptr>(observer)),
+      supervisor_(caf::actor_cast<caf::weak_actor_ptr>(supervisor)),
       timeout_(timeout) {}
 
 watcher::~watcher() { stop(); }
@@ -58,15 +59,17 @@ void watcher::scan(bool timed_out) {
     const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token == it->first; });
     it = current ? std::next(it) : woken_.erase(it);
   }
+  auto supervisor = caf::actor_cast<caf::actor>(supervisor_.lock());
   for (const auto& e : entries) {
     if (!e->slot->rebuild_requested()) continue;
-    auto r = e->runner();
-    if (!r) continue;  // no runner yet: the next scan wakes the one that comes
+    auto r = e->runner();  // none yet, or none to come (escalated): the supervisor is told
     const auto counter = e->slot->change_counter();
+    const auto runner = r ? r.address() : caf::actor_addr{};
     auto last = woken_.find(e->token);
-    if (!timed_out && last != woken_.end() && last->second.runner == r.address() && last->second.counter == counter) continue;
-    woken_[e->token] = {r.address(), counter};
-    caf::anon_send(r, wake{wake_flag::rebuild});
+    if (!timed_out && last != woken_.end() && last->second.runner == runner && last->second.counter == counter) continue;
+    woken_[e->token] = {runner, counter};
+    if (supervisor) caf::anon_send(supervisor, revive{e->token});
+    if (r) caf::anon_send(r, wake{wake_flag::rebuild});
   }
   auto observer = caf::actor_cast<caf::actor>(observer_.lock());
   for (auto& [id, o] : observed_) {

@@ -2,7 +2,8 @@
 // sleeps on the segment's change counter (FUTEX_WAIT; any process's change wakes it, so does
 // stop()), bounded by max_flush_age, and after every wake looks at the slots of the runtime:
 //
-//  * a registered id whose slot holds a rebuild request: its local runner gets a rebuild wake —
+//  * a registered id whose slot holds a rebuild request: its local runner gets a rebuild wake and
+//    the supervisor a `revive` (an escalated registration gets its children back, actors.md §3) —
 //    again only when the slot changed since, or the wait timed out (a busy runner that leaves the
 //    flag publishes when done);
 //  * an observed id (one with subscribers): when its slot's change counter moved, the runtime
@@ -37,9 +38,9 @@ class coverage_waiters;  // actors/coverage_waiters.hpp
 class watcher {
  public:
   // `observer` receives readiness_observed (the runtime actor); the registry names the ids whose
-  // runners a rebuild request wakes.
+  // runners a rebuild request wakes; `supervisor` (may be null) gets `revive` for them.
   watcher(std::shared_ptr<readiness_segment> segment, std::shared_ptr<const runtime_registry> registry,
-          caf::actor observer, std::chrono::milliseconds timeout);
+          caf::actor observer, std::chrono::milliseconds timeout, caf::actor supervisor = nullptr);
   ~watcher();  // stop()
   watcher(const watcher&) = delete;
   watcher& operator=(const watcher&) = delete;
@@ -65,7 +66,8 @@ class watcher {
 
   std::shared_ptr<readiness_segment> segment_;
   std::shared_ptr<const runtime_registry> registry_;
-  caf::weak_actor_ptr observer_;  // weak: the runtime actor owns this watcher
+  caf::weak_actor_ptr observer_;    // weak: the runtime actor owns this watcher
+  caf::weak_actor_ptr supervisor_;  // weak: the runtime actor owns it too
   std::chrono::milliseconds timeout_;
   std::shared_ptr<coverage_waiters> coverage_;
   std::thread thread_;
@@ -78,8 +80,9 @@ class watcher {
     bool sent = false;
   };
   std::map<std::string, observed> observed_;
-  // Per registration token: the runner last woken for a rebuild request and the slot's change
-  // counter then. A new runner (a respawn) or a new registration of the id is woken at once.
+  // Per registration token: the runner last woken for a rebuild request (none: only the
+  // supervisor was told) and the slot's change counter then. A new runner (a respawn) or a new
+  // registration of the id is woken at once.
   struct last_wake {
     caf::actor_addr runner;
     std::uint64_t counter = 0;

@@ -122,6 +122,7 @@ using runtime_actor_impl =
 using supervisor_actor = caf::typed_actor<caf::reacts_to<supervise>,
                                           caf::replies_to<unsupervise>::with<stopped>,
                                           caf::reacts_to<respawn>,
+                                          caf::reacts_to<revive>,
                                           caf::reacts_to<meta_written>>;
 
 }  // namespace dix

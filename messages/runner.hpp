@@ -210,6 +210,19 @@ typename Inspector::result_type inspect(Inspector& f, unsupervise& x) {
   return f(caf::meta::type_name("dix.unsupervise"), x.token);
 }
 
+// runtime (its request_rebuild, its watcher seeing the slot's flag) → supervisor: a rebuild was
+// requested for registration `token`. An escalated registration (actors.md §3) has its restart
+// history cleared and its children respawned, so the new runner acquires and consumes the
+// request; otherwise nothing happens.
+struct revive {
+  std::uint64_t token = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, revive& x) {
+  return f(caf::meta::type_name("dix.revive"), x.token);
+}
+
 // supervisor → itself (delayed by the restart policy): respawn the registration's child of this
 // kind.
 struct respawn {

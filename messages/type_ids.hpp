@@ -112,6 +112,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   // the lag part of the metrics segment (lag_publication.hpp)
   CAF_ADD_TYPE_ID(dix, (dix::lag_publication))
   CAF_ADD_TYPE_ID(dix, (dix::lag_due))
+  // supervision (runner.hpp): a request revives an escalated registration
+  CAF_ADD_TYPE_ID(dix, (dix::revive))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

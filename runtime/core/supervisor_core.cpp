@@ -153,6 +153,21 @@ supervision_effects supervisor_core::on_respawn(child_kind kind) {
   return out;
 }
 
+supervision_effects supervisor_core::on_rebuild_request() {
+  supervision_effects out;
+  if (!escalated_ || phase_ != phase::supervising) return out;
+  escalated_ = false;
+  history_ = {};
+  for (auto kind : {child_kind::tailer, child_kind::proxy}) {
+    if (up(kind)) continue;
+    up_[index(kind)] = true;
+    out.push_back(sfx::spawn{kind, std::nullopt});
+    if (up(child_kind::runner)) out.push_back(sfx::tell_up{kind});
+  }
+  if (!up(child_kind::runner)) spawn_runner(out);
+  return out;
+}
+
 supervision_effects supervisor_core::on_flush_done(std::uint64_t round, const result<void>& outcome) {
   supervision_effects out;
   // An error of flush(shutdown) is only logged; the shutdown decides (protocol.md §9.6).

@@ -106,6 +106,10 @@ class supervisor_core {
   supervision_effects on_down(child_kind kind, const ownership_record& record, steady_time now);
   // A restart delay ran out.
   supervision_effects on_respawn(child_kind kind);
+  // A rebuild was requested (actors.md §3, escalate): an escalated registration forgets its
+  // restart history and gets its missing children back — the runner last, woken, so it acquires
+  // and consumes the request. Nothing otherwise.
+  supervision_effects on_rebuild_request();
   // Answers of the proxy and the tailer to the dead runner's release steps; `round` is the one the
   // request carried (answers of an earlier round, a dead proxy's, are ignored).
   supervision_effects on_flush_done(std::uint64_t round, const result<void>& outcome);

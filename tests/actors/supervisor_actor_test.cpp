@@ -181,6 +181,33 @@ TEST_CASE("supervision: max_rebuild_attempts tailer crashes in a row escalate: u
   CHECK_FALSE(s->error);
 }
 
+TEST_CASE("supervision: a rebuild request revives an escalated registration: a new tailer, the runner acquires, consumes the request and rebuilds to ready (actors.md 3)", "[actor][supervision][rebuild]") {
+  supervised p;  // max_rebuild_attempts = 3
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  const auto resets = p.backend->resets;
+  p.crash(p.tailer);
+  p.advance(100ms);
+  p.crash(p.tailer);
+  p.advance(200ms);
+  p.crash(p.tailer);  // escalated
+  REQUIRE(p.slot->read().state == readiness_state::unavailable);
+  REQUIRE(p.lock_free());
+  p.commit("b", "2");
+  // What runtime_actor's request_rebuild does: the flag, the supervisor, the runner.
+  p.slot->request_rebuild();
+  caf::anon_send(p.sup, revive{p.token});
+  caf::anon_send(p.runner, wake{wake_flag::rebuild});
+  p.run();
+  CHECK(p.tailers == 4);
+  CHECK_FALSE(p.slot->rebuild_requested());  // consumed by the acquisition
+  p.advance(1000ms);
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.backend->resets == resets + 1);
+  CHECK(p.runners == 1);  // the runner was never lost: only its tailer
+}
+
 TEST_CASE("supervision: a proxy crash condemns with backend-failed and the replacement proxy serves the rebuild: shutdown, new epoch, reset, scan, ready", "[actor][supervision][rebuild]") {
   supervised p;
   p.commit("a", "1");

@@ -242,6 +242,54 @@ TEST_CASE("supervisor core: tailer and proxy crashes are told to the runner and 
   CHECK(s.core.escalated());
 }
 
+TEST_CASE("supervisor core: a rebuild request revives an escalated registration: history cleared, the missing children spawned, the runner last and woken (actors.md 3)", "[core][supervision][rebuild]") {
+  SECTION("the runner escalated") {
+    supervised s;
+    CHECK(s.core.on_rebuild_request().empty());  // nothing escalated: nothing to do
+    for (int crash = 1; crash <= 3; ++crash) {
+      auto fx = s.core.on_down(child_kind::runner, s.owning, s.now + milliseconds(crash));
+      fx = s.core.on_flush_done(find_fx<sfx::flush>(fx)->round, result<void>{});
+      fx = s.core.on_shutdown_done(find_fx<sfx::shutdown>(fx)->round, result<void>{});
+      fx = s.core.on_marker_written(result<void>{});
+      if (crash < 3) (void)s.core.on_respawn(child_kind::runner);
+    }
+    REQUIRE(s.core.escalated());
+    auto fx = s.core.on_rebuild_request();
+    CHECK_FALSE(s.core.escalated());
+    const auto* spawn = find_fx<sfx::spawn>(fx);
+    REQUIRE(spawn);
+    CHECK(spawn->kind == child_kind::runner);
+    CHECK(find_fx<sfx::wake_runner>(fx));
+    CHECK(s.core.up(child_kind::runner));
+    CHECK(s.core.on_rebuild_request().empty());  // once
+    // The history is cleared: the next crash is the first again, respawned after the backoff.
+    fx = s.core.on_down(child_kind::runner, s.owning, s.now + milliseconds(10));
+    fx = s.core.on_flush_done(find_fx<sfx::flush>(fx)->round, result<void>{});
+    fx = s.core.on_shutdown_done(find_fx<sfx::shutdown>(fx)->round, result<void>{});
+    fx = s.core.on_marker_written(result<void>{});
+    REQUIRE(find_fx<sfx::publish>(fx));
+    CHECK(find_fx<sfx::publish>(fx)->state == readiness_state::needs_rebuild);
+    CHECK(find_fx<sfx::respawn_after>(fx));
+  }
+  SECTION("the proxy escalated") {
+    supervised s;
+    for (int crash = 0; crash < 3; ++crash) {
+      (void)s.core.on_down(child_kind::proxy, {}, s.now + milliseconds(crash));
+      if (crash < 2) (void)s.core.on_respawn(child_kind::proxy);
+    }
+    REQUIRE(s.core.escalated());
+    REQUIRE_FALSE(s.core.up(child_kind::proxy));
+    auto fx = s.core.on_rebuild_request();
+    const auto* spawn = find_fx<sfx::spawn>(fx);
+    REQUIRE(spawn);
+    CHECK(spawn->kind == child_kind::proxy);
+    REQUIRE(find_fx<sfx::tell_up>(fx));  // the runner is up: it hears of its new proxy
+    CHECK(find_fx<sfx::tell_up>(fx)->kind == child_kind::proxy);
+    CHECK(s.core.up(child_kind::proxy));
+    CHECK_FALSE(s.core.escalated());
+  }
+}
+
 TEST_CASE("supervisor core: unsupervise stops the runner and forgets the registration once it stopped, a failed stop keeps it", "[core][supervision]") {
   supervised s;
   auto fx = s.core.on_unsupervise();

@@ -289,6 +289,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: runner messages round-trip", "[actor][
 
   CHECK(roundtrip(dix::rebuild_request{dix::rebuild_source::backend}).source ==
         dix::rebuild_source::backend);
+  CHECK(roundtrip(dix::revive{77}).token == 77);
 }
 
 // -- tailer.hpp ------------------------------------------------------------------------------
