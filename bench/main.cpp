@@ -64,6 +64,7 @@ constexpr entry benchmarks[] = {
          Time for a new Xapian full-text index to catch up with a backlog of N product-like
          records (default 200 000), beside Xapian alone indexing the same documents in this
          process with the same stemming and commit cadence.
+)"},
     {"vector", R"([--records N] [--dimension D] [--queries Q] [--ef EF] [--dir DIR] [--json FILE] [--timeout S]
          Time for a new hnsw index to catch up with N records of D-dimensional vectors (default
          100 000 of 128), beside hnswlib alone inserting the same vectors (same M and
@@ -87,6 +88,14 @@ std::string all_usage() {
     out += "  " + name + std::string(name.size() < 9 ? 9 - name.size() : 1, ' ') + b.text;
   }
   return out + rules;
+}
+
+// The benchmarks' names in the order of the table, ", " between them: the unknown-name refusal
+// lists them from the same table as the usage.
+std::string known_names() {
+  std::string out;
+  for (const auto& b : benchmarks) out += (out.empty() ? "" : ", ") + std::string(b.name);
+  return out;
 }
 
 }  // namespace
@@ -144,6 +153,6 @@ int main(int argc, char** argv) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: wal, catchup, rebuild, failover, ryw, sustained, fulltext, vector)\n";
+  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: " << dix::bench::known_names() << ")\n";
   return dix::tool::exit_usage;
 }

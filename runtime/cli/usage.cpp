@@ -62,11 +62,12 @@ constexpr entry commands[] = {
          http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
          given: anyone who reaches it reads the figures.
 )"},
-    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained [options]
+    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
          catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,
-         sustained write rates with indexes and under the writer gate. `dix bench --help` lists
-         their options.
+         sustained write rates with indexes and under the writer gate, a full-text (Xapian) and
+         a vector (hnsw) index catching up beside their libraries alone. `dix bench --help`
+         lists their options.
 )"},
 };
 

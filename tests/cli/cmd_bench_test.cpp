@@ -64,3 +64,37 @@ TEST_CASE("dix bench catchup: reports dix beside both baselines, each measured i
   CHECK(number("tuned_baseline_peak_rss_mb") > 0);
   CHECK(number("baseline_peak_rss_mb") < number("peak_rss_mb"));
 }
+
+TEST_CASE("dix bench: every benchmark the unknown-name refusal lists has a usage of its own, and dix help lists the same names",
+          "[system][cli][bench]") {
+  temp_dir dir;
+  auto unknown = dix_cli(dir, {"bench", "no-such-bench"});
+  INFO(unknown.err);
+  CHECK(unknown.exit_code == 2);
+  const std::string known = "(known: ";
+  const auto from = unknown.err.find(known);
+  REQUIRE(from != std::string::npos);
+  const auto list = unknown.err.substr(from + known.size(), unknown.err.find(')', from) - from - known.size());
+  std::vector<std::string> names;
+  std::stringstream words(list);
+  for (std::string name; std::getline(words, name, ',');) names.push_back(name.substr(name.find_first_not_of(' ')));
+  REQUIRE(names.size() >= 8);
+
+  std::string synopsis;
+  for (const auto& name : names) synopsis += (synopsis.empty() ? "" : "|") + name;
+  auto help = dix_cli(dir, {"help"});
+  CHECK_THAT(help.out, Catch::Contains("  bench  " + synopsis + " [options]\n"));
+
+  auto all = dix_cli(dir, {"bench", "--help"});
+  CHECK(all.exit_code == 0);
+  CHECK_THAT(all.out, !Catch::Contains("R\"(") && !Catch::Contains(")\"}"));
+  for (const auto& name : names) {
+    INFO("dix bench " << name << " --help");
+    CHECK_THAT(all.out, Catch::Contains("\n  " + name + " "));
+    auto own = dix_cli(dir, {"bench", name, "--help"});
+    CHECK(own.exit_code == 0);
+    CHECK_THAT(own.out, Catch::StartsWith("usage: dix bench " + name + " ["));
+    // Its own text alone: no source fragment, no other benchmark's entry.
+    CHECK_THAT(own.out, !Catch::Contains("R\"(") && !Catch::Contains(")\"}") && !Catch::Contains("benchmarks:"));
+  }
+}
