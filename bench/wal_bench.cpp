@@ -190,7 +190,7 @@ int run_wal(const std::vector<std::string>& argv) {
     std::ostringstream json;
     json << "{\"bench\":\"wal\"," << build_fields() << ",\"records\":" << *records << ",\"rounds\":" << *rounds
          << ",\"payload_bytes\":" << payload_bytes << ",\"records_per_transaction\":" << per_txn
-         << ",\"commit\":{\"dix_records_per_s\":" << commit_dix << ",\"baseline_records_per_s\":" << commit_raw
+         << ",\"commit_phase\":{\"dix_records_per_s\":" << commit_dix << ",\"baseline_records_per_s\":" << commit_raw
          << ",\"ratio\":" << commit_dix / commit_raw << "}"
          << ",\"tail\":{\"transactions\":" << transactions << ",\"dix_transactions_per_s\":" << tail_d
          << ",\"baseline_transactions_per_s\":" << tail_b << ",\"dix_records_per_s\":" << tail_d * per_txn

@@ -3,12 +3,53 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/dix_cli.hpp"
 
 using dix::test::dix_cli;
 using dix::test::temp_dir;
+
+namespace {
+
+// The first key that appears twice in one object of the JSON text `json` ("" when none), for
+// the reports dix-bench writes (well-formed: strings, numbers, objects, arrays, literals).
+std::string first_duplicate_key(const std::string& json) {
+  std::vector<std::set<std::string>> objects;  // the keys seen so far, per open object
+  std::vector<char> open;                      // '{' or '[' per open container
+  bool expect_key = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (c == '"') {
+      std::string text;
+      for (++i; i < json.size() && json[i] != '"'; ++i) {
+        if (json[i] == '\\') ++i;
+        if (i < json.size()) text += json[i];
+      }
+      if (expect_key && !open.empty() && open.back() == '{') {
+        if (!objects.back().insert(text).second) return text;
+        expect_key = false;
+      }
+    } else if (c == '{') {
+      open.push_back(c);
+      objects.emplace_back();
+      expect_key = true;
+    } else if (c == '[') {
+      open.push_back(c);
+    } else if (c == '}' || c == ']') {
+      if (c == '}') objects.pop_back();
+      open.pop_back();
+    } else if (c == ',') {
+      expect_key = !open.empty() && open.back() == '{';
+    }
+  }
+  return {};
+}
+
+}  // namespace
 
 TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the run, and a writable one gets the report",
           "[system][cli][bench]") {
@@ -32,6 +73,15 @@ TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the ru
   written << in.rdbuf();
   CHECK_THAT(written.str(), Catch::StartsWith("{\"bench\":\"wal\""));
   CHECK(written.str() == ran.out);
+  // One name per field: the build's commit and the commit phase's figures are two keys.
+  CHECK(first_duplicate_key(ran.out).empty());
+  CHECK_THAT(ran.out, Catch::Contains(",\"commit_phase\":{\"dix_records_per_s\":"));
+}
+
+TEST_CASE("dix bench: the tests' duplicate-key check finds a key given twice in one object, and only there", "[system][cli][bench]") {
+  CHECK(first_duplicate_key(R"({"commit":"abc","a":1,"commit":{"x":1}})") == "commit");
+  CHECK(first_duplicate_key(R"({"a":{"x":1,"x":2}})") == "x");
+  CHECK(first_duplicate_key(R"({"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":"x"}],"d":"a\"b","e":"a\"b"})").empty());
 }
 
 TEST_CASE("dix bench: a --dir the system refuses is one line of io_error and exit 1, not an abort", "[system][cli][bench]") {
