@@ -176,8 +176,7 @@ int run_catchup(const std::vector<std::string>& argv) {
                              : std::nullopt;
   if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads || !scheduler || !memory_mb ||
       !report.open(*a, problem)) {
-    std::cerr << "dix bench catchup: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench catchup", problem);
   }
   const std::uint64_t timeout_seconds = *timeout_s;
   try {
@@ -274,8 +273,7 @@ int run_catchup_baseline(const std::vector<std::string>& argv) {
   auto memory_mb = batch_records ? a->number("memory-mb", memory_options{}.budget_bytes >> 20, 16, 1u << 20, problem)
                                  : std::nullopt;
   if (!kind || !records || !batch_records || !memory_mb || !a->has("dir")) {
-    std::cerr << "dix-bench catchup-baseline: " << (problem.empty() ? "--dir DIR is required" : problem) << "\n";
-    return tool::exit_usage;
+    return tool::refuse("dix-bench catchup-baseline", (problem.empty() ? "--dir DIR is required" : problem));
   }
   try {
     set_memory_budget({*memory_mb << 20}).value();

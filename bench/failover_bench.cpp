@@ -157,8 +157,7 @@ int run_failover(const std::vector<std::string>& argv) {
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
   if (!scheduler || !report.open(*a, problem)) {
-    std::cerr << "dix bench failover: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench failover", problem);
   }
   const bool verbose = a->has("verbose");
   try {

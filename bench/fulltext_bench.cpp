@@ -139,8 +139,7 @@ int run_fulltext(const std::vector<std::string>& argv) {
   auto records = a->number("records", 200'000, per_txn, 100'000'000, problem);
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
   if (!records || !timeout_s || !report.open(*a, problem)) {
-    std::cerr << "dix bench fulltext: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench fulltext", problem);
   }
   try {
     scratch_dir scratch(a->get("dir"));

@@ -153,6 +153,5 @@ int main(int argc, char** argv) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation
   }
-  std::cerr << "dix bench: unknown benchmark \"" << args[0] << "\" (known: " << dix::bench::known_names() << ")\n";
-  return dix::tool::exit_usage;
+  return dix::tool::refuse("dix bench", "unknown benchmark \"" + args[0] + "\" (known: " + dix::bench::known_names() + ")");
 }

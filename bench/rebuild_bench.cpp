@@ -188,8 +188,7 @@ int run_rebuild_baseline(const std::vector<std::string>& argv) {
   std::string problem;
   auto chunk = a->number("chunk-records", runner_options{}.max_chunk_records, 1, 1u << 20, problem);
   if (!chunk || !a->has("store") || !a->has("index")) {
-    std::cerr << "dix bench rebuild-baseline: " << (problem.empty() ? "--store and --index are required" : problem) << "\n";
-    return 2;
+    return tool::refuse("dix bench rebuild-baseline", (problem.empty() ? "--store and --index are required" : problem));
   }
   try {
     rocksdb_dir store;
@@ -251,8 +250,7 @@ int run_rebuild(const std::vector<std::string>& argv) {
   auto writer_rate = timeout_s ? a->number("writer-rate", 2000, 0, 100'000, problem) : std::nullopt;
   auto writer_ms = writer_rate ? a->number("writer-ms", 2000, 100, 600'000, problem) : std::nullopt;
   if (!records || !timeout_s || !writer_rate || !writer_ms || !report.open(*a, problem)) {
-    std::cerr << "dix bench rebuild: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench rebuild", problem);
   }
   try {
     scratch_dir scratch(a->get("dir"));

@@ -265,8 +265,7 @@ int run_ryw_reader(const std::vector<std::string>& argv) {
   std::string problem;
   auto threads = a->number("threads", 8, 1, 64, problem);
   if (!threads || !a->has("db") || !a->has("fifo")) {
-    std::cerr << "dix-bench ryw-reader: " << (problem.empty() ? "--db and --fifo are required" : problem) << "\n";
-    return tool::exit_usage;
+    return tool::refuse("dix-bench ryw-reader", (problem.empty() ? "--db and --fifo are required" : problem));
   }
   return reader_child(a->get("db"), a->get("fifo"), static_cast<unsigned>(*threads));
 }
@@ -284,8 +283,7 @@ int run_ryw(const std::vector<std::string>& argv) {
   runner_options ro;
   auto turn = every ? a->number("turn-transactions", ro.max_transactions_per_turn, 1, 1'000'000, problem) : std::nullopt;
   if (!rate || !seconds || !every || !turn || !report.open(*a, problem)) {
-    std::cerr << "dix bench ryw: " << problem << "\n";
-    return tool::exit_usage;
+    return tool::refuse("dix bench ryw", problem);
   }
   try {
     scratch_dir dir(a->get("dir"));

@@ -290,8 +290,7 @@ int run_sustained(const std::vector<std::string>& argv) {
   // default max_flush_age of 1 s, which alone lets a steadily fed index's lag reach 1 s.
   auto flush_age = max_lag ? a->number("flush-age-ms", 250, 10, 60'000, problem) : std::nullopt;
   if (!seconds || !slow_us || !max_lag || !flush_age || !report.open(*a, problem)) {
-    std::cerr << "dix bench sustained: " << problem << "\n";
-    return tool::exit_usage;
+    return tool::refuse("dix bench sustained", problem);
   }
   try {
     scratch_dir dir(a->get("dir"));

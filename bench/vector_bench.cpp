@@ -105,8 +105,7 @@ int run_vector(const std::vector<std::string>& argv) {
   auto ef = queries ? a->number("ef", 64, 1, 100'000, problem) : std::nullopt;
   auto timeout_s = ef ? a->number("timeout", 3600, 1, 86400, problem) : std::nullopt;
   if (!records || !dimension || !queries || !ef || !timeout_s || !report.open(*a, problem)) {
-    std::cerr << "dix bench vector: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench vector", problem);
   }
   const std::size_t n = *records;
   const std::size_t d = *dimension;

@@ -147,8 +147,7 @@ int run_wal(const std::vector<std::string>& argv) {
   auto records = a->number("records", 200000, per_txn, 100'000'000, problem);
   auto rounds = records ? a->number("rounds", 5, 1, 100, problem) : std::nullopt;
   if (!records || !rounds || !report.open(*a, problem)) {
-    std::cerr << "dix bench wal: " << problem << "\n";
-    return 2;
+    return tool::refuse("dix bench wal", problem);
   }
   try {
     scratch_dir scratch(a->get("dir"));

@@ -220,8 +220,7 @@ int run_demo(const std::vector<std::string>& argv) {
   // quicker run; the full-text and vector registrations of an earlier run stay dormant).
   auto which = timeout_s ? a->choice("indexes", {"all", "secondary"}, 0, problem) : std::nullopt;
   if (!records || !rate || !seed || !timeout_s || !which) {
-    std::cerr << "dix demo: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix demo", problem);
   }
   const std::uint64_t timeout_seconds = *timeout_s;
   std::filesystem::path dir = a->get("dir", "dix-demo");

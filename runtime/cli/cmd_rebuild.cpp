@@ -203,8 +203,7 @@ int run_rebuild(const std::vector<std::string>& argv) {
   std::uint64_t seconds = 0;
   if (problem.empty() && a->has("timeout")) seconds = a->number("timeout", 0, 1, 86400 * 365, problem).value_or(0);
   if (!problem.empty()) {
-    std::cerr << "dix rebuild: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix rebuild", problem);
   }
   const auto& id = a->positional().front();
   // An id outside the name rules is refused by request_rebuild before it looks at anything.
@@ -213,8 +212,9 @@ int run_rebuild(const std::vector<std::string>& argv) {
   }
   auto stored = request_rebuild(a->get("db"), id);
   if (!stored) {
+    if (stored.error().value() == errc::invalid_argument) return tool::refuse("dix rebuild", stored.error().to_string());
     std::cerr << "dix rebuild: " << stored.error().to_string() << "\n";
-    return stored.error().value() == errc::invalid_argument ? exit_usage : exit_error;
+    return exit_error;
   }
   std::cout << "rebuild requested for " << id << "\n";
   return exit_ok;

@@ -179,8 +179,7 @@ int run_serve(const std::vector<std::string>& argv) {
     else problem = parsed.error().message();
   }
   if (!problem.empty() || !scheduler) {
-    std::cerr << "dix serve: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix serve", problem);
   }
   const printer out(a->has("timing"));
   const std::filesystem::path dir = a->get("dir");

@@ -412,20 +412,17 @@ int run_status(const std::vector<std::string>& argv) {
     }
   }
   if (!problem.empty() || !updates_ok) {
-    std::cerr << "dix status: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix status", problem);
   }
   auto db = fs::path(a->get("db"));
   std::error_code ec;
   auto kind = fs::status(db, ec).type();
   auto home = kind == fs::file_type::directory ? fs::canonical(db, ec) : fs::path();
   if (kind != fs::file_type::directory || ec) {
-    std::cerr << "dix status: --db " << db.string() << ": "
-              << (kind == fs::file_type::not_found ? "no such directory"
-                  : ec                             ? ec.message()
-                                                   : "not a directory")
-              << "\n";
-    return exit_usage;
+    return tool::refuse("dix status", "--db " + db.string() + ": " +
+                                          (kind == fs::file_type::not_found ? "no such directory"
+                                           : ec                             ? ec.message()
+                                                                            : "not a directory"));
   }
   bool json = a->has("json");
   bool prometheus = a->has("prometheus");

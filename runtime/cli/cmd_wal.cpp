@@ -120,21 +120,16 @@ int run_wal(const std::vector<std::string>& argv) {
                                      command_usage("wal"), status);
   if (!a) return status;
   std::string problem;
-  if (!a->has("db")) {
-    std::cerr << "dix wal: --db PATH is required\n";
-    return exit_usage;
-  }
+  if (!a->has("db")) return tool::refuse("dix wal", "--db PATH is required");
   auto from = a->number("from", 1, 1, UINT64_MAX, problem);
   auto time = from ? a->number("time", 0, 0, UINT64_MAX, problem) : std::nullopt;
   auto limit = time ? a->number("limit", UINT64_MAX, 1, UINT64_MAX, problem) : std::nullopt;
   if (!from || !time || !limit) {
-    std::cerr << "dix wal: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix wal", problem);
   }
   auto log = a->get("log", "main");
   if (!is_valid_log_name(log)) {
-    std::cerr << "dix wal: --log \"" << escape_bytes(log) << "\": must match [a-z0-9][a-z0-9._-]{0,63}\n";
-    return exit_usage;
+    return tool::refuse("dix wal", "--log \"" + escape_bytes(log) + "\": must match [a-z0-9][a-z0-9._-]{0,63}");
   }
 
   auto opened = wal_reader::open(a->get("db"), log);

@@ -18,24 +18,21 @@ int run_write(const std::vector<std::string>& argv) {
                                      command_usage("write"), status);
   if (!a) return status;
   std::string problem;
-  if (!a->has("db")) {
-    std::cerr << "dix write: --db PATH is required\n";
-    return exit_usage;
-  }
+  if (!a->has("db")) return tool::refuse("dix write", "--db PATH is required");
   auto records = a->number("records", 10000, 1, 1'000'000'000, problem);
   auto per_txn = records ? a->number("per-txn", 10, 1, 100000, problem) : std::nullopt;
   auto seed = per_txn ? a->number("seed", 1, 0, UINT64_MAX, problem) : std::nullopt;
   if (!records || !per_txn || !seed) {
-    std::cerr << "dix write: " << problem << "\n";
-    return exit_usage;
+    return tool::refuse("dix write", problem);
   }
   store_options options;
   options.log_name = a->get("log", "main");
   options.sync_commits = a->has("sync");
   auto store = primary_store::open(a->get("db"), options);
   if (!store) {
+    if (store.error().value() == errc::invalid_argument) return tool::refuse("dix write", store.error().to_string());
     std::cerr << "dix write: " << store.error().to_string() << "\n";
-    return store.error().value() == errc::invalid_argument ? exit_usage : exit_error;
+    return exit_error;
   }
   auto& s = **store;
   if (auto ok = s.create_table(products_table); !ok) {

@@ -32,12 +32,14 @@ constexpr entry commands[] = {
          Create or extend a primary store with a realistic product catalogue: N record writes
          (puts, updates and deletes) in transactions of K operations.
 )"},
-    {"status", R"(--db PATH [--json] [--watch [--updates N]]
+    {"status", R"(--db PATH [--json | --prometheus] [--watch [--updates N]]
          The readiness of every backend id (state, reason, attempts, epoch) from the database's
-         readiness segment, and a rebuilding index's progress (records, percent, rate, ETA) from
-         its metrics segment; never opens the store. No lag: only a runtime knows it. --watch
-         reprints on change (futex wakeups) until SIGINT/SIGTERM. Exit 3 on a segment of another
-         layout. `dix status --help` for more.
+         readiness segment, and from its metrics segment a rebuilding index's progress (records,
+         percent, rate, ETA) and the owner's lag figures: an activity line for each index that is
+         not idle (following, catching up with rate and ETA, or stalled and why), the writer gate,
+         retention and free space; never opens the store. --prometheus prints the same figures in
+         the Prometheus text format. --watch reprints on change (futex wakeups) until
+         SIGINT/SIGTERM. Exit 3 on a segment of another layout. `dix status --help` for more.
 )"},
     {"rebuild", R"(--db PATH ID [--wait [--timeout SECONDS]]
          Asks the owner of index ID for a rebuild through the readiness segment, from any

@@ -10,6 +10,11 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 
 }  // namespace
 
+int refuse(std::string_view name, std::string_view problem) {
+  std::cerr << name << ": " << problem << " (" << name << " --help for usage)\n";
+  return exit_usage;
+}
+
 std::optional<args> args::parse(const std::vector<std::string>& argv, const syntax& accepted, std::string& error) {
   args out;
   bool options_ended = false;
@@ -84,8 +89,7 @@ std::optional<args> args::parse_command(const std::vector<std::string>& argv, co
   std::string problem;
   auto parsed = parse(argv, accepted, problem);
   if (!parsed) {
-    std::cerr << name << ": " << problem << " (" << name << " --help for usage)\n";
-    exit_status = exit_usage;
+    exit_status = refuse(name, problem);
     return std::nullopt;
   }
   if (parsed->help()) {

@@ -219,7 +219,7 @@ TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules and
   (void)segment->claim("idx").value();
   auto timeout = dix_cli(dir, {"rebuild", "--db", home.string(), "idx", "--timeout", "5"});
   CHECK(timeout.exit_code == 2);
-  CHECK(timeout.err == "dix rebuild: --timeout needs --wait\n");
+  CHECK(timeout.err == "dix rebuild: --timeout needs --wait (dix rebuild --help for usage)\n");
   auto bad = dix_cli(dir, {"rebuild", "--db", home.string(), "--wait", ".bad"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::StartsWith("dix rebuild: invalid_argument: request_rebuild: backend id \".bad\""));

@@ -14,7 +14,9 @@ using dix::test::temp_dir;
 
 namespace {
 
-// A run that must be refused: exit 2, exactly one line on stderr, containing `named`.
+// A run that must be refused: exit 2, exactly one line on stderr, containing `named`, worded as
+// every refusal is: "dix <command>: <what> (dix <command> --help for usage)", the command being
+// `dix bench <name>` for a benchmark's own arguments.
 void check_refused(const temp_dir& dir, const std::vector<std::string>& args, const std::string& named) {
   std::string shown;
   for (const auto& a : args) shown += " '" + a + "'";
@@ -24,6 +26,9 @@ void check_refused(const temp_dir& dir, const std::vector<std::string>& args, co
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains(named));
   CHECK(r.err.find('\n') + 1 == r.err.size());
+  std::string command = "dix " + args.at(0);
+  if (args.at(0) == "bench" && args.size() > 1 && r.err.rfind("dix bench: ", 0) != 0) command += " " + args[1];
+  CHECK_THAT(r.err, Catch::StartsWith(command + ": ") && Catch::EndsWith(" (" + command + " --help for usage)\n"));
 }
 
 // Each command with arguments it would run with (quickly, were the mistake ignored), so only the
@@ -100,4 +105,45 @@ TEST_CASE("dix: bare dix prints the usage on stderr with exit 2, and --help prin
   auto late = dix_cli(dir, {"wal", "--limit", "3", "--help"});
   CHECK(late.exit_code == 0);
   CHECK_THAT(late.out, Catch::StartsWith("usage: dix wal --db PATH"));
+}
+
+TEST_CASE("dix: a refusal after parsing (a missing or conflicting option, a value out of range) is worded as a parse error, with the --help pointer",
+          "[system][cli]") {
+  temp_dir dir;
+  auto d = (dir / "d").string();
+  auto home = dir.path().string();
+  check_refused(dir, {"status"}, "--db PATH is required");
+  check_refused(dir, {"status", "--db", home, "--json", "--prometheus"}, "--json and --prometheus exclude each other");
+  check_refused(dir, {"status", "--db", home, "--updates", "2"}, "--updates needs --watch");
+  check_refused(dir, {"status", "--db", home, "--watch", "--updates", "0"}, "--updates = \"0\": must be a whole number in [1, ");
+  check_refused(dir, {"status", "--db", (dir / "missing").string()}, "no such directory");
+  check_refused(dir, {"wal"}, "--db PATH is required");
+  check_refused(dir, {"wal", "--db", d, "--limit", "x"}, "--limit = \"x\": must be a whole number");
+  check_refused(dir, {"wal", "--db", d, "--log", "Bad"}, "--log \"Bad\": must match");
+  check_refused(dir, {"write"}, "--db PATH is required");
+  check_refused(dir, {"write", "--db", d, "--records", "-1"}, "--records = \"-1\": must be a whole number");
+  check_refused(dir, {"demo", "--dir", d, "--indexes", "some"}, "--indexes = \"some\": must be one of all, secondary");
+  check_refused(dir, {"rebuild", "--db", d, "by-brand", "--timeout", "5"}, "--timeout needs --wait");
+  check_refused(dir, {"serve", "--dir", d, "--scheduler", "fifo"}, "--scheduler = \"fifo\": must be one of sharing, stealing");
+  check_refused(dir, {"serve"}, "--dir DIR is required");
+  check_refused(dir, {"bench", "wal", "--records", "x"}, "--records = \"x\"");
+  check_refused(dir, {"bench", "no-such-bench"}, "unknown benchmark \"no-such-bench\"");
+  CHECK_FALSE(std::filesystem::exists(dir / "d"));
+}
+
+TEST_CASE("dix: each command's synopsis in dix help is the first line of its --help", "[system][cli]") {
+  temp_dir dir;
+  auto help = dix_cli(dir, {"help"});
+  REQUIRE(help.exit_code == 0);
+  // bench's --help lists its benchmarks (cmd_bench_test.cpp checks its synopsis names them).
+  for (const std::string command : {"demo", "wal", "write", "status", "rebuild", "serve"}) {
+    INFO("dix " << command << " --help");
+    auto own = dix_cli(dir, {command, "--help"});
+    REQUIRE(own.exit_code == 0);
+    const std::string prefix = "usage: dix " + command + " ";
+    REQUIRE_THAT(own.out, Catch::StartsWith(prefix));
+    const auto synopsis = own.out.substr(prefix.size(), own.out.find('\n') - prefix.size());
+    const std::string name = command + std::string(command.size() < 7 ? 7 - command.size() : 1, ' ');
+    CHECK_THAT(help.out, Catch::Contains("\n  " + name + synopsis + "\n"));
+  }
 }

@@ -5,7 +5,7 @@
 //   * anything else that starts with `-` is refused (`-records 5` is not `--records 5`);
 //   * positional arguments only as many as the command takes;
 //   * `--help` is always understood.
-// Every failure is one message that names the argument (the callers print it and exit 2).
+// Every failure is one message that names the argument (the callers refuse() with it: exit 2).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,11 @@ struct syntax {
   std::size_t max_positional = 0;
   std::string positional_name = "argument";
 };
+
+// A refusal of bad arguments, the one way every command and benchmark words it: prints the line
+// "<name>: <problem> (<name> --help for usage)" to stderr and returns exit_usage, for the caller
+// to exit with. `name` as parse_command takes it ("dix status").
+int refuse(std::string_view name, std::string_view problem);
 
 class args {
  public:
