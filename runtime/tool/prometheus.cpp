@@ -23,17 +23,53 @@ bool valid_name(std::string_view name, bool colon) {
 
 }  // namespace
 
+std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto b0 = byte(at);
+  if (b0 < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) length = 2;
+  else if (b0 >= 0xE0 && b0 <= 0xEF) length = 3;
+  else if (b0 >= 0xF0 && b0 <= 0xF4) length = 4;
+  else return 0;  // a continuation byte, C0 or C1 (overlong), F5..FF
+  if (b0 == 0xE0) low = 0xA0;   // no overlong form
+  if (b0 == 0xED) high = 0x9F;  // no UTF-16 surrogate
+  if (b0 == 0xF0) low = 0x90;   // no overlong form
+  if (b0 == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  if (at + length > text.size()) return 0;
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
+  }
+  return length;
+}
+
 bool valid_metric_name(std::string_view name) { return valid_name(name, true); }
 bool valid_label_name(std::string_view name) { return valid_name(name, false) && name.substr(0, 2) != "__"; }
 
 std::string escape_label_value(std::string_view value) {
+  static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(value.size());
-  for (char c : value) {
+  for (std::size_t i = 0; i < value.size();) {
+    const char c = value[i];
+    const auto length = utf8_sequence_length(value, i);
+    if (length == 0) {
+      // The format has no escape for a byte: the value carries the text \xNN instead (its
+      // backslash escaped), as escape_bytes shows such a byte in dix's plain output.
+      const auto b = static_cast<unsigned char>(c);
+      out += "\\\\x";
+      out.push_back(hex[b >> 4]);
+      out.push_back(hex[b & 0xF]);
+      ++i;
+      continue;
+    }
     if (c == '\\') out += "\\\\";
     else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
-    else out.push_back(c);
+    else out.append(value.substr(i, length));
+    i += length;
   }
   return out;
 }

@@ -72,3 +72,32 @@ TEST_CASE("prometheus text: the tests' parser rejects what the format forbids", 
   CHECK_FALSE(test::parse_prometheus("# HELP dix_x h\n# TYPE dix_x gauge\ndix_x one\n").problems.empty());
   CHECK(test::parse_prometheus("# HELP dix_x h\n# TYPE dix_x gauge\ndix_x{a=\"1\",b=\"2\"} 1e3\n").problems.empty());
 }
+
+TEST_CASE("prometheus text: a label value's bytes that are not UTF-8 become the text \\xNN, well-formed UTF-8 passes unchanged", "[core][prometheus]") {
+  // A corrupt id byte from a segment (0x8b), and the ill-formed sequences the UTF-8 rules name.
+  CHECK(tool::escape_label_value("full\x8b" "ext") == "full\\\\x8bext");
+  CHECK(tool::escape_label_value("\xC0\xAF") == "\\\\xc0\\\\xaf");              // overlong '/'
+  CHECK(tool::escape_label_value("\xED\xA0\x80") == "\\\\xed\\\\xa0\\\\x80");  // a surrogate
+  CHECK(tool::escape_label_value("\xF4\x90\x80\x80") == "\\\\xf4\\\\x90\\\\x80\\\\x80");  // above U+10FFFF
+  CHECK(tool::escape_label_value("a\xE2\x82") == "a\\\\xe2\\\\x82");             // cut short
+  CHECK(tool::escape_label_value("\xFF\"") == "\\\\xff\\\"");
+  const std::string fine = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xED\x9F\xBF \xF4\x8F\xBF\xBF";  // é € 😀 U+D7FF U+10FFFF
+  CHECK(tool::escape_label_value(fine) == fine);
+
+  tool::metrics_text t;
+  t.add("dix_owner", metric_type::gauge, "h", {{"index", "full\x8b" "ext"}}, 1);
+  t.add("dix_owner", metric_type::gauge, "h", {{"index", "full\x8c" "ext"}}, 1);
+  const auto text = t.str();
+  INFO(text);
+  for (std::size_t i = 0; i < text.size();) {
+    const auto length = tool::utf8_sequence_length(text, i);
+    REQUIRE(length > 0);
+    i += length;
+  }
+  auto parsed = test::parse_prometheus(text);
+  CHECK(parsed.problems.empty());
+  REQUIRE(parsed.samples.size() == 2);
+  CHECK(parsed.samples[0].labels.at("index") == "full\\x8bext");  // distinct bytes stay distinct series
+  CHECK(parsed.samples[1].labels.at("index") == "full\\x8cext");
+  if (auto verdict = test::promtool_problems(text)) CHECK(*verdict == "");
+}
