@@ -2,7 +2,8 @@
 // --standby through primary_store::open_standby, which blocks on the store's LOCK until the
 // owning process is gone —, creates the runtime, registers the demo's catalogue indexes, writes
 // catalogue operations at --rate from a thread while the indexes follow, and runs until killed
-// (SIGINT/SIGTERM stop it cleanly once it owns the store; before that they end it at once).
+// (SIGINT/SIGTERM: a standby waiting for the store ends at once, exit 0 as a clean stop; any
+// other process stops cleanly, once its store is open and its runtime runs).
 // It prints one line per readiness change of each index, read from the shared segment through
 // its futex, and with --timing the CLOCK_MONOTONIC time of each takeover phase, which
 // `dix bench failover` subtracts from the time it sent SIGKILL to the owner.
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <chrono>
 #include <iostream>
@@ -43,8 +45,14 @@ std::int64_t monotonic_ns() {
 
 // Wakes the main thread: a signal handler (async-signal-safe write) or a failed writer.
 int wake_pipe[2] = {-1, -1};
+// 1 while a standby waits for the store (it holds nothing but the probe of LOCK): a stop then
+// ends the process at once, with the status of an owner's clean stop.
+volatile std::sig_atomic_t standby_waiting = 0;
+volatile std::sig_atomic_t stop_requested = 0;
 
 extern "C" void on_stop_signal(int) {
+  stop_requested = 1;
+  if (standby_waiting) ::_exit(exit_ok);
   char c = 's';
   auto n = ::write(wake_pipe[1], &c, 1);
   (void)n;  // the pipe holds far more than the signals anyone sends
@@ -181,6 +189,20 @@ int run_serve(const std::vector<std::string>& argv) {
   if (!problem.empty() || !scheduler) {
     return tool::refuse("dix serve", problem);
   }
+  // SIGINT/SIGTERM from here on: a waiting standby ends at once; otherwise the stop is carried
+  // out cleanly once the store is open and the runtime runs (the main thread reads the pipe).
+  // SA_RESTART: a signal taken by any thread while RocksDB and CAF start does not fail their calls.
+  if (::pipe2(wake_pipe, O_CLOEXEC) != 0) {
+    std::cerr << "dix serve: pipe: " << std::strerror(errno) << "\n";
+    return exit_error;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
   const printer out(a->has("timing"));
   const std::filesystem::path dir = a->get("dir");
   const auto path = dir / "primary";
@@ -219,10 +241,14 @@ int run_serve(const std::vector<std::string>& argv) {
       }
     }
     ++waits;
+    // What the early opens held is closed: from here a stop may end the process at once.
+    standby_waiting = 1;
+    if (stop_requested) ::_exit(exit_ok);
     out.line("serve: standby, waiting for " + path.string());
     out.phase("waiting");
   };
   events.granted = [&] {
+    standby_waiting = 0;
     out.phase("granted");
     if (replace_error.empty()) opens.start(*indexes);
   };
@@ -290,17 +316,6 @@ int run_serve(const std::vector<std::string>& argv) {
               << (segment ? std::string("missing") : segment.error().to_string()) << "\n";
     return exit_error;
   }
-
-  // Now that the store is ours, SIGINT/SIGTERM stop cleanly; every thread may take them.
-  if (::pipe2(wake_pipe, O_CLOEXEC) != 0) {
-    std::cerr << "dix serve: pipe: " << std::strerror(errno) << "\n";
-    return exit_error;
-  }
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
 
   std::atomic<bool> stop{false};
   std::thread watcher([&] { watch_readiness(out, **rt, **segment, *indexes, stop); });

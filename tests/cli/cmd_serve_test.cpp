@@ -2,12 +2,18 @@
 // anything is opened; `dix bench` makes the same check (tool/args), so the one test covers both.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "cli/dix_cli.hpp"
+#include "harness/child_process.hpp"
 
 using namespace dix;
+using namespace std::chrono_literals;
+using dix::cli::child_process;
 using dix::test::temp_dir;
 
 using dix::test::dix_cli;
@@ -32,4 +38,21 @@ TEST_CASE("dix serve: an existing RocksDB database that is not a dix store is re
 TEST_CASE("dix serve: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "serve", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--rate", "0"}; });
+}
+
+TEST_CASE("dix serve: SIGINT ends a waiting standby with exit 0, as it stops an owner cleanly", "[system][cli][serve]") {
+  temp_dir dir;
+  const auto d = (dir / "d").string();
+  auto owner = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "50"}).value();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  REQUIRE(owner.wait_line("serve: owner of", deadline));
+  auto standby = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "50", "--standby"}).value();
+  // The line is printed once the standby is about to block on the store's LOCK.
+  REQUIRE(standby.wait_line("serve: standby, waiting for", deadline));
+  const int waiting = standby.reap(SIGINT);
+  CHECK(WIFEXITED(waiting));
+  CHECK((WIFEXITED(waiting) ? WEXITSTATUS(waiting) : 128 + WTERMSIG(waiting)) == 0);
+  const int owned = owner.reap(SIGINT);
+  CHECK(WIFEXITED(owned));
+  CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
 }
