@@ -1,12 +1,77 @@
 #include "metrics_server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace dix::cli {
+namespace {
+
+// cpp-httplib serves a connection on one worker for as long as the client keeps it: a fixed
+// pool (8 threads by default) is held by 8 clients that connect and send nothing, and a scrape
+// waits behind them for their timeouts. Here each connection gets a thread of its own, started
+// when no thread is free, up to max_connection_threads; only past that does one wait, and then
+// for at most a connection's timeouts. Threads are kept for the next connections until shutdown.
+constexpr std::size_t max_connection_threads = 64;
+// How long a connection may stay silent: before a request (a keep-alive connection or a client
+// that sends nothing) and within one; also how long a write may block. Prometheus sends its
+// request at once and scrapes every 15 s by default, so a connection per scrape costs nothing.
+constexpr time_t silence_timeout_s = 1;
+
+class connection_threads final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> job) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+    if (jobs_.size() > idle_ && threads_.size() < max_connection_threads) threads_.emplace_back([this] { work(); });
+    ready_.notify_one();
+  }
+
+  // After the listening loop ended (no enqueue comes any more): runs what is queued, joins all.
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      shutdown_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++idle_;
+        ready_.wait(lock, [this] { return !jobs_.empty() || shutdown_; });
+        --idle_;
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  std::size_t idle_ = 0;  // threads waiting for a job
+  bool shutdown_ = false;
+};
+
+}  // namespace
 
 struct metrics_server::impl {
   httplib::Server server;
@@ -14,6 +79,7 @@ struct metrics_server::impl {
   std::atomic<bool> ended{false};  // listen_after_bind returned
   std::string host;
   std::uint16_t port = 0;
+  int listening_fd = -1;  // the socket bound last (cpp-httplib's own; it closes it)
 };
 
 result<listen_address> parse_listen_address(const std::string& text) {
@@ -46,6 +112,33 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(const listen_addre
                                                               std::function<std::string()> render) {
   auto p = std::make_unique<impl>();
   p->host = at.host;
+  p->server.new_task_queue = [] { return new connection_threads(); };
+  // cpp-httplib listens with a backlog of 5: a burst of connections overflows it and a scrape's
+  // connection is retried by the client's TCP a second later. The socket is noted here and
+  // listens again with the system's backlog once bound (Linux changes a listening socket's backlog).
+  p->server.set_socket_options([fd = &p->listening_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *fd = sock;
+  });
+  p->server.set_read_timeout(silence_timeout_s, 0);
+  p->server.set_write_timeout(silence_timeout_s, 0);
+  p->server.set_keep_alive_timeout(silence_timeout_s);
+  // Any method but GET and HEAD is answered before its body is read (cpp-httplib would wait for
+  // a body without Content-Length until the read timeout): 405 naming the allowed ones on
+  // /metrics, 404 elsewhere. The connection is closed, as a body may follow unread.
+  p->server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/metrics") {
+      res.status = 405;
+      res.set_header("Allow", "GET, HEAD");
+      res.set_content("405 Method Not Allowed: /metrics answers GET and HEAD\n", "text/plain; charset=utf-8");
+    } else {
+      res.status = 404;
+      res.set_content("404 Not Found: only /metrics is served\n", "text/plain; charset=utf-8");
+    }
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   p->server.Get("/metrics", [render = std::move(render)](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -59,6 +152,7 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(const listen_addre
     return error(errc::io_error, "--metrics-listen: cannot listen on " + at.host + ":" + std::to_string(at.port) +
                                      " (address not local, port in use, or not permitted)");
   }
+  if (p->listening_fd >= 0) ::listen(p->listening_fd, SOMAXCONN);  // a failure leaves cpp-httplib's 5
   p->port = static_cast<std::uint16_t>(port);
   auto* server = &p->server;
   auto* ended = &p->ended;

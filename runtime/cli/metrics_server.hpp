@@ -1,7 +1,9 @@
 // The `/metrics` endpoint of `dix serve --metrics-listen ADDRESS:PORT` (decision 0021): an HTTP
-// server on a thread of its own that answers GET /metrics with the Prometheus text the caller
-// renders at each request, and 404 for any other path. cpp-httplib is included by
-// metrics_server.cpp alone.
+// server on a thread of its own that answers GET (and HEAD) /metrics with the Prometheus text the
+// caller renders at each request, 405 with `Allow: GET, HEAD` for another method on /metrics,
+// and 404 for any other path. Each connection is served on a thread of its own (up to 64), and
+// one silent for 1 s is closed, so clients that connect and send nothing cannot hold a scrape
+// behind them. cpp-httplib is included by metrics_server.cpp alone.
 //
 // Address: "PORT" or ":PORT" bind 127.0.0.1 (loopback unless told otherwise); "HOST:PORT" and
 // "[V6]:PORT" bind exactly the address given, a non-loopback one too (docs/operations.md says

@@ -14,10 +14,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli/dix_cli.hpp"
 #include "harness/child_process.hpp"
@@ -31,9 +35,8 @@ using dix::test::temp_dir;
 
 namespace {
 
-// One HTTP/1.0 GET of `path` on 127.0.0.1:`port`; the whole answer (status line, headers,
-// body) as the server sent it until it closed. Every wait is bounded by 30 s.
-std::string http_get(std::uint16_t port, const std::string& path) {
+// A TCP connection to 127.0.0.1:`port`.
+int connect_loopback(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd >= 0);
   sockaddr_in at{};
@@ -41,7 +44,13 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   at.sin_port = htons(port);
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  return fd;
+}
+
+// Sends `request` on a new connection to 127.0.0.1:`port`; the whole answer (status line,
+// headers, body) as the server sent it until it closed. Every wait is bounded by 30 s.
+std::string http_exchange(std::uint16_t port, const std::string& request) {
+  const int fd = connect_loopback(port);
   REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
   std::string answer;
   char buffer[4096];
@@ -56,6 +65,19 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   }
   ::close(fd);
   return answer;
+}
+
+// One HTTP/1.0 GET of `path`, as http_exchange answers it.
+std::string http_get(std::uint16_t port, const std::string& path) {
+  return http_exchange(port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+}
+
+// The port `dix serve` printed in its "serve: metrics on http://127.0.0.1:PORT/metrics" line.
+std::uint16_t metrics_port(child_process& serve, cli::steady_time deadline) {
+  auto line = serve.wait_line("serve: metrics on http://127.0.0.1:", deadline);
+  REQUIRE(line);
+  const auto port_at = line->rfind(':') + 1;
+  return static_cast<std::uint16_t>(std::stoul(line->substr(port_at, line->find('/', port_at) - port_at)));
 }
 
 // The `log` labels of metric `name`'s samples of index `id`.
@@ -78,10 +100,7 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
                                      "--metrics-listen", "127.0.0.1:0"})
                  .value();
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  auto line = serve.wait_line("serve: metrics on http://127.0.0.1:", deadline);
-  REQUIRE(line);
-  const auto port_at = line->rfind(':') + 1;
-  const auto port = static_cast<std::uint16_t>(std::stoul(line->substr(port_at, line->find('/', port_at) - port_at)));
+  const auto port = metrics_port(serve, deadline);
   CHECK(port != 0);
   REQUIRE(serve.wait_line("serve: owner of", deadline));
   // Both indexes owned and ready (the readiness segment's futex): owner figures are non-zero now.
@@ -152,4 +171,57 @@ TEST_CASE("dix serve --metrics-listen: a malformed address exits 2 with one line
     CHECK_THAT(r.err, Catch::Contains("--metrics-listen"));
   }
   CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));
+}
+
+TEST_CASE("dix serve --metrics-listen: clients that connect and send nothing, or a request a header at a time, do not hold a scrape behind them, and other methods on /metrics get 405 with Allow at once",
+          "[system][cli][prometheus]") {
+  temp_dir dir;
+  auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "50",
+                                     "--metrics-listen", "127.0.0.1:0"})
+                 .value();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  const auto port = metrics_port(serve, deadline);
+  REQUIRE(serve.wait_line("serve: owner of", deadline));
+
+  // 8 silent connections and 24 that send a request a header line at a time, more than
+  // cpp-httplib's default pool of 8 workers on a machine of up to 9 cores: with that pool and
+  // each worker kept while its client is within the 5 s read timeout, the 24 hold every worker
+  // for as long as they keep sending, and the scrape below was never answered.
+  std::vector<int> silent, trickling;
+  for (int i = 0; i < 8; ++i) silent.push_back(connect_loopback(port));
+  const std::string start = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (int i = 0; i < 24; ++i) {
+    trickling.push_back(connect_loopback(port));
+    (void)::send(trickling.back(), start.data(), start.size(), MSG_NOSIGNAL);
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    const std::string header = "X-Slow: 1\r\n";
+    while (!done) {
+      // A connection the server closed fails here, which is all right: only the scrape counts.
+      for (int fd : trickling) (void)::send(fd, header.data(), header.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(200ms);
+    }
+  });
+  const auto scrape = http_get(port, "/metrics");
+  done = true;
+  trickle.join();
+  for (int fd : silent) ::close(fd);
+  for (int fd : trickling) ::close(fd);
+  CHECK_THAT(scrape, Catch::StartsWith("HTTP/1.1 200 OK\r\n") && Catch::Contains("# TYPE dix_readiness_state gauge"));
+
+  // HTTP/1.1 without Content-Length: cpp-httplib waited for a body until its read timeout, then
+  // answered 400; the answer comes before any body is read, and the connection closes.
+  for (const std::string method : {"POST", "PUT", "DELETE", "PATCH"}) {
+    INFO(method);
+    const auto answer = http_exchange(port, method + " /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    CHECK_THAT(answer, Catch::StartsWith("HTTP/1.1 405 Method Not Allowed\r\n") && Catch::Contains("\r\nAllow: GET, HEAD\r\n"));
+  }
+  CHECK_THAT(http_exchange(port, "POST /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), Catch::StartsWith("HTTP/1.1 404 "));
+  CHECK_THAT(http_get(port, "/other"), Catch::StartsWith("HTTP/1.1 404 "));
+  CHECK_THAT(http_exchange(port, "HEAD /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"), Catch::StartsWith("HTTP/1.1 200 OK\r\n"));
+
+  const int status = serve.reap(SIGTERM);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
