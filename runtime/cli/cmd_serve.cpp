@@ -288,16 +288,31 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   out.phase("registered");
+  auto segment = segment_reader::open(path);
+  if (!segment || !*segment) {
+    std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
+              << (segment ? std::string("missing") : segment.error().to_string()) << "\n";
+    return exit_error;
+  }
   // The owner's full figures for a scraper, rendered at each request from the runtime's own
-  // status and metrics (decision 0021); the server stops before the runtime does.
+  // status and metrics (decision 0021), with the read rates it published in the metrics
+  // segment, which runner_metrics lacks; the server stops before the runtime does.
   std::unique_ptr<metrics_server> scrape;
   if (listen) {
-    auto started = metrics_server::start(*listen, [&rt, &indexes, ro] {
+    const segment_reader& published = **segment;
+    auto started = metrics_server::start(*listen, [&rt, &indexes, &published, ro] {
       tool::metrics_text text;
+      auto table = published.read();
       for (const auto& index : *indexes) {
         auto status = (*rt)->status(index.id);
         auto metrics = (*rt)->metrics(index.id);
-        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro);
+        std::optional<lag_figures> lag;
+        if (table) {
+          for (const auto& e : table->entries) {
+            if (e.id == index.id) lag = e.lag;
+          }
+        }
+        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro, lag);
       }
       return text.str();
     });
@@ -309,12 +324,6 @@ int run_serve(const std::vector<std::string>& argv) {
     const auto& host = scrape->host();
     out.line("serve: metrics on http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
              std::to_string(scrape->port()) + "/metrics");
-  }
-  auto segment = segment_reader::open(path);
-  if (!segment || !*segment) {
-    std::cerr << "dix serve: cannot map the readiness segment of " << path.string() << ": "
-              << (segment ? std::string("missing") : segment.error().to_string()) << "\n";
-    return exit_error;
   }
 
   std::atomic<bool> stop{false};

@@ -1,6 +1,7 @@
 #include "prom_metrics.hpp"
 
 #include <array>
+#include <vector>
 
 namespace dix::cli {
 namespace {
@@ -50,8 +51,9 @@ void add_activity(tool::metrics_text& out, const std::string& id, const activity
   }
 }
 
-// The lag figures of protocol.md §13.1 and the per-log part, each log labelled by its name.
-void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& l) {
+// The lag figures of protocol.md §13.1 and the per-log part, each log labelled by its name; a
+// log's read rate only where `rate_known` says it is (all of them when it is empty).
+void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& l, const std::vector<bool>& rate_known = {}) {
   const metric_labels index{{"index", id}};
   out.add("dix_lag_seconds", metric_type::gauge, "The index's lag: the largest of the four components (protocol.md 13.1)",
           index, seconds(l.lag_ms));
@@ -76,8 +78,10 @@ void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& 
     const metric_labels log{{"index", id}, {"log", log_label(l, i)}};
     out.add("dix_log_sequence_lag", metric_type::gauge, "Latest minus durable sequence of the log", log,
             static_cast<double>(g.sequence_lag));
-    out.add("dix_log_read_sequences_per_second", metric_type::gauge, "Sequences read per second, the rate of the ETA",
-            log, static_cast<double>(g.read_per_s));
+    if (rate_known.empty() || rate_known[i]) {
+      out.add("dix_log_read_sequences_per_second", metric_type::gauge, "Sequences read per second, the rate of the ETA",
+              log, static_cast<double>(g.read_per_s));
+    }
     if (g.retention_headroom_ms >= 0) {
       out.add("dix_log_retention_headroom_seconds", metric_type::gauge,
               "Time before the WAL file holding the durable anchor ages out (protocol.md 13.2)", log,
@@ -142,16 +146,31 @@ void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std:
 }
 
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
-                        const runner_metrics& m, const runner_options& options) {
+                        const runner_metrics& m, const runner_options& options,
+                        const std::optional<lag_figures>& published) {
   add_readiness(out, id, m.readiness);
-  const auto lag = lag_figures_of(m, status.state, options);
+  auto lag = lag_figures_of(m, status.state, options);
+  std::vector<bool> rate_known(lag.logs.size(), false);
+  if (published && published->epoch == m.epoch) {
+    for (std::size_t i = 0; i < lag.logs.size(); ++i) {
+      for (std::size_t j = 0; j < published->logs.size(); ++j) {
+        // By name; by position only in figures that carry no names (a layout-1 segment's).
+        const auto& p = published->logs[j];
+        if (p.log.empty() ? j == i : p.log == lag.logs[i].log) {
+          lag.logs[i].read_per_s = p.read_per_s;
+          rate_known[i] = true;
+          break;
+        }
+      }
+    }
+  }
   add_activity(out, id, attribute(m.readiness, m.owner ? std::optional<lag_figures>(lag) : std::nullopt));
   const metric_labels index{{"index", id}};
   out.add("dix_runner_state", metric_type::gauge, "1 for the runner's local state (protocol.md 14.1)",
           with(id, "state", std::string(to_string(status.state))), 1);
   out.add("dix_owner", metric_type::gauge, "1 while this runtime's runner owns the index", index, m.owner ? 1 : 0);
   out.add("dix_epoch", metric_type::gauge, "The runner's current owner epoch", index, static_cast<double>(m.epoch));
-  add_lag(out, id, lag);
+  add_lag(out, id, lag, rate_known);
   for (const auto& f : runner_figures) out.add(f.name, f.type, f.help, index, f.value(m));
   constexpr std::array<const char*, 4> reasons{"age", "threshold", "shutdown", "coverage"};
   for (std::size_t i = 0; i < reasons.size(); ++i) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <dix/activity.hpp>
@@ -22,7 +23,12 @@ namespace dix::cli {
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns);
 
 // From the owning runtime: readiness, status, every runner_metrics field, per log by its name.
+// runner_metrics carries no read rate (the lag pacer measures it between publications), so each
+// log's rate, and with it the catch-up ETA, is taken from `published`: the lag figures this
+// owner last published in the metrics segment (readiness_entry::lag), as `dix status` reads
+// them. A log whose rate is not published under the runner's epoch has no rate sample.
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
-                        const runner_metrics& m, const runner_options& options);
+                        const runner_metrics& m, const runner_options& options,
+                        const std::optional<lag_figures>& published);
 
 }  // namespace dix::cli

@@ -225,3 +225,41 @@ TEST_CASE("dix serve --metrics-listen: clients that connect and send nothing, or
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("dix serve --metrics-listen: the owner's page shows each log's read rate as dix status --prometheus reads it from the metrics segment",
+          "[system][cli][prometheus]") {
+  temp_dir dir;
+  auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "200",
+                                     "--metrics-listen", "127.0.0.1:0"})
+                 .value();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  const auto port = metrics_port(serve, deadline);
+  REQUIRE(serve.wait_line("serve: owner of", deadline));
+  const std::map<std::string, std::string> log{{"index", "by-category"}, {"log", "main"}};
+  const std::string rate = "dix_log_read_sequences_per_second";
+  auto from_status = [&] {
+    auto r = test::dix_cli(dir, {"status", "--db", (dir / "d" / "primary").string(), "--prometheus"});
+    REQUIRE(r.exit_code == 0);
+    return test::parse_prometheus(r.out).value(rate, log);
+  };
+  // runner_metrics has no rate: the page said 0 while the writer's commits were read at 200/s.
+  // Wait for a moment the segment holds a rate above 0 and does not change around the scrape.
+  for (;;) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    const auto before = from_status();
+    const auto answer = http_get(port, "/metrics");
+    const auto after = from_status();
+    const auto body_at = answer.find("\r\n\r\n");
+    REQUIRE(body_at != std::string::npos);
+    const auto page = test::parse_prometheus(answer.substr(body_at + 4)).value(rate, log);
+    if (before && after && *before == *after && *before > 0) {
+      INFO(answer);
+      CHECK(page == before);
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  const int status = serve.reap(SIGTERM);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
