@@ -73,7 +73,7 @@ TEST_CASE("prometheus text: the tests' parser rejects what the format forbids", 
   CHECK(test::parse_prometheus("# HELP dix_x h\n# TYPE dix_x gauge\ndix_x{a=\"1\",b=\"2\"} 1e3\n").problems.empty());
 }
 
-TEST_CASE("prometheus text: a label value's bytes that are not UTF-8 become the text \\xNN, well-formed UTF-8 passes unchanged", "[core][prometheus]") {
+TEST_CASE("prometheus text: the bytes of a label value that are not UTF-8 become the four characters backslash x N N, and well-formed UTF-8 passes unchanged", "[core][prometheus]") {
   // A corrupt id byte from a segment (0x8b), and the ill-formed sequences the UTF-8 rules name.
   CHECK(tool::escape_label_value("full\x8b" "ext") == "full\\\\x8bext");
   CHECK(tool::escape_label_value("\xC0\xAF") == "\\\\xc0\\\\xaf");              // overlong '/'
