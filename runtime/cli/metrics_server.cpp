@@ -116,8 +116,11 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(const listen_addre
   // cpp-httplib listens with a backlog of 5: a burst of connections overflows it and a scrape's
   // connection is retried by the client's TCP a second later. The socket is noted here and
   // listens again with the system's backlog once bound (Linux changes a listening socket's backlog).
+  // SO_REUSEADDR only, not cpp-httplib's SO_REUSEPORT: with it a second `dix serve` (same user)
+  // bound the same port beside the first and the kernel split the scrapes between them.
   p->server.set_socket_options([fd = &p->listening_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     *fd = sock;
   });
   p->server.set_read_timeout(silence_timeout_s, 0);

@@ -173,6 +173,28 @@ TEST_CASE("dix serve --metrics-listen: a malformed address exits 2 with one line
   CHECK_FALSE(std::filesystem::exists(dir / "d" / "primary"));
 }
 
+TEST_CASE("dix serve --metrics-listen: a port another socket listens on is refused, even one that allows port sharing (SO_REUSEPORT, as cpp-httplib's default sets it)",
+          "[system][cli][prometheus]") {
+  const int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(other >= 0);
+  const int yes = 1;
+  REQUIRE(::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes) == 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(other, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  REQUIRE(::listen(other, 8) == 0);
+  socklen_t len = sizeof at;
+  REQUIRE(::getsockname(other, reinterpret_cast<sockaddr*>(&at), &len) == 0);
+  const auto port = std::to_string(ntohs(at.sin_port));
+  temp_dir dir;
+  auto r = test::dix_cli(dir, {"serve", "--dir", (dir / "d").string(), "--metrics-listen", "127.0.0.1:" + port});
+  ::close(other);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot listen on 127.0.0.1:" + port));
+}
+
 TEST_CASE("dix serve --metrics-listen: clients that connect and send nothing, or a request a header at a time, do not hold a scrape behind them, and other methods on /metrics get 405 with Allow at once",
           "[system][cli][prometheus]") {
   temp_dir dir;
