@@ -64,6 +64,10 @@ rocksdb::DBOptions db_options(const store_options& o) {
   // for 1.1 × write_buffer_size) fills the filesystem until it fails, and every other writer —
   // the LOG, an index, another store — meets ENOSPC meanwhile.
   d.allow_fallocate = false;
+  // Decision 0034: recovery tolerates only an incomplete last record (a crash's torn, unsynced
+  // tail) and fails the open on damage anywhere else. RocksDB's default, kPointInTimeRecovery,
+  // stops at the first damaged record without an error and drops every transaction after it.
+  d.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   d.WAL_ttl_seconds = o.wal_ttl_s;
   d.WAL_size_limit_MB = o.wal_size_limit_mb;
   if (o.max_total_wal_size != 0) d.max_total_wal_size = o.max_total_wal_size;
@@ -378,6 +382,56 @@ class discarding_logger final : public rocksdb::Logger {
   void Logv(const char*, va_list) override {}
 };
 
+// The families a read-only look opens: of a dix store only default and dix.meta, so the WAL's
+// other records are skipped rather than replayed into memtables; of another database all.
+std::vector<rocksdb::ColumnFamilyDescriptor> look_families(const open_families& families) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> wanted;
+  for (const auto& f : families.descriptors) {
+    if (!families.has_meta || f.name == meta_family_name || f.name == rocksdb::kDefaultColumnFamilyName) wanted.push_back(f);
+  }
+  return wanted;
+}
+
+// The latest sequence of a read-only open that replays the WAL in `mode`; nullopt if it fails.
+std::optional<std::uint64_t> latest_replayed(const std::filesystem::path& path, const open_families& families,
+                                             const store_options& options, rocksdb::WALRecoveryMode mode) {
+  auto d = db_options(options);
+  d.create_if_missing = false;
+  d.wal_recovery_mode = mode;
+  d.info_log = std::make_shared<discarding_logger>();
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw).ok()) return std::nullopt;
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const std::uint64_t latest = db->GetLatestSequenceNumber();
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();  // read-only: nothing to lose
+  return latest;
+}
+
+// Decision 0034: an open that failed with Corruption `s` failed on the WAL when the same
+// read-only open succeeds replaying with kSkipAnyCorruptedRecords (the mode changes nothing but
+// the WAL's replay): log_corrupt, saying where replay stops (kPointInTimeRecovery, the mode that
+// dropped the rest without a word) and how far the records readable after the damage reach.
+// nullopt for any other failure. Reads only, as look_before_open does.
+std::optional<error> corrupt_wal(const std::filesystem::path& path, const open_families& families,
+                                 const store_options& options, const rocksdb::Status& s) {
+  if (!s.IsCorruption()) return std::nullopt;
+  const auto salvaged = latest_replayed(path, families, options, rocksdb::WALRecoveryMode::kSkipAnyCorruptedRecords);
+  if (!salvaged) return std::nullopt;
+  const auto stops = latest_replayed(path, families, options, rocksdb::WALRecoveryMode::kPointInTimeRecovery);
+  std::string where = stops ? "replay stops after sequence " + std::to_string(*stops) : "replay stops at the damage";
+  if (!stops || *salvaged > *stops) {
+    where += ", and readable transactions up to sequence " + std::to_string(*salvaged) + " follow the damage";
+  } else {
+    // RocksDB looks for records again only from the next 32 KiB block of the file.
+    where += ", and no readable record follows the damage";
+  }
+  return error{errc::log_corrupt,
+               "primary store " + path.string() + ": its write-ahead log is corrupt (" + s.ToString() + "): " + where +
+                   "; the store was not opened and nothing was dropped. Restore it from a backup, or keep a copy "
+                   "and see \"A corrupt WAL\" in docs/operations.md to keep what precedes the damage"};
+}
+
 // Decision 0010 §3: an existing database is judged from a read-only open (no LOCK, no LOG, no
 // OPTIONS, no flush) before anything opens it read-write, so a database dix refuses is left
 // byte for byte as it was. Refuses one without dix.meta that holds data, and one whose `format`
@@ -390,15 +444,13 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   d.info_log = std::make_shared<discarding_logger>();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  // A dix store is judged by its `format` record alone: only default and dix.meta are opened,
-  // so the WAL's other records are skipped rather than replayed into memtables (a standby's
-  // takeover pays this look too).
-  std::vector<rocksdb::ColumnFamilyDescriptor> wanted;
-  for (const auto& f : families.descriptors) {
-    if (!families.has_meta || f.name == meta_family_name || f.name == rocksdb::kDefaultColumnFamilyName) wanted.push_back(f);
+  // A dix store is judged by its `format` record alone (look_families; a standby's takeover
+  // pays this look too). A corrupt WAL is refused here, before anything writes (decision 0034).
+  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw);
+  if (!s.ok()) {
+    if (auto corrupt = corrupt_wal(path, families, options, s)) return *corrupt;
+    return {};
   }
-  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), wanted, &handles, &raw);
-  if (!s.ok()) return {};
   primary_store::impl look;
   look.path = path;
   look.options = options;
@@ -474,7 +526,10 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(db_options(options), path.string(), families->descriptors, &handles, &raw);
-  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  if (!s.ok()) {
+    if (auto corrupt = corrupt_wal(path, *families, options, s)) return *corrupt;
+    return error{errc::io_error, open_failure(path, s)};
+  }
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));
@@ -618,7 +673,10 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::OpenForReadOnly(db_options(options), path.string(), families->descriptors,
                                         &handles, &raw);
-  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  if (!s.ok()) {
+    if (auto corrupt = corrupt_wal(path, *families, options, s)) return *corrupt;
+    return error{errc::io_error, open_failure(path, s)};
+  }
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));

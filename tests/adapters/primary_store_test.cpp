@@ -731,3 +731,121 @@ TEST_CASE("primary store: the WAL figures of protocol.md 13.2 are sampled at mos
   auto fresh = sampled_retention(*s, 5, wall, t0 + tick, tick).value();
   CHECK(fresh.wal_retained_bytes > first.wal_retained_bytes);
 }
+
+// ---------------------------------------------------------------------------------------------
+// WAL recovery (decision 0034)
+
+namespace {
+
+// Commits `count` synced transactions "<prefix><i>.0" .. "<prefix><i>.2" = "value-<i>" and
+// `padding` bytes more; the last one's info.
+commit_info put_synced(primary_store& s, const std::string& prefix, int count, std::size_t padding = 0) {
+  commit_info last;
+  for (int i = 0; i < count; ++i) {
+    auto t = s.begin();
+    for (int r = 0; r < 3; ++r) {
+      t.put(1, prefix + std::to_string(i) + "." + std::to_string(r), "value-" + std::to_string(i) + std::string(padding, 'p'));
+    }
+    t.set_sync(true);
+    last = t.commit().value();
+  }
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("primary store: a crash's torn last WAL record is dropped at open and every synced transaction is kept", "[adapter][store][recovery]") {
+  temp_dir dir;
+  const auto db = dir / "db";
+  const auto crash = dir / "crash";
+  {
+    auto s = test::open_store(db);
+    put_synced(*s, "s", 20);
+    auto t = s->begin();
+    t.put(1, "torn", std::string(300, 't'));
+    t.set_sync(false);
+    REQUIRE(t.commit());
+    // The files as a crash of this process leaves them: every write is in the page cache (the
+    // store never buffers a WAL record), nothing was closed, no `clock` was written at close.
+    std::filesystem::copy(db, crash, std::filesystem::copy_options::recursive);
+    REQUIRE(s->close());
+  }
+  // The unsynced last record was being written when the process died: its end is missing.
+  const auto wal = test::newest_wal(crash);
+  std::filesystem::resize_file(wal, std::filesystem::file_size(wal) - 5);
+
+  auto s = primary_store::open(crash, test::options());
+  REQUIRE(s);
+  CHECK(test::raw_db(**s).GetDBOptions().wal_recovery_mode == rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  for (int i = 0; i < 20; ++i) {
+    for (int r = 0; r < 3; ++r) {
+      auto got = (*s)->get(1, "s" + std::to_string(i) + "." + std::to_string(r)).value();
+      REQUIRE(got);
+      CHECK(got->payload == "value-" + std::to_string(i));
+    }
+  }
+  CHECK_FALSE((*s)->get(1, "torn").value());  // never synced, never complete: allowed to be lost
+}
+
+TEST_CASE("primary store: bytes corrupted in the middle of the live WAL, before valid records, fail the open log_corrupt and change nothing", "[adapter][store][recovery]") {
+  temp_dir dir;
+  const auto db = dir / "db";
+  std::uint64_t latest = 0;
+  {
+    auto s = test::open_store(db);
+    put_synced(*s, "m", 100, 500);
+    latest = latest_sequence(*s) + 1;  // and the `clock` record close() writes
+    REQUIRE(s->close());
+  }
+  // What the user trial did: 4000 bytes flipped in the middle of the newest WAL file, which
+  // holds every transaction (nothing was flushed), so valid records follow the damage. RocksDB
+  // finds records again only from the next 32 KiB block of the file: the file spans several.
+  const auto wal = test::newest_wal(db);
+  const auto size = std::filesystem::file_size(wal);
+  REQUIRE(size > 4 * 32768);
+  test::flip_bytes(wal, size / 2 - 2000, 4000);
+  const auto before = test::snapshot_dir(db);
+
+  auto check_refusal = [&](const error& e) {
+    INFO(e.message());
+    CHECK(e.value() == errc::log_corrupt);
+    CHECK_FALSE(is_retryable(e.value()));
+    CHECK_THAT(e.message(), Catch::Contains("primary store " + db.string()));
+    CHECK_THAT(e.message(), Catch::Contains("write-ahead log is corrupt"));
+    CHECK_THAT(e.message(), Catch::Contains("Corruption"));
+    CHECK_THAT(e.message(), Catch::Contains("readable transactions up to sequence " + std::to_string(latest) + " follow the damage"));
+    CHECK_THAT(e.message(), Catch::Contains("nothing was dropped"));
+  };
+  auto opened = primary_store::open(db, test::options());
+  REQUIRE_FALSE(opened);
+  check_refusal(opened.error());
+  auto reader = wal_reader::open(db, "main");  // read-only inspection (`dix wal`)
+  REQUIRE_FALSE(reader);
+  check_refusal(reader.error());
+  auto standby = primary_store::open_standby(db, test::options());  // no other process holds it
+  REQUIRE_FALSE(standby);
+  check_refusal(standby.error());
+  CHECK(test::changed_files(before, test::snapshot_dir(db)).empty());
+  CHECK(test::snapshot_dir(db) == before);
+}
+
+TEST_CASE("primary store: a complete last WAL record with damaged bytes fails the open log_corrupt, nothing valid after it", "[adapter][store][recovery]") {
+  temp_dir dir;
+  const auto db = dir / "db";
+  {
+    auto s = test::open_store(db);
+    put_synced(*s, "z", 5);
+    REQUIRE(s->close());
+  }
+  // Not a torn tail: the record is whole but its bytes changed (its checksum fails), as bit rot
+  // or a misdirected write would leave it; it may have been synced, so it is not dropped silently.
+  const auto wal = test::newest_wal(db);
+  test::flip_bytes(wal, std::filesystem::file_size(wal) - 4, 4);
+  const auto before = test::snapshot_dir(db);
+  auto opened = primary_store::open(db, test::options());
+  REQUIRE_FALSE(opened);
+  INFO(opened.error().message());
+  CHECK(opened.error().value() == errc::log_corrupt);
+  CHECK_THAT(opened.error().message(), Catch::Contains("no readable record follows the damage"));
+  CHECK(test::changed_files(before, test::snapshot_dir(db)).empty());
+}

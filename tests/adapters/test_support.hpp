@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -107,6 +109,49 @@ inline bool make_plain_rocksdb(const std::filesystem::path& path) {
 }
 
 inline rocksdb::DB& raw_db(primary_store& s) { return *primary_store_access::get(s).db; }
+
+// Opens the database at `path` once read-write with every column family and RocksDB's default
+// kPointInTimeRecovery, as dix did before decision 0034, keeping the WAL files it replaced in
+// the archive as a store does; then closes it. False when RocksDB refused.
+inline bool open_point_in_time(const std::filesystem::path& path) {
+  std::vector<std::string> names;
+  if (!rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions{}, path.string(), &names).ok()) return false;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const auto& name : names) families.emplace_back(name, rocksdb::ColumnFamilyOptions{});
+  rocksdb::DBOptions o;
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  o.WAL_ttl_seconds = 3 * 24 * 3600;
+  o.WAL_size_limit_MB = 16 * 1024;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok()) return false;
+  std::unique_ptr<rocksdb::DB> db(raw);
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  return db->Close().ok();
+}
+
+// XORs `length` bytes of `file` from `offset` with 0xFF (throws if the file is shorter).
+inline void flip_bytes(const std::filesystem::path& file, std::uint64_t offset, std::size_t length) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes(length, '\0');
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(bytes.data(), static_cast<std::streamsize>(length));
+  if (f.gcount() != static_cast<std::streamsize>(length)) throw std::runtime_error("short read of " + file.string());
+  for (auto& c : bytes) c = static_cast<char>(c ^ 0xFF);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(length));
+  if (!f.flush()) throw std::runtime_error("cannot write " + file.string());
+}
+
+// The newest live WAL file of the store at `db` (the one recovery replays last).
+inline std::filesystem::path newest_wal(const std::filesystem::path& db) {
+  std::vector<std::filesystem::path> live;
+  for (const auto& e : std::filesystem::directory_iterator(db)) {
+    if (e.path().extension() == ".log") live.push_back(e.path());
+  }
+  if (live.empty()) throw std::runtime_error("no live WAL file in " + db.string());
+  return *std::max_element(live.begin(), live.end());
+}
 
 // Flushes every memtable: RocksDB switches to a new WAL file and archives the old one.
 inline void switch_wal(primary_store& s) {

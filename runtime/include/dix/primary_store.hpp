@@ -62,7 +62,10 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
  public:
   // Opens (or creates) the store with the RocksDB settings formats.md §1.1 requires, checks the
   // `format` record (store_format_mismatch) and raises the process-wide index-time floor from
-  // the `clock` record and the newest WAL header. invalid_argument for bad options; io_error when
+  // the `clock` record and the newest WAL header. invalid_argument for bad options; log_corrupt
+  // when the WAL is damaged anywhere but in an incomplete last record (a crash's unsynced tail,
+  // which is dropped): the store is not opened, nothing is dropped or written, and the message
+  // names the store and the sequences before and after the damage (decision 0034); io_error when
   // RocksDB fails, including a path already open in this process (the message names the path).
   static result<std::shared_ptr<primary_store>> open(const std::filesystem::path& path,
                                                      const store_options& options);

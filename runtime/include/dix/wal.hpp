@@ -80,8 +80,9 @@ class wal_reader {
  public:
   // Opens the primary store at `path` read-only (RocksDB OpenForReadOnly; the store may be open
   // in another process) to read its log, named `log_name`. Fails invalid_argument (log name),
-  // store_format_mismatch (not a dix primary store, or another format), io_error (no store at
-  // `path`, RocksDB).
+  // store_format_mismatch (not a dix primary store, or another format), log_corrupt (a WAL
+  // damaged anywhere but in its incomplete last record: nothing is replayed past the damage
+  // without a word; the message says where replay stops), io_error (no store at `path`, RocksDB).
   static result<std::unique_ptr<wal_reader>> open(const std::filesystem::path& path,
                                                   const std::string& log_name);
   ~wal_reader();
