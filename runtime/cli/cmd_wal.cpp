@@ -134,7 +134,14 @@ int run_wal(const std::vector<std::string>& argv) {
 
   auto opened = wal_reader::open(a->get("db"), log);
   if (!opened) {
-    std::cerr << "dix wal: " << opened.error().to_string() << "\n";
+    // A WAL damaged before valid records cannot be opened at all (decision 0034): the log
+    // cannot serve the request, rather than a shorter log shown without a word.
+    const auto& e = opened.error();
+    if (is_log_fault(e.value())) {
+      std::cerr << "dix wal: " << reason_code(e.value()) << ": " << e.message() << "\n";
+      return exit_log;
+    }
+    std::cerr << "dix wal: " << e.to_string() << "\n";
     return exit_error;
   }
   auto& source = **opened;

@@ -144,6 +144,12 @@ TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is ref
   dix::test::check_refuses_foreign_store(dir, db, {"demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"});
 }
 
+TEST_CASE("dix demo: a primary store whose WAL is corrupted in its middle is refused (log_corrupt, exit 1) and left byte for byte unchanged, not verified short", "[system][cli][recovery]") {
+  temp_dir dir;
+  dix::test::check_refuses_corrupt_wal(dir, dir / "demo" / "primary", {"demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"},
+                                       1, "dix demo: log_corrupt: ");
+}
+
 TEST_CASE("dix demo: a path component longer than NAME_MAX, a symlink loop or a directory it may not search is one line of io_error and exit 1, not an abort", "[system][cli]") {
   temp_dir dir;
   dix::test::check_refuses_hostile_paths(dir, "demo", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--records", "5", "--rate", "0"}; });

@@ -74,6 +74,12 @@ TEST_CASE("dix wal: an anchor with the wrong time or identity is refused with ex
   CHECK_THAT(wrong_identity.err, Catch::Contains("log-missing"));
 }
 
+TEST_CASE("dix wal: a WAL corrupted in its middle is log-corrupt with exit status 3, not a shorter log, and the store is unchanged", "[system][cli][recovery]") {
+  temp_dir dir;
+  const auto db = dir / "db";
+  test::check_refuses_corrupt_wal(dir, db, {"wal", "--db", db.string()}, 3, "dix wal: log-corrupt: ");
+}
+
 TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cli]") {
   temp_dir dir;
   CHECK(dix_cli(dir, {"wal"}).exit_code == 2);

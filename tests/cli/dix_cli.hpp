@@ -73,6 +73,30 @@ inline void check_refuses_foreign_store(const temp_dir& dir, const std::filesyst
   CHECK(after == before);
 }
 
+// Decision 0034, as the user trial found it: a store made by `dix write` at `db` whose newest
+// WAL file has 4000 bytes flipped in its middle, valid records after them. `dix <args>` must
+// exit `exit_code` with one line on stderr starting with `prefix` that says the WAL is corrupt
+// and nothing was dropped, print nothing on stdout, and leave the store byte for byte as it was.
+inline void check_refuses_corrupt_wal(const temp_dir& dir, const std::filesystem::path& db, std::vector<std::string> args,
+                                      int exit_code, const std::string& prefix) {
+  REQUIRE(dix_cli(dir, {"write", "--db", db.string(), "--records", "3000", "--per-txn", "10"}).exit_code == 0);
+  const auto wal = newest_wal(db);
+  const auto size = std::filesystem::file_size(wal);
+  REQUIRE(size > 4 * 32768);  // RocksDB finds records again only from the next 32 KiB block
+  flip_bytes(wal, size / 2 - 2000, 4000);
+  const auto before = snapshot_dir(db);
+  auto r = dix_cli(dir, std::move(args));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == exit_code);
+  CHECK_THAT(r.err, Catch::StartsWith(prefix + "primary store " + db.string() + ": its write-ahead log is corrupt"));
+  CHECK_THAT(r.err, Catch::Contains(" follow the damage; the store was not opened and nothing was dropped"));
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.out.empty());
+  const auto after = snapshot_dir(db);
+  INFO("changed: " << changed_files(before, after));
+  CHECK(after == before);
+}
+
 // `dix <command>` with each path of make_hostile_paths (args_for builds the arguments): exit 1
 // and one line of stderr, `dix <command>: io_error: …` with the system's reason.
 // `prefix`: how the one line starts (default "dix <command>: io_error: ").
