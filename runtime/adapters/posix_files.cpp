@@ -58,8 +58,11 @@ result<void> check_private(const struct ::stat& st, const std::filesystem::path&
     char found[8];
     std::snprintf(found, sizeof found, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     const char* wanted = S_ISDIR(st.st_mode) ? "0700" : "0600";
-    return error{errc::io_error, std::string(subject) + ": " + path.string() + " has mode " + found +
-                                     ": other users could change it; dix uses " + wanted + " (chmod " + wanted + " " +
+    // Read access is refused too: a lock file another user can open can be flocked by them, and
+    // dix keeps the whole directory private (decision 0011).
+    const char* risk = (st.st_mode & 022) != 0 ? "other users could change it" : "other users could open it";
+    return error{errc::io_error, std::string(subject) + ": " + path.string() + " has mode " + found + ": " + risk +
+                                     "; dix keeps its files private, " + wanted + " (chmod " + wanted + " " +
                                      path.string() + ")"};
   }
   return {};

@@ -330,7 +330,7 @@ TEST_CASE("metrics segment: a metrics.seg open to other users, owned by another 
   auto wide = readiness_segment::attach(home, 2);
   REQUIRE_FALSE(wide);
   CHECK(wide.error().value() == errc::io_error);
-  CHECK_THAT(wide.error().message(), Catch::Contains(path.string() + " has mode 0604") &&
+  CHECK_THAT(wide.error().message(), Catch::Contains(path.string() + " has mode 0604: other users could open it") &&
                                          Catch::Contains("chmod 0600 " + path.string()));
   CHECK(metrics_segment::open(home / "dix", 2).value() != nullptr);  // a monitoring user may read
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);

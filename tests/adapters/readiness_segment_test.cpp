@@ -948,6 +948,9 @@ TEST_CASE("readiness segment: a dix/ directory, lock file or segment open to oth
     CHECK(wide.error().value() == errc::io_error);
     CHECK_THAT(wide.error().message(), Catch::Contains(p.path.string() + " has mode") &&
                                            Catch::Contains(std::string("chmod ") + p.wanted + " " + p.path.string()));
+    // Write bits for group or others: "change"; read bits alone: "open".
+    const bool writable = (p.wide & (fs::perms::group_write | fs::perms::others_write)) != fs::perms::none;
+    CHECK_THAT(wide.error().message(), Catch::Contains(writable ? "other users could change it" : "other users could open it"));
     fs::permissions(p.path, before);
     if (::geteuid() == 0) {  // only root can give a file away
       REQUIRE(::lchown(p.path.c_str(), 4242, static_cast<gid_t>(-1)) == 0);
