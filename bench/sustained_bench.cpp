@@ -320,6 +320,7 @@ int run_sustained(const std::vector<std::string>& argv) {
     // step as long; the highest step whose lag stayed under 1 s is the sustained rate.
     phase_result with;
     double broke_at_tps = 0, broke_lag_ms = 0;
+    std::uint64_t broke_paced_at = 0;  // the pace of the step that broke the bound; 0: unpaced
     const auto step = total * 2 / 5 / steps;
     for (std::uint64_t k = 1; k <= steps; ++k) {
       const auto rate = k == steps ? 0 : static_cast<std::uint64_t>(alone.tps * static_cast<double>(k) / steps);
@@ -331,6 +332,7 @@ int run_sustained(const std::vector<std::string>& argv) {
       if (r.max_lag_ms >= lag_bound_ms) {
         broke_at_tps = r.tps;
         broke_lag_ms = r.max_lag_ms;
+        broke_paced_at = rate;
         break;
       }
       with = std::move(r);
@@ -367,6 +369,7 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"indexes_max_flush_age_ms\":" << *flush_age
          << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
+         << ",\"lag_bound_broken_paced_tps\":" << broke_paced_at
          << ",\"overload\":{\"slow_us_per_record\":" << *slow_us << ",\"max_lag_ms\":" << *max_lag
          << ",\"gate_budget_ms\":" << budget << ",\"max_write_delay_ms\":" << ro.max_write_delay.count()
          << ",\"tps\":" << static_cast<std::uint64_t>(over.tps)
