@@ -534,7 +534,9 @@ struct hnsw_backend::impl : graph_view {
   std::optional<cursor> commit_cursor;           // the last applied `through` (or the loaded one)
   std::optional<std::string> written_cursor;     // the cursor bytes `cursor` holds
   epoch_t commit_epoch = 0;                      // the epoch of the last applied batch
-  bool rebuild_requested = false;                // this generation of the index asked once
+  // The saved generation when this index generation last asked for a rebuild (decision 0023):
+  // asked again only after a later save, so a request the runtime absorbed is not lost.
+  std::optional<std::uint64_t> rebuild_asked_at;
 
   // The queue between deliver/flush/shutdown/reset and the applier.
   mutable std::mutex queue_mutex;
@@ -736,9 +738,10 @@ result<void> hnsw_backend::impl::apply(const batch& b) {
   // Compaction (decision 0023): a rebuild writes the graph again without deleted slots.
   const auto total = labels.next_label;
   const auto deleted = total - labels.by_ref.size();
-  if (!rebuild_requested && total > 0 &&
+  const auto saved = saved_generation.load();
+  if (rebuild_asked_at != saved && total > 0 &&
       static_cast<double>(deleted) / static_cast<double>(total) > options.max_deleted_ratio) {
-    rebuild_requested = true;
+    rebuild_asked_at = saved;
     lock.unlock();
     if (host != nullptr) host->request_rebuild();
   }
@@ -875,7 +878,7 @@ result<void> hnsw_backend::impl::run_reset() {
   owner_open = true;
   dirty = false;
   commit_epoch = 0;
-  rebuild_requested = false;  // a new generation of the index
+  rebuild_asked_at.reset();  // a new generation of the index
   return {};
 }
 
