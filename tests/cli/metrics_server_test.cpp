@@ -80,6 +80,22 @@ std::uint16_t metrics_port(child_process& serve, cli::steady_time deadline) {
   return static_cast<std::uint16_t>(std::stoul(line->substr(port_at, line->find('/', port_at) - port_at)));
 }
 
+// A `dix serve` owner over a demo layout in `dir`/d writing `rate` records/s, serving /metrics on a
+// port of its own choosing, once it printed the port and owns its indexes (30 s at most).
+struct metrics_serve {
+  child_process process;
+  std::uint16_t port = 0;
+  metrics_serve(const temp_dir& dir, const std::string& rate)
+      : process(child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", rate,
+                                      "--metrics-listen", "127.0.0.1:0"})
+                  .value()) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    port = metrics_port(process, deadline);
+    REQUIRE(port != 0);
+    REQUIRE(process.wait_line("serve: owner of", deadline));
+  }
+};
+
 // The `log` labels of metric `name`'s samples of index `id`.
 std::set<std::string> log_labels(const test::prom_parse& parsed, const std::string& name, const std::string& id) {
   std::set<std::string> out;
@@ -198,12 +214,9 @@ TEST_CASE("dix serve --metrics-listen: a port another socket listens on is refus
 TEST_CASE("dix serve --metrics-listen: clients that connect and send nothing, or a request a header at a time, do not hold a scrape behind them, and other methods on /metrics get 405 with Allow at once",
           "[system][cli][prometheus]") {
   temp_dir dir;
-  auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "50",
-                                     "--metrics-listen", "127.0.0.1:0"})
-                 .value();
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  const auto port = metrics_port(serve, deadline);
-  REQUIRE(serve.wait_line("serve: owner of", deadline));
+  metrics_serve owner(dir, "50");
+  auto& serve = owner.process;
+  const auto port = owner.port;
 
   // 8 silent connections and 24 that send a request a header line at a time, more than
   // cpp-httplib's default pool of 8 workers on a machine of up to 9 cores: with that pool and
@@ -251,12 +264,10 @@ TEST_CASE("dix serve --metrics-listen: clients that connect and send nothing, or
 TEST_CASE("dix serve --metrics-listen: the owner's page shows each log's read rate as dix status --prometheus reads it from the metrics segment",
           "[system][cli][prometheus]") {
   temp_dir dir;
-  auto serve = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "200",
-                                     "--metrics-listen", "127.0.0.1:0"})
-                 .value();
+  metrics_serve owner(dir, "200");
+  auto& serve = owner.process;
+  const auto port = owner.port;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  const auto port = metrics_port(serve, deadline);
-  REQUIRE(serve.wait_line("serve: owner of", deadline));
   const std::map<std::string, std::string> log{{"index", "by-category"}, {"log", "main"}};
   const std::string rate = "dix_log_read_sequences_per_second";
   auto from_status = [&] {

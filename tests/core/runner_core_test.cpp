@@ -885,6 +885,25 @@ TEST_CASE("runner: a write committed during the scan ends up as the primary hold
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 
+namespace {
+
+// After eight failed attempts (rebuild-exhausted, released): the backend recovers, a request
+// restores the budget, the acquisition consumes it and the index is rebuilt (behaviour 19).
+void request_restores_budget(sim_pipeline& p) {
+  p.backend.fail_reset = false;
+  p.store_rebuild_request();
+  CHECK(p.lock_held);
+  CHECK_FALSE(p.slot_rebuild_request);  // consumed by the acquisition
+  CHECK(p.backend.resets == 9);
+  CHECK(p.slot_readiness.rebuild_attempts == 1);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.slot_readiness.rebuild_attempts == 0);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
+}  // namespace
+
 TEST_CASE("runner: eight failed attempts give unavailable/rebuild-exhausted after doubling backoffs, a later owner does not reset, a request restores the budget (behaviour 19)", "[core][runner][rebuild]") {
   sim_pipeline p;  // max_rebuild_attempts 8, rebuild_backoff 1 s, max_rebuild_backoff 300 s
   p.backend.fail_reset = true;
@@ -911,16 +930,8 @@ TEST_CASE("runner: eight failed attempts give unavailable/rebuild-exhausted afte
   p.advance(milliseconds(600000));
   CHECK(p.backend.resets == 8);
   CHECK(p.slot_readiness.state == readiness_state::unavailable);
-  // The backend recovers; a request restores the budget and the index is rebuilt.
-  p.backend.fail_reset = false;
   p.restart_runner();
-  p.store_rebuild_request();
-  CHECK(p.backend.resets == 9);
-  CHECK(p.slot_readiness.rebuild_attempts == 1);
-  p.advance(milliseconds(1000));
-  CHECK(p.publications.back().state == readiness_state::ready);
-  CHECK(p.slot_readiness.rebuild_attempts == 0);
-  CHECK(p.backend.durable_index() == expected_index(p.store));
+  request_restores_budget(p);
 }
 
 TEST_CASE("runner: after rebuild-exhausted, a request in the same runtime acquires again, restores the budget and rebuilds (behaviour 19, no restart)", "[core][runner][rebuild]") {
@@ -931,16 +942,7 @@ TEST_CASE("runner: after rebuild-exhausted, a request in the same runtime acquir
   REQUIRE(p.backend.resets == 8);
   REQUIRE(p.slot_readiness.reason == readiness_reason::rebuild_exhausted);
   REQUIRE_FALSE(p.lock_held);
-  p.backend.fail_reset = false;
-  p.store_rebuild_request();  // the same runner, released and parked
-  CHECK(p.lock_held);
-  CHECK_FALSE(p.slot_rebuild_request);  // consumed by the acquisition
-  CHECK(p.backend.resets == 9);
-  CHECK(p.slot_readiness.rebuild_attempts == 1);
-  p.advance(milliseconds(1000));
-  CHECK(p.publications.back().state == readiness_state::ready);
-  CHECK(p.slot_readiness.rebuild_attempts == 0);
-  CHECK(p.backend.durable_index() == expected_index(p.store));
+  request_restores_budget(p);  // the same runner, released and parked, acquires
 }
 
 TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff keeps the rebuild: the condemned cursor is never reinstalled", "[core][runner][rebuild][supervision]") {
