@@ -961,8 +961,10 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
         // The registration record first, then `ready` (§10.4); on_settled publishes.
         to(settle::writing_then_ready);
         out.push_back(fx::settle{gen_, *config_.fingerprint});
-      } else if (settle_ == settle::writing || settle_ == settle::writing_then_ready) {
-        to(settle::writing_then_ready);
+      } else if (settle_ == settle::writing) {
+        to(settle::writing_then_ready);  // on_settled publishes
+      } else if (settle_ == settle::writing_then_ready) {
+        // Another durable advance while the settle is still on its way: it publishes.
       } else if (published_ != readiness_state::ready) {
         publish(readiness_state::ready, readiness_reason::none, out);
         next_turn(out, now);  // the capture publish() asked for
@@ -1017,8 +1019,10 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   if (non_durable_work()) arm_age_timer(out, now, false);
   if (boundary_pending_) {
     if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_trigger_, out);
-  } else if (published_ != readiness_state::ready) {
-    // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5).
+  } else if (published_ != readiness_state::ready && settle_ != settle::writing_then_ready) {
+    // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5). A
+    // durable answer that overtook this opening may have ended the rebuild and sent the settle:
+    // then its answer publishes `ready`, after the marker is gone (§10.4).
     publish(readiness_state::ready, readiness_reason::none, out);
   }
   state_ = working_state();
@@ -1243,6 +1247,9 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
         fail_attempt(readiness_reason::backend_failed, "the backend lost accepted work during the rebuild", out, now);
         break;
       }
+      // A rebuild waiting for its backoff or a respawned child resets the backend anyway: no
+      // replay, which would reinstall the condemned cursor and publish `ready` (§11.7).
+      if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) break;
       // Replay everything after the durable cursor (§5.7).
       discard_progress();
       query_durable(out);

@@ -973,6 +973,30 @@ TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff k
   }
 }
 
+TEST_CASE("runner: lost accepted work reported while a failed attempt waits for its backoff is no replay: the condemned cursor is never reinstalled", "[core][runner][rebuild]") {
+  sim_pipeline p;
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto resets = p.backend.resets;
+  p.backend.fail_reset = true;
+  p.backend.keep_cursor_on_reset = true;
+  p.store_rebuild_request();
+  REQUIRE(p.backend.resets == resets + 1);
+  REQUIRE(p.slot_readiness.state == readiness_state::needs_rebuild);
+  p.backend.fail_reset = false;
+  p.backend.keep_cursor_on_reset = false;
+  p.backend.lose_accepted(p.slot_epoch);  // during the backoff, naming the current epoch
+  p.run();
+  CHECK(p.slot_readiness.state == readiness_state::needs_rebuild);
+  p.advance(milliseconds(1000));
+  CHECK(p.backend.resets == resets + 2);
+  p.advance(milliseconds(1000));
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  CHECK(p.violation.empty());
+}
+
 TEST_CASE("runner: a condemnation while the settle that deletes the marker is in flight writes the marker again, behind it", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.slow_settle = true;

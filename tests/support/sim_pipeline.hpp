@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "core/runner_core.hpp"
@@ -57,6 +58,7 @@ class sim_pipeline final : public backend_host {
   // readiness; an OS crash also calls reset_segment()).
   void restart_runner() {
     mailbox_.clear();
+    settles_in_flight_.clear();  // their answers went with the mailbox
     timers_.clear();
     lock_held = false;
     record = ownership_record{1, 0, false};
@@ -125,6 +127,7 @@ class sim_pipeline final : public backend_host {
   // restart delay is waited out here, so a runner is up again when this returns.
   void supervisor_restart_runner() {
     mailbox_.clear();
+    settles_in_flight_.clear();  // their answers went with the mailbox
     timers_.clear();
     runner.reset();
     apply_supervision(supervisor->on_down(child_kind::runner, record, time.steady_now()));
@@ -243,7 +246,7 @@ class sim_pipeline final : public backend_host {
   // Runs after each pull, its chunk posted: what other threads do while the chunk is on its way
   // (a writer commits, a waiter raises the demand and the watcher's wake lands behind the chunk).
   std::function<void()> after_pull;
-  std::string violation;                // the first publication that broke invariant 5
+  std::string violation;                // the first publication that broke invariant 5 or §10.4's order
   std::size_t log_opens = 0;
 
  private:
@@ -428,7 +431,9 @@ class sim_pipeline final : public backend_host {
     if (p.state == readiness_state::needs_rebuild || p.state == readiness_state::rebuilding) condemned_ = true;
     if (p.state == readiness_state::ready && violation.empty()) {
       const auto& d = backend.durable();
-      if (!d) {
+      if (runner && settles_in_flight_.count(runner->generation()) != 0) {
+        violation = "ready published before the settle that deletes the marker was answered (protocol 10.4)";
+      } else if (!d) {
         violation = "ready published without a durable cursor";
       } else if (condemned_ && (!last_boundary || d->logs()[0].sequence < last_boundary->logs()[0].sequence)) {
         violation = "ready published after a condemnation before a rebuild boundary was durable";
@@ -475,8 +480,11 @@ class sim_pipeline final : public backend_host {
     meta.fingerprint = x.fingerprint;
     meta.condemned = false;
     auto gen = x.gen;
-    post_after(slow_settle ? 2 : 0,
-               [this, gen] { return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{}; });
+    settles_in_flight_.insert(gen);
+    post_after(slow_settle ? 2 : 0, [this, gen] {
+      settles_in_flight_.erase(settles_in_flight_.find(gen));
+      return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{};
+    });
   }
   void carry_out(fx::arm_timer& t) {
     auto kind = t.kind;
@@ -510,6 +518,9 @@ class sim_pipeline final : public backend_host {
   std::multimap<steady_time, event> timers_;
   subscription subscription_;
   bool condemned_ = false;  // a needs-rebuild or rebuilding was published since the last ready
+  // The generations of the settles carried out whose answer the runner has not had yet: `ready`
+  // must wait for a current one's (§10.4); an older generation's answer is dropped anyway.
+  std::multiset<std::uint64_t> settles_in_flight_;
 };
 
 }  // namespace dix::test
