@@ -170,6 +170,7 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   p.slow_log_open = pick(2) == 0;
   p.slow_flush_done = pick(2) == 0;
   p.slow_settle = pick(2) == 0;
+  p.slow_meta = pick(2) == 0;
   checker check;
   std::ostringstream trace;
   for (std::size_t step = 0; step < steps; ++step) {

@@ -228,6 +228,7 @@ class sim_pipeline final : public backend_host {
   bool slow_log_open = false;         // log_opened arrives after replies the backend sends meanwhile
   bool slow_flush_done = false;       // flush completions arrive two mailbox trips late
   bool slow_settle = false;           // a settle is carried out at once, its answer two trips late
+  bool slow_meta = false;             // the marker's and the metadata read's answers two trips late
   meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
   bool lock_held = false;
@@ -465,7 +466,7 @@ class sim_pipeline final : public backend_host {
     auto gen = r.gen;
     auto records = meta;
     auto slot = slot_readiness;
-    post([this, gen, records, slot] {
+    post_after(slow_meta ? 2 : 0, [this, gen, records, slot] {
       if (!runner) return effects{};
       const bool requested = runner->awaits_meta(gen) && std::exchange(slot_rebuild_request, false);
       return runner ? runner->on_meta_state(gen, records, slot, time.steady_now(), requested) : effects{};
@@ -474,7 +475,8 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::write_marker& w) {
     meta.condemned = true;
     auto gen = w.gen;
-    post([this, gen] { return runner ? runner->on_marker_written(gen, result<void>{}, time.steady_now()) : effects{}; });
+    post_after(slow_meta ? 2 : 0,
+               [this, gen] { return runner ? runner->on_marker_written(gen, result<void>{}, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::settle& x) {
     meta.fingerprint = x.fingerprint;
