@@ -277,3 +277,28 @@ TEST_CASE("watcher: the first coverage waiter of an id sends its runner a covera
   CHECK(outcomes.size() == 2);
   for (auto& o : outcomes) CHECK(o);
 }
+
+TEST_CASE("watcher: a pending request is told to the supervisor too (it revives an escalated registration), also for an id without a runner, once per change", "[actor][watcher][supervision]") {
+  test::registered_ids ids;
+  caf::actor supervisor = ids.sys.spawn(test::recording_supervisor);
+  watcher watch{ids.segment, ids.registry, nullptr, 1000ms, supervisor};
+  auto& revived = ids.state_of<test::supervisor_state>(supervisor).revived;
+  auto e = ids.put("idx", 7);  // escalated: no runner, none to come
+  watch.scan(false);
+  ids.run();
+  CHECK(revived.empty());  // no request
+  auto view = segment_view::open(ids.home.path(), segment_view::access::read_write).value();
+  REQUIRE(view);
+  view->slot(*view->find("idx"))->request_rebuild();
+  watch.scan(false);
+  ids.run();
+  CHECK(revived == std::vector<std::uint64_t>{7});
+  watch.scan(false);
+  ids.run();
+  CHECK(revived.size() == 1);  // the slot has not changed since
+  watch.scan(true);  // a timed-out wait looks again
+  ids.run();
+  CHECK(revived.size() == 2);
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  ids.run();
+}

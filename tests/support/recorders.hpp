@@ -5,6 +5,7 @@
 //                        (readiness_observed)
 //   recording_runner     a runner as the watcher and the registry wake it (wake); cast it with
 //                        caf::actor_cast<runner_actor> where a runner handle is wanted
+//   recording_supervisor the supervisor as the watcher tells it of rebuild requests (revive)
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,14 @@ struct runner_state {
 
 inline caf::behavior recording_runner(caf::stateful_actor<runner_state>* self) {
   return {[self](wake& w) { self->state.wakes.push_back(w.flags); }};
+}
+
+struct supervisor_state {
+  std::vector<std::uint64_t> revived;  // the token of every revive
+};
+
+inline caf::behavior recording_supervisor(caf::stateful_actor<supervisor_state>* self) {
+  return {[self](revive& r) { self->state.revived.push_back(r.token); }};
 }
 
 }  // namespace dix::test
