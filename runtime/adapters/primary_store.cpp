@@ -371,6 +371,9 @@ std::string open_failure(const std::filesystem::path& path, const rocksdb::Statu
   std::string text = "cannot open primary store " + path.string() + ": " + s.ToString();
   if (s.ToString().find("lock hold by current process") != std::string::npos) {
     text = "primary store " + path.string() + " is already open in this process";
+  } else if (s.ToString().find("While lock file") != std::string::npos) {
+    // RocksDB's text stays in the message: lock_conflict() below looks for it.
+    text = "primary store " + path.string() + " is held by another process (" + s.ToString() + ")";
   }
   return text;
 }
@@ -484,6 +487,59 @@ result<void> check_open_space(primary_store::impl& p) {
                    " (the " + describe_bytes(wal) + " of WAL to recover counted as used); retry once space is freed"};
 }
 
+// Names RocksDB itself writes into a store directory before CURRENT exists (an open killed
+// while creating the store leaves them): they do not make the directory someone else's.
+bool rocksdb_leftover(const std::string& name) {
+  auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+  auto ends = [&](const char* suffix) {
+    const std::string_view s(suffix);
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return name == "LOCK" || name == "LOG" || name == "IDENTITY" || starts("LOG.old.") || starts("MANIFEST-") ||
+         starts("OPTIONS-") || ends(".log") || ends(".dbtmp");
+}
+
+// Decision 0035: a store is made only in a new path whose parent exists or in a directory that
+// holds nothing but what RocksDB writes before CURRENT. A directory with other files is someone
+// else's (a Xapian database, a home directory) and a missing parent is most likely a typo: both
+// are refused before anything is written. The directory this call makes is never writable by
+// group or others, whatever the umask (issue 12); an existing one keeps its mode.
+result<void> make_store_directory(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return error{errc::io_error, "cannot open primary store " + path.string() + ": not a directory"};
+    auto found = has_current(path);
+    if (!found) return found.error();
+    if (*found) return {};
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (!rocksdb_leftover(name)) {
+        return error{errc::store_format_mismatch,
+                     path.string() + " is a directory that holds files (\"" + escape_bytes(name) +
+                         "\") but no RocksDB database (no CURRENT file): not a dix primary store; a store is made "
+                         "only in an empty directory or a new path"};
+      }
+    }
+    if (ec) return error{errc::io_error, "cannot list " + path.string() + ": " + ec.message()};
+    return {};
+  }
+  if (errno != ENOENT) return error{errc::io_error, "cannot open primary store " + path.string() + ": " + std::strerror(errno)};
+  const auto named = path.has_filename() ? path : path.parent_path();  // "a/db/" names "a/db"
+  const auto parent = named.has_parent_path() ? named.parent_path() : std::filesystem::path(".");
+  const int looked = ::stat(parent.c_str(), &st);
+  const int err = errno;
+  if (looked != 0 || !S_ISDIR(st.st_mode)) {
+    const std::string why = looked != 0 ? std::strerror(err) : "not a directory";
+    return error{errc::io_error, "cannot create primary store " + path.string() + ": its parent " + parent.string() +
+                                     ": " + why + " (only the store's own directory is created)"};
+  }
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
+  }
+  return {};
+}
+
 // `look`: judge an existing database before the read-write open (look_before_open). A standby
 // that waited for another process's LOCK skips it for a store with dix.meta: a dix process had
 // it open, and its takeover should not read the WAL twice (the format is still checked after
@@ -492,26 +548,7 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
                                                   bool look) {
   if (auto ok = validate(options); !ok) return ok.error();
   if (options.create_if_missing) {
-    // The directories this call makes (the store's and any missing parent) are never writable
-    // by group or others, whatever the umask (issue 12): what RocksDB writes inside follows the
-    // umask, the directories guard it. Existing ones keep their modes.
-    std::vector<std::filesystem::path> missing;
-    for (auto p = path; !p.empty(); p = p.parent_path()) {
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) == 0 || errno != ENOENT) break;
-      missing.push_back(p);
-      if (p == p.parent_path()) break;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) return error{errc::io_error, "cannot create " + path.string() + ": " + ec.message()};
-    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-      struct stat st {};
-      if (::lstat(it->c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 022) == 0) continue;
-      if (::chmod(it->c_str(), st.st_mode & 07755) != 0) {
-        return error{errc::io_error, "cannot chmod " + it->string() + ": " + std::strerror(errno)};
-      }
-    }
+    if (auto ok = make_store_directory(path); !ok) return ok.error();
   }
   auto families = list_families(path, options.create_if_missing);
   if (!families) return families.error();
@@ -633,6 +670,10 @@ result<std::shared_ptr<primary_store>> primary_store::open_standby(const std::fi
                                                                    const store_options& options,
                                                                    const standby_events& events) {
   if (auto ok = validate(options); !ok) return ok.error();
+  // Before the probe, which creates LOCK: a directory that is not ours gets nothing (decision 0035).
+  if (options.create_if_missing) {
+    if (auto ok = make_store_directory(path); !ok) return ok.error();
+  }
   std::lock_guard one_standby(standby_mutex(path));
   const auto lock_path = path / "LOCK";
   for (;;) {
@@ -657,6 +698,12 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
   options.log_name = log_name;
   options.create_if_missing = false;
   if (auto ok = validate(options); !ok) return ok.error();
+  // What is at the path first: "no CURRENT file" would be a riddle for a file or nothing.
+  struct stat st {};
+  const int looked = ::stat(path.c_str(), &st);
+  const int err = errno;
+  if (looked == 0 && !S_ISDIR(st.st_mode)) return error{errc::io_error, path.string() + " is not a directory"};
+  if (looked != 0 && err == ENOENT) return error{errc::io_error, path.string() + ": no such directory"};
   auto found = has_current(path);
   if (!found) return found.error();
   if (!*found) return error{errc::io_error, path.string() + " is not a RocksDB database (no CURRENT file)"};

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -56,17 +57,50 @@ TEST_CASE("primary store: a new store writes `format` as its first transaction",
   CHECK(format->size() == 4);
 }
 
-TEST_CASE("primary store: open creates missing parent directories, or fails io_error without create_if_missing", "[adapter][store]") {
+TEST_CASE("primary store: open creates only the store's own directory: a missing parent fails io_error naming it and creates nothing (decision 0035)", "[adapter][store]") {
   temp_dir dir;
   auto o = test::options();
   o.create_if_missing = false;
-  auto missing = primary_store::open(dir / "a" / "b" / "db", o);
+  auto missing = primary_store::open(dir / "a" / "db", o);
   REQUIRE_FALSE(missing);
   CHECK(missing.error().value() == errc::io_error);
+  auto nested = primary_store::open(dir / "a" / "b" / "db", test::options());
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().value() == errc::io_error);
+  CHECK_THAT(nested.error().message(), Catch::Contains("its parent " + (dir / "a" / "b").string()) &&
+                                           Catch::Contains("only the store's own directory is created"));
   CHECK_FALSE(std::filesystem::exists(dir / "a"));
-  auto created = primary_store::open(dir / "a" / "b" / "db", test::options());
+  auto created = primary_store::open(dir / "db", test::options());
   REQUIRE(created);
-  CHECK((*created)->path() == dir / "a" / "b" / "db");
+  CHECK((*created)->path() == dir / "db");
+  auto slash = primary_store::open((dir / "other").string() + "/", test::options());  // a trailing slash names it too
+  REQUIRE(slash);
+}
+
+TEST_CASE("primary store: a directory holding other files but no CURRENT is refused store_format_mismatch and left byte for byte unchanged (decision 0035)", "[adapter][store]") {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "xapian");
+  { std::ofstream(dir / "xapian" / "postlist.glass") << "not ours"; }
+  { std::ofstream(dir / "xapian" / "iamglass") << "x"; }
+  const auto before = test::snapshot_dir(dir / "xapian");
+  for (bool create : {true, false}) {
+    auto o = test::options();
+    o.create_if_missing = create;
+    auto r = primary_store::open(dir / "xapian", o);
+    REQUIRE_FALSE(r);
+    if (create) {
+      CHECK(r.error().value() == errc::store_format_mismatch);
+      CHECK_THAT(r.error().message(), Catch::Contains((dir / "xapian").string()) && Catch::Contains("no CURRENT file") &&
+                                          Catch::Contains("only in an empty directory or a new path"));
+    }
+  }
+  CHECK(test::snapshot_dir(dir / "xapian") == before);
+  // What RocksDB writes before CURRENT (an open killed while creating the store) is no refusal.
+  std::filesystem::create_directories(dir / "interrupted");
+  { std::ofstream(dir / "interrupted" / "LOCK"); }
+  { std::ofstream(dir / "interrupted" / "LOG") << "rocksdb"; }
+  auto resumed = primary_store::open(dir / "interrupted", test::options());
+  REQUIRE(resumed);
 }
 
 TEST_CASE("primary store: values are stored as version + payload and read back", "[adapter][store]") {
@@ -298,7 +332,7 @@ TEST_CASE("primary store: an empty RocksDB database, an empty directory and a ne
     delete raw;
   }
   std::filesystem::create_directories(dir / "empty-dir");
-  for (const auto* name : {"empty-rocksdb", "empty-dir", "new/nested"}) {
+  for (const auto* name : {"empty-rocksdb", "empty-dir", "new"}) {
     INFO(name);
     auto s = primary_store::open(dir / name, test::options());
     REQUIRE(s);
@@ -597,16 +631,13 @@ TEST_CASE("primary store: a store directory it creates is not writable by group 
   temp_dir dir;
   {
     dix::test::umask_scope open_umask(0);
-    auto s = primary_store::open(dir / "new" / "db", test::options());
+    auto s = primary_store::open(dir / "new", test::options());
     REQUIRE(s);
     REQUIRE((*s)->close());
   }
   struct stat st {};
-  for (const auto& made : {dir / "new", dir / "new" / "db"}) {  // the missing parent too
-    CAPTURE(made);
-    REQUIRE(::stat(made.c_str(), &st) == 0);
-    CHECK((st.st_mode & 07777) == 0755);
-  }
+  REQUIRE(::stat((dir / "new").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
   std::filesystem::create_directories(dir / "mine");
   std::filesystem::permissions(dir / "mine", std::filesystem::perms::all);  // the user's own choice
   {

@@ -66,7 +66,11 @@ class primary_store : public std::enable_shared_from_this<primary_store> {
   // when the WAL is damaged anywhere but in an incomplete last record (a crash's unsynced tail,
   // which is dropped): the store is not opened, nothing is dropped or written, and the message
   // names the store and the sequences before and after the damage (decision 0034); io_error when
-  // RocksDB fails, including a path already open in this process (the message names the path).
+  // RocksDB fails, including a path already open in this process or held by another one (the
+  // message names the path and says which). With create_if_missing a store is made only in a
+  // new path whose parent directory exists (that one directory is created, not writable by group
+  // or others) or in an empty directory; a directory that holds other files but no CURRENT is
+  // refused store_format_mismatch, a missing parent io_error, nothing written (decision 0035).
   static result<std::shared_ptr<primary_store>> open(const std::filesystem::path& path,
                                                      const store_options& options);
   // The standby (protocol.md §9.8): open() for a process that waits to take the store over.
