@@ -175,7 +175,7 @@ int run_catchup(const std::vector<std::string>& argv) {
   auto memory_mb = scheduler ? a->number("memory-mb", memory_options{}.budget_bytes >> 20, 16, 1u << 20, problem)
                              : std::nullopt;
   if (!records || !timeout_s || !turn_ms || !chunk_records || !actor_threads || !scheduler || !memory_mb ||
-      !report.open(*a, problem)) {
+      !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench catchup", problem);
   }
   const std::uint64_t timeout_seconds = *timeout_s;

@@ -156,7 +156,7 @@ int run_failover(const std::vector<std::string>& argv) {
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  if (!scheduler || !report.open(*a, problem)) {
+  if (!scheduler || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench failover", problem);
   }
   const bool verbose = a->has("verbose");

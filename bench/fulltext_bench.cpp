@@ -138,7 +138,7 @@ int run_fulltext(const std::vector<std::string>& argv) {
   json_report report;
   auto records = a->number("records", 200'000, per_txn, 100'000'000, problem);
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
-  if (!records || !timeout_s || !report.open(*a, problem)) {
+  if (!records || !timeout_s || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench fulltext", problem);
   }
   try {

@@ -249,7 +249,7 @@ int run_rebuild(const std::vector<std::string>& argv) {
   auto timeout_s = records ? a->number("timeout", 1800, 1, 86400, problem) : std::nullopt;
   auto writer_rate = timeout_s ? a->number("writer-rate", 2000, 0, 100'000, problem) : std::nullopt;
   auto writer_ms = writer_rate ? a->number("writer-ms", 2000, 100, 600'000, problem) : std::nullopt;
-  if (!records || !timeout_s || !writer_rate || !writer_ms || !report.open(*a, problem)) {
+  if (!records || !timeout_s || !writer_rate || !writer_ms || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench rebuild", problem);
   }
   try {

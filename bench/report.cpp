@@ -31,7 +31,19 @@ scratch_dir::scratch_dir(const std::string& base) {
   std::filesystem::path root = base.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(base);
   std::random_device rd;
   path_ = root / ("dix-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-  std::filesystem::create_directories(path_);
+  std::filesystem::create_directory(path_);
+}
+
+bool check_scratch_base(const tool::args& a, std::string& problem) {
+  if (!a.has("dir")) return true;
+  std::error_code ec;
+  const auto kind = std::filesystem::status(a.get("dir"), ec).type();
+  // A path the system refuses to look at (a loop, no search permission) is the run's io_error.
+  if (kind == std::filesystem::file_type::directory || (ec && kind != std::filesystem::file_type::not_found)) return true;
+  problem = "--dir " + a.get("dir") + ": " +
+            (kind == std::filesystem::file_type::not_found ? "no such directory" : "not a directory") +
+            " (the benchmark makes its scratch directory inside it)";
+  return false;
 }
 
 scratch_dir::~scratch_dir() {

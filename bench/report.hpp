@@ -37,7 +37,13 @@ double peak_rss_mb();
 // "build_type":"Release","commit":"abc1234" (no braces), for the start of a report.
 std::string build_fields();
 
-// A fresh directory under `base` (or the system temp dir), removed by the destructor.
+// --dir, when given, must name an existing directory: the benchmark makes its scratch directory
+// inside it and removes only that, so a typo neither grows a tree nor leaves one behind. False,
+// with `problem` naming the argument, otherwise.
+bool check_scratch_base(const tool::args& a, std::string& problem);
+
+// A fresh directory under `base` (or the system temp dir), removed by the destructor; `base`
+// itself is never created.
 class scratch_dir {
  public:
   explicit scratch_dir(const std::string& base);

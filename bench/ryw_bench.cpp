@@ -282,7 +282,7 @@ int run_ryw(const std::vector<std::string>& argv) {
   auto every = seconds ? a->number("every", 10, 1, 1'000'000, problem) : std::nullopt;
   runner_options ro;
   auto turn = every ? a->number("turn-transactions", ro.max_transactions_per_turn, 1, 1'000'000, problem) : std::nullopt;
-  if (!rate || !seconds || !every || !turn || !report.open(*a, problem)) {
+  if (!rate || !seconds || !every || !turn || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench ryw", problem);
   }
   try {

@@ -289,7 +289,7 @@ int run_sustained(const std::vector<std::string>& argv) {
   // Phase (b)'s indexes flush at least this often: a lag bound of 1 s means little beside the
   // default max_flush_age of 1 s, which alone lets a steadily fed index's lag reach 1 s.
   auto flush_age = max_lag ? a->number("flush-age-ms", 250, 10, 60'000, problem) : std::nullopt;
-  if (!seconds || !slow_us || !max_lag || !flush_age || !report.open(*a, problem)) {
+  if (!seconds || !slow_us || !max_lag || !flush_age || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench sustained", problem);
   }
   try {

@@ -104,7 +104,7 @@ int run_vector(const std::vector<std::string>& argv) {
   auto queries = dimension ? a->number("queries", 200, 1, 100'000, problem) : std::nullopt;
   auto ef = queries ? a->number("ef", 64, 1, 100'000, problem) : std::nullopt;
   auto timeout_s = ef ? a->number("timeout", 3600, 1, 86400, problem) : std::nullopt;
-  if (!records || !dimension || !queries || !ef || !timeout_s || !report.open(*a, problem)) {
+  if (!records || !dimension || !queries || !ef || !timeout_s || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench vector", problem);
   }
   const std::size_t n = *records;

@@ -146,7 +146,7 @@ int run_wal(const std::vector<std::string>& argv) {
   json_report report;
   auto records = a->number("records", 200000, per_txn, 100'000'000, problem);
   auto rounds = records ? a->number("rounds", 5, 1, 100, problem) : std::nullopt;
-  if (!records || !rounds || !report.open(*a, problem)) {
+  if (!records || !rounds || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench wal", problem);
   }
   try {

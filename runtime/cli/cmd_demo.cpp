@@ -27,6 +27,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "paths.hpp"
 #include "usage.hpp"
 #include "wording.hpp"
 #include "tool/args.hpp"
@@ -226,6 +227,13 @@ int run_demo(const std::vector<std::string>& argv) {
   std::filesystem::path dir = a->get("dir", "dix-demo");
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
 
+  // A typo must not grow a tree: only DIR itself may be new (decision 0035); the store is made
+  // in DIR/primary, the indexes beside it.
+  if (auto wrong = new_directory_problem(dir)) return tool::refuse("dix demo", "--dir " + dir.string() + ": " + *wrong);
+  if (auto made = make_directory(dir); !made) {
+    std::cerr << "dix demo: " << made.error().to_string() << "\n";
+    return exit_error;
+  }
   store_options so;
   so.log_name = "main";
   auto store = primary_store::open(dir / "primary", so);

@@ -28,6 +28,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "paths.hpp"
 #include "metrics_server.hpp"
 #include "prom_metrics.hpp"
 #include "usage.hpp"
@@ -203,9 +204,15 @@ int run_serve(const std::vector<std::string>& argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
-  const printer out(a->has("timing"));
   const std::filesystem::path dir = a->get("dir");
   const auto path = dir / "primary";
+  // A typo must not grow a tree: only DIR itself may be new (decision 0035).
+  if (auto wrong = new_directory_problem(dir)) return tool::refuse("dix serve", "--dir " + dir.string() + ": " + *wrong);
+  if (auto made = make_directory(dir); !made) {
+    std::cerr << "dix serve: " << made.error().to_string() << "\n";
+    return exit_error;
+  }
+  const printer out(a->has("timing"));
   out.phase("start");
 
   // The index backends exist before the store is ours: once it is granted, each index database
@@ -253,9 +260,8 @@ int run_serve(const std::vector<std::string>& argv) {
     if (replace_error.empty()) opens.start(*indexes);
   };
   auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
-  if (!store && !standby && store.error().message().find("While lock file") != std::string::npos) {
-    std::cerr << "dix serve: " << path.string() << " is held by another process (--standby waits for it): "
-              << store.error().to_string() << "\n";
+  if (!store && !standby && held_by_another_process(store.error())) {
+    std::cerr << "dix serve: " << store.error().to_string() << "; --standby waits for it\n";
     return exit_error;
   }
   if (standby && store) out.line("serve: took over " + path.string() + " after " + std::to_string(waits) + " wait(s)");

@@ -8,6 +8,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "paths.hpp"
 #include "usage.hpp"
 #include "tool/args.hpp"
 
@@ -28,6 +29,8 @@ int run_write(const std::vector<std::string>& argv) {
   store_options options;
   options.log_name = a->get("log", "main");
   options.sync_commits = a->has("sync");
+  // A typo must not grow a tree: only the last component of --db is created (decision 0035).
+  if (auto wrong = new_directory_problem(a->get("db"))) return tool::refuse("dix write", "--db " + a->get("db") + ": " + *wrong);
   auto store = primary_store::open(a->get("db"), options);
   if (!store) {
     if (store.error().value() == errc::invalid_argument) return tool::refuse("dix write", store.error().to_string());
@@ -67,7 +70,8 @@ int run_write(const std::vector<std::string>& argv) {
     return exit_error;
   }
   std::cout << "wrote " << transactions << " transactions (" << counts.inserts << " inserts, " << counts.updates
-            << " updates, " << counts.deletes << " deletes) to " << a->get("db") << "; last sequence " << last.sequence << "\n";
+            << " updates, " << counts.deletes << " deletes) to " << a->get("db")
+            << "; the last transaction starts at sequence " << last.sequence << "\n";
   return exit_ok;
 }
 

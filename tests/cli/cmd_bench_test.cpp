@@ -78,6 +78,24 @@ TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the ru
   CHECK_THAT(ran.out, Catch::Contains(",\"commit_phase\":{\"dix_records_per_s\":"));
 }
 
+TEST_CASE("dix bench: a --dir that does not exist is a bad argument (exit 2) before the run, and nothing is created or left behind", "[system][cli][bench]") {
+  temp_dir dir;
+  const auto missing = (dir / "a" / "b").string();
+  auto r = dix_cli(dir, {"bench", "wal", "--records", "2000", "--rounds", "1", "--dir", missing});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "dix bench wal: --dir " + missing + ": no such directory (the benchmark makes its scratch directory inside it) "
+                 "(dix bench wal --help for usage)\n");
+  CHECK(r.out.empty());
+  CHECK_FALSE(std::filesystem::exists(dir / "a"));
+  // An existing one gets its scratch directory, removed again after the run.
+  std::filesystem::create_directories(dir / "base");
+  auto ran = dix_cli(dir, {"bench", "wal", "--records", "2000", "--rounds", "1", "--dir", (dir / "base").string()});
+  INFO(ran.out << ran.err);
+  CHECK(ran.exit_code == 0);
+  CHECK(std::filesystem::is_empty(dir / "base"));
+}
+
 TEST_CASE("dix bench: the tests' duplicate-key check finds a key given twice in one object, and only there", "[system][cli][bench]") {
   CHECK(first_duplicate_key(R"({"commit":"abc","a":1,"commit":{"x":1}})") == "commit");
   CHECK(first_duplicate_key(R"({"a":{"x":1,"x":2}})") == "x");

@@ -144,6 +144,17 @@ TEST_CASE("dix demo: an existing RocksDB database that is not a dix store is ref
   dix::test::check_refuses_foreign_store(dir, db, {"demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"});
 }
 
+TEST_CASE("dix demo: a --dir whose parent does not exist is a bad argument (exit 2) and creates nothing (decision 0035)", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto typo = dir / "a" / "b";
+  auto r = dix::test::dix_cli(dir, {"demo", "--dir", typo.string(), "--records", "10"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "dix demo: --dir " + typo.string() + ": " + (dir / "a").string() +
+                     " does not exist (only the last component is created) (dix demo --help for usage)\n");
+  CHECK_FALSE(std::filesystem::exists(dir / "a"));
+}
+
 TEST_CASE("dix demo: a primary store whose WAL is corrupted in its middle is refused (log_corrupt, exit 1) and left byte for byte unchanged, not verified short", "[system][cli][recovery]") {
   temp_dir dir;
   dix::test::check_refuses_corrupt_wal(dir, dir / "demo" / "primary", {"demo", "--dir", (dir / "demo").string(), "--records", "10", "--rate", "0"},

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "cli/dix_cli.hpp"
 #include "harness/child_process.hpp"
@@ -55,4 +56,33 @@ TEST_CASE("dix serve: SIGINT ends a waiting standby with exit 0, as it stops an 
   const int owned = owner.reap(SIGINT);
   CHECK(WIFEXITED(owned));
   CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
+}
+
+TEST_CASE("dix serve: a --dir whose parent does not exist is a bad argument (exit 2) and creates nothing; a primary directory holding other files is refused at once, standby or not (decision 0035)",
+          "[system][cli][serve]") {
+  temp_dir dir;
+  const auto typo = dir / "a" / "b";
+  for (bool standby : {false, true}) {
+    std::vector<std::string> args{"serve", "--dir", typo.string(), "--rate", "0"};
+    if (standby) args.push_back("--standby");
+    auto r = dix_cli(dir, args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "dix serve: --dir " + typo.string() + ": " + (dir / "a").string() +
+                       " does not exist (only the last component is created) (dix serve --help for usage)\n");
+    CHECK_FALSE(std::filesystem::exists(dir / "a"));
+  }
+  std::filesystem::create_directories(dir / "d" / "primary");
+  { std::ofstream(dir / "d" / "primary" / "notes.txt") << "someone else's"; }
+  const auto before = dix::test::snapshot_dir(dir / "d" / "primary");
+  for (bool standby : {false, true}) {
+    std::vector<std::string> args{"serve", "--dir", (dir / "d").string(), "--rate", "0"};
+    if (standby) args.push_back("--standby");
+    auto r = dix_cli(dir, args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("store_format_mismatch: " + (dir / "d" / "primary").string() +
+                                      " is a directory that holds files (\"notes.txt\")"));
+  }
+  CHECK(dix::test::snapshot_dir(dir / "d" / "primary") == before);
 }

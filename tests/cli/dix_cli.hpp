@@ -79,6 +79,7 @@ inline void check_refuses_foreign_store(const temp_dir& dir, const std::filesyst
 // and nothing was dropped, print nothing on stdout, and leave the store byte for byte as it was.
 inline void check_refuses_corrupt_wal(const temp_dir& dir, const std::filesystem::path& db, std::vector<std::string> args,
                                       int exit_code, const std::string& prefix) {
+  std::filesystem::create_directories(db.parent_path());  // dix write makes the last component only
   REQUIRE(dix_cli(dir, {"write", "--db", db.string(), "--records", "3000", "--per-txn", "10"}).exit_code == 0);
   const auto wal = newest_wal(db);
   const auto size = std::filesystem::file_size(wal);

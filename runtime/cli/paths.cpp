@@ -1,0 +1,48 @@
+#include "paths.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dix::cli {
+namespace {
+
+// The path as its last component names it: "a/db/" names "a/db".
+std::filesystem::path named(const std::filesystem::path& path) { return path.has_filename() ? path : path.parent_path(); }
+
+}  // namespace
+
+std::optional<std::string> existing_directory_problem(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? std::nullopt : std::optional<std::string>("not a directory");
+  if (errno == ENOENT) return "no such directory";
+  if (errno == ENOTDIR) return "not a directory";
+  return std::nullopt;
+}
+
+std::optional<std::string> new_directory_problem(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? std::nullopt : std::optional<std::string>("not a directory");
+  if (errno == ENOTDIR) return "not a directory";
+  if (errno != ENOENT) return std::nullopt;
+  const auto last = named(path);
+  const auto parent = last.has_parent_path() ? last.parent_path() : std::filesystem::path(".");
+  if (::stat(parent.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    return parent.string() + " is not a directory (only the last component is created)";
+  }
+  if (errno == ENOENT || errno == ENOTDIR) return parent.string() + " does not exist (only the last component is created)";
+  return std::nullopt;
+}
+
+result<void> make_directory(const std::filesystem::path& path) {
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return {};
+  return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
+}
+
+bool held_by_another_process(const error& e) {
+  return e.message().find("is held by another process") != std::string::npos;
+}
+
+}  // namespace dix::cli

@@ -1,0 +1,32 @@
+// The path checks the commands share, so that one mistake reads the same in every command: a
+// --db that names nothing is a bad argument (exit 2) for status, wal and rebuild alike, and a
+// store or a demo layout is made only where its parent exists (decision 0035).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <dix/result.hpp>
+
+namespace dix::cli {
+
+// For a path that must name an existing directory (dix status, wal, rebuild): "no such
+// directory" or "not a directory"; nullopt when it is one, and when the system refuses to look
+// (a loop, a name too long, no search permission): the command's open then names that reason.
+std::optional<std::string> existing_directory_problem(const std::filesystem::path& path);
+
+// For a path where a store or a demo layout may be made (dix write --db, demo and serve --dir):
+// an existing directory, or a new path whose parent is a directory, since only the last
+// component is created. Otherwise "not a directory" or "PARENT does not exist (only the last
+// component is created)"; nullopt as above when the system refuses to look.
+std::optional<std::string> new_directory_problem(const std::filesystem::path& path);
+
+// Creates `path` when it is missing, one component (mode 0755 less the umask, so never writable
+// by group or others). io_error naming the path.
+result<void> make_directory(const std::filesystem::path& path);
+
+// "PATH is held by another process" when `e` is the open failing on another process's LOCK.
+bool held_by_another_process(const error& e);
+
+}  // namespace dix::cli
