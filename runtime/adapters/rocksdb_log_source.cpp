@@ -61,6 +61,12 @@ result<std::unique_ptr<rocksdb::TransactionLogIterator>> rocksdb_log_source::ope
 }
 
 result<wal_transaction> rocksdb_log_source::open(std::uint64_t sequence, index_time_t time) {
+  return open_at(sequence, time, true);
+}
+
+result<wal_transaction> rocksdb_log_source::open_unchecked(std::uint64_t sequence) { return open_at(sequence, 0, false); }
+
+result<wal_transaction> rocksdb_log_source::open_at(std::uint64_t sequence, index_time_t time, bool exact) {
   std::shared_lock lock(impl_.lifecycle);
   iterator_.reset();
   advance_ = false;
@@ -71,7 +77,7 @@ result<wal_transaction> rocksdb_log_source::open(std::uint64_t sequence, index_t
   auto it = open_iterator(sequence);
   if (!it) return it.error();
   iterator_ = std::move(*it);
-  continuity_.expect_exact(sequence, time);
+  if (exact) continuity_.expect_exact(sequence, time);
   auto first = read_current();
   if (!first || !*first) {
     auto status = iterator_->status();

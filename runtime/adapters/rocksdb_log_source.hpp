@@ -31,6 +31,9 @@ class rocksdb_log_source final : public log_source {
   const std::string& log_name() const noexcept override { return store_->log_name(); }
   const std::string& identity() const noexcept override { return store_->identity(); }
   result<wal_transaction> open(std::uint64_t sequence, index_time_t time) override;
+  // open() without the exact-anchor expectation: the first batch RocksDB returns for `sequence`
+  // (the transaction holding it, or a later one), for wal_reader::seek_at_or_before.
+  result<wal_transaction> open_unchecked(std::uint64_t sequence);
   result<std::optional<wal_transaction>> next() override;
   result<std::uint64_t> latest_sequence() const override;
   result<wal_retention> retention(std::uint64_t anchor_sequence,
@@ -51,6 +54,7 @@ class rocksdb_log_source final : public log_source {
   error gap_or_damage(error e, std::uint64_t found) const;
   // Opens an iterator at `sequence` that must be valid. Caller holds lifecycle.
   result<std::unique_ptr<rocksdb::TransactionLogIterator>> open_iterator(std::uint64_t sequence);
+  result<wal_transaction> open_at(std::uint64_t sequence, index_time_t time, bool exact);
 
   std::shared_ptr<primary_store> store_;
   primary_store::impl& impl_;

@@ -37,6 +37,10 @@ result<wal_transaction> wal_reader::seek(std::uint64_t sequence, index_time_t ti
   return impl_->source.open(sequence, time);
 }
 
+result<wal_transaction> wal_reader::seek_at_or_before(std::uint64_t sequence) {
+  return impl_->source.open_unchecked(sequence);
+}
+
 result<std::optional<wal_transaction>> wal_reader::next() { return impl_->source.next(); }
 
 }  // namespace dix

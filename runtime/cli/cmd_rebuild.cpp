@@ -28,6 +28,7 @@
 #include <dix/segment.hpp>
 
 #include "commands.hpp"
+#include "paths.hpp"
 #include "usage.hpp"
 #include "wording.hpp"
 #include "tool/args.hpp"
@@ -204,6 +205,10 @@ int run_rebuild(const std::vector<std::string>& argv) {
   if (problem.empty() && a->has("timeout")) seconds = a->number("timeout", 0, 1, 86400 * 365, problem).value_or(0);
   if (!problem.empty()) {
     return tool::refuse("dix rebuild", problem);
+  }
+  // A path that names no directory is the same bad argument as for dix status.
+  if (auto wrong = existing_directory_problem(a->get("db"))) {
+    return tool::refuse("dix rebuild", "--db " + a->get("db") + ": " + *wrong);
   }
   const auto& id = a->positional().front();
   // An id outside the name rules is refused by request_rebuild before it looks at anything.

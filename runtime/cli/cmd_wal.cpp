@@ -8,6 +8,7 @@
 #include <dix/wal.hpp>
 
 #include "commands.hpp"
+#include "paths.hpp"
 #include "usage.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
@@ -121,6 +122,8 @@ int run_wal(const std::vector<std::string>& argv) {
   if (!a) return status;
   std::string problem;
   if (!a->has("db")) return tool::refuse("dix wal", "--db PATH is required");
+  // The header time belongs to an anchor, a sequence with its time: alone it verifies nothing.
+  if (a->has("time") && !a->has("from")) return tool::refuse("dix wal", "--time needs --from");
   auto from = a->number("from", 1, 1, UINT64_MAX, problem);
   auto time = from ? a->number("time", 0, 0, UINT64_MAX, problem) : std::nullopt;
   auto limit = time ? a->number("limit", UINT64_MAX, 1, UINT64_MAX, problem) : std::nullopt;
@@ -132,6 +135,8 @@ int run_wal(const std::vector<std::string>& argv) {
     return tool::refuse("dix wal", "--log \"" + escape_bytes(log) + "\": must match [a-z0-9][a-z0-9._-]{0,63}");
   }
 
+  // A path that names no directory is the same bad argument as for dix status and rebuild.
+  if (auto wrong = existing_directory_problem(a->get("db"))) return tool::refuse("dix wal", "--db " + a->get("db") + ": " + *wrong);
   auto opened = wal_reader::open(a->get("db"), log);
   if (!opened) {
     // A WAL damaged before valid records cannot be opened at all (decision 0034): the log
@@ -166,9 +171,34 @@ int run_wal(const std::vector<std::string>& argv) {
     return fail(error{errc::log_missing, "the store's identity is " + source.identity() + ", not " +
                                              a->get("identity")});
   }
+  // Beyond the latest sequence the log holds nothing yet: an empty range, as `--from` the
+  // latest plus one is when polling for new transactions. With --time the request is an anchor
+  // to verify, and an anchor beyond the log's end fails as the tailer would fail it (§3.2).
+  if (*from > *latest) {
+    if (!a->has("time")) {
+      out.finish(std::nullopt);
+      return exit_ok;
+    }
+    return fail(error{errc::log_retention, "sequence " + std::to_string(*from) + " is beyond the latest sequence " +
+                                               std::to_string(*latest) + ": no transaction has it yet"});
+  }
   auto first = source.seek(*from, *time);
   // A sequence the retained WAL should hold but that a damaged record made RocksDB skip comes
-  // back log_corrupt from the reader itself; a purged one log_retention.
+  // back log_corrupt from the reader itself; a purged one log_retention. A sequence inside a
+  // transaction is neither: RocksDB returns the transaction holding it, nothing was lost, and
+  // the argument names no transaction start, so it is refused as a bad argument naming both
+  // starts to use instead.
+  if (!first && first.error().value() == errc::log_retention) {
+    if (auto holding = source.seek_at_or_before(*from);
+        holding && holding->sequence < *from && *from < holding->sequence + holding->count) {
+      return tool::refuse("dix wal", "--from " + std::to_string(*from) +
+                                         ": not the start of a transaction (the transaction at sequence " +
+                                         std::to_string(holding->sequence) + " holds sequences " +
+                                         std::to_string(holding->sequence) + " to " +
+                                         std::to_string(holding->sequence + holding->count - 1) + "; the next starts at " +
+                                         std::to_string(holding->sequence + holding->count) + ")");
+    }
+  }
   if (!first) return fail(first.error());
   out.transaction(*first);
   for (std::uint64_t printed = 1; printed < *limit; ++printed) {

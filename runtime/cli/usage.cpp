@@ -23,10 +23,11 @@ constexpr entry commands[] = {
          that wait for that write, verifies every index against the primary store.
          Defaults: DIR ./dix-demo, N 20000, R 10000, SECONDS 120. Run it again to resume.
 )"},
-    {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS] [--identity ID]] [--limit N] [--json]
+    {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS]] [--identity ID] [--limit N] [--json]
          Print a primary store's log name, identity, latest sequence, WAL retention, then its
-         transactions from SEQ (default: sequence 1). Never writes to the store.
-         Exit 3 when the log cannot serve SEQ (log-retention, log-corrupt, log-missing).
+         transactions from SEQ (default: sequence 1; none beyond the latest sequence). SEQ must
+         start a transaction (exit 2 otherwise, naming the one holding it). Never writes to the
+         store. Exit 3 when the log cannot serve SEQ (log-retention, log-corrupt, log-missing).
 )"},
     {"write", R"(--db PATH [--log NAME] [--records N] [--per-txn K] [--seed S] [--sync]
          Create or extend a primary store with a realistic product catalogue: N record writes

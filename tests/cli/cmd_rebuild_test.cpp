@@ -211,7 +211,7 @@ TEST_CASE("dix rebuild --wait: on a terminal one line is redrawn in place with t
   CHECK(out.find("\nidx: rebuilding") == std::string::npos);  // no plain lines on a terminal
 }
 
-TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules and a missing --db exit 2, an id without a slot exits 1", "[system][cli][rebuild]") {
+TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules, a missing --db and a --db that names nothing exit 2, an id without a slot exits 1", "[system][cli][rebuild]") {
   temp_dir dir;
   fs::create_directories(dir / "db");
   const auto home = fs::canonical(dir / "db");
@@ -227,6 +227,14 @@ TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules and
   auto unknown = dix_cli(dir, {"rebuild", "--db", home.string(), "nope", "--wait"});
   CHECK(unknown.exit_code == 1);
   CHECK_THAT(unknown.err, Catch::Contains("backend id \"nope\" has no slot"));
+  // A --db that names nothing is the bad argument dix status makes it, not "no readiness segment".
+  const auto nothing = (dir / "nothing").string();
+  for (const auto& args : {std::vector<std::string>{"rebuild", "--db", nothing, "idx"},
+                           std::vector<std::string>{"rebuild", "--db", nothing, "idx", "--wait"}}) {
+    auto missing = dix_cli(dir, args);
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err == "dix rebuild: --db " + nothing + ": no such directory (dix rebuild --help for usage)\n");
+  }
   auto help = dix_cli(dir, {"rebuild", "--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::StartsWith("usage: dix rebuild --db PATH ID [--wait [--timeout SECONDS]]"));

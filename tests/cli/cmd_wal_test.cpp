@@ -80,7 +80,7 @@ TEST_CASE("dix wal: a WAL corrupted in its middle is log-corrupt with exit statu
   test::check_refuses_corrupt_wal(dir, db, {"wal", "--db", db.string()}, 3, "dix wal: log-corrupt: ");
 }
 
-TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cli]") {
+TEST_CASE("dix wal: bad arguments exit 2, a missing path or a file as --db exit 2 as for dix status, a directory without a store exits 1", "[system][cli]") {
   temp_dir dir;
   CHECK(dix_cli(dir, {"wal"}).exit_code == 2);
   CHECK(dix_cli(dir, {"wal", "--db"}).exit_code == 2);
@@ -89,9 +89,23 @@ TEST_CASE("dix wal: bad arguments exit 2, a missing store exits 1", "[system][cl
   CHECK(dix_cli(dir, {"wal", "--db", "x", "--bogus"}).exit_code == 2);
   CHECK(dix_cli(dir, {"wal", "--db", "x", "--log", "Bad"}).exit_code == 2);
   CHECK(dix_cli(dir, {"frobnicate"}).exit_code == 2);
-  auto missing = dix_cli(dir, {"wal", "--db", (dir / "nothing").string()});
-  CHECK(missing.exit_code == 1);
-  CHECK_THAT(missing.err, Catch::Contains("io_error"));
+  // The synopsis nests --time under --from: a header time alone verifies nothing.
+  auto time_alone = dix_cli(dir, {"wal", "--db", "x", "--time", "5"});
+  CHECK(time_alone.exit_code == 2);
+  CHECK(time_alone.err == "dix wal: --time needs --from (dix wal --help for usage)\n");
+  const auto nothing = (dir / "nothing").string();
+  auto missing = dix_cli(dir, {"wal", "--db", nothing});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err == "dix wal: --db " + nothing + ": no such directory (dix wal --help for usage)\n");
+  REQUIRE(dix_cli(dir, {"write", "--db", (dir / "db").string(), "--records", "1"}).exit_code == 0);
+  const auto current = (dir / "db" / "CURRENT").string();
+  auto file = dix_cli(dir, {"wal", "--db", current});
+  CHECK(file.exit_code == 2);
+  CHECK(file.err == "dix wal: --db " + current + ": not a directory (dix wal --help for usage)\n");
+  std::filesystem::create_directories(dir / "empty");
+  auto empty = dix_cli(dir, {"wal", "--db", (dir / "empty").string()});
+  CHECK(empty.exit_code == 1);
+  CHECK_THAT(empty.err, Catch::Contains("io_error") && Catch::Contains("is not a RocksDB database (no CURRENT file)"));
 }
 
 TEST_CASE("dix wal: a flipped byte in a retained WAL file at the anchor is log-corrupt, not a purge", "[system][cli]") {
@@ -111,7 +125,7 @@ TEST_CASE("dix wal: a path component longer than NAME_MAX, a symlink loop or a d
   dix::test::check_refuses_hostile_paths(dir, "wal", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
 }
 
-TEST_CASE("dix wal: --from a sequence inside a transaction is log-retention naming the transaction found, not damage", "[system][cli]") {
+TEST_CASE("dix wal: --from a sequence inside a transaction is a bad argument naming the transaction holding it, not retention or damage", "[system][cli]") {
   temp_dir dir;
   commit_info three;
   {
@@ -119,9 +133,42 @@ TEST_CASE("dix wal: --from a sequence inside a transaction is log-retention nami
     three = test::put_records(*s, "k", 3);  // one transaction of three sequences
     REQUIRE(s->close());
   }
-  auto r = dix_cli(dir, {"wal", "--db", (dir / "db").string(), "--from", std::to_string(three.sequence + 1)});
+  const auto inside = std::to_string(three.sequence + 1);
+  const auto start = std::to_string(three.sequence);
+  for (const auto& args : {std::vector<std::string>{"wal", "--db", (dir / "db").string(), "--from", inside},
+                           std::vector<std::string>{"wal", "--db", (dir / "db").string(), "--from", inside, "--time",
+                                                    std::to_string(three.time)}}) {
+    auto r = dix_cli(dir, args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "dix wal: --from " + inside + ": not the start of a transaction (the transaction at sequence " + start +
+                       " holds sequences " + start + " to " + std::to_string(three.sequence + 2) + "; the next starts at " +
+                       std::to_string(three.sequence + 3) + ") (dix wal --help for usage)\n");
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("dix wal: --from beyond the latest sequence is an empty range with exit 0; with --time it is an anchor the log cannot serve yet, not a purge", "[system][cli]") {
+  temp_dir dir;
+  const auto db = (dir / "db").string();
+  REQUIRE(dix_cli(dir, {"write", "--db", db, "--records", "20"}).exit_code == 0);
+  auto header = dix_cli(dir, {"wal", "--db", db, "--limit", "1"});
+  const auto at = header.out.find("latest_sequence ");
+  REQUIRE(at != std::string::npos);
+  const auto latest = std::stoull(header.out.substr(at + 16));
+  const auto beyond = std::to_string(latest + 1);
+  auto r = dix_cli(dir, {"wal", "--db", db, "--from", beyond});
   INFO(r.out << r.err);
-  CHECK(r.exit_code == 3);
-  CHECK_THAT(r.err, Catch::Contains("log-retention") && Catch::Contains("the log holds sequence " + std::to_string(three.sequence)));
-  CHECK_THAT(r.err, !Catch::Contains("damaged"));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("latest_sequence " + std::to_string(latest) + "\n") &&
+                        Catch::EndsWith("\nprinted 0 transactions\n"));
+  auto json = dix_cli(dir, {"wal", "--db", db, "--from", beyond, "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::EndsWith("\"transactions\":[],\"printed\":0}\n"));
+  auto anchor = dix_cli(dir, {"wal", "--db", db, "--from", beyond, "--time", "5"});
+  INFO(anchor.out << anchor.err);
+  CHECK(anchor.exit_code == 3);
+  CHECK_THAT(anchor.err, Catch::Contains("sequence " + beyond + " is beyond the latest sequence " + std::to_string(latest)));
+  CHECK_THAT(anchor.err, !Catch::Contains("not in the log"));
 }

@@ -105,6 +105,11 @@ class wal_reader {
   // WAL still reaches back to `sequence` (a damaged record RocksDB skipped: a purge removes the
   // oldest files whole); io_error when the store cannot be read.
   result<wal_transaction> seek(std::uint64_t sequence, index_time_t time = 0);
+  // Positions the reader at the first batch RocksDB returns for `sequence` — the transaction
+  // holding it when `sequence` lies inside one — without seek()'s anchor checks, and returns
+  // it; the caller judges how it relates to `sequence`. For a tool that explains why seek()
+  // refused (dix wal: a sequence that is not the start of a transaction). Fails as seek().
+  result<wal_transaction> seek_at_or_before(std::uint64_t sequence);
   // The next transaction after the last one returned, or nullopt at the end of the log.
   // log_corrupt, log_retention (a gap) or io_error as protocol.md §3.6 maps them.
   result<std::optional<wal_transaction>> next();
