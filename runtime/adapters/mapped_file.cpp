@@ -120,10 +120,15 @@ result<std::uint32_t> check_layout(unsigned char* base, std::size_t size, const 
   }
   if (size < l.header_bytes) {
     std::string found = "a file of " + std::to_string(size) + " bytes";
+    const auto header = " (at least " + std::to_string(l.header_bytes) + " bytes)";
     if (size >= h_layout_version + 4) {
-      found = "layout version " + std::to_string(load<std::uint32_t>(base, h_layout_version)) + " in " + found;
+      const auto version = load<std::uint32_t>(base, h_layout_version);
+      // Of the expected layout but shorter than its header: the file was cut short, and
+      // "found version 1, expected version 1" would say nothing.
+      if (version == l.version) return mismatch(found + " that is truncated, shorter than its own header", expected_version + header);
+      found = "layout version " + std::to_string(version) + " in " + found;
     }
-    return mismatch(found, expected_version + " (at least " + std::to_string(l.header_bytes) + " bytes)");
+    return mismatch(found, expected_version + header);
   }
   auto version = load<std::uint32_t>(base, h_layout_version);
   if (version != l.version) return mismatch("layout version " + std::to_string(version), expected_version);
@@ -194,6 +199,15 @@ result<std::optional<mapped_layout>> open_existing(const fs::path& path, const f
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<mapped_layout>();
     return posix_error(l.subject, "open", path, errno);
+  }
+  // A directory (or a device) opens read-only like a file, and mapping it would fail with the
+  // system's "No such device": name what is there instead.
+  struct stat kind {};
+  if (::fstat(fd.get(), &kind) != 0) return posix_error(l.subject, "fstat", path, errno);
+  if (!S_ISREG(kind.st_mode)) {
+    return error{errc::io_error, std::string(l.subject) + " " + path.string() + ": not a regular file (" +
+                                     (S_ISDIR(kind.st_mode) ? "a directory" : "a special file") +
+                                     "); stop every process using this database, then remove it"};
   }
   // Who writes to the file (a rebuild request, coverage demand) trusts it as a runtime does.
   if (writable) {

@@ -654,6 +654,10 @@ coverage_reading segment_view::read_coverage(std::uint32_t index, const between_
 
 backend_hold segment_view::hold(std::uint32_t index) const { return read_hold(mapping_->slot(index)); }
 
+bool segment_view::rebuild_requested(std::uint32_t index) const noexcept {
+  return load<std::uint32_t>(mapping_->slot(index), s_rebuild_request) != 0;
+}
+
 std::uint64_t segment_view::store_reserve() const noexcept { return load<std::uint64_t>(mapping_->base(), h_store_reserve); }
 
 std::uint32_t segment_view::slot_count() const noexcept { return mapping_->slot_count(); }

@@ -217,6 +217,8 @@ class segment_view {
   dix::readiness read(std::uint32_t index) const;
   coverage_reading read_coverage(std::uint32_t index, const between_loads& between = {}) const;
   backend_hold hold(std::uint32_t index) const;
+  // The slot's rebuild_request (acquire): set by a request no owner has consumed yet.
+  bool rebuild_requested(std::uint32_t index) const noexcept;
   // The home store's free-space reserve an attached runtime stored; 0 = none stored yet.
   std::uint64_t store_reserve() const noexcept;
   std::uint32_t slot_count() const noexcept;

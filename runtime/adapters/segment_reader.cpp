@@ -50,7 +50,8 @@ result<readiness_table> segment_reader::read() const {
   table.attached = *attached;
   table.store_reserve_bytes = view.store_reserve();
   for (auto& [index, id] : view.claimed()) {
-    readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0, std::nullopt};
+    readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0, std::nullopt,
+                          view.rebuild_requested(index)};
     if (!table.attached) {
       entry.readiness = readiness{readiness_state::unknown, readiness_reason::none, 0, entry.readiness.owner_epoch};
       entry.hold = backend_hold::none;

@@ -123,6 +123,7 @@ struct store_room {
 
 struct table {
   bool segment = false;   // PATH/dix/readiness.seg exists with a non-zero magic
+  bool empty_file = false;  // no segment, but the file is there: empty or a zero magic
   bool attached = false;  // some runtime holds its OFD read lock on attach.lock
   std::vector<readiness_entry> indexes;  // sorted by id
   std::optional<store_room> space;       // known once a runtime stored the reserve
@@ -174,7 +175,10 @@ class segment_source {
 
   result<table> read() const {
     table t;
-    if (!reader_) return t;
+    if (!reader_) {
+      t.empty_file = identity_of(file_).has_value();  // segment_reader answers none for it
+      return t;
+    }
     t.segment = true;
     auto read = reader_->read();
     if (!read) return read.error();
@@ -270,7 +274,8 @@ std::string render_json(const fs::path& home, const table& t) {
     const auto& r = e.readiness;
     out << (i == 0 ? "" : ",") << "{\"id\":" << json_string(e.id) << ",\"state\":\"" << to_string(r.state)
         << "\",\"reason\":\"" << to_string(r.reason) << "\",\"rebuild_attempts\":" << r.rebuild_attempts
-        << ",\"owner_epoch\":" << r.owner_epoch << ",\"hold\":\"" << to_string(e.hold) << "\"";
+        << ",\"owner_epoch\":" << r.owner_epoch << ",\"hold\":\"" << to_string(e.hold)
+        << "\",\"rebuild_requested\":" << (e.rebuild_requested ? "true" : "false");
     if (const auto* p = shown_progress(e)) {
       out << ",\"rebuilt_records\":" << p->rebuilt_records << ",\"estimated_records\":" << p->estimated_records
           << ",\"scan_records_per_s\":" << p->scan_records_per_s << ",\"rebuild_eta_ms\":" << p->rebuild_eta_ms
@@ -316,7 +321,13 @@ std::string render_plain(const fs::path& home, const table& t) {
   std::ostringstream out;
   const auto now_ns = wall_now_ns();
   if (!t.segment) {
-    out << "no readiness segment at " << (home / "dix").string() << " (no runtime has attached)\n";
+    if (t.empty_file) {
+      out << "readiness segment " << (home / "dix" / "readiness.seg").string()
+          << " is empty (a runtime is creating it, or its creation was interrupted): no runtime has attached to it; "
+             "the next runtime to attach creates it again\n";
+    } else {
+      out << "no readiness segment at " << (home / "dix").string() << " (no runtime has attached)\n";
+    }
     return out.str();
   }
   out << "db " << home.string() << "\n";
@@ -352,6 +363,10 @@ std::string render_plain(const fs::path& home, const table& t) {
     out << '\n';
   }
   for (const auto& e : t.indexes) {
+    if (e.rebuild_requested) {
+      out << "rebuild " << e.id << ": requested, not yet taken by an owner"
+          << (t.attached ? "" : " (no runtime attached: the next one to own the index rebuilds it)") << "\n";
+    }
     if (e.hold == backend_hold::low_disk_space) {
       out << e.id << ": deliveries deferred (low-disk-space): the filesystem of its index is below the backend's "
                      "free-space reserve; they resume by themselves when space is freed\n";

@@ -139,6 +139,8 @@ const std::array<runner_figure, 14> runner_figures{{
 
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns) {
   add_readiness(out, e.id, e.readiness);
+  out.add("dix_rebuild_requested", metric_type::gauge, "1 while a rebuild request waits in the slot for an owner to take it",
+          {{"index", e.id}}, e.rebuild_requested ? 1 : 0);
   std::optional<lag_figures> lag;
   if (e.lag) lag = e.lag->aged_at(now_wall_ns);
   add_activity(out, e.id, attribute(e.readiness, lag));

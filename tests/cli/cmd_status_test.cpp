@@ -199,11 +199,11 @@ TEST_CASE("dix status: --json prints the database, the attach state and every in
   CHECK(r.out == "{\"db\":\"" + home.string() +
                      "\",\"segment\":true,\"attached\":true,\"indexes\":["
                      "{\"id\":\"a.x\",\"state\":\"rebuilding\",\"reason\":\"rebuild-requested\","
-                     "\"rebuild_attempts\":1,\"owner_epoch\":1,\"hold\":\"none\"},"
+                     "\"rebuild_attempts\":1,\"owner_epoch\":1,\"hold\":\"none\",\"rebuild_requested\":false},"
                      "{\"id\":\"by-brand\",\"state\":\"needs-rebuild\",\"reason\":\"log-retention\","
-                     "\"rebuild_attempts\":2,\"owner_epoch\":5,\"hold\":\"none\"},"
+                     "\"rebuild_attempts\":2,\"owner_epoch\":5,\"hold\":\"none\",\"rebuild_requested\":false},"
                      "{\"id\":\"by-category\",\"state\":\"ready\",\"reason\":\"none\","
-                     "\"rebuild_attempts\":0,\"owner_epoch\":2,\"hold\":\"none\"}]}\n");
+                     "\"rebuild_attempts\":0,\"owner_epoch\":2,\"hold\":\"none\",\"rebuild_requested\":false}]}\n");
 }
 
 TEST_CASE("dix status: an index whose backend defers for want of disk space says so, and so does the store below or near its reserve (decision 0013)", "[system][cli][status][space]") {
@@ -217,7 +217,7 @@ TEST_CASE("dix status: an index whose backend defers for want of disk space says
                          "by-brand: deliveries deferred (low-disk-space): the filesystem of its index is below the "
                          "backend's free-space reserve; they resume by themselves when space is freed\n");
   auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
-  CHECK_THAT(json.out, Catch::Contains("\"owner_epoch\":5,\"hold\":\"low-disk-space\"}"));
+  CHECK_THAT(json.out, Catch::Contains("\"owner_epoch\":5,\"hold\":\"low-disk-space\",\"rebuild_requested\":false}"));
   CHECK_THAT(json.out, !Catch::Contains("store_space"));  // no runtime stored the store's reserve
 
   // A reserve no filesystem here can meet (1 TiB) is always below; one of 1 MiB is neither.
@@ -252,7 +252,7 @@ TEST_CASE("dix status: without an attached runtime every id reads unknown with i
   CHECK(json.exit_code == 0);
   CHECK_THAT(json.out, Catch::Contains("\"attached\":false"));
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"unknown\",\"reason\":\"none\","
-                                       "\"rebuild_attempts\":0,\"owner_epoch\":5,\"hold\":\"none\"}"));
+                                       "\"rebuild_attempts\":0,\"owner_epoch\":5,\"hold\":\"none\",\"rebuild_requested\":false}"));
 }
 
 TEST_CASE("dix status: a database without a segment prints a note and exits 0", "[system][cli][status]") {
@@ -436,10 +436,10 @@ TEST_CASE("dix status: a rebuilding index shows the owner's scan progress in a l
   CHECK(json.exit_code == 0);
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"rebuilding\",\"reason\":\"rebuild-requested\","
                                        "\"rebuild_attempts\":1,\"owner_epoch\":" + std::to_string(epoch) +
-                                       ",\"hold\":\"none\",\"rebuilt_records\":6144,\"estimated_records\":14000,\"scan_records_per_s\":52000,"
+                                       ",\"hold\":\"none\",\"rebuild_requested\":false,\"rebuilt_records\":6144,\"estimated_records\":14000,\"scan_records_per_s\":52000,"
                                        "\"rebuild_eta_ms\":151,\"scan_ended\":false}"));
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-category\",\"state\":\"ready\",\"reason\":\"none\","
-                                       "\"rebuild_attempts\":0,\"owner_epoch\":0,\"hold\":\"none\"}"));
+                                       "\"rebuild_attempts\":0,\"owner_epoch\":0,\"hold\":\"none\",\"rebuild_requested\":false}"));
 
   // The scan ended: the line says what comes next.
   segment->metrics().write(brand->index(), metrics_block{2, rebuild_progress{epoch, 14000, 14000, 51000, 0, true}});
@@ -561,7 +561,7 @@ TEST_CASE("dix status: the owner's lag figures say in words and fields what hold
   CHECK(std::stoull(json.out.substr(at + 13)) >= 5000);
   // The stale id shows its readiness only.
   CHECK_THAT(json.out, Catch::Contains("{\"id\":\"stale\",\"state\":\"ready\",\"reason\":\"none\",\"rebuild_attempts\":0,\"owner_epoch\":" +
-                                       std::to_string(stale_epoch) + ",\"hold\":\"none\"}"));
+                                       std::to_string(stale_epoch) + ",\"hold\":\"none\",\"rebuild_requested\":false}"));
 }
 
 TEST_CASE("dix status --prometheus: readiness, the owner's lag figures and the activity in the text format, which our parser and promtool accept",
@@ -641,4 +641,75 @@ TEST_CASE("dix status: an older runtime's layout-1 metrics segment, which stores
   for (const auto& p : parsed.problems) FAIL_CHECK(p);
   CHECK(parsed.value("dix_log_sequence_lag", {{"index", "by-brand"}, {"log", "0"}}) == 42);
   if (auto verdict = test::promtool_problems(prom.out)) CHECK(*verdict == "");
+}
+
+TEST_CASE("dix status: a pending rebuild request shows in the plain table, in --json and in --prometheus, attached or not, until an owner takes it",
+          "[system][cli][status][rebuild]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  {
+    auto segment = attach(home);
+    own(*segment, "by-brand");
+    own(*segment, "by-category");
+  }  // detached: a request made now waits for the next owner
+  auto asked = dix_cli(dir, {"rebuild", "--db", home.string(), "by-brand"});
+  REQUIRE(asked.exit_code == 0);
+  auto r = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\nrebuild by-brand: requested, not yet taken by an owner (no runtime attached: the "
+                                    "next one to own the index rebuilds it)\n"));
+  CHECK_THAT(r.out, !Catch::Contains("rebuild by-category"));
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains("{\"id\":\"by-brand\",\"state\":\"unknown\",\"reason\":\"none\",\"rebuild_attempts\":0,"
+                                       "\"owner_epoch\":1,\"hold\":\"none\",\"rebuild_requested\":true}"));
+  CHECK_THAT(json.out, Catch::Contains("\"id\":\"by-category\"") && Catch::Contains("\"rebuild_requested\":false}"));
+  auto prom = dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
+  auto parsed = test::parse_prometheus(prom.out);
+  for (const auto& p : parsed.problems) FAIL_CHECK(p);
+  for (const auto& p : test::metric_name_problems(parsed)) FAIL_CHECK(p);
+  CHECK(parsed.value("dix_rebuild_requested", {{"index", "by-brand"}}) == 1);
+  CHECK(parsed.value("dix_rebuild_requested", {{"index", "by-category"}}) == 0);
+  CHECK(parsed.types.at("dix_rebuild_requested") == "gauge");
+  // An owner attached: still shown, without the note, until it consumes the request.
+  auto segment = attach(home);
+  auto attached = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK_THAT(attached.out, Catch::Contains("\nrebuild by-brand: requested, not yet taken by an owner\n"));
+  auto slot = claim(*segment, "by-brand");
+  REQUIRE(slot->consume_rebuild_request());
+  auto taken = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK_THAT(taken.out, !Catch::Contains("\"rebuild_requested\":true"));
+}
+
+TEST_CASE("dix status: an empty, a truncated and a directory readiness.seg are each named for what they are", "[system][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  attach(home).reset();
+  const auto path = home / "dix" / "readiness.seg";
+  const auto full = fs::file_size(path);
+  fs::resize_file(path, 0);  // a creation interrupted before its ftruncate
+  auto empty = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(empty.out << empty.err);
+  CHECK(empty.exit_code == 0);
+  CHECK(empty.out == "readiness segment " + path.string() +
+                         " is empty (a runtime is creating it, or its creation was interrupted): no runtime has attached "
+                         "to it; the next runtime to attach creates it again\n");
+  fs::remove(path);
+  attach(home).reset();
+  fs::resize_file(path, 100);
+  REQUIRE(full > 100);
+  auto truncated = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(truncated.out << truncated.err);
+  CHECK(truncated.exit_code == 3);
+  CHECK_THAT(truncated.err, Catch::Contains("found a file of 100 bytes that is truncated, shorter than its own header, expected "
+                                            "layout version 1 (at least "));
+  CHECK_THAT(truncated.err, !Catch::Contains("found layout version 1"));
+  fs::remove(path);
+  fs::create_directory(path);
+  auto directory = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(directory.out << directory.err);
+  CHECK(directory.exit_code == 1);
+  CHECK_THAT(directory.err, Catch::StartsWith("dix status: io_error: readiness segment " + path.string() +
+                                              ": not a regular file (a directory)"));
+  CHECK_THAT(directory.err, !Catch::Contains("No such device"));
 }

@@ -37,6 +37,10 @@ struct readiness_entry {
   // The owner's lag figures (decision 0021), on the same terms as `progress`: attached, of the
   // slot's current owner epoch. As taken: lag_figures::aged_at brings the ages to a reader's now.
   std::optional<lag_figures> lag = std::nullopt;
+  // The slot's rebuild_request: a rebuild was asked for (dix rebuild, request_rebuild) and no
+  // owner has consumed the request yet. Shown whether or not a runtime is attached: the flag
+  // survives until the next owner takes it.
+  bool rebuild_requested = false;
 };
 
 struct readiness_table {
