@@ -58,7 +58,7 @@ TEST_CASE("dix serve: SIGINT ends a waiting standby with exit 0, as it stops an 
   CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
 }
 
-TEST_CASE("dix serve: a --dir whose parent does not exist is a bad argument (exit 2) and creates nothing; a primary directory holding other files is refused at once, standby or not (decision 0035)",
+TEST_CASE("dix serve: a --dir whose parent does not exist is a bad argument (exit 2) and creates nothing, and a primary directory holding other files is refused at once, standby or not (decision 0035)",
           "[system][cli][serve]") {
   temp_dir dir;
   const auto typo = dir / "a" / "b";

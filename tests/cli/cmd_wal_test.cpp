@@ -148,7 +148,7 @@ TEST_CASE("dix wal: --from a sequence inside a transaction is a bad argument nam
   }
 }
 
-TEST_CASE("dix wal: --from beyond the latest sequence is an empty range with exit 0; with --time it is an anchor the log cannot serve yet, not a purge", "[system][cli]") {
+TEST_CASE("dix wal: --from beyond the latest sequence is an empty range with exit 0, and with --time it is an anchor the log cannot serve yet, not a purge", "[system][cli]") {
   temp_dir dir;
   const auto db = (dir / "db").string();
   REQUIRE(dix_cli(dir, {"write", "--db", db, "--records", "20"}).exit_code == 0);

@@ -47,7 +47,7 @@ TEST_CASE("dix write: a directory holding other files but no store is refused (s
   CHECK(dix_cli(dir, {"write", "--db", (dir / "new").string(), "--records", "1"}).exit_code == 0);
 }
 
-TEST_CASE("dix write: a --db whose parent does not exist is a bad argument (exit 2) and creates nothing; a file is not a directory", "[system][cli]") {
+TEST_CASE("dix write: a --db whose parent does not exist is a bad argument (exit 2) and creates nothing, and a file is not a directory", "[system][cli]") {
   temp_dir dir;
   const auto typo = dir / "a" / "b" / "db";
   auto r = dix_cli(dir, {"write", "--db", typo.string(), "--records", "1"});
