@@ -4,6 +4,7 @@
 // wake-up is a change of the slot, a cancellation or the deadline).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -21,9 +22,9 @@ coverage read_coverage_at(const std::filesystem::path& home_db, std::string_view
 
 // What one blocking wait did: the futex waits that returned (a change, a cancellation's poke or
 // the deadline) and whether it raised the slot's coverage demand.
-struct wait_stats {
-  std::uint64_t wakeups = 0;
-  bool raised_demand = false;
+struct wait_stats {  // atomic: a test reads them while the waiter runs
+  std::atomic<std::uint64_t> wakeups{0};
+  std::atomic<bool> raised_demand{false};
 };
 
 // wait_for_coverage, counting into `stats`.

@@ -168,6 +168,11 @@ TEST_CASE("free wait_for_coverage: since stays fixed, the demand is raised to it
   REQUIRE(until_slot(*h.slot, [&] { return h.slot->coverage_demand() == since; }));
   REQUIRE(until_asleep(tid));
   h.ready(since - 1);  // a later publication short of since: the waiter looks and sleeps again
+  // Back from that wake-up and asleep again (the thread can still sit in the first wait when
+  // the test looks, the wake delivered but not yet run: then the next publication found it there).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (stats.wakeups.load() < 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  REQUIRE(stats.wakeups.load() == 1);
   REQUIRE(until_asleep(tid));
   h.ready(since);
   waiter.join();
