@@ -411,28 +411,35 @@ std::optional<std::uint64_t> latest_replayed(const std::filesystem::path& path, 
   return latest;
 }
 
-// Decision 0034: an open that failed with Corruption `s` failed on the WAL when the same
-// read-only open succeeds replaying with kSkipAnyCorruptedRecords (the mode changes nothing but
-// the WAL's replay): log_corrupt, saying where replay stops (kPointInTimeRecovery, the mode that
-// dropped the rest without a word) and how far the records readable after the damage reach.
-// nullopt for any other failure. Reads only, as look_before_open does.
-std::optional<error> corrupt_wal(const std::filesystem::path& path, const open_families& families,
-                                 const store_options& options, const rocksdb::Status& s) {
-  if (!s.IsCorruption()) return std::nullopt;
+// Decision 0034: what an open that failed with Corruption `s` says about the WAL. It failed on
+// the WAL when the same read-only open succeeds replaying with kSkipAnyCorruptedRecords (the mode
+// changes nothing but the WAL's replay). Readable records after the damage: log_corrupt, saying
+// where replay stops (kPointInTimeRecovery, the mode that dropped the rest without a word) and how
+// far they reach. None (`torn_tail`): the damage ends the log — what a power loss leaves when a
+// file's size reached the disk before its last bytes (XFS, ext4 data=writeback), as well as a
+// torn write — and the open is made again replaying up to it. Neither for any other failure.
+// Reads only, as look_before_open does.
+struct wal_verdict {
+  std::optional<error> refusal;
+  bool torn_tail = false;
+};
+
+wal_verdict judge_wal(const std::filesystem::path& path, const open_families& families, const store_options& options,
+                      const rocksdb::Status& s) {
+  if (!s.IsCorruption()) return {};
   const auto salvaged = latest_replayed(path, families, options, rocksdb::WALRecoveryMode::kSkipAnyCorruptedRecords);
-  if (!salvaged) return std::nullopt;
+  if (!salvaged) return {};
   const auto stops = latest_replayed(path, families, options, rocksdb::WALRecoveryMode::kPointInTimeRecovery);
+  // RocksDB looks for records again only from the next 32 KiB block of the file: records in the
+  // rest of the damaged block are not seen either way.
+  if (stops && *salvaged <= *stops) return {std::nullopt, true};
   std::string where = stops ? "replay stops after sequence " + std::to_string(*stops) : "replay stops at the damage";
-  if (!stops || *salvaged > *stops) {
-    where += ", and readable transactions up to sequence " + std::to_string(*salvaged) + " follow the damage";
-  } else {
-    // RocksDB looks for records again only from the next 32 KiB block of the file.
-    where += ", and no readable record follows the damage";
-  }
-  return error{errc::log_corrupt,
+  where += ", and readable transactions up to sequence " + std::to_string(*salvaged) + " follow the damage";
+  return {error{errc::log_corrupt,
                "primary store " + path.string() + ": its write-ahead log is corrupt (" + s.ToString() + "): " + where +
                    "; the store was not opened and nothing was dropped. Restore it from a backup, or keep a copy "
-                   "and see \"A corrupt WAL\" in docs/operations.md to keep what precedes the damage"};
+                   "and see \"A corrupt WAL\" in docs/operations.md to keep what precedes the damage"},
+          false};
 }
 
 // Decision 0010 §3: an existing database is judged from a read-only open (no LOCK, no LOG, no
@@ -451,8 +458,12 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   // pays this look too). A corrupt WAL is refused here, before anything writes (decision 0034).
   auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw);
   if (!s.ok()) {
-    if (auto corrupt = corrupt_wal(path, families, options, s)) return *corrupt;
-    return {};
+    auto wal = judge_wal(path, families, options, s);
+    if (wal.refusal) return *wal.refusal;
+    if (!wal.torn_tail) return {};
+    d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;  // up to the damage
+    s = rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw);
+    if (!s.ok()) return {};
   }
   primary_store::impl look;
   look.path = path;
@@ -495,8 +506,10 @@ bool rocksdb_leftover(const std::string& name) {
     const std::string_view s(suffix);
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
-  return name == "LOCK" || name == "LOG" || name == "IDENTITY" || starts("LOG.old.") || starts("MANIFEST-") ||
-         starts("OPTIONS-") || ends(".log") || ends(".dbtmp");
+  // `archive` (WAL TTL and size limit set, as dix's defaults are) is made before CURRENT too;
+  // `lost+found` is what a file system of its own holds at its root.
+  return name == "LOCK" || name == "LOG" || name == "IDENTITY" || name == "archive" || name == "lost+found" ||
+         starts("LOG.old.") || starts("MANIFEST-") || starts("OPTIONS-") || ends(".log") || ends(".dbtmp");
 }
 
 // Decision 0035: a store is made only in a new path whose parent exists or in a directory that
@@ -562,11 +575,18 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
   if (auto room = check_open_space(*p); !room) return room.error();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  auto s = rocksdb::DB::Open(db_options(options), path.string(), families->descriptors, &handles, &raw);
+  auto d = db_options(options);
+  auto s = rocksdb::DB::Open(d, path.string(), families->descriptors, &handles, &raw);
   if (!s.ok()) {
-    if (auto corrupt = corrupt_wal(path, *families, options, s)) return *corrupt;
-    return error{errc::io_error, open_failure(path, s)};
+    auto wal = judge_wal(path, *families, options, s);
+    if (wal.refusal) return *wal.refusal;
+    if (wal.torn_tail) {
+      // Replayed up to the damage, once; the next open finds the log ending there (decision 0034).
+      d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+      s = rocksdb::DB::Open(d, path.string(), families->descriptors, &handles, &raw);
+    }
   }
+  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));
@@ -718,12 +738,17 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
   p->read_only = true;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  auto s = rocksdb::DB::OpenForReadOnly(db_options(options), path.string(), families->descriptors,
-                                        &handles, &raw);
+  auto d = db_options(options);
+  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), families->descriptors, &handles, &raw);
   if (!s.ok()) {
-    if (auto corrupt = corrupt_wal(path, *families, options, s)) return *corrupt;
-    return error{errc::io_error, open_failure(path, s)};
+    auto wal = judge_wal(path, *families, options, s);
+    if (wal.refusal) return *wal.refusal;
+    if (wal.torn_tail) {
+      d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;  // up to the damage
+      s = rocksdb::DB::OpenForReadOnly(d, path.string(), families->descriptors, &handles, &raw);
+    }
   }
+  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -32,7 +33,13 @@ class connection_threads final : public httplib::TaskQueue {
   void enqueue(std::function<void()> job) override {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs_.push_back(std::move(job));
-    if (jobs_.size() > idle_ && threads_.size() < max_connection_threads) threads_.emplace_back([this] { work(); });
+    if (jobs_.size() > idle_ && threads_.size() < max_connection_threads) {
+      try {
+        threads_.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        // No thread to spare (a process or cgroup limit): the job waits for a running one.
+      }
+    }
     ready_.notify_one();
   }
 
