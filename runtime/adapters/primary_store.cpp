@@ -442,6 +442,21 @@ wal_verdict judge_wal(const std::filesystem::path& path, const open_families& fa
           false};
 }
 
+// Runs `open(options)` (an Open or OpenForReadOnly of the caller's); when it fails on a torn tail
+// (judge_wal), once more replaying up to the damage. The status of the last open, or the
+// log_corrupt refusal.
+template <class Open>
+result<rocksdb::Status> open_past_torn_tail(const std::filesystem::path& path, const open_families& families,
+                                            const store_options& options, rocksdb::DBOptions d, Open open) {
+  auto s = open(d);
+  if (s.ok()) return s;
+  auto wal = judge_wal(path, families, options, s);
+  if (wal.refusal) return *wal.refusal;
+  if (!wal.torn_tail) return s;
+  d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;  // up to the damage
+  return open(d);
+}
+
 // Decision 0010 §3: an existing database is judged from a read-only open (no LOCK, no LOG, no
 // OPTIONS, no flush) before anything opens it read-write, so a database dix refuses is left
 // byte for byte as it was. Refuses one without dix.meta that holds data, and one whose `format`
@@ -456,15 +471,11 @@ result<void> look_before_open(const std::filesystem::path& path, const open_fami
   rocksdb::DB* raw = nullptr;
   // A dix store is judged by its `format` record alone (look_families; a standby's takeover
   // pays this look too). A corrupt WAL is refused here, before anything writes (decision 0034).
-  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw);
-  if (!s.ok()) {
-    auto wal = judge_wal(path, families, options, s);
-    if (wal.refusal) return *wal.refusal;
-    if (!wal.torn_tail) return {};
-    d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;  // up to the damage
-    s = rocksdb::DB::OpenForReadOnly(d, path.string(), look_families(families), &handles, &raw);
-    if (!s.ok()) return {};
-  }
+  auto s = open_past_torn_tail(path, families, options, d, [&](const rocksdb::DBOptions& o) {
+    return rocksdb::DB::OpenForReadOnly(o, path.string(), look_families(families), &handles, &raw);
+  });
+  if (!s) return s.error();
+  if (!s->ok()) return {};
   primary_store::impl look;
   look.path = path;
   look.options = options;
@@ -575,18 +586,12 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
   if (auto room = check_open_space(*p); !room) return room.error();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  auto d = db_options(options);
-  auto s = rocksdb::DB::Open(d, path.string(), families->descriptors, &handles, &raw);
-  if (!s.ok()) {
-    auto wal = judge_wal(path, *families, options, s);
-    if (wal.refusal) return *wal.refusal;
-    if (wal.torn_tail) {
-      // Replayed up to the damage, once; the next open finds the log ending there (decision 0034).
-      d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-      s = rocksdb::DB::Open(d, path.string(), families->descriptors, &handles, &raw);
-    }
-  }
-  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  // A torn tail is replayed up to, once; the next open finds the log ending there (decision 0034).
+  auto opened = open_past_torn_tail(path, *families, options, db_options(options), [&](const rocksdb::DBOptions& o) {
+    return rocksdb::DB::Open(o, path.string(), families->descriptors, &handles, &raw);
+  });
+  if (!opened) return opened.error();
+  if (!opened->ok()) return error{errc::io_error, open_failure(path, *opened)};
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));
@@ -597,7 +602,7 @@ result<std::shared_ptr<primary_store>> open_store(const std::filesystem::path& p
       return foreign_with_data(path);  // it got data since the look
     }
     rocksdb::ColumnFamilyHandle* meta = nullptr;
-    s = p->db->CreateColumnFamily(family_options(options), meta_family_name, &meta);
+    auto s = p->db->CreateColumnFamily(family_options(options), meta_family_name, &meta);
     if (!s.ok()) {
       ignore_result(p->close(false), "already failing");
       return error{errc::io_error, "creating dix.meta in " + path.string() + ": " + s.ToString()};
@@ -738,17 +743,11 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
   p->read_only = true;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  auto d = db_options(options);
-  auto s = rocksdb::DB::OpenForReadOnly(d, path.string(), families->descriptors, &handles, &raw);
-  if (!s.ok()) {
-    auto wal = judge_wal(path, *families, options, s);
-    if (wal.refusal) return *wal.refusal;
-    if (wal.torn_tail) {
-      d.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;  // up to the damage
-      s = rocksdb::DB::OpenForReadOnly(d, path.string(), families->descriptors, &handles, &raw);
-    }
-  }
-  if (!s.ok()) return error{errc::io_error, open_failure(path, s)};
+  auto s = open_past_torn_tail(path, *families, options, db_options(options), [&](const rocksdb::DBOptions& o) {
+    return rocksdb::DB::OpenForReadOnly(o, path.string(), families->descriptors, &handles, &raw);
+  });
+  if (!s) return s.error();
+  if (!s->ok()) return error{errc::io_error, open_failure(path, *s)};
   p->db.reset(raw);
   p->open = true;
   install_handles(*p, std::move(handles));

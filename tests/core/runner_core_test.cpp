@@ -945,21 +945,32 @@ TEST_CASE("runner: after rebuild-exhausted, a request in the same runtime acquir
   request_restores_budget(p);  // the same runner, released and parked, acquires
 }
 
-TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff keeps the rebuild: the condemned cursor is never reinstalled", "[core][runner][rebuild][supervision]") {
-  sim_pipeline p;
+namespace {
+
+// A ready index, then a requested rebuild whose reset fails before it removes the cursor (a reset
+// that cannot open its database): needs-rebuild, the backoff armed, the condemned cursor still
+// there; the backend works again for the next attempt. The resets before the request.
+std::uint64_t fail_attempt_keeping_cursor(sim_pipeline& p) {
   p.commit({test::put(sim_table, "a", "1")});
   p.advance(milliseconds(1000));
   REQUIRE(p.publications.back().state == readiness_state::ready);
-  const auto resets = p.backend.resets;
-  // The next reset fails before it removes the cursor (a reset that cannot open its database).
+  const std::uint64_t resets = p.backend.resets;
   p.backend.fail_reset = true;
   p.backend.keep_cursor_on_reset = true;
   p.store_rebuild_request();
   REQUIRE(p.backend.resets == resets + 1);
   REQUIRE(p.slot_readiness.state == readiness_state::needs_rebuild);
-  REQUIRE(p.backend.durable_cursor().value());  // the condemned cursor is still there
+  REQUIRE(p.backend.durable_cursor().value());
   p.backend.fail_reset = false;
   p.backend.keep_cursor_on_reset = false;
+  return resets;
+}
+
+}  // namespace
+
+TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff keeps the rebuild: the condemned cursor is never reinstalled", "[core][runner][rebuild][supervision]") {
+  sim_pipeline p;
+  const auto resets = fail_attempt_keeping_cursor(p);
   p.commit({test::put(sim_table, "b", "2")});
   p.child_respawned(child_kind::tailer);  // during the backoff
   CHECK(p.slot_readiness.state == readiness_state::needs_rebuild);
@@ -975,17 +986,7 @@ TEST_CASE("runner: a tailer crash while a failed attempt waits for its backoff k
 
 TEST_CASE("runner: lost accepted work reported while a failed attempt waits for its backoff is no replay: the condemned cursor is never reinstalled", "[core][runner][rebuild]") {
   sim_pipeline p;
-  p.commit({test::put(sim_table, "a", "1")});
-  p.advance(milliseconds(1000));
-  REQUIRE(p.publications.back().state == readiness_state::ready);
-  const auto resets = p.backend.resets;
-  p.backend.fail_reset = true;
-  p.backend.keep_cursor_on_reset = true;
-  p.store_rebuild_request();
-  REQUIRE(p.backend.resets == resets + 1);
-  REQUIRE(p.slot_readiness.state == readiness_state::needs_rebuild);
-  p.backend.fail_reset = false;
-  p.backend.keep_cursor_on_reset = false;
+  const auto resets = fail_attempt_keeping_cursor(p);
   p.backend.lose_accepted(p.slot_epoch);  // during the backoff, naming the current epoch
   p.run();
   CHECK(p.slot_readiness.state == readiness_state::needs_rebuild);
