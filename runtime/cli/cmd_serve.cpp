@@ -312,13 +312,13 @@ int run_serve(const std::vector<std::string>& argv) {
       for (const auto& index : *indexes) {
         auto status = (*rt)->status(index.id);
         auto metrics = (*rt)->metrics(index.id);
-        std::optional<lag_figures> lag;
+        const readiness_entry* entry = nullptr;
         if (table) {
           for (const auto& e : table->entries) {
-            if (e.id == index.id) lag = e.lag;
+            if (e.id == index.id) entry = &e;
           }
         }
-        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro, lag);
+        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro, entry);
       }
       return text.str();
     });

@@ -135,12 +135,16 @@ const std::array<runner_figure, 14> runner_figures{{
    [](const runner_metrics& m) { return seconds(m.rebuild_eta_ms); }},
 }};
 
+void add_rebuild_requested(tool::metrics_text& out, const std::string& id, bool requested) {
+  out.add("dix_rebuild_requested", metric_type::gauge, "1 while a rebuild request waits in the slot for an owner to take it",
+          {{"index", id}}, requested ? 1 : 0);
+}
+
 }  // namespace
 
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns) {
   add_readiness(out, e.id, e.readiness);
-  out.add("dix_rebuild_requested", metric_type::gauge, "1 while a rebuild request waits in the slot for an owner to take it",
-          {{"index", e.id}}, e.rebuild_requested ? 1 : 0);
+  add_rebuild_requested(out, e.id, e.rebuild_requested);
   std::optional<lag_figures> lag;
   if (e.lag) lag = e.lag->aged_at(now_wall_ns);
   add_activity(out, e.id, attribute(e.readiness, lag));
@@ -149,15 +153,17 @@ void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std:
 
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
                         const runner_metrics& m, const runner_options& options,
-                        const std::optional<lag_figures>& published) {
+                        const readiness_entry* published) {
   add_readiness(out, id, m.readiness);
+  if (published) add_rebuild_requested(out, id, published->rebuild_requested);
   auto lag = lag_figures_of(m, status.state, options);
   std::vector<bool> rate_known(lag.logs.size(), false);
-  if (published && published->epoch == m.epoch) {
+  if (published && published->lag && published->lag->epoch == m.epoch) {
+    const auto& figures = *published->lag;
     for (std::size_t i = 0; i < lag.logs.size(); ++i) {
-      for (std::size_t j = 0; j < published->logs.size(); ++j) {
+      for (std::size_t j = 0; j < figures.logs.size(); ++j) {
         // By name; by position only in figures that carry no names (a layout-1 segment's).
-        const auto& p = published->logs[j];
+        const auto& p = figures.logs[j];
         if (p.log.empty() ? j == i : p.log == lag.logs[i].log) {
           lag.logs[i].read_per_s = p.read_per_s;
           rate_known[i] = true;

@@ -23,12 +23,14 @@ namespace dix::cli {
 void add_segment_metrics(tool::metrics_text& out, const readiness_entry& e, std::uint64_t now_wall_ns);
 
 // From the owning runtime: readiness, status, every runner_metrics field, per log by its name.
+// `published` is the index's entry in the segments as `dix status` reads it (null: not readable).
 // runner_metrics carries no read rate (the lag pacer measures it between publications), so each
-// log's rate, and with it the catch-up ETA, is taken from `published`: the lag figures this
-// owner last published in the metrics segment (readiness_entry::lag), as `dix status` reads
-// them. A log whose rate is not published under the runner's epoch has no rate sample.
+// log's rate, and with it the catch-up ETA, is taken from the lag figures this owner last
+// published in the metrics segment (readiness_entry::lag); a log whose rate is not published
+// under the runner's epoch has no rate sample. A pending rebuild request is the slot's alone
+// (readiness_entry::rebuild_requested), so it is exported only with `published`.
 void add_runner_metrics(tool::metrics_text& out, const std::string& id, const runner_status& status,
                         const runner_metrics& m, const runner_options& options,
-                        const std::optional<lag_figures>& published);
+                        const readiness_entry* published);
 
 }  // namespace dix::cli

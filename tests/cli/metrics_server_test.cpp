@@ -134,6 +134,8 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
   for (const std::string id : {"by-brand", "by-category"}) {
     CHECK(parsed.value("dix_owner", {{"index", id}}) == 1);
     CHECK(parsed.value("dix_readiness_state", {{"index", id}, {"state", "ready"}}) == 1);
+    // The slot's request flag, as dix status exports it: none pending for an index just ready.
+    CHECK(parsed.value("dix_rebuild_requested", {{"index", id}}) == 0);
     CHECK(parsed.value("dix_delivered_batches_total", {{"index", id}}).has_value());
     CHECK(parsed.value("dix_flushes_total", {{"index", id}, {"reason", "coverage"}}).has_value());
     CHECK(parsed.value("dix_log_durable_sequence", {{"index", id}, {"log", "main"}}).has_value());
