@@ -391,6 +391,9 @@ std::variant<loaded_generation, load_failure> load_generation(const fs::path& di
     for (std::size_t i = 0; i < g->cur_element_count; ++i) {
       if (g->isMarkedDeleted(static_cast<hnswlib::tableint>(i))) ++g->num_deleted_;
     }
+    // loadIndex keeps the saved capacity only above the element count: an empty graph loads
+    // with none, and gets the configured initial one back.
+    if (g->cur_element_count == 0 && g->max_elements_ == 0) g->resizeIndex(std::max<std::size_t>(1, o.initial_capacity));
     if (g->cur_element_count != map->next_label || g->max_elements_ < 1) return load_failure::invalid;
     return loaded_generation{std::move(g), std::move(*map)};
   } catch (const std::exception&) {
@@ -811,7 +814,10 @@ result<void> hnsw_backend::impl::run_barrier() {
   const auto& dir = options.state_dir;
   std::uint64_t g = saved_generation.load();
   file_check index_check = saved_index, labels_check = saved_labels;
-  if (dirty) {
+  // No generation on disk yet (a fresh or reset index whose batches changed nothing: a
+  // cursor-only batch, a delete of a record never indexed, an empty scan): a cursor file must
+  // name one (generation 0 reads back as no cursor), so the empty graph is saved with it.
+  if (dirty || g == 0) {
     g = next_generation++;
     const auto start = now();
     if (auto ok = save_generation(g, index_check, labels_check); !ok) return ok;

@@ -558,6 +558,7 @@ result<void> xapian_backend::impl::run_barrier() {
     writer->commit_transaction();
   } catch (const Xapian::Error& e) {
     in_transaction = false;  // ended either way (Xapian's contract)
+    applied_through.reset();  // never committed: no later commit may publish it
     apply_failed(transaction_epoch, nullptr);
     return {errc::io_error, "index " + id + ": commit: " + e.get_description()};
   }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <dix/testing/backend_conformance.hpp>
@@ -328,6 +329,13 @@ std::string render(const stored_records& rows) {
   return out.str();
 }
 
+std::string render(const std::set<stored_key>& keys) {
+  std::ostringstream out;
+  out << keys.size() << " record(s):";
+  for (const auto& key : keys) out << " " << key.log << "/" << key.table << "/" << key.record_id;
+  return out.str();
+}
+
 // Which offered cursor `c` is: 0 for none, n for cursor n (1 ≤ n ≤ last), nothing for another.
 std::optional<std::uint64_t> offered_prefix(const std::optional<cursor>& c, std::uint64_t last) {
   if (!c) return 0;
@@ -408,9 +416,28 @@ struct session {
     INFO("expected the state after batch " << n);
     CHECK(describe(durable()) == describe(n == 0 ? std::optional<cursor>{} : cursor_at(n)));
     const auto rows = stored();
+    const auto model = expected(subject, n);
     INFO("stored: " << render(rows));
-    INFO("model:  " << render(expected(subject, n)));
-    CHECK(rows == expected(subject, n));
+    INFO("model:  " << render(model));
+    CHECK(rows == model);
+    require_finds(model, n);
+  }
+  // With the subject's `finds`: for each n ≤ last, a query for projection(n) answers exactly the
+  // records the model holds at version n (records the kit writes carry projection(n) at version n).
+  void require_finds(const stored_records& model, std::uint64_t last) {
+    if (!subject.finds) return;
+    for (std::uint64_t n = 1; n <= last; ++n) {
+      std::set<stored_key> want;
+      for (const auto& [key, version] : model) {
+        if (version == n) want.insert(key);
+      }
+      const auto found = subject.finds(*b, n);
+      const std::set<stored_key> got(found.begin(), found.end());
+      INFO("finds(" << n << "), a query for projection(" << n << "): " << render(got) << "; the model holds "
+                    << render(want) << " at version " << n << " (an entry an update or delete left behind?)");
+      CHECK(got == want);
+      CHECK(found.size() == got.size());  // each record once
+    }
   }
 };
 
@@ -838,6 +865,7 @@ void check_unindexable_removed_and_counted(const backend_subject& s) {
     const auto rows = x.stored();
     INFO("stored: " << render(rows));
     CHECK(rows == model);
+    x.require_finds(model, 3);
   }
   const auto codes = x.host.unindexable_codes();
   CHECK(codes.size() == 2);
@@ -859,6 +887,7 @@ void check_unindexable_removed_and_counted(const backend_subject& s) {
   model_apply(s, model, next);
   CHECK(describe(x.durable()) == describe(cursor_at(4)));
   CHECK(x.stored() == model);
+  x.require_finds(model, 4);
   DIX_REQUIRE_OK(x.shutdown(1));
 }
 

@@ -430,6 +430,36 @@ TEST_CASE("hnsw index: a barrier without index change writes only a new cursor n
   CHECK(test::snapshot_dir(f.state()) == after);
 }
 
+TEST_CASE("hnsw index: a barrier over an index with no generation yet (fresh, or reset and rebuilt over an empty table) saves the empty graph with its cursor, which a reopen finds",
+          "[adapter][backend][hnsw][barrier]") {
+  // A cursor file names a generation, and generation 0 reads back as no cursor: a barrier that
+  // wrote one for batches that changed nothing reported a cursor durable that a restart lost.
+  SECTION("a fresh index, a delete of a record never indexed") {
+    fixture f;
+    REQUIRE(f.index->deliver(make_batch(1, {absent("never-indexed")}, 5)) == delivery_result::accepted);
+    REQUIRE(f.barrier());
+    CHECK(*f.index->durable_cursor().value() == make_cursor(5));
+    CHECK(hnsw_probe::saved_generation(*f.index) == 1);
+    CHECK(f.open()->durable_cursor().value() == std::optional<cursor>(make_cursor(5)));
+  }
+  SECTION("reset, an empty scan chunk, the cursor-only boundary") {
+    fixture f;
+    REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 2}, 1)}, 1)) == delivery_result::accepted);
+    REQUIRE(f.barrier());
+    f.host.epoch = 2;
+    test::waiter reset;
+    f.index->reset(2, reset.make());
+    REQUIRE(reset.wait());
+    REQUIRE(f.index->deliver(make_batch(2, {}, std::nullopt)) == delivery_result::accepted);
+    REQUIRE(f.index->deliver(make_batch(2, {}, 7)) == delivery_result::accepted);
+    REQUIRE(f.barrier());
+    CHECK(*f.index->durable_cursor().value() == make_cursor(7));
+    auto again = f.open();
+    CHECK(again->durable_cursor().value() == std::optional<cursor>(make_cursor(7)));
+    CHECK(stored_of(*again).empty());
+  }
+}
+
 TEST_CASE("hnsw index: barriers are spaced by three times the last save, requests meanwhile join, a shutdown flush is not spaced",
           "[adapter][backend][hnsw][barrier]") {
   fixture f;

@@ -16,6 +16,12 @@ using dix::testing::backend_subject;
 
 constexpr std::size_t dimension = 4;
 
+// Record number n's vector: no two alike.
+std::vector<float> vector_of(std::uint64_t n) {
+  const auto x = static_cast<float>(n);
+  return {x, 1.0f / x, x * 0.5f, 1.0f};
+}
+
 backend_subject hnsw_subject() {
   backend_subject s;
   s.name = "hnsw";
@@ -33,8 +39,7 @@ backend_subject hnsw_subject() {
     return dix::hnsw_backend::create("conformance", o).value();
   };
   s.projection = [](std::uint64_t n) {
-    const auto x = static_cast<float>(n);
-    const std::vector<float> v{x, 1.0f / x, x * 0.5f, 1.0f};
+    const auto v = vector_of(n);
     return dix::encode_vector(v.data(), v.size());
   };
   s.unindexable = [] { return std::string("abc"); };  // not 4 × dimension bytes: `dimension`
@@ -43,6 +48,17 @@ backend_subject hnsw_subject() {
     REQUIRE(rows);
     dix::testing::stored_records out;
     for (const auto& row : *rows) out[{row.log, row.table, row.record_id}] = row.version;
+    return out;
+  };
+  // The records at distance 0 from projection(n)'s vector, out of every stored one.
+  s.finds = [](dix::backend& b, std::uint64_t n) {
+    const auto v = vector_of(n);
+    auto rows = dynamic_cast<dix::hnsw_backend&>(b).knn(v.data(), v.size(), 1000);
+    REQUIRE(rows);
+    std::vector<dix::testing::stored_key> out;
+    for (const auto& row : rows->rows) {
+      if (row.score == 0) out.push_back({row.ref.log, row.ref.table, row.ref.record_id});
+    }
     return out;
   };
   s.defer_batch_bytes = 4096;

@@ -36,6 +36,14 @@ backend_subject rocksdb_subject() {
     for (const auto& row : rows->rows) out[{row.log, row.table, row.record_id}] = row.version;
     return out;
   };
+  // The key only projection(n) has: a lookup finds an entry an update or delete left behind.
+  s.finds = [](dix::backend& b, std::uint64_t n) {
+    auto rows = dynamic_cast<dix::rocksdb_index_backend&>(b).lookup("n" + std::to_string(n), std::size_t{1} << 20);
+    REQUIRE(rows);
+    std::vector<dix::testing::stored_key> out;
+    for (const auto& row : rows->rows) out.push_back({row.log, row.table, row.record_id});
+    return out;
+  };
   s.defer_batch_bytes = 4096;  // the cap: an in-flight one and a queued one, then deferred
   s.reset_kill_points = dix::reset_steps.size();
   s.arm_reset_kill = [](dix::backend& b, std::size_t point, std::function<void()> kill) {

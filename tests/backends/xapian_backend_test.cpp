@@ -511,6 +511,33 @@ TEST_CASE("xapian: an apply error loses the transaction's work, defers until the
   CHECK(f.changes.count_locked(state_change_kind::failed) == 0);
 }
 
+TEST_CASE("xapian: a commit that fails forgets its cursor, so a later commit of a rebuild's scan chunks reports none", "[adapter][backend][xapian][lost]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {{"title", "k"}}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(barrier(*f.index));
+  counter applied;
+  xapian_probe::on_applied(*f.index, [&](std::uint64_t) { applied.bump(); });
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {{"title", "k"}}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(applied.wait_for(1));  // "b" and its cursor inside the open transaction
+  // The commit fails for real: glass cannot write its new version file where the database was.
+  const auto path = f.dir / "index";
+  std::filesystem::rename(path, f.dir / "away");
+  const auto failed = barrier(*f.index);
+  std::filesystem::rename(f.dir / "away", path);
+  REQUIRE_FALSE(failed);
+  REQUIRE(f.changes.wait_for(state_change_kind::accepted_work_lost));
+  // The runtime rebuilds: the epoch shut down, a reset under the next, a scan chunk (no cursor).
+  REQUIRE(shut(*f.index, 1));
+  f.host.epoch = 2;
+  REQUIRE(reset(*f.index, 2));
+  REQUIRE_FALSE(f.index->durable_cursor().value());
+  REQUIRE(f.index->deliver(make_batch(2, {entry("a", {{"title", "k"}}, 1)}, std::nullopt)) == delivery_result::accepted);
+  REQUIRE(barrier(*f.index));
+  // Cursor 2 was never committed: reporting it durable here was a cursor the runtime never offered.
+  CHECK_FALSE(f.index->durable_cursor().value());
+  CHECK(stored(*f.index) == std::map<std::string, std::uint64_t>{{"a", 1}});
+}
+
 TEST_CASE("xapian: three apply errors without a successful barrier between them are `failed`, until a shutdown", "[adapter][backend][xapian][lost]") {
   fixture f;
   xapian_probe::fail_next_applies(*f.index, 3);

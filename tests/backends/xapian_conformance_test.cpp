@@ -33,6 +33,14 @@ backend_subject xapian_subject() {
     for (const auto& row : *rows) out[{row.log, row.table, row.record_id}] = row.version;
     return out;
   };
+  // The number only projection(n)'s title holds, as a term.
+  s.finds = [](dix::backend& b, std::uint64_t n) {
+    auto rows = dynamic_cast<dix::xapian_backend&>(b).search(std::to_string(n), 0, 1000);
+    REQUIRE(rows);
+    std::vector<dix::testing::stored_key> out;
+    for (const auto& row : rows->rows) out.push_back({row.ref.log, row.ref.table, row.ref.record_id});
+    return out;
+  };
   s.defer_batch_bytes = 4096;
   // The writer lock: a WritableDatabase held open over the index's path defers deliveries.
   s.occupy = [](const std::filesystem::path& dir) -> std::shared_ptr<void> {

@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <set>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/testing/backend_conformance.hpp>
@@ -30,6 +32,7 @@ enum class defect {
   shutdown_keeps_resources,    // shutdown reports success without releasing the database
   reset_destroys_state_first,  // reset deletes the records (durably) before the cursor
   drops_unindexable_notes,     // never tells the host about an unindexable projection
+  keeps_old_entries,           // an update adds the new keys but leaves the record's old ones
 };
 
 const std::string past_every_key(1025, '\xff');
@@ -78,6 +81,7 @@ class faulty_backend final : public backend, private backend_host {
       copy->transactions.clear();
       b = std::move(copy);
     }
+    if (defect_ == defect::keeps_old_entries) b = with_old_keys(*b);
     if (defect_ == defect::applies_any_epoch) {
       auto copy = std::make_shared<batch>(*b);
       copy->epoch = host_->readiness().owner_epoch;
@@ -125,6 +129,7 @@ class faulty_backend final : public backend, private backend_host {
   }
   bool supports_reset() const noexcept override { return true; }
   void reset(epoch_t epoch, completion done) override {
+    keys_of_.clear();
     if (defect_ == defect::reset_destroys_state_first) {
       // Deletes every record and makes that durable, then lets the real reset drop the cursor.
       auto gone = std::make_shared<batch>();
@@ -154,6 +159,24 @@ class faulty_backend final : public backend, private backend_host {
   }
 
  private:
+  // The batch with each put's keys joined by every key the record had since its last removal:
+  // what an index stores that forgets to delete an updated record's old entries.
+  std::shared_ptr<const batch> with_old_keys(const batch& b) {
+    auto copy = std::make_shared<batch>(b);
+    for (auto& r : copy->records) {
+      auto& had = keys_of_[r.log + "/" + std::to_string(r.table) + "/" + r.record_id];
+      auto keys = r.state.kind == state_kind::record ? decode_keys(r.state.projection)
+                                                    : result<std::vector<std::string>>(std::vector<std::string>{});
+      if (r.state.kind != state_kind::record || !keys) {
+        had.clear();
+        continue;
+      }
+      had.insert(keys->begin(), keys->end());
+      r.state.projection = encode_keys(std::vector<std::string>(had.begin(), had.end()));
+    }
+    return copy;
+  }
+
   // backend_host, towards the inner backend.
   bool is_owner_epoch(epoch_t e) const noexcept override { return host_->is_owner_epoch(e); }
   dix::readiness readiness() const noexcept override { return host_->readiness(); }
@@ -175,6 +198,7 @@ class faulty_backend final : public backend, private backend_host {
   std::optional<cursor> last_delivered_;
   std::size_t barrier_point_ = 0;
   std::function<void()> barrier_kill_;
+  std::map<std::string, std::set<std::string>> keys_of_;  // keeps_old_entries: record → keys it had
 };
 
 backend_subject faulty_subject(defect d) {
@@ -189,6 +213,13 @@ backend_subject faulty_subject(defect d) {
   s.projection = [](std::uint64_t n) { return encode_keys({"all", "n" + std::to_string(n)}); };
   s.unindexable = [] { return std::string("ab"); };
   s.stored = [](backend& b) { return list(dynamic_cast<faulty_backend&>(b).inner()); };
+  s.finds = [](backend& b, std::uint64_t n) {
+    auto rows = dynamic_cast<faulty_backend&>(b).inner().lookup("n" + std::to_string(n), std::size_t{1} << 20);
+    REQUIRE(rows);
+    std::vector<dix::testing::stored_key> out;
+    for (const auto& row : rows->rows) out.push_back({row.log, row.table, row.record_id});
+    return out;
+  };
   s.defer_batch_bytes = 4096;
   s.barrier_kill_points = 2;
   s.arm_barrier_kill = [](backend& b, std::size_t point, std::function<void()> kill) {
@@ -230,3 +261,5 @@ DIX_KIT_CATCHES(check_shutdown_releases_and_later_epoch_works, shutdown_keeps_re
                 "keeps its database after shutdown")
 DIX_KIT_CATCHES(check_kill_inside_reset, reset_destroys_state_first, "destroys state before the cursor in reset")
 DIX_KIT_CATCHES(check_unindexable_removed_and_counted, drops_unindexable_notes, "does not count unindexable projections")
+DIX_KIT_CATCHES(check_barrier_publishes_offered_cursor, keeps_old_entries,
+                "leaves an updated record's old entries (found by the subject's finds query)")

@@ -70,6 +70,13 @@ struct backend_subject {
   // Everything the backend stores, read through its public API (a query or a listing call).
   // Called on the test thread with the kit's host attached (admit_query answers `current`).
   std::function<stored_records(backend& b)> stored;
+  // The records a query answers for what projection(n) alone holds (a lookup of a key, a term or
+  // a vector only projection(n) has), through the public query API. Optional, and strongly
+  // advised: a listing of records and versions cannot see an entry an update or a delete left
+  // behind (the record is listed once, at its new version), a query for the old value can. With
+  // it every state check also requires, for each n up to the last batch, that finds(n) is exactly
+  // the records the model holds at version n.
+  std::function<std::vector<stored_key>(backend& b, std::uint64_t n)> finds;
 
   // How long the kit waits for one completion, state change or applier step before it fails
   // (plus min_barrier_interval() for a barrier): a bound for a hang, never a speed requirement.
