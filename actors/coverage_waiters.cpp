@@ -79,11 +79,16 @@ void coverage_waiters::add(const std::string& id, index_time_t since, millisecon
     done(std::move(ok));
     return;
   }
-  auto e = registry_->find(id);
+  std::shared_ptr<registration_entry> e;
   bool first = false;
   std::optional<error> refused;
   {
     std::lock_guard g(mutex_);
+    // Looked up under the lock: an unregister that detaches the entry after this look runs its
+    // end_registration after the waiter is queued (it takes this lock), so it fails the waiter
+    // with `stopped`; looked up before the lock, an unregister between the two was missed and the
+    // waiter stayed queued under a token nothing would end.
+    e = registry_->find(id);
     if (closed_) {
       refused = error{errc::stopped, "wait_for_coverage(" + id + "): the runtime is stopped"};
     } else if (!e) {

@@ -83,6 +83,8 @@ void carry_out(runner_pointer self, effect& e) {
           }
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
+        // Still the owner here: nothing else writes the slot's gate until the unlock.
+        if (x.gate_open_if_last && d.lock != nullptr && d.lock->registrations(d.id) == 0) d.slot->set_lag_gate(0);
         d.record->release();
       } else if constexpr (std::is_same_v<T, fx::mint_epoch>) {
         // The mint is visible in the segment at once; whoever sees the new epoch there and then

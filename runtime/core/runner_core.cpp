@@ -343,7 +343,7 @@ void runner_core::carry_release(release_sequence::step step, effects& out, stead
       return;
     case release_sequence::step::unlock:
       to(acquisition::unowned);
-      out.push_back(fx::release_lock{});
+      out.push_back(fx::release_lock{stopping_});
       return;
   }
 }

@@ -80,7 +80,11 @@ using steady_time = std::chrono::steady_clock::time_point;
 // ---- effects --------------------------------------------------------------------------------
 namespace fx {
 struct request_lock { std::uint64_t gen; };  // the grant (or the failure) echoes it
-struct release_lock {};
+// `gate_open_if_last`: the owner's unlock at the end of a stop's release. The stop kept the gate
+// for a handoff when other registrations of the id were left (§13.4); they may have gone while
+// the release ran. If none is left in the process when the unlock runs, no successor inherits the
+// gate, so the shell stores it open first.
+struct release_lock { bool gate_open_if_last = false; };
 struct mint_epoch {};                      // answer with on_epoch_minted at once
 struct persist_epoch { epoch_t epoch; std::uint64_t gen; };
 struct query_durable { std::uint64_t gen; };

@@ -315,6 +315,52 @@ TEST_CASE("runtime: a lagging index refuses writes with index_lagging and nothin
   CHECK(after.commit());  // the admission entries went with the release
 }
 
+TEST_CASE("runtime: the owner's stop kept the gate for a handoff, the waiting registration unregistered while the release ran: the gate is forced open at the unlock (protocol 13.4)",
+          "[adapter][runtime][gate][behaviour-24]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  runtime_options o;
+  o.runner.max_lag = 1ms;  // B = 4 ms: trips fast
+  o.runner.max_flush_age = 2ms;
+  o.max_write_delay = 1ms;
+  auto rt1 = runtime::create({store}, o).value();
+  auto rt2 = runtime::create({store}, o).value();
+  auto first = std::make_shared<test::wrapped_backend>(make_index(dir));
+  auto h1 = rt1->register_index(index_registration(first)).value();
+  test::put_records(*store, "a", 3);
+  REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
+  auto view = segment_view::open(home, segment_view::access::read_write).value();
+  auto slot = view->slot(view->find("by-value").value());
+  auto second = std::make_shared<test::wrapped_backend>(make_index(dir));
+  auto h2 = rt2->register_index(index_registration(second)).value();  // waits for the lock
+  auto locks = process_lock_table::for_home(home / "dix");
+  CHECK(locks->registrations("by-value") == 2);
+  REQUIRE(wait_segment(home, [&] { return slot->lag_gate() == 0; }));
+
+  first->hold_flushes = true;  // no durable advance: the owner's gate trips
+  auto b = store->begin(txn_flags::replicated);
+  b.put(1, "b", "v");
+  REQUIRE(b.commit());
+  REQUIRE(wait_segment(home, [&] { return slot->lag_gate() == 0xFFFFFFFFu; }));
+
+  first->hold_shutdown = true;
+  auto released = h1.unregister();  // another registration counted: the gate stays for a handoff
+  REQUIRE(first->wait_shutdown_held(20s));
+  CHECK(slot->lag_gate() == 0xFFFFFFFFu);
+  REQUIRE(h2.unregister().get());   // the waiter withdraws: no registration is left
+  CHECK(locks->registrations("by-value") == 0);
+  REQUIRE(first->finish_held_shutdown());
+  REQUIRE(released.get());
+  // Nobody inherits it: an exceeded gate left here refused every write to the table until some
+  // later owner proved catch-up.
+  CHECK(slot->lag_gate() == 0);
+  first->release_flushes();
+  auto t = store->begin();
+  t.put(1, "after", "v");
+  CHECK(t.commit());
+}
+
 TEST_CASE("runtime: metrics carry the per-log WAL figures of protocol 13.2", "[adapter][runtime][gate]") {
   temp_dir dir;
   auto o = test::options();
