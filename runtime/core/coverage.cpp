@@ -53,11 +53,6 @@ std::optional<index_time_t> coverage_tracker::publish(const dix::positions& ends
   return published_;
 }
 
-void coverage_tracker::inherit(index_time_t slot_time) noexcept {
-  published_ = std::max(published_, slot_time);
-  while (!captures_.empty() && captures_.front().capture.time <= published_) captures_.pop_front();
-}
-
 std::optional<coverage_capture> coverage_tracker::hook_due(const dix::positions& durable_ends, steady_time now) {
   if (!last_published_ || last_published_->time <= hooked_time_) return std::nullopt;
   if (hooked_at_ && now - *hooked_at_ < max_flush_age_) return std::nullopt;

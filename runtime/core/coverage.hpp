@@ -70,9 +70,6 @@ class coverage_tracker {
   index_time_t published() const noexcept { return published_; }
   // A publication of any state but ready stored coverage_time = 0 (protocol.md §1.5).
   void cleared() noexcept { published_ = 0; }
-  // The slot's coverage_time when this ownership began (a predecessor's): nothing older is
-  // published again, so coverage_time never moves back across a handoff.
-  void inherit(index_time_t slot_time) noexcept;
   // §1.4 discard progress: the captures go (their positions may no longer be covered by what is
   // replayed); the published time and the demand stay, they are the slot's.
   void discard() noexcept { captures_.clear(); }
