@@ -6,6 +6,12 @@
 // bytes are unindexable ("bad_projection"). It never defers (no queue) and resets by renaming an
 // empty file over the state: cursor and records go in one step.
 //
+// Small, not a model to copy in one respect: backends.md §0 and api.md §5 want `deliver` and
+// `flush` to return at once — validate and enqueue, and apply, write and fsync on a helper thread
+// of the backend's own (never a CAF scheduler thread, which is where the runtime calls them). This
+// one does that work inside the call to stay short; the shipped backends (runtime/backends) show
+// the applier thread.
+//
 // The test is the last line: DIX_BACKEND_CONFORMANCE with a factory describing the backend.
 #include <catch2/catch.hpp>
 

@@ -33,6 +33,7 @@ enum class defect {
   reset_destroys_state_first,  // reset deletes the records (durably) before the cursor
   drops_unindexable_notes,     // never tells the host about an unindexable projection
   keeps_old_entries,           // an update adds the new keys but leaves the record's old ones
+  stores_log_version,          // stores record_entry::log_version (a header time) as the version
 };
 
 const std::string past_every_key(1025, '\xff');
@@ -82,6 +83,11 @@ class faulty_backend final : public backend, private backend_host {
       b = std::move(copy);
     }
     if (defect_ == defect::keeps_old_entries) b = with_old_keys(*b);
+    if (defect_ == defect::stores_log_version) {
+      auto copy = std::make_shared<batch>(*b);
+      for (auto& r : copy->records) r.state.version = r.log_version;
+      b = std::move(copy);
+    }
     if (defect_ == defect::applies_any_epoch) {
       auto copy = std::make_shared<batch>(*b);
       copy->epoch = host_->readiness().owner_epoch;
@@ -263,3 +269,5 @@ DIX_KIT_CATCHES(check_kill_inside_reset, reset_destroys_state_first, "destroys s
 DIX_KIT_CATCHES(check_unindexable_removed_and_counted, drops_unindexable_notes, "does not count unindexable projections")
 DIX_KIT_CATCHES(check_barrier_publishes_offered_cursor, keeps_old_entries,
                 "leaves an updated record's old entries (found by the subject's finds query)")
+DIX_KIT_CATCHES(check_barrier_publishes_offered_cursor, stores_log_version,
+                "stores the log version (a header time) where the record's version belongs")

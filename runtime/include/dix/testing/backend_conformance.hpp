@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -49,6 +50,10 @@ struct stored_key {
     return a.log == b.log && a.table == b.table && a.record_id == b.record_id;
   }
 };
+// log/table/record_id, as failure messages print it.
+inline std::ostream& operator<<(std::ostream& out, const stored_key& k) {
+  return out << k.log << "/" << k.table << "/" << k.record_id;
+}
 // What an index holds: every record it stores, with the version (record_state::version) it
 // stores it at.
 using stored_records = std::map<stored_key, std::uint64_t>;
