@@ -4,6 +4,7 @@
 #include "core/bytes.hpp"
 
 #include <limits>
+#include <mutex>
 
 namespace dix::meta {
 
@@ -60,6 +61,14 @@ home_meta_store::home_meta_store(std::shared_ptr<primary_store> home, std::strin
     : home_(std::move(home)), id_(std::move(id)) {}
 
 result<void> home_meta_store::persist_epoch(epoch_t epoch) {
+  // The highest minted epoch (formats.md §5): never lowered. Two runtimes of one process persist
+  // through their own tailers, so a write of an older epoch can land after a newer one (a stop
+  // during the mint, a handoff, the successor's mint); as a plain put it lowered the record, and
+  // with the segment lost the next floor let a used epoch be minted again. One process writes a
+  // store (RocksDB's LOCK), so a process-wide mutex makes the read and the write one step.
+  static std::mutex epoch_writes;
+  std::lock_guard lock(epoch_writes);
+  if (auto current = read_epoch(*home_, id_); current && *current && **current >= epoch) return {};
   return commit(*home_, {meta_op{op_kind::put, epoch_key(id_), encode_u64(epoch)}});
 }
 

@@ -48,6 +48,20 @@ TEST_CASE("meta records: one id's store writes synced system transactions and re
   CHECK_FALSE(*meta::read_epoch(*store, "other"));  // records are per id
 }
 
+TEST_CASE("meta records: epoch/<id> holds the highest epoch persisted: a late write of an older one leaves it (two runtimes' tailers persist independently)", "[adapter][meta][epoch]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  meta::home_meta_store one(store, "idx"), other(store, "idx");
+  REQUIRE(other.persist_epoch(8));
+  const auto before = latest_sequence(*store);
+  REQUIRE(one.persist_epoch(7));  // minted earlier, written later: nothing to write
+  CHECK(**meta::read_epoch(*store, "idx") == 8);
+  CHECK(latest_sequence(*store) == before);
+  REQUIRE(one.persist_epoch(8));  // the same again: already there
+  REQUIRE(one.persist_epoch(9));
+  CHECK(**meta::read_epoch(*store, "idx") == 9);
+}
+
 TEST_CASE("meta records: a record of the wrong size is record_corrupt naming the key, a closed store io_error", "[adapter][meta]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
