@@ -695,11 +695,14 @@ struct segment_view::attach_file {
 
 namespace {
 
-// F_OFD_GETLK for an F_WRLCK: reports a conflicting lock without taking one (§4.6 step 5).
-result<bool> write_locked(int fd, const fs::path& path) {
+// F_OFD_GETLK for an F_WRLCK: reports a conflicting lock without taking one (§4.6 step 5). An
+// attached runtime holds a read lock. A write lock is a first attacher that has not yet reset the
+// stale state (§4.6 steps 1–5): the slots still hold a crashed run's `ready` and coverage, so that
+// counts as not attached (readers answer unknown) until its downgrade.
+result<bool> read_locked(int fd, const fs::path& path) {
   struct flock found {};
   if (ofd_lock(fd, F_OFD_GETLK, F_WRLCK, &found) != 0) return os_error("test lock", path, errno);
-  return found.l_type != F_UNLCK;
+  return found.l_type == F_RDLCK;
 }
 
 }  // namespace
@@ -707,7 +710,7 @@ result<bool> write_locked(int fd, const fs::path& path) {
 result<bool> segment_view::runtime_attached() const {
   const auto path = directory_ / "attach.lock";
   if (auto kept = std::atomic_load(&attach_)) {
-    auto attached = write_locked(kept->fd, path);
+    auto attached = read_locked(kept->fd, path);
     if (!attached || *attached) return attached;
     // Unlocked: so only while the path still names the file tested. One removed and made again
     // would answer unlocked for ever; it is opened afresh (lstat: a symlink is refused below).
@@ -726,7 +729,7 @@ result<bool> segment_view::runtime_attached() const {
     return os_error("open", path, errno);
   }
   auto fresh = std::make_shared<attach_file>(fd);
-  auto attached = write_locked(fresh->fd, path);
+  auto attached = read_locked(fresh->fd, path);
   std::atomic_store(&attach_, std::move(fresh));
   return attached;
 }

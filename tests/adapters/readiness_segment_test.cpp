@@ -20,6 +20,8 @@
 
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
+#include "core/index_time.hpp"
+#include "core/clock.hpp"
 #include "support/child.hpp"
 #include "support/file_bytes.hpp"
 #include "support/futex_probe.hpp"
@@ -516,6 +518,70 @@ TEST_CASE("readiness segment: another process publishes ready, read_readiness se
   CHECK(r.state == readiness_state::unknown);
   CHECK(r.reason == readiness_reason::none);
   CHECK(r.owner_epoch == 9);
+}
+
+namespace {
+
+// What a reader saw while the first attacher after a crash held attach.lock's write lock, its
+// stale reset not yet run: read at the attacher's map of readiness.seg (the hook).
+struct attach_window {
+  fs::path home;
+  bool seen = false;
+  readiness state;
+  coverage covered;
+} window;
+
+void read_in_attach_window(const fs::path& segment) {
+  if (window.seen || segment.filename() != "readiness.seg") return;
+  window.seen = true;
+  // OFD locks conflict between open file descriptions, in one process too: this tests
+  // attach.lock as another process's reader would.
+  if (auto r = read_readiness(window.home, "idx")) window.state = *r;
+  window.covered = read_coverage(window.home, "idx", std::chrono::milliseconds(60000));
+}
+
+}  // namespace
+
+TEST_CASE("readiness segment: while the first attacher after a crash holds attach.lock before its stale reset, readers see unknown, not the crashed run's ready and coverage", "[system][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  pipe_pair to_parent;
+  pid_t child = fork_child([&]() {
+    auto s = readiness_segment::attach(home);
+    if (!s) return 10;
+    auto slot = (*s)->claim("idx");
+    if (!slot) return 11;
+    if (!(*slot)->mint_epoch()) return 13;
+    (*slot)->set_coverage_time(process_index_time().next(system_clock().wall_now_ns()));
+    (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
+    char ready = 'r';
+    if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
+    for (;;) ::pause();
+  });
+  REQUIRE(to_parent.receive() == 'r');
+  REQUIRE(::kill(child, SIGKILL) == 0);
+  REQUIRE(wait_exit(child) == 128 + SIGKILL);
+  CHECK(read_readiness(home, "idx")->state == readiness_state::unknown);  // nobody attached
+
+  window = attach_window{};
+  window.home = home;
+  test_set_segment_map_hook(read_in_attach_window);
+  auto s = readiness_segment::attach(home);
+  test_set_segment_map_hook(nullptr);
+  REQUIRE(s);
+  REQUIRE(window.seen);
+  // The crashed run may have written a condemnation marker and died before publishing it
+  // (§10.4): its `ready` must not be served again before the reset clears it.
+  CHECK(window.state.state == readiness_state::unknown);
+  CHECK(window.covered.state == coverage_state::unknown);
+  // Once attached (downgraded to the read lock): the reset slot, and a runtime attached.
+  auto after = read_readiness(home, "idx");
+  REQUIRE(after);
+  CHECK(after->state == readiness_state::unknown);
+  auto slot = (*s)->claim("idx");
+  REQUIRE(slot);
+  (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
+  CHECK(read_readiness(home, "idx")->state == readiness_state::ready);
 }
 
 TEST_CASE("readiness segment: a futex waiter is woken by another process's publish", "[system][segment]") {
