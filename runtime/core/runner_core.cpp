@@ -832,7 +832,39 @@ void runner_core::abandon_mint(const error& e, effects& out) {
   out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
 }
 
+bool runner_core::minting_now() const noexcept {
+  return owner_now() && (acquisition_ == acquisition::minting || rebuild_ == rebuild::minting);
+}
+
+// A stop that waited for an epoch's write (stop_after_persist_) goes on once nothing is being
+// minted: the release of an epoch now durable, or — the write failed and the lock was given up
+// without a backend call (abandon_mint) — only the answer.
+void runner_core::resume_stop(effects& out, steady_time now) {
+  if (!stop_after_persist_ || minting_now()) return;
+  stop_after_persist_ = false;
+  if (!owner_now()) {
+    state_ = runner_state::stopped;
+    out.push_back(fx::stopped{result<void>{}});
+    return;
+  }
+  stopping_ = false;
+  auto more = stop(now, stop_last_registration_);
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+}
+
 effects runner_core::on_epoch_minted(const result<epoch_t>& epoch, steady_time now) {
+  auto out = epoch_minted(epoch, now);
+  resume_stop(out, now);
+  return out;
+}
+
+effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+  auto out = epoch_persisted(gen, outcome, now);
+  resume_stop(out, now);
+  return out;
+}
+
+effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now) {
   effects out;
   if (rebuild_ == rebuild::minting && owner_now()) {
     if (!epoch) {
@@ -858,7 +890,7 @@ effects runner_core::on_epoch_minted(const result<epoch_t>& epoch, steady_time n
   return out;
 }
 
-effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
+effects runner_core::epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
   if (current(gen) && rebuild_ == rebuild::minting) {
     if (!outcome) {
@@ -1430,7 +1462,13 @@ effects runner_core::on_child_up(child_kind kind, steady_time now) {
     start_attempt(out, now);
     return out;
   }
-  if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) retry(out);
+  if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) {
+    retry(out);
+  } else if (stop_after_persist_ && acquisition_ == acquisition::minting && tailer_up_ && proxy_up_) {
+    // A stop waits for the epoch's write, and the tailer that had it may have gone down with it
+    // (its retry timer is ignored while stopping): write it again (epoch/<id> keeps the highest).
+    retry(out);
+  }
   return out;
 }
 
@@ -1444,6 +1482,13 @@ effects runner_core::stop(steady_time now, bool last_registration) {
     return out;
   }
   if (release_.holding()) return out;  // a release is under way: it settles stop
+  if (minting_now()) {
+    // §9.2 step 2, §9.3: the epoch being minted or persisted is used by no backend call, and the
+    // lock is not handed on, until its write is durable; the answer resumes this stop.
+    stop_after_persist_ = true;
+    stop_last_registration_ = last_registration;
+    return out;
+  }
   if (!owner_now()) {
     if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
     state_ = runner_state::stopped;

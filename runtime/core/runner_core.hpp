@@ -225,6 +225,12 @@ class runner_core {
   // acquisition retried after rebuild_backoff; no epoch is ever used that was not minted.
   effects on_epoch_minted(const result<epoch_t>& epoch, steady_time now);
   effects on_epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
+ private:
+  effects epoch_minted(const result<epoch_t>& epoch, steady_time now);
+  effects epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now);
+  bool minting_now() const noexcept;
+  void resume_stop(effects& out, steady_time now);
+ public:
   // §9.2 steps 3–7: the marker and fingerprint records, the slot's readiness as found, and
   // whether this acquisition consumed a rebuild request.
   effects on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot, steady_time now,
@@ -429,6 +435,11 @@ class runner_core {
   acquisition acquisition_ = acquisition::unowned;
   release_sequence release_;  // of the current ownership; a new one at every grant
   bool stopping_ = false;     // stop() was called: the first outcome stands
+  // stop() came while an epoch was being minted or persisted (§9.2 step 2, §9.3: no backend call
+  // uses it, and no handoff happens, before its write is durable): the release waits for the
+  // answer (resume_stop), with the stop's registration count.
+  bool stop_after_persist_ = false;
+  bool stop_last_registration_ = false;
   // Condemned or latched and released: stays in its state (needs_rebuild, or unavailable) after
   // its release instead of going dormant, until a rebuild. A condemnation whose marker could not
   // be written is not parked: the next wake acquires again and condemns anew (§10.3).

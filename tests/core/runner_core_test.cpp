@@ -445,6 +445,55 @@ TEST_CASE("runner: a tailer lost while the epoch is being persisted persists it 
   CHECK(persist->epoch == 1);  // the same epoch, never used unpersisted
 }
 
+TEST_CASE("runner: a stop while the acquisition's epoch is being persisted waits for the write: no backend call under it, no unlock, before it is durable (protocol 9.2 step 2, 9.3)", "[core][runner][supervision]") {
+  runner_core::config c;
+  runner_core r(c);
+  steady_time now{};
+  r.on_wake(wake_flag::commit, now);
+  r.on_lock_acquired(r.generation(), now);
+  auto fx = r.on_epoch_minted(7, now);
+  const auto persist = *find_fx<fx::persist_epoch>(fx);
+  SECTION("the write succeeds: then the release, under the durable epoch") {
+    fx = r.stop(now, true);
+    CHECK(find_fx<fx::flush>(fx) == nullptr);
+    CHECK(find_fx<fx::shutdown>(fx) == nullptr);
+    CHECK(find_fx<fx::release_lock>(fx) == nullptr);  // a successor's later epoch could land under it
+    CHECK(find_fx<fx::stopped>(fx) == nullptr);
+    fx = r.on_epoch_persisted(persist.gen, result<void>{}, now);
+    const auto* flush = find_fx<fx::flush>(fx);
+    REQUIRE(flush);
+    CHECK(flush->reason == flush_reason::shutdown);
+    fx = r.on_flush_done(flush->gen, result<void>{}, now);
+    REQUIRE(find_fx<fx::shutdown>(fx));
+    CHECK(find_fx<fx::shutdown>(fx)->epoch == 7);
+    fx = r.on_shutdown_done(7, result<void>{}, now);
+    CHECK(find_fx<fx::release_lock>(fx));
+    REQUIRE(find_fx<fx::stopped>(fx));
+    CHECK(find_fx<fx::stopped>(fx)->outcome);
+  }
+  SECTION("the write fails: the lock is given up without any backend call, and stop succeeds") {
+    fx = r.stop(now, true);
+    fx = r.on_epoch_persisted(persist.gen, error{errc::io_error, "epoch write failed (test)"}, now);
+    CHECK(find_fx<fx::flush>(fx) == nullptr);
+    CHECK(find_fx<fx::shutdown>(fx) == nullptr);
+    CHECK(find_fx<fx::release_lock>(fx));
+    REQUIRE(find_fx<fx::stopped>(fx));
+    CHECK(find_fx<fx::stopped>(fx)->outcome);
+    CHECK(r.state() == runner_state::stopped);
+  }
+  SECTION("the tailer is lost meanwhile: the replacement persists the epoch again, then the release") {
+    fx = r.stop(now, true);
+    fx = r.on_child_down(child_kind::tailer, false, now);
+    CHECK(find_fx<fx::flush>(fx) == nullptr);
+    fx = r.on_child_up(child_kind::tailer, now);
+    const auto* again = find_fx<fx::persist_epoch>(fx);
+    REQUIRE(again);
+    CHECK(again->epoch == 7);
+    fx = r.on_epoch_persisted(again->gen, result<void>{}, now);
+    CHECK(find_fx<fx::flush>(fx));
+  }
+}
+
 TEST_CASE("runner: a proxy lost during the release restarts the release with the replacement", "[core][runner][supervision]") {
   owning_core o;
   auto fx = o.core.stop(o.now);
