@@ -141,20 +141,24 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
     if (relay) relay->attach(proxy);
     return proxy;
   };
-  spec->spawn_runner = [system, rd](log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
+  spec->spawn_runner = [system, rd, changed = w.runner_changed](log_tailer_actor t, backend_proxy_actor x,
+                                                                 std::optional<readiness_reason> condemned) {
     auto d = rd;
     d.tailer = std::move(t);
     d.proxy = std::move(x);
     d.config.start_condemned = condemned;
     d.config.generation_base = next_incarnation.fetch_add(1) << 32;
-    return spawn_runner(*system, std::move(d));
+    d.bell = std::make_shared<commit_bell>();  // one per incarnation (core/commit_bell.hpp)
+    auto bell = d.bell;
+    auto runner = spawn_runner(*system, std::move(d));
+    if (changed) changed(runner, std::move(bell));
+    return runner;
   };
   spec->record = record;
   spec->publisher = w.publisher;
   spec->slot = w.slot;
   spec->snapshot = w.snapshot;
   spec->on_status = w.on_status;
-  spec->runner_changed = w.runner_changed;
   return spec;
 }
 

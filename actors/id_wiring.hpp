@@ -151,8 +151,9 @@ struct id_wiring {
   std::shared_ptr<state_change_relay> relay;
   // Called by the runner actor when its status changes (state, reason or epoch); optional.
   std::function<void(const runner_status&, std::uint64_t version)> on_status;
-  // Told of every runner spawned for the registration (the runtime's wake list); optional.
-  std::function<void(const runner_actor&)> runner_changed;
+  // Told of every runner spawned for the registration, with its commit bell (the runtime's wake
+  // list), as soon as it is spawned; optional.
+  std::function<void(const runner_actor&, std::shared_ptr<commit_bell>)> runner_changed;
   bool detached = true;  // tailer and proxy on threads of their own; false in actor tests
 };
 

@@ -279,6 +279,12 @@ void apply(runner_pointer self, effects out) {
   }
   if (progress) publish_progress(self, *progress);
   publish_lag(self);
+  // A commit bell left ringing through a pull (the wake handler) is taken as soon as no pull is
+  // on its way, whichever event ended it: nothing that rang is left without a wake.
+  auto& st = self->state;
+  if (st.deps.bell && !st.core->pulling() && st.deps.bell->rung()) {
+    if (auto flags = st.deps.bell->take(); flags != 0) apply(self, st.core->on_wake(flags, now_of(self)));
+  }
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
@@ -292,7 +298,13 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   return {
     [self](wake& m) {
       auto& st = self->state;
-      auto flags = m.flags;
+      // What rang the bell counts with this wake; a bell's own wake finds it taken by an
+      // earlier one when nothing rang since, and is then nothing at all.
+      // The bell's own wake during a pull leaves it ringing: apply() takes it once the pull is
+      // answered, so the commits rung meanwhile make one wake message, not one each.
+      if (m.flags == 0 && st.core->pulling()) return;
+      auto flags = st.deps.bell ? wake_flag::merge(m.flags, st.deps.bell->take()) : m.flags;
+      if (flags == 0) return;
       if ((flags & wake_flag::rebuild) != 0) {
         const auto action = st.core->on_rebuild_wake(st.deps.lock->owned(st.deps.id));
         if (action == runner_core::rebuild_wake::consume && st.deps.slot->consume_rebuild_request()) {

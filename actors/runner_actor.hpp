@@ -20,6 +20,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "core/commit_bell.hpp"
 #include "core/runner_core.hpp"
 #include "messages/interfaces.hpp"
 #include "ports/ownership.hpp"
@@ -86,6 +87,10 @@ struct runner_deps {
   // Where the owner's proof for `current` coverage reads goes (protocol.md §12.5 step 3): its
   // epoch and durable anchor ends after every event while it owns, cleared otherwise. Optional.
   std::shared_ptr<coverage_proof_box> proof;
+  // This runner's commit bell (core/commit_bell.hpp): every wake it handles takes it, so the
+  // commits rung since count as one commit wake. Optional: without one, commit wakes come as
+  // messages of their own.
+  std::shared_ptr<commit_bell> bell;
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

@@ -398,8 +398,8 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
     }
   };
   std::weak_ptr<registration_entry> weak_entry = e;
-  w.runner_changed = [weak_entry](const runner_actor& runner) {
-    if (auto entry = weak_entry.lock()) entry->set_runner(runner);
+  w.runner_changed = [weak_entry](const runner_actor& runner, std::shared_ptr<commit_bell> bell) {
+    if (auto entry = weak_entry.lock()) entry->set_runner(runner, std::move(bell));
   };
   w.detached = ctx.detached;
   auto spec = wire_registration(self->home_system(), std::move(w));

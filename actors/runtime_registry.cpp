@@ -8,14 +8,20 @@
 
 namespace dix {
 
-void registration_entry::set_runner(const runner_actor& r) {
-  std::lock_guard g(runner_mutex_);
-  runner_ = r;
+void registration_entry::set_runner(const runner_actor& r, std::shared_ptr<commit_bell> bell) {
+  std::atomic_store(&runner_, std::make_shared<const runner_ref>(runner_ref{r, std::move(bell)}));
 }
 
-runner_actor registration_entry::runner() const {
-  std::lock_guard g(runner_mutex_);
-  return runner_;
+runner_actor registration_entry::runner() const { return std::atomic_load(&runner_)->actor; }
+
+void registration_entry::commit_wake(bool system) const {
+  auto current = std::atomic_load(&runner_);
+  if (!current->actor) return;
+  if (!current->bell) {
+    caf::anon_send(current->actor, dix::wake{static_cast<std::uint8_t>(wake_flag::commit | (system ? wake_flag::system : 0))});
+  } else if (current->bell->ring(system)) {
+    caf::anon_send(current->actor, dix::wake{0});  // the runner takes the bell
+  }
 }
 
 runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uint64_t wall_now_ns) {
@@ -112,9 +118,8 @@ std::vector<std::shared_ptr<registration_entry>> runtime_registry::take_all_deta
 
 void runtime_registry::wake_all(std::uint8_t flags) const {
   auto list = std::atomic_load(&list_);
-  for (const auto& e : *list) {
-    if (auto r = e->runner()) caf::anon_send(r, dix::wake{flags});
-  }
+  const bool system = (flags & wake_flag::system) != 0;
+  for (const auto& e : *list) e->commit_wake(system);
 }
 
 void runtime_registry::wake(std::string_view id, std::uint8_t flags) const {

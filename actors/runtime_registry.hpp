@@ -21,6 +21,7 @@
 #include "actors/backend_host_impl.hpp"
 #include "actors/runner_actor.hpp"
 #include "adapters/readiness_segment.hpp"
+#include "core/commit_bell.hpp"
 #include "messages/interfaces.hpp"
 
 namespace dix {
@@ -49,13 +50,21 @@ struct registration_entry {
   // The owner's proof for `current` reads (protocol.md §12.5 step 3), found process-wide by token.
   std::shared_ptr<coverage_proof_box> proof;
 
-  // The registration's current runner (the supervisor respawns it after a crash).
-  void set_runner(const runner_actor& r);
+  // The registration's current runner (the supervisor respawns it after a crash) and that
+  // runner's commit bell (none: commit wakes go as messages of their own).
+  void set_runner(const runner_actor& r, std::shared_ptr<commit_bell> bell = nullptr);
   runner_actor runner() const;
+  // A commit wake for the current runner (§8.2): rings its bell, and sends a wake only when the
+  // bell was silent. Any thread, no lock.
+  void commit_wake(bool system) const;
 
  private:
-  mutable std::mutex runner_mutex_;
-  runner_actor runner_;
+  struct runner_ref {
+    runner_actor actor;
+    std::shared_ptr<commit_bell> bell;
+  };
+  // Replaced whole (atomic_load/atomic_store): a commit reads it without a lock.
+  std::shared_ptr<const runner_ref> runner_ = std::make_shared<const runner_ref>();
 };
 
 // protocol.md §14 for one registration at `now`: the runner's snapshot with its ages computed
@@ -76,7 +85,8 @@ class runtime_registry {
   // The runtime actor takes a detached registration (null: none, or taken already), or all.
   std::shared_ptr<registration_entry> take_detached(std::uint64_t token);
   std::vector<std::shared_ptr<registration_entry>> take_all_detached();
-  // Sends wake{flags} to the runner of every current registration.
+  // A commit wake (wake_flag::commit, with wake_flag::system for a system transaction) for the
+  // runner of every current registration, coalesced by its bell (commit_wake).
   void wake_all(std::uint8_t flags) const;
   void wake(std::string_view id, std::uint8_t flags) const;
   // Called (without the registry's lock) with each registration detach() moved out: its coverage

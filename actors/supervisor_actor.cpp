@@ -108,7 +108,6 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
           case child_kind::runner:
             e.runner = spec.spawn_runner(e.tailer, e.proxy, x.start_condemned);
             adopt(self, token, x.kind, e.runner);
-            if (spec.runner_changed) spec.runner_changed(e.runner);
             break;
         }
       } else if constexpr (std::is_same_v<T, sfx::respawn_after>) {

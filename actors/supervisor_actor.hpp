@@ -52,8 +52,6 @@ struct supervised_spec {
   // Optional, as is `on_status`, told of that status as the runner's own changes are.
   std::shared_ptr<snapshot_box> snapshot;
   std::function<void(const runner_status&, std::uint64_t version)> on_status;
-  // Told about every runner spawned for the registration (the runtime's wake list). Optional.
-  std::function<void(const runner_actor&)> runner_changed;
 };
 
 supervisor_actor spawn_supervisor(caf::actor_system& sys);

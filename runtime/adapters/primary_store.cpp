@@ -285,13 +285,14 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
 }
 
 void primary_store::impl::notify(const commit_event& e) {
-  std::vector<std::function<void(const commit_event&)>> copy;
-  {
-    std::lock_guard g(hooks_mutex);
-    if (listeners.empty()) return;
-    for (auto& [id, fn] : listeners) copy.push_back(fn);
-  }
-  for (auto& fn : copy) fn(e);
+  const auto copy = std::atomic_load(&listener_copy);
+  for (const auto& fn : *copy) fn(e);
+}
+
+void primary_store::impl::publish_listeners() {
+  auto copy = std::make_shared<listener_list>();
+  for (const auto& [id, fn] : listeners) copy->push_back(fn);
+  std::atomic_store(&listener_copy, std::shared_ptr<const listener_list>(std::move(copy)));
 }
 
 result<void> primary_store::impl::close(bool record_clock) {
@@ -1051,6 +1052,7 @@ std::uint64_t add_commit_listener(primary_store& s, std::function<void(const com
   std::lock_guard g(p.hooks_mutex);
   auto id = p.next_hook_id++;
   p.listeners.emplace(id, std::move(fn));
+  p.publish_listeners();
   return id;
 }
 
@@ -1058,6 +1060,7 @@ void remove_commit_listener(primary_store& s, std::uint64_t id) {
   auto& p = primary_store_access::get(s);
   std::lock_guard g(p.hooks_mutex);
   p.listeners.erase(id);
+  p.publish_listeners();
 }
 
 std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn) {

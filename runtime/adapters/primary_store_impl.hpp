@@ -116,6 +116,12 @@ struct primary_store::impl {
   std::atomic<bool> has_admission_hook{false};
   write_gate gate;  // the runtime's registrations (protocol.md §13.5); has its own lock
   std::map<std::uint64_t, std::function<void(const commit_event&)>> listeners;
+  // A copy of `listeners`, replaced whole under hooks_mutex at every change (publish_listeners):
+  // a commit calls them without a lock or a copy. A removed listener may still be called by a
+  // commit that loaded the copy before its removal.
+  using listener_list = std::vector<std::function<void(const commit_event&)>>;
+  std::shared_ptr<const listener_list> listener_copy = std::make_shared<const listener_list>();
+  void publish_listeners();  // caller holds hooks_mutex
   std::map<std::uint64_t, std::function<void()>> close_listeners;  // called under lifecycle (X)
   std::uint64_t next_hook_id = 1;
 

@@ -68,6 +68,15 @@ inline constexpr std::uint8_t timer = 8;
 inline constexpr std::uint8_t coverage = 16;
 inline constexpr std::uint8_t rebuild = 32;  // the slot's rebuild_request is set (§11.2)
 inline constexpr std::uint8_t all = commit | system | backend | timer | coverage | rebuild;
+
+// Two wakes as one (§8.2): the union of their flags, except that a non-system commit in either
+// outranks a system commit in the other — `system` qualifies the commit, and an idle owner or a
+// dormant runner ignores a system commit (§8.3) but not a non-system one beside it.
+constexpr std::uint8_t merge(std::uint8_t a, std::uint8_t b) noexcept {
+  auto plain_commit = [](std::uint8_t f) { return (f & commit) != 0 && (f & system) == 0; };
+  const auto both = static_cast<std::uint8_t>(a | b);
+  return plain_commit(a) || plain_commit(b) ? static_cast<std::uint8_t>(both & ~system) : both;
+}
 }  // namespace wake_flag
 
 // coverage_refresh: an idle owner that ran no turn for max_flush_age runs a coverage refresh turn (§12.3).
@@ -251,6 +260,10 @@ class runner_core {
   // request for the acquisition only then, so a stale reply never swallows one.
   bool awaits_meta(std::uint64_t gen) const noexcept;
   bool owner() const noexcept { return owner_now(); }
+  // A pull or scan of the log is on its way (§4.1): a commit wake now could only ask for another
+  // turn after it (more_), so the actor leaves the commit bell ringing until it is answered
+  // (core/commit_bell.hpp). Bounded by the turn budgets.
+  bool pulling() const noexcept { return drain_ == drain::pulling; }
   effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);

@@ -85,7 +85,7 @@ TEST_CASE("runtime registry: take_all_detached hands over every detached entry o
   CHECK(ids_of(f.registry->all()) == std::vector<std::string>{"gamma"});
 }
 
-TEST_CASE("runtime registry: wake_all reaches the runner of every current entry with the flags, and no detached one", "[actor][registry][wake]") {
+TEST_CASE("runtime registry: wake_all reaches the runner (without a bell) of every current entry with a commit wake, and no detached one", "[actor][registry][wake]") {
   test::registered_ids f;
   auto a = f.add("alpha");
   auto b = f.add("beta");
@@ -98,11 +98,38 @@ TEST_CASE("runtime registry: wake_all reaches the runner of every current entry 
   CHECK(f.wakes_of(b) == std::vector<std::uint8_t>{wake_flag::commit});
   CHECK(f.wakes_of(c).empty());
   auto d = f.add("delta");  // registered after the first wake: the next one reaches it
-  f.registry->wake_all(wake_flag::system);
+  constexpr std::uint8_t system_commit = wake_flag::commit | wake_flag::system;
+  f.registry->wake_all(system_commit);
   f.run();
-  CHECK(f.wakes_of(a) == std::vector<std::uint8_t>{wake_flag::commit, wake_flag::system});
-  CHECK(f.wakes_of(d) == std::vector<std::uint8_t>{wake_flag::system});
+  CHECK(f.wakes_of(a) == std::vector<std::uint8_t>{wake_flag::commit, system_commit});
+  CHECK(f.wakes_of(d) == std::vector<std::uint8_t>{system_commit});
   CHECK(f.wakes_of(c).empty());
+}
+
+TEST_CASE("runtime registry: commit wakes ring a runner's bell and send one wake while it rings, and what rang goes with the runner's take (protocol 8.2)", "[actor][registry][wake][bell]") {
+  test::registered_ids f;
+  auto runner = f.spawn_runner();
+  auto bell = std::make_shared<commit_bell>();
+  f.put("idx", 1)->set_runner(caf::actor_cast<runner_actor>(runner), bell);
+  for (int i = 0; i < 1000; ++i) f.registry->wake_all(wake_flag::commit);
+  f.registry->wake_all(wake_flag::commit | wake_flag::system);
+  f.run();
+  CHECK(f.wakes_of(runner) == std::vector<std::uint8_t>{0});  // one message: the runner takes the bell
+  CHECK(bell->take() == wake_flag::commit);  // the non-system commits outrank the system one
+  CHECK(bell->take() == 0);
+  f.registry->wake_all(wake_flag::commit);  // silent again: the next commit sends again
+  f.run();
+  CHECK(f.wakes_of(runner) == std::vector<std::uint8_t>{0, 0});
+  SECTION("a respawned runner has a bell of its own: a bell the dead one left ringing holds no wake back") {
+    auto second = f.spawn_runner();
+    auto fresh = std::make_shared<commit_bell>();
+    f.registry->find("idx")->set_runner(caf::actor_cast<runner_actor>(second), fresh);
+    f.registry->wake_all(wake_flag::commit);
+    f.run();
+    CHECK(f.wakes_of(second) == std::vector<std::uint8_t>{0});
+    CHECK(fresh->take() == wake_flag::commit);
+    CHECK(f.wakes_of(runner).size() == 2);
+  }
 }
 
 TEST_CASE("runtime registry: wake reaches the runner of the one current entry of the id, and nobody for an unknown or detached id", "[actor][registry][wake]") {

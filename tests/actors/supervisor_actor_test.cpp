@@ -463,3 +463,22 @@ TEST_CASE("supervision: a runner whose proxy escalates publishes unavailable and
   CHECK(p.snapshot->load().state == runner_state::unavailable);
   p.locks.release("idx", 99);
 }
+
+TEST_CASE("supervision: a new runner whose bell already rang for a system commit still evaluates the index at the supervisor's commit wake (a non-system commit outranks it)", "[actor][supervision][bell]") {
+  test::wired_id f;
+  auto w = f.unwired();
+  std::shared_ptr<commit_bell> bell;
+  w.runner_changed = [&bell](const runner_actor&, std::shared_ptr<commit_bell> b) {
+    // Another index's epoch write lands between the spawn and the runner's first wake.
+    if (b->ring(true)) bell = std::move(b);
+  };
+  auto sup = spawn_supervisor(f.sys);
+  caf::anon_send(sup, supervise{wire_registration(f.sys, std::move(w))});
+  f.run();
+  REQUIRE(bell);  // the ring found the new bell silent: a wake of its own went too
+  CHECK(bell->take() == 0);  // the supervisor's wake took it
+  CHECK_FALSE(f.meta->epochs.empty());  // acquired: an epoch minted and persisted
+  CHECK(f.slot->read().owner_epoch > 0);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  f.run();
+}
