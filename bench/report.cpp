@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,13 @@
 #include "tool/json.hpp"
 
 namespace dix::bench {
+
+double process_cpu_us() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(u.ru_utime) + us(u.ru_stime);
+}
 
 double peak_rss_mb() {
   // VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across execve (and a forked child

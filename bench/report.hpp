@@ -31,6 +31,9 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The process's CPU time so far (every thread, user + system), µs.
+double process_cpu_us();
+
 // The process's peak resident set (VmHWM), MiB.
 double peak_rss_mb();
 

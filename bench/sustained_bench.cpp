@@ -11,7 +11,6 @@
 //      successful commits is the write outage to compare with max_write_delay.
 // --plot draws the samples (lag per index, commits/s) with gnuplot.
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include "harness/child_process.hpp"
 #include "live_index.hpp"
 #include "paced_writer.hpp"
+#include "pipeline_floor.hpp"
 #include "report.hpp"
 #include "tool/args.hpp"
 
@@ -154,14 +154,6 @@ class sampler {
   std::thread thread_;
 };
 
-// The process's CPU time (every thread, user + system) so far, in µs.
-double process_cpu_us() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
-  return us(u.ru_utime) + us(u.ru_stime);
-}
-
 // The CPUs this process may run on.
 unsigned usable_cores() {
   cpu_set_t set;
@@ -278,7 +270,7 @@ void plot(const std::vector<point>& series, const std::string& png, std::uint64_
 
 int run_sustained(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
-  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "dir", "json", "plot"}, {}},
+  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "floor-commits", "dir", "json", "plot"}, {}},
                                      "dix bench sustained", usage("sustained"), status);
   if (!a) return status;
   std::string problem;
@@ -289,7 +281,9 @@ int run_sustained(const std::vector<std::string>& argv) {
   // Phase (b)'s indexes flush at least this often: a lag bound of 1 s means little beside the
   // default max_flush_age of 1 s, which alone lets a steadily fed index's lag reach 1 s.
   auto flush_age = max_lag ? a->number("flush-age-ms", 250, 10, 60'000, problem) : std::nullopt;
-  if (!seconds || !slow_us || !max_lag || !flush_age || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
+  // The raw-RocksDB floor's commits (pipeline_floor.hpp); 0 skips it.
+  auto floor_commits = flush_age ? a->number("floor-commits", 200'000, 0, 10'000'000, problem) : std::nullopt;
+  if (!seconds || !slow_us || !max_lag || !flush_age || !floor_commits || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench sustained", problem);
   }
   try {
@@ -338,6 +332,16 @@ int run_sustained(const std::vector<std::string>& argv) {
       with = std::move(r);
     }
 
+    // What (b)'s pipelines did: the mean batch (the floor below delivers batches as large).
+    double delivered_batches = 0, delivered_records = 0, wal_syncs = 0;
+    for (const auto& id : ids) {
+      auto m = rt->metrics(id).value();
+      delivered_batches += static_cast<double>(m.delivered_batches);
+      delivered_records += static_cast<double>(m.delivered_records);
+      wal_syncs += static_cast<double>(m.wal_syncs);
+    }
+    const double records_per_batch = delivered_batches > 0 ? delivered_records / delivered_batches : 1;
+
     // (c) Overload: an unthrottled writer, one slow index under the writer gate.
     rocksdb_index_options io;
     io.path = dir.path() / "slow";
@@ -351,10 +355,19 @@ int run_sustained(const std::vector<std::string>& argv) {
     std::cerr << "overload: " << over.tps << " commits/s, longest outage " << over.written.longest_gap_ms << " ms, "
               << over.written.refused << " refused\n";
     rt->stop().get().value();
+    rt.reset();
+    // The floor: the same work in raw RocksDB, nothing else running (pipeline_floor.hpp).
+    const auto cores = usable_cores();
+    pipeline_floor floor;
+    if (*floor_commits > 0) {
+      floor = measure_pipeline_floor(dir.path(), *floor_commits, index_count,
+                                     static_cast<std::size_t>(std::max(1.0, std::round(records_per_batch))), cores);
+      std::cerr << "floor: writer " << floor.writer_cpu_us << " us/commit, " << index_count << " indexes "
+                << floor.indexes_cpu_us << " us/commit, bound ratio " << floor.bound_ratio << "\n";
+    }
     const auto budget = std::max<std::uint64_t>(*max_lag, 2 * static_cast<std::uint64_t>(gated.max_flush_age.count()));
 
     // What the cores allow: every core busy with (b)'s work per commit, against (a)'s rate.
-    const auto cores = usable_cores();
     const double cpu_bound_ratio =
         with.cpu_us_per_commit > 0 && alone.tps > 0
             ? std::min(1.0, static_cast<double>(cores) * 1e6 / with.cpu_us_per_commit / alone.tps)
@@ -370,6 +383,15 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
          << ",\"lag_bound_broken_paced_tps\":" << broke_paced_at
+         << ",\"records_per_batch\":" << records_per_batch
+         << ",\"wal_syncs_per_batch\":" << (delivered_batches > 0 ? wal_syncs / delivered_batches : 0)
+         << ",\"floor\":{\"commits\":" << floor.commits << ",\"batch_records\":"
+         << static_cast<std::uint64_t>(std::max(1.0, std::round(records_per_batch)))
+         << ",\"writer_cpu_us_per_commit\":" << floor.writer_cpu_us
+         << ",\"indexes_cpu_us_per_commit\":" << floor.indexes_cpu_us << ",\"bound_ratio\":" << floor.bound_ratio
+         << ",\"with_indexes_over_floor\":"
+         << (floor.writer_cpu_us + floor.indexes_cpu_us > 0 ? with.cpu_us_per_commit / (floor.writer_cpu_us + floor.indexes_cpu_us) : 0)
+         << "}"
          << ",\"overload\":{\"slow_us_per_record\":" << *slow_us << ",\"max_lag_ms\":" << *max_lag
          << ",\"gate_budget_ms\":" << budget << ",\"max_write_delay_ms\":" << ro.max_write_delay.count()
          << ",\"tps\":" << static_cast<std::uint64_t>(over.tps)
