@@ -30,6 +30,9 @@ struct runner_state_data {
   lag_pacer lag;            // when the lag figures go there (decision 0021)
   std::optional<lag_figures> lag_ready;  // this event's figures, published with its effects
   bool lag_due_armed = false;            // a lag_due is on its way to this actor
+  // The bell's own wake came while a pull was on its way and left the bell ringing: taken just
+  // before the event that answers the pull, or after whatever else ended it (take_held_bell).
+  bool bell_held = false;
   proof_latch proof;                     // what deps.proof holds, so it is stored only when it changes
   static inline const char* name = "dix.runner";
 };
@@ -44,6 +47,7 @@ result<void> from_caf(const caf::error& e) {
 }
 
 void apply(runner_pointer self, effects out);
+void take_held_bell(runner_pointer self);
 
 // A request to a proxy that died fails with request_receiver_down: that is the crash of a child
 // (the supervisor's child_down follows), not an answer of the backend. The core learns it now, so
@@ -279,12 +283,17 @@ void apply(runner_pointer self, effects out) {
   }
   if (progress) publish_progress(self, *progress);
   publish_lag(self);
-  // A commit bell left ringing through a pull (the wake handler) is taken as soon as no pull is
-  // on its way, whichever event ended it: nothing that rang is left without a wake.
+  // A pull can also end without its answer (a discard of progress, a stop): the bell left
+  // ringing through it is taken then, so nothing that rang is left without a wake. Once: the
+  // flag is cleared first, and a ring after the take sends a wake of its own.
+  if (self->state.bell_held && !self->state.core->pulling()) take_held_bell(self);
+}
+
+void take_held_bell(runner_pointer self) {
   auto& st = self->state;
-  if (st.deps.bell && !st.core->pulling() && st.deps.bell->rung()) {
-    if (auto flags = st.deps.bell->take(); flags != 0) apply(self, st.core->on_wake(flags, now_of(self)));
-  }
+  if (!st.bell_held) return;
+  st.bell_held = false;
+  if (auto flags = st.deps.bell->take(); flags != 0) apply(self, st.core->on_wake(flags, now_of(self)));
 }
 
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
@@ -300,9 +309,12 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto& st = self->state;
       // What rang the bell counts with this wake; a bell's own wake finds it taken by an
       // earlier one when nothing rang since, and is then nothing at all.
-      // The bell's own wake during a pull leaves it ringing: apply() takes it once the pull is
-      // answered, so the commits rung meanwhile make one wake message, not one each.
-      if (m.flags == 0 && st.core->pulling()) return;
+      // The bell's own wake during a pull leaves it ringing, so the commits rung meanwhile send no
+      // wake of their own; it is taken just before the pull's answer (take_held_bell).
+      if (m.flags == 0 && st.core->pulling()) {
+        st.bell_held = true;
+        return;
+      }
       auto flags = st.deps.bell ? wake_flag::merge(m.flags, st.deps.bell->take()) : m.flags;
       if (flags == 0) return;
       if ((flags & wake_flag::rebuild) != 0) {
@@ -340,6 +352,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, self->state.core->on_log_opened(m.gen, std::nullopt, m.installed, now_of(self), m.anchor_ends));
     },
     [self](log_chunk& m) {
+      // The commits rung during the pull count as wakes that came before its answer, as their
+      // messages would have (a system commit so still asks for the turn after it).
+      take_held_bell(self);
       pull_outcome out{std::nullopt, std::move(m.chunk)};
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
     },
@@ -352,6 +367,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, self->state.core->on_boundary(m.gen, out, now_of(self)));
     },
     [self](scan_chunk& m) {
+      take_held_bell(self);
       scan_outcome out;
       out.delivery = std::move(m.delivery.value);
       out.last = m.last;
@@ -360,6 +376,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, self->state.core->on_scan_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {
+      take_held_bell(self);
       apply(self, self->state.core->on_log_fault(m.gen, tailer_fault{m.transient, m.reason, m.text}, now_of(self)));
     },
     [self](meta_written& m) {

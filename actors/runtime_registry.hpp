@@ -63,7 +63,7 @@ struct registration_entry {
     runner_actor actor;
     std::shared_ptr<commit_bell> bell;
   };
-  // Replaced whole (atomic_load/atomic_store): a commit reads it without a lock.
+  // Replaced whole (std::atomic_load/atomic_store): a commit reads it without a mutex of ours.
   std::shared_ptr<const runner_ref> runner_ = std::make_shared<const runner_ref>();
 };
 

@@ -84,6 +84,20 @@ class slow_backend final : public backend {
   std::uint64_t slow_us_;
 };
 
+// protocol.md §13.1: lag_ms is the largest of these; which one says why an index fell behind
+// (unread: the reader did not reach the end of the log since the age began; cursor: read but not
+// durable; oldest accepted: delivered, not durable; stalled: deferred or waiting for a barrier).
+struct lag_parts {
+  std::uint64_t unread_age_ms = 0, cursor_lag_ms = 0, oldest_accepted_age_ms = 0, stalled_ms = 0;
+};
+
+std::string lag_parts_json(const lag_parts& l) {
+  std::ostringstream out;
+  out << "{\"unread_age_ms\":" << l.unread_age_ms << ",\"cursor_lag_ms\":" << l.cursor_lag_ms
+      << ",\"oldest_accepted_age_ms\":" << l.oldest_accepted_age_ms << ",\"stalled_ms\":" << l.stalled_ms << "}";
+  return out.str();
+}
+
 struct point {
   double t_ms = 0;
   char phase = 'a';
@@ -106,6 +120,8 @@ class sampler {
     if (thread_.joinable()) thread_.join();
   }
   double max_lag_ms() const { return max_lag_ms_; }
+  // The lag components (protocol.md §13.1) of the counted sample with the largest lag_ms.
+  const lag_parts& worst() const { return worst_; }
   // Commits made while the last sample showed the gate throttling.
   std::uint64_t throttled_commits() const { return throttled_commits_; }
 
@@ -129,7 +145,10 @@ class sampler {
         auto m = rt_->metrics(ids_[i]);
         if (!m) continue;
         p.lag_ms[i] = static_cast<double>(m->lag_ms);
-        if (now >= counted_from_) max_lag_ms_ = std::max(max_lag_ms_, p.lag_ms[i]);
+        if (now >= counted_from_ && p.lag_ms[i] > max_lag_ms_) {
+          max_lag_ms_ = p.lag_ms[i];
+          worst_ = lag_parts{m->unread_age_ms, m->cursor_lag_ms, m->oldest_accepted_age_ms, m->stalled_ms};
+        }
         p.exceeded = p.exceeded || m->lag_gate == gate_exceeded;
         p.throttled = p.throttled || (m->lag_gate != 0 && m->lag_gate != gate_exceeded);
       }
@@ -149,6 +168,7 @@ class sampler {
   clock_type::time_point counted_from_;
   std::atomic<bool> stopping_{false};
   double max_lag_ms_ = 0;
+  lag_parts worst_;
   bool throttling_ = false;
   std::uint64_t throttled_commits_ = 0;
   std::thread thread_;
@@ -166,6 +186,7 @@ struct phase_result {
   double tps = 0;
   double cpu_us_per_commit = 0;  // the process's CPU over the phase per commit made in it
   double max_lag_ms = 0;
+  lag_parts worst;  // the components of max_lag_ms
   std::uint64_t throttled = 0;
   writer_result written;
 };
@@ -187,6 +208,7 @@ phase_result run_phase(primary_store& store, writer_options wo, milliseconds len
   const auto commits = static_cast<double>(std::max<std::size_t>(out.written.waits_us.size(), 1));
   out.cpu_us_per_commit = (process_cpu_us() - cpu_start) / commits;
   out.max_lag_ms = s.max_lag_ms();
+  out.worst = s.worst();
   out.throttled = s.throttled_commits();
   return out;
 }
@@ -314,6 +336,7 @@ int run_sustained(const std::vector<std::string>& argv) {
     // step as long; the highest step whose lag stayed under 1 s is the sustained rate.
     phase_result with;
     double broke_at_tps = 0, broke_lag_ms = 0;
+    lag_parts broke_parts;
     std::uint64_t broke_paced_at = 0;  // the pace of the step that broke the bound; 0: unpaced
     const auto step = total * 2 / 5 / steps;
     for (std::uint64_t k = 1; k <= steps; ++k) {
@@ -326,6 +349,7 @@ int run_sustained(const std::vector<std::string>& argv) {
       if (r.max_lag_ms >= lag_bound_ms) {
         broke_at_tps = r.tps;
         broke_lag_ms = r.max_lag_ms;
+        broke_parts = r.worst;
         broke_paced_at = rate;
         break;
       }
@@ -376,13 +400,15 @@ int run_sustained(const std::vector<std::string>& argv) {
     json << "{\"bench\":\"sustained\"," << build_fields() << ",\"seconds\":" << *seconds
          << ",\"writer_alone_tps\":" << static_cast<std::uint64_t>(alone.tps)
          << ",\"with_indexes_tps\":" << static_cast<std::uint64_t>(with.tps) << ",\"ratio\":" << with.tps / alone.tps
-         << ",\"max_lag_ms\":" << with.max_lag_ms << ",\"indexes\":" << index_count
+         << ",\"max_lag_ms\":" << with.max_lag_ms << ",\"max_lag_parts\":" << lag_parts_json(with.worst)
+         << ",\"indexes\":" << index_count
          << ",\"cores\":" << cores << ",\"alone_cpu_us_per_commit\":" << alone.cpu_us_per_commit
          << ",\"with_indexes_cpu_us_per_commit\":" << with.cpu_us_per_commit << ",\"cpu_bound_ratio\":" << cpu_bound_ratio
          << ",\"indexes_max_flush_age_ms\":" << *flush_age
          << ",\"lag_warmup_ms\":" << first_step_warmup.count() << ",\"lag_bound_broken_at_tps\":" << static_cast<std::uint64_t>(broke_at_tps)
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
          << ",\"lag_bound_broken_paced_tps\":" << broke_paced_at
+         << ",\"lag_bound_broken_parts\":" << lag_parts_json(broke_parts)
          << ",\"records_per_batch\":" << records_per_batch
          << ",\"wal_syncs_per_batch\":" << (delivered_batches > 0 ? wal_syncs / delivered_batches : 0)
          << ",\"floor\":{\"commits\":" << floor.commits << ",\"batch_records\":"

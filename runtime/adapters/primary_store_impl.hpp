@@ -117,8 +117,7 @@ struct primary_store::impl {
   write_gate gate;  // the runtime's registrations (protocol.md §13.5); has its own lock
   std::map<std::uint64_t, std::function<void(const commit_event&)>> listeners;
   // A copy of `listeners`, replaced whole under hooks_mutex at every change (publish_listeners):
-  // a commit calls them without a lock or a copy. A removed listener may still be called by a
-  // commit that loaded the copy before its removal.
+  // a commit loads it (std::atomic_load) and calls them without hooks_mutex or a copy of each.
   using listener_list = std::vector<std::function<void(const commit_event&)>>;
   std::shared_ptr<const listener_list> listener_copy = std::make_shared<const listener_list>();
   void publish_listeners();  // caller holds hooks_mutex
@@ -157,7 +156,9 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
 result<commit_info> commit_system(primary_store& s, const std::vector<meta_op>& ops);
 result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key);
 
-// Listener called after every commit (outside the commit mutex); the id removes it.
+// Listener called after every commit (outside the commit mutex), by every committing thread at
+// once: it must be safe to call concurrently (the runtime's captures a weak_ptr and rings bells).
+// The id removes it; a commit that loaded the list before the removal may still call it.
 std::uint64_t add_commit_listener(primary_store& s, std::function<void(const commit_event&)> fn);
 void remove_commit_listener(primary_store& s, std::uint64_t id);
 // Called under the exclusive lifecycle lock just before RocksDB closes; drop iterators there.

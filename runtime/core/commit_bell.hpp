@@ -4,9 +4,10 @@
 // mailbox and a snapshot of its state, to run the one turn the first of them had already asked
 // for (docs/benchmarks.md, "the commit bell"). Instead the committing thread rings the bell and
 // sends a wake only when the bell was silent; the runner takes what rang with every wake it
-// handles, so many commits before it runs cause one wake message and one turn. While a pull of
-// the log is on its way the runner leaves the bell ringing (a commit could only ask for the turn
-// after it) and takes it once the pull is answered: one wake message per turn at most.
+// handles, so many commits before it runs cause one wake message and one turn: at most one is
+// outstanding. While a pull of the log is on its way the runner leaves the bell ringing (a commit
+// could only ask for the turn after it) and takes it just before the pull's answer, so the
+// commits of a whole pull send one wake message.
 //
 // Nothing is lost: a commit rings after its transaction is in the WAL, and the runner takes the
 // bell before it reads the log (acquire-release on the bell), so either the runner's take sees
