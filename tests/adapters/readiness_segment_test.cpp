@@ -481,22 +481,35 @@ TEST_CASE("read_readiness: no segment, unknown id, attached and detached runtime
   CHECK(detached->owner_epoch == 5);
 }
 
-TEST_CASE("readiness segment: another process publishes ready, read_readiness sees it, and after its SIGKILL the next attach resets", "[system][segment]") {
-  temp_dir dir;
-  auto home = make_home(dir);
-  pipe_pair to_parent;
-  pid_t child = fork_child([&]() {
+namespace {
+
+// A child process that attaches to the segment at `home`, claims "idx", mints an epoch above
+// `floor`, lets `prepare` set the slot up, publishes `ready`, tells the parent 'r' and stays
+// attached until it is killed.
+template <class Prepare>
+pid_t ready_owner_child(const fs::path& home, pipe_pair& to_parent, std::uint64_t floor, Prepare prepare) {
+  return fork_child([&]() {
     auto s = readiness_segment::attach(home);
     if (!s) return 10;
     auto slot = (*s)->claim("idx");
     if (!slot) return 11;
-    (*slot)->raise_epoch_floor(8);
-    if (!(*slot)->mint_epoch()) return 13;  // 9
+    (*slot)->raise_epoch_floor(floor);
+    if (!(*slot)->mint_epoch()) return 13;
+    prepare(**slot);
     (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
     char ready = 'r';
     if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
     for (;;) ::pause();  // attached until killed
   });
+}
+
+}  // namespace
+
+TEST_CASE("readiness segment: another process publishes ready, read_readiness sees it, and after its SIGKILL the next attach resets", "[system][segment]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  pipe_pair to_parent;
+  pid_t child = ready_owner_child(home, to_parent, 8, [](segment_slot&) {});  // epoch 9
   REQUIRE(to_parent.receive() == 'r');
 
   auto live = read_readiness(home, "idx");
@@ -546,17 +559,8 @@ TEST_CASE("readiness segment: while the first attacher after a crash holds attac
   temp_dir dir;
   auto home = make_home(dir);
   pipe_pair to_parent;
-  pid_t child = fork_child([&]() {
-    auto s = readiness_segment::attach(home);
-    if (!s) return 10;
-    auto slot = (*s)->claim("idx");
-    if (!slot) return 11;
-    if (!(*slot)->mint_epoch()) return 13;
-    (*slot)->set_coverage_time(process_index_time().next(system_clock().wall_now_ns()));
-    (*slot)->publish(readiness_state::ready, readiness_reason::none, 0);
-    char ready = 'r';
-    if (::write(to_parent.write_end, &ready, 1) != 1) return 12;
-    for (;;) ::pause();
+  pid_t child = ready_owner_child(home, to_parent, 0, [](segment_slot& slot) {
+    slot.set_coverage_time(process_index_time().next(system_clock().wall_now_ns()));
   });
   REQUIRE(to_parent.receive() == 'r');
   REQUIRE(::kill(child, SIGKILL) == 0);
