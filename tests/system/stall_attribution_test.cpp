@@ -31,7 +31,13 @@ TEST_CASE("stall attribution: a backend that defers every delivery is reported b
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
   auto deferring = std::make_shared<test::wrapped_backend>(test::make_index_at(dir / "index"));
-  rt->register_index(index_registration(deferring)).value();
+  auto r = index_registration(deferring);
+  // The deferral is retried every max_flush_age (protocol.md §7), each retry leaving `deferred`
+  // for a moment: at 5 s none falls between the park and the two status reads below, however
+  // slow the build (the default 1 s did under ASan, and status read "following the log").
+  r.options = runner_options{};
+  r.options->max_flush_age = 5s;
+  rt->register_index(std::move(r)).value();
   test::put_records(*store, "k", 5);
   REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
 
