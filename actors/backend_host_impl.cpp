@@ -55,7 +55,9 @@ result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cance
   if (r.state == readiness_state::rebuilding) return error{errc::rebuilding, "the index is rebuilding"};
   if (r.state != readiness_state::ready) return error{errc::unavailable, "the index is " + std::string(to_string(r.state))};
   coverage c{coverage_state::unknown, mode.tolerance, std::nullopt};
-  if (coverage_.read) c = coverage_.read(mode.tolerance);
+  // strict needs `current` (§12.5 step 3): read with no tolerance, so a recent coverage_time
+  // (`bounded` by the time path) never stops the read before the owner's proof is looked at.
+  if (coverage_.read) c = coverage_.read(mode.kind == coverage_kind::strict ? milliseconds(0) : mode.tolerance);
   if (mode.kind != coverage_kind::wait && coverage_.enforce) {
     if (auto refused = admission_refusal(c, mode.kind)) return *refused;
   }

@@ -1,6 +1,8 @@
 #include "actors/backend_proxy_actor.hpp"
 
+#include <functional>
 #include <map>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -15,6 +17,11 @@ struct proxy_state {
   std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> flushes;
   std::map<epoch_t, caf::typed_response_promise<quiescence>> shutdowns;
   std::map<std::uint64_t, std::pair<std::uint64_t, caf::typed_response_promise<reset_done>>> resets;  // token → gen, promise
+  // flush and shutdown calls that came while a reset ran, in arrival order: started once no reset
+  // is outstanding (a backend is never told to flush or shut down while it destroys its index).
+  // The runner's core waits for its reset itself; this keeps a supervisor releasing for a dead
+  // runner, whose reset is still running, from doing otherwise (protocol.md §9.6, §11.4).
+  std::vector<std::function<void()>> after_reset;
   static inline const char* name = "dix.backend_proxy";
 };
 
@@ -31,19 +38,11 @@ void post_to(const caf::weak_actor_ptr& weak, Message msg) {
   if (auto strong = weak.lock()) caf::anon_send(caf::actor_cast<backend_proxy_actor>(strong), std::move(msg));
 }
 
-// Starts an epoch-matched backend call (shutdown) whose completion comes back through the
-// proxy's own mailbox as `Done{epoch, error}`; the promise answers the runner then.
-template <class Done, class Call>
-caf::result<Done> await_epoch(proxy_pointer self, std::map<epoch_t, caf::typed_response_promise<Done>>& pending,
-                              const caf::weak_actor_ptr& me, epoch_t epoch, const char* what, Call call) {
-  auto promise = self->template make_response_promise<Done>();
-  pending[epoch] = promise;
-  try {
-    call(completion([me, epoch](result<void> r) { post_to(me, Done{epoch, to_caf(r)}); }));
-  } catch (...) {
-    post_to(me, Done{epoch, make_error(errc::backend_failed, std::string(what) + " threw")});
-  }
-  return promise;
+// Runs `call` (a flush or a shutdown of the backend) now, or — a reset outstanding — once none
+// is, in arrival order.
+void after_any_reset(proxy_pointer self, std::function<void()> call) {
+  if (self->state.resets.empty()) call();
+  else self->state.after_reset.push_back(std::move(call));
 }
 
 template <class Done>
@@ -94,18 +93,28 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       auto promise = self->make_response_promise<flush_done>();
       auto token = self->state.next_token++;
       self->state.flushes.emplace(token, std::make_pair(m.gen, promise));
-      try {
-        self->state.b->flush(m.reason, completion([me, token](result<void> r) {
-          post_to(me, flush_done{token, to_caf(r)});
-        }));
-      } catch (...) {
-        post_to(me, flush_done{token, make_error(errc::backend_failed, "flush threw")});
-      }
+      after_any_reset(self, [self, me, token, reason = m.reason] {
+        try {
+          self->state.b->flush(reason, completion([me, token](result<void> r) {
+            post_to(me, flush_done{token, to_caf(r)});
+          }));
+        } catch (...) {
+          post_to(me, flush_done{token, make_error(errc::backend_failed, "flush threw")});
+        }
+      });
       return promise;
     },
     [self, me](shutdown_request& m) -> caf::result<quiescence> {
-      return await_epoch<quiescence>(self, self->state.shutdowns, me, m.epoch, "shutdown",
-                                     [&](completion done) { self->state.b->shutdown(m.epoch, std::move(done)); });
+      auto promise = self->make_response_promise<quiescence>();
+      self->state.shutdowns[m.epoch] = promise;
+      after_any_reset(self, [self, me, epoch = m.epoch] {
+        try {
+          self->state.b->shutdown(epoch, completion([me, epoch](result<void> r) { post_to(me, quiescence{epoch, to_caf(r)}); }));
+        } catch (...) {
+          post_to(me, quiescence{epoch, make_error(errc::backend_failed, "shutdown threw")});
+        }
+      });
+      return promise;
     },
     [self](coverage_publish& m) {
       // Informational (api.md §5): noexcept by contract, its outcome never read.
@@ -143,6 +152,10 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       auto [gen, promise] = it->second;
       self->state.resets.erase(it);
       promise.deliver(reset_done{gen, m.epoch, m.error});
+      if (!self->state.resets.empty()) return;
+      auto waiting = std::move(self->state.after_reset);
+      self->state.after_reset.clear();
+      for (auto& call : waiting) call();
     },
   };
 }

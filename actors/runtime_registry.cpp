@@ -8,6 +8,8 @@
 
 namespace dix {
 
+registration_entry::registration_entry() : proof(std::make_shared<coverage_proof_box>()) {}
+
 void registration_entry::set_runner(const runner_actor& r, std::shared_ptr<commit_bell> bell) {
   std::atomic_store(&runner_, std::make_shared<const runner_ref>(runner_ref{r, std::move(bell)}));
 }
@@ -71,7 +73,6 @@ void runtime_registry::publish_list() {
 }
 
 void runtime_registry::put(std::shared_ptr<registration_entry> e) {
-  if (!e->proof) e->proof = std::make_shared<coverage_proof_box>();
   publish_proof_box(e->token, e->proof);
   std::lock_guard g(mutex_);
   auto id = e->id;

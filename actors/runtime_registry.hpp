@@ -33,6 +33,8 @@ class state_change_relay;
 // One registration, from register_index until its release settled (and, with a rejected
 // shutdown, until the runtime ends).
 struct registration_entry {
+  registration_entry();  // with its proof box: the wiring hands it to the runner before put()
+
   std::string id;
   std::uint64_t token = 0;  // its requester in the lock table; unique in the process
   std::shared_ptr<dix::backend> backend;  // qualified: the member reuses the type's name
@@ -47,7 +49,9 @@ struct registration_entry {
   // sampled for the §13.2 figures of metrics(): the lag tick.
   std::vector<std::shared_ptr<primary_store>> log_stores;
   std::chrono::milliseconds wal_sample_interval{1000};
-  // The owner's proof for `current` reads (protocol.md §12.5 step 3), found process-wide by token.
+  // The owner's proof for `current` reads (protocol.md §12.5 step 3), found process-wide by token
+  // once put() publishes it. Made with the entry, never null: the runner's wiring copies it
+  // before the entry is put (a box made only at put() left every runner without one).
   std::shared_ptr<coverage_proof_box> proof;
 
   // The registration's current runner (the supervisor respawns it after a crash) and that

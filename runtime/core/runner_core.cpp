@@ -318,6 +318,13 @@ void runner_core::deliver_held(effects& out, steady_time now) {
 }
 
 void runner_core::begin_release(effects& out) {
+  // §9.6, §11.4 step 3: a reset on its way is waited for. The backend is never told to flush or
+  // shut down while it destroys its index, and the lock is not handed on before the reset ended
+  // (on_reset_done begins the release then, whatever the reset's outcome).
+  if (reset_in_flight_) {
+    release_after_reset_ = true;
+    return;
+  }
   // A successful shutdown ends with the unlock, a rejected one is retried through retry_release().
   // (An epoch a rebuild's first step shut down and whose mint then failed is shut down again
   // here: the release's own shutdown decides, as before any rebuild.)
@@ -543,6 +550,10 @@ void runner_core::start_attempt(effects& out, steady_time now) {
     to(rebuild::held);  // a child is being respawned: on_child_up starts the attempt
     return;
   }
+  if (reset_in_flight_) {
+    to(rebuild::held);  // a failed attempt's reset still runs: its answer starts this one
+    return;
+  }
   discard_progress();
   boundary_pending_ = false;
   ++attempts_;
@@ -559,6 +570,24 @@ void runner_core::start_attempt(effects& out, steady_time now) {
   to(rebuild::quiescing);
   quiescence_since_ = now;
   out.push_back(fx::shutdown{epoch_});
+}
+
+// The reset on its way ended (answered, or its proxy died): what waited for it goes on — a
+// release (then the reset's own outcome no longer matters but for the message) or an attempt
+// held behind a failed attempt's reset. true: the answer is spent.
+bool runner_core::reset_ended(const result<void>& outcome, effects& out, steady_time now) {
+  if (release_after_reset_) {
+    release_after_reset_ = false;
+    if (!outcome) message_ += (message_.empty() ? "" : "; ") + std::string("its reset failed: ") + outcome.error().message();
+    if (rebuild_ == rebuild::resetting) to(rebuild::none);
+    begin_release(out);
+    return true;
+  }
+  if (rebuild_ == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
+    start_attempt(out, now);
+    return true;
+  }
+  return false;
 }
 
 // §11.8, §10.3 "attempt failed": progress discarded; needs-rebuild with the failure's reason and a
@@ -595,6 +624,10 @@ void runner_core::exhaust(effects& out) {
 
 effects runner_core::on_reset_done(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
+  if (reset_in_flight_ == gen) {
+    reset_in_flight_.reset();
+    if (reset_ended(outcome, out, now)) return out;
+  }
   if (!current(gen) || release_.holding() || rebuild_ != rebuild::resetting) return out;
   if (!outcome) {
     fail_attempt(readiness_reason::backend_failed, "reset: " + outcome.error().message(), out, now);
@@ -899,6 +932,7 @@ effects runner_core::epoch_persisted(std::uint64_t gen, const result<void>& outc
     }
     publish(readiness_state::rebuilding, rebuild_trigger_, out);  // republished with the new epoch
     to(rebuild::resetting);
+    reset_in_flight_ = gen_;
     out.push_back(fx::reset{gen_, epoch_});  // step 3
     return out;
   }
@@ -1390,6 +1424,19 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
   if (kind == child_kind::runner || state_ == runner_state::stopped) return out;
   const bool was_up = up;
   up = false;
+  if (kind == child_kind::proxy && reset_in_flight_) {
+    // Its answer went with the proxy (the runner actor drops a dead proxy's errors): what waited
+    // for it goes on now — a release then awaits the replacement proxy, or is abandoned below.
+    reset_in_flight_.reset();
+    if (release_after_reset_) {
+      release_after_reset_ = false;
+      if (!escalated) {
+        if (rebuild_ == rebuild::resetting) to(rebuild::none);
+        begin_release(out);
+        return out;
+      }
+    }
+  }
   if (escalated) {
     // Supervision escalated (§10.3): unavailable, released, nothing restarted for this id.
     if (parked_ && state_ == runner_state::unavailable) return out;

@@ -413,6 +413,7 @@ class runner_core {
   void abandon_mint(const error& e, effects& out);
   void transient_fault(bool from_durable, std::string message, effects& out, steady_time now);
   void begin_release(effects& out);
+  bool reset_ended(const result<void>& outcome, effects& out, steady_time now);
   void carry_release(release_sequence::step step, effects& out, steady_time now);
   void publish(readiness_state s, readiness_reason r, effects& out);
   void force_gate_open(effects& out);  // §13.4, outside a publication
@@ -462,6 +463,12 @@ class runner_core {
   readiness_reason rebuild_trigger_ = readiness_reason::none;
   std::uint32_t attempts_ = 0;     // the slot's rebuild_attempts (§11.3)
   bool quiesced_ = false;          // a shutdown of epoch_ succeeded (§11.4 step 1)
+  // A reset on its way (§11.4 step 3): its generation, until it is answered or its proxy dies.
+  // Nothing else is asked of the backend meanwhile: a release waits for it (release_after_reset_,
+  // §9.6: no flush(shutdown), shutdown or unlock while the backend destroys its index), and so
+  // does a new attempt behind a failed one (held).
+  std::optional<std::uint64_t> reset_in_flight_;
+  bool release_after_reset_ = false;
   std::uint64_t scan_bytes_per_s_ = 64u << 20;  // the last completed scan's rate (§11.5)
   std::uint64_t scanned_bytes_ = 0;
   std::uint64_t rebuilt_records_ = 0, estimated_records_ = 0;

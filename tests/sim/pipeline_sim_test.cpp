@@ -71,6 +71,7 @@ struct checker {
     const auto& index = p.backend.durable_index();
     const auto& durable = p.backend.durable();
     if (!p.violation.empty()) return fail(p.violation);
+    if (!p.backend.violation.empty()) return fail(p.backend.violation);
     // 5: a `ready` after a condemnation only once a rebuild boundary is durable (the pipeline
     // checks each publication as it is made: violation above); and never without a cursor.
     if (!durable) {
@@ -151,6 +152,31 @@ std::string check_crash(sim_pipeline& p, bool owned, std::size_t step, std::size
     return at("the respawned runner did not start a rebuild (it is " + std::string(to_string(p.runner->state())) + ")");
   }
   return {};
+}
+
+// "" when the drained index equals the projection of the primary exactly; else what differs.
+std::string differs_from_primary(sim_pipeline& p) {
+  test::index_map expected;
+  for (const auto& [id, stored] : p.store.table(sim_table)) {
+    if (!stored) continue;
+    auto v = decode_value(*stored);
+    expected[test::index_key("main", sim_table, id)] = test::index_entry{v->version, std::string(v->payload)};
+  }
+  if (p.backend.durable_index() == expected) return {};
+  std::string diff;
+  for (const auto& [k, v] : expected) {
+    auto it = p.backend.durable_index().find(k);
+    if (it == p.backend.durable_index().end()) diff += " missing " + k;
+    else if (!(it->second == v)) diff += " " + k + " has " + it->second.projection + "@" + std::to_string(it->second.version) +
+                                      " not " + v.projection + "@" + std::to_string(v.version);
+  }
+  for (const auto& [k, v] : p.backend.durable_index()) {
+    if (expected.count(k) == 0) diff += " extra " + k;
+  }
+  if (p.backend.durable()) diff += " durable " + std::to_string(p.backend.durable()->logs()[0].sequence);
+  diff += " latest " + std::to_string(p.store.latest());
+  return diff + "; drained index differs from the primary (" + std::to_string(p.backend.durable_index().size()) + " vs " +
+         std::to_string(expected.size()) + " entries; runner " + std::string(to_string(p.runner->state())) + ")";
 }
 
 std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::size_t> crash_at = std::nullopt) {
@@ -260,6 +286,19 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
       p.store_rebuild_request();
       p.backend.fail_reset = false;
       trace << "F";
+    } else if (action < 99) {
+      // A slow reset, and the registration ends while it runs (a stop or an unregister): the
+      // release waits for the reset (§9.6), the next registration rebuilds and catches up.
+      p.backend.hold_reset = true;
+      p.store_rebuild_request();
+      p.backend.hold_reset = false;
+      for (auto more = pick(3); more > 0; --more) {
+        p.store.commit({test::put(sim_table, "k" + std::to_string(pick(key_space)), "during-reset")}, 0, pick(2) == 0);
+        p.advance(milliseconds(static_cast<long>(pick(300))));
+      }
+      p.restart_at_release();
+      p.wake();
+      trace << "H";
     } else {
       p.wake(wake_flag::commit | wake_flag::system);
       trace << "s";
@@ -297,27 +336,8 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
     return "seed " + std::to_string(seed) + ": drained, the index is not ready (runner " +
            std::string(to_string(p.runner->state())) + ")\n  trace " + trace.str();
   }
-  test::index_map expected;
-  for (const auto& [id, stored] : p.store.table(sim_table)) {
-    if (!stored) continue;
-    auto v = decode_value(*stored);
-    expected[test::index_key("main", sim_table, id)] = test::index_entry{v->version, std::string(v->payload)};
-  }
-  if (p.backend.durable_index() != expected) {
-    std::string diff;
-    for (const auto& [k, v] : expected) {
-      auto it = p.backend.durable_index().find(k);
-      if (it == p.backend.durable_index().end()) diff += " missing " + k;
-      else if (!(it->second == v)) diff += " " + k + " has " + it->second.projection + "@" + std::to_string(it->second.version) +
-                                        " not " + v.projection + "@" + std::to_string(v.version);
-    }
-    for (const auto& [k, v] : p.backend.durable_index()) {
-      if (expected.count(k) == 0) diff += " extra " + k;
-    }
-    diff += " durable " + std::to_string(p.backend.durable()->logs()[0].sequence) + " latest " + std::to_string(p.store.latest());
-    return "seed " + std::to_string(seed) + ":" + diff + "; drained index differs from the primary (" +
-           std::to_string(p.backend.durable_index().size()) + " vs " + std::to_string(expected.size()) +
-           " entries; runner " + std::string(to_string(p.runner->state())) + ")\n  trace " + trace.str();
+  if (auto diff = differs_from_primary(p); !diff.empty()) {
+    return "seed " + std::to_string(seed) + ":" + diff + "\n  trace " + trace.str();
   }
   if (!p.backend.durable() || p.backend.durable()->logs()[0].sequence == 0) return "seed " + std::to_string(seed) + ": no durable cursor after draining";
   return {};
@@ -354,5 +374,76 @@ TEST_CASE("sim: a runner crash is released by the supervisor core and the seed r
     INFO("reproduce with DIX_SIM_SEED=" << seed);
     CHECK(failure.empty());
     if (!failure.empty()) FAIL_CHECK(failure);
+  }
+}
+
+// issue 33 item 2 (protocol.md §9.6, §11.4 step 3): a stop (or an unregister: the same release)
+// at every event of a rebuild, its reset slow or not. The order must be shutdown(old) → reset →
+// its end → flush(shutdown) → shutdown(new) → unlock: no call reaches the backend while it
+// resets (sim_backend's violation), the lock is not handed on and the stop does not settle
+// before the reset ended (sim_pipeline's), and a successor then rebuilds to an index equal to
+// the primary.
+TEST_CASE("sim: a stop at every step of a rebuild waits for an in-flight reset, then releases, and the successor ends ready and equal", "[sim]") {
+  for (const bool slow_reset : {true, false}) {
+    for (const bool fail_reset : {false, true}) {
+      bool passed_the_rebuild = false;
+      int stops_in_reset = 0;
+      for (std::size_t at = 0; !passed_the_rebuild && at < 200; ++at) {
+        runner_options o;
+        o.rebuild_backoff = milliseconds(10);
+        o.max_rebuild_attempts = 1000;
+        sim_pipeline p(o);
+        for (int i = 0; i < 6; ++i) p.commit({test::put(sim_table, "k" + std::to_string(i % 4), "v" + std::to_string(i))});
+        p.advance(milliseconds(2000));
+        REQUIRE(p.slot_readiness.state == readiness_state::ready);
+        const auto resets_before = p.backend.resets;
+        p.backend.hold_reset = slow_reset;
+        p.backend.fail_reset = fail_reset;
+        p.store_rebuild_request(true, false);
+        for (std::size_t i = 0; i < at; ++i) {
+          if (!p.step()) break;
+          if (i == 0) p.store.commit({test::put(sim_table, "k9", "while-rebuilding")});  // one more on the way
+          if (p.backend.resets > resets_before && !p.backend.resetting()) p.backend.fail_reset = false;  // one failed attempt
+        }
+        p.backend.hold_reset = false;
+        const bool reset_running = p.backend.resetting();
+        const bool rebuilt = p.backend.resets > resets_before && !reset_running && p.runner->state() == runner_state::idle;
+        INFO("slow reset " << slow_reset << ", failing " << fail_reset << ", stop after event " << at);
+        p.stop(at % 2 == 0);
+        if (reset_running) {
+          CHECK_FALSE(p.stopped);  // the stop waits for the reset …
+          CHECK(p.lock_held);      // … and so does the lock
+          CHECK(p.backend.violation.empty());
+          p.backend.fail_reset = fail_reset;
+          p.backend.finish_reset();
+          p.run();
+        }
+        p.backend.fail_reset = false;
+        if (!p.stopped) {
+          p.backend.barrier();
+          p.run();
+        }
+        REQUIRE(p.stopped);
+        CHECK(*p.stopped);
+        CHECK_FALSE(p.lock_held);
+        CHECK(p.violation.empty());
+        CHECK(p.backend.violation.empty());
+        // The successor: a new registration over the same backend and store.
+        p.restart_at_release();  // the stopped runner answers nothing more; a new one starts
+        p.wake();
+        for (int i = 0; i < 20; ++i) {
+          p.backend.apply_queue();
+          p.advance(milliseconds(2000));
+        }
+        CHECK(p.slot_readiness.state == readiness_state::ready);
+        CHECK(differs_from_primary(p).empty());
+        CHECK(p.violation.empty());
+        CHECK(p.backend.violation.empty());
+        // A slow reset holds the rebuild at its reset: a few stops there are enough; otherwise
+        // the stops go on until one comes after the rebuilt index is idle.
+        passed_the_rebuild = slow_reset ? reset_running && ++stops_in_reset == 3 : rebuilt;
+      }
+      CHECK(passed_the_rebuild);  // the stops covered every event up to it
+    }
   }
 }

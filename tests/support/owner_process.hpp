@@ -70,6 +70,14 @@ class owner_process {
   // by-value's barriers wait (flush(shutdown) aside) until release().
   void hold() { command("hold"); }
   void release() { command("release"); }
+  // A rebuild of by-value whose reset the owner's backend holds (it never finishes).
+  void rebuild_with_held_reset() { command("rebuild-held"); }
+  // SIGKILL, reaped: the kernel drops its flock and RocksDB's LOCK.
+  void kill() {
+    ::close(commands_);
+    commands_ = -1;
+    (void)child_.reap(SIGKILL);
+  }
   // Stops the owner cleanly: its exit status (0 when it stopped and closed the store).
   int stop() {
     ::close(commands_);

@@ -4,7 +4,10 @@
 // a barrier makes the applied index and the last applied `through` durable together, a crash
 // loses exactly what no barrier covered, shutdown drops queued work of its epoch, reset makes
 // the cursor durably absent first and then empties the index (a crash between the two leaves a
-// cursorless index that still holds entries, as a real one would).
+// cursorless index that still holds entries, as a real one would). A reset can be held (it
+// ends when the test says, as a slow one would); any other call made while a reset runs is a
+// breach of the contract (§9.6, §11.4: nothing is asked of a backend destroying its index),
+// recorded in `violation`.
 // Single-threaded: the test decides when barriers run.
 #pragma once
 
@@ -45,6 +48,7 @@ class sim_backend final : public backend {
   bool fail_reset = false;             // reset answers an error (after dropping the cursor)
   bool keep_cursor_on_reset = false;   // a broken backend: reset leaves its cursor
   bool stop_inside_reset = false;      // reset drops the cursor, then never completes (a crash follows)
+  bool hold_reset = false;             // reset drops the cursor, then waits for finish_reset()
 
   sim_backend() = default;
   explicit sim_backend(std::string id) : id_(std::move(id)) {}
@@ -60,6 +64,7 @@ class sim_backend final : public backend {
     return durable_cursor_;
   }
   delivery_result deliver(std::shared_ptr<const batch> b) override {
+    during_reset("deliver");
     if (fail_next_delivery) {
       fail_next_delivery = false;
       return delivery_result::failed;
@@ -76,11 +81,13 @@ class sim_backend final : public backend {
     queue_.push_back(std::move(b));
     return delivery_result::accepted;
   }
-  void flush(flush_reason, completion done) override {
+  void flush(flush_reason reason, completion done) override {
+    during_reset(reason == flush_reason::shutdown ? "flush(shutdown)" : "flush");
     waiters_.push_back(std::move(done));
     if (auto_barrier) barrier();
   }
   void shutdown(epoch_t epoch, completion done) override {
+    during_reset("shutdown");
     if (reject_shutdown) {
       std::move(done)(error{errc::backend_failed, "shutdown rejected (injected)"});
       return;
@@ -98,24 +105,26 @@ class sim_backend final : public backend {
     coverage_hooks.emplace_back(coverage_time, p);
   }
   void reset(epoch_t epoch, completion done) override {
+    during_reset("reset");
     if (resets++ == 0) seen_before_first_reset = seen.size();
     // The cursor is durably gone before any index state is destroyed (backends.md, reset).
     if (!keep_cursor_on_reset) durable_cursor_ = applied_cursor_ = std::nullopt;
-    if (stop_inside_reset) {
+    if (stop_inside_reset || hold_reset) {
       pending_reset_ = std::move(done);
+      held_reset_epoch_ = epoch;
       return;
     }
-    if (fail_reset) {
-      std::move(done)(error{errc::backend_failed, "reset failed (injected)"});
-      return;
-    }
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      it = (*it)->epoch <= epoch ? queue_.erase(it) : std::next(it);
-    }
-    applied_.clear();
-    durable_.clear();
-    std::move(done)(result<void>{});
+    end_reset(epoch, std::move(done));
   }
+  // A held reset (hold_reset) goes on and completes; false when none is held.
+  bool finish_reset() {
+    if (!pending_reset_) return false;
+    auto done = std::move(*pending_reset_);
+    pending_reset_.reset();
+    end_reset(held_reset_epoch_, std::move(done));
+    return true;
+  }
+  bool resetting() const { return pending_reset_.has_value(); }
   subscription on_state_change(std::function<void(state_change)> callback) override {
     callback_ = std::move(callback);
     return subscription([this] { callback_ = nullptr; });
@@ -194,8 +203,24 @@ class sim_backend final : public backend {
   std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;
   std::vector<epoch_t> applied_epochs;
+  std::string violation;  // the first call made while a reset ran
 
  private:
+  void during_reset(const char* what) {
+    if (pending_reset_ && violation.empty()) violation = std::string(what) + " called while a reset was running";
+  }
+  void end_reset(epoch_t epoch, completion done) {
+    if (fail_reset) {
+      std::move(done)(error{errc::backend_failed, "reset failed (injected)"});
+      return;
+    }
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      it = (*it)->epoch <= epoch ? queue_.erase(it) : std::next(it);
+    }
+    applied_.clear();
+    durable_.clear();
+    std::move(done)(result<void>{});
+  }
   void emit(state_change c) {
     if (callback_) callback_(c);
   }
@@ -208,6 +233,7 @@ class sim_backend final : public backend {
   std::function<void(state_change)> callback_;
   bool deferred_pending_ = false;
   std::optional<completion> pending_reset_;
+  epoch_t held_reset_epoch_ = 0;
 };
 
 }  // namespace dix::test

@@ -70,9 +70,15 @@ class sim_pipeline final : public backend_host {
   // The registration ended and a new one of the same id started in the same process: the
   // runner's own release (runner_core::stop: flush(shutdown), shutdown(epoch), unlock), then a new
   // runner over the live backend. The backend answers flush(shutdown) at a barrier: one runs
-  // here if the release waits for it.
+  // here if the release waits for it. A reset the backend holds ends first: the stop waits for it
+  // (§9.6), which the release's order and the unlock's check below prove.
   void restart_at_release() {
     stop();
+    if (backend.resetting()) {
+      if (stopped && violation.empty()) violation = "the stop settled while the backend's reset was running";
+      backend.finish_reset();
+      run();
+    }
     if (!stopped) {
       backend.barrier();
       run();
@@ -266,6 +272,11 @@ class sim_pipeline final : public backend_host {
     });
   }
 
+  // No successor may acquire before a reset ended (§9.6): the lock stays held until then.
+  void note_unlock() {
+    if (lock_held && backend.resetting() && violation.empty()) violation = "the lock was released while a reset was running";
+  }
+
   void apply(effects fx) {
     // As the runner actor does: every event samples the gate.
     if (runner) {
@@ -339,6 +350,7 @@ class sim_pipeline final : public backend_host {
     carry_out(x);
   }
   void carry_out_supervision(sfx::unlock&) {
+    note_unlock();
     lock_held = false;
     record.owner = false;
   }
@@ -364,6 +376,7 @@ class sim_pipeline final : public backend_host {
     });
   }
   void carry_out(fx::release_lock&) {
+    note_unlock();
     lock_held = false;
     record.owner = false;
   }

@@ -51,10 +51,23 @@ errc code_of(future<void> f) {
 // which without a waiter only the age timer asks for (protocol.md §6.2): so the index is built
 // first by a runtime with the default flush age, and the long-flush-age owner then resumes it
 // from its durable cursor, ready at its first idle pass.
+// The registration of `logs` (table 1 of each), each record's payload its one key.
+registration two_table_registration(std::shared_ptr<backend> b, const std::vector<std::string>& logs) {
+  registration r;
+  r.backend = std::move(b);
+  for (const auto& log : logs) {
+    r.projections[table_ref{log, 1}] = [](std::string_view payload, const record_info&) -> projection_result {
+      return encode_keys({std::string(payload)});
+    };
+  }
+  return r;
+}
+
 struct owner {
   temp_dir dir;
   std::filesystem::path home = dir / "db";
   std::shared_ptr<primary_store> store;
+  std::shared_ptr<primary_store> side;  // a second log ("side"), when started with two logs
   std::unique_ptr<runtime> rt;
   std::shared_ptr<test::wrapped_backend> index;
   std::optional<registration_handle> handle;
@@ -65,22 +78,57 @@ struct owner {
     o.path = dir / "index";
     return rocksdb_index_backend::create("by-value", o).value();
   }
-  void start() {
+  std::vector<std::shared_ptr<primary_store>> stores() const {
+    if (side) return {store, side};
+    return {store};
+  }
+  std::vector<std::string> logs() const {
+    if (side) return {"main", "side"};
+    return {"main"};
+  }
+  // Tables 1 (projected) and 2 (not) in every store.
+  void start(bool two_logs = false) {
     store = test::open_store(home);
+    REQUIRE(store->create_table(2));
+    if (two_logs) {
+      side = test::open_store(dir / "side", test::options("side"));
+      REQUIRE(side->create_table(2));
+    }
     {
-      auto builder = runtime::create({store}).value();
-      builder->register_index(index_registration(open_index())).value();
+      auto builder = runtime::create(stores()).value();
+      builder->register_index(two_table_registration(open_index(), logs())).value();
       test::put_records(*store, "built", 2);
       REQUIRE(test::wait_readiness(home, "by-value", test::is_ready));
       built_epoch = builder->readiness("by-value")->owner_epoch;
       REQUIRE(builder->stop().get());
     }
-    rt = runtime::create({store}, long_flush_age_options()).value();
+    rt = runtime::create(stores(), long_flush_age_options()).value();
     index = std::make_shared<test::wrapped_backend>(open_index());
-    handle = rt->register_index(index_registration(index)).value();
+    handle = rt->register_index(two_table_registration(index, logs())).value();
     REQUIRE(test::wait_readiness(home, "by-value",
                                  [&](const dix::readiness& r) { return test::is_ready(r) && r.owner_epoch > built_epoch; }));
     REQUIRE(index->resets == 0);  // resumed from its durable cursor, not rebuilt
+  }
+
+  coverage_state read_now() const { return rt->read_coverage("by-value", 0ms).state; }
+  // A strict query's admission through the backend's host (protocol.md §12.5: strict needs current).
+  errc admit_strict() const {
+    coverage_mode strict;
+    strict.kind = coverage_kind::strict;
+    auto r = index->host()->admit_query(strict);
+    return r ? errc::none : r.error().value();
+  }
+  // Waits until read_coverage answers `current`: the owner's proof is stored in the same runner
+  // event that publishes the coverage a waiter saw, so this is one look in the usual case; a
+  // look per segment change (futex) with the 30 s failure bound of wait_segment otherwise.
+  bool until_current() const {
+    return test::wait_segment(home, [&] { return read_now() == coverage_state::current; });
+  }
+  // Waits (the coverage demand: a coverage flush) until the index covers `since`.
+  void cover(index_time_t since) const {
+    auto waiting = rt->wait_for_coverage("by-value", since, 300000ms);
+    REQUIRE(waiting.wait_for(120s) == std::future_status::ready);  // failure guard only
+    REQUIRE(waiting.get());
   }
 };
 
@@ -183,4 +231,103 @@ TEST_CASE("behaviour 22: with a real owner a waiter fails rebuilding in a rebuil
   CHECK(flushes(*w.rt, flush_reason::age) == 0);
   REQUIRE(w.rt->stop().get());  // flush(shutdown) passes the held barriers
   CHECK(code_of(w.rt->wait_for_coverage("by-value", far, 1000ms)) == errc::stopped);
+}
+
+// -- `current` in the owner's process (protocol.md §12.5 step 3, issue 33) -----------------------
+// Each of these failed before the registration handed its runner the proof box: read_coverage
+// never answered `current` and every strict admission was refused index_lagging.
+
+TEST_CASE("current coverage: an idle owner's index that covers a write reads current, and strict queries are admitted",
+          "[system][coverage][current]") {
+  owner w;
+  w.start();
+  const auto written = test::put_records(*w.store, "k", 3);
+  w.cover(written.time);
+  CHECK(w.until_current());
+  auto m = w.rt->metrics("by-value").value();
+  CHECK(m.owner);
+  CHECK(w.admit_strict() == errc::none);
+  auto c = w.rt->read_coverage("by-value", 0ms);
+  CHECK(c.state == coverage_state::current);
+  CHECK(c.lag_upper_bound == 0ms);
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("current coverage: a write accepted but not durable refuses strict and reads bounded within a tolerance, and its barrier makes it current",
+          "[system][coverage][current]") {
+  owner w;
+  w.start();
+  w.cover(test::put_records(*w.store, "k", 1).time);
+  REQUIRE(w.until_current());
+  const int accepted = w.index->accepted();
+  const auto pending = test::put_records(*w.store, "p", 2);
+  // Accepted by the backend; with max_flush_age 10 min and no waiter, no barrier follows it.
+  REQUIRE(w.index->wait_accepted(accepted + 1, 30000ms));
+  CHECK(w.read_now() != coverage_state::current);
+  CHECK(w.admit_strict() == errc::index_lagging);
+  CHECK(w.rt->read_coverage("by-value", 600000ms).state == coverage_state::bounded);
+  CHECK(w.rt->metrics("by-value")->flushes[static_cast<std::size_t>(flush_reason::age)] == 0);
+  w.cover(pending.time);  // the coverage flush: the write's barrier
+  CHECK(w.until_current());
+  CHECK(w.admit_strict() == errc::none);
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("current coverage: an unrelated commit after a pending relevant write never certifies past it",
+          "[system][coverage][current]") {
+  owner w;
+  w.start();
+  w.cover(test::put_records(*w.store, "k", 1).time);
+  REQUIRE(w.until_current());
+  const auto certified = w.rt->metrics("by-value")->coverage_time;
+  w.index->hold_flushes = true;  // barriers wait; flush(shutdown) passes
+  const auto relevant = test::put_records(*w.store, "r", 1);
+  const auto unrelated = test::put_records(*w.store, "u", 1, 2);  // table 2: projected by no one
+  // A waiter for the unrelated commit: the owner drains past both and asks for a barrier, held.
+  auto waiting = w.rt->wait_for_coverage("by-value", unrelated.time, 300000ms);
+  REQUIRE(w.index->wait_flush_held(30000ms));
+  CHECK(w.read_now() != coverage_state::current);
+  CHECK(w.admit_strict() == errc::index_lagging);
+  const auto m = w.rt->metrics("by-value").value();
+  CHECK(m.coverage_time >= certified);
+  CHECK(m.coverage_time < relevant.time);  // never past the write that is not durable
+  CHECK(waiting.wait_for(0ms) == std::future_status::timeout);
+  w.index->release_flushes();
+  REQUIRE(waiting.wait_for(120s) == std::future_status::ready);
+  CHECK(waiting.get());
+  CHECK(w.until_current());
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("current coverage: with two logs each log's pending write holds current back",
+          "[system][coverage][current]") {
+  owner w;
+  w.start(true);
+  w.cover(test::put_records(*w.store, "k", 1).time);
+  REQUIRE(w.until_current());
+  const auto on_main = test::put_records(*w.store, "m", 1);
+  CHECK(w.read_now() != coverage_state::current);
+  CHECK(w.admit_strict() == errc::index_lagging);
+  w.cover(on_main.time);
+  CHECK(w.until_current());
+  const auto on_side = test::put_records(*w.side, "s", 1);
+  CHECK(w.read_now() != coverage_state::current);  // main is durable; side is not
+  CHECK(w.admit_strict() == errc::index_lagging);
+  w.cover(on_side.time);
+  CHECK(w.until_current());
+  CHECK(w.admit_strict() == errc::none);
+  REQUIRE(w.rt->stop().get());
+}
+
+TEST_CASE("current coverage: the home store closed under the owner fails closed",
+          "[system][coverage][current]") {
+  owner w;
+  w.start();
+  w.cover(test::put_records(*w.store, "k", 1).time);
+  REQUIRE(w.until_current());
+  REQUIRE(w.store->close());
+  // The latest sequence cannot be read under the commit mutex any more: nothing proves current.
+  CHECK(w.read_now() == coverage_state::unknown);
+  CHECK(w.admit_strict() == errc::index_lagging);
+  (void)w.rt->stop().get();
 }

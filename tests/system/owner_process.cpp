@@ -16,6 +16,8 @@
 //   #n del KEY          → "#n committed TIME SEQUENCE"
 //   #n hold             → "#n held" (by-value's barriers wait, flush(shutdown) aside)
 //   #n release          → "#n released" (they go on)
+//   #n rebuild-held     → "#n reset-held" (a rebuild of by-value requested; its reset is held,
+//                         never to finish: the test kills the owner inside it)
 // End of input stops it: "stopped" once the runtime stopped and the store closed; exit 0. A
 // failure prints "error …" (after the tag when a command failed) and exits 1.
 // tests/support/owner_process.hpp is the test's side.
@@ -135,6 +137,11 @@ int main(int argc, char** argv) {
     } else if (verb == "release") {
       by_value->release_flushes();
       std::cout << tag << "released" << std::endl;
+    } else if (verb == "rebuild-held") {
+      by_value->hold_resets = true;
+      if (!(*rt)->request_rebuild("by-value")) return fail("the rebuild was not requested", tag);
+      if (!by_value->wait_reset_held(std::chrono::seconds(60))) return fail("no reset came", tag);
+      std::cout << tag << "reset-held" << std::endl;
     } else {
       return fail("unknown command " + line, tag);
     }

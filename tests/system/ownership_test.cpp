@@ -5,7 +5,9 @@
 // counter or futures, bounded by generous failure timeouts, never sleeps.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 #include <functional>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
@@ -17,6 +19,7 @@
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "support/index_registration.hpp"
+#include "support/owner_process.hpp"
 #include "support/wrapped_backend.hpp"
 
 using namespace dix;
@@ -346,4 +349,122 @@ TEST_CASE("ownership: after a rejected shutdown at stop, request_rebuild retries
   CHECK(f.refusing->resets == resets_before);  // rt1's backend was only shut down again, not reset
   CHECK(f.rt1->request_rebuild("by-value") == false);  // nothing held any more
   REQUIRE(f.rt2->stop().get());
+}
+
+// issue 33 item 2 (protocol.md §9.6, §11.4 step 3): a release — stop or unregister — while the
+// owner's backend is still resetting waits for the reset: the backend hears nothing else until
+// the reset ended, the stop's future settles and the lock is handed on only after the release
+// (flush(shutdown), shutdown of the rebuild's epoch) that follows it, and the successor runtime
+// rebuilds to an index equal to the primary. A failed reset ends the same way. Before the fix
+// the stop settled at once, the backend got flush(shutdown) and shutdown while its reset ran
+// and the second runtime acquired before the reset ended.
+namespace {
+
+enum class release_by { stop, unregister };
+
+void release_during_held_reset(release_by how, bool reset_fails) {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt1 = runtime::create({store}).value();
+  auto rt2 = runtime::create({store}).value();
+  auto a = std::make_shared<test::wrapped_backend>(make_index_at(dir / "a"));
+  auto b = make_index_at(dir / "b");
+  auto h1 = rt1->register_index(index_registration(a)).value();
+  test::put_records(*store, "k", 20);
+  REQUIRE(wait_readiness(home, "by-value", is_ready));
+  rt2->register_index(index_registration(b)).value();
+  REQUIRE(waiting_behind_owner(home));
+
+  a->hold_resets = true;
+  REQUIRE(rt1->request_rebuild("by-value"));
+  REQUIRE(a->wait_reset_held(30s));
+  const auto rebuild_epoch = read_readiness(home, "by-value")->owner_epoch;
+  test::put_records(*store, "during", 5);
+  shared_future<void> released = how == release_by::stop ? rt1->stop() : h1.unregister();
+  // Anything after the held reset's call: the release's flush or shutdown.
+  const auto past_reset = [](const std::vector<std::string>& calls) { return calls.empty() || calls.back().rfind("reset(", 0) != 0; };
+  // Nothing reaches the backend while its reset runs (a bounded look: before the fix the
+  // release's flush came within milliseconds) …
+  CHECK_FALSE(a->wait_calls(past_reset, 2000ms));
+  CHECK(a->calls_during_reset().empty());
+  // … the release has not settled and the lock is still the owner's, the other runtime waiting.
+  CHECK(released.wait_for(0ms) == std::future_status::timeout);
+  CHECK(waiting_behind_owner(home));
+  CHECK_FALSE(rt2->metrics("by-value")->owner);
+
+  REQUIRE(a->finish_held_reset(reset_fails));
+  REQUIRE(released.wait_for(120s) == std::future_status::ready);  // failure guard only
+  CHECK(released.get());
+  const auto calls = a->calls();
+  CHECK(a->calls_during_reset().empty());
+  // The order: reset(E) → its end → flush(shutdown) → shutdown(E), nothing in between.
+  const auto reset_at = std::find(calls.begin(), calls.end(), "reset(" + std::to_string(rebuild_epoch) + ")");
+  REQUIRE(reset_at != calls.end());
+  REQUIRE(std::distance(reset_at, calls.end()) == 4);
+  CHECK(reset_at[1] == (reset_fails ? "reset failed" : "reset end"));
+  CHECK(reset_at[2] == "flush(shutdown)");
+  CHECK(reset_at[3] == "shutdown(" + std::to_string(rebuild_epoch) + ")");
+
+  // The successor acquires under a larger epoch, rebuilds (the slot said rebuilding) and ends
+  // ready and equal to the primary: 20 + 5 records, each under its own payload key.
+  REQUIRE(wait_readiness(home, "by-value", [&](const dix::readiness& r) { return is_ready(r) && r.owner_epoch > rebuild_epoch; }));
+  CHECK(rt2->metrics("by-value")->owner);
+  auto rows = b->range("", "\x7f", 1000, test::covering_now()).value().rows;
+  std::set<std::string> ids;
+  for (const auto& r : rows) ids.insert(r.record_id);
+  CHECK(rows.size() == 25);
+  CHECK(ids.size() == 25);
+  CHECK(ids.count("during4") == 1);
+  REQUIRE(rt2->stop().get());
+  if (how == release_by::unregister) REQUIRE(rt1->stop().get());
+}
+
+}  // namespace
+
+TEST_CASE("ownership: a stop while the owner's reset runs waits for it, then releases, and the successor rebuilds equal", "[system][ownership][reset]") {
+  release_during_held_reset(release_by::stop, false);
+}
+
+TEST_CASE("ownership: an unregister while the owner's reset runs waits for it, then releases, and the successor rebuilds equal", "[system][ownership][reset]") {
+  release_during_held_reset(release_by::unregister, false);
+}
+
+TEST_CASE("ownership: a release waiting for a reset that fails still hands the lock on", "[system][ownership][reset]") {
+  release_during_held_reset(release_by::stop, true);
+}
+
+// issue 33 item 2 across processes: the owner process is SIGKILLed while its backend's reset of
+// `by-value` runs (the cursor gone, entries maybe left). A successor runtime acquires once the
+// process is gone (its flock and RocksDB's LOCK with it), rebuilds the very directory the reset
+// was destroying and ends ready and equal to the primary under a larger epoch.
+TEST_CASE("ownership: SIGKILL of an owner inside a held reset: the successor rebuilds the same index and ends ready and equal", "[system][ownership][reset]") {
+  temp_dir dir;
+  epoch_t rebuild_epoch = 0;
+  {
+    test::owner_process owner(dir.path());
+    for (int i = 0; i < 20; ++i) owner.put("k" + std::to_string(i), "p-" + std::to_string(i));
+    REQUIRE(wait_readiness(owner.home(), "by-value", is_ready));
+    owner.rebuild_with_held_reset();
+    const auto r = read_readiness(owner.home(), "by-value").value();
+    CHECK(r.state == readiness_state::rebuilding);
+    rebuild_epoch = r.owner_epoch;
+    owner.kill();
+  }
+  auto store = test::open_store(dir / "db");
+  test::put_records(*store, "after", 3);
+  auto rt = runtime::create({store}).value();
+  auto index = make_index_at(dir / "by-value");
+  rt->register_index(index_registration(index)).value();
+  REQUIRE(wait_readiness(dir / "db", "by-value", [&](const dix::readiness& r) { return is_ready(r) && r.owner_epoch > rebuild_epoch; }));
+  CHECK(rt->metrics("by-value")->owner);
+  CHECK(rt->metrics("by-value")->rebuilt_records == 23);  // rebuilt from a scan, not resumed
+  auto rows = index->range("", "\x7f", 1000, test::covering_now()).value().rows;
+  std::set<std::string> ids;
+  for (const auto& row : rows) ids.insert(row.record_id);
+  CHECK(rows.size() == 23);
+  CHECK(ids.size() == 23);
+  CHECK(ids.count("k19") == 1);
+  CHECK(ids.count("after2") == 1);
+  REQUIRE(rt->stop().get());
 }
