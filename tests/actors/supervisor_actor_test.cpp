@@ -482,3 +482,39 @@ TEST_CASE("supervision: a new runner whose bell already rang for a system commit
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   f.run();
 }
+
+// decision 0037: a runner that dies while its backend's reset runs. The supervisor releases for it
+// (flush(shutdown), shutdown of the rebuild's epoch) through the proxy, which starts neither call
+// while the reset is outstanding: the backend hears nothing until its reset ended, and the lock
+// is released only after the shutdown that follows it. The respawned runner then rebuilds to ready.
+TEST_CASE("supervision: a runner that dies while its backend resets: the supervisor's release waits at the proxy for the reset, then unlocks", "[actor][supervision][rebuild]") {
+  supervised p;
+  p.commit("a", "1");
+  p.advance(1000ms);
+  REQUIRE(p.slot->read().state == readiness_state::ready);
+  p.backend->hold_reset = true;
+  p.slot->request_rebuild();
+  caf::anon_send(p.runner, wake{wake_flag::rebuild});
+  p.run();
+  REQUIRE(p.backend->resetting());
+  p.backend->hold_reset = false;
+  const auto rebuild_epoch = p.slot->read().owner_epoch;
+  p.crash(p.runner);
+  CHECK(p.backend->violation.empty());  // no flush, no shutdown during the reset …
+  CHECK_FALSE(p.lock_free());           // … and the lock is still held
+  CHECK(p.record->read().quiesced != rebuild_epoch);
+  REQUIRE(p.backend->finish_reset());
+  p.run();
+  CHECK(p.backend->violation.empty());
+  CHECK(p.record->read().quiesced == rebuild_epoch);  // the release's shutdown, after the reset
+  CHECK(p.slot_says(readiness_state::needs_rebuild, readiness_reason::runner_failed));
+  CHECK(p.lock_free());
+  p.advance(100ms);  // the restart delay: the respawned runner acquires and rebuilds
+  CHECK(p.runners == 2);
+  // Its attempt after the interrupted one's backoff, then the age flush (time moves in steps:
+  // a timer armed while one advance runs is due after it).
+  for (int i = 0; i < 5; ++i) p.advance(1000ms);
+  CHECK(p.slot->read().state == readiness_state::ready);
+  CHECK(p.durable_has("a"));
+  CHECK(p.backend->violation.empty());
+}
