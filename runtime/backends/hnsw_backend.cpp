@@ -51,6 +51,7 @@ namespace {
 
 #include "backends/applier_queue.hpp"
 #include "backends/hnsw_probe.hpp"
+#include "backends/index_dir.hpp"
 #include "core/bytes.hpp"
 #include "core/crc32.hpp"
 #include "core/names.hpp"
@@ -634,8 +635,7 @@ void hnsw_backend::impl::fresh_graph() {
 result<void> hnsw_backend::impl::open_index() {
   if (is_open) return {};
   std::error_code ec;
-  fs::create_directories(options.state_dir, ec);
-  if (ec) return error{errc::io_error, "hnsw index " + id + ": creating " + options.state_dir.string() + ": " + ec.message()};
+  if (auto ok = index_dir::claim(options.state_dir, "hnsw", id); !ok) return ok;  // made again if it vanished
   // Generations only grow, past any file a crash or a corrupt cursor left behind.
   for (const auto& entry : fs::directory_iterator(options.state_dir, ec)) {
     next_generation = std::max(next_generation, generation_of(entry.path().filename().string()) + 1);
@@ -854,9 +854,7 @@ result<void> hnsw_backend::impl::run_barrier() {
 result<void> hnsw_backend::impl::run_reset() {
   std::unique_lock lock(index_mutex);
   const auto& dir = options.state_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return error{errc::io_error, "hnsw index " + id + ": creating " + dir.string() + ": " + ec.message()};
+  if (auto ok = index_dir::claim(dir, "hnsw", id); !ok) return ok;  // made again if it vanished
   // The cursor goes first, durably: a crash from here on leaves a cursorless directory.
   if (::unlink((dir / cursor_name).c_str()) != 0 && errno != ENOENT) {
     return io_failure("hnsw index " + id + ": unlink " + (dir / cursor_name).string(), errno);
@@ -1022,6 +1020,8 @@ hnsw_backend::hnsw_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_options options) {
   if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
+  // Nothing of another program's, or a user's, is adopted (decision 0038).
+  if (auto ok = index_dir::claim(options.state_dir, "hnsw", id); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);

@@ -1,5 +1,8 @@
 #include <dix/backends/rocksdb_index_backend.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -25,6 +28,7 @@
 #include <dix/memory.hpp>
 
 #include "backends/applier_queue.hpp"
+#include "backends/index_dir.hpp"
 #include "backends/index_space.hpp"
 #include "backends/rocksdb_index_probe.hpp"
 #include "core/bytes.hpp"
@@ -342,6 +346,7 @@ struct rocksdb_index_backend::impl {
   result<void> apply(const batch& b);
   result<void> run_barrier();
   result<void> run_reset();
+  result<void> open_or_replace();
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
 };
 
@@ -565,9 +570,56 @@ result<void> rocksdb_index_backend::impl::run_barrier() {
   return {};
 }
 
+namespace {
+
+// The files a RocksDB database writes in its directory (and its WAL archive): what a reset of a
+// database that cannot be opened removes, by name (decision 0038).
+bool is_rocksdb_file(std::string_view name) {
+  auto starts = [&](std::string_view head) { return name.rfind(head, 0) == 0; };
+  auto ends = [&](std::string_view tail) { return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail; };
+  return name == "CURRENT" || name == "IDENTITY" || name == "LOCK" || name == "LOG" || name == "archive" ||
+         starts("LOG.old.") || starts("MANIFEST-") || starts("OPTIONS-") || ends(".sst") || ends(".log") ||
+         ends(".blob") || ends(".dbtmp");
+}
+
+// Whether another process holds the database's LOCK (RocksDB takes a POSIX write lock on it).
+bool lock_held_elsewhere(const std::filesystem::path& lock_file) {
+  const int fd = ::open(lock_file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+}  // namespace
+
+// A database that cannot be opened (a corrupt CURRENT or MANIFEST, a lost file) is made anew: no
+// cursor can be read from it, so nothing trusts it; its files go by name, CURRENT first (a crash
+// from there leaves no database, never a torn one), then an empty one is created. Not while
+// another process holds it, nor below the free-space reserve (that open failed for want of space,
+// not for damage). Caller holds db_mutex exclusively.
+result<void> rocksdb_index_backend::impl::open_or_replace() {
+  if (auto room = space->check_open(); !room) return room;
+  auto opened = open_db();
+  if (opened) return opened;
+  if (lock_held_elsewhere(options.path / "LOCK")) return opened;
+  std::error_code ec;
+  std::filesystem::remove(options.path / "CURRENT", ec);
+  if (ec) return {errc::io_error, "index " + id + ": reset: removing " + (options.path / "CURRENT").string() + ": " + ec.message()};
+  if (auto ok = index_dir::remove_own(options.path, is_rocksdb_file, "index " + id + ": reset"); !ok) return ok;
+  if (auto again = open_db(); !again) {
+    return {errc::io_error, again.error().message() + " (after removing the files of a database that could not be opened: " +
+                                opened.error().message() + ")"};
+  }
+  return {};
+}
+
 result<void> rocksdb_index_backend::impl::run_reset() {
   std::unique_lock lock(db_mutex);
-  if (auto ok = open_db(); !ok) return ok;
+  if (auto ok = open_or_replace(); !ok) return ok;
   auto injected = [&](reset_step step) { return reset_hook && reset_hook(step); };
   auto fail = [&](reset_step step, const std::string& what) -> result<void> {
     return {errc::io_error, "index " + id + ": reset, " + std::string(to_string(step)) + ": " + what};
@@ -710,6 +762,8 @@ result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std
                                                                              rocksdb_index_options options) {
   if (auto ok = check_backend_id(id); !ok) return ok.error();
   if (auto ok = validate(options); !ok) return ok.error();
+  // Nothing of another program's, or a user's, is adopted (decision 0038).
+  if (auto ok = index_dir::claim(options.path, "rocksdb_index", id); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);

@@ -17,6 +17,7 @@
 #include <xapian.h>
 
 #include "backends/applier_queue.hpp"
+#include "backends/index_dir.hpp"
 #include "backends/xapian_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
@@ -90,6 +91,15 @@ bool valid_prefix(std::string_view prefix) {
   if (prefix.empty()) return true;
   if (prefix.size() > 8 || prefix[0] == 'Q' || prefix[0] == 'Z') return false;
   return std::all_of(prefix.begin(), prefix.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+// The files a glass database (Xapian 1.4) writes: its tables, version file and lock, their
+// temporaries, and the changesets of a replicated database. A reset removes these, nothing else.
+bool is_xapian_file(std::string_view name) {
+  auto ends = [&](std::string_view tail) { return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail; };
+  return name == version_file || name == "flintlock" || ends(".glass") || name == "iamglass.tmp" || ends(".glass.tmp") ||
+         (name.rfind("changes", 0) == 0 && name.size() > 7 &&
+          std::all_of(name.begin() + 7, name.end(), [](char c) { return c >= '0' && c <= '9'; }));
 }
 
 bool database_exists(const std::filesystem::path& path) {
@@ -445,8 +455,8 @@ bool xapian_backend::impl::requeue(std::shared_ptr<const batch> b) {
 
 void xapian_backend::impl::open_writer() {
   if (writer) return;
-  std::error_code ec;
-  std::filesystem::create_directories(options.path, ec);
+  // Made again (with its marker) if it vanished; refused, never adopted, if it is another's.
+  if (auto ok = index_dir::claim(options.path, "xapian", id); !ok) throw Xapian::DatabaseOpeningError(ok.error().message());
   writer = std::make_unique<Xapian::WritableDatabase>(options.path.string(), Xapian::DB_CREATE_OR_OPEN);
 }
 
@@ -621,10 +631,11 @@ result<void> xapian_backend::impl::run_reset() {
   std::filesystem::remove(options.path / version_file, ec);
   if (ec) return fail("deleting " + (options.path / version_file).string() + ": " + ec.message());
   sync_directory(options.path);
-  std::filesystem::remove_all(options.path, ec);
-  if (ec) return fail("deleting " + options.path.string() + ": " + ec.message());
+  // Only the database's own files, by name (decision 0038): never the marker, never a file
+  // someone put beside them, never by a recursive delete of the directory.
+  if (auto ok = index_dir::remove_own(options.path, is_xapian_file, "index " + id + ": reset"); !ok) return ok;
+  if (auto ok = index_dir::claim(options.path, "xapian", id); !ok) return ok;  // made again if it vanished
   try {
-    std::filesystem::create_directories(options.path, ec);
     Xapian::WritableDatabase db(options.path.string(), Xapian::DB_CREATE);
     db.commit();
     db.close();
@@ -758,6 +769,8 @@ xapian_backend::xapian_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, xapian_options options) {
   if (auto ok = validate_id_and_options(id, options); !ok) return ok.error();
+  // Nothing of another program's, or a user's, is adopted (decision 0038).
+  if (auto ok = index_dir::claim(options.path, "xapian", id); !ok) return ok.error();
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);

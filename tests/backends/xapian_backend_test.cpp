@@ -468,6 +468,16 @@ TEST_CASE("xapian: reset removes the cursor and every document, also over a miss
     REQUIRE(reset(*f.index, 1));
     check_empty_and_working();
   }
+  SECTION("a database beside a file it did not write (decision 0038: the file stays)") {
+    fill(1);
+    std::ofstream(path / "thesis.docx") << "a user's file\n";
+    std::filesystem::create_directory(path / "sub");
+    REQUIRE(reset(*f.index, 1));
+    CHECK(std::filesystem::exists(path / "thesis.docx"));
+    CHECK(std::filesystem::is_directory(path / "sub"));
+    CHECK(std::filesystem::exists(path / "dix-index"));
+    check_empty_and_working();
+  }
   SECTION("a corrupt database") {
     fill(1);
     REQUIRE(shut(*f.index, 1));

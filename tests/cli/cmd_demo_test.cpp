@@ -166,7 +166,20 @@ TEST_CASE("dix demo: a path component longer than NAME_MAX, a symlink loop or a 
   dix::test::check_refuses_hostile_paths(dir, "demo", [](const std::string& path) { return std::vector<std::string>{"--dir", path, "--records", "5", "--rate", "0"}; });
 }
 
-TEST_CASE("dix demo: an index database that cannot be opened is named with its error in the progress line, not just `unknown` (issue 12)", "[system][cli][demo]") {
+TEST_CASE("dix demo: an index path holding a user's files or another program's RocksDB database is refused (store_format_mismatch, exit 1) and left byte for byte unchanged (issue 34 items 1, 2)", "[system][cli][demo][foreign]") {
+  for (const auto* id : {"by-category", "by-brand", "fulltext", "similar"}) {
+    for (auto kind : {dix::test::foreign_kind::files, dix::test::foreign_kind::rocksdb}) {
+      INFO(id << (kind == dix::test::foreign_kind::files ? ": files" : ": a RocksDB database"));
+      temp_dir dir;
+      const auto demo_dir = dir / "demo";
+      fs::create_directories(demo_dir);
+      dix::test::check_refuses_foreign_index(dir, demo_dir / id, {"demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0"},
+                                             kind);
+    }
+  }
+}
+
+TEST_CASE("dix demo: a plain file where an index directory should be is refused at once, naming it (issue 12, decision 0038)", "[system][cli][demo]") {
   temp_dir dir;
   auto demo_dir = dir / "demo";
   fs::create_directories(demo_dir);
@@ -175,9 +188,8 @@ TEST_CASE("dix demo: an index database that cannot be opened is named with its e
   auto run = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--timeout", "3"},
                             dir.path());
   INFO(run.out << run.err);
-  CHECK(run.exit_code == 1);  // does not catch up within the timeout
-  CHECK_THAT(run.out, Catch::Contains("by-brand: indexed through seq 0") && Catch::Contains("transient fault ") && Catch::Contains(" in a row: durable_cursor(): index by-brand: cannot open") &&
-                          Catch::Contains(plain.string()) && Catch::Contains("not a directory"));
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.err, Catch::Contains("store_format_mismatch") && Catch::Contains(plain.string()) && Catch::Contains("not a directory"));
   CHECK(fs::is_regular_file(plain));
 }
 

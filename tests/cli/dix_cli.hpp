@@ -73,6 +73,46 @@ inline void check_refuses_foreign_store(const temp_dir& dir, const std::filesyst
   CHECK(after == before);
 }
 
+// What issue 34 found dix destroying at an index's path: a user's files (a document and a
+// subdirectory), or another program's RocksDB database with 100 keys in a column family named
+// `entries`, as dix's RocksDB index names its own.
+enum class foreign_kind { files, rocksdb };
+inline void plant_foreign(const std::filesystem::path& path, foreign_kind kind) {
+  if (kind == foreign_kind::files) {
+    std::filesystem::create_directories(path / "sub");
+    std::ofstream(path / "thesis.docx") << "a\n";
+    return;
+  }
+  std::filesystem::create_directories(path.parent_path());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {"entries", {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
+  for (int i = 0; i < 100; ++i) REQUIRE(raw->Put({}, handles[1], "key" + std::to_string(i), "theirs").ok());
+  for (auto* h : handles) REQUIRE(raw->DestroyColumnFamilyHandle(h).ok());
+  REQUIRE(raw->Close().ok());
+  delete raw;
+}
+
+// `dix <args>` where the index at `index` holds what dix did not make: refused with
+// store_format_mismatch naming the path, exit 1, the index directory byte for byte as it was.
+inline void check_refuses_foreign_index(const temp_dir& dir, const std::filesystem::path& index, std::vector<std::string> args,
+                                        foreign_kind kind) {
+  plant_foreign(index, kind);
+  const auto before = snapshot_dir(index);
+  auto r = dix_cli(dir, std::move(args));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("store_format_mismatch") && Catch::Contains(index.string()) &&
+                        Catch::Contains("dix did not create"));
+  const auto after = snapshot_dir(index);
+  INFO("changed: " << changed_files(before, after));
+  CHECK(after == before);
+}
+
 // Decision 0034, as the user trial found it: a store made by `dix write` at `db` whose newest
 // WAL file has 4000 bytes flipped in its middle, valid records after them. `dix <args>` must
 // exit `exit_code` with one line on stderr starting with `prefix` that says the WAL is corrupt

@@ -286,6 +286,7 @@ std::optional<dix::cursor> read_index_cursor(const fs::path& path, std::vector<s
 // names. Their options other than the path do not matter for reading.
 std::optional<dix::cursor> read_search_cursor(const std::string& id, const fs::path& path, std::vector<std::string>& problems) {
   std::shared_ptr<dix::backend> b;
+  if (!fs::exists(path)) return std::nullopt;  // create() would make the directory
   if (id == "fulltext") {
     dix::xapian_options o;
     o.path = path;
@@ -294,7 +295,6 @@ std::optional<dix::cursor> read_search_cursor(const std::string& id, const fs::p
     if (created) b = *created;
     else problems.push_back("creating a reader of " + id + ": " + created.error().to_string());
   } else {
-    if (!fs::exists(path)) return std::nullopt;  // create() would make the directory
     dix::hnsw_options o;
     o.state_dir = path;
     o.dimension = 16;

@@ -1,0 +1,178 @@
+// The index directory rule (backends/index_dir.*, decision 0038) alone and through each shipped
+// backend's create(): a directory holding anything dix did not create is refused byte for byte
+// unchanged; an empty or missing one is claimed with its marker; a reset removes only the
+// backend's own files.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include <dix/backends/hnsw_backend.hpp>
+#include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/backends/xapian_backend.hpp>
+
+#include "backends/index_dir.hpp"
+#include "support/dir_snapshot.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace dix;
+using dix::test::temp_dir;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Each shipped backend made over `dir`, as an application would (the demo's options).
+result<void> create_rocksdb(const fs::path& dir) {
+  rocksdb_index_options o;
+  o.path = dir;
+  auto b = rocksdb_index_backend::create("by-category", o);
+  if (!b) return b.error();
+  return {};
+}
+result<void> create_xapian(const fs::path& dir) {
+  xapian_options o;
+  o.path = dir;
+  o.fields["name"] = xapian_field{"S", 1};
+  auto b = xapian_backend::create("fulltext", o);
+  if (!b) return b.error();
+  return {};
+}
+result<void> create_hnsw(const fs::path& dir) {
+  hnsw_options o;
+  o.state_dir = dir;
+  o.dimension = 4;
+  auto b = hnsw_backend::create("similar", o);
+  if (!b) return b.error();
+  return {};
+}
+
+struct subject {
+  const char* name;
+  result<void> (*create)(const fs::path&);
+};
+const subject subjects[] = {{"rocksdb_index", create_rocksdb}, {"xapian", create_xapian}, {"hnsw", create_hnsw}};
+
+// A RocksDB database another program made: 100 keys in a column family `entries` (what the
+// RocksDB index calls its own family), 1 in `default`.
+void foreign_rocksdb(const fs::path& path) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {"entries", {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
+  for (int i = 0; i < 100; ++i) REQUIRE(raw->Put({}, handles[1], "key" + std::to_string(i), "theirs").ok());
+  REQUIRE(raw->Put({}, handles[0], "k", "v").ok());
+  for (auto* h : handles) REQUIRE(raw->DestroyColumnFamilyHandle(h).ok());
+  REQUIRE(raw->Close().ok());
+  delete raw;
+}
+
+}  // namespace
+
+TEST_CASE("index directory: every shipped backend refuses a directory holding files it did not create, byte for byte unchanged (issue 34 item 1)", "[adapter][backend][foreign]") {
+  for (const auto& s : subjects) {
+    INFO(s.name);
+    temp_dir dir;
+    const auto path = dir / "index";
+    fs::create_directories(path / "sub");
+    std::ofstream(path / "thesis.docx") << "a\n";
+    const auto before = test::snapshot_dir(dir.path());
+    auto refused = s.create(path);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().value() == errc::store_format_mismatch);
+    CHECK_THAT(refused.error().message(), Catch::Contains(path.string()) && Catch::Contains("sub") &&
+                                              Catch::Contains("did not create"));
+    CHECK(test::snapshot_dir(dir.path()) == before);
+  }
+}
+
+TEST_CASE("index directory: every shipped backend refuses another program's RocksDB database, its families and keys untouched (issue 34 item 2)", "[adapter][backend][foreign]") {
+  for (const auto& s : subjects) {
+    INFO(s.name);
+    temp_dir dir;
+    const auto path = dir / "by-category";
+    foreign_rocksdb(path);
+    const auto before = test::snapshot_dir(dir.path());
+    auto refused = s.create(path);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().value() == errc::store_format_mismatch);
+    CHECK(test::snapshot_dir(dir.path()) == before);
+    std::vector<std::string> families;
+    REQUIRE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions{}, path.string(), &families).ok());
+    CHECK(families == std::vector<std::string>{"default", "entries"});
+  }
+}
+
+TEST_CASE("index directory: a missing directory is created (its last component only, mode 0700) with its marker, an empty one is claimed, and a missing parent is refused", "[adapter][backend][foreign]") {
+  for (const auto& s : subjects) {
+    INFO(s.name);
+    temp_dir dir;
+    const auto fresh = dir / "fresh";
+    REQUIRE(s.create(fresh));
+    CHECK(fs::is_regular_file(fresh / index_dir::marker_name));
+    struct stat st {};
+    REQUIRE(::stat(fresh.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    REQUIRE(s.create(fresh));  // again: its own
+    const auto empty = dir / "empty";
+    fs::create_directory(empty);
+    REQUIRE(s.create(empty));
+    CHECK(fs::is_regular_file(empty / index_dir::marker_name));
+    auto orphan = s.create(dir / "no" / "such");
+    REQUIRE_FALSE(orphan);
+    CHECK(orphan.error().value() == errc::io_error);
+    CHECK_THAT(orphan.error().message(), Catch::Contains("does not exist"));
+    CHECK_FALSE(fs::exists(dir / "no"));
+  }
+}
+
+TEST_CASE("index directory: a directory claimed by another index, or by another kind of backend, is refused", "[adapter][backend][foreign]") {
+  temp_dir dir;
+  const auto path = dir / "shared";
+  REQUIRE(index_dir::claim(path, "xapian", "fulltext"));
+  const auto before = test::snapshot_dir(dir.path());
+  for (const auto& s : subjects) {
+    INFO(s.name);
+    if (std::string(s.name) == "xapian") continue;
+    auto refused = s.create(path);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().value() == errc::store_format_mismatch);
+    CHECK_THAT(refused.error().message(), Catch::Contains("the xapian index fulltext"));
+  }
+  auto other_id = index_dir::claim(path, "xapian", "titles");
+  REQUIRE_FALSE(other_id);
+  CHECK_THAT(other_id.error().message(), Catch::Contains("needs a directory of its own"));
+  std::ofstream(path / index_dir::marker_name, std::ios::trunc) << "something else\n";
+  auto garbled = index_dir::claim(path, "xapian", "fulltext");
+  REQUIRE_FALSE(garbled);
+  CHECK(garbled.error().value() == errc::store_format_mismatch);
+  CHECK(index_dir::look(path, "xapian", "fulltext").error().value() == errc::store_format_mismatch);
+  (void)before;
+}
+
+TEST_CASE("index directory: remove_own removes only what its predicate names, never the marker, and a directory it names with its contents", "[adapter][backend][foreign]") {
+  temp_dir dir;
+  const auto path = dir / "idx";
+  REQUIRE(index_dir::claim(path, "rocksdb_index", "by-brand"));
+  std::ofstream(path / "000001.sst") << "x";
+  std::ofstream(path / "CURRENT") << "x";
+  fs::create_directory(path / "archive");
+  std::ofstream(path / "archive" / "000002.log") << "x";
+  std::ofstream(path / "notes.txt") << "mine";
+  auto own = [](std::string_view n) { return n == "CURRENT" || n == "archive" || n.size() > 4 && n.substr(n.size() - 4) == ".sst"; };
+  REQUIRE(index_dir::remove_own(path, own, "test"));
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(path)) left.insert(e.path().filename().string());
+  CHECK(left == std::set<std::string>{"dix-index", "notes.txt"});
+  CHECK(index_dir::look(path, "rocksdb_index", "by-brand").value() == index_dir::state::ours);
+  CHECK(index_dir::look(dir / "none", "rocksdb_index", "by-brand").value() == index_dir::state::absent);
+}
