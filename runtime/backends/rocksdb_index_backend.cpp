@@ -287,6 +287,7 @@ struct rocksdb_index_backend::impl {
 
   // Caller holds db_mutex exclusively.
   result<void> open_db();
+  error open_refusal(const rocksdb::Status& s) const;
   void close_db();
   // Opens under the exclusive lock if needed.
   result<void> ensure_open();
@@ -350,6 +351,18 @@ struct rocksdb_index_backend::impl {
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
 };
 
+// An open that failed. A database damaged beyond opening — a corrupt file, or a file of its own
+// missing (its directory is ours, decision 0038) — holds no cursor anyone can trust:
+// cursor_invalid, which the runner condemns at once (cursor-missing) and a rebuild's reset
+// replaces. Anything else (an I/O error, a lock) is io_error: a transient fault, retried.
+error rocksdb_index_backend::impl::open_refusal(const rocksdb::Status& s) const {
+  if (s.IsCorruption() || s.IsPathNotFound()) {
+    return {errc::cursor_invalid, "index " + id + ": its database " + options.path.string() + " is damaged (" + s.ToString() +
+                                      "): no cursor in it can be trusted; a rebuild replaces it"};
+  }
+  return {errc::io_error, "index " + id + ": cannot open " + options.path.string() + ": " + s.ToString()};
+}
+
 result<void> rocksdb_index_backend::impl::open_db() {
   if (db) return {};
   if (auto room = space->check_open(); !room) return room;
@@ -362,7 +375,7 @@ result<void> rocksdb_index_backend::impl::open_db() {
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(o, options.path.string(), families, &opened, &raw);
   open_failed = !s.ok();
-  if (!s.ok()) return {errc::io_error, "index " + id + ": cannot open " + options.path.string() + ": " + s.ToString()};
+  if (!s.ok()) return open_refusal(s);
   db.reset(raw);
   handles = opened;
   entries = opened[1];
@@ -380,7 +393,7 @@ result<std::optional<std::string>> rocksdb_index_backend::impl::read_cursor_read
   std::vector<rocksdb::ColumnFamilyHandle*> opened;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::OpenForReadOnly(o, options.path.string(), families, &opened, &raw);
-  if (!s.ok()) return error{errc::io_error, "index " + id + ": cannot read the cursor of " + options.path.string() + ": " + s.ToString()};
+  if (!s.ok()) return open_refusal(s);
   std::unique_ptr<rocksdb::DB> look(raw);
   std::string value;
   s = look->Get(rocksdb::ReadOptions{}, opened[1], slice(cursor_key), &value);

@@ -816,6 +816,11 @@ result<std::optional<cursor>> xapian_backend::durable_cursor() {
     try {
       Xapian::Database db(impl_->options.path.string());
       bytes = db.get_metadata(cursor_key);
+    } catch (const Xapian::DatabaseCorruptError& e) {
+      // Damaged beyond reading: no cursor in it can be trusted (the runner condemns at once,
+      // cursor-missing, and the rebuild's reset replaces its files).
+      return error{errc::cursor_invalid, "index " + impl_->id + ": its database " + impl_->options.path.string() +
+                                             " is damaged (" + e.get_description() + "): no cursor in it can be trusted; a rebuild replaces it"};
     } catch (const Xapian::Error& e) {
       return error{errc::io_error, "index " + impl_->id + ": reading the cursor of " + impl_->options.path.string() +
                                        ": " + e.get_description()};

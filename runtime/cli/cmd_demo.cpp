@@ -373,7 +373,23 @@ int run_demo(const std::vector<std::string>& argv) {
     return exit_error;
   }
   if (!caught_up) {
-    std::cerr << "dix demo: the indexes did not catch up within " << timeout_seconds << " s\n";
+    // Which index, in which state, and why (issue 34): each one that is not ready at the writer's
+    // last transaction, with its reason and its runner's last fault.
+    const auto latest = last_commit.load();
+    std::string behind;
+    for (const auto& id : ids) {
+      auto m = (*rt)->metrics(id);
+      auto s = (*rt)->status(id);
+      const std::uint64_t durable = m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
+      const auto state = m ? m->readiness.state : readiness_state::unknown;
+      if (state == readiness_state::ready && durable >= latest) continue;
+      behind += behind.empty() ? ": " : "; ";
+      behind += id + " is " + std::string(to_string(state));
+      if (m && m->readiness.reason != readiness_reason::none) behind += " (" + std::string(to_string(m->readiness.reason)) + ")";
+      behind += ", indexed through seq " + std::to_string(durable) + " of " + std::to_string(latest);
+      if (s && !s->message.empty()) behind += ", runner " + std::string(to_string(s->state)) + ": " + s->message;
+    }
+    std::cerr << "dix demo: the indexes did not catch up within " << timeout_seconds << " s" << behind << "\n";
     return exit_error;
   }
 

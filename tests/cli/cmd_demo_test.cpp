@@ -179,6 +179,26 @@ TEST_CASE("dix demo: an index path holding a user's files or another program's R
   }
 }
 
+TEST_CASE("dix demo: an index whose own files are damaged beyond opening heals by a rebuild and verifies (issue 34 item 6)", "[system][cli][demo][recovery]") {
+  temp_dir dir;
+  const auto demo_dir = dir / "demo";
+  auto args = [&](const char* records) {
+    return std::vector<std::string>{DIX_BINARY, "demo", "--dir", demo_dir.string(), "--records", records, "--rate", "0"};
+  };
+  auto first = dix::test::run(args("200"), dir.path());
+  REQUIRE(first.exit_code == 0);
+  // A corrupt CURRENT (RocksDB), a corrupt version file (Xapian), an emptied cursor file (hnsw).
+  { std::ofstream(demo_dir / "by-brand" / "CURRENT", std::ios::trunc) << "garbage\n"; }
+  { std::ofstream(demo_dir / "fulltext" / "iamglass", std::ios::trunc) << "garbage"; }
+  { std::ofstream(demo_dir / "similar" / "cursor", std::ios::trunc) << "\n"; }
+  auto healed = dix::test::run(args("100"), dir.path());
+  INFO(healed.out << healed.err);
+  REQUIRE(healed.exit_code == 0);
+  for (const auto* id : {"by-category", "by-brand", "fulltext", "similar"}) {
+    CHECK_THAT(healed.out, Catch::Contains(std::string("verify ") + id + ": OK ("));
+  }
+}
+
 TEST_CASE("dix demo: a plain file where an index directory should be is refused at once, naming it (issue 12, decision 0038)", "[system][cli][demo]") {
   temp_dir dir;
   auto demo_dir = dir / "demo";
