@@ -17,19 +17,7 @@ result<space_reading> read_space(const std::filesystem::path& path) {
     return error{errc::io_error, "cannot read the free space of " + path.string() + ": " + std::strerror(errno)};
   }
   return space_reading{static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize,
-                       static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize};
-}
-
-std::uint64_t live_wal_bytes(const std::filesystem::path& db) {
-  std::uint64_t total = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(db, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() != ".log") continue;
-    std::error_code size_ec;
-    const auto size = it->file_size(size_ec);
-    if (!size_ec) total += size;
-  }
-  return total;
+                       static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize, static_cast<std::uint64_t>(st.f_fsid)};
 }
 
 result<store_space> read_store_space(const std::filesystem::path& store) {

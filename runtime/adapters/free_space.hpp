@@ -13,9 +13,6 @@ namespace dix {
 // statvfs of `path`: f_bavail and f_blocks in bytes. io_error naming the path and the reason.
 result<space_reading> read_space(const std::filesystem::path& path);
 
-// The bytes of the live WAL files (`<db>/*.log`, not the archive): what is not flushed yet, and
-// what a DB::Open of `db` would replay and flush; 0 when there are none or the directory cannot
-// be listed (RocksDB reports that itself).
-std::uint64_t live_wal_bytes(const std::filesystem::path& db);
+// live_wal_bytes(db): core/free_space.hpp (the RocksDB index counts its own WAL the same way).
 
 }  // namespace dix

@@ -262,6 +262,25 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   return info;
 }
 
+bool primary_store::impl::flush_for_space(std::uint64_t floor) {
+  if (space.own_pending_bytes() < (64u << 10) || space.available_bytes() < space.pending_bytes() + floor / 2) return false;
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;
+  return db->Flush(fo, handles).ok();
+}
+
+namespace {
+// What the gate counted as used beside the reading: the store's unflushed WAL, and what the
+// process's other writers on the filesystem (its indexes) will still write.
+std::string pending_words(const space_gate& space) {
+  std::string words = "its unflushed WAL";
+  const auto others = space.pending_bytes() - std::min(space.pending_bytes(), space.own_pending_bytes());
+  if (others != 0) words += " and " + describe_bytes(others) + " its indexes in this process will still write";
+  return words;
+}
+}  // namespace
+
 result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t bytes) {
   const bool system = (flags & header_flag::system) != 0;
   auto floor = [&] {
@@ -278,10 +297,25 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
     space.charge(bytes);
     return {};
   }
+  // The unflushed WAL counts as used because its memtables' flush will write about as much. When
+  // that is what keeps the store below its reserve, flush now — what it writes is real then, not
+  // an estimate (deduplicated, compressed: usually far less) — and measure again (issue 34: with
+  // no more commits nothing else would flush, and the store stayed refused with room to spare).
+  // Only with room for the flush itself above half the reserve; under the commit mutex, so no
+  // commit waits behind it that was not refused anyway.
+  if (flush_for_space(floor())) {
+    auto reading = probe(path);
+    if (!reading) return reading.error();
+    space.record(*reading, live_wal_bytes(path), now);
+    if (space.admits(bytes, floor())) {
+      space.charge(bytes);
+      return {};
+    }
+  }
   const auto limit = system ? "half its free-space reserve, " + describe_bytes(floor()) + " (a system transaction)"
                             : "its free-space reserve of " + describe_bytes(floor());
   return error{errc::io_error, describe_shortage("primary store " + path.string(), space.free_bytes(), limit) +
-                                   " (its unflushed WAL counted as used); nothing written, retry once space is freed"};
+                                   " (" + pending_words(space) + " counted as used); nothing written, retry once space is freed"};
 }
 
 void primary_store::impl::notify(const commit_event& e) {

@@ -131,6 +131,9 @@ struct primary_store::impl {
   // Whether `bytes` more leave the floor of `flags` free (decision 0013); caller holds
   // commit_mutex. io_error naming the path, the free bytes and the floor when they do not.
   result<void> admit_space(std::uint8_t flags, std::uint64_t bytes);
+  // Flushes the memtables when their unflushed WAL is what the reserve check counts against the
+  // store and the filesystem has room for the flush above half of `floor`; true when it did.
+  bool flush_for_space(std::uint64_t floor);
   void notify(const commit_event& e);
   // Writes `clock` (unless record_clock is false: a failed open must not write), drops the
   // close listeners' iterators, closes RocksDB. Idempotent.

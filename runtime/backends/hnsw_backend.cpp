@@ -52,6 +52,7 @@ namespace {
 #include "backends/applier_queue.hpp"
 #include "backends/hnsw_probe.hpp"
 #include "backends/index_dir.hpp"
+#include "backends/index_space.hpp"
 #include "core/bytes.hpp"
 #include "core/crc32.hpp"
 #include "core/names.hpp"
@@ -549,6 +550,36 @@ struct hnsw_backend::impl : graph_view {
   std::uint64_t next_seq = 1;
   std::optional<barrier_request> pending;
   std::unique_ptr<queued_bytes_cap> cap;  // under queue_mutex
+  // Free space (decision 0013, issue 34): a barrier writes the whole graph anew beside the
+  // generation it replaces, so a delivery is deferred while the filesystem would keep less than
+  // the reserve after a generation of today's size plus the batch; the hold last reported.
+  std::unique_ptr<index_space> disk;
+  space_hold hold;                       // under queue_mutex
+  std::uint64_t accepted_since_save = 0;  // under queue_mutex: twice the bytes accepted since
+  // The files of the saved generation (0: none), which the next one will about equal.
+  std::uint64_t generation_bytes() const {
+    std::uint64_t bytes = 0;
+    if (const auto g = saved_generation.load(); g != 0) {
+      std::error_code ec;
+      for (const auto& p : {index_path(options.state_dir, g), labels_path(options.state_dir, g)}) {
+        const auto size = fs::file_size(p, ec);
+        if (!ec) bytes += size;
+      }
+    }
+    return bytes;
+  }
+  // What a batch adds to the next generation: per record hnswlib's level-0 element (the vector,
+  // 2M links, their count, the label) with room for upper levels, and its labels entry.
+  std::uint64_t batch_disk_bytes(const batch& b) const {
+    const std::uint64_t per_record = 4 * options.dimension + 8 * options.m + 16 + 128;
+    return per_record * b.records.size() + 2 * std::max<std::uint64_t>(b.bytes, 1);
+  }
+  // The next save, once anything was accepted, counts as used until it is written.
+  void saved() {
+    std::lock_guard lock(queue_mutex);
+    accepted_since_save = 0;
+    disk->set_unflushed(0);
+  }
   bool stopping = false;
   std::function<void(hnsw_step)> step_hook;  // under queue_mutex
 
@@ -840,6 +871,7 @@ result<void> hnsw_backend::impl::run_barrier() {
   saved_index = index_check;
   saved_labels = labels_check;
   dirty = false;
+  saved();
   written_cursor = commit_cursor->bytes();
   {
     std::lock_guard d(durable_mutex);
@@ -881,6 +913,7 @@ result<void> hnsw_backend::impl::run_reset() {
   is_open = true;
   owner_open = true;
   dirty = false;
+  saved();  // nothing of the old generation will be written again
   commit_epoch = 0;
   rebuild_asked_at.reset();  // a new generation of the index
   return {};
@@ -991,7 +1024,7 @@ result<void> validate(const hnsw_options& o) {
   if (!(o.max_deleted_ratio > 0 && o.max_deleted_ratio <= 1)) {
     return bad("max_deleted_ratio", std::to_string(o.max_deleted_ratio), "must be in (0, 1]");
   }
-  return {};
+  return check_reserve_option("hnsw_options.free_space_reserve_bytes", o.free_space_reserve_bytes);
 }
 
 std::string encode_vector(const float* v, std::size_t n) {
@@ -1026,6 +1059,7 @@ result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_
   p->id = std::move(id);
   p->options = std::move(options);
   p->cap = std::make_unique<queued_bytes_cap>(p->options.max_queued_bytes);
+  p->disk = std::make_unique<index_space>(p->options.state_dir, p->options.free_space_reserve_bytes);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<hnsw_backend>(new hnsw_backend(std::move(p)));
@@ -1053,13 +1087,26 @@ result<std::optional<cursor>> hnsw_backend::durable_cursor() {
 
 delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) {
   if (!b) return delivery_result::failed;
+  const auto epoch = b->epoch;
+  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
+  // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
+  const auto generation = impl_->generation_bytes();
+  const bool room = impl_->disk->admits(index_space::level::deliver, generation + impl_->batch_disk_bytes(*b) + (64u << 10));
+  bool report = false;
+  bool accepted = false;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    if (!impl_->cap->admit(*b, impl_->queue.empty())) return delivery_result::deferred;
-    impl_->queue.push_back(queued{impl_->next_seq++, std::move(b)});
+    report = impl_->hold.set(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
+    if (room && impl_->cap->admit(*b, impl_->queue.empty())) {
+      impl_->accepted_since_save += impl_->batch_disk_bytes(*b);
+      impl_->disk->set_unflushed(generation + impl_->accepted_since_save);
+      impl_->queue.push_back(queued{impl_->next_seq++, std::move(b)});
+      accepted = true;
+    }
   }
-  impl_->queue_cv.notify_one();
-  return delivery_result::accepted;
+  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
+  if (accepted) impl_->queue_cv.notify_one();
+  return accepted ? delivery_result::accepted : delivery_result::deferred;
 }
 
 void hnsw_backend::flush(flush_reason reason, completion done) {
@@ -1294,6 +1341,9 @@ void hnsw_probe::on_step(hnsw_backend& b, std::function<void(hnsw_step)> hook) {
 void hnsw_probe::wake(hnsw_backend& b) {
   { std::lock_guard lock(b.impl_->queue_mutex); }
   b.impl_->queue_cv.notify_all();
+}
+void hnsw_probe::set_space_probe(hnsw_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
+  b.impl_->disk->set_probe(std::move(probe), max_age);
 }
 std::uint64_t hnsw_probe::saved_generation(const hnsw_backend& b) {
   return b.impl_->saved_generation.load();

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string_view>
 
 #include <dix/backends/hnsw_backend.hpp>
+
+#include "core/free_space.hpp"
 
 namespace dix {
 
@@ -31,6 +34,8 @@ inline constexpr std::array<hnsw_step, 7> hnsw_barrier_steps{
 std::string_view to_string(hnsw_step step) noexcept;
 
 struct hnsw_probe {
+  // The free-space reading its deliveries are admitted against (decision 0013), and its age.
+  static void set_space_probe(hnsw_backend& b, space_probe probe, std::chrono::milliseconds max_age);
   // Called on the applier thread at each step of every later barrier (a test point: off unless a
   // test sets one). It must not call the backend. Set it before the barrier is requested.
   static void on_step(hnsw_backend& b, std::function<void(hnsw_step)> hook);

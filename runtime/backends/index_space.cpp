@@ -18,7 +18,7 @@ result<space_reading> read_nearest(const std::filesystem::path& dir) {
     struct statvfs st {};
     if (::statvfs(path.c_str(), &st) == 0) {
       return space_reading{static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize,
-                           static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize};
+                           static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize, static_cast<std::uint64_t>(st.f_fsid)};
     }
     const int err = errno;
     if (err != ENOENT || !path.has_relative_path()) {
@@ -30,8 +30,16 @@ result<space_reading> read_nearest(const std::filesystem::path& dir) {
 
 }  // namespace
 
-index_space::index_space(std::filesystem::path dir, std::uint64_t configured)
-    : dir_(std::move(dir)), configured_(configured), probe_(read_nearest) {}
+result<void> check_reserve_option(const char* option, std::uint64_t bytes) {
+  if (bytes != 0 && (bytes < (1u << 20) || bytes > (1ull << 40))) {
+    return {errc::invalid_argument,
+            std::string(option) + " = " + std::to_string(bytes) + ": must be 0 or in [1048576, 1099511627776]"};
+  }
+  return {};
+}
+
+index_space::index_space(std::filesystem::path dir, std::uint64_t configured, pending source)
+    : dir_(std::move(dir)), configured_(configured), source_(source), probe_(read_nearest) {}
 
 std::uint64_t index_space::floor(level at) const {
   const auto reserve = index_reserve_bytes(configured_, gate_.capacity_bytes());
@@ -43,8 +51,23 @@ bool index_space::refresh(std::uint64_t bytes, std::uint64_t floor) {
   if (!gate_.due(now, bytes, floor)) return true;
   auto reading = probe_(dir_);
   if (!reading) return false;
-  gate_.record(*reading, unflushed_.load(std::memory_order_relaxed), now);
+  gate_.record(*reading, source_ == pending::live_wal ? live_wal_bytes(dir_) : unflushed_.load(std::memory_order_relaxed), now);
   return true;
+}
+
+void index_space::set_unflushed(std::uint64_t bytes) {
+  unflushed_.store(bytes, std::memory_order_relaxed);
+  std::lock_guard guard(mutex_);
+  gate_.update_pending(bytes);  // the other writers on this filesystem count it from now on
+}
+
+bool index_space::flush_would_help() {
+  std::lock_guard guard(mutex_);
+  // The flush writes at most the live WAL's data (deduplicated, compressed: usually far less),
+  // and the WAL is deleted after it. The reading may be 100 ms old and other writers share the
+  // filesystem: the flush runs only with all of it fitting above half the reserve.
+  const auto waiting = gate_.own_pending_bytes();
+  return waiting >= (64u << 10) && gate_.available_bytes() >= gate_.pending_bytes() + floor(level::apply);
 }
 
 bool index_space::admits(level at, std::uint64_t bytes) {

@@ -188,11 +188,7 @@ result<void> validate(const rocksdb_index_options& o) {
     return {errc::invalid_argument, "rocksdb_index_options.max_queued_bytes = " + std::to_string(o.max_queued_bytes) +
                                         ": must be in [1024, 17179869184]"};
   }
-  if (o.free_space_reserve_bytes != 0 && (o.free_space_reserve_bytes < (1u << 20) || o.free_space_reserve_bytes > (1ull << 40))) {
-    return {errc::invalid_argument, "rocksdb_index_options.free_space_reserve_bytes = " +
-                                        std::to_string(o.free_space_reserve_bytes) + ": must be 0 or in [1048576, 1099511627776]"};
-  }
-  return {};
+  return check_reserve_option("rocksdb_index_options.free_space_reserve_bytes", o.free_space_reserve_bytes);
 }
 
 std::string encode_keys(const std::vector<std::string>& keys) {
@@ -256,8 +252,7 @@ struct rocksdb_index_backend::impl {
   // none; the applier watches for room), and the hold last reported to the host, per epoch.
   std::unique_ptr<index_space> space;
   std::uint64_t space_deferred_bytes = 0;
-  epoch_t hold_epoch = 0;
-  backend_hold hold = backend_hold::none;
+  space_hold hold;
 
   // Durable cursor as of the last barrier (or as read from disk at open).
   mutable std::mutex durable_mutex;
@@ -305,14 +300,6 @@ struct rocksdb_index_backend::impl {
       }
     }
   }
-  // Records `to` as the hold of `epoch`; true when the host should hear of it (a change, or the
-  // epoch's first word, which clears what an earlier owner left). Caller holds queue_mutex.
-  bool set_hold(epoch_t epoch, backend_hold to) {
-    const bool news = hold_epoch != epoch || hold != to;
-    hold_epoch = epoch;
-    hold = to;
-    return news;
-  }
   struct next_step {
     std::optional<queue_item> item;  // none and not resumed: stopping
     bool resumed = false;            // a deferral for space ended
@@ -334,13 +321,6 @@ struct rocksdb_index_backend::impl {
   bool database_open() const {
     std::shared_lock lock(db_mutex);
     return db != nullptr;
-  }
-  // Hands the memtables' size to the free-space gate (decision 0013). Caller holds db_mutex.
-  void note_unflushed() {
-    std::uint64_t unflushed = 0;
-    if (db && db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &unflushed)) {
-      space->set_unflushed(unflushed);
-    }
   }
   result<std::optional<std::string>> read_cursor_read_only();
   void run_applier();
@@ -515,7 +495,6 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   wo.sync = false;
   auto s = db->Write(wo, &wb);
   if (!s.ok()) return {errc::io_error, "index " + id + ": writing a batch: " + s.ToString()};
-  note_unflushed();
   return {};
 }
 
@@ -551,12 +530,20 @@ rocksdb_index_backend::impl::next_step rocksdb_index_backend::impl::next_item() 
       queue_cv.wait(lock);
       continue;
     }
-    // Short of space: look again after a while, with the memtables' size as it is then.
+    // Short of space: look again after a while. The live WAL counts as used until the memtables
+    // are flushed; with nothing more applied nothing else would flush them, and a deferral that
+    // only they cause would last forever (issue 34 item 4): flush them, and the next look sees
+    // what is really left.
     queue_cv.wait_for(lock, space->poll_interval());
     lock.unlock();
     {
       std::shared_lock db_lock(db_mutex);
-      note_unflushed();
+      if (db && space->flush_would_help()) {
+        rocksdb::FlushOptions fo;
+        fo.wait = true;
+        fo.allow_write_stall = true;
+        db->Flush(fo, handles).PermitUncheckedError();
+      }
     }
     lock.lock();
   }
@@ -700,8 +687,8 @@ void rocksdb_index_backend::impl::run_applier() {
       epoch_t epoch = 0;
       {
         std::lock_guard lock(queue_mutex);
-        epoch = hold_epoch;
-        report = set_hold(epoch, backend_hold::none);
+        epoch = hold.epoch();
+        report = hold.set(epoch, backend_hold::none);
       }
       if (report && host != nullptr) host->note_hold(epoch, backend_hold::none);
       emit({state_change_kind::changed, 0});
@@ -780,7 +767,7 @@ result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
-  p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes);
+  p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes, index_space::pending::live_wal);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<rocksdb_index_backend>(new rocksdb_index_backend(std::move(p)));
@@ -938,14 +925,14 @@ delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
       // Below the reserve nothing is queued, not even into an empty queue; the applier watches
       // the filesystem and emits `changed` when the room is there.
       impl_->space_deferred_bytes = bytes;
-      report = impl_->set_hold(epoch, backend_hold::low_disk_space);
+      report = impl_->hold.set(epoch, backend_hold::low_disk_space);
     } else {
       // Soft cap: an empty queue accepts any single batch.
       if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
         impl_->deferred_pending = true;
         return delivery_result::deferred;
       }
-      report = impl_->set_hold(epoch, backend_hold::none);
+      report = impl_->hold.set(epoch, backend_hold::none);
       impl_->space_deferred_bytes = 0;  // the runner holds one deferred batch: this was it
       impl_->queued_bytes += impl::weight(*b);
       impl_->queue.emplace_back(std::move(b));

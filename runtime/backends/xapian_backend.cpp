@@ -18,6 +18,7 @@
 
 #include "backends/applier_queue.hpp"
 #include "backends/index_dir.hpp"
+#include "backends/index_space.hpp"
 #include "backends/xapian_probe.hpp"
 #include "core/bytes.hpp"
 #include "core/names.hpp"
@@ -271,7 +272,7 @@ result<void> validate(const xapian_options& o) {
   if (o.max_queued_bytes < 1024 || o.max_queued_bytes > (16ull << 30)) {
     return bad("max_queued_bytes = " + std::to_string(o.max_queued_bytes) + ": must be in [1024, 17179869184]");
   }
-  return {};
+  return check_reserve_option("xapian_options.free_space_reserve_bytes", o.free_space_reserve_bytes);
 }
 
 std::string encode_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -337,6 +338,11 @@ struct xapian_backend::impl {
   // An apply error's accepted_work_lost for `lost_epoch` is outstanding (0: none): its
   // deliveries are deferred until durable_cursor() is read again (decision 0022).
   epoch_t lost_epoch = 0;
+  // Free space (decision 0013, issue 34): a delivery is deferred while the filesystem has less
+  // than the reserve above what the batch will make the database write; the hold last reported.
+  std::unique_ptr<index_space> space;
+  space_hold hold;
+  std::uint64_t transaction_bytes = 0;  // weights of the batches the open transaction holds
   // Test points (xapian_probe); empty in production.
   std::function<void(std::uint64_t)> applied_hook;
   std::function<void()> busy_hook;
@@ -367,6 +373,15 @@ struct xapian_backend::impl {
   std::thread applier;
 
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+  // What applying and committing a batch may write: a glass database writes each changed block
+  // anew before it frees the old one, and documents carry terms and positions besides the text
+  // (measured: the demo's full-text database holds about 6 times the bytes delivered to it).
+  static constexpr std::uint64_t disk_factor = 8;
+  static std::uint64_t disk_bytes(const batch& b) { return disk_factor * weight(b) + (64u << 10); }
+  // Counts what the database will still write for batches queued or applied but not committed
+  // as used (index_space's unflushed bytes), so a reading taken now is not fooled by a commit to
+  // come. Caller holds queue_mutex.
+  void note_pending() { space->set_unflushed(disk_factor * (queued_bytes + transaction_bytes)); }
 
   void emit(state_change change) { callbacks.emit(change); }
 
@@ -390,6 +405,7 @@ struct xapian_backend::impl {
         ++it;
       }
     }
+    note_pending();
   }
 
   struct next_step {
@@ -463,6 +479,11 @@ void xapian_backend::impl::open_writer() {
 void xapian_backend::impl::cancel_transaction() noexcept {
   if (!in_transaction) return;
   in_transaction = false;
+  {
+    std::lock_guard lock(queue_mutex);
+    transaction_bytes = 0;
+    note_pending();
+  }
   applied_through.reset();
   try {
     writer->cancel_transaction();
@@ -487,6 +508,7 @@ void xapian_backend::impl::apply_failed(epoch_t epoch, const batch* in_flight) {
     // Accepted work queued behind the lost batch is lost with it: the runtime replays from the
     // durable cursor, and applying it over the gap could let a later cursor claim the gap.
     drop_queued(epoch);
+    transaction_bytes = 0;
     if (in_flight != nullptr) {
       queued_bytes -= weight(*in_flight);
       --queued_batches;
@@ -575,6 +597,11 @@ result<void> xapian_backend::impl::run_barrier() {
   in_transaction = false;
   errors_without_barrier = 0;
   ++commits;
+  {
+    std::lock_guard lock(queue_mutex);
+    transaction_bytes = 0;
+    note_pending();
+  }
   if (applied_through) {
     std::lock_guard g(durable_mutex);
     durable = std::move(applied_through);
@@ -652,6 +679,8 @@ void xapian_backend::impl::finish_batch(const batch& b) {
     std::lock_guard lock(queue_mutex);
     queued_bytes -= weight(b);
     --queued_batches;
+    if (in_transaction) transaction_bytes += weight(b);
+    note_pending();
     if (deferred_pending && !lock_busy && lost_epoch == 0 && at_half()) {
       deferred_pending = false;
       changed = true;
@@ -774,6 +803,7 @@ result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, x
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
+  p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes);
   auto* raw = p.get();
   p->applier = std::thread([raw] { raw->run_applier(); });
   return std::shared_ptr<xapian_backend>(new xapian_backend(std::move(p)));
@@ -840,20 +870,30 @@ result<std::optional<cursor>> xapian_backend::durable_cursor() {
 
 delivery_result xapian_backend::deliver(std::shared_ptr<const batch> b) {
   if (!b) return delivery_result::failed;
+  const auto epoch = b->epoch;
+  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
+  // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
+  const bool room = impl_->space->admits(index_space::level::deliver, impl::disk_bytes(*b));
+  bool report = false;
+  bool accepted = false;
   {
     std::lock_guard lock(impl_->queue_mutex);
-    const bool busy = impl_->lock_busy || (impl_->lost_epoch != 0 && impl_->lost_epoch == b->epoch);
+    report = impl_->hold.set(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
+    const bool busy = impl_->lock_busy || (impl_->lost_epoch != 0 && impl_->lost_epoch == epoch);
     // Soft cap: an empty queue accepts any single batch.
-    if (busy || (!impl_->queue.empty() && impl_->over_cap())) {
+    if (room && (busy || (!impl_->queue.empty() && impl_->over_cap()))) {
       impl_->deferred_pending = true;
-      return delivery_result::deferred;
+    } else if (room) {
+      impl_->queued_bytes += impl::weight(*b);
+      ++impl_->queued_batches;
+      impl_->note_pending();
+      impl_->queue.emplace_back(std::move(b));
+      accepted = true;
     }
-    impl_->queued_bytes += impl::weight(*b);
-    ++impl_->queued_batches;
-    impl_->queue.emplace_back(std::move(b));
   }
-  impl_->queue_cv.notify_one();
-  return delivery_result::accepted;
+  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
+  if (accepted) impl_->queue_cv.notify_one();
+  return accepted ? delivery_result::accepted : delivery_result::deferred;
 }
 
 void xapian_backend::flush(flush_reason reason, completion done) {
@@ -941,6 +981,9 @@ void xapian_probe::on_applied(xapian_backend& b, std::function<void(std::uint64_
 void xapian_probe::on_writer_busy(xapian_backend& b, std::function<void()> hook) {
   std::lock_guard lock(b.impl_->queue_mutex);
   b.impl_->busy_hook = std::move(hook);
+}
+void xapian_probe::set_space_probe(xapian_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
+  b.impl_->space->set_probe(std::move(probe), max_age);
 }
 void xapian_probe::fail_next_applies(xapian_backend& b, int n) {
   std::lock_guard lock(b.impl_->queue_mutex);

@@ -5,10 +5,13 @@
 // xapian_reader's searches, a hook between the handle's refresh and the read.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
 #include <dix/backends/xapian_backend.hpp>
+
+#include "core/free_space.hpp"
 
 namespace dix {
 
@@ -29,6 +32,8 @@ struct xapian_probe {
   // DatabaseModifiedError. Commits made here land between the refresh and the read.
   static void on_query_refreshed(xapian_backend& b, std::function<void(int)> hook);
   static void on_query_refreshed(xapian_reader& r, std::function<void(int)> hook);
+  // The free-space reading its deliveries are admitted against (decision 0013), and its age.
+  static void set_space_probe(xapian_backend& b, space_probe probe, std::chrono::milliseconds max_age);
 };
 
 }  // namespace dix

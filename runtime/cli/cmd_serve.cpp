@@ -81,6 +81,12 @@ class printer {
 // Prints each index's readiness whenever it changes (segment futex), and with --timing the
 // first durable advance after each `ready` (metrics, read every millisecond until it moves:
 // a measurement aid, off without --timing).
+// The store's refusal of a commit below its free-space reserve (decision 0013: io_error, its
+// message naming the reserve), which a writer waits out; not any other io_error.
+bool is_space_refusal(const error& e) {
+  return e.value() == errc::io_error && e.message().find("free-space reserve") != std::string::npos;
+}
+
 void watch_readiness(const printer& out, runtime& rt, const segment_reader& segment,
                      const std::vector<catalogue_index>& indexes, const std::atomic<bool>& stop) {
   struct seen {
@@ -345,12 +351,27 @@ int run_serve(const std::vector<std::string>& argv) {
              (*rate == 0 ? std::string("at full speed") : std::to_string(*rate) + "/s"));
     writer = std::thread([&] {
       writer_progress progress;
-      auto done = write_catalogue(**store, *seed, *existing, UINT64_MAX, *rate, stop, progress);
-      if (!done) {
-        writer_error = done.error().to_string();
-        char c = 'w';
-        auto n = ::write(wake_pipe[1], &c, 1);
-        (void)n;
+      auto from = *existing;
+      bool waiting = false;
+      for (;;) {
+        const auto before = progress.written.load();
+        auto done = write_catalogue(**store, *seed, from, UINT64_MAX, *rate, stop, progress);
+        if (done || stop.load()) break;
+        if (progress.written.load() != before) waiting = false;  // it wrote since: a new shortage
+        // The store's free-space reserve refuses commits (decision 0013): the owner goes on
+        // serving its indexes, which catch up meanwhile, and the writer tries again every second
+        // (issue 34: ending the owner there left nobody serving). Any other failure ends serve.
+        if (!is_space_refusal(done.error())) {
+          writer_error = done.error().to_string();
+          char c = 'w';
+          auto n = ::write(wake_pipe[1], &c, 1);
+          (void)n;
+          break;
+        }
+        if (!waiting) out.line("serve: the writer waits for free space, the indexes are still served: " + done.error().to_string());
+        waiting = true;
+        for (int i = 0; i < 10 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (auto now = highest_id(**store); now) from = *now;
       }
     });
   }

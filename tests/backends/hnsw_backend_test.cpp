@@ -22,6 +22,7 @@
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
 #include "support/fake_host.hpp"
+#include "support/fake_space.hpp"
 #include "support/file_bytes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -841,4 +842,28 @@ TEST_CASE("hnsw index: a process killed between apply and barrier or at any step
       if (step != hnsw_step::delete_old) CHECK(names.size() == 3);
     }
   }
+}
+
+TEST_CASE("hnsw index: a delivery is deferred while a new generation of the saved one's size would take the filesystem below the reserve, and the host hears low-disk-space (issue 34 item 3)", "[adapter][backend][hnsw][space]") {
+  fixture f;
+  test::fake_space space(1u << 30);  // automatic reserve: half of 128 MiB
+  hnsw_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  std::vector<record_entry> many;
+  for (int i = 0; i < 8000; ++i) many.push_back(entry("r" + std::to_string(i), {static_cast<float>(i), 1}, 1));
+  REQUIRE(f.index->deliver(make_batch(1, many, 1)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(f.host.holds() == std::vector<std::pair<epoch_t, backend_hold>>{{1, backend_hold::none}});
+  const auto generation = std::filesystem::file_size(f.state() / "index.1") + std::filesystem::file_size(f.state() / "labels.1");
+  INFO("saved generation: " << generation << " bytes");
+  // Room above the reserve for the batch's own share (64 KiB and twice its bytes) many times
+  // over, not for a generation of the saved one's size beside it.
+  REQUIRE(generation > (512u << 10));
+  space.set_available((64u << 20) + generation / 2);
+  CHECK(f.index->deliver(make_batch(1, {entry("b", {2, 2}, 2)}, 2)) == delivery_result::deferred);
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::low_disk_space});
+  space.set_available(1u << 30);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {2, 2}, 2)}, 2)) == delivery_result::accepted);
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::none});
+  REQUIRE(f.barrier());
+  CHECK(stored_of(*f.index).size() == 8001);
 }

@@ -19,6 +19,7 @@
 #include "support/child.hpp"
 #include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
+#include "support/fake_space.hpp"
 #include "support/temp_dir.hpp"
 #include "support/xapian_support.hpp"
 
@@ -655,4 +656,22 @@ TEST_CASE("xapian: a process killed between apply and barrier, or deep inside a 
       CHECK(hot.rows[0].ref.version == total);
     }
   }
+}
+
+TEST_CASE("xapian: below its free-space reserve a delivery is deferred with nothing queued and the host hears low-disk-space, and once space returns the retried delivery is accepted (issue 34 item 3)", "[adapter][backend][xapian][space]") {
+  fixture f;
+  test::fake_space space(1u << 30);  // automatic reserve: half of 128 MiB
+  xapian_probe::set_space_probe(*f.index, space.probe(), std::chrono::milliseconds(0));
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {{"title", "k"}}, 1)}, 1)) == delivery_result::accepted);
+  REQUIRE(barrier(*f.index));
+  CHECK(f.host.holds() == std::vector<std::pair<epoch_t, backend_hold>>{{1, backend_hold::none}});
+  space.set_available(64u << 20);  // the reserve exactly: the batch's writes would go below it
+  CHECK(f.index->deliver(make_batch(1, {entry("b", {{"title", "k"}}, 2)}, 2)) == delivery_result::deferred);
+  CHECK(xapian_probe::queued_batches(*f.index) == 0);
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::low_disk_space});
+  space.set_available(1u << 30);
+  REQUIRE(f.index->deliver(make_batch(1, {entry("b", {{"title", "k"}}, 2)}, 2)) == delivery_result::accepted);
+  CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::none});
+  REQUIRE(barrier(*f.index));
+  CHECK(f.search("k").size() == 2);
 }

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,6 +12,8 @@
 
 #include "cli/dix_cli.hpp"
 #include "harness/child_process.hpp"
+#include "support/lag_wait.hpp"
+#include "support/tmpfs_mount.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -85,4 +88,59 @@ TEST_CASE("dix serve: a --dir whose parent does not exist is a bad argument (exi
                                       " is a directory that holds files (\"notes.txt\")"));
   }
   CHECK(dix::test::snapshot_dir(dir / "d" / "primary") == before);
+}
+
+namespace {
+// Whether the child still runs (not reaped, no exit status waiting).
+bool alive(const child_process& c) {
+  int status = 0;
+  return c.pid() > 0 && ::waitpid(c.pid(), &status, WNOHANG) == 0;
+}
+}  // namespace
+
+TEST_CASE("dix serve: on a filesystem that fills up the owner keeps serving: its writer waits at the store's reserve, its indexes catch up by themselves, a standby keeps waiting, and SIGINT stops both cleanly (issue 34 items 4, 5)", "[system][cli][serve][space]") {
+  temp_dir dir;
+  std::string why;
+  // Only `dix` children use the filesystem: in a namespace of its own a killed test leaves no mount.
+  std::unique_ptr<dix::test::tmpfs_mount> mnt;
+  if (::geteuid() != 0) why = "not running as root: no tmpfs can be mounted";
+  else if (dix::test::tmpfs_mount::private_namespace(why)) mnt = dix::test::tmpfs_mount::make(dir / "mnt", 20u << 20, why);
+  if (!mnt) {
+    WARN("skipped, " << why);
+    return;
+  }
+  const auto d = (*mnt / "d").string();
+  const auto home = *mnt / "d" / "primary";
+  auto owner = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "0"}).value();
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  REQUIRE(owner.wait_line("serve: owner of", deadline));
+  auto standby = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "0", "--standby"}).value();
+  REQUIRE(standby.wait_line("serve: standby, waiting for", deadline));
+  // The writer meets the store's reserve: the owner says so and goes on (before: exit 1).
+  auto waits = owner.wait_line("serve: the writer waits for free space, the indexes are still served: io_error: ", deadline);
+  INFO([&] {
+    std::string all;
+    for (const auto& l : owner.lines()) all += l + "\n";
+    return all;
+  }());
+  REQUIRE(waits);
+  CHECK_THAT(*waits, Catch::Contains("free-space reserve"));
+  // Each index catches up by itself, not parked at its own reserve (before: deferred for good).
+  for (const auto* id : {"by-category", "by-brand"}) {
+    INFO(id);
+    auto caught_up = dix::test::wait_lag(home, id, [](const dix::lag_figures& f) {
+      return (f.state == dix::runner_state::idle || f.state == dix::runner_state::running) && !f.logs.empty() &&
+             f.logs[0].sequence_lag <= 64;
+    });
+    CHECK(caught_up);
+  }
+  CHECK(alive(owner));
+  CHECK(alive(standby));
+  CHECK(mnt->available_bytes() > (512u << 10));  // nothing filled the filesystem
+  const int owned = owner.reap(SIGINT);
+  CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
+  // The standby takes the store over, meets the reserve as well, and stays too.
+  REQUIRE(standby.wait_line("serve: owner of", deadline));
+  const int waited = standby.reap(SIGINT);
+  CHECK((WIFEXITED(waited) ? WEXITSTATUS(waited) : 128 + WTERMSIG(waited)) == 0);
 }

@@ -41,7 +41,9 @@ enum class hnsw_space : std::uint8_t {
 };
 
 struct hnsw_options {
-  std::filesystem::path state_dir;  // the backend's directory (created if missing). Default: none (required)
+  // The backend's directory: created if missing (its last component only), else empty or the
+  // backend's own (decision 0038). Default: none (required)
+  std::filesystem::path state_dir;
   std::size_t dimension = 0;        // [1, 4096] float32 components per vector. Default: none (required)
   hnsw_space space = hnsw_space::l2;  // Default: l2
   std::size_t m = 16;                 // graph degree, [2, 100]. Default: 16
@@ -51,6 +53,12 @@ struct hnsw_options {
   // Above this share of deleted labels the backend asks for a rebuild (once per index lifetime,
   // decision 0023), which rewrites the graph without deleted slots. (0, 1]. Default: 0.5
   double max_deleted_ratio = 0.5;
+  // Free space left on the filesystem of `state_dir` (decision 0013), 0 = automatic (as
+  // rocksdb_index_options: half the store's automatic rule); else [1 MiB, 1 TiB]. A barrier
+  // writes the whole graph anew beside the one it replaces: a delivery is deferred (the host
+  // hears backend_hold::low_disk_space) while the filesystem would keep less than this after a
+  // generation of the saved one's size plus twice the batch. Default: 0
+  std::uint64_t free_space_reserve_bytes = 0;
   // The clock that spaces barriers (decision 0023). Default: empty = std::chrono::steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };

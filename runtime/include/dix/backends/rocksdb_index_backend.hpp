@@ -32,7 +32,8 @@ struct rocksdb_index_options {
   std::uint64_t max_queued_bytes = 64u << 20;  // [1 KiB, 16 GiB]; deliveries are deferred above. Default: 64 MiB
   // Free space left on the filesystem of `path` (decision 0013), 0 = automatic: half the store's
   // automatic rule (1 % of the filesystem, at least min(64 MiB, a sixteenth), at most 2 GiB);
-  // else [1 MiB, 1 TiB]. Below it (unflushed memtables counted as used) deliveries are deferred
+  // else [1 MiB, 1 TiB]. Below it (its live WAL counted as used: what the memtables' flush will
+  // write at most; a deferred index flushes them itself) deliveries are deferred
   // and `changed` follows when space returns; below half of it accepted batches wait to be
   // applied and the database is not opened for writing. Default: 0
   std::uint64_t free_space_reserve_bytes = 0;

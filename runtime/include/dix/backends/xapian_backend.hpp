@@ -50,6 +50,12 @@ struct xapian_options {
   std::string stemmer = "english";  // a Xapian::Stem language, or "none". Default: "english"
   std::size_t max_queued_batches = 16;         // [1, 1048576]; deliveries are deferred above. Default: 16
   std::uint64_t max_queued_bytes = 64u << 20;  // [1 KiB, 16 GiB]; deferred above. Default: 64 MiB
+  // Free space left on the filesystem of `path` (decision 0013), 0 = automatic (as
+  // rocksdb_index_options: half the store's automatic rule); else [1 MiB, 1 TiB]. A delivery is
+  // deferred (the host hears backend_hold::low_disk_space) while the filesystem would keep less
+  // than this after what the batch makes the database write (8 times its bytes, plus 64 KiB).
+  // Default: 0
+  std::uint64_t free_space_reserve_bytes = 0;
 };
 // invalid_argument naming the field and the allowed range (an unknown stemmer included).
 result<void> validate(const xapian_options& options);
