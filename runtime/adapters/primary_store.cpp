@@ -273,11 +273,14 @@ bool primary_store::impl::flush_for_space(std::uint64_t floor) {
 namespace {
 // What the gate counted as used beside the reading: the store's unflushed WAL, and what the
 // process's other writers on the filesystem (its indexes) will still write.
+// "of A available, W of unflushed WAL [and I its indexes in this process will still write]
+// counted as used": the free figure the refusal shows is A less these (issue 34).
 std::string pending_words(const space_gate& space) {
-  std::string words = "its unflushed WAL";
+  std::string words = "of " + describe_bytes(space.available_bytes()) + " available, " +
+                      describe_bytes(space.own_pending_bytes()) + " of unflushed WAL";
   const auto others = space.pending_bytes() - std::min(space.pending_bytes(), space.own_pending_bytes());
   if (others != 0) words += " and " + describe_bytes(others) + " its indexes in this process will still write";
-  return words;
+  return words + " counted as used";
 }
 }  // namespace
 
@@ -315,7 +318,7 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
   const auto limit = system ? "half its free-space reserve, " + describe_bytes(floor()) + " (a system transaction)"
                             : "its free-space reserve of " + describe_bytes(floor());
   return error{errc::io_error, describe_shortage("primary store " + path.string(), space.free_bytes(), limit) +
-                                   " (" + pending_words(space) + " counted as used); nothing written, retry once space is freed"};
+                                   " (" + pending_words(space) + "); nothing written, retry once space is freed"};
 }
 
 void primary_store::impl::notify(const commit_event& e) {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -86,12 +87,26 @@ below (or within twice) the free-space reserve its runtime stored.
                  `dix serve --metrics-listen` labels it)
   --watch        print the table, then again whenever it changes (futex wakeups on the
                  segment's change counter, not polling; a rebuild's progress at most once a
-                 second) until SIGINT or SIGTERM; a blank line ends each plain table
+                 second) until SIGINT or SIGTERM; each plain table starts with `at TIME` (UTC,
+                 ms) and a blank line ends it
   --updates N    with --watch: exit after N reprints
 
 exit status: 0 success (also: no segment yet), 1 error, 2 bad arguments,
 3 the readiness or metrics segment has another layout (the message names the remedy)
 )";
+
+// The wall clock now as ISO 8601 UTC with milliseconds: "2026-12-04T23:50:01.123Z".
+std::string utc_now_text() {
+  const auto now = std::chrono::system_clock::now();
+  const auto t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm parts{};
+  gmtime_r(&t, &parts);
+  char text[96];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1,
+                parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, static_cast<int>(ms));
+  return text;
+}
 
 // The futex wait's timeout: how often --watch re-checks what does not move the change counter.
 constexpr std::chrono::milliseconds tick_ms{1000};
@@ -458,6 +473,8 @@ int run_status(const std::vector<std::string>& argv) {
     // The counter also moves for fields the table does not show (coverage time, lag gate,
     // demands), so --watch prints only tables that differ from the last one.
     if (!shown || text != *shown) {
+      // Each plain table of --watch says when it was read (issue 34); compared without it.
+      if (watch && !json && !prometheus) std::cout << "at " << utc_now_text() << "\n";
       std::cout << text << std::flush;
       if (shown) ++reprints;
       shown = std::move(text);

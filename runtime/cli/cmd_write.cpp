@@ -59,7 +59,11 @@ int run_write(const std::vector<std::string>& argv) {
     written += n;
     auto done = txn.commit();
     if (!done) {
-      std::cerr << "dix write: " << done.error().to_string() << "\n";
+      // The refused transaction wrote nothing; those before it are committed (issue 34).
+      std::cerr << "dix write: " << done.error().to_string() << "; this run committed " << transactions
+                << (transactions == 0 ? std::string(" transactions") : " transactions before it, the last starting at sequence " +
+                                                                      std::to_string(last.sequence))
+                << "\n";
       return exit_error;
     }
     last = *done;

@@ -1,10 +1,34 @@
 // `dix`: the command-line entry point. Subcommands live in runtime/cli/cmd_*.cpp.
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "usage.hpp"
+
+namespace {
+
+bool is_command(const std::string& name) {
+  for (const char* known : {"wal", "write", "demo", "status", "rebuild", "serve", "bench"}) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+// Runs `command` with `args`; nullopt when there is no such command (nothing was run).
+std::optional<int> dispatch(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "wal") return dix::cli::run_wal(args);
+  if (command == "write") return dix::cli::run_write(args);
+  if (command == "demo") return dix::cli::run_demo(args);
+  if (command == "status") return dix::cli::run_status(args);
+  if (command == "rebuild") return dix::cli::run_rebuild(args);
+  if (command == "serve") return dix::cli::run_serve(args);
+  if (command == "bench") return dix::cli::run_bench(args);
+  return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -14,18 +38,23 @@ int main(int argc, char** argv) {
     return dix::cli::exit_usage;
   }
   if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    std::cout << dix::cli::dix_usage();
-    return dix::cli::exit_ok;
+    // `dix help` alone, or `dix help COMMAND` (that command's --help); any other word is refused
+    // as every command refuses a stray word (issue 34).
+    if (args.size() == 1) {
+      std::cout << dix::cli::dix_usage();
+      return dix::cli::exit_ok;
+    }
+    if (args.size() == 2) {
+      if (auto status = dispatch(args[1], {"--help"})) return *status;
+    }
+    const auto& stray = args.size() > 2 && is_command(args[1]) ? args[2] : args[1];
+    std::cerr << "dix " << args[0] << ": unexpected argument \"" << stray
+              << "\" (dix --help for usage; dix help COMMAND for a command's)\n";
+    return dix::cli::exit_usage;
   }
   auto command = args[0];
   args.erase(args.begin());
-  if (command == "wal") return dix::cli::run_wal(args);
-  if (command == "write") return dix::cli::run_write(args);
-  if (command == "demo") return dix::cli::run_demo(args);
-  if (command == "status") return dix::cli::run_status(args);
-  if (command == "rebuild") return dix::cli::run_rebuild(args);
-  if (command == "serve") return dix::cli::run_serve(args);
-  if (command == "bench") return dix::cli::run_bench(args);
+  if (auto status = dispatch(command, args)) return *status;
   std::cerr << "dix: unknown command \"" << command << "\" (dix --help for usage)\n";
   return dix::cli::exit_usage;
 }

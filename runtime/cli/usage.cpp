@@ -15,7 +15,7 @@ struct entry {
 
 constexpr entry commands[] = {
     {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS] [--indexes all|secondary]
-         The main job: writes N product records (updates and deletes mixed in) into DIR/primary
+         The main job: writes N catalogue operations (new products, updates and deletes) into DIR/primary
          at R per second while four indexes follow the WAL: two secondary ones (by category, by
          brand), a full-text one (Xapian) and a vector one (hnsw); --indexes secondary runs
          the first two alone. Shows progress; midway it asks for a rebuild of by-brand and shows
@@ -31,7 +31,9 @@ constexpr entry commands[] = {
 )"},
     {"write", R"(--db PATH [--log NAME] [--records N] [--per-txn K] [--seed S] [--sync]
          Create or extend a primary store with a realistic product catalogue: N record writes
-         (puts, updates and deletes) in transactions of K operations.
+         (puts, updates and deletes) in transactions of K operations; --sync syncs each commit.
+         Defaults: NAME main, N 10000 (1…10^9), K 10 (1…100000), S 1. A refused commit (a full
+         disk) says how far it got: the sequence of the last transaction committed.
 )"},
     {"status", R"(--db PATH [--json | --prometheus] [--watch [--updates N]]
          The readiness of every backend id (state, reason, attempts, epoch) from the database's
@@ -93,14 +95,19 @@ std::string dix_usage() {
     std::string name = c.name;
     out += "  " + name + std::string(name.size() < 7 ? 7 - name.size() : 1, ' ') + c.text;
   }
-  out += "  help   This text.\n";
+  out += "  help   [COMMAND] This text, or COMMAND's usage (as dix COMMAND --help).\n";
   return out + arguments + exit_status;
 }
 
 std::string command_usage(std::string_view command) {
   auto c = std::find_if(std::begin(commands), std::end(commands), [&](const entry& e) { return command == e.name; });
   if (c == std::end(commands)) return dix_usage();
-  return "usage: dix " + std::string(command) + " " + c->text + arguments + exit_status;
+  // Exit 3 belongs to wal and status alone (issue 34): the others end with 0, 1 and 2.
+  const bool three = command == "wal" || command == "status";
+  const std::string status = three ? (command == "wal" ? "\nexit status: 0 success, 1 error, 2 bad arguments, 3 the log cannot serve the requested range\n"
+                                                       : "\nexit status: 0 success, 1 error, 2 bad arguments, 3 a readiness or metrics segment of another layout\n")
+                                   : "\nexit status: 0 success, 1 error, 2 bad arguments\n";
+  return "usage: dix " + std::string(command) + " " + c->text + arguments + status;
 }
 
 }  // namespace dix::cli

@@ -115,7 +115,21 @@ class watcher {
 
   // The next plain table: everything up to and including the blank line that ends it. Empty on
   // end of file or the failure timeout.
-  std::string next_table() { return next_until("\n\n"); }
+  // The next plain table, without the `at TIME` line --watch starts it with (checked here: ISO
+  // 8601 UTC with milliseconds, issue 34).
+  std::string next_table() {
+    auto table = next_until("\n\n");
+    if (table.rfind("at ", 0) != 0) {
+      FAIL_CHECK("a --watch table without its time line: " << table);
+      return table;
+    }
+    const auto line_end = table.find('\n');
+    const auto stamp = table.substr(3, line_end - 3);
+    CHECK(stamp.size() == 24);
+    CHECK(stamp.back() == 'Z');
+    CHECK(stamp[10] == 'T');
+    return table.substr(line_end + 1);
+  }
   // The next line (a --json table), with its newline.
   std::string next_line() { return next_until("\n"); }
 

@@ -107,6 +107,23 @@ TEST_CASE("dix: bare dix prints the usage on stderr with exit 2, and --help prin
   CHECK_THAT(late.out, Catch::StartsWith("usage: dix wal --db PATH"));
 }
 
+TEST_CASE("dix: help takes a command's name and nothing else, a stray word is refused with exit 2 as every command refuses one (issue 34 item 11)", "[system][cli]") {
+  temp_dir dir;
+  for (const auto* help : {"help", "--help", "-h"}) {
+    INFO(help);
+    auto stray = dix_cli(dir, {help, "extra"});
+    CHECK(stray.exit_code == 2);
+    CHECK(stray.out.empty());
+    CHECK(stray.err == std::string("dix ") + help + ": unexpected argument \"extra\" (dix --help for usage; dix help COMMAND for a command's)\n");
+    auto two = dix_cli(dir, {help, "status", "extra"});
+    CHECK(two.exit_code == 2);
+    CHECK_THAT(two.err, Catch::Contains("unexpected argument \"extra\""));
+    auto of_status = dix_cli(dir, {help, "status"});
+    CHECK(of_status.exit_code == 0);
+    CHECK(of_status.out == dix_cli(dir, {"status", "--help"}).out);
+  }
+}
+
 TEST_CASE("dix: a refusal after parsing (a missing or conflicting option, a value out of range) is worded as a parse error, with the --help pointer",
           "[system][cli]") {
   temp_dir dir;
