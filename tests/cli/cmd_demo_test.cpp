@@ -16,6 +16,7 @@
 
 #include "adapters/test_support.hpp"
 #include "cli/dix_cli.hpp"
+#include "harness/child_process.hpp"
 #include "support/tmpfs_mount.hpp"
 
 namespace fs = std::filesystem;
@@ -341,4 +342,28 @@ TEST_CASE("dix demo: --indexes secondary follows and verifies the two secondary 
   auto bad = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--indexes", "search"}, dir.path());
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::StartsWith("dix demo: ") && Catch::Contains("indexes"));
+}
+
+TEST_CASE("dix demo: SIGINT and SIGTERM stop the writer and the indexes cleanly with one line saying so (exit 1), and the next run resumes and verifies (issue 34 item 17)", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto demo_dir = (dir / "demo").string();
+  for (int sig : {SIGINT, SIGTERM}) {
+    INFO(sig);
+    // stderr joins stdout, which the harness reads.
+    auto demo = dix::cli::child_process::spawn({"/bin/sh", "-c", "exec \"$0\" demo --dir \"$1\" --records 10000000 --rate 2000 2>&1",
+                                                 DIX_BINARY, demo_dir})
+                    .value();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    REQUIRE(demo.wait_line("committed", deadline));  // the first progress line: the writer runs
+    REQUIRE(::kill(demo.pid(), sig) == 0);
+    auto said = demo.wait_line("dix demo: interrupted by ", deadline);
+    REQUIRE(said);
+    CHECK_THAT(*said, Catch::Contains(sig == SIGINT ? "SIGINT" : "SIGTERM") && Catch::Contains("run it again to resume"));
+    const int status = demo.reap(0);
+    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) == 1);
+  }
+  auto resumed = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "200", "--rate", "0"}, dir.path());
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains("verify by-category: OK") && Catch::Contains("verify similar: OK"));
 }
