@@ -671,6 +671,15 @@ std::vector<std::pair<std::uint32_t, std::string>> segment_view::claimed() const
   return out;
 }
 
+std::vector<std::pair<std::uint32_t, std::uint32_t>> segment_view::damaged_ids() const {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (std::uint32_t i = 0; i < mapping_->slot_count(); ++i) {
+    const auto len = load<std::uint32_t>(mapping_->slot(i), s_id_len);
+    if (len > max_id_bytes) out.emplace_back(i, len);
+  }
+  return out;
+}
+
 std::uint64_t segment_view::segment_change_counter() const noexcept {
   return load<std::uint64_t>(mapping_->base(), h_change_counter);
 }

@@ -226,6 +226,9 @@ class segment_view {
   const std::filesystem::path& directory() const noexcept { return directory_; }
   // Every claimed slot as (index, backend id), in slot order.
   std::vector<std::pair<std::uint32_t, std::string>> claimed() const;
+  // Every slot whose id length is neither 0 (free) nor a valid one (1…64): (index, length). A
+  // damaged segment; claimed() leaves them out.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> damaged_ids() const;
   // The header's segment_change_counter (acquire) and a futex wait on it, as
   // readiness_segment::segment_change_counter and wait_change; FUTEX_WAIT works on a read-only
   // mapping (formats.md §4.4).

@@ -2,6 +2,9 @@
 // the read-only metrics segment beside it.
 #include <dix/segment.hpp>
 
+#include <dix/names.hpp>
+
+#include <map>
 #include <mutex>
 
 #include "adapters/metrics_segment.hpp"
@@ -49,7 +52,18 @@ result<readiness_table> segment_reader::read() const {
   if (!attached) return attached.error();
   table.attached = *attached;
   table.store_reserve_bytes = view.store_reserve();
+  for (const auto& [index, len] : view.damaged_ids()) {
+    table.problems.push_back("slot " + std::to_string(index) + " has an id length of " + std::to_string(len) +
+                             " bytes (at most 64): a damaged slot, not listed");
+  }
+  std::map<std::string, std::uint32_t> first_slot;
   for (auto& [index, id] : view.claimed()) {
+    if (auto [at, fresh] = first_slot.emplace(id, index); !fresh) {
+      table.problems.push_back("slot " + std::to_string(index) + " repeats the id " + escape_bytes(id) + " of slot " +
+                               std::to_string(at->second) + ": a damaged segment, listed once (slot " +
+                               std::to_string(at->second) + ")");
+      continue;
+    }
     readiness_entry entry{std::move(id), view.read(index), view.hold(index), std::nullopt, 0, std::nullopt,
                           view.rebuild_requested(index)};
     if (!table.attached) {

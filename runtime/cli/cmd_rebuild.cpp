@@ -211,11 +211,13 @@ int run_rebuild(const std::vector<std::string>& argv) {
     return tool::refuse("dix rebuild", "--db " + a->get("db") + ": " + *wrong);
   }
   const auto& id = a->positional().front();
+  // A demo or serve --dir names its store DIR/primary (issue 34).
+  const auto db = store_dir(a->get("db")).path;
   // An id outside the name rules is refused by request_rebuild before it looks at anything.
   if (a->has("wait") && is_valid_backend_id(id)) {
-    return wait_for_rebuild(a->get("db"), id, seconds);
+    return wait_for_rebuild(db.string(), id, seconds);
   }
-  auto stored = request_rebuild(a->get("db"), id);
+  auto stored = request_rebuild(db, id);
   if (!stored) {
     if (stored.error().value() == errc::invalid_argument) return tool::refuse("dix rebuild", stored.error().to_string());
     std::cerr << "dix rebuild: " << stored.error().to_string() << "\n";

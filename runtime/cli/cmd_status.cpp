@@ -32,11 +32,13 @@
 #include <vector>
 
 #include <dix/activity.hpp>
+#include <dix/names.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/readiness.hpp>
 #include <dix/segment.hpp>
 
 #include "commands.hpp"
+#include "paths.hpp"
 #include "prom_metrics.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
@@ -140,8 +142,9 @@ struct table {
   bool segment = false;   // PATH/dix/readiness.seg exists with a non-zero magic
   bool empty_file = false;  // no segment, but the file is there: empty or a zero magic
   bool attached = false;  // some runtime holds its OFD read lock on attach.lock
-  std::vector<readiness_entry> indexes;  // sorted by id
+  std::vector<readiness_entry> indexes;  // sorted by id; each id escaped (escape_bytes)
   std::optional<store_room> space;       // known once a runtime stored the reserve
+  std::vector<std::string> problems;     // what a damaged segment shows (readiness_table)
 };
 
 // The home store's free space, when the segment holds its reserve; a failed statvfs shows nothing.
@@ -199,9 +202,14 @@ class segment_source {
     if (!read) return read.error();
     t.attached = read->attached;
     t.indexes = std::move(read->entries);
+    t.problems = std::move(read->problems);
     t.space = read_store_room(home_, read->store_reserve_bytes);
     std::sort(t.indexes.begin(), t.indexes.end(),
               [](const readiness_entry& a, const readiness_entry& b) { return a.id < b.id; });
+    // One rule for a byte outside printable ASCII in every output (issue 34): \xNN, as
+    // escape_bytes writes it. The plain table, JSON and Prometheus then carry the same text; a
+    // newline or carriage return in a corrupt id can no longer break a line or the terminal.
+    for (auto& e : t.indexes) e.id = escape_bytes(e.id);
     return t;
   }
 
@@ -275,6 +283,9 @@ std::string render_prometheus(const table& t) {
   const auto now_ns = wall_now_ns();
   out.add("dix_runtime_attached", tool::metric_type::gauge, "1 while some runtime of the database is attached", {},
           t.attached ? 1 : 0);
+  out.add("dix_segment_problems", tool::metric_type::gauge,
+          "slots of the readiness segment found damaged (an invalid id length, an id claimed twice); dix status names them",
+          {}, static_cast<double>(t.problems.size()));
   for (const auto& e : t.indexes) add_segment_metrics(out, e, now_ns);
   return out.str();
 }
@@ -322,6 +333,11 @@ std::string render_json(const fs::path& home, const table& t) {
     out << "}";
   }
   out << "]";
+  if (!t.problems.empty()) {
+    out << ",\"problems\":[";
+    for (std::size_t i = 0; i < t.problems.size(); ++i) out << (i == 0 ? "" : ",") << json_string(t.problems[i]);
+    out << "]";
+  }
   if (t.space) {
     const auto& sp = t.space->space;
     out << ",\"store_space\":{\"available_bytes\":" << sp.available_bytes << ",\"capacity_bytes\":" << sp.capacity_bytes
@@ -356,6 +372,7 @@ std::string render_plain(const fs::path& home, const table& t) {
                 ? "below its free-space reserve of " + mib(room.reserve_bytes) + ": commits are refused (io_error) until space is freed\n"
                 : "near its free-space reserve of " + mib(room.reserve_bytes) + ": commits are refused below it\n");
   }
+  for (const auto& p : t.problems) out << "problem: " << p << "\n";
   if (t.indexes.empty()) {
     out << "no backend id has claimed a slot\n";
     return out.str();
@@ -444,12 +461,15 @@ int run_status(const std::vector<std::string>& argv) {
   if (!problem.empty() || !updates_ok) {
     return tool::refuse("dix status", problem);
   }
-  auto db = fs::path(a->get("db"));
+  auto given = fs::path(a->get("db"));
+  // A demo or serve --dir names its store DIR/primary: read that (issue 34).
+  const auto found = store_dir(given);
+  const auto& db = found.path;
   std::error_code ec;
-  auto kind = fs::status(db, ec).type();
+  auto kind = fs::status(given, ec).type();
   auto home = kind == fs::file_type::directory ? fs::canonical(db, ec) : fs::path();
   if (kind != fs::file_type::directory || ec) {
-    return tool::refuse("dix status", "--db " + db.string() + ": " +
+    return tool::refuse("dix status", "--db " + given.string() + ": " +
                                           (kind == fs::file_type::not_found ? "no such directory"
                                            : ec                             ? ec.message()
                                                                             : "not a directory"));

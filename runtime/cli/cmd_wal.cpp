@@ -137,7 +137,8 @@ int run_wal(const std::vector<std::string>& argv) {
 
   // A path that names no directory is the same bad argument as for dix status and rebuild.
   if (auto wrong = existing_directory_problem(a->get("db"))) return tool::refuse("dix wal", "--db " + a->get("db") + ": " + *wrong);
-  auto opened = wal_reader::open(a->get("db"), log);
+  // A demo or serve --dir names its store DIR/primary (issue 34).
+  auto opened = wal_reader::open(store_dir(a->get("db")).path, log);
   if (!opened) {
     // A WAL damaged before valid records cannot be opened at all (decision 0034): the log
     // cannot serve the request, rather than a shorter log shown without a word.

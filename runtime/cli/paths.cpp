@@ -41,6 +41,14 @@ result<void> make_directory(const std::filesystem::path& path) {
   return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
 }
 
+store_path store_dir(const std::filesystem::path& db) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto holds_store = [&](const fs::path& p) { return fs::exists(p / "CURRENT", ec) || fs::is_directory(p / "dix", ec); };
+  if (holds_store(db) || !holds_store(db / "primary")) return {db, false};
+  return {db / "primary", true};
+}
+
 bool held_by_another_process(const error& e) {
   return e.message().find("is held by another process") != std::string::npos;
 }

@@ -26,6 +26,16 @@ std::optional<std::string> new_directory_problem(const std::filesystem::path& pa
 // by group or others). io_error naming the path.
 result<void> make_directory(const std::filesystem::path& path);
 
+// The store a --db names (dix status, wal, rebuild): the directory itself, or — when it holds
+// neither a store nor a runtime's `dix/` but its `primary` does — that: the directory `dix demo`
+// and `dix serve` were given as --dir (issue 34: the first thing a new user tries). `resolved`
+// says which.
+struct store_path {
+  std::filesystem::path path;
+  bool resolved = false;  // DIR/primary of a demo or serve directory
+};
+store_path store_dir(const std::filesystem::path& db);
+
 // "PATH is held by another process" when `e` is the open failing on another process's LOCK.
 bool held_by_another_process(const error& e);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 
 #include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
@@ -726,4 +727,81 @@ TEST_CASE("dix status: an empty, a truncated and a directory readiness.seg are e
   CHECK_THAT(directory.err, Catch::StartsWith("dix status: io_error: readiness segment " + path.string() +
                                               ": not a regular file (a directory)"));
   CHECK_THAT(directory.err, !Catch::Contains("No such device"));
+}
+
+TEST_CASE("dix status, dix rebuild and dix wal take the directory given to dix demo or dix serve as --dir and read its store DIR/primary (issue 34 item 12)", "[system][cli][status]") {
+  temp_dir dir;
+  const auto demo_dir = dir / "demo";
+  REQUIRE(dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--indexes", "secondary"}).exit_code == 0);
+  auto status = dix_cli(dir, {"status", "--db", demo_dir.string()});
+  INFO(status.out << status.err);
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.out, Catch::StartsWith("db " + fs::canonical(demo_dir / "primary").string() + "\n"));
+  CHECK_THAT(status.out, Catch::Contains("by-category"));
+  auto json = dix_cli(dir, {"status", "--db", demo_dir.string(), "--json"});
+  CHECK_THAT(json.out, Catch::Contains("\"segment\":true"));
+  auto rebuild = dix_cli(dir, {"rebuild", "--db", demo_dir.string(), "by-brand"});
+  CHECK(rebuild.exit_code == 0);
+  CHECK(rebuild.out == "rebuild requested for by-brand\n");
+  auto wal = dix_cli(dir, {"wal", "--db", demo_dir.string(), "--limit", "1"});
+  CHECK(wal.exit_code == 0);
+  CHECK_THAT(wal.out, Catch::StartsWith("log main\n"));
+  // A directory that is neither: as before, no segment.
+  fs::create_directories(dir / "plain");
+  CHECK_THAT(dix_cli(dir, {"status", "--db", (dir / "plain").string()}).out, Catch::StartsWith("no readiness segment at "));
+}
+
+namespace {
+// Rewrites, in the segment file, the id of the slot holding `id` to `bytes` (and its length to
+// `length`, default the new id's), as a damaged or hostile segment would hold it.
+void rewrite_id(const fs::path& home, const std::string& id, const std::string& bytes, std::optional<std::uint32_t> length = {}) {
+  const auto file = home / "dix" / "readiness.seg";
+  const auto contents = test::read_file(file);
+  const auto at = contents.find(id);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(at >= 8);
+  std::string padded = bytes;
+  padded.resize(64, '\0');
+  test::patch_file(file, at, padded);
+  const std::uint32_t len = length.value_or(static_cast<std::uint32_t>(bytes.size()));
+  std::string len_bytes(4, '\0');
+  for (int i = 0; i < 4; ++i) len_bytes[static_cast<std::size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xFF);
+  test::patch_file(file, at - 8, len_bytes);
+}
+}  // namespace
+
+TEST_CASE("dix status: a corrupt slot id shows as \\xNN in every output, a slot with an invalid id length and an id claimed twice are reported (issue 34 item 8)", "[system][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);
+  claim(*segment, "zz.second");
+  claim(*segment, "zz.broken");
+  rewrite_id(home, "a.x", std::string("a\nb\rc\xff", 6));
+  rewrite_id(home, "zz.second", "by-brand");
+  rewrite_id(home, "zz.broken", "zz.broken", 4000);
+
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.out.find('\r') == std::string::npos);
+  CHECK(plain.out.find('\xff') == std::string::npos);
+  CHECK_THAT(plain.out, Catch::Contains("\na\\x0ab\\x0dc\\xff  "));  // one row, escaped
+  CHECK_THAT(plain.out, Catch::Contains("problem: slot ") && Catch::Contains("has an id length of 4000 bytes (at most 64)"));
+  CHECK_THAT(plain.out, Catch::Contains("repeats the id by-brand of slot"));
+  std::size_t rows = 0;
+  for (std::size_t at = plain.out.find("\nby-brand "); at != std::string::npos; at = plain.out.find("\nby-brand ", at + 1)) ++rows;
+  CHECK(rows == 1);  // listed once
+  CHECK_THAT(plain.out, !Catch::Contains("zz.broken"));
+
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"id\":\"a\\\\x0ab\\\\x0dc\\\\xff\""));
+  CHECK_THAT(json.out, !Catch::Contains("\\u00"));
+  CHECK_THAT(json.out, Catch::Contains("\"problems\":[\"slot "));
+
+  auto prom = dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
+  CHECK(prom.exit_code == 0);
+  CHECK(prom.out.find('\r') == std::string::npos);
+  CHECK_THAT(prom.out, Catch::Contains("index=\"a\\\\x0ab\\\\x0dc\\\\xff\""));
+  CHECK_THAT(prom.out, Catch::Contains("dix_segment_problems 2\n"));
 }

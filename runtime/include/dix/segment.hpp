@@ -45,7 +45,11 @@ struct readiness_entry {
 
 struct readiness_table {
   bool attached = false;                 // some runtime of the database is attached
-  std::vector<readiness_entry> entries;  // every claimed slot, in slot order
+  std::vector<readiness_entry> entries;  // every claimed slot, in slot order, each id once
+  // What a damaged segment shows, one sentence each (ids escaped as escape_bytes does): a slot
+  // whose id length is not valid (not listed in `entries`), a slot repeating an id another slot
+  // claimed first (listed once, from the first).
+  std::vector<std::string> problems;
   // The home store's free-space reserve in bytes, as the last attached runtime stored it; 0
   // when none has (decision 0013).
   std::uint64_t store_reserve_bytes = 0;
