@@ -716,6 +716,18 @@ result<bool> read_locked(int fd, const fs::path& path) {
 
 }  // namespace
 
+result<bool> attach_lock_held(const fs::path& dix_dir) {
+  const auto path = dix_dir / "attach.lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    return os_error("open", path, errno);
+  }
+  auto held = read_locked(fd, path);
+  ::close(fd);
+  return held;
+}
+
 result<bool> segment_view::runtime_attached() const {
   const auto path = directory_ / "attach.lock";
   if (auto kept = std::atomic_load(&attach_)) {

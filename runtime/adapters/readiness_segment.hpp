@@ -192,6 +192,10 @@ class readiness_segment : public std::enable_shared_from_this<readiness_segment>
 };
 
 // The segment mapped without attaching (formats.md §4.6 step 5): never locks attach.lock.
+// Whether `dix_dir`/attach.lock is read-locked by an attached runtime (formats.md §4.6); false
+// when the file is missing. io_error when it cannot be tested.
+result<bool> attach_lock_held(const std::filesystem::path& dix_dir);
+
 class segment_view {
  public:
   enum class access { read_only, read_write };

@@ -41,6 +41,10 @@ result<std::unique_ptr<segment_reader>> segment_reader::open(const std::filesyst
   return std::unique_ptr<segment_reader>(new segment_reader(std::move(p)));
 }
 
+result<bool> segment_reader::runtime_attached(const std::filesystem::path& home_db) {
+  return attach_lock_held(home_db / "dix");
+}
+
 result<readiness_table> segment_reader::read() const {
   const auto& view = *impl_->view;
   auto metrics = impl_->find_metrics();

@@ -195,6 +195,14 @@ class segment_source {
     table t;
     if (!reader_) {
       t.empty_file = identity_of(file_).has_value();  // segment_reader answers none for it
+      // No segment, yet a runtime holds the attach lock: the file was removed under it (issue
+      // 34). Said so, and exit 1, instead of "no runtime has attached".
+      if (auto held = segment_reader::runtime_attached(home_); held && *held) {
+        t.attached = true;
+        t.problems.push_back("the readiness segment " + file_.string() +
+                             " is missing while a runtime is attached (attach.lock is held): it was removed under the "
+                             "running runtime; no readiness can be read until that runtime stops and another attaches");
+      }
       return t;
     }
     t.segment = true;
@@ -351,6 +359,10 @@ std::string render_json(const fs::path& home, const table& t) {
 std::string render_plain(const fs::path& home, const table& t) {
   std::ostringstream out;
   const auto now_ns = wall_now_ns();
+  if (!t.segment && t.attached) {
+    for (const auto& p : t.problems) out << "problem: " << p << "\n";
+    return out.str();
+  }
   if (!t.segment) {
     if (t.empty_file) {
       out << "readiness segment " << (home / "dix" / "readiness.seg").string()
@@ -499,7 +511,8 @@ int run_status(const std::vector<std::string>& argv) {
       if (shown) ++reprints;
       shown = std::move(text);
     }
-    if (!watch || (updates != 0 && reprints >= updates)) return exit_ok;
+    if (!watch) return !t->segment && t->attached ? exit_error : exit_ok;
+    if (updates != 0 && reprints >= updates) return exit_ok;
     if (!source.wait(seen, t->attached, shows_progress(*t) || shows_activity(*t))) return exit_ok;
   }
 }

@@ -805,3 +805,22 @@ TEST_CASE("dix status: a corrupt slot id shows as \\xNN in every output, a slot 
   CHECK_THAT(prom.out, Catch::Contains("index=\"a\\\\x0ab\\\\x0dc\\\\xff\""));
   CHECK_THAT(prom.out, Catch::Contains("dix_segment_problems 2\n"));
 }
+
+TEST_CASE("dix status: a readiness segment deleted under an attached runtime is named as such with exit 1, not as no runtime attached (issue 34 item 10)", "[system][cli][status]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto segment = three_indexes(home);  // attached: this process holds attach.lock
+  fs::remove(home / "dix" / "readiness.seg");
+  auto plain = dix_cli(dir, {"status", "--db", home.string()});
+  INFO(plain.out << plain.err);
+  CHECK(plain.exit_code == 1);
+  CHECK_THAT(plain.out, Catch::StartsWith("problem: the readiness segment ") && Catch::Contains("is missing while a runtime is attached"));
+  CHECK_THAT(plain.out, !Catch::Contains("no runtime has attached"));
+  auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
+  CHECK(json.exit_code == 1);
+  CHECK_THAT(json.out, Catch::Contains("\"segment\":false,\"attached\":true") && Catch::Contains("\"problems\":["));
+  segment.reset();  // detached: nobody holds the lock any more
+  auto after = dix_cli(dir, {"status", "--db", home.string()});
+  CHECK(after.exit_code == 0);
+  CHECK_THAT(after.out, Catch::StartsWith("no readiness segment at "));
+}

@@ -62,6 +62,11 @@ class segment_reader {
   // segment_layout_mismatch (a segment or metrics segment of another layout, or a metrics segment
   // whose block count is not the slot count; the message names the remedy), io_error.
   static result<std::unique_ptr<segment_reader>> open(const std::filesystem::path& home_db);
+  // Whether a runtime holds the database's attach lock (`dix/attach.lock` read-locked), looked at
+  // without the segment: when open() finds no segment while this is true, the file was removed
+  // under a running runtime (issue 34), which a reader must not call "no runtime attached".
+  // false when there is no lock file. Fails io_error.
+  static result<bool> runtime_attached(const std::filesystem::path& home_db);
   ~segment_reader();
   segment_reader(const segment_reader&) = delete;
   segment_reader& operator=(const segment_reader&) = delete;
