@@ -4,10 +4,14 @@
 
 #include <dix/names.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <map>
 #include <mutex>
 
 #include "adapters/metrics_segment.hpp"
+#include "adapters/posix_files.hpp"
 #include "adapters/readiness_segment.hpp"
 
 namespace dix {
@@ -39,6 +43,28 @@ result<std::unique_ptr<segment_reader>> segment_reader::open(const std::filesyst
   p->view = std::move(*view);
   if (auto metrics = p->find_metrics(); !metrics) return metrics.error();
   return std::unique_ptr<segment_reader>(new segment_reader(std::move(p)));
+}
+
+result<void> check_attachable(const std::filesystem::path& home_db) {
+  namespace fs = std::filesystem;
+  const auto dir = home_db / "dix";
+  auto check = [](const fs::path& p) -> result<void> {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) {
+      if (errno == ENOENT) return {};
+      return posix_error("readiness segment", "stat", p, errno);
+    }
+    return check_private(st, p, "readiness segment");
+  };
+  if (auto ok = check(dir); !ok) return ok;
+  for (const char* name : {"attach.lock", "readiness.lock", "readiness.seg", "metrics.seg", "runner"}) {
+    if (auto ok = check(dir / name); !ok) return ok;
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "runner", ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto ok = check(it->path()); !ok) return ok;
+  }
+  return {};
 }
 
 result<bool> segment_reader::runtime_attached(const std::filesystem::path& home_db) {

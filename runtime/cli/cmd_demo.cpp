@@ -25,6 +25,7 @@
 #include <dix/backends/xapian_backend.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/runtime.hpp>
+#include <dix/segment.hpp>
 
 #include "catalogue.hpp"
 #include "commands.hpp"
@@ -253,6 +254,12 @@ int run_demo(const std::vector<std::string>& argv) {
   }
   store_options so;
   so.log_name = "main";
+  // What the runtime's attach would refuse is refused before the store is opened read-write
+  // (issue 34): a refusal then leaves the store as it was.
+  if (auto ok = check_attachable(dir / "primary"); !ok) {
+    std::cerr << "dix demo: " << ok.error().to_string() << "\n";
+    return exit_error;
+  }
   auto store = primary_store::open(dir / "primary", so);
   if (!store) {
     std::cerr << "dix demo: " << store.error().to_string() << "\n";

@@ -265,6 +265,12 @@ int run_serve(const std::vector<std::string>& argv) {
     out.phase("granted");
     if (replace_error.empty()) opens.start(*indexes);
   };
+  // What the runtime's attach would refuse is refused before the store is opened read-write
+  // (issue 34): a refusal then leaves the store as it was.
+  if (auto ok = check_attachable(path); !ok) {
+    std::cerr << "dix serve: " << ok.error().to_string() << "\n";
+    return exit_error;
+  }
   auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
   if (!store && !standby && held_by_another_process(store.error())) {
     std::cerr << "dix serve: " << store.error().to_string() << "; --standby waits for it\n";

@@ -367,3 +367,41 @@ TEST_CASE("dix demo: SIGINT and SIGTERM stop the writer and the indexes cleanly 
   CHECK(resumed.exit_code == 0);
   CHECK_THAT(resumed.out, Catch::Contains("verify by-category: OK") && Catch::Contains("verify similar: OK"));
 }
+
+TEST_CASE("dix demo and dix serve: a badly-moded or foreign-owned dix/ directory or segment is refused before the store is opened, the store byte for byte unchanged (issue 34 item 9)", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto demo_dir = dir / "demo";
+  REQUIRE(dix::test::dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--indexes", "secondary"}).exit_code == 0);
+  const auto primary = demo_dir / "primary";
+  struct damage {
+    const char* what;
+    fs::path path;
+    bool chown_it;
+  };
+  std::vector<damage> cases{{"a dix/ another user could open", primary / "dix", false},
+                            {"a segment another user could open", primary / "dix" / "readiness.seg", false}};
+  if (::geteuid() == 0) cases.push_back({"a segment another user owns", primary / "dix" / "readiness.seg", true});
+  for (const auto& c : cases) {
+    INFO(c.what);
+    const auto mode = fs::status(c.path).permissions();
+    if (c.chown_it) REQUIRE(::chown(c.path.c_str(), 12345, 12345) == 0);
+    else fs::permissions(c.path, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+    const auto before = dix::test::snapshot_dir(primary);
+    for (const auto* command : {"demo", "serve"}) {
+      INFO(command);
+      auto r = std::string(command) == "demo"
+                 ? dix::test::dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "10", "--rate", "0"})
+                 : dix::test::dix_cli(dir, {"serve", "--dir", demo_dir.string(), "--rate", "0"});
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 1);
+      CHECK_THAT(r.err, Catch::Contains(c.path.string()) && Catch::Contains("dix ") &&
+                            (Catch::Contains("has mode") || Catch::Contains("is owned by uid 12345")));
+      const auto after = dix::test::snapshot_dir(primary);
+      INFO("changed: " << dix::test::changed_files(before, after));
+      CHECK(after == before);
+    }
+    if (c.chown_it) REQUIRE(::chown(c.path.c_str(), ::geteuid(), ::getegid()) == 0);
+    fs::permissions(c.path, mode);
+  }
+  CHECK(dix::test::dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "10", "--rate", "0", "--indexes", "secondary"}).exit_code == 0);
+}

@@ -55,6 +55,15 @@ struct readiness_table {
   std::uint64_t store_reserve_bytes = 0;
 };
 
+// What attaching a runtime to the database at `home_db` would refuse in its `dix/` directory
+// (decision 0011: `dix/`, `dix/runner/`, the lock files, the segments, each runner lock file —
+// any that exists — owned by this process's user, no group or other permission), checked
+// without opening, creating or locking anything. A program that opens the store read-write and
+// then attaches calls it first, so that a refusal leaves the store as it was (issue 34: as root
+// the open left root-owned files and two system transactions in another user's store). Fails
+// io_error naming the file and the remedy, as attach would.
+result<void> check_attachable(const std::filesystem::path& home_db);
+
 class segment_reader {
  public:
   // Maps the segment of the database whose home store is `home_db`. nullptr when there is none
