@@ -180,12 +180,13 @@ projection similar_projection() {
   };
 }
 
-result<void> register_one(runtime& rt, std::shared_ptr<backend> b, projection p) {
+result<void> register_one(runtime& rt, std::shared_ptr<backend> b, projection p, const std::optional<runner_options>& options) {
   const std::string id = b->id();
   registration r;
   r.backend = std::move(b);
   r.projections[table_ref{"main", products_table}] = std::move(p);
   r.projection_version = "demo-v1";
+  r.options = options;
   auto handle = rt.register_index(std::move(r));
   if (!handle) return error{handle.error().value(), "registering " + id + ": " + handle.error().message()};
   return {};
@@ -193,7 +194,8 @@ result<void> register_one(runtime& rt, std::shared_ptr<backend> b, projection p)
 
 }  // namespace
 
-result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir) {
+result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
+                                                   std::optional<runner_options> options) {
   xapian_options xo;
   xo.path = dir / fulltext_id;
   xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
@@ -205,8 +207,8 @@ result<catalogue_search> register_catalogue_search(runtime& rt, const std::files
   ho.space = hnsw_space::cosine;
   auto similar = hnsw_backend::create(similar_id, ho);
   if (!similar) return error{similar.error().value(), std::string("creating ") + similar_id + ": " + similar.error().message()};
-  if (auto ok = register_one(rt, *fulltext, fulltext_projection()); !ok) return ok.error();
-  if (auto ok = register_one(rt, *similar, similar_projection()); !ok) return ok.error();
+  if (auto ok = register_one(rt, *fulltext, fulltext_projection(), options); !ok) return ok.error();
+  if (auto ok = register_one(rt, *similar, similar_projection(), options); !ok) return ok.error();
   return catalogue_search{*fulltext, *similar};
 }
 

@@ -71,7 +71,7 @@ result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue
 result<std::vector<catalogue_index>> register_catalogue_indexes(runtime& rt, const std::filesystem::path& dir,
                                                                 std::optional<runner_options> options = {});
 
-// The demo's search indexes beside the secondary ones (`dix demo` only): `fulltext`, a
+// The demo's search indexes beside the secondary ones: `fulltext`, a
 // xapian_backend over the product's name, text, category and brand (prefixes N, T, C, B: the
 // query `category:books portable` works), and `similar`, an hnsw_backend (cosine) over
 // embed(text). A product without those fields is unindexable there, never a failure.
@@ -81,8 +81,10 @@ struct catalogue_search {
 };
 inline constexpr const char* fulltext_id = "fulltext";
 inline constexpr const char* similar_id = "similar";
-// Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1").
-result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir);
+// Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1",
+// `options` for both when given). `dix demo` and `dix serve`.
+result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
+                                                   std::optional<runner_options> options = {});
 
 // A deterministic hashing embedding (no model to download): every lower-cased word of `text`
 // adds 1 and 0.5 to two of embedding_dimension components its FNV-1a hash picks; the sum is

@@ -87,13 +87,13 @@ bool is_space_refusal(const error& e) {
   return e.value() == errc::io_error && e.message().find("free-space reserve") != std::string::npos;
 }
 
-void watch_readiness(const printer& out, runtime& rt, const segment_reader& segment,
-                     const std::vector<catalogue_index>& indexes, const std::atomic<bool>& stop) {
+void watch_readiness(const printer& out, runtime& rt, const segment_reader& segment, const std::vector<std::string>& ids,
+                     const std::atomic<bool>& stop) {
   struct seen {
     std::optional<readiness> last;
     std::optional<std::uint64_t> durable_at_ready;  // awaiting the first advance past it
   };
-  std::vector<seen> state(indexes.size());
+  std::vector<seen> state(ids.size());
   auto durable = [&](const std::string& id) -> std::uint64_t {
     auto m = rt.metrics(id);
     return m && !m->logs.empty() ? m->logs[0].durable_sequence : 0;
@@ -102,9 +102,9 @@ void watch_readiness(const printer& out, runtime& rt, const segment_reader& segm
     auto counter = segment.change_counter();
     auto table = segment.read();
     bool awaiting_advance = false;
-    for (std::size_t i = 0; table && i < indexes.size(); ++i) {
+    for (std::size_t i = 0; table && i < ids.size(); ++i) {
       auto& s = state[i];
-      const auto& id = indexes[i].id;
+      const auto& id = ids[i];
       auto entry = std::find_if(table->entries.begin(), table->entries.end(),
                                 [&](const readiness_entry& e) { return e.id == id; });
       if (entry == table->entries.end()) continue;
@@ -305,6 +305,17 @@ int run_serve(const std::vector<std::string>& argv) {
     std::cerr << "dix serve: " << registered.error().to_string() << "\n";
     return exit_error;
   }
+  // The demo's search indexes too (issue 34: serve ran two of its four): full text (Xapian) and
+  // vectors (hnsw), opened by their own appliers.
+  auto search = register_catalogue_search(**rt, dir, ro);
+  if (!search) {
+    std::cerr << "dix serve: " << search.error().to_string() << "\n";
+    return exit_error;
+  }
+  std::vector<std::string> ids;
+  for (const auto& ix : *indexes) ids.push_back(ix.id);
+  ids.push_back(fulltext_id);
+  ids.push_back(similar_id);
   out.phase("registered");
   auto segment = segment_reader::open(path);
   if (!segment || !*segment) {
@@ -318,19 +329,19 @@ int run_serve(const std::vector<std::string>& argv) {
   std::unique_ptr<metrics_server> scrape;
   if (listen) {
     const segment_reader& published = **segment;
-    auto started = metrics_server::start(*listen, [&rt, &indexes, &published, ro] {
+    auto started = metrics_server::start(*listen, [&rt, &ids, &published, ro] {
       tool::metrics_text text;
       auto table = published.read();
-      for (const auto& index : *indexes) {
-        auto status = (*rt)->status(index.id);
-        auto metrics = (*rt)->metrics(index.id);
+      for (const auto& id : ids) {
+        auto status = (*rt)->status(id);
+        auto metrics = (*rt)->metrics(id);
         const readiness_entry* entry = nullptr;
         if (table) {
           for (const auto& e : table->entries) {
-            if (e.id == index.id) entry = &e;
+            if (e.id == id) entry = &e;
           }
         }
-        if (status && metrics) add_runner_metrics(text, index.id, *status, *metrics, ro, entry);
+        if (status && metrics) add_runner_metrics(text, id, *status, *metrics, ro, entry);
       }
       return text.str();
     });
@@ -345,7 +356,7 @@ int run_serve(const std::vector<std::string>& argv) {
   }
 
   std::atomic<bool> stop{false};
-  std::thread watcher([&] { watch_readiness(out, **rt, **segment, *indexes, stop); });
+  std::thread watcher([&] { watch_readiness(out, **rt, **segment, ids, stop); });
   opens.join();  // after the watcher has its baseline; no early open outlives the runtime
   auto existing = highest_id(**store);
   std::string writer_error;

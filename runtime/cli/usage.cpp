@@ -56,8 +56,9 @@ constexpr entry commands[] = {
          [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing] [--metrics-listen ADDR]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
          the owning process is gone, then takes the store over, WAL recovery included, while the
-         index databases recover on threads of their own), runs the
-         demo's two indexes, writes R catalogue operations per second (default 1000) and prints
+         index databases recover on threads of their own), runs the demo's four indexes
+         (by-category, by-brand, fulltext, similar), writes R catalogue operations per second
+         (default 1000) and prints
          each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
          stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
          bound what a takeover replays. Exit 1 at once if another process holds the store and

@@ -144,3 +144,15 @@ TEST_CASE("dix serve: on a filesystem that fills up the owner keeps serving: its
   const int waited = standby.reap(SIGINT);
   CHECK((WIFEXITED(waited) ? WEXITSTATUS(waited) : 128 + WTERMSIG(waited)) == 0);
 }
+
+TEST_CASE("dix serve runs the demo's four indexes: each one's readiness line comes, ready, and SIGINT stops it cleanly (issue 34 item 15)", "[system][cli][serve]") {
+  temp_dir dir;
+  auto owner = child_process::spawn({DIX_BINARY, "serve", "--dir", (dir / "d").string(), "--rate", "200"}).value();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (const auto* id : {"by-category", "by-brand", "fulltext", "similar"}) {
+    INFO(id);
+    CHECK(owner.wait_line(std::string(id) + " ready epoch=", deadline));
+  }
+  const int owned = owner.reap(SIGINT);
+  CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
+}
