@@ -27,17 +27,20 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_optio
   if (last_ && last_->what.epoch == current.epoch && now - last_->at < min_interval) {
     return {std::nullopt, std::chrono::duration_cast<std::chrono::milliseconds>(min_interval - (now - last_->at))};
   }
-  // The rate of each log since the last publication of this epoch; kept while nothing was read
-  // in a stretch shorter than the interval (the first figures of an epoch know no rate).
+  // The rate of each log over the window: from the oldest publication of this epoch in it (the
+  // first figures of an epoch know no rate).
+  if (!last_ || last_->what.epoch != current.epoch) history_.clear();
+  while (history_.size() > 1 && now - history_[1].at >= rate_window) history_.pop_front();
   std::vector<std::uint64_t> rates(read_sequences.size(), 0);
-  if (last_ && last_->what.epoch == current.epoch && last_->read_sequences.size() == read_sequences.size()) {
-    const auto passed_ms = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - last_->at).count());
+  if (!history_.empty() && history_.front().read_sequences.size() == read_sequences.size()) {
+    const auto& from = history_.front();
+    const auto passed_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - from.at).count());
     for (std::size_t i = 0; i < rates.size(); ++i) {
-      const auto read = read_sequences[i] > last_->read_sequences[i] ? read_sequences[i] - last_->read_sequences[i] : 0;
+      const auto read = read_sequences[i] > from.read_sequences[i] ? read_sequences[i] - from.read_sequences[i] : 0;
       rates[i] = passed_ms > 0 ? read * 1000 / passed_ms : 0;
     }
   }
+  history_.push_back(position{now, read_sequences});
   // The snapshot knows exactly which ages grow (their moments are set), and the pacer the rates.
   lag_figures out = lag_figures_of(m, s.state, options);
   out.taken_wall_ns = wall_ns;

@@ -4,13 +4,17 @@
 // back by the interval is due at the interval's end: the caller arms a timer for `due_in` and
 // calls next() again then). The ages (stalled, unread, oldest accepted) are published with the
 // moment they were taken and whether they grow, so a reader ages them itself and an owner parked
-// for minutes writes nothing. Also the per-log read rate for the ETA: sequences read between two
-// publications over the time between them. Pure: the runner actor feeds it each event's
+// for minutes writes nothing. Also the per-log read rate for the ETA: sequences read over the
+// last rate_window (at least the time since the previous publication), from the read positions
+// of the publications in it — reads come in turns, and a 250 ms window sampled them unevenly:
+// half the real rate in every other sample flipped a steady index between following and
+// catching up (issue 34). Pure: the runner actor feeds it each event's
 // snapshot, the actor clock's time and the wall clock.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -23,6 +27,7 @@ namespace dix {
 class lag_pacer {
  public:
   static constexpr std::chrono::milliseconds min_interval{250};
+  static constexpr std::chrono::milliseconds rate_window{2000};
 
   struct decision {
     std::optional<lag_figures> publish;             // write these now
@@ -53,6 +58,13 @@ class lag_pacer {
     std::vector<std::uint64_t> read_sequences;  // per log, when told
   };
   std::optional<told> last_;
+  // The read positions of this epoch's publications within rate_window (oldest first; the
+  // newest is last_'s): where the rate is measured from.
+  struct position {
+    steady_time at;
+    std::vector<std::uint64_t> read_sequences;
+  };
+  std::deque<position> history_;
 };
 
 }  // namespace dix

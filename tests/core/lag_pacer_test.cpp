@@ -102,3 +102,22 @@ TEST_CASE("lag pacer: at most lag_log_slots logs, the count of all of them, each
   CHECK(d.publish->logs[0].log == "main");
   CHECK(d.publish->logs[1].log == "b");
 }
+
+TEST_CASE("lag pacer: the read rate is measured over the last two seconds, so reads that come in bursts read as the steady rate they make (issue 34 item 13)", "[core][lag]") {
+  // A steady 1000 sequences/s read in bursts of 500 every 500 ms, figures told every 250 ms:
+  // measured between two publications alone, the rate read 2000 and 0 in turn (and an index
+  // following a steady writer flipped to catching up whenever it read low).
+  lag_pacer pacer;
+  std::uint64_t read = 0;
+  std::vector<std::uint64_t> rates;
+  for (int tick = 0; tick <= 40; ++tick) {
+    if (tick % 2 == 0 && tick > 0) read += 500;
+    auto d = pacer.next(owner(read, 1000 + static_cast<std::uint64_t>(tick)), options, t0 + milliseconds(250 * tick), wall0);
+    REQUIRE(d.publish);
+    if (tick >= 8) rates.push_back(d.publish->logs[0].read_per_s);  // the window filled
+  }
+  for (auto r : rates) {
+    CHECK(r >= 875);
+    CHECK(r <= 1125);
+  }
+}
