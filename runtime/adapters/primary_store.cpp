@@ -596,8 +596,14 @@ result<void> make_store_directory(const std::filesystem::path& path) {
     return error{errc::io_error, "cannot create primary store " + path.string() + ": its parent " + parent.string() +
                                      ": " + why + " (only the store's own directory is created)"};
   }
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+  // A store is private to its user (issue 34, decision 0040): its directory is made 0700 whatever
+  // the umask, so the files RocksDB creates inside (0644 less the umask) reach nobody else.
+  if (::mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return {};
     return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
+  }
+  if (::chmod(path.c_str(), 0700) != 0) {
+    return error{errc::io_error, "cannot make " + path.string() + " private (chmod 0700): " + std::strerror(errno)};
   }
   return {};
 }

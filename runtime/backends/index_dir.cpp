@@ -155,7 +155,8 @@ result<void> claim(const fs::path& dir, std::string_view kind, std::string_view 
                                        " does not exist (only the index's own directory is created)"};
     }
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return os_error(who + "creating " + shown(dir), errno);
-    // mkdir honours the umask, which can only take bits away from 0700.
+    // mkdir honours the umask; chmod makes it 0700 whatever it is (decision 0040).
+    if (::chmod(dir.c_str(), 0700) != 0) return os_error(who + "making " + shown(dir) + " private", errno);
     if (auto ok = fsync_fd_of(parent, O_RDONLY | O_DIRECTORY); !ok) return ok;
   }
   if (auto ok = write_marker(dir, kind, id); !ok) return error{ok.error().value(), who + ok.error().message()};

@@ -37,8 +37,13 @@ std::optional<std::string> new_directory_problem(const std::filesystem::path& pa
 }
 
 result<void> make_directory(const std::filesystem::path& path) {
-  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return {};
-  return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
+  // Private to its user, whatever the umask (decision 0040): it holds a store and its indexes.
+  if (::mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return {};
+    return error{errc::io_error, "cannot create " + path.string() + ": " + std::strerror(errno)};
+  }
+  if (::chmod(path.c_str(), 0700) != 0) return error{errc::io_error, "cannot make " + path.string() + " private: " + std::strerror(errno)};
+  return {};
 }
 
 store_path store_dir(const std::filesystem::path& db) {

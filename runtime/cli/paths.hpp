@@ -22,8 +22,8 @@ std::optional<std::string> existing_directory_problem(const std::filesystem::pat
 // component is created)"; nullopt as above when the system refuses to look.
 std::optional<std::string> new_directory_problem(const std::filesystem::path& path);
 
-// Creates `path` when it is missing, one component (mode 0755 less the umask, so never writable
-// by group or others). io_error naming the path.
+// Creates `path` when it is missing, one component, mode 0700 whatever the umask (decision 0040:
+// a store and its indexes are private to their user). io_error naming the path.
 result<void> make_directory(const std::filesystem::path& path);
 
 // The store a --db names (dix status, wal, rebuild): the directory itself, or — when it holds

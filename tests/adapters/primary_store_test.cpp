@@ -630,7 +630,7 @@ TEST_CASE("primary store: a path the system refuses (a component over NAME_MAX, 
   }
 }
 
-TEST_CASE("primary store: a store directory it creates is not writable by group or others, whatever the umask, an existing one keeps its mode", "[adapter][store][security]") {
+TEST_CASE("primary store: a store directory it creates is private to its user (0700), whatever the umask, an existing one keeps its mode (decision 0040)", "[adapter][store][security]") {
   temp_dir dir;
   {
     dix::test::umask_scope open_umask(0);
@@ -640,7 +640,15 @@ TEST_CASE("primary store: a store directory it creates is not writable by group 
   }
   struct stat st {};
   REQUIRE(::stat((dir / "new").c_str(), &st) == 0);
-  CHECK((st.st_mode & 07777) == 0755);
+  CHECK((st.st_mode & 07777) == 0700);
+  {
+    dix::test::umask_scope strict_umask(0200);  // a umask taking even the owner's write bit: 0700 all the same
+    auto s = primary_store::open(dir / "strict", test::options());
+    REQUIRE(s);
+    REQUIRE((*s)->close());
+  }
+  REQUIRE(::stat((dir / "strict").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
   std::filesystem::create_directories(dir / "mine");
   std::filesystem::permissions(dir / "mine", std::filesystem::perms::all);  // the user's own choice
   {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -404,4 +405,22 @@ TEST_CASE("dix demo and dix serve: a badly-moded or foreign-owned dix/ directory
     fs::permissions(c.path, mode);
   }
   CHECK(dix::test::dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "10", "--rate", "0", "--indexes", "secondary"}).exit_code == 0);
+}
+
+TEST_CASE("dix demo: whatever the umask, the directory it makes, its store and every index directory are private to the user (0700) (issue 34 item 16, decision 0040)", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto demo_dir = dir / "demo";
+  // umask 000: without the rule RocksDB's, Xapian's and hnsw's files came out readable, and the
+  // directories searchable, by every user.
+  auto r = dix::test::run({"/bin/sh", "-c", "umask 000 && exec \"$0\" demo --dir \"$1\" --records 50 --rate 0", DIX_BINARY, demo_dir.string()},
+                          dir.path());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const auto& d : {demo_dir, demo_dir / "primary", demo_dir / "primary" / "dix", demo_dir / "by-category", demo_dir / "by-brand",
+                        demo_dir / "fulltext", demo_dir / "similar"}) {
+    INFO(d.string());
+    struct stat st {};
+    REQUIRE(::stat(d.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+  }
 }
