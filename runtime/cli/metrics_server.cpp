@@ -1,11 +1,19 @@
 #include "metrics_server.hpp"
 
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -21,12 +29,151 @@ namespace {
 // pool (8 threads by default) is held by 8 clients that connect and send nothing, and a scrape
 // waits behind them for their timeouts. Here each connection gets a thread of its own, started
 // when no thread is free, up to max_connection_threads; only past that does one wait, and then
-// for at most a connection's timeouts. Threads are kept for the next connections until shutdown.
-constexpr std::size_t max_connection_threads = 64;
-// How long a connection may stay silent: before a request (a keep-alive connection or a client
-// that sends nothing) and within one; also how long a write may block. Prometheus sends its
-// request at once and scrapes every 15 s by default, so a connection per scrape costs nothing.
+// for at most a request's deadline. Threads are kept for the next connections until shutdown.
+constexpr std::size_t max_connection_threads = 128;
+// How long a connection may stay silent before a request (a keep-alive connection, or a client
+// that sends nothing): it is closed then. Prometheus sends its request at once.
+constexpr std::chrono::milliseconds silence{1000};
 constexpr time_t silence_timeout_s = 1;
+// How long one request may take, from its first byte (the first request: from accept) to the
+// end of its response: a client that trickles a request a byte at a time is cut there with 408
+// (issue 34: cpp-httplib's read timeout restarts at every byte, so 70 such clients held every
+// thread and silenced the endpoint).
+constexpr std::chrono::milliseconds request_deadline{2000};
+// Requests served on one connection, pipelined or not; the last response says Connection: close,
+// so any request beyond it is refused explicitly, never dropped.
+constexpr std::size_t max_requests_per_connection = 100;
+
+using steady = std::chrono::steady_clock;
+
+// One connection's stream: one read buffer kept across its requests (cpp-httplib makes a stream,
+// and a buffer, per request: the requests a client pipelined behind the first were read into it
+// and lost), and every wait bounded by the current request's deadline, not per call.
+class deadline_stream final : public httplib::Stream {
+ public:
+  explicit deadline_stream(socket_t sock) : sock_(sock), buffer_(16384) {}
+
+  void start_request(steady::time_point deadline) {
+    deadline_ = deadline;
+    expired_ = false;
+    written_ = 0;
+  }
+  bool expired() const noexcept { return expired_; }
+  std::size_t written() const noexcept { return written_; }
+  // Waits up to `wait` for the next request's first byte (buffered already, or on the socket).
+  bool next_request(std::chrono::milliseconds wait) const { return buffered() || ready(POLLIN, static_cast<int>(wait.count())); }
+
+  bool is_readable() const override { return buffered() || ready(POLLIN, left_ms()); }
+  bool is_writable() const override { return ready(POLLOUT, left_ms()); }
+  ssize_t read(char* out, size_t size) override {
+    if (!buffered()) {
+      if (!ready(POLLIN, left_ms())) {
+        expired_ = true;
+        return -1;
+      }
+      const auto n = ::recv(sock_, buffer_.data(), buffer_.size(), 0);
+      if (n <= 0) return n;
+      begin_ = 0;
+      end_ = static_cast<std::size_t>(n);
+    }
+    const auto n = std::min(size, end_ - begin_);
+    std::memcpy(out, buffer_.data() + begin_, n);
+    begin_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* data, size_t size) override {
+    std::size_t done = 0;
+    while (done < size) {
+      if (!ready(POLLOUT, left_ms())) {
+        expired_ = true;
+        return -1;
+      }
+      const auto n = ::send(sock_, data + done, size - done, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return -1;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    written_ += done;
+    return static_cast<ssize_t>(done);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  bool buffered() const noexcept { return begin_ < end_; }
+  int left_ms() const {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - steady::now()).count();
+    return ms > 0 ? static_cast<int>(ms) : 0;
+  }
+  bool ready(short events, int ms) const {
+    pollfd p{sock_, events, 0};
+    for (;;) {
+      const int r = ::poll(&p, 1, ms);
+      if (r < 0 && errno == EINTR) continue;
+      return r > 0;
+    }
+  }
+  template <class Name>
+  void address(Name name, std::string& ip, int& port) const {
+    sockaddr_storage ss{};
+    socklen_t length = sizeof ss;
+    ip.clear();
+    port = 0;
+    if (name(sock_, reinterpret_cast<sockaddr*>(&ss), &length) != 0) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+      port = ntohs(a->sin6_port);
+    }
+    ip = text;
+  }
+
+  socket_t sock_;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;
+  steady::time_point deadline_{};
+  mutable bool expired_ = false;
+  std::size_t written_ = 0;
+};
+
+// cpp-httplib's server with its per-connection loop replaced (it is a virtual of cpp-httplib
+// 0.11's Server, private but overridable; process_request and svr_sock_ are protected): one
+// deadline_stream per connection, each request bounded by request_deadline, a request not read
+// by then answered 408 with Connection: close. Re-check on a cpp-httplib upgrade.
+class deadline_server final : public httplib::Server {
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    deadline_stream stream(sock);
+    bool served = false;
+    for (std::size_t n = 0; n < max_requests_per_connection && svr_sock_ != INVALID_SOCKET; ++n) {
+      if (n > 0 && !stream.next_request(silence)) break;  // a silent keep-alive connection
+      stream.start_request(steady::now() + request_deadline);
+      bool closed = false;
+      served = process_request(stream, n + 1 == max_requests_per_connection, closed, nullptr);
+      if (!served) {
+        if (stream.expired() && stream.written() == 0) {
+          static constexpr char timed_out[] =
+            "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+          stream.start_request(steady::now() + std::chrono::milliseconds(200));
+          (void)stream.write(timed_out, sizeof timed_out - 1);
+        }
+        break;
+      }
+      if (closed) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return served;
+  }
+};
 
 class connection_threads final : public httplib::TaskQueue {
  public:
@@ -81,7 +228,7 @@ class connection_threads final : public httplib::TaskQueue {
 }  // namespace
 
 struct metrics_server::impl {
-  httplib::Server server;
+  deadline_server server;
   std::thread thread;
   std::atomic<bool> ended{false};  // listen_after_bind returned
   std::string host;
@@ -133,6 +280,7 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(const listen_addre
   p->server.set_read_timeout(silence_timeout_s, 0);
   p->server.set_write_timeout(silence_timeout_s, 0);
   p->server.set_keep_alive_timeout(silence_timeout_s);
+  p->server.set_keep_alive_max_count(max_requests_per_connection);
   // Any method but GET and HEAD is answered before its body is read (cpp-httplib would wait for
   // a body without Content-Length until the read timeout): 405 naming the allowed ones on
   // /metrics, 404 elsewhere. The connection is closed, as a body may follow unread.
