@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 
 #include "dix_git_commit.hpp"  // generated at build time (cmake/git_commit.cmake)
 #include "tool/json.hpp"
@@ -38,8 +39,13 @@ std::string build_fields() {
 scratch_dir::scratch_dir(const std::string& base) {
   std::filesystem::path root = base.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(base);
   std::random_device rd;
-  path_ = root / ("dix-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-  std::filesystem::create_directory(path_);
+  // A name nobody else holds: the destructor removes the directory and all in it, so it must be
+  // one this run created (create_directory says false for one that existed: another name).
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    path_ = root / ("dix-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    if (std::filesystem::create_directory(path_)) return;
+  }
+  throw std::runtime_error("cannot make a scratch directory of its own in " + root.string());
 }
 
 bool check_scratch_base(const tool::args& a, std::string& problem) {
