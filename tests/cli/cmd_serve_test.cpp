@@ -156,3 +156,15 @@ TEST_CASE("dix serve runs the demo's four indexes: each one's readiness line com
   const int owned = owner.reap(SIGINT);
   CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
 }
+
+TEST_CASE("dix serve: an index path holding a user's files or another program's RocksDB database is refused (store_format_mismatch, exit 1) and left byte for byte unchanged (issue 34 items 1, 2)", "[system][cli][serve][foreign]") {
+  for (const auto* id : {"by-category", "fulltext", "similar"}) {
+    for (auto kind : {dix::test::foreign_kind::files, dix::test::foreign_kind::rocksdb}) {
+      INFO(id << (kind == dix::test::foreign_kind::files ? ": files" : ": a RocksDB database"));
+      temp_dir dir;
+      const auto d = dir / "d";
+      std::filesystem::create_directories(d);
+      dix::test::check_refuses_foreign_index(dir, d / id, {"serve", "--dir", d.string(), "--rate", "0"}, kind);
+    }
+  }
+}

@@ -770,7 +770,7 @@ void rewrite_id(const fs::path& home, const std::string& id, const std::string& 
 }
 }  // namespace
 
-TEST_CASE("dix status: a corrupt slot id shows as \\xNN in every output, a slot with an invalid id length and an id claimed twice are reported (issue 34 item 8)", "[system][cli][status]") {
+TEST_CASE("dix status: a corrupt slot id shows escaped the same way (backslash, x, two hex digits) in every output, a slot with an invalid id length and an id claimed twice are reported (issue 34 item 8)", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);

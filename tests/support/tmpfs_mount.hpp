@@ -42,6 +42,13 @@ class tmpfs_mount {
   }
   ~tmpfs_mount() { ::umount2(path_.c_str(), MNT_DETACH); }
 
+  // Grows (or shrinks) the filesystem to `bytes`, its files kept (a remount): space freed by
+  // growing, for a store that filled what it had itself. false when the system refuses.
+  bool resize(std::uint64_t bytes) const {
+    const auto options = "size=" + std::to_string(bytes) + ",mode=0700";
+    return ::mount("tmpfs", path_.c_str(), "tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, options.c_str()) == 0;
+  }
+
   // Moves the calling thread (and the children it starts from now on) into a mount namespace of
   // its own, with private propagation: what it mounts is seen by no other process and disappears
   // when the last process in it ends. Not for tests that run RocksDB in this process: its
