@@ -291,10 +291,14 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
     return system ? reserve / 2 : reserve;
   };
   const auto now = system_clock().steady_now();
-  if (space.due(now, bytes, floor())) {
+  auto read_again = [&]() -> result<void> {
     auto reading = probe(path);
     if (!reading) return reading.error();
     space.record(*reading, live_wal_bytes(path), now);
+    return {};
+  };
+  if (space.due(now, bytes, floor())) {
+    if (auto read = read_again(); !read) return read;
   }
   if (space.admits(bytes, floor())) {
     space.charge(bytes);
@@ -307,9 +311,7 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
   // Only with room for the flush itself above half the reserve; under the commit mutex, so no
   // commit waits behind it that was not refused anyway.
   if (flush_for_space(floor())) {
-    auto reading = probe(path);
-    if (!reading) return reading.error();
-    space.record(*reading, live_wal_bytes(path), now);
+    if (auto read = read_again(); !read) return read;
     if (space.admits(bytes, floor())) {
       space.charge(bytes);
       return {};

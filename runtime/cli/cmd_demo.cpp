@@ -30,6 +30,7 @@
 #include "catalogue.hpp"
 #include "commands.hpp"
 #include "paths.hpp"
+#include "stop_signals.hpp"
 #include "usage.hpp"
 #include "wording.hpp"
 #include "tool/args.hpp"
@@ -212,19 +213,6 @@ class demo_rebuild {
 
 }  // namespace
 
-namespace {
-std::atomic<int> interrupted{0};
-extern "C" void on_interrupt(int sig) { interrupted.store(sig); }
-void install_interrupt_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-}  // namespace
-
 int run_demo(const std::vector<std::string>& argv) {
   int status = exit_usage;
   auto a = tool::args::parse_command(argv, {{"dir", "records", "rate", "seed", "timeout", "indexes"}, {}}, "dix demo",
@@ -358,9 +346,9 @@ int run_demo(const std::vector<std::string>& argv) {
   auto deadline = clock_type::now() + std::chrono::seconds(timeout_seconds);
   auto last_plain = clock_type::now();
   bool caught_up = false;
-  install_interrupt_handlers();
+  install_stop_handlers();
   while (clock_type::now() < deadline) {
-    if (const int sig = interrupted.load()) {
+    if (const int sig = stop_signal()) {
       // SIGINT or SIGTERM (issue 34: the demo ended without a word): the writer stops, the
       // runtime stops cleanly, and the next run resumes from the indexes' durable cursors.
       stop_writer = true;

@@ -39,6 +39,7 @@
 
 #include "commands.hpp"
 #include "paths.hpp"
+#include "stop_signals.hpp"
 #include "prom_metrics.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
@@ -113,20 +114,6 @@ std::string utc_now_text() {
 // The futex wait's timeout: how often --watch re-checks what does not move the change counter.
 constexpr std::chrono::milliseconds tick_ms{1000};
 
-volatile std::sig_atomic_t stop_requested = 0;
-
-void on_stop_signal(int) noexcept { stop_requested = 1; }
-
-// SIGINT/SIGTERM set the flag. No SA_RESTART: a blocked poll returns at once; the futex wait
-// resumes after EINTR, so a stop is seen within tick_ms.
-void install_stop_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
 
 // The home store's filesystem beside the reserve a runtime stored in the segment (decision 0013).
 struct store_room {
@@ -228,13 +215,13 @@ class segment_source {
   // a progress line is shown (`progress_seen`), each tick may change the table.
   bool wait(std::uint64_t seen, bool attached_seen, bool progress_seen) const {
     for (;;) {
-      if (stop_requested) return false;
+      if (stop_signal() != 0) return false;
       if (reader_) {
         if (reader_->wait_change(seen, tick_ms) != seen) return true;
       } else {
         ::poll(nullptr, 0, static_cast<int>(tick_ms.count()));  // returns early on a signal
       }
-      if (stop_requested) return false;
+      if (stop_signal() != 0) return false;
       if (progress_seen) return true;
       auto now = identity_of(file_);
       if (reader_ ? !now || !(*now == identity_) : now.has_value()) return true;

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,26 @@ inline bool make_plain_rocksdb(const std::filesystem::path& path) {
   const bool put = raw->Put(rocksdb::WriteOptions{}, "k", "v").ok();
   delete raw;
   return put;
+}
+
+// A RocksDB database another program made at `path` (parents created): 100 keys in a column
+// family `entries` (what the RocksDB index calls its own family), one in `default` (issue 34).
+inline void make_foreign_rocksdb(const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {"entries", {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok()) throw std::runtime_error("cannot make " + path.string());
+  bool ok = true;
+  for (int i = 0; i < 100; ++i) ok = ok && raw->Put({}, handles[1], "key" + std::to_string(i), "theirs").ok();
+  ok = ok && raw->Put({}, handles[0], "k", "v").ok();
+  for (auto* h : handles) ok = raw->DestroyColumnFamilyHandle(h).ok() && ok;
+  ok = raw->Close().ok() && ok;
+  delete raw;
+  if (!ok) throw std::runtime_error("cannot fill " + path.string());
 }
 
 inline rocksdb::DB& raw_db(primary_store& s) { return *primary_store_access::get(s).db; }

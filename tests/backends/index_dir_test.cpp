@@ -17,6 +17,7 @@
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/backends/xapian_backend.hpp>
 
+#include "adapters/test_support.hpp"
 #include "backends/index_dir.hpp"
 #include "support/dir_snapshot.hpp"
 #include "support/temp_dir.hpp"
@@ -59,23 +60,6 @@ struct subject {
 };
 const subject subjects[] = {{"rocksdb_index", create_rocksdb}, {"xapian", create_xapian}, {"hnsw", create_hnsw}};
 
-// A RocksDB database another program made: 100 keys in a column family `entries` (what the
-// RocksDB index calls its own family), 1 in `default`.
-void foreign_rocksdb(const fs::path& path) {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.create_missing_column_families = true;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {"entries", {}}};
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
-  for (int i = 0; i < 100; ++i) REQUIRE(raw->Put({}, handles[1], "key" + std::to_string(i), "theirs").ok());
-  REQUIRE(raw->Put({}, handles[0], "k", "v").ok());
-  for (auto* h : handles) REQUIRE(raw->DestroyColumnFamilyHandle(h).ok());
-  REQUIRE(raw->Close().ok());
-  delete raw;
-}
-
 }  // namespace
 
 TEST_CASE("index directory: every shipped backend refuses a directory holding files it did not create, byte for byte unchanged (issue 34 item 1)", "[adapter][backend][foreign]") {
@@ -100,7 +84,7 @@ TEST_CASE("index directory: every shipped backend refuses another program's Rock
     INFO(s.name);
     temp_dir dir;
     const auto path = dir / "by-category";
-    foreign_rocksdb(path);
+    test::make_foreign_rocksdb(path);
     const auto before = test::snapshot_dir(dir.path());
     auto refused = s.create(path);
     REQUIRE_FALSE(refused);

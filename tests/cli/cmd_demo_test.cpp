@@ -258,9 +258,7 @@ TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store
   temp_dir dir;
   std::string why;
   // Only `dix` children use the filesystem: in a namespace of its own a killed test leaves no mount.
-  std::unique_ptr<dix::test::tmpfs_mount> mnt;
-  if (::geteuid() != 0) why = "not running as root: no tmpfs can be mounted";
-  else if (dix::test::tmpfs_mount::private_namespace(why)) mnt = dix::test::tmpfs_mount::make(dir / "mnt", 64u << 20, why);
+  auto mnt = dix::test::tmpfs_mount::for_children(dir / "mnt", 64u << 20, why);
   if (!mnt) {
     WARN("skipped, " << why);
     return;
@@ -304,9 +302,8 @@ TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store
 TEST_CASE("dix demo: on a 20 MiB filesystem with all four indexes the writer stops at the store's reserve with exit 1, never an abort, and nothing fills the filesystem (issue 34 item 3)", "[system][cli][demo][space]") {
   temp_dir dir;
   std::string why;
-  std::unique_ptr<dix::test::tmpfs_mount> mnt;
-  if (::geteuid() != 0) why = "not running as root: no tmpfs can be mounted";
-  else if (dix::test::tmpfs_mount::private_namespace(why)) mnt = dix::test::tmpfs_mount::make(dir / "mnt", 20u << 20, why);
+  // Only `dix` children use the filesystem: in a namespace of its own a killed test leaves no mount.
+  auto mnt = dix::test::tmpfs_mount::for_children(dir / "mnt", 20u << 20, why);
   if (!mnt) {
     WARN("skipped, " << why);
     return;

@@ -102,9 +102,7 @@ TEST_CASE("dix serve: on a filesystem that fills up the owner keeps serving: its
   temp_dir dir;
   std::string why;
   // Only `dix` children use the filesystem: in a namespace of its own a killed test leaves no mount.
-  std::unique_ptr<dix::test::tmpfs_mount> mnt;
-  if (::geteuid() != 0) why = "not running as root: no tmpfs can be mounted";
-  else if (dix::test::tmpfs_mount::private_namespace(why)) mnt = dix::test::tmpfs_mount::make(dir / "mnt", 20u << 20, why);
+  auto mnt = dix::test::tmpfs_mount::for_children(dir / "mnt", 20u << 20, why);
   if (!mnt) {
     WARN("skipped, " << why);
     return;

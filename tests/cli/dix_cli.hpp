@@ -83,18 +83,7 @@ inline void plant_foreign(const std::filesystem::path& path, foreign_kind kind) 
     std::ofstream(path / "thesis.docx") << "a\n";
     return;
   }
-  std::filesystem::create_directories(path.parent_path());
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.create_missing_column_families = true;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}, {"entries", {}}};
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
-  for (int i = 0; i < 100; ++i) REQUIRE(raw->Put({}, handles[1], "key" + std::to_string(i), "theirs").ok());
-  for (auto* h : handles) REQUIRE(raw->DestroyColumnFamilyHandle(h).ok());
-  REQUIRE(raw->Close().ok());
-  delete raw;
+  make_foreign_rocksdb(path);
 }
 
 // `dix <args>` where the index at `index` holds what dix did not make: refused with

@@ -42,6 +42,18 @@ class tmpfs_mount {
   }
   ~tmpfs_mount() { ::umount2(path_.c_str(), MNT_DETACH); }
 
+  // For a test whose only users of the filesystem are exec'd `dix` children: root, a private
+  // mount namespace (so a killed test leaves no mount), then make(). nullptr with `why` set when
+  // any of it is refused: the test skips with a WARN.
+  static std::unique_ptr<tmpfs_mount> for_children(const std::filesystem::path& at, std::uint64_t bytes, std::string& why) {
+    if (::geteuid() != 0) {
+      why = "not running as root: no tmpfs can be mounted";
+      return nullptr;
+    }
+    if (!private_namespace(why)) return nullptr;
+    return make(at, bytes, why);
+  }
+
   // Grows (or shrinks) the filesystem to `bytes`, its files kept (a remount): space freed by
   // growing, for a store that filled what it had itself. false when the system refuses.
   bool resize(std::uint64_t bytes) const {
