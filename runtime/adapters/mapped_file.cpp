@@ -153,16 +153,30 @@ result<std::uint32_t> check_layout(unsigned char* base, std::size_t size, const 
   return count;
 }
 
+// A directory, a FIFO or a device opens like a file, and mapping it fails with the system's
+// "No such device" (or ftruncate's "Invalid argument"): name what is there instead.
+result<void> regular_file(int fd, const fs::path& path, std::string_view subject) {
+  struct stat kind {};
+  if (::fstat(fd, &kind) != 0) return posix_error(subject, "fstat", path, errno);
+  if (S_ISREG(kind.st_mode)) return {};
+  return error{errc::io_error, std::string(subject) + " " + path.string() + ": not a regular file (" +
+                                   (S_ISDIR(kind.st_mode) ? "a directory" : S_ISFIFO(kind.st_mode) ? "a FIFO" : "a special file") +
+                                   "); stop every process using this database, then remove it"};
+}
+
 result<mapped_layout> create_or_validate(const fs::path& path, const file_layout& l, std::uint32_t count) {
   using mapped::load;
   using mapped::store;
-  unique_fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  // O_NONBLOCK: a FIFO at the path must not block the open (issue 34: dix status hung on one);
+  // it changes nothing for a regular file, and anything else is refused below.
+  unique_fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     if (errno != ENOENT) return posix_error(l.subject, "open", path, errno);
     fd = unique_fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) return posix_error(l.subject, "create", path, errno);
-  } else if (auto ok = check_private(fd.get(), path, l.subject); !ok) {
-    return ok.error();
+  } else {
+    if (auto ok = regular_file(fd.get(), path, l.subject); !ok) return ok.error();
+    if (auto ok = check_private(fd.get(), path, l.subject); !ok) return ok.error();
   }
   auto size = file_size(fd.get(), path, l.subject);
   if (!size) return size.error();
@@ -195,20 +209,13 @@ result<mapped_layout> create_or_validate(const fs::path& path, const file_layout
 
 result<std::optional<mapped_layout>> open_existing(const fs::path& path, const file_layout& l, bool writable) {
   using mapped::load;
-  unique_fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
+  // O_NONBLOCK: opening a FIFO read-only would wait for a writer for ever (issue 34).
+  unique_fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<mapped_layout>();
     return posix_error(l.subject, "open", path, errno);
   }
-  // A directory (or a device) opens read-only like a file, and mapping it would fail with the
-  // system's "No such device": name what is there instead.
-  struct stat kind {};
-  if (::fstat(fd.get(), &kind) != 0) return posix_error(l.subject, "fstat", path, errno);
-  if (!S_ISREG(kind.st_mode)) {
-    return error{errc::io_error, std::string(l.subject) + " " + path.string() + ": not a regular file (" +
-                                     (S_ISDIR(kind.st_mode) ? "a directory" : "a special file") +
-                                     "); stop every process using this database, then remove it"};
-  }
+  if (auto ok = regular_file(fd.get(), path, l.subject); !ok) return ok.error();
   // Who writes to the file (a rebuild request, coverage demand) trusts it as a runtime does.
   if (writable) {
     if (auto ok = check_private(fd.get(), path, l.subject); !ok) return ok.error();

@@ -317,8 +317,11 @@ result<void> primary_store::impl::admit_space(std::uint8_t flags, std::uint64_t 
       return {};
     }
   }
-  const auto limit = system ? "half its free-space reserve, " + describe_bytes(floor()) + " (a system transaction)"
-                            : "its free-space reserve of " + describe_bytes(floor());
+  auto limit = system ? "half its free-space reserve, " + describe_bytes(floor()) + " (a system transaction)"
+                      : "its free-space reserve of " + describe_bytes(floor());
+  // Free at or above the reserve itself, this commit is what would take it below (issue 34: "X
+  // free, below a reserve smaller than X" read wrong).
+  if (space.free_bytes() >= floor()) limit += " plus this commit's " + describe_bytes(bytes);
   return error{errc::io_error, describe_shortage("primary store " + path.string(), space.free_bytes(), limit) +
                                    " (" + pending_words(space) + "); nothing written, retry once space is freed"};
 }

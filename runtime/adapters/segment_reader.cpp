@@ -51,7 +51,9 @@ result<void> check_attachable(const std::filesystem::path& home_db) {
   auto check = [](const fs::path& p) -> result<void> {
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) {
-      if (errno == ENOENT) return {};
+      // Missing, or a path through a plain file: nothing of a runtime's there (the store's own
+      // open names what is wrong with the path).
+      if (errno == ENOENT || errno == ENOTDIR) return {};
       return posix_error("readiness segment", "stat", p, errno);
     }
     return check_private(st, p, "readiness segment");

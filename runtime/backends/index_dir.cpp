@@ -99,9 +99,11 @@ bool ignorable(const std::string& name) { return name == "lost+found" || name ==
 // refusal.
 result<state> judge(const fs::path& dir, std::string_view kind, std::string_view id) {
   const std::string who = "index " + std::string(id) + ": ";
+  // stat, not lstat: an index directory may be a symlink to a directory on another disk.
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT) return state::absent;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT && !fs::is_symlink(dir)) return state::absent;
+    if (errno == ENOENT) return error{errc::io_error, who + shown(dir) + " is a symlink to nothing"};
     return os_error(who + "cannot look at " + shown(dir), errno);
   }
   if (!S_ISDIR(st.st_mode)) {

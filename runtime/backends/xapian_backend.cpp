@@ -384,6 +384,14 @@ struct xapian_backend::impl {
   void note_pending() { space->set_unflushed(disk_factor * (queued_bytes + transaction_bytes)); }
 
   void emit(state_change change) { callbacks.emit(change); }
+  // Its database damaged beyond reading — a corrupt block, or a table file of its own missing
+  // or unreadable behind its version file (issue 34: a deleted postlist.glass was retried as a
+  // transient fault for good): no cursor in it can be trusted. cursor_invalid: the runner
+  // condemns at once (cursor-missing) and the rebuild's reset replaces its files.
+  error damaged(const Xapian::Error& e) const {
+    return {errc::cursor_invalid, "index " + id + ": its database " + options.path.string() + " is damaged (" +
+                                      e.get_description() + "): no cursor in it can be trusted; a rebuild replaces it"};
+  }
 
   // Caller holds queue_mutex.
   bool over_cap() const {
@@ -847,10 +855,9 @@ result<std::optional<cursor>> xapian_backend::durable_cursor() {
       Xapian::Database db(impl_->options.path.string());
       bytes = db.get_metadata(cursor_key);
     } catch (const Xapian::DatabaseCorruptError& e) {
-      // Damaged beyond reading: no cursor in it can be trusted (the runner condemns at once,
-      // cursor-missing, and the rebuild's reset replaces its files).
-      return error{errc::cursor_invalid, "index " + impl_->id + ": its database " + impl_->options.path.string() +
-                                             " is damaged (" + e.get_description() + "): no cursor in it can be trusted; a rebuild replaces it"};
+      return impl_->damaged(e);
+    } catch (const Xapian::DatabaseOpeningError& e) {
+      return impl_->damaged(e);
     } catch (const Xapian::Error& e) {
       return error{errc::io_error, "index " + impl_->id + ": reading the cursor of " + impl_->options.path.string() +
                                        ": " + e.get_description()};

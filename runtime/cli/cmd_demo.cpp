@@ -236,6 +236,7 @@ int run_demo(const std::vector<std::string>& argv) {
   // A typo must not grow a tree: only DIR itself may be new (decision 0035); the store is made
   // in DIR/primary, the indexes beside it.
   if (auto wrong = new_directory_problem(dir)) return tool::refuse("dix demo", "--dir " + dir.string() + ": " + *wrong);
+  if (auto wrong = layout_directory_problem(dir)) return tool::refuse("dix demo", "--dir " + dir.string() + " " + *wrong);
   if (auto made = make_directory(dir); !made) {
     std::cerr << "dix demo: " << made.error().to_string() << "\n";
     return exit_error;

@@ -122,7 +122,14 @@ std::string ready_line(const std::string& id, const readiness_entry& e) {
 int wait_for_rebuild(const std::string& db, const std::string& id, std::uint64_t timeout_s) {
   auto reader = segment_reader::open(db);
   if (!reader) return fail(reader.error().to_string());
-  if (!*reader) return fail(db + " has no readiness segment: no runtime has attached, so nothing would rebuild " + id);
+  if (!*reader) {
+    // A runtime holding the attach lock without the file: it was removed under it (issue 34).
+    if (auto held = segment_reader::runtime_attached(db); held && *held) {
+      return fail(db + "'s readiness segment is missing while a runtime is attached (attach.lock is held): it was removed "
+                       "under the running runtime; no rebuild can be asked until that runtime stops and another attaches");
+    }
+    return fail(db + " has no readiness segment: no runtime has attached, so nothing would rebuild " + id);
+  }
   auto table = (*reader)->read();
   if (!table) return fail(table.error().to_string());
   const auto* found = entry_of(*table, id);

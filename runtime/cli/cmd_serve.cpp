@@ -214,6 +214,7 @@ int run_serve(const std::vector<std::string>& argv) {
   const auto path = dir / "primary";
   // A typo must not grow a tree: only DIR itself may be new (decision 0035).
   if (auto wrong = new_directory_problem(dir)) return tool::refuse("dix serve", "--dir " + dir.string() + ": " + *wrong);
+  if (auto wrong = layout_directory_problem(dir)) return tool::refuse("dix serve", "--dir " + dir.string() + " " + *wrong);
   if (auto made = make_directory(dir); !made) {
     std::cerr << "dix serve: " << made.error().to_string() << "\n";
     return exit_error;

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -259,6 +260,16 @@ result<listen_address> parse_listen_address(const std::string& text) {
   const auto n = std::stoul(port);
   if (n > 65535) return bad("port above 65535");
   out.port = static_cast<std::uint16_t>(n);
+  // A host that names no address is a bad argument found before anything is made (issue 34:
+  // serve made its store and index directories first, then failed to bind, exit 1).
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(out.host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return bad("cannot resolve " + out.host + ": " + ::gai_strerror(rc));
+  }
+  ::freeaddrinfo(found);
   return out;
 }
 

@@ -46,6 +46,13 @@ result<void> make_directory(const std::filesystem::path& path) {
   return {};
 }
 
+std::optional<std::string> layout_directory_problem(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "CURRENT", ec) && !std::filesystem::is_directory(dir / "dix", ec)) return std::nullopt;
+  return "is itself a primary store: --dir names the directory that holds one in its primary/ "
+         "(give its parent, or a new directory)";
+}
+
 store_path store_dir(const std::filesystem::path& db) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -160,3 +160,16 @@ TEST_CASE("index directory: remove_own removes only what its predicate names, ne
   CHECK(index_dir::look(path, "rocksdb_index", "by-brand").value() == index_dir::state::ours);
   CHECK(index_dir::look(dir / "none", "rocksdb_index", "by-brand").value() == index_dir::state::absent);
 }
+
+TEST_CASE("index directory: a symlink to a directory is followed (an index on another disk), a symlink to nothing is refused", "[adapter][backend][foreign]") {
+  temp_dir dir;
+  fs::create_directory(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "link");
+  REQUIRE(index_dir::claim(dir / "link", "hnsw", "similar"));
+  CHECK(fs::is_regular_file(dir / "elsewhere" / index_dir::marker_name));
+  CHECK(index_dir::look(dir / "link", "hnsw", "similar").value() == index_dir::state::ours);
+  fs::create_directory_symlink(dir / "gone", dir / "dangling");
+  auto refused = index_dir::claim(dir / "dangling", "hnsw", "similar");
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message(), Catch::Contains("a symlink to nothing"));
+}

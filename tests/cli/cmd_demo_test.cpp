@@ -199,6 +199,19 @@ TEST_CASE("dix demo: an index whose own files are damaged beyond opening heals b
   for (const auto* id : {"by-category", "by-brand", "fulltext", "similar"}) {
     CHECK_THAT(healed.out, Catch::Contains(std::string("verify ") + id + ": OK ("));
   }
+  // A table file of the full-text database gone (the sweep's case: retried as transient, never
+  // rebuilt), and a by-category SST gone (by-brand's damage the midway rebuild would hide).
+  fs::remove(demo_dir / "fulltext" / "postlist.glass");
+  for (const auto& e : fs::directory_iterator(demo_dir / "by-category")) {
+    if (e.path().extension() == ".sst") {
+      fs::remove(e.path());
+      break;
+    }
+  }
+  auto again = dix::test::run(args("50"), dir.path());
+  INFO(again.out << again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Catch::Contains("verify fulltext: OK (") && Catch::Contains("verify by-category: OK ("));
 }
 
 TEST_CASE("dix demo: a plain file where an index directory should be is refused at once, naming it (issue 12, decision 0038)", "[system][cli][demo]") {
@@ -419,5 +432,19 @@ TEST_CASE("dix demo: whatever the umask, the directory it makes, its store and e
     struct stat st {};
     REQUIRE(::stat(d.c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0700);
+  }
+}
+
+TEST_CASE("dix demo and dix serve: a --dir that is itself a primary store is a bad argument (exit 2), nothing made in it (issue 34 sweep)", "[system][cli][demo]") {
+  temp_dir dir;
+  const auto store = dir / "store";
+  REQUIRE(dix::test::dix_cli(dir, {"write", "--db", store.string(), "--records", "10"}).exit_code == 0);
+  const auto before = dix::test::snapshot_dir(store);
+  for (const auto* command : {"demo", "serve"}) {
+    INFO(command);
+    auto r = dix::test::dix_cli(dir, {command, "--dir", store.string(), "--rate", "0"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("is itself a primary store"));
+    CHECK(dix::test::snapshot_dir(store) == before);
   }
 }

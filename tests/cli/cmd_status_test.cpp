@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -823,4 +824,19 @@ TEST_CASE("dix status: a readiness segment deleted under an attached runtime is 
   auto after = dix_cli(dir, {"status", "--db", home.string()});
   CHECK(after.exit_code == 0);
   CHECK_THAT(after.out, Catch::StartsWith("no readiness segment at "));
+}
+
+TEST_CASE("dix status: a FIFO in place of readiness.seg or metrics.seg is refused at once, named, never waited on (issue 34 sweep)", "[system][cli][status]") {
+  for (const auto* name : {"readiness.seg", "metrics.seg"}) {
+    INFO(name);
+    temp_dir dir;
+    auto home = make_home(dir);
+    { auto segment = three_indexes(home); }
+    fs::remove(home / "dix" / name);
+    REQUIRE(::mkfifo((home / "dix" / name).c_str(), 0600) == 0);
+    auto r = dix_cli(dir, {"status", "--db", home.string()});  // before: blocked in open() for ever
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out + r.err, Catch::Contains(name) && Catch::Contains("not a regular file (a FIFO)"));
+  }
 }
