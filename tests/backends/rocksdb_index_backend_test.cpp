@@ -464,6 +464,7 @@ TEST_CASE("rocksdb index: reset heals a database that cannot be opened (a corrup
   REQUIRE(f.barrier());
   const auto path = f.dir / "index";
   std::ofstream(path / "notes.txt") << "a user's file, put there after dix made the index\n";
+  f.sub.reset();  // the subscription goes before the backend it is subscribed to
   f.index.reset();  // closed, as after a crash
   std::ofstream(path / "CURRENT", std::ios::trunc) << "garbage\n";
   rocksdb_index_options o;

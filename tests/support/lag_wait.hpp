@@ -19,13 +19,14 @@ namespace dix::test {
 
 // The figures once `want(figures)` holds; nullopt after the bound.
 template <class Want>
-std::optional<lag_figures> wait_lag(const std::filesystem::path& home, const std::string& id, Want want) {
+std::optional<lag_figures> wait_lag(const std::filesystem::path& home, const std::string& id, Want want,
+                                    std::chrono::seconds bound = std::chrono::seconds(30)) {
   using namespace std::chrono_literals;
   auto reader = segment_reader::open(home).value();
   REQUIRE(reader);
   auto metrics = metrics_segment::open(home / "dix", segment_layout::default_slot_count).value();
   REQUIRE(metrics);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
   for (;;) {
     const auto counter = metrics->change_counter();
     auto table = reader->read().value();
