@@ -273,6 +273,16 @@ int run_serve(const std::vector<std::string>& argv) {
     return exit_error;
   }
   auto store = standby ? primary_store::open_standby(path, so, events) : primary_store::open(path, so);
+  // A standby that got the store but cannot open it for want of space (its open is refused
+  // below half the reserve) waits and tries again every second, as a writer does at the reserve
+  // (issue 34: it exited, leaving nobody to serve the indexes).
+  for (bool said = false; standby && !store && is_space_refusal(store.error()) && !stop_requested;) {
+    if (!said) out.line("serve: standby: the store cannot be opened yet, retrying every second: " + store.error().to_string());
+    said = true;
+    for (int i = 0; i < 10 && !stop_requested; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    store = primary_store::open_standby(path, so, events);
+  }
+  if (standby && !store && stop_requested) return exit_ok;
   if (!store && !standby && held_by_another_process(store.error())) {
     std::cerr << "dix serve: " << store.error().to_string() << "; --standby waits for it\n";
     return exit_error;
