@@ -22,7 +22,7 @@ remote_link connected_link(remote_link_limits limits = {}) {
 
 }  // namespace
 
-TEST_CASE("remote link: deliveries are numbered from 1 and deferred beyond 16 batches or 64 MiB unacknowledged; an empty window takes any one batch", "[core][remote]") {
+TEST_CASE("remote link: deliveries are numbered from 1 and deferred beyond 16 batches or 64 MiB unacknowledged, and an empty window takes any one batch", "[core][remote]") {
   auto link = connected_link();
   for (std::uint64_t i = 1; i <= 16; ++i) CHECK(link.deliver(1000, t0) == i);
   CHECK_FALSE(link.deliver(1000, t0));  // the 17th waits
@@ -37,7 +37,7 @@ TEST_CASE("remote link: deliveries are numbered from 1 and deferred beyond 16 ba
   CHECK(link.deliver(24ull << 20, t0) == 19u);  // 64 MiB together
 }
 
-TEST_CASE("remote link: acks are cumulative, old or repeated ones change nothing, one beyond what was sent is the peer's error; changed once the window is back to half after a deferral", "[core][remote]") {
+TEST_CASE("remote link: acks are cumulative, old or repeated ones change nothing, one beyond what was sent is the peer's error, and changed once the window is back to half after a deferral", "[core][remote]") {
   auto link = connected_link();
   for (int i = 0; i < 16; ++i) REQUIRE(link.deliver(10, t0));
   CHECK_FALSE(link.deliver(10, t0));
@@ -54,7 +54,7 @@ TEST_CASE("remote link: acks are cumulative, old or repeated ones change nothing
   CHECK(link.unacked_batches() == 8);
 }
 
-TEST_CASE("remote link: an ack missing past its deadline is a loss; while disconnected every delivery is deferred", "[core][remote]") {
+TEST_CASE("remote link: an ack missing past its deadline is a loss, and while disconnected every delivery is deferred", "[core][remote]") {
   remote_link_limits limits;
   limits.ack_deadline = 5000ms;
   auto link = connected_link(limits);
@@ -108,7 +108,7 @@ TEST_CASE("remote link: a restarted host (a new instance) owes a replay only for
   CHECK(link.host_instance() == std::uint64_t{9});
 }
 
-TEST_CASE("remote link: failed connects back off from 100 ms doubling to 10 s, jittered down to half, for ever; a connection resets it", "[core][remote]") {
+TEST_CASE("remote link: failed connects back off from 100 ms doubling to 10 s, jittered down to half, for ever, and a connection resets it", "[core][remote]") {
   remote_link link;
   auto now = t0;
   std::vector<std::int64_t> delays;
