@@ -92,8 +92,24 @@ result<void> write_marker(const fs::path& dir, std::string_view kind, std::strin
   return fsync_fd_of(dir, O_RDONLY | O_DIRECTORY);
 }
 
+// Whether `file` is a marker's temporary an interrupted claim left: empty (created, nothing written
+// yet) or the start of a marker. Anything else by that name is someone's file, and claim would
+// truncate it: not ours to overwrite.
+bool our_marker_tmp(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(file, ec))) return false;
+  std::ifstream in(file, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const std::string magic = std::string(marker_magic) + "\n";
+  return head.empty() || head.rfind(magic, 0) == 0 || magic.rfind(head, 0) == 0;
+}
+
 // Entries that do not make a directory anyone's: a file system's own, and our marker's temporary.
-bool ignorable(const std::string& name) { return name == "lost+found" || name == marker_tmp_name; }
+bool ignorable(const fs::path& dir, const std::string& name) {
+  return name == "lost+found" || (name == marker_tmp_name && our_marker_tmp(dir / name));
+}
 
 // What `dir` is for kind/id, writing nothing: ours, absent (missing or holding nothing), or the
 // refusal.
@@ -128,7 +144,7 @@ result<state> judge(const fs::path& dir, std::string_view kind, std::string_view
   std::vector<std::string> found;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     auto name = it->path().filename().string();
-    if (!ignorable(name)) found.push_back(std::move(name));
+    if (!ignorable(dir, name)) found.push_back(std::move(name));
   }
   if (ec) return os_error(who + "cannot list " + shown(dir), ec.value());
   if (found.empty()) return state::absent;
@@ -177,9 +193,13 @@ result<void> remove_own(const fs::path& dir, const std::function<bool(std::strin
   for (const auto& p : doomed) {
     const auto kind = fs::symlink_status(p, ec).type();
     if (kind == fs::file_type::directory) {
-      // A directory the backend writes (RocksDB's WAL archive): only its own entries, then it.
-      if (auto ok = remove_own(p, [](std::string_view) { return true; }, who); !ok) return ok;
-      if (::rmdir(p.c_str()) != 0 && errno != ENOENT) return os_error(who + ": removing " + shown(p), errno);
+      // A directory the backend writes (RocksDB's WAL archive): the entries inside that `own`
+      // names too, then the directory if nothing else is left in it; a file someone put there
+      // stays, and so does the directory holding it.
+      if (auto ok = remove_own(p, own, who); !ok) return ok;
+      if (::rmdir(p.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) {
+        return os_error(who + ": removing " + shown(p), errno);
+      }
     } else if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
       return os_error(who + ": removing " + shown(p), errno);
     }

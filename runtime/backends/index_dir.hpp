@@ -36,8 +36,9 @@ result<void> claim(const std::filesystem::path& dir, std::string_view kind, std:
 enum class state : std::uint8_t { ours, absent };
 result<state> look(const std::filesystem::path& dir, std::string_view kind, std::string_view id);
 
-// Unlinks every entry of `dir` for which `own(name)` holds (a directory `own` names is removed
-// with what it holds, which the backend wrote too) and syncs the directory. Never the marker.
+// Unlinks every entry of `dir` for which `own(name)` holds — in a directory `own` names, the
+// entries `own` names too, then the directory once it is empty (a file someone put there stays,
+// with its directory) — and syncs the directory. Never the marker or its temporary.
 // io_error naming the entry and `who` when one cannot be removed.
 result<void> remove_own(const std::filesystem::path& dir, const std::function<bool(std::string_view)>& own,
                         const std::string& who);

@@ -152,11 +152,22 @@ TEST_CASE("index directory: remove_own removes only what its predicate names, ne
   fs::create_directory(path / "archive");
   std::ofstream(path / "archive" / "000002.log") << "x";
   std::ofstream(path / "notes.txt") << "mine";
-  auto own = [](std::string_view n) { return n == "CURRENT" || n == "archive" || n.size() > 4 && n.substr(n.size() - 4) == ".sst"; };
+  fs::create_directory(path / "sub");  // a directory the predicate does not name
+  std::ofstream(path / "sub" / "000009.sst") << "mine too";
+  auto ends = [](std::string_view n, std::string_view tail) { return n.size() > tail.size() && n.substr(n.size() - tail.size()) == tail; };
+  auto own = [&](std::string_view n) { return n == "CURRENT" || n == "archive" || ends(n, ".sst") || ends(n, ".log"); };
   REQUIRE(index_dir::remove_own(path, own, "test"));
   std::set<std::string> left;
   for (const auto& e : fs::directory_iterator(path)) left.insert(e.path().filename().string());
-  CHECK(left == std::set<std::string>{"dix-index", "notes.txt"});
+  CHECK(left == std::set<std::string>{"dix-index", "notes.txt", "sub"});
+  CHECK(fs::exists(path / "sub" / "000009.sst"));  // never entered: `own` does not name "sub"
+  // A file someone put into a directory the backend writes survives, and so does that directory.
+  fs::create_directory(path / "archive");
+  std::ofstream(path / "archive" / "000003.log") << "x";
+  std::ofstream(path / "archive" / "keep.txt") << "theirs";
+  REQUIRE(index_dir::remove_own(path, own, "test"));
+  CHECK_FALSE(fs::exists(path / "archive" / "000003.log"));
+  CHECK(fs::exists(path / "archive" / "keep.txt"));
   CHECK(index_dir::look(path, "rocksdb_index", "by-brand").value() == index_dir::state::ours);
   CHECK(index_dir::look(dir / "none", "rocksdb_index", "by-brand").value() == index_dir::state::absent);
 }
@@ -172,4 +183,21 @@ TEST_CASE("index directory: a symlink to a directory is followed (an index on an
   auto refused = index_dir::claim(dir / "dangling", "hnsw", "similar");
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message(), Catch::Contains("a symlink to nothing"));
+}
+
+TEST_CASE("index directory: a dix-index.tmp that is not a marker's temporary makes the directory someone else's, byte for byte unchanged; an interrupted claim's temporary does not", "[adapter][backend][foreign]") {
+  temp_dir dir;
+  const auto theirs = dir / "theirs";
+  fs::create_directory(theirs);
+  std::ofstream(theirs / "dix-index.tmp") << "a user's notes that happen to bear this name\n";
+  const auto before = test::snapshot_dir(theirs);
+  auto refused = index_dir::claim(theirs, "xapian", "fulltext");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::store_format_mismatch);
+  CHECK(test::snapshot_dir(theirs) == before);  // not truncated into a marker
+  const auto interrupted = dir / "interrupted";
+  fs::create_directory(interrupted);
+  std::ofstream(interrupted / "dix-index.tmp") << "dix-index 1\nkin";  // a claim killed mid-write
+  REQUIRE(index_dir::claim(interrupted, "xapian", "fulltext"));
+  CHECK(index_dir::look(interrupted, "xapian", "fulltext").value() == index_dir::state::ours);
 }
