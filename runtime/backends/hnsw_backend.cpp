@@ -557,17 +557,9 @@ struct hnsw_backend::impl : graph_view {
   space_hold hold;                       // under queue_mutex
   std::uint64_t accepted_since_save = 0;  // under queue_mutex: twice the bytes accepted since
   // The files of the saved generation (0: none), which the next one will about equal.
-  std::uint64_t generation_bytes() const {
-    std::uint64_t bytes = 0;
-    if (const auto g = saved_generation.load(); g != 0) {
-      std::error_code ec;
-      for (const auto& p : {index_path(options.state_dir, g), labels_path(options.state_dir, g)}) {
-        const auto size = fs::file_size(p, ec);
-        if (!ec) bytes += size;
-      }
-    }
-    return bytes;
-  }
+  // Set with saved_generation from the lengths its cursor file records: no file system call on
+  // the delivery path.
+  std::atomic<std::uint64_t> generation_bytes{0};
   // What a batch adds to the next generation: per record hnswlib's level-0 element (the vector,
   // 2M links, their count, the label) with room for upper levels, and its labels entry.
   std::uint64_t batch_disk_bytes(const batch& b) const {
@@ -700,10 +692,12 @@ result<void> hnsw_backend::impl::open_index() {
     saved_generation = file->file.generation;
     saved_index = file->file.index;
     saved_labels = file->file.labels;
+    generation_bytes = saved_index.length + saved_labels.length;
     commit_cursor = file->position;
     written_cursor = file->position.bytes();
   } else {
     saved_generation = 0;
+    generation_bytes = 0;
     commit_cursor.reset();
     written_cursor.reset();
   }
@@ -870,6 +864,7 @@ result<void> hnsw_backend::impl::run_barrier() {
   saved_generation = g;
   saved_index = index_check;
   saved_labels = labels_check;
+  generation_bytes = index_check.length + labels_check.length;
   dirty = false;
   saved();
   written_cursor = commit_cursor->bytes();
@@ -899,6 +894,7 @@ result<void> hnsw_backend::impl::run_reset() {
   commit_cursor.reset();
   written_cursor.reset();
   saved_generation = 0;
+  generation_bytes = 0;
   if (::unlink((dir / cursor_tmp_name).c_str()) != 0 && errno != ENOENT) {
     return io_failure("hnsw index " + id + ": unlink " + (dir / cursor_tmp_name).string(), errno);
   }
@@ -1090,7 +1086,7 @@ delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) {
   const auto epoch = b->epoch;
   // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
   // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
-  const auto generation = impl_->generation_bytes();
+  const auto generation = impl_->generation_bytes.load();
   const bool room = impl_->disk->admits(index_space::level::deliver, generation + impl_->batch_disk_bytes(*b) + (64u << 10));
   bool report = false;
   bool accepted = false;

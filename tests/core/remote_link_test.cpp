@@ -20,6 +20,15 @@ remote_link connected_link(remote_link_limits limits = {}) {
   return link;
 }
 
+// The connection drops at `at` (a delivery meanwhile is deferred) and comes back a second later
+// to host `instance`: what the link owes the runtime then.
+remote_link::on_connect drop_and_reconnect(remote_link& link, remote_link::time_point at, std::uint64_t instance) {
+  link.lost(at);
+  CHECK_FALSE(link.deliver(10, at));
+  link.connecting(at);
+  return link.connected(at + std::chrono::seconds(1), instance);
+}
+
 }  // namespace
 
 TEST_CASE("remote link: deliveries are numbered from 1 and deferred beyond 16 batches or 64 MiB unacknowledged, and an empty window takes any one batch", "[core][remote]") {
@@ -74,20 +83,14 @@ TEST_CASE("remote link: a loss with work sent after the last durable batch owes 
   REQUIRE(link.deliver(10, t0) == 2u);
   link.durable_through(1);
   CHECK(link.work_in_doubt());
-  link.lost(t0 + 1s);
-  CHECK_FALSE(link.deliver(10, t0 + 1s));
-  link.connecting(t0 + 1s);
-  const auto owed = link.connected(t0 + 2s, 7);
+  const auto owed = drop_and_reconnect(link, t0 + 1s, 7);
   CHECK(owed.work_lost);
   CHECK(owed.changed);
   CHECK_FALSE(link.work_in_doubt());
   CHECK(link.deliver(10, t0 + 2s) == 3u);  // the replay: new numbers, never reused
   // A loss with everything durable owes nothing but the changed a deferral asked for.
   link.durable_through(3);
-  link.lost(t0 + 3s);
-  CHECK_FALSE(link.deliver(10, t0 + 3s));
-  link.connecting(t0 + 3s);
-  const auto calm = link.connected(t0 + 4s, 7);
+  const auto calm = drop_and_reconnect(link, t0 + 3s, 7);
   CHECK_FALSE(calm.work_lost);
   CHECK(calm.changed);
 }
@@ -97,14 +100,10 @@ TEST_CASE("remote link: a restarted host (a new instance) owes a replay only for
   REQUIRE(link.deliver(10, t0) == 1u);
   link.durable_through(0);
   // The shell sees the connection drop and come back with another host instance.
-  link.lost(t0 + 1s);
-  link.connecting(t0 + 1s);
-  CHECK(link.connected(t0 + 1s, 8).work_lost);
-  REQUIRE(link.deliver(10, t0 + 1s) == 2u);
+  CHECK(drop_and_reconnect(link, t0 + 1s, 8).work_lost);
+  REQUIRE(link.deliver(10, t0 + 2s) == 2u);
   link.durable_through(2);
-  link.lost(t0 + 2s);
-  link.connecting(t0 + 2s);
-  CHECK_FALSE(link.connected(t0 + 2s, 9).work_lost);  // a restart, but nothing in doubt
+  CHECK_FALSE(drop_and_reconnect(link, t0 + 3s, 9).work_lost);  // a restart, but nothing in doubt
   CHECK(link.host_instance() == std::uint64_t{9});
 }
 
