@@ -185,7 +185,7 @@ TEST_CASE("index directory: a symlink to a directory is followed (an index on an
   CHECK_THAT(refused.error().message(), Catch::Contains("a symlink to nothing"));
 }
 
-TEST_CASE("index directory: a dix-index.tmp that is not a marker's temporary makes the directory someone else's, byte for byte unchanged; an interrupted claim's temporary does not", "[adapter][backend][foreign]") {
+TEST_CASE("index directory: a dix-index.tmp that is not a marker's temporary makes the directory someone else's, byte for byte unchanged, and an interrupted claim's temporary does not", "[adapter][backend][foreign]") {
   temp_dir dir;
   const auto theirs = dir / "theirs";
   fs::create_directory(theirs);
