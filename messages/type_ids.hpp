@@ -20,6 +20,7 @@
 #include "messages/delivery.hpp"
 #include "messages/lag_publication.hpp"
 #include "messages/publication.hpp"
+#include "messages/remote.hpp"
 #include "messages/runner.hpp"
 #include "messages/tailer.hpp"
 
@@ -114,6 +115,16 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::lag_due))
   // supervision (runner.hpp): a request revives an escalated registration
   CAF_ADD_TYPE_ID(dix, (dix::revive))
+  // remote backends, protocol v1 (remote.hpp)
+  CAF_ADD_TYPE_ID(dix, (dix::rb_hello))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_deliver))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_op))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_welcome))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_ack))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_reply))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_durable))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_event))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_refused))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -194,6 +194,35 @@ result<void> register_one(runtime& rt, std::shared_ptr<backend> b, projection p,
 
 }  // namespace
 
+result<std::shared_ptr<backend>> make_catalogue_backend(const std::string& kind, const std::string& id,
+                                                        const std::filesystem::path& path) {
+  if (kind == "rocksdb") {
+    rocksdb_index_options o;
+    o.path = path;
+    auto b = rocksdb_index_backend::create(id, o);
+    if (!b) return b.error();
+    return std::shared_ptr<backend>(*b);
+  }
+  if (kind == "xapian") {
+    xapian_options xo;
+    xo.path = path;
+    xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
+    auto b = xapian_backend::create(id, xo);
+    if (!b) return b.error();
+    return std::shared_ptr<backend>(*b);
+  }
+  if (kind == "hnsw") {
+    hnsw_options ho;
+    ho.state_dir = path;
+    ho.dimension = embedding_dimension;
+    ho.space = hnsw_space::cosine;
+    auto b = hnsw_backend::create(id, ho);
+    if (!b) return b.error();
+    return std::shared_ptr<backend>(*b);
+  }
+  return error{errc::invalid_argument, "--kind " + kind + ": expected rocksdb, xapian or hnsw"};
+}
+
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
                                                    std::optional<runner_options> options) {
   xapian_options xo;

@@ -86,6 +86,12 @@ inline constexpr const char* similar_id = "similar";
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
                                                    std::optional<runner_options> options = {});
 
+// The backend an index node serves for the demo (`dix serve-backend --kind K`): a RocksDB index
+// ("rocksdb"), the catalogue's full text ("xapian", fields as in `fulltext`) or its vectors
+// ("hnsw", as in `similar`), over `path` with the id `id`. invalid_argument for another kind.
+result<std::shared_ptr<backend>> make_catalogue_backend(const std::string& kind, const std::string& id,
+                                                        const std::filesystem::path& path);
+
 // A deterministic hashing embedding (no model to download): every lower-cased word of `text`
 // adds 1 and 0.5 to two of embedding_dimension components its FNV-1a hash picks; the sum is
 // normalised. Texts sharing words are close under cosine; the zero vector only for a text

@@ -68,6 +68,16 @@ constexpr entry commands[] = {
          http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
          given: anyone who reaches it reads the figures.
 )"},
+    {"serve-backend", R"(--kind rocksdb|xapian|hnsw --path DIR [--id ID] [--listen HOST:PORT]
+         [--tls-cert F --tls-key F --tls-ca F] [--allow-remote-interfaces]
+         An index node: serves one backend of the demo's kind over CAF's middleman to the
+         owner's remote_backend (<dix/remote.hpp>). The index lives in DIR/index, the highest
+         owner epoch seen in DIR/epoch. ID defaults to the demo's (by-category, fulltext,
+         similar). The first line on stdout is `dix serve-backend: listening on ADDRESS:PORT`.
+         --listen defaults to 127.0.0.1:0 (an ephemeral port); any non-loopback address needs
+         --allow-remote-interfaces and all three TLS files (mutual TLS), else exit 2. A plain
+         loopback port trusts every local user. Runs until SIGINT/SIGTERM (exit 0).
+)"},
     {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
          catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,

@@ -1,0 +1,566 @@
+// remote_backend (<dix/remote.hpp>, backends.md §4, decision 0043): the owner's side of a remote
+// index. The backend calls come from the runtime's proxy thread; the connection lives in a client
+// actor of a private actor system (heartbeats on). Both meet in `impl` under one mutex: the
+// window (core/remote_link) must answer deliver() synchronously, so deliver() decides there and
+// sends the batch itself, one-way, to the host's gate. Everything the host sends goes to the
+// client actor, which updates the shared state and runs completions and callbacks outside the
+// lock.
+//
+// Sessions. Each welcomed hello opens a session (a random number); deliveries are numbered from
+// 1 per session on the wire (the link's own numbers never repeat; `base` maps them). A session
+// ends on a down message, an acknowledgement past its deadline, a welcome that does not come, or
+// a new owner epoch (then a new hello goes out on the same connection).
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <dix/remote.hpp>
+
+#include "actors/remote_system.hpp"
+#include "core/remote_fence.hpp"
+#include "core/remote_link.hpp"
+#include "messages/remote.hpp"
+#include "messages/type_ids.hpp"
+
+namespace dix {
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using remote_detail::error_of;
+
+using tick_atom = caf::atom_constant<caf::atom("rbtick")>;    // the client's periodic look
+using epoch_atom = caf::atom_constant<caf::atom("rbepoch")>;  // a call saw an owner epoch the session lacks
+using bye_atom = caf::atom_constant<caf::atom("rbbye")>;      // the backend object is going away
+
+constexpr auto tick_interval = 100ms;
+constexpr auto ping_interval = 1000ms;
+
+}  // namespace
+
+struct remote_backend::impl {
+  remote_backend_options options;
+  std::string address;
+  remote_link link;
+  mutable std::mutex mutex;
+  std::condition_variable cv;
+
+  backend_host* host = nullptr;
+  caf::actor gate;                  // while connected (the remote proxy)
+  std::uint64_t session = 0;        // the welcomed session, 0: none
+  std::uint64_t pending_session = 0;  // a hello sent, its welcome awaited
+  clock_type::time_point hello_sent{};
+  epoch_t session_epoch = 0;
+  epoch_t wanted_epoch = 0;         // the owner epoch the runtime's calls carry
+  std::uint64_t base = 0;           // link seq = wire seq + base in this session
+  std::uint64_t last_issued = 0;    // the link's last sequence number handed out
+  std::uint64_t next_op = 1;
+  std::optional<cursor> durable;    // the cache: as of the last welcome or durable push
+  std::optional<error> durable_error;
+  bool durable_known = false;
+  epoch_t durable_epoch = 0;
+  bool held = false;                // the host reports a hold: acknowledgements may take long
+  std::chrono::milliseconds min_barrier{0};
+  std::uint64_t connects = 0;
+  std::uint64_t last_acked = 0;
+  std::optional<std::chrono::microseconds> rtt;
+  std::map<std::uint64_t, clock_type::time_point> pings;
+
+  struct pending {
+    rb_op_kind op;
+    completion done;
+  };
+  std::map<std::uint64_t, pending> ops;  // by id, this session's
+  // A reset of an epoch the session does not have yet (a rebuild's attempt mints one): sent once
+  // a session of that epoch is welcomed; failed if the connection goes first.
+  std::optional<std::pair<epoch_t, completion>> reset_waiting;
+  std::map<std::uint64_t, std::function<void(state_change)>> subscribers;
+  std::uint64_t next_subscriber = 1;
+
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor client;
+
+  // Callbacks and completions collected under the lock, run after it.
+  struct deferred_calls {
+    std::vector<state_change> changes;
+    std::vector<std::pair<completion, result<void>>> completions;
+    std::vector<std::function<void()>> host_calls;
+  };
+  void run(impl& self, deferred_calls&& calls);
+
+  // The session ends (under the lock): pending flushes and shutdowns succeed (durability is judged
+  // by the cursor; the host fences an older epoch), resets fail.
+  void end_session(clock_type::time_point now, deferred_calls& calls) {
+    link.lost(now);
+    session = 0;
+    pending_session = 0;
+    gate = nullptr;
+    held = false;
+    for (auto& [id, p] : ops) {
+      if (p.op == rb_op_kind::reset) {
+        calls.completions.emplace_back(std::move(p.done), error{errc::unavailable, "remote host unreachable: " + address});
+      } else {
+        calls.completions.emplace_back(std::move(p.done), result<void>{});
+      }
+    }
+    ops.clear();
+    if (reset_waiting) {
+      calls.completions.emplace_back(std::move(reset_waiting->second),
+                                     error{errc::unavailable, "remote host unreachable: " + address});
+      reset_waiting.reset();
+    }
+    pings.clear();
+    cv.notify_all();
+  }
+};
+
+void remote_backend::impl::run(impl& self, deferred_calls&& calls) {
+  std::vector<std::function<void(state_change)>> subs;
+  if (!calls.changes.empty()) {
+    std::lock_guard lock(self.mutex);
+    for (auto& [k, fn] : self.subscribers) subs.push_back(fn);
+  }
+  for (auto& c : calls.changes) {
+    for (auto& fn : subs) fn(c);
+  }
+  for (auto& [done, r] : calls.completions) std::move(done)(std::move(r));
+  for (auto& fn : calls.host_calls) fn();
+}
+
+namespace {
+
+struct client_state {
+  static inline const char* name = "dix.remote_client";
+  std::shared_ptr<remote_backend::impl> shared;
+  bool connecting = false;
+  clock_type::time_point last_ping{};
+  std::mt19937_64 rng{std::random_device{}()};
+};
+
+using client_actor = caf::stateful_actor<client_state>;
+
+std::uint64_t new_session(client_state& st) {
+  std::uint64_t s = 0;
+  while (s == 0) s = st.rng();
+  return s;
+}
+
+// Sends a hello for the wanted epoch (under the lock; a connection must exist).
+void send_hello(client_actor* self, remote_backend::impl& p, clock_type::time_point now) {
+  p.pending_session = new_session(self->state);
+  p.hello_sent = now;
+  rb_hello h;
+  h.version = remote_protocol_version;
+  h.backend_id = p.options.id;
+  h.kind = p.options.kind;
+  h.epoch = p.wanted_epoch;
+  h.session = p.pending_session;
+  self->send(p.gate, std::move(h));
+}
+
+void lose(client_actor* self, remote_backend::impl& p, remote_backend::impl::deferred_calls& calls) {
+  if (p.gate) self->demonitor(p.gate);
+  p.end_session(clock_type::now(), calls);
+}
+
+void connect(client_actor* self) {
+  self->state.connecting = true;
+  const auto& o = self->state.shared->options;
+  auto mm = remote_detail::middleman_of(self->system(), o.tls);
+  self->request(mm, o.request_timeout, caf::connect_atom::value, o.host, o.port)
+      .then(
+          [self](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+            auto& st = self->state;
+            st.connecting = false;
+            auto& p = *st.shared;
+            std::lock_guard lock(p.mutex);
+            if (!ptr) {
+              std::uniform_real_distribution<double> jitter(0.0, 1.0);
+              p.link.connect_failed(clock_type::now(), jitter(st.rng));
+              return;
+            }
+            p.gate = caf::actor_cast<caf::actor>(ptr);
+            self->monitor(p.gate);
+            if (p.wanted_epoch != 0) send_hello(self, p, clock_type::now());
+          },
+          [self](caf::error&) {
+            auto& st = self->state;
+            st.connecting = false;
+            auto& p = *st.shared;
+            std::lock_guard lock(p.mutex);
+            std::uniform_real_distribution<double> jitter(0.0, 1.0);
+            p.link.connect_failed(clock_type::now(), jitter(st.rng));
+          });
+}
+
+void tick(client_actor* self) {
+  auto& st = self->state;
+  auto& p = *st.shared;
+  remote_backend::impl::deferred_calls calls;
+  auto now = clock_type::now();
+  bool start_connect = false;
+  {
+    std::lock_guard lock(p.mutex);
+    if (p.host != nullptr) {
+      auto e = p.host->readiness().owner_epoch;
+      if (e > p.wanted_epoch) p.wanted_epoch = e;
+    }
+    if (!p.gate && !st.connecting) {
+      auto due = p.link.connect_due();
+      if (due && *due <= now) {
+        p.link.connecting(now);
+        start_connect = true;
+      }
+    } else if (p.gate) {
+      bool hello_overdue = p.pending_session != 0 && now - p.hello_sent > p.options.request_timeout;
+      bool ack_overdue = p.session != 0 && !p.held && p.link.ack_overdue(now);
+      if (hello_overdue || ack_overdue) {
+        lose(self, p, calls);
+      } else if (p.pending_session == 0 && p.wanted_epoch != 0 && p.wanted_epoch != p.session_epoch) {
+        // A new owner epoch: a new session on the same connection.
+        if (p.session != 0) {
+          p.link.lost(now);
+          p.session = 0;
+          p.link.connecting(now);
+        }
+        send_hello(self, p, now);
+      } else if (p.session != 0 && now - st.last_ping >= ping_interval) {
+        st.last_ping = now;
+        auto id = p.next_op++;
+        p.pings[id] = now;
+        caf::send_as(p.client, p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::ping, flush_reason::age});
+      }
+    }
+  }
+  if (start_connect) connect(self);
+  p.run(p, std::move(calls));
+}
+
+caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::impl> shared) {
+  self->state.shared = std::move(shared);
+  self->set_down_handler([self](caf::down_msg& m) {
+    auto& p = *self->state.shared;
+    remote_backend::impl::deferred_calls calls;
+    {
+      std::lock_guard lock(p.mutex);
+      if (!p.gate || m.source != p.gate.address()) return;
+      lose(self, p, calls);
+    }
+    p.run(p, std::move(calls));
+  });
+  self->set_default_handler(caf::drop);
+  self->send(self, tick_atom::value);
+  return {
+      [self](tick_atom) {
+        tick(self);
+        self->delayed_send(self, tick_interval, tick_atom::value);
+      },
+      [self](epoch_atom) { tick(self); },
+      [self](bye_atom) { self->quit(); },
+      [self](rb_welcome& m) {
+        auto& p = *self->state.shared;
+        remote_backend::impl::deferred_calls calls;
+        {
+          std::lock_guard lock(p.mutex);
+          if (m.session == 0 || m.session != p.pending_session) return;
+          auto now = clock_type::now();
+          p.pending_session = 0;
+          p.session = m.session;
+          p.session_epoch = p.wanted_epoch;
+          p.base = p.last_issued;
+          p.min_barrier = std::chrono::milliseconds(std::max<std::int64_t>(0, m.min_barrier_ms));
+          ++p.connects;
+          p.last_acked = 0;
+          if (m.durable_code == 0) {
+            p.durable = m.durable;
+            p.durable_error.reset();
+          } else {
+            p.durable.reset();
+            p.durable_error = error_of(m.durable_code, "remote host: " + m.durable_text);
+          }
+          p.durable_known = true;
+          p.durable_epoch = p.session_epoch;
+          if (p.link.current() != remote_link::phase::connecting) p.link.connecting(now);
+          auto owed = p.link.connected(now, m.host_instance);
+          if (p.reset_waiting && p.reset_waiting->first == p.session_epoch) {
+            auto id = p.next_op++;
+            p.ops.emplace(id, remote_backend::impl::pending{rb_op_kind::reset, std::move(p.reset_waiting->second)});
+            p.reset_waiting.reset();
+            self->send(p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::reset, flush_reason::age});
+          }
+          if (owed.work_lost) calls.changes.push_back({state_change_kind::accepted_work_lost, p.session_epoch});
+          if (owed.changed) calls.changes.push_back({state_change_kind::changed, 0});
+          p.cv.notify_all();
+        }
+        p.run(p, std::move(calls));
+      },
+      [self](rb_ack& m) {
+        auto& p = *self->state.shared;
+        remote_backend::impl::deferred_calls calls;
+        {
+          std::lock_guard lock(p.mutex);
+          if (m.session == 0 || m.session != p.session) return;
+          if (!p.link.acked(m.seq + p.base, clock_type::now())) {
+            lose(self, p, calls);  // an acknowledgement of what was never sent: the peer is confused
+          } else {
+            p.last_acked = std::max(p.last_acked, m.seq);
+            if (p.link.take_changed()) calls.changes.push_back({state_change_kind::changed, 0});
+          }
+        }
+        p.run(p, std::move(calls));
+      },
+      [self](rb_durable& m) {
+        auto& p = *self->state.shared;
+        std::lock_guard lock(p.mutex);
+        if (m.session == 0 || m.session != p.session || m.epoch != p.session_epoch) return;
+        if (m.code == 0) {
+          p.durable = m.cursor;
+          p.durable_error.reset();
+          if (m.through > 0) p.link.durable_through(m.through + p.base);
+        } else {
+          p.durable_error = error_of(m.code, "remote host: " + m.text);
+        }
+        p.durable_known = true;
+        p.durable_epoch = m.epoch;
+        p.cv.notify_all();
+      },
+      [self](rb_reply& m) {
+        auto& p = *self->state.shared;
+        remote_backend::impl::deferred_calls calls;
+        {
+          std::lock_guard lock(p.mutex);
+          if (m.session == 0 || m.session != p.session) return;
+          if (m.op == rb_op_kind::ping) {
+            auto it = p.pings.find(m.id);
+            if (it != p.pings.end()) {
+              p.rtt = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - it->second);
+              p.pings.erase(it);
+            }
+            return;
+          }
+          auto it = p.ops.find(m.id);
+          if (it == p.ops.end() || it->second.op != m.op) return;
+          result<void> r = m.code == 0 ? result<void>{} : result<void>{error_of(m.code, "remote host: " + m.text)};
+          calls.completions.emplace_back(std::move(it->second.done), std::move(r));
+          p.ops.erase(it);
+        }
+        p.run(p, std::move(calls));
+      },
+      [self](rb_event& m) {
+        auto& p = *self->state.shared;
+        remote_backend::impl::deferred_calls calls;
+        {
+          std::lock_guard lock(p.mutex);
+          if (m.session == 0 || m.session != p.session) return;
+          auto* host = p.host;
+          switch (m.kind) {
+            case rb_event_kind::accepted_work_lost:
+              calls.changes.push_back({state_change_kind::accepted_work_lost, m.epoch});
+              break;
+            case rb_event_kind::failed:
+              calls.changes.push_back({state_change_kind::failed, m.epoch});
+              break;
+            case rb_event_kind::unindexable:
+              if (host) calls.host_calls.push_back([host, text = m.text] { host->note_unindexable(text); });
+              break;
+            case rb_event_kind::rebuild:
+              if (host) calls.host_calls.push_back([host] { host->request_rebuild(); });
+              break;
+            case rb_event_kind::hold: {
+              auto hold = static_cast<backend_hold>(m.value);
+              p.held = m.value != 0;
+              if (host) calls.host_calls.push_back([host, e = m.epoch, hold] { host->note_hold(e, hold); });
+              break;
+            }
+          }
+        }
+        p.run(p, std::move(calls));
+      },
+      [self](rb_refused& m) {
+        auto& p = *self->state.shared;
+        remote_backend::impl::deferred_calls calls;
+        {
+          std::lock_guard lock(p.mutex);
+          if (m.session == 0 || (m.session != p.session && m.session != p.pending_session)) return;
+          // The host would not take this session's work (a superseded epoch, or a rule broken):
+          // the session ends; the next one starts from the durable cursor.
+          lose(self, p, calls);
+        }
+        p.run(p, std::move(calls));
+      },
+  };
+}
+
+}  // namespace
+
+remote_backend::remote_backend(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+
+remote_backend::~remote_backend() {
+  if (!impl_) return;
+  caf::anon_send(impl_->client, bye_atom::value);
+  impl_->sys.reset();
+  impl_->cfg.reset();
+}
+
+result<std::shared_ptr<remote_backend>> remote_backend::create(remote_backend_options options) {
+  if (options.id.empty()) return error{errc::invalid_argument, "remote backend: id is empty"};
+  if (options.kind.empty()) return error{errc::invalid_argument, "remote backend: kind is empty"};
+  if (options.port == 0) return error{errc::invalid_argument, "remote backend: port 0 (the host's port is needed)"};
+  if (options.request_timeout <= std::chrono::milliseconds{0}) {
+    return error{errc::invalid_argument, "remote backend: request_timeout must be positive"};
+  }
+  if (auto t = remote_detail::check_tls(options.tls); !t) return t.error();
+  auto p = std::make_shared<impl>();
+  p->options = std::move(options);
+  p->address = p->options.host + ":" + std::to_string(p->options.port);
+  remote_link_limits limits;
+  limits.ack_deadline = p->options.request_timeout;
+  p->link = remote_link(limits);
+  p->cfg = std::make_unique<caf::actor_system_config>();
+  remote_detail::configure(*p->cfg, p->options.heartbeat, p->options.tls);
+  p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  p->client = p->sys->spawn(client_fun, p);
+  return std::shared_ptr<remote_backend>(new remote_backend(std::move(p)));
+}
+
+const std::string& remote_backend::id() const noexcept { return impl_->options.id; }
+std::string_view remote_backend::kind() const noexcept { return impl_->options.kind; }
+
+void remote_backend::attach(backend_host& host) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->host = &host;
+}
+
+std::chrono::milliseconds remote_backend::min_barrier_interval() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->min_barrier;
+}
+
+result<std::optional<cursor>> remote_backend::durable_cursor() {
+  auto& p = *impl_;
+  std::unique_lock lock(p.mutex);
+  epoch_t e = p.host != nullptr ? p.host->readiness().owner_epoch : 0;
+  if (e > p.wanted_epoch) {
+    p.wanted_epoch = e;
+    caf::anon_send(p.client, epoch_atom::value);
+  }
+  auto ready = [&] { return p.session != 0 && p.durable_known && p.durable_epoch == p.wanted_epoch; };
+  if (!p.cv.wait_for(lock, p.options.request_timeout, ready)) {
+    return error{errc::timeout, "remote host unreachable: " + p.address + " (no durable cursor within " +
+                                    std::to_string(p.options.request_timeout.count()) + " ms)"};
+  }
+  if (p.durable_error) return *p.durable_error;
+  return p.durable;
+}
+
+delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
+  auto& p = *impl_;
+  std::lock_guard lock(p.mutex);
+  if (b->epoch > p.wanted_epoch) {
+    p.wanted_epoch = b->epoch;
+    caf::anon_send(p.client, epoch_atom::value);
+  }
+  auto now = clock_type::now();
+  if (p.session == 0 || b->epoch != p.session_epoch) {
+    p.link.deliver(b->bytes, now);  // disconnected: recorded as a deferral, so `changed` follows
+    return delivery_result::deferred;
+  }
+  auto seq = p.link.deliver(b->bytes, now);
+  if (!seq) return delivery_result::deferred;
+  p.last_issued = *seq;
+  caf::send_as(p.client, p.gate, rb_deliver{p.session, p.session_epoch, *seq - p.base, batch_msg{std::move(b)}});
+  return delivery_result::accepted;
+}
+
+void remote_backend::flush(flush_reason reason, completion done) {
+  auto& p = *impl_;
+  {
+    std::lock_guard lock(p.mutex);
+    if (p.session != 0) {
+      auto id = p.next_op++;
+      p.ops.emplace(id, impl::pending{rb_op_kind::flush, std::move(done)});
+      caf::send_as(p.client, p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::flush, reason});
+      return;
+    }
+  }
+  std::move(done)(result<void>{});  // durability is judged by the cursor alone (backends.md §4)
+}
+
+void remote_backend::shutdown(epoch_t epoch, completion done) {
+  auto& p = *impl_;
+  {
+    std::lock_guard lock(p.mutex);
+    if (p.session != 0 && epoch == p.session_epoch) {
+      auto id = p.next_op++;
+      p.ops.emplace(id, impl::pending{rb_op_kind::shutdown, std::move(done)});
+      caf::send_as(p.client, p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::shutdown, flush_reason::shutdown});
+      return;
+    }
+  }
+  // Unreachable, or another epoch than the session's: the host fences every older epoch at the
+  // next owner's hello, so nothing of `epoch` can land afterwards (backends.md §4).
+  std::move(done)(result<void>{});
+}
+
+void remote_backend::reset(epoch_t epoch, completion done) {
+  auto& p = *impl_;
+  {
+    std::lock_guard lock(p.mutex);
+    if (p.session != 0 && epoch == p.session_epoch) {
+      auto id = p.next_op++;
+      p.ops.emplace(id, impl::pending{rb_op_kind::reset, std::move(done)});
+      caf::send_as(p.client, p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::reset, flush_reason::age});
+      return;
+    }
+    if (p.gate && epoch > p.session_epoch && !p.reset_waiting) {
+      // A new epoch (a rebuild's attempt): its session first, then the reset.
+      p.wanted_epoch = std::max(p.wanted_epoch, epoch);
+      p.reset_waiting.emplace(epoch, std::move(done));
+      caf::anon_send(p.client, epoch_atom::value);
+      return;
+    }
+  }
+  std::move(done)(error{errc::unavailable, "remote host unreachable: " + p.address + " (reset waits for the connection)"});
+}
+
+subscription remote_backend::on_state_change(std::function<void(state_change)> callback) {
+  auto& p = *impl_;
+  std::lock_guard lock(p.mutex);
+  auto id = p.next_subscriber++;
+  p.subscribers.emplace(id, std::move(callback));
+  std::weak_ptr<impl> weak = impl_;
+  return subscription([weak, id] {
+    if (auto s = weak.lock()) {
+      std::lock_guard guard(s->mutex);
+      s->subscribers.erase(id);
+    }
+  });
+}
+
+remote_link_status remote_backend::link_status() const {
+  auto& p = *impl_;
+  std::lock_guard lock(p.mutex);
+  remote_link_status s;
+  s.address = p.address;
+  s.connected = p.session != 0;
+  s.host_instance = p.link.host_instance().value_or(0);
+  s.window_batches = p.link.unacked_batches();
+  s.window_bytes = p.link.unacked_bytes();
+  s.connects = p.connects;
+  s.last_acked = p.last_acked;
+  s.round_trip = p.rtt;
+  return s;
+}
+
+}  // namespace dix

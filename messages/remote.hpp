@@ -1,0 +1,197 @@
+// Remote backends, protocol v1 (issue 28; backends.md §4, decision 0043): what an owner's
+// remote_backend and an index node's remote_backend_host send each other over CAF's middleman.
+//
+// Every message names the session (a random number the owner picks for each connection) and, owner
+// to host, the owner epoch. Owner → host messages go to the host's published gate; the host
+// answers with anonymous sends to the actor that sent `rb_hello`, so no host actor's handle ever
+// crosses the wire. Deliveries are one-way and numbered; acknowledgements are cumulative (CAF 0.17
+// fails no request in flight when a peer dies, so nothing here is a request).
+//
+// Loads check only what a type cannot represent (an enum out of range, a cursor that does not
+// decode, a mutation naming a record its batch lacks): CAF 0.17.6 drops such a frame silently and
+// keeps the connection. Every other rule (session, epoch, sequence, sizes) is the handler's, which
+// answers `rb_refused` naming it. Bytes travel as std::string, never vector<char>/<uint8_t>.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <dix/backend.hpp>
+#include <dix/cursor.hpp>
+
+#include "messages/values.hpp"
+
+namespace dix {
+
+// -- owner → host -------------------------------------------------------------------------------
+
+// The first message of a session: who the owner is and which backend it expects. Answered by
+// rb_welcome, or rb_refused (message_invalid: another version, backend or kind; stopped: a
+// superseded epoch).
+struct rb_hello {
+  std::uint32_t version = 0;
+  std::string backend_id;
+  std::string kind;
+  std::string fingerprint;  // the registration's, for the host's status; not checked
+  epoch_t epoch = 0;
+  std::uint64_t session = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_hello& x) {
+  return f(caf::meta::type_name("dix.rb_hello"), x.version, x.backend_id, x.kind, x.fingerprint, x.epoch,
+           x.session);
+}
+
+// One batch, numbered from 1 per session. Answered by rb_ack once the wrapped backend took it.
+struct rb_deliver {
+  std::uint64_t session = 0;
+  epoch_t epoch = 0;
+  std::uint64_t seq = 0;
+  batch_msg batch;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_deliver& x) {
+  return f(caf::meta::type_name("dix.rb_deliver"), x.session, x.epoch, x.seq, x.batch);
+}
+
+// The commands besides delivery; `id` numbers them per session and the answer echoes it.
+enum class rb_op_kind : std::uint8_t {
+  flush,          // a barrier → rb_durable (push), then rb_reply
+  durable_query,  // → rb_durable with this id
+  shutdown,       // wrapped.shutdown(epoch) → rb_reply
+  reset,          // wrapped.reset(epoch) → rb_reply
+  ping,           // → rb_reply at once (the round-trip time)
+};
+
+struct rb_op {
+  std::uint64_t session = 0;
+  epoch_t epoch = 0;
+  std::uint64_t id = 0;
+  rb_op_kind op = rb_op_kind::ping;
+  flush_reason reason = flush_reason::age;  // flush only
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_op& x) {
+  return f(caf::meta::type_name("dix.rb_op"), x.session, x.epoch, x.id, x.op, x.reason,
+           caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.rb_op.op", x.op, rb_op_kind::flush, rb_op_kind::ping)) return err;
+             return wire::check_enum("dix.rb_op.reason", x.reason, flush_reason::age, flush_reason::coverage);
+           }));
+}
+
+// -- host → owner -------------------------------------------------------------------------------
+
+// The host took the session: its process instance (a new value is a restarted host), its durable
+// cursor as of now (the fence acted first: no older epoch's work lands after it), and what the
+// wrapped backend offers.
+struct rb_welcome {
+  std::uint64_t session = 0;
+  std::uint64_t host_instance = 0;
+  epoch_t epoch = 0;
+  std::optional<dix::cursor> durable;
+  std::uint8_t durable_code = 0;  // errc: the wrapped durable_cursor() failed (then no cursor)
+  std::string durable_text;
+  bool supports_reset = false;
+  std::int64_t min_barrier_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_welcome& x) {
+  return f(caf::meta::type_name("dix.rb_welcome"), x.session, x.host_instance, x.epoch, wire::opt(x.durable),
+           x.durable_code, x.durable_text, x.supports_reset, x.min_barrier_ms);
+}
+
+// Every batch through `seq` was taken by the wrapped backend (cumulative).
+struct rb_ack {
+  std::uint64_t session = 0;
+  std::uint64_t seq = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_ack& x) {
+  return f(caf::meta::type_name("dix.rb_ack"), x.session, x.seq);
+}
+
+// The outcome of an rb_op (code 0: success, else an errc and its text).
+struct rb_reply {
+  std::uint64_t session = 0;
+  std::uint64_t id = 0;
+  rb_op_kind op = rb_op_kind::ping;
+  std::uint8_t code = 0;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_reply& x) {
+  return f(caf::meta::type_name("dix.rb_reply"), x.session, x.id, x.op, x.code, x.text,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rb_reply.op", x.op, rb_op_kind::flush, rb_op_kind::ping);
+           }));
+}
+
+// The wrapped backend's durable cursor: pushed after each barrier (id 0) and the answer to a
+// durable query (its id). `through` is the last batch of the session the cursor covers.
+struct rb_durable {
+  std::uint64_t session = 0;
+  std::uint64_t id = 0;
+  epoch_t epoch = 0;
+  std::optional<dix::cursor> cursor;
+  std::uint64_t through = 0;
+  std::uint8_t code = 0;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_durable& x) {
+  return f(caf::meta::type_name("dix.rb_durable"), x.session, x.id, x.epoch, wire::opt(x.cursor), x.through,
+           x.code, x.text);
+}
+
+// What the wrapped backend told its host, forwarded to the owner's.
+enum class rb_event_kind : std::uint8_t {
+  accepted_work_lost,  // a state change of `epoch`
+  failed,              // a state change of `epoch`
+  unindexable,         // note_unindexable(text)
+  rebuild,             // request_rebuild()
+  hold,                // note_hold(epoch, value)
+};
+
+struct rb_event {
+  std::uint64_t session = 0;
+  epoch_t epoch = 0;
+  rb_event_kind kind = rb_event_kind::accepted_work_lost;
+  std::uint8_t value = 0;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_event& x) {
+  return f(caf::meta::type_name("dix.rb_event"), x.session, x.epoch, x.kind, x.value, x.text,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rb_event.kind", x.kind, rb_event_kind::accepted_work_lost,
+                                     rb_event_kind::hold);
+           }));
+}
+
+// A message the host would not act on: message_invalid naming the rule it broke, or stopped (its
+// epoch was superseded). The session is the message's, as sent.
+struct rb_refused {
+  std::uint64_t session = 0;
+  std::uint8_t code = 0;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_refused& x) {
+  return f(caf::meta::type_name("dix.rb_refused"), x.session, x.code, x.text);
+}
+
+}  // namespace dix
