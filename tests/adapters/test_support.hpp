@@ -2,6 +2,7 @@
 // child processes (`run`).
 #pragma once
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,21 +226,29 @@ struct command_result {
   std::string err;
 };
 
-// Runs argv (argv[0] a path) with stdout and stderr captured; no shell involved.
+// Runs argv (argv[0] a path) with stdout and stderr captured; no shell involved. Everything the
+// child needs is made before the fork: between fork and exec the child of a threaded process may
+// only make async-signal-safe calls (an allocation there can wait for ever on a lock another
+// thread held at the fork — seen under ASan, whose allocator spins on it).
 inline command_result run(const std::vector<std::string>& argv, const std::filesystem::path& scratch) {
   auto out_path = scratch / "stdout.txt";
   auto err_path = scratch / "stderr.txt";
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out_fd < 0 || err_fd < 0) throw std::runtime_error("run: cannot create the output files in " + scratch.string());
   std::fflush(nullptr);  // nothing buffered may be written twice by the child
   pid_t pid = ::fork();
   if (pid == 0) {
-    std::freopen(out_path.c_str(), "w", stdout);
-    std::freopen(err_path.c_str(), "w", stderr);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    ::dup2(out_fd, STDOUT_FILENO);  // dup2 clears FD_CLOEXEC on the copy
+    ::dup2(err_fd, STDERR_FILENO);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  ::close(out_fd);
+  ::close(err_fd);
   int status = 0;
   ::waitpid(pid, &status, 0);
   auto slurp = [](const std::filesystem::path& p) {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -85,20 +87,25 @@ class watcher {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     auto err_path = dir / "watch-stderr.txt";
+    // Made before the fork: the child of a threaded process may only make async-signal-safe
+    // calls before exec (an allocation there can wait for ever on another thread's lock).
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(err >= 0);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     std::fflush(nullptr);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
+      ::dup2(err, STDERR_FILENO);
       ::close(fds[0]);
       ::close(fds[1]);
-      std::freopen(err_path.c_str(), "w", stderr);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
+    ::close(err);
     ::close(fds[1]);
     out_ = fds[0];
     deadline_ = std::chrono::steady_clock::now() + failure_timeout;
