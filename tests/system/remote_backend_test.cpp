@@ -14,6 +14,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/remote_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
@@ -200,6 +202,205 @@ TEST_CASE("remote backend: a peer's exit_msg(kill) to the gate ends it, the host
   for (int i = 0; i < 5; ++i) last = write_some(*store, m, rng, 10);
   cover(*rt, last.time);
   CHECK(remote->link_status().connects > connects_before);
+  REQUIRE(rt->stop().get());
+  CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}
+
+namespace {
+
+// A peer of its own: an actor system with the middleman and dix's types, connected to the gate.
+struct hostile_peer {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor gate;
+  explicit hostile_peer(std::uint16_t port) {
+    dix::configure_dix(cfg);
+    cfg.load<caf::io::middleman>();
+    sys = std::make_unique<caf::actor_system>(cfg);
+    auto g = sys->middleman().remote_actor("127.0.0.1", port);
+    REQUIRE(g);
+    gate = *g;
+  }
+  // Sends `msg` to the gate from `self` and returns the host's answer: a refusal's text, or
+  // "welcome", "ack" (nullopt: nothing within 10 s).
+  template <class Message>
+  std::optional<std::string> ask(caf::scoped_actor& self, Message msg) {
+    self->send(gate, std::move(msg));
+    std::optional<std::string> answer;
+    self->receive([&](dix::rb_refused& r) { answer = std::string(dix::to_string(static_cast<dix::errc>(r.code))) + ": " + r.text; },
+                  [&](dix::rb_welcome&) { answer = "welcome"; }, [&](dix::rb_ack&) { answer = "ack"; },
+                  caf::after(10s) >> [] {});
+    return answer;
+  }
+};
+
+dix::rb_hello hello(dix::epoch_t epoch, std::uint64_t session) {
+  dix::rb_hello h;
+  h.version = 1;
+  h.backend_id = "by-value";
+  h.kind = "rocksdb_index";
+  h.epoch = epoch;
+  h.session = session;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs, sessions, sequence gaps, oversized "
+          "batches, errors and exit messages are refused or ignored while the owner goes on indexing",
+          "[system][remote]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");
+  auto store = dix::test::open_store(dir / "db");
+  auto rt = dix::runtime::create({store}).value();
+  auto remote = remote_to(port);
+  rt->register_index(dix::test::index_registration(remote)).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  std::mt19937_64 rng(11);
+  model m;
+  cover(*rt, write_some(*store, m, rng, 10).time);
+  const auto epoch = rt->readiness("by-value")->owner_epoch;
+  REQUIRE(epoch >= 1);
+
+  hostile_peer peer(port);
+  caf::scoped_actor self{*peer.sys};
+  auto h = hello(epoch, 77);
+  h.version = 2;
+  CHECK_THAT(peer.ask(self, h).value_or("none"), Catch::StartsWith("message_invalid: hello: protocol version 2"));
+  h = hello(epoch, 77);
+  h.backend_id = "someone-else";
+  CHECK_THAT(peer.ask(self, h).value_or("none"), Catch::Contains("backend id"));
+  h = hello(epoch, 77);
+  h.kind = "xapian";
+  CHECK_THAT(peer.ask(self, h).value_or("none"), Catch::Contains("backend kind"));
+  CHECK_THAT(peer.ask(self, hello(0, 77)).value_or("none"), Catch::Contains("epoch 0"));
+  if (epoch > 1) CHECK_THAT(peer.ask(self, hello(epoch - 1, 77)).value_or("none"), Catch::StartsWith("stopped: epoch superseded"));
+  CHECK_THAT(peer.ask(self, hello(epoch, 0)).value_or("none"), Catch::Contains("session 0"));
+
+  // Work for a session nobody opened, or of another epoch.
+  auto b = std::make_shared<dix::batch>();
+  b->epoch = epoch;
+  CHECK_THAT(peer.ask(self, dix::rb_deliver{12345, epoch, 1, dix::batch_msg{b}}).value_or("none"),
+             Catch::Contains("session: 12345 is not open"));
+  CHECK_THAT(peer.ask(self, dix::rb_op{12345, epoch, 1, dix::rb_op_kind::flush, dix::flush_reason::age}).value_or("none"),
+             Catch::Contains("is not open"));
+
+  // Errors and exit messages (any reason but kill) leave the gate as it was: it still answers.
+  caf::anon_send(peer.gate, caf::make_error(caf::sec::runtime_error));
+  caf::anon_send_exit(peer.gate, caf::exit_reason::user_shutdown);
+  caf::anon_send(peer.gate, std::string("not a protocol message"));
+  CHECK_THAT(peer.ask(self, hello(0, 78)).value_or("none"), Catch::Contains("epoch 0"));
+
+  // A session of the owner's epoch (a trusted but confused peer): it takes the session over; its
+  // sequence gap, an oversized batch and a batch of another epoch are refused. The owner's next
+  // message is refused too, it opens a new session and replays.
+  CHECK(peer.ask(self, hello(epoch, 79)).value_or("none") == "welcome");
+  CHECK_THAT(peer.ask(self, dix::rb_deliver{79, epoch, 2, dix::batch_msg{b}}).value_or("none"),
+             Catch::Contains("deliver: sequence 2 where the session expects 1"));
+  auto big = std::make_shared<dix::batch>();
+  big->epoch = epoch;
+  big->bytes = (64ull << 20) + 1;
+  CHECK_THAT(peer.ask(self, dix::rb_deliver{79, epoch, 1, dix::batch_msg{big}}).value_or("none"),
+             Catch::Contains("more than the limit"));
+  auto other = std::make_shared<dix::batch>();
+  other->epoch = epoch + 1;
+  CHECK_THAT(peer.ask(self, dix::rb_deliver{79, epoch, 1, dix::batch_msg{other}}).value_or("none"),
+             Catch::Contains("the batch's epoch"));
+
+  dix::commit_info last{};
+  for (int i = 0; i < 5; ++i) last = write_some(*store, m, rng, 10);
+  cover(*rt, last.time);
+  REQUIRE(rt->stop().get());
+  CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}
+
+namespace {
+
+// A throw-away PKI made with the openssl command: a CA and, per name, a key and a certificate it
+// signed (EC P-256, valid two days).
+struct pki {
+  std::filesystem::path dir;
+  pki(const std::filesystem::path& d, const std::string& ca_name) : dir(d) {
+    std::filesystem::create_directories(dir);
+    openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+             key("ca"), "-out", cert("ca"), "-days", "2", "-subj", "/CN=" + ca_name});
+  }
+  std::string key(const std::string& n) const { return (dir / (n + ".key")).string(); }
+  std::string cert(const std::string& n) const { return (dir / (n + ".pem")).string(); }
+  void issue(const std::string& n) const {
+    auto csr = (dir / (n + ".csr")).string();
+    openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key(n), "-out",
+             csr, "-subj", "/CN=" + n});
+    openssl({"x509", "-req", "-in", csr, "-CA", cert("ca"), "-CAkey", key("ca"), "-CAcreateserial", "-out", cert(n),
+             "-days", "2"});
+  }
+  dix::remote_tls tls(const std::string& n) const {
+    return dix::remote_tls{cert(n), key(n), cert("ca")};
+  }
+  void openssl(std::vector<std::string> args) const {
+    args.insert(args.begin(), "/usr/bin/openssl");
+    auto r = dix::test::run(args, dir);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+};
+
+// Whether a peer with `tls` (none: plain TCP) reaches the gate at `port`.
+bool peer_connects(std::uint16_t port, const std::optional<dix::remote_tls>& tls) {
+  caf::actor_system_config cfg;
+  dix::configure_dix(cfg);
+  cfg.load<caf::io::middleman>();
+  if (tls) {
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = tls->certificate.string();
+    cfg.openssl_key = tls->key.string();
+    cfg.openssl_cafile = tls->ca.string();
+  }
+  caf::actor_system sys{cfg};
+  if (tls) return static_cast<bool>(caf::openssl::remote_actor(sys, "127.0.0.1", port));
+  return static_cast<bool>(sys.middleman().remote_actor("127.0.0.1", port));
+}
+
+}  // namespace
+
+TEST_CASE("remote backend: with mutual TLS the owner indexes through the host, and a plain client or one whose "
+          "certificate another CA signed is refused",
+          "[system][remote][tls]") {
+  temp_dir dir;
+  pki ours(dir / "pki", "dix-test-ca");
+  ours.issue("host");
+  ours.issue("owner");
+  pki theirs(dir / "other-pki", "another-ca");
+  theirs.issue("intruder");
+  auto host = child_process::spawn({DIX_BINARY, "serve-backend", "--kind", "rocksdb", "--path", (dir / "host").string(),
+                                    "--id", "by-value", "--tls-cert", ours.cert("host"), "--tls-key", ours.key("host"),
+                                    "--tls-ca", ours.cert("ca")})
+                  .value();
+  auto line = host.wait_line("dix serve-backend: listening on 127.0.0.1:", in_30s());
+  REQUIRE(line);
+  auto port = static_cast<std::uint16_t>(std::stoul(line->substr(line->rfind(':') + 1)));
+
+  auto store = dix::test::open_store(dir / "db");
+  auto rt = dix::runtime::create({store}).value();
+  dix::remote_backend_options o;
+  o.id = "by-value";
+  o.kind = "rocksdb_index";
+  o.port = port;
+  o.tls = ours.tls("owner");
+  rt->register_index(dix::test::index_registration(dix::remote_backend::create(o).value())).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  std::mt19937_64 rng(5);
+  model m;
+  dix::commit_info last{};
+  for (int i = 0; i < 10; ++i) last = write_some(*store, m, rng, 10);
+  cover(*rt, last.time);
+
+  CHECK_FALSE(peer_connects(port, std::nullopt));            // plain TCP
+  CHECK_FALSE(peer_connects(port, theirs.tls("intruder")));  // a certificate of another CA
+  CHECK(peer_connects(port, ours.tls("owner")));             // the deployment's own still does
+
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);
