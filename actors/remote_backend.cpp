@@ -61,6 +61,7 @@ struct remote_backend::impl {
   std::uint64_t pending_session = 0;  // a hello sent, its welcome awaited
   clock_type::time_point hello_sent{};
   epoch_t session_epoch = 0;
+  epoch_t pending_epoch = 0;        // the epoch of the hello sent
   epoch_t wanted_epoch = 0;         // the owner epoch the runtime's calls carry
   std::uint64_t base = 0;           // link seq = wire seq + base in this session
   std::uint64_t last_issued = 0;    // the link's last sequence number handed out
@@ -166,6 +167,7 @@ void send_hello(client_actor* self, remote_backend::impl& p, clock_type::time_po
   h.kind = p.options.kind;
   h.epoch = p.wanted_epoch;
   h.session = p.pending_session;
+  p.pending_epoch = h.epoch;
   self->send(p.gate, std::move(h));
 }
 
@@ -277,7 +279,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           auto now = clock_type::now();
           p.pending_session = 0;
           p.session = m.session;
-          p.session_epoch = p.wanted_epoch;
+          p.session_epoch = p.pending_epoch;  // the hello's: the wanted one may have moved since
           p.base = p.last_issued;
           p.min_barrier = std::chrono::milliseconds(std::max<std::int64_t>(0, m.min_barrier_ms));
           ++p.connects;
@@ -473,7 +475,7 @@ delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
   }
   auto now = clock_type::now();
   if (p.session == 0 || b->epoch != p.session_epoch) {
-    p.link.deliver(b->bytes, now);  // disconnected: recorded as a deferral, so `changed` follows
+    p.link.note_deferred();  // `changed` follows once a session of this epoch is open
     return delivery_result::deferred;
   }
   auto seq = p.link.deliver(b->bytes, now);

@@ -73,6 +73,9 @@ class remote_link {
   // -- the window --------------------------------------------------------------------------------
   // A delivery of `bytes`: its sequence number when it may be sent now, nullopt when deferred.
   std::optional<std::uint64_t> deliver(std::uint64_t bytes, time_point now);
+  // A delivery the shell defers itself (its session is not of the batch's epoch yet): nothing is
+  // sent or numbered, and `changed` is owed as for any deferral.
+  void note_deferred() noexcept { deferred_ = true; }
   // The host acknowledged every batch through `seq` (cumulative; an old or duplicate ack changes
   // nothing; one beyond what was sent is the peer's error: false, and the shell treats it as a
   // loss). `changed` is due when this returns true through `changed_due()`.

@@ -141,3 +141,15 @@ TEST_CASE("remote link: a durable seq never moves back and never past what was s
   REQUIRE(link.deliver(10, t0) == 3u);
   CHECK(link.work_in_doubt());  // 99 was clamped to 2: batch 3 is in doubt
 }
+
+TEST_CASE("remote link: a deferral the shell makes itself numbers nothing, sends nothing, and owes changed once", "[core][remote]") {
+  auto link = connected_link();
+  CHECK_FALSE(link.take_changed());
+  link.note_deferred();  // e.g. a batch of an epoch whose session is not open yet
+  CHECK(link.unacked_batches() == 0);
+  CHECK_FALSE(link.work_in_doubt());
+  CHECK_FALSE(link.ack_overdue(t0 + std::chrono::hours(1)));
+  CHECK(link.take_changed());  // the window is empty: changed is due, once
+  CHECK_FALSE(link.take_changed());
+  CHECK(link.deliver(10, t0) == std::optional<std::uint64_t>{1});  // nothing was numbered
+}

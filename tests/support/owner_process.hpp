@@ -42,13 +42,19 @@ inline std::vector<float> vector_of(std::string_view payload) {
 class owner_process {
  public:
   // Starts the owner over `dir` and waits for "owner started"; throws when it does not start.
-  explicit owner_process(std::filesystem::path dir, bool search = false) : dir_(std::move(dir)) {
+  // remote_port ≠ 0: by-value is a remote_backend to a `dix serve-backend` on 127.0.0.1 there.
+  explicit owner_process(std::filesystem::path dir, bool search = false, std::uint16_t remote_port = 0)
+      : dir_(std::move(dir)) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     commands_ = fds[1];
     ::fcntl(commands_, F_SETFD, FD_CLOEXEC);  // the child inherits the read end only
     std::vector<std::string> argv{DIX_OWNER_BINARY, "--dir", dir_.string(), "--commands-fd", std::to_string(fds[0])};
     if (search) argv.push_back("--search");
+    if (remote_port != 0) {
+      argv.push_back("--remote-port");
+      argv.push_back(std::to_string(remote_port));
+    }
     auto spawned = cli::child_process::spawn(argv);
     ::close(fds[0]);
     if (!spawned) throw std::runtime_error(spawned.error().to_string());
@@ -67,6 +73,8 @@ class owner_process {
   // One transaction putting `key` = `payload` (no spaces) in table 1, committed by the owner.
   commit_info put(const std::string& key, const std::string& payload) { return committed(command("put " + key + " " + payload)); }
   commit_info del(const std::string& key) { return committed(command("del " + key)); }
+  // Waits (wait_for_coverage, 30 s) until by-value covers `time`; false when it did not.
+  bool cover(index_time_t time) { return command("cover " + std::to_string(time)).find("covered") != std::string::npos; }
   // by-value's barriers wait (flush(shutdown) aside) until release().
   void hold() { command("hold"); }
   void release() { command("release"); }

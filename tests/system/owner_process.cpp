@@ -2,18 +2,21 @@
 // in another process (tests/system/query_only_test.cpp). Exec'd through the harness, never forked
 // from a test (a forked child inherits RocksDB's in-process lock table, protocol.md §9.8).
 //
-//   dix_owner_process --dir DIR --commands-fd N [--search]
+//   dix_owner_process --dir DIR --commands-fd N [--search] [--remote-port P]
 //
 // It opens DIR/db (log "main", table 1), creates a runtime and registers `by-value`: a
 // rocksdb_index_backend in DIR/by-value, wrapped (tests/support/wrapped_backend.hpp) so the test
 // can hold its barriers, indexing each record's payload as its one key. With --search it also
 // registers `fulltext`, a xapian_backend in DIR/fulltext (field `text`, prefix T, unprefixed
 // terms too, over the payload), and `similar`, an hnsw_backend in DIR/similar (l2, dimension 4,
-// over vector_of(payload)), for the readers of those backends. Then it prints "owner started"
+// over vector_of(payload)), for the readers of those backends. With --remote-port, by-value is a
+// remote_backend (<dix/remote.hpp>) to a `dix serve-backend` on 127.0.0.1:P instead (not wrapped:
+// hold, release and rebuild-held fail). Then it prints "owner started"
 // and reads commands, one per line, from file descriptor N, answering each on stdout:
 // (each line starts with a tag, "#n ", that its answer starts with too)
 //   #n put KEY PAYLOAD  → "#n committed TIME SEQUENCE" (one transaction putting KEY = PAYLOAD)
 //   #n del KEY          → "#n committed TIME SEQUENCE"
+//   #n cover TIME       → "#n covered" once by-value covers TIME, or "#n error …" (30 s)
 //   #n hold             → "#n held" (by-value's barriers wait, flush(shutdown) aside)
 //   #n release          → "#n released" (they go on)
 //   #n rebuild-held     → "#n reset-held" (a rebuild of by-value requested; its reset is held,
@@ -34,6 +37,7 @@
 #include <dix/backends/hnsw_backend.hpp>
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/backends/xapian_backend.hpp>
+#include <dix/remote.hpp>
 #include <dix/runtime.hpp>
 
 #include "support/index_registration.hpp"
@@ -75,11 +79,13 @@ int main(int argc, char** argv) {
   std::string dir_arg;
   int commands = -1;
   bool search = false;
+  int remote_port = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) dir_arg = argv[++i];
     else if (a == "--commands-fd" && i + 1 < argc) commands = std::atoi(argv[++i]);
     else if (a == "--search") search = true;
+    else if (a == "--remote-port" && i + 1 < argc) remote_port = std::atoi(argv[++i]);
     else return fail("unknown argument " + a);
   }
   if (dir_arg.empty() || commands < 0) return fail("usage: dix_owner_process --dir DIR --commands-fd N [--search]");
@@ -93,8 +99,19 @@ int main(int argc, char** argv) {
   auto rt = runtime::create({*store});
   if (!rt) return fail(rt.error().to_string());
 
-  auto by_value = std::make_shared<test::wrapped_backend>(test::make_index_at(dir / "by-value", "by-value"));
-  if (auto ok = (*rt)->register_index(test::index_registration(by_value)); !ok) return fail(ok.error().to_string());
+  std::shared_ptr<test::wrapped_backend> by_value;
+  if (remote_port > 0) {
+    remote_backend_options ro;
+    ro.id = "by-value";
+    ro.kind = "rocksdb_index";
+    ro.port = static_cast<std::uint16_t>(remote_port);
+    auto remote = remote_backend::create(ro);
+    if (!remote) return fail(remote.error().to_string());
+    if (auto ok = (*rt)->register_index(test::index_registration(*remote)); !ok) return fail(ok.error().to_string());
+  } else {
+    by_value = std::make_shared<test::wrapped_backend>(test::make_index_at(dir / "by-value", "by-value"));
+    if (auto ok = (*rt)->register_index(test::index_registration(by_value)); !ok) return fail(ok.error().to_string());
+  }
   if (search) {
     xapian_options xo;
     xo.path = dir / "fulltext";
@@ -131,6 +148,16 @@ int main(int argc, char** argv) {
       auto committed = txn.commit();
       if (!committed) return fail(committed.error().to_string(), tag);
       std::cout << tag << "committed " << committed->time << " " << committed->sequence << std::endl;
+    } else if (verb == "cover") {
+      auto waiting = (*rt)->wait_for_coverage("by-value", std::stoull(key), std::chrono::milliseconds(30000));
+      auto r = waiting.get();
+      if (!r) {
+        std::cout << tag << "error " << r.error().to_string() << std::endl;
+      } else {
+        std::cout << tag << "covered" << std::endl;
+      }
+    } else if (!by_value) {
+      return fail("not with --remote-port: " + line, tag);
     } else if (verb == "hold") {
       by_value->hold_flushes = true;
       std::cout << tag << "held" << std::endl;

@@ -27,6 +27,7 @@
 #include "messages/type_ids.hpp"
 #include "support/fake_host.hpp"
 #include "support/index_registration.hpp"
+#include "support/owner_process.hpp"
 
 using dix::cli::child_process;
 using dix::test::temp_dir;
@@ -403,5 +404,62 @@ TEST_CASE("remote backend: with mutual TLS the owner indexes through the host, a
 
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}
+
+TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the wire, the next owner (a higher "
+          "epoch) resumes through the same host, which fences the dead owner's work: nothing lost, nothing applied twice",
+          "[system][remote][owner]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");
+  model m;
+  std::mt19937_64 rng(41);
+  std::filesystem::create_directories(dir / "owner");
+  auto put = [&](dix::test::owner_process& owner) {
+    auto id = "r" + std::to_string(rng() % 40);
+    if (rng() % 5 == 0) {
+      m.erase(id);
+      return owner.del(id);
+    }
+    auto payload = "key-" + std::to_string(rng() % 1000);
+    m[id] = payload;
+    return owner.put(id, payload);
+  };
+  dix::epoch_t epoch = 0;
+  // Ready under a larger epoch than the last owner's: this owner has the index.
+  auto ready_above = [&](const dix::test::owner_process& owner) {
+    dix::epoch_t seen = 0;
+    bool ok = dix::test::wait_readiness(owner.home(), "by-value", [&](const dix::readiness& r) {
+      seen = r.owner_epoch;
+      return dix::test::is_ready(r) && r.owner_epoch > epoch;
+    });
+    epoch = seen;
+    return ok;
+  };
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    dix::test::owner_process owner(dir / "owner", false, port);
+    REQUIRE(ready_above(owner));
+    dix::commit_info last{};
+    for (int i = 0; i < 20; ++i) last = put(owner);
+    REQUIRE(owner.cover(last.time));  // this owner's work is durable on the host
+    // More work, some of it on the wire or queued on the host when the owner dies.
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 20); ++i) put(owner);
+    owner.kill();
+  }
+  {
+    // The last owner: it replays from the host's durable cursor whatever the dead ones left.
+    dix::test::owner_process owner(dir / "owner", false, port);
+    REQUIRE(ready_above(owner));
+    dix::commit_info last{};
+    for (int i = 0; i < 5; ++i) last = put(owner);
+    REQUIRE(owner.cover(last.time));
+    CHECK(owner.stop() == 0);
+  }
+  ::kill(host.pid(), SIGTERM);
+  auto stopped = host.wait_line("dix serve-backend: stopped", in_30s());
+  REQUIRE(stopped);
+  CHECK_THAT(*stopped, Catch::Contains("fenced batches dropped"));
+  CHECK(host.reap(0) == 0);
   check_index(dir / "host", m);
 }
