@@ -29,5 +29,6 @@ int run_ryw_reader(const std::vector<std::string>& argv);
 int run_sustained(const std::vector<std::string>& argv);
 int run_fulltext(const std::vector<std::string>& argv);
 int run_vector(const std::vector<std::string>& argv);
+int run_remote(const std::vector<std::string>& argv);
 
 }  // namespace dix::bench

@@ -73,6 +73,12 @@ constexpr entry benchmarks[] = {
          ef_construction); recall@10 of both against brute force over Q queries (default 200),
          searched with EF (default 64).
 )"},
+    {"remote", R"([--records N] [--tls] [--dir DIR] [--json FILE] [--timeout S]
+         Catch-up of N records (default 1 000 000) through a RocksDB index in a `dix serve-backend`
+         child on 127.0.0.1 (--tls: mutual TLS over a throw-away PKI), beside the same index in
+         process, in the same run: records/s of both and their ratio, the link's round trips
+         (p50/p99), the host's and this owner's peak RSS.
+)"},
 };
 
 constexpr const char* rules = R"(
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
     if (args[0] == "sustained") return dix::bench::run_sustained(rest);
     if (args[0] == "fulltext") return dix::bench::run_fulltext(rest);
     if (args[0] == "vector") return dix::bench::run_vector(rest);
+    if (args[0] == "remote") return dix::bench::run_remote(rest);
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "dix bench " << args[0] << ": io_error: " << e.what() << "\n";
     return 1;  // as the dix commands exit on a failed operation

@@ -78,11 +78,12 @@ constexpr entry commands[] = {
          --allow-remote-interfaces and all three TLS files (mutual TLS), else exit 2. A plain
          loopback port trusts every local user. Runs until SIGINT/SIGTERM (exit 0).
 )"},
-    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector [options]
+    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector|remote [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
          catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,
          sustained write rates with indexes and under the writer gate, a full-text (Xapian) and
-         a vector (hnsw) index catching up beside their libraries alone. `dix bench --help`
+         a vector (hnsw) index catching up beside their libraries alone, a remote index
+         catching up beside the same index in process. `dix bench --help`
          lists their options.
 )"},
 };

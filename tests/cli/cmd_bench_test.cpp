@@ -166,3 +166,27 @@ TEST_CASE("dix bench: every benchmark the unknown-name refusal lists has a usage
     CHECK_THAT(own.out, !Catch::Contains("R\"(") && !Catch::Contains(")\"}") && !Catch::Contains("benchmarks:"));
   }
 }
+
+TEST_CASE("dix bench remote: reports the remote index beside the same index in process, with and without mutual TLS",
+          "[system][cli][bench]") {
+  temp_dir dir;
+  auto scratch = (dir / "scratch").string();
+  std::filesystem::create_directories(scratch);
+  for (bool tls : {false, true}) {
+    std::vector<std::string> args{"bench", "remote", "--records", "1000", "--dir", scratch};
+    if (tls) args.push_back("--tls");
+    auto ran = dix_cli(dir, args);
+    INFO(ran.out << ran.err);
+    REQUIRE(ran.exit_code == 0);
+    CHECK_THAT(ran.out, Catch::Contains(tls ? "\"tls\":true" : "\"tls\":false"));
+    for (const std::string field : {"\"in_process_rps\":", "\"remote_rps\":", "\"ratio\":", "\"rtt_p50_us\":",
+                                    "\"rtt_p99_us\":", "\"host_peak_rss_mb\":", "\"owner_peak_rss_mb\":"}) {
+      CHECK_THAT(ran.out, Catch::Contains(field));
+    }
+    auto number = [&](const std::string& name) { return std::stod(ran.out.substr(ran.out.find("\"" + name + "\":") + name.size() + 3)); };
+    CHECK(number("remote_rps") > 0);
+    CHECK(number("host_peak_rss_mb") > 0);  // the host's own process, read before it stopped
+  }
+  // Only the scratch directory's own subdirectory was made, and it is gone.
+  CHECK(std::filesystem::is_empty(scratch));
+}
