@@ -53,7 +53,7 @@ struct remote_backend::impl {
   std::string address;
   remote_link link;
   mutable std::mutex mutex;
-  std::condition_variable cv;
+  mutable std::condition_variable cv;  // a session opened or ended, a durable answer
 
   backend_host* host = nullptr;
   caf::actor gate;                  // while connected (the remote proxy)
@@ -548,6 +548,12 @@ subscription remote_backend::on_state_change(std::function<void(state_change)> c
       s->subscribers.erase(id);
     }
   });
+}
+
+bool remote_backend::wait_connected(bool connected, std::chrono::milliseconds timeout) const {
+  auto& p = *impl_;
+  std::unique_lock lock(p.mutex);
+  return p.cv.wait_for(lock, timeout, [&] { return (p.session != 0) == connected; });
 }
 
 remote_link_status remote_backend::link_status() const {

@@ -463,3 +463,38 @@ TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the 
   CHECK(host.reap(0) == 0);
   check_index(dir / "host", m);
 }
+
+TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the heartbeat timeout, writes go on meanwhile, "
+          "and after SIGCONT the owner reconnects and the index catches up exactly",
+          "[system][remote][partition]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");
+  auto store = dix::test::open_store(dir / "db");
+  auto rt = dix::runtime::create({store}).value();
+  auto remote = remote_to(port);  // heartbeat 200 ms, connection timeout 2 s
+  rt->register_index(dix::test::index_registration(remote)).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  std::mt19937_64 rng(17);
+  model m;
+  cover(*rt, write_some(*store, m, rng, 10).time);
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    REQUIRE(remote->wait_connected(true, 30s));
+    ::kill(host.pid(), SIGSTOP);
+    const auto frozen = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) write_some(*store, m, rng, 10);  // the owner's writers are not held up
+    // The loss is noticed by the middleman's heartbeat (or a late acknowledgement), not by TCP.
+    REQUIRE(remote->wait_connected(false, 30s));
+    const auto noticed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - frozen);
+    INFO("noticed after " << noticed.count() << " ms");
+    CHECK(noticed.count() >= 1000);  // not before the peer was silent for a while
+    CHECK(noticed.count() < 4000);   // within twice the connection timeout (measured: ~2.2 s)
+    ::kill(host.pid(), SIGCONT);
+    dix::commit_info last{};
+    for (int i = 0; i < 3; ++i) last = write_some(*store, m, rng, 10);
+    cover(*rt, last.time);
+  }
+  REQUIRE(rt->stop().get());
+  CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}

@@ -141,6 +141,9 @@ class remote_backend final : public backend {
   std::chrono::milliseconds min_barrier_interval() const noexcept override;
 
   remote_link_status link_status() const;
+  // Waits until a session is open (`connected`) or none is (!`connected`), at most `timeout`;
+  // whether it came to that. For operators' tools and tests: no polling.
+  bool wait_connected(bool connected, std::chrono::milliseconds timeout) const;
 
   struct impl;
 
