@@ -5,9 +5,13 @@
 // host stopped: every live record exactly once, at its current key, nothing else.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -348,6 +352,15 @@ struct pki {
   }
 };
 
+// VmHWM of process `pid`, kB (0 when unreadable).
+long peak_rss_kb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
 // Whether a peer with `tls` (none: plain TCP) reaches the gate at `port`.
 bool peer_connects(std::uint16_t port, const std::optional<dix::remote_tls>& tls) {
   caf::actor_system_config cfg;
@@ -398,6 +411,33 @@ TEST_CASE("remote backend: with mutual TLS the owner indexes through the host, a
   for (int i = 0; i < 10; ++i) last = write_some(*store, m, rng, 10);
   cover(*rt, last.time);
 
+  // A raw socket: a BASP-like header claiming a 4 GiB payload, then garbage. Over TLS it never
+  // reaches BASP (the handshake fails first), so the host allocates nothing for it.
+  const auto host_peak_before = peak_rss_kb(host.pid());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(port);
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+    timeval bound{30, 0};  // a failure guard: the host closes long before
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    std::string header(32, '\0');
+    header[0] = 1;  // an operation byte, then a payload length of 0xFFFFFFF0, big-endian
+    header[4] = header[5] = header[6] = '\xff';
+    header[7] = '\xf0';
+    std::string garbage = header + std::string(1 << 20, '\x5a');
+    (void)::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+    char sink[256];
+    while (::recv(fd, sink, sizeof sink, 0) > 0) {  // the host closes the connection: end of input or a reset
+    }
+    ::close(fd);
+  }
+  const auto host_peak_after = peak_rss_kb(host.pid());
+  INFO("host VmHWM " << host_peak_before << " kB -> " << host_peak_after << " kB");
+  CHECK(host_peak_after < host_peak_before + 64 * 1024);  // far below the 4 GiB a plain port would try
   CHECK_FALSE(peer_connects(port, std::nullopt));            // plain TCP
   CHECK_FALSE(peer_connects(port, theirs.tls("intruder")));  // a certificate of another CA
   CHECK(peer_connects(port, ours.tls("owner")));             // the deployment's own still does
