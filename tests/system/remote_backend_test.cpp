@@ -6,11 +6,16 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -533,6 +538,234 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
     dix::commit_info last{};
     for (int i = 0; i < 3; ++i) last = write_some(*store, m, rng, 10);
     cover(*rt, last.time);
+  }
+  REQUIRE(rt->stop().get());
+  CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}
+
+namespace {
+
+// A TCP relay of our own between the owner and the host, in a forked child that makes only
+// system calls (poll, accept, connect, read, write, shutdown, close: async-signal-safe, so the
+// fork of this threaded process is safe). The test steers it over a pipe, one command byte each,
+// acknowledged on another pipe once carried out:
+//   'f' cut every connection with FIN     'r' cut every connection with RST
+//   's' stall: forward nothing, read nothing   'g' go on forwarding
+//   'n' + 4 bytes N: cut with FIN after N more bytes forwarded (either direction)
+class tcp_relay {
+ public:
+  explicit tcp_relay(std::uint16_t target) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(listen_ >= 0);
+    sockaddr_in at = loopback(0);
+    REQUIRE(::bind(listen_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+    REQUIRE(::listen(listen_, 64) == 0);
+    socklen_t len = sizeof at;
+    REQUIRE(::getsockname(listen_, reinterpret_cast<sockaddr*>(&at), &len) == 0);
+    port_ = ntohs(at.sin_port);
+    int ctrl[2], ack[2];
+    REQUIRE(::pipe2(ctrl, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(ack, O_CLOEXEC) == 0);
+    std::fflush(nullptr);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::close(ctrl[1]);
+      ::close(ack[0]);
+      serve(listen_, ctrl[0], ack[1], target);
+      ::_exit(0);
+    }
+    ::close(ctrl[0]);
+    ::close(ack[1]);
+    ctrl_ = ctrl[1];
+    ack_ = ack[0];
+  }
+  ~tcp_relay() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    ::close(ctrl_);
+    ::close(ack_);
+    ::close(listen_);
+  }
+  std::uint16_t port() const { return port_; }
+  void command(char c, std::uint32_t n = 0) {
+    char msg[5] = {c, 0, 0, 0, 0};
+    std::memcpy(msg + 1, &n, 4);
+    REQUIRE(::write(ctrl_, msg, 5) == 5);
+    char done = 0;
+    REQUIRE(::read(ack_, &done, 1) == 1);
+  }
+
+ private:
+  static sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(port);
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return at;
+  }
+  static void cut(int fd, bool reset) {
+    if (reset) {
+      linger l{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    } else {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+    ::close(fd);
+  }
+  // The child's loop (no allocation: fixed arrays, a stack buffer).
+  static void serve(int listen_fd, int ctrl, int ack, std::uint16_t target) {
+    constexpr int max_pairs = 32;
+    int a[max_pairs], b[max_pairs];
+    int pairs = 0;
+    bool stalled = false;
+    long long cut_after = -1;
+    static char buf[1 << 16];
+    for (;;) {
+      pollfd fds[2 + 2 * max_pairs];
+      int n = 0;
+      fds[n++] = {ctrl, POLLIN, 0};
+      fds[n++] = {listen_fd, POLLIN, 0};
+      for (int i = 0; i < pairs && !stalled; ++i) {
+        fds[n++] = {a[i], POLLIN, 0};
+        fds[n++] = {b[i], POLLIN, 0};
+      }
+      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) continue;
+      if (fds[0].revents != 0) {
+        char msg[5];
+        if (::read(ctrl, msg, 5) != 5) return;
+        std::uint32_t arg = 0;
+        std::memcpy(&arg, msg + 1, 4);
+        if (msg[0] == 'f' || msg[0] == 'r') {
+          for (int i = 0; i < pairs; ++i) {
+            cut(a[i], msg[0] == 'r');
+            cut(b[i], msg[0] == 'r');
+          }
+          pairs = 0;
+        } else if (msg[0] == 's') {
+          stalled = true;
+        } else if (msg[0] == 'g') {
+          stalled = false;
+        } else if (msg[0] == 'n') {
+          cut_after = arg;
+        }
+        char done = 1;
+        if (::write(ack, &done, 1) != 1) return;
+        continue;
+      }
+      if (fds[1].revents != 0) {
+        int client = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (client >= 0) {
+          int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+          sockaddr_in at = loopback(target);
+          if (pairs < max_pairs && server >= 0 && ::connect(server, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0) {
+            a[pairs] = client;
+            b[pairs] = server;
+            ++pairs;
+          } else {
+            ::close(client);
+            if (server >= 0) ::close(server);
+          }
+        }
+      }
+      for (int k = 2; k < n; ++k) {
+        if (fds[k].revents == 0) continue;
+        int i = (k - 2) / 2;
+        if (i >= pairs) continue;
+        int from = (k - 2) % 2 == 0 ? a[i] : b[i];
+        int to = from == a[i] ? b[i] : a[i];
+        auto got = ::read(from, buf, sizeof buf);
+        bool ok = got > 0;
+        for (ssize_t off = 0; ok && off < got;) {
+          auto w = ::write(to, buf + off, static_cast<std::size_t>(got - off));
+          if (w <= 0) ok = false;
+          else off += w;
+        }
+        if (ok && cut_after >= 0) {
+          cut_after -= got;
+          if (cut_after <= 0) {
+            for (int j = 0; j < pairs; ++j) {
+              cut(a[j], false);
+              cut(b[j], false);
+            }
+            pairs = 0;
+            cut_after = -1;
+            break;
+          }
+        }
+        if (!ok) {
+          ::close(a[i]);
+          ::close(b[i]);
+          a[i] = a[pairs - 1];
+          b[i] = b[pairs - 1];
+          --pairs;
+          break;  // the poll set changed: poll again
+        }
+      }
+    }
+  }
+
+  int listen_ = -1, ctrl_ = -1, ack_ = -1;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts after N bytes, stalls and storms "
+          "reconnects, nothing is lost and nothing applied twice",
+          "[system][remote][relay]") {
+  temp_dir dir;
+  auto [host, host_port] = start_host(dir / "host");
+  tcp_relay relay(host_port);
+  auto store = dix::test::open_store(dir / "db");
+  auto rt = dix::runtime::create({store}).value();
+  auto remote = remote_to(relay.port());  // heartbeat 200 ms, connection timeout 2 s
+  rt->register_index(dix::test::index_registration(remote)).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  std::mt19937_64 rng(99);
+  model m;
+  cover(*rt, write_some(*store, m, rng, 10).time);
+  auto writes = [&](int n) {
+    dix::commit_info last{};
+    for (int i = 0; i < n; ++i) last = write_some(*store, m, rng, 10);
+    return last;
+  };
+  for (char cut : {'f', 'r'}) {
+    INFO("cut " << cut);
+    for (int round = 0; round < 3; ++round) {
+      REQUIRE(remote->wait_connected(true, 30s));
+      writes(1 + static_cast<int>(rng() % 5));
+      relay.command(cut);
+      cover(*rt, writes(3).time);
+    }
+  }
+  for (std::uint32_t after : {1u, 100u, 5000u, 100000u}) {
+    INFO("cut after " << after << " bytes");
+    REQUIRE(remote->wait_connected(true, 30s));
+    relay.command('n', after);
+    writes(1 + static_cast<int>(rng() % 20));
+    relay.command('n', 0xFFFFFFFFu);  // no cut pending (the count is far away)
+    cover(*rt, writes(3).time);
+  }
+  {
+    INFO("stall");
+    REQUIRE(remote->wait_connected(true, 30s));
+    relay.command('s');
+    writes(5);
+    REQUIRE(remote->wait_connected(false, 30s));  // the heartbeat timeout, through a silent relay
+    relay.command('g');
+    cover(*rt, writes(3).time);
+  }
+  {
+    INFO("reconnect storm");
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(remote->wait_connected(true, 30s));
+      writes(1);
+      relay.command('r');
+    }
+    cover(*rt, writes(3).time);
   }
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
