@@ -56,6 +56,11 @@ struct remote_backend::impl {
   mutable std::condition_variable cv;  // a session opened or ended, a durable answer
 
   backend_host* host = nullptr;
+  // Whether `host` may be called: from attach, and again at each call of the runtime, until a
+  // shutdown (after its last shutdown settled the runtime may be destroyed while this object
+  // lives on, backend.hpp); what the host node reports meanwhile is dropped.
+  bool host_live = false;
+  backend_host* live_host() const { return host_live ? host : nullptr; }
   caf::actor gate;                  // while connected (the remote proxy)
   std::uint64_t session = 0;        // the welcomed session, 0: none
   std::uint64_t pending_session = 0;  // a hello sent, its welcome awaited
@@ -108,6 +113,17 @@ struct remote_backend::impl {
     pending_session = 0;
     gate = nullptr;
     held = false;
+    settle_ops(calls);
+    if (reset_waiting) {
+      calls.completions.emplace_back(std::move(reset_waiting->second),
+                                     error{errc::unavailable, "remote host unreachable: " + address});
+      reset_waiting.reset();
+    }
+    cv.notify_all();
+  }
+
+  // The session's pending operations end with it: flushes and shutdowns succeed, resets fail.
+  void settle_ops(deferred_calls& calls) {
     for (auto& [id, p] : ops) {
       if (p.op == rb_op_kind::reset) {
         calls.completions.emplace_back(std::move(p.done), error{errc::unavailable, "remote host unreachable: " + address});
@@ -116,13 +132,7 @@ struct remote_backend::impl {
       }
     }
     ops.clear();
-    if (reset_waiting) {
-      calls.completions.emplace_back(std::move(reset_waiting->second),
-                                     error{errc::unavailable, "remote host unreachable: " + address});
-      reset_waiting.reset();
-    }
     pings.clear();
-    cv.notify_all();
   }
 };
 
@@ -171,9 +181,16 @@ void send_hello(client_actor* self, remote_backend::impl& p, clock_type::time_po
   self->send(p.gate, std::move(h));
 }
 
-void lose(client_actor* self, remote_backend::impl& p, remote_backend::impl::deferred_calls& calls) {
+void lose(client_actor* self, remote_backend::impl& p, remote_backend::impl::deferred_calls& calls,
+          bool refused = false) {
   if (p.gate) self->demonitor(p.gate);
-  p.end_session(clock_type::now(), calls);
+  auto now = clock_type::now();
+  p.end_session(now, calls);
+  if (refused) {
+    // Counted as a failed attempt: a hello the host refuses again is not retried at once.
+    std::uniform_real_distribution<double> jitter(0.0, 1.0);
+    p.link.refused(now, jitter(self->state.rng));
+  }
 }
 
 void connect(client_actor* self) {
@@ -214,10 +231,6 @@ void tick(client_actor* self) {
   bool start_connect = false;
   {
     std::lock_guard lock(p.mutex);
-    if (p.host != nullptr) {
-      auto e = p.host->readiness().owner_epoch;
-      if (e > p.wanted_epoch) p.wanted_epoch = e;
-    }
     if (!p.gate && !st.connecting) {
       auto due = p.link.connect_due();
       if (due && *due <= now) {
@@ -232,9 +245,10 @@ void tick(client_actor* self) {
       } else if (p.pending_session == 0 && p.wanted_epoch != 0 && p.wanted_epoch != p.session_epoch) {
         // A new owner epoch: a new session on the same connection.
         if (p.session != 0) {
-          p.link.lost(now);
+          p.link.new_session(now);  // the host fences the older epoch's work at this hello
           p.session = 0;
-          p.link.connecting(now);
+          p.held = false;
+          p.settle_ops(calls);
         }
         send_hello(self, p, now);
       } else if (p.session != 0 && now - st.last_ping >= ping_interval) {
@@ -354,6 +368,10 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           auto it = p.ops.find(m.id);
           if (it == p.ops.end() || it->second.op != m.op) return;
           result<void> r = m.code == 0 ? result<void>{} : result<void>{error_of(m.code, "remote host: " + m.text)};
+          if (m.op == rb_op_kind::reset && m.code == 0) {
+            p.durable.reset();  // a reset removes the cursor (the host's push after it says so too)
+            p.durable_error.reset();
+          }
           calls.completions.emplace_back(std::move(it->second.done), std::move(r));
           p.ops.erase(it);
         }
@@ -365,7 +383,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
         {
           std::lock_guard lock(p.mutex);
           if (m.session == 0 || m.session != p.session) return;
-          auto* host = p.host;
+          auto* host = p.live_host();
           switch (m.kind) {
             case rb_event_kind::accepted_work_lost:
               calls.changes.push_back({state_change_kind::accepted_work_lost, m.epoch});
@@ -396,8 +414,8 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           std::lock_guard lock(p.mutex);
           if (m.session == 0 || (m.session != p.session && m.session != p.pending_session)) return;
           // The host would not take this session's work (a superseded epoch, or a rule broken):
-          // the session ends; the next one starts from the durable cursor.
-          lose(self, p, calls);
+          // the session ends; the next one, after a backoff, starts from the durable cursor.
+          lose(self, p, calls, true);
         }
         p.run(p, std::move(calls));
       },
@@ -442,6 +460,7 @@ std::string_view remote_backend::kind() const noexcept { return impl_->options.k
 void remote_backend::attach(backend_host& host) {
   std::lock_guard lock(impl_->mutex);
   impl_->host = &host;
+  impl_->host_live = true;
 }
 
 std::chrono::milliseconds remote_backend::min_barrier_interval() const noexcept {
@@ -452,6 +471,7 @@ std::chrono::milliseconds remote_backend::min_barrier_interval() const noexcept 
 result<std::optional<cursor>> remote_backend::durable_cursor() {
   auto& p = *impl_;
   std::unique_lock lock(p.mutex);
+  p.host_live = p.host != nullptr;  // the runtime calls: its host is alive
   epoch_t e = p.host != nullptr ? p.host->readiness().owner_epoch : 0;
   if (e > p.wanted_epoch) {
     p.wanted_epoch = e;
@@ -469,6 +489,7 @@ result<std::optional<cursor>> remote_backend::durable_cursor() {
 delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
   auto& p = *impl_;
   std::lock_guard lock(p.mutex);
+  p.host_live = p.host != nullptr;
   if (b->epoch > p.wanted_epoch) {
     p.wanted_epoch = b->epoch;
     caf::anon_send(p.client, epoch_atom::value);
@@ -503,6 +524,7 @@ void remote_backend::shutdown(epoch_t epoch, completion done) {
   auto& p = *impl_;
   {
     std::lock_guard lock(p.mutex);
+    p.host_live = false;  // the runtime may be gone once this settles: no more calls of its host
     if (p.session != 0 && epoch == p.session_epoch) {
       auto id = p.next_op++;
       p.ops.emplace(id, impl::pending{rb_op_kind::shutdown, std::move(done)});
@@ -519,6 +541,7 @@ void remote_backend::reset(epoch_t epoch, completion done) {
   auto& p = *impl_;
   {
     std::lock_guard lock(p.mutex);
+    p.host_live = p.host != nullptr;
     if (p.session != 0 && epoch == p.session_epoch) {
       auto id = p.next_op++;
       p.ops.emplace(id, impl::pending{rb_op_kind::reset, std::move(done)});

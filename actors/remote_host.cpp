@@ -97,10 +97,11 @@ result<epoch_t> remote_backend_host::impl::read_epoch() const {
   epoch_t e = 0;
   for (ssize_t i = 0; i < n; ++i) {
     if (buf[i] == '\n') break;
-    if (buf[i] < '0' || buf[i] > '9' || e > (UINT64_MAX - 9) / 10) {
+    const auto d = static_cast<epoch_t>(buf[i] - '0');
+    if (buf[i] < '0' || buf[i] > '9' || e > (UINT64_MAX - d) / 10) {
       return error{errc::io_error, "remote host: " + path.string() + " does not hold an epoch"};
     }
-    e = e * 10 + static_cast<epoch_t>(buf[i] - '0');
+    e = e * 10 + d;
   }
   return e;
 }
@@ -193,6 +194,7 @@ struct host_state {
   std::uint64_t token = 0;
   std::uint64_t flush_through = 0;  // the last batch before the barrier in progress
   epoch_t adopting = 0;             // a hello whose epoch is adopted while the old one quiesces
+  epoch_t shut = 0;                 // the last epoch a shutdown quiesced (never twice, backends.md §0)
   bool stopping = false;
 };
 
@@ -284,8 +286,9 @@ bool step(host_actor* self) {
         std::lock_guard lock(st.shared->mutex);
         st.shared->stats.epoch = w.hello->epoch;
       }
-      if (d.quiesce) {  // the older epoch's work stops before the new owner is welcomed
+      if (d.quiesce && *d.quiesce != st.shut) {  // the older epoch's work stops before the new owner is welcomed
         st.adopting = w.hello->epoch;
+        st.shut = *d.quiesce;
         wrapped.shutdown(*d.quiesce, completes_to(self));
         return false;
       }
@@ -365,11 +368,12 @@ void completed(host_actor* self, std::uint8_t code, const std::string& text) {
     welcome(self, w);
   } else if (w.op && st.session && w.session == st.session->id) {
     auto& s = *st.session;
-    if (w.op->op == rb_op_kind::flush && code == 0) {
-      auto d = durable_now(st, 0);
-      d.through = st.flush_through;
+    if ((w.op->op == rb_op_kind::flush || w.op->op == rb_op_kind::reset) && code == 0) {
+      auto d = durable_now(st, 0);  // after a reset: no cursor
+      d.through = w.op->op == rb_op_kind::flush ? st.flush_through : 0;
       caf::anon_send(s.client, std::move(d));
     }
+    if (w.op->op == rb_op_kind::shutdown && code == 0) st.shut = w.op->epoch;
     caf::anon_send(s.client, rb_reply{s.id, w.op->id, w.op->op, code, text});
   }
   st.queue.pop_front();
@@ -402,7 +406,9 @@ void arrive(host_actor* self, const caf::actor& client, host_state::work w) {
     std::deque<host_state::work> kept;
     for (std::size_t i = 0; i < st.queue.size(); ++i) {
       auto& q = st.queue[i];
-      bool started = i == 0 && st.wait != host_state::waiting::none;
+      // Only a front waiting for a wrapped completion has started; one waiting for `changed` (a
+      // deferred batch) is dropped like the rest of an older session's work.
+      bool started = i == 0 && st.wait == host_state::waiting::completion;
       if (started || (!q.hello && q.epoch > h.epoch)) {
         kept.push_back(std::move(q));
       } else if (q.hello) {
@@ -410,6 +416,9 @@ void arrive(host_actor* self, const caf::actor& client, host_state::work w) {
       } else if (q.deliver) {
         ++dropped;
       }
+    }
+    if (st.wait == host_state::waiting::changed && (kept.empty() || !kept.front().deliver)) {
+      st.wait = host_state::waiting::none;
     }
     st.queue = std::move(kept);
     if (dropped > 0) count(st, &remote_host_stats::fenced_batches_dropped, dropped);
@@ -553,6 +562,21 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
       },
       [self](event_atom, std::uint8_t kind, epoch_t epoch, std::uint8_t value, std::string& text) {
         auto& st = self->state;
+        const auto k = static_cast<rb_event_kind>(kind);
+        if ((k == rb_event_kind::failed || k == rb_event_kind::accepted_work_lost) &&
+            st.wait == host_state::waiting::changed && !st.queue.empty()) {
+          // The deferral was answered by failed or lost work, not by changed (both are allowed):
+          // the held batch is dropped (the owner replays, or the index is condemned) and the
+          // queue moves on.
+          st.wait = host_state::waiting::none;
+          auto& front = st.queue.front();
+          if (front.deliver && st.session && front.session == st.session->id) {
+            st.session->applied = front.deliver->seq;  // acknowledged, so the owner's window moves
+            caf::anon_send(st.session->client, rb_ack{st.session->id, st.session->applied});
+          }
+          st.queue.pop_front();
+          pump(self);
+        }
         if (!st.session) return;
         caf::anon_send(st.session->client,
                        rb_event{st.session->id, epoch, static_cast<rb_event_kind>(kind), value, std::move(text)});

@@ -58,6 +58,20 @@ void remote_link::lost(time_point now) {
   retry_at_ = now;  // reconnect at once; failures back off from there
 }
 
+void remote_link::new_session(time_point now) {
+  (void)now;
+  window_.clear();
+  window_bytes_ = 0;
+  durable_through_ = last_sent_;
+  phase_ = phase::connecting;
+}
+
+void remote_link::refused(time_point now, double jitter) {
+  lost(now);
+  phase_ = phase::connecting;
+  connect_failed(now, jitter);
+}
+
 std::optional<std::uint64_t> remote_link::deliver(std::uint64_t bytes, time_point now) {
   const bool room = window_.empty() ||
                     (window_.size() < limits_.max_batches && window_bytes_ + bytes <= limits_.max_bytes);

@@ -69,6 +69,13 @@ class remote_link {
   on_connect connected(time_point now, std::uint64_t host_instance);
   // The connection is gone (down message, heartbeat timeout, an ack past its deadline).
   void lost(time_point now);
+  // A new session on the same connection for a new owner epoch: the window is forgotten (the host
+  // fences the older epoch's work), nothing is judged in doubt (the new epoch starts from the
+  // durable cursor it reads), and the link is connecting again until the welcome.
+  void new_session(time_point now);
+  // The host refused the session (a superseded epoch, another backend, a broken rule): a loss
+  // that also counts as a failed attempt, so the next one backs off instead of looping.
+  void refused(time_point now, double jitter);
 
   // -- the window --------------------------------------------------------------------------------
   // A delivery of `bytes`: its sequence number when it may be sent now, nullopt when deferred.

@@ -153,3 +153,22 @@ TEST_CASE("remote link: a deferral the shell makes itself numbers nothing, sends
   CHECK_FALSE(link.take_changed());
   CHECK(link.deliver(10, t0) == std::optional<std::uint64_t>{1});  // nothing was numbered
 }
+
+TEST_CASE("remote link: a new session for a new epoch forgets the window without owing accepted_work_lost, and a refusal backs off", "[core][remote]") {
+  auto link = connected_link();
+  REQUIRE(link.deliver(10, t0));
+  REQUIRE(link.work_in_doubt());
+  link.new_session(t0);
+  CHECK(link.current() == remote_link::phase::connecting);
+  CHECK(link.unacked_batches() == 0);
+  CHECK_FALSE(link.work_in_doubt());
+  auto owed = link.connected(t0, 7);
+  CHECK_FALSE(owed.work_lost);
+
+  link.refused(t0, 0.0);
+  CHECK(link.current() == remote_link::phase::disconnected);
+  CHECK(link.connect_due() == t0 + 100ms);  // not at once: a refused hello does not loop
+  link.connecting(t0 + 100ms);
+  link.refused(t0 + 100ms, 0.0);
+  CHECK(link.connect_due() == t0 + 300ms);  // doubling
+}

@@ -132,6 +132,9 @@ TEST_CASE("remote backend: a host process indexes the owner's writes, a barrier 
   auto remote = remote_to(port);
   rt->register_index(dix::test::index_registration(remote)).value();
   REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));  // built from a scan first
+  // The build took one attempt: the reset's epoch opened its own session without judging the
+  // acquisition's work lost, and the reset emptied the owner's cached cursor.
+  CHECK(rt->metrics("by-value")->last_fault == dix::readiness_reason::cursor_missing);  // no failed attempt since
   std::mt19937_64 rng(7);
   model m;
   dix::commit_info last{};
