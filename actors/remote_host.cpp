@@ -106,6 +106,36 @@ result<epoch_t> remote_backend_host::impl::read_epoch() const {
   return e;
 }
 
+namespace {
+
+// <state_dir>/epoch.tmp is overwritten by persist_epoch: only when it is what an interrupted
+// persist left (a regular file holding nothing or decimal digits and a newline). Anything else
+// by that name is someone's file, and the host refuses to start rather than truncate it.
+result<void> check_epoch_tmp(const std::filesystem::path& state_dir) {
+  auto path = state_dir / "epoch.tmp";
+  struct ::stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return posix_error("remote host", "cannot inspect", path, errno);
+  }
+  bool ours = S_ISREG(st.st_mode) && st.st_size <= 21;
+  if (ours) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char buf[32] = {};
+    auto n = fd < 0 ? -1 : ::read(fd, buf, sizeof buf);
+    if (fd >= 0) ::close(fd);
+    ours = n >= 0;
+    for (ssize_t i = 0; ours && i < n; ++i) ours = (buf[i] >= '0' && buf[i] <= '9') || (buf[i] == '\n' && i == n - 1);
+  }
+  if (!ours) {
+    return error{errc::io_error, "remote host: " + path.string() +
+                                     " is not an epoch this host was writing; it is left as it is (move it away)"};
+  }
+  return {};
+}
+
+}  // namespace
+
 result<void> remote_backend_host::impl::persist_epoch(epoch_t e) const {
   auto tmp = options.state_dir / "epoch.tmp";
   auto path = options.state_dir / "epoch";
@@ -633,6 +663,7 @@ result<std::unique_ptr<remote_backend_host>> remote_backend_host::start(std::sha
   std::random_device rd;
   p->instance = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
   if (p->instance == 0) p->instance = 1;
+  if (auto tmp = check_epoch_tmp(p->options.state_dir); !tmp) return tmp.error();
   auto persisted = p->read_epoch();
   if (!persisted) return persisted.error();
   p->highest.store(*persisted);

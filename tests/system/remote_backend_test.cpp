@@ -774,3 +774,23 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);
 }
+
+TEST_CASE("remote backend: dix serve-backend refuses a state directory whose epoch or epoch.tmp is someone else's "
+          "file, and leaves both byte for byte",
+          "[system][remote][foreign]") {
+  temp_dir dir;
+  const auto state = dir / "host";
+  std::filesystem::create_directory(state);
+  std::filesystem::permissions(state, std::filesystem::perms::owner_all);
+  for (const std::string name : {"epoch.tmp", "epoch"}) {
+    INFO(name);
+    { std::ofstream(state / name) << "my notes, not an epoch\n"; }
+    auto ran = dix::test::run({DIX_BINARY, "serve-backend", "--kind", "rocksdb", "--path", state.string()}, dir.path());
+    CHECK(ran.exit_code == 1);
+    CHECK_THAT(ran.err, Catch::Contains(name));
+    std::ifstream in(state / name);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "my notes, not an epoch\n");
+    std::filesystem::remove(state / name);
+  }
+}
