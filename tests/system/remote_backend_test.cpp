@@ -70,6 +70,24 @@ std::shared_ptr<dix::remote_backend> remote_to(std::uint16_t port) {
   return dix::remote_backend::create(o).value();
 }
 
+// The owner's side of most tests: a store in `dir`/db, a runtime, a remote_backend to the host
+// at `port` registered as by-value, ready (built from a scan first).
+struct owner_side {
+  std::shared_ptr<dix::primary_store> store;
+  std::unique_ptr<dix::runtime> rt;
+  std::shared_ptr<dix::remote_backend> remote;
+};
+
+owner_side start_owner(const temp_dir& dir, std::uint16_t port) {
+  owner_side o;
+  o.store = dix::test::open_store(dir / "db");
+  o.rt = dix::runtime::create({o.store}).value();
+  o.remote = remote_to(port);
+  o.rt->register_index(dix::test::index_registration(o.remote)).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  return o;
+}
+
 // The test's model of table 1: record id → payload (= the one key it is indexed under).
 using model = std::map<std::string, std::string>;
 
@@ -127,11 +145,10 @@ TEST_CASE("remote backend: a host process indexes the owner's writes, a barrier 
           "[system][remote]") {
   temp_dir dir;
   auto [host, port] = start_host(dir / "host");
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(port);
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));  // built from a scan first
+  auto owner = start_owner(dir, port);  // built from a scan first
+  auto& store = owner.store;
+  auto& rt = owner.rt;
+  auto& remote = owner.remote;
   // The build took one attempt: the reset's epoch opened its own session without judging the
   // acquisition's work lost, and the reset emptied the owner's cached cursor.
   CHECK(rt->metrics("by-value")->last_fault == dix::readiness_reason::cursor_missing);  // no failed attempt since
@@ -155,11 +172,10 @@ TEST_CASE("remote backend: the host SIGKILLed 30 times at random points and rest
   auto started = start_host(dir / "host");
   auto host = std::move(started.first);
   const auto port = started.second;
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(port);
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto owner = start_owner(dir, port);
+  auto& store = owner.store;
+  auto& rt = owner.rt;
+  auto& remote = owner.remote;
   std::mt19937_64 rng(28);
   model m;
   dix::commit_info last{};
@@ -186,11 +202,10 @@ TEST_CASE("remote backend: a peer's exit_msg(kill) to the gate ends it, the host
           "[system][remote]") {
   temp_dir dir;
   auto [host, port] = start_host(dir / "host");
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(port);
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto owner = start_owner(dir, port);
+  auto& store = owner.store;
+  auto& rt = owner.rt;
+  auto& remote = owner.remote;
   std::mt19937_64 rng(3);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
@@ -265,11 +280,9 @@ TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs
           "[system][remote]") {
   temp_dir dir;
   auto [host, port] = start_host(dir / "host");
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(port);
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto owner = start_owner(dir, port);
+  auto& store = owner.store;
+  auto& rt = owner.rt;
   std::mt19937_64 rng(11);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
@@ -517,11 +530,10 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
           "[system][remote][partition]") {
   temp_dir dir;
   auto [host, port] = start_host(dir / "host");
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(port);  // heartbeat 200 ms, connection timeout 2 s
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto owner = start_owner(dir, port);  // heartbeat 200 ms, connection timeout 2 s
+  auto& store = owner.store;
+  auto& rt = owner.rt;
+  auto& remote = owner.remote;
   std::mt19937_64 rng(17);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
@@ -722,11 +734,10 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
   temp_dir dir;
   auto [host, host_port] = start_host(dir / "host");
   tcp_relay relay(host_port);
-  auto store = dix::test::open_store(dir / "db");
-  auto rt = dix::runtime::create({store}).value();
-  auto remote = remote_to(relay.port());  // heartbeat 200 ms, connection timeout 2 s
-  rt->register_index(dix::test::index_registration(remote)).value();
-  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto owner = start_owner(dir, relay.port());  // heartbeat 200 ms, connection timeout 2 s
+  auto& store = owner.store;
+  auto& rt = owner.rt;
+  auto& remote = owner.remote;
   std::mt19937_64 rng(99);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
