@@ -72,9 +72,41 @@ struct remote_backend::impl {
   std::uint64_t last_issued = 0;    // the link's last sequence number handed out
   std::uint64_t next_op = 1;
   std::optional<cursor> durable;    // the cache: as of the last welcome or durable push
+  std::optional<cursor> highest_durable;  // the highest reported since the last reset
+  std::uint64_t cursor_regressions = 0;
+  // A durable cursor reported by the host (under the lock): the cache, and a check that no log
+  // went backwards.
+  void note_durable(const std::optional<cursor>& c) {
+    durable = c;
+    if (!c) {  // no cursor (a reset, a new index): the next one starts over
+      highest_durable.reset();
+      return;
+    }
+    if (highest_durable) {
+      bool back = false;
+      for (const auto& log : c->logs()) {
+        const auto* was = highest_durable->find(log.log);
+        if (was != nullptr && was->identity == log.identity && log.sequence < was->sequence) back = true;
+      }
+      if (back) {
+        ++cursor_regressions;
+        return;
+      }
+    }
+    highest_durable = c;
+  }
   std::optional<error> durable_error;
   bool durable_known = false;
   epoch_t durable_epoch = 0;
+  // Work was judged lost at a welcome (accepted_work_lost emitted): until the runtime reads the
+  // durable cursor again — its replay's start, protocol.md §5.7 — deliveries are `deferred`.
+  // A batch the runner delivers before it hears of the loss continues the lost work: applied
+  // after a gap, a later barrier could make a cursor durable that claims the gap (data lost).
+  // Only a read that begins after the loss was announced ends it (a read that was blocked
+  // waiting for this welcome was asked before the runner knew). Same rule as the Xapian
+  // backend's apply errors (decision 0022).
+  bool replay_pending = false;
+  std::uint64_t replay_generation = 0;  // counts the announcements
   bool held = false;                // the host reports a hold: acknowledgements may take long
   std::chrono::milliseconds min_barrier{0};
   std::uint64_t connects = 0;
@@ -246,6 +278,7 @@ void tick(client_actor* self) {
         // A new owner epoch: a new session on the same connection.
         if (p.session != 0) {
           p.link.new_session(now);  // the host fences the older epoch's work at this hello
+          p.replay_pending = false;  // an older epoch's replay is moot
           p.session = 0;
           p.held = false;
           p.settle_ops(calls);
@@ -299,7 +332,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           ++p.connects;
           p.last_acked = 0;
           if (m.durable_code == 0) {
-            p.durable = m.durable;
+            p.note_durable(m.durable);
             p.durable_error.reset();
           } else {
             p.durable.reset();
@@ -315,7 +348,11 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
             p.reset_waiting.reset();
             self->send(p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::reset, flush_reason::age});
           }
-          if (owed.work_lost) calls.changes.push_back({state_change_kind::accepted_work_lost, p.session_epoch});
+          if (owed.work_lost) {
+            p.replay_pending = true;
+            ++p.replay_generation;
+            calls.changes.push_back({state_change_kind::accepted_work_lost, p.session_epoch});
+          }
           if (owed.changed) calls.changes.push_back({state_change_kind::changed, 0});
           p.cv.notify_all();
         }
@@ -341,7 +378,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
         std::lock_guard lock(p.mutex);
         if (m.session == 0 || m.session != p.session || m.epoch != p.session_epoch) return;
         if (m.code == 0) {
-          p.durable = m.cursor;
+          p.note_durable(m.cursor);
           p.durable_error.reset();
           if (m.through > 0) p.link.durable_through(m.through + p.base);
         } else {
@@ -370,6 +407,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           result<void> r = m.code == 0 ? result<void>{} : result<void>{error_of(m.code, "remote host: " + m.text)};
           if (m.op == rb_op_kind::reset && m.code == 0) {
             p.durable.reset();  // a reset removes the cursor (the host's push after it says so too)
+            p.highest_durable.reset();
             p.durable_error.reset();
           }
           calls.completions.emplace_back(std::move(it->second.done), std::move(r));
@@ -477,13 +515,25 @@ result<std::optional<cursor>> remote_backend::durable_cursor() {
     p.wanted_epoch = e;
     caf::anon_send(p.client, epoch_atom::value);
   }
+  const bool replay_start = p.replay_pending;
+  const auto generation = p.replay_generation;
   auto ready = [&] { return p.session != 0 && p.durable_known && p.durable_epoch == p.wanted_epoch; };
   if (!p.cv.wait_for(lock, p.options.request_timeout, ready)) {
     return error{errc::timeout, "remote host unreachable: " + p.address + " (no durable cursor within " +
                                     std::to_string(p.options.request_timeout.count()) + " ms)"};
   }
   if (p.durable_error) return *p.durable_error;
-  return p.durable;
+  auto answer = p.durable;
+  if (replay_start && p.replay_pending && generation == p.replay_generation) {
+    p.replay_pending = false;  // from here on this epoch's deliveries are its replay
+    if (p.link.take_changed()) {
+      impl::deferred_calls calls;
+      calls.changes.push_back({state_change_kind::changed, 0});
+      lock.unlock();
+      p.run(p, std::move(calls));
+    }
+  }
+  return answer;
 }
 
 delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
@@ -495,7 +545,7 @@ delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
     caf::anon_send(p.client, epoch_atom::value);
   }
   auto now = clock_type::now();
-  if (p.session == 0 || b->epoch != p.session_epoch) {
+  if (p.session == 0 || b->epoch != p.session_epoch || p.replay_pending) {
     p.link.note_deferred();  // `changed` follows once a session of this epoch is open
     return delivery_result::deferred;
   }
@@ -591,6 +641,8 @@ remote_link_status remote_backend::link_status() const {
   s.connects = p.connects;
   s.last_acked = p.last_acked;
   s.round_trip = p.rtt;
+  s.durable = p.durable;
+  s.cursor_regressions = p.cursor_regressions;
   return s;
 }
 

@@ -225,6 +225,10 @@ struct host_state {
   std::uint64_t flush_through = 0;  // the last batch before the barrier in progress
   epoch_t adopting = 0;             // a hello whose epoch is adopted while the old one quiesces
   epoch_t shut = 0;                 // the last epoch a shutdown quiesced (never twice, backends.md §0)
+  // The wrapped backend took a batch since its last barrier, shutdown or reset: a same-epoch
+  // hello makes that work durable before its welcome (decision 0043, "same-epoch sessions").
+  bool unflushed = false;
+  bool settling = false;  // the front hello waits for that barrier
   bool stopping = false;
 };
 
@@ -324,6 +328,15 @@ bool step(host_actor* self) {
       }
     }
     st.adopting = 0;
+    if (d.what == host_fence::decision::kind::act && st.unflushed) {
+      // The same epoch's new session: the wrapped backend may still hold batches an older session
+      // delivered and the owner will replay. Made durable first, the welcome's cursor covers
+      // them, the replay starts after it, and no later barrier can report a cursor below one
+      // reported before (cursors never move backwards).
+      st.settling = true;
+      wrapped.flush(flush_reason::shutdown, completes_to(self));  // unspaced: the session ended
+      return false;
+    }
     welcome(self, w);
     return true;
   }
@@ -348,6 +361,7 @@ bool step(host_actor* self) {
       caf::anon_send(s.client, rb_event{s.id, s.epoch, rb_event_kind::failed, 0, "the wrapped backend failed a batch"});
     } else {
       count(st, &remote_host_stats::batches_applied);
+      st.unflushed = true;
     }
     s.applied = w.deliver->seq;
     caf::anon_send(s.client, rb_ack{s.id, s.applied});
@@ -393,8 +407,19 @@ void completed(host_actor* self, std::uint8_t code, const std::string& text) {
   st.wait = host_state::waiting::none;
   if (st.queue.empty()) return;
   auto& w = st.queue.front();
-  if (w.hello) {  // the older epoch is quiescent (a rejected shutdown changes nothing: it is fenced)
+  if (w.hello && st.settling) {  // the older sessions' work is durable, or the barrier failed
+    st.settling = false;
+    if (code == 0) st.unflushed = false;
+    welcome(self, w);
+    if (code != 0) {
+      // The held work's fate is unknown: the index cannot be trusted to resume from the
+      // welcome's cursor, so the owner condemns it (a rebuild resets it).
+      caf::anon_send(w.client, rb_event{w.hello->session, w.hello->epoch, rb_event_kind::failed, 0,
+                                        "the barrier before the session failed: " + text});
+    }
+  } else if (w.hello) {  // the older epoch is quiescent (a rejected shutdown changes nothing: it is fenced)
     st.adopting = 0;
+    st.unflushed = false;
     welcome(self, w);
   } else if (w.op && st.session && w.session == st.session->id) {
     auto& s = *st.session;
@@ -404,6 +429,7 @@ void completed(host_actor* self, std::uint8_t code, const std::string& text) {
       caf::anon_send(s.client, std::move(d));
     }
     if (w.op->op == rb_op_kind::shutdown && code == 0) st.shut = w.op->epoch;
+    if (code == 0) st.unflushed = false;  // a barrier, a shutdown or a reset: nothing held
     caf::anon_send(s.client, rb_reply{s.id, w.op->id, w.op->op, code, text});
   }
   st.queue.pop_front();

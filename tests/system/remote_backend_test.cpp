@@ -116,6 +116,9 @@ void cover(dix::runtime& rt, dix::index_time_t since) {
   REQUIRE(r);
 }
 
+// The slot's rebuild attempts so far: a link's loss must cost a replay, never a rebuild.
+std::uint32_t rebuild_attempts(const dix::runtime& rt) { return rt.metrics("by-value").value().rebuild_attempts; }
+
 // Opens the stopped host's index here and compares it with the model.
 void check_index(const std::filesystem::path& host_dir, const model& m) {
   auto index = dix::test::make_index_at(host_dir / "index", "by-value");
@@ -179,6 +182,7 @@ TEST_CASE("remote backend: the host SIGKILLed 30 times at random points and rest
   std::mt19937_64 rng(28);
   model m;
   dix::commit_info last{};
+  const auto attempts = rebuild_attempts(*rt);
   for (int round = 0; round < 30; ++round) {
     INFO("round " << round);
     // Some writes the runtime is delivering while the host dies: a random number of them before
@@ -192,6 +196,8 @@ TEST_CASE("remote backend: the host SIGKILLed 30 times at random points and rest
   }
   auto status = remote->link_status();
   CHECK(status.connects >= 31);
+  CHECK(status.cursor_regressions == 0);
+  CHECK(rebuild_attempts(*rt) == attempts);
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);
@@ -537,6 +543,7 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
   std::mt19937_64 rng(17);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
+  const auto attempts = rebuild_attempts(*rt);
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
     REQUIRE(remote->wait_connected(true, 30s));
@@ -554,6 +561,8 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
     for (int i = 0; i < 3; ++i) last = write_some(*store, m, rng, 10);
     cover(*rt, last.time);
   }
+  CHECK(remote->link_status().cursor_regressions == 0);
+  CHECK(rebuild_attempts(*rt) == attempts);
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);
@@ -741,6 +750,7 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
   std::mt19937_64 rng(99);
   model m;
   cover(*rt, write_some(*store, m, rng, 10).time);
+  const auto attempts = rebuild_attempts(*rt);
   auto writes = [&](int n) {
     dix::commit_info last{};
     for (int i = 0; i < n; ++i) last = write_some(*store, m, rng, 10);
@@ -781,6 +791,8 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
     }
     cover(*rt, writes(3).time);
   }
+  CHECK(remote->link_status().cursor_regressions == 0);
+  CHECK(rebuild_attempts(*rt) == attempts);
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);

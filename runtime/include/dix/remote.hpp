@@ -119,6 +119,11 @@ struct remote_link_status {
   std::uint64_t connects = 0;        // sessions welcomed so far
   std::uint64_t last_acked = 0;      // this session's
   std::optional<std::chrono::microseconds> round_trip;  // the last ping's
+  std::optional<cursor> durable;     // as of the last welcome or durable push
+  // Durable cursors the host reported below one it reported before (a log's sequence went down
+  // at the same identity; a reset starts over). Always 0 unless the protocol is broken: the
+  // tests assert it, an operator may alert on it.
+  std::uint64_t cursor_regressions = 0;
 };
 
 class remote_backend final : public backend {
