@@ -623,6 +623,20 @@ subscription remote_backend::on_state_change(std::function<void(state_change)> c
   });
 }
 
+void remote_backend::publish_coverage(const positions& pos, index_time_t coverage_time, epoch_t epoch) noexcept {
+  auto& p = *impl_;
+  try {
+    std::lock_guard lock(p.mutex);
+    if (p.session == 0 || epoch != p.session_epoch) return;  // the next welcome's owner publishes again
+    const auto now = static_cast<index_time_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const auto age = now > coverage_time ? static_cast<std::int64_t>(now - coverage_time) : std::int64_t{0};
+    caf::send_as(p.client, p.gate, rb_coverage{p.session, epoch, pos, coverage_time, age});
+  } catch (...) {
+    // Coverage is advisory for the node's readers: a lost publication only delays their admission.
+  }
+}
+
 bool remote_backend::wait_connected(bool connected, std::chrono::milliseconds timeout) const {
   auto& p = *impl_;
   std::unique_lock lock(p.mutex);

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/publish.hpp>
@@ -34,6 +36,7 @@
 
 #include "actors/remote_system.hpp"
 #include "adapters/posix_files.hpp"
+#include "core/coverage_read.hpp"
 #include "core/remote_fence.hpp"
 #include "messages/remote.hpp"
 #include "messages/type_ids.hpp"
@@ -72,6 +75,19 @@ struct remote_backend_host::impl {
 
   mutable std::mutex mutex;
   remote_host_stats stats;
+
+  // The coverage the owner forwarded (rb_coverage), for the node's readers: the highest coverage
+  // time, the owner's age of it when sent, and when it arrived. Cleared by a reset.
+  struct forwarded_coverage {
+    index_time_t time = 0;
+    std::chrono::nanoseconds age{0};
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex coverage_mutex;
+  std::condition_variable coverage_cv;  // a coverage arrived, or the host closes
+  std::optional<forwarded_coverage> coverage;
+  bool closing = false;
+  std::atomic<std::size_t> queries_running{0};
 
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -175,9 +191,7 @@ class host_side final : public backend_host {
     forward(rb_event_kind::unindexable, shared_.highest.load(), 0, std::string(reason));
   }
   void request_rebuild() noexcept override { forward(rb_event_kind::rebuild, shared_.highest.load(), 0, {}); }
-  result<coverage> admit_query(const coverage_mode&, cancel_token) override {
-    return error{errc::unavailable, "remote host: no coverage forwarded to this index node yet"};
-  }
+  result<coverage> admit_query(const coverage_mode& mode, cancel_token cancel) override;
   void note_hold(epoch_t epoch, backend_hold hold) noexcept override {
     forward(rb_event_kind::hold, epoch, static_cast<std::uint8_t>(hold), {});
   }
@@ -192,6 +206,51 @@ class host_side final : public backend_host {
   remote_backend_host::impl& shared_;
   caf::actor host_;
 };
+
+// The lag bound of what the owner forwarded: its age when sent plus this node's time since.
+coverage coverage_now(const remote_backend_host::impl::forwarded_coverage& f, std::chrono::milliseconds tolerance) {
+  coverage c;
+  c.tolerance = tolerance;
+  auto lag = std::chrono::duration_cast<std::chrono::milliseconds>(f.age + (std::chrono::steady_clock::now() - f.at));
+  c.lag_upper_bound = lag;
+  c.state = lag <= tolerance ? coverage_state::bounded : coverage_state::unknown;
+  return c;
+}
+
+result<coverage> host_side::admit_query(const coverage_mode& mode, cancel_token cancel) {
+  auto& sh = shared_;
+  std::unique_lock lock(sh.coverage_mutex);
+  if (mode.kind == coverage_kind::wait) {
+    // Read-your-writes across machines: the writer's commit time is covered once the owner says
+    // so. Waits through a node that has heard nothing yet (started, reset, owner away).
+    auto woken = cancel.on_cancel([&sh] { sh.coverage_cv.notify_all(); });
+    const auto deadline = std::chrono::steady_clock::now() + mode.timeout;
+    while (!sh.coverage || sh.coverage->time < mode.since) {
+      if (sh.closing) return error{errc::stopped, "remote host: stopping"};
+      if (cancel.cancelled()) return error{errc::cancelled, "remote host: the query was cancelled"};
+      if (sh.coverage_cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+          (!sh.coverage || sh.coverage->time < mode.since)) {
+        return error{errc::index_lagging, "index " + sh.wrapped->id() + " did not cover index time " +
+                                              std::to_string(mode.since) + " within " +
+                                              std::to_string(mode.timeout.count()) + " ms"};
+      }
+    }
+    return coverage_now(*sh.coverage, mode.tolerance);
+  }
+  if (!sh.coverage) {
+    return error{errc::unavailable, "index " + sh.wrapped->id() +
+                                        ": the owner has forwarded no coverage to this index node (since it "
+                                        "started or since a reset)"};
+  }
+  auto c = coverage_now(*sh.coverage, mode.tolerance);
+  if (auto refused = admission_refusal(c, mode.kind)) return *refused;
+  return c;
+}
+
+void clear_coverage(remote_backend_host::impl& shared) {
+  std::lock_guard lock(shared.coverage_mutex);
+  shared.coverage.reset();
+}
 
 struct host_state {
   static inline const char* name = "dix.remote_host";
@@ -385,6 +444,7 @@ bool step(host_actor* self) {
                                           "the wrapped backend has no reset"});
         return true;
       }
+      clear_coverage(*st.shared);  // the index empties: its readers wait for the rebuild's coverage
       wrapped.reset(op.epoch, completes_to(self));
       return false;
     case rb_op_kind::ping:
@@ -530,6 +590,121 @@ void arrive(host_actor* self, const caf::actor& client, host_state::work w) {
   pump(self);
 }
 
+// The owner's coverage: the current session's only (an older session's or epoch's is stale, and
+// ignored without an answer: it is advisory). Kept monotone; wakes the readers that wait.
+void take_coverage(host_actor* self, const caf::actor& client, const rb_coverage& m) {
+  auto& st = self->state;
+  if (!st.session || m.session != st.session->id || m.epoch != st.session->epoch ||
+      !st.fence.is_owner_epoch(m.epoch)) {
+    return;
+  }
+  if (m.coverage_time == 0 || m.age_ns < 0 || m.positions.size() > cursor::max_logs) {
+    refuse(self, client, m.session, error{errc::message_invalid, "coverage: a zero time, a negative age or too many logs"});
+    return;
+  }
+  auto& sh = *st.shared;
+  {
+    std::lock_guard lock(sh.coverage_mutex);
+    if (!sh.coverage || sh.coverage->time <= m.coverage_time) {
+      sh.coverage = remote_backend_host::impl::forwarded_coverage{m.coverage_time, std::chrono::nanoseconds(m.age_ns),
+                                                                  std::chrono::steady_clock::now()};
+    }
+  }
+  sh.coverage_cv.notify_all();
+  try {
+    sh.wrapped->publish_coverage(m.positions, m.coverage_time, m.epoch);
+  } catch (...) {
+  }
+}
+
+constexpr std::size_t max_query_rows = 10000;
+constexpr std::size_t max_query_text = 64 * 1024;
+constexpr std::size_t max_query_dimensions = 65536;
+
+// Checks a reader's query and runs it on a thread of its own (a detached actor), so a `wait`
+// never holds up the host's actor; answers rb_rows to the sender.
+void start_query(host_actor* self, const caf::actor& client, const rb_query& m) {
+  auto& sh = *self->state.shared;
+  auto answer_error = [&](const error& e) {
+    count(self->state, &remote_host_stats::queries);
+    caf::anon_send(client, rb_rows{m.id, static_cast<std::uint8_t>(e.value()), e.message(), {}, coverage_state::unknown, 0, -1});
+  };
+  if (m.backend_id != sh.wrapped->id()) {
+    answer_error(error{errc::message_invalid, "query: this node serves " + sh.wrapped->id() + ", not " + m.backend_id});
+    return;
+  }
+  if (m.limit == 0 || m.limit > max_query_rows || m.offset > 1000000 || m.ef > max_query_rows ||
+      m.text.size() > max_query_text || m.end.size() > max_query_text || m.vector.size() % sizeof(float) != 0 ||
+      m.vector.size() / sizeof(float) > max_query_dimensions) {
+    answer_error(error{errc::invalid_argument, "query: limit 1…10000, offset ≤ 1000000, ef ≤ 10000, text and end ≤ "
+                                               "64 KiB, a vector of whole floats ≤ 65536"});
+    return;
+  }
+  if (m.mode == coverage_kind::wait && (m.since == 0 || m.timeout_ms < 0 || m.timeout_ms > 600000)) {
+    answer_error(error{errc::invalid_argument, "query: wait needs since > 0 and a timeout of 0…600000 ms"});
+    return;
+  }
+  if (m.mode == coverage_kind::bounded && m.tolerance_ms <= 0) {
+    answer_error(error{errc::invalid_argument, "query: bounded needs a positive tolerance"});
+    return;
+  }
+  if (!sh.options.query) {
+    answer_error(error{errc::not_supported, "query: this index node answers no queries"});
+    return;
+  }
+  if (sh.queries_running.fetch_add(1) >= sh.options.max_concurrent_queries) {
+    sh.queries_running.fetch_sub(1);
+    answer_error(error{errc::timeout, "query: " + std::to_string(sh.options.max_concurrent_queries) +
+                                          " queries are running on this index node; try again"});
+    return;
+  }
+  remote_query q;
+  q.id = m.backend_id;
+  q.kind = static_cast<remote_query_kind>(m.kind);
+  q.text = m.text;
+  q.end = m.end;
+  q.vector.resize(m.vector.size() / sizeof(float));
+  if (!q.vector.empty()) std::memcpy(q.vector.data(), m.vector.data(), m.vector.size());
+  q.limit = m.limit;
+  q.offset = m.offset;
+  q.ef = m.ef;
+  q.mode.kind = m.mode;
+  q.mode.tolerance = std::chrono::milliseconds(m.tolerance_ms);
+  q.mode.since = m.since;
+  q.mode.timeout = std::chrono::milliseconds(m.timeout_ms);
+  auto* shared = &sh;
+  auto id = m.id;
+  self->system().spawn<caf::detached>([shared, q = std::move(q), client, id](caf::blocking_actor*) {
+    rb_rows out;
+    out.id = id;
+    try {
+      auto r = shared->options.query(q);
+      if (r) {
+        out.coverage = r->coverage.state;
+        out.tolerance_ms = r->coverage.tolerance.count();
+        out.lag_ms = r->coverage.lag_upper_bound ? r->coverage.lag_upper_bound->count() : -1;
+        out.rows.reserve(r->rows.size());
+        for (auto& row : r->rows) {
+          out.rows.push_back(rb_row{std::move(row.ref.log), row.ref.table, std::move(row.ref.record_id), row.ref.version,
+                                    row.score});
+        }
+      } else {
+        out.code = static_cast<std::uint8_t>(r.error().value());
+        out.text = r.error().message();
+      }
+    } catch (const std::exception& e) {
+      out.code = static_cast<std::uint8_t>(errc::backend_failed);
+      out.text = std::string("query threw: ") + e.what();
+    }
+    {
+      std::lock_guard lock(shared->mutex);
+      ++shared->stats.queries;
+    }
+    shared->queries_running.fetch_sub(1);
+    caf::anon_send(client, std::move(out));
+  });
+}
+
 caf::behavior gate_fun(caf::event_based_actor* self, caf::actor host) {
   // A peer's exit (but kill), error or down message must not end the gate; nothing else but the
   // protocol reaches the host actor.
@@ -541,6 +716,8 @@ caf::behavior gate_fun(caf::event_based_actor* self, caf::actor host) {
       [=](rb_hello& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
       [=](rb_deliver& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
       [=](rb_op& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
+      [=](rb_coverage& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
+      [=](rb_query& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
   };
 }
 
@@ -600,6 +777,12 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
           w.deliver = m.get_as<rb_deliver>(0);
         } else if (m.match_elements<rb_op>()) {
           w.op = m.get_as<rb_op>(0);
+        } else if (m.match_elements<rb_coverage>()) {
+          take_coverage(self, client, m.get_as<rb_coverage>(0));
+          return;
+        } else if (m.match_elements<rb_query>()) {
+          start_query(self, client, m.get_as<rb_query>(0));
+          return;
         } else {
           return;
         }
@@ -647,6 +830,11 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
       [self](stop_atom) -> caf::result<bool> {
         auto& st = self->state;
         st.stopping = true;
+        {
+          std::lock_guard lock(st.shared->coverage_mutex);
+          st.shared->closing = true;  // waiting readers are answered stopped
+        }
+        st.shared->coverage_cv.notify_all();
         st.queue.clear();
         st.changes.reset();
         // The gate ignores every exit message but kill (a peer's must not end it).

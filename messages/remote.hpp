@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>
@@ -23,6 +24,7 @@
 
 #include <dix/backend.hpp>
 #include <dix/cursor.hpp>
+#include <dix/readiness.hpp>
 
 #include "messages/values.hpp"
 
@@ -85,6 +87,72 @@ typename Inspector::result_type inspect(Inspector& f, rb_op& x) {
              if (auto err = wire::check_enum("dix.rb_op.op", x.op, rb_op_kind::flush, rb_op_kind::ping)) return err;
              return wire::check_enum("dix.rb_op.reason", x.reason, flush_reason::age, flush_reason::coverage);
            }));
+}
+
+// Coverage the owner's runtime published (backend::publish_coverage): the index covers every
+// commit through `coverage_time`. `age_ns` is the owner's now minus coverage_time when it was sent,
+// so the index node bounds the lag with its own steady clock, not with a wall clock of another
+// machine. The node admits its readers' queries by it. Not queued behind deliveries: it names
+// durable work, which the host reported before the owner could publish it.
+struct rb_coverage {
+  std::uint64_t session = 0;
+  epoch_t epoch = 0;
+  dix::positions positions;
+  index_time_t coverage_time = 0;
+  std::int64_t age_ns = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_coverage& x) {
+  return f(caf::meta::type_name("dix.rb_coverage"), x.session, x.epoch, x.positions, x.coverage_time, x.age_ns);
+}
+
+// -- reader → host ------------------------------------------------------------------------------
+
+// A reader's query of the wrapped backend (any peer that reached the port: on a non-loopback
+// address only through mutual TLS). Answered by rb_rows with the same id. `vector` holds knn's
+// floats in this machine's byte order (4 bytes each). The host checks every field's range.
+enum class rb_query_kind : std::uint8_t { lookup, range, search, knn };
+
+struct rb_query {
+  std::uint64_t id = 0;
+  std::string backend_id;
+  rb_query_kind kind = rb_query_kind::lookup;
+  std::string text;  // lookup: the key; range: begin; search: the query string
+  std::string end;   // range: end
+  std::string vector;
+  std::uint64_t limit = 10;  // knn: k
+  std::uint64_t offset = 0;  // search
+  std::uint64_t ef = 64;     // knn
+  coverage_kind mode = coverage_kind::bounded;
+  std::int64_t tolerance_ms = 3000;
+  index_time_t since = 0;
+  std::int64_t timeout_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_query& x) {
+  return f(caf::meta::type_name("dix.rb_query"), x.id, x.backend_id, x.kind, x.text, x.end, x.vector, x.limit,
+           x.offset, x.ef, x.mode, x.tolerance_ms, x.since, x.timeout_ms,
+           caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.rb_query.kind", x.kind, rb_query_kind::lookup, rb_query_kind::knn)) {
+               return err;
+             }
+             return wire::check_enum("dix.rb_query.mode", x.mode, coverage_kind::strict, coverage_kind::wait);
+           }));
+}
+
+struct rb_row {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t version = 0;
+  double score = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_row& x) {
+  return f(caf::meta::type_name("dix.rb_row"), x.log, x.table, x.record_id, x.version, x.score);
 }
 
 // -- host → owner -------------------------------------------------------------------------------
@@ -178,6 +246,26 @@ typename Inspector::result_type inspect(Inspector& f, rb_event& x) {
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.rb_event.kind", x.kind, rb_event_kind::accepted_work_lost,
                                      rb_event_kind::hold);
+           }));
+}
+
+// A query's answer (code 0: rows and the admission's coverage; else an errc and its text).
+struct rb_rows {
+  std::uint64_t id = 0;
+  std::uint8_t code = 0;
+  std::string text;
+  std::vector<rb_row> rows;
+  coverage_state coverage = coverage_state::unknown;
+  std::int64_t tolerance_ms = 0;
+  std::int64_t lag_ms = -1;  // -1: no upper bound
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_rows& x) {
+  return f(caf::meta::type_name("dix.rb_rows"), x.id, x.code, x.text, x.rows, x.coverage, x.tolerance_ms, x.lag_ms,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rb_rows.coverage", x.coverage, coverage_state::unknown,
+                                     coverage_state::current);
            }));
 }
 

@@ -125,6 +125,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::rb_durable))
   CAF_ADD_TYPE_ID(dix, (dix::rb_event))
   CAF_ADD_TYPE_ID(dix, (dix::rb_refused))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_coverage))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_query))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_rows))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -16,6 +16,7 @@
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/backends/xapian_backend.hpp>
 #include <dix/primary_store.hpp>
+#include <dix/remote.hpp>
 #include <dix/runtime.hpp>
 
 namespace dix::cli {
@@ -91,6 +92,10 @@ result<catalogue_search> register_catalogue_search(runtime& rt, const std::files
 // ("hnsw", as in `similar`), over `path` with the id `id`. invalid_argument for another kind.
 result<std::shared_ptr<backend>> make_catalogue_backend(const std::string& kind, const std::string& id,
                                                         const std::filesystem::path& path);
+
+// An index node's queries on that backend (remote_host_options::query): lookup and range on the
+// RocksDB index, search on Xapian, knn on hnsw; another kind of query is not_supported.
+remote_query_handler make_catalogue_query_handler(std::shared_ptr<backend> served);
 
 // A deterministic hashing embedding (no model to download): every lower-cased word of `text`
 // adds 1 and 0.5 to two of embedding_dimension components its FNV-1a hash picks; the sum is

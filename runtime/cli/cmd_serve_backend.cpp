@@ -97,6 +97,7 @@ int run_serve_backend(const std::vector<std::string>& argv) {
     std::cerr << name << ": " << backend.error().to_string() << "\n";
     return exit_error;
   }
+  o.query = make_catalogue_query_handler(*backend);
   auto host = remote_backend_host::start(*backend, o);
   if (!host) {
     if (host.error().value() == errc::invalid_argument) return tool::refuse(name, host.error().message());

@@ -22,6 +22,7 @@ int run_status(const std::vector<std::string>& argv);
 int run_rebuild(const std::vector<std::string>& argv);
 int run_serve(const std::vector<std::string>& argv);
 int run_serve_backend(const std::vector<std::string>& argv);
+int run_query(const std::vector<std::string>& argv);
 // Runs `dix-bench` from the directory of this executable with `argv`; returns only on failure.
 int run_bench(const std::vector<std::string>& argv);
 

@@ -10,7 +10,7 @@
 namespace {
 
 bool is_command(const std::string& name) {
-  for (const char* known : {"wal", "write", "demo", "status", "rebuild", "serve", "serve-backend", "bench"}) {
+  for (const char* known : {"wal", "write", "demo", "status", "rebuild", "serve", "serve-backend", "query", "bench"}) {
     if (name == known) return true;
   }
   return false;
@@ -25,6 +25,7 @@ std::optional<int> dispatch(const std::string& command, const std::vector<std::s
   if (command == "rebuild") return dix::cli::run_rebuild(args);
   if (command == "serve") return dix::cli::run_serve(args);
   if (command == "serve-backend") return dix::cli::run_serve_backend(args);
+  if (command == "query") return dix::cli::run_query(args);
   if (command == "bench") return dix::cli::run_bench(args);
   return std::nullopt;
 }

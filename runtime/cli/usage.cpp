@@ -78,6 +78,19 @@ constexpr entry commands[] = {
          --allow-remote-interfaces and all three TLS files (mutual TLS), else exit 2. A plain
          loopback port trusts every local user. Runs until SIGINT/SIGTERM (exit 0).
 )"},
+    {"query", R"(--backend-host HOST:PORT [--id ID] lookup KEY | range BEGIN END | search TEXT |
+         knn TEXT [--limit N] [--wait-since T [--timeout MS] | --tolerance MS | --strict]
+         [--tls-cert F --tls-key F --tls-ca F] [--json]
+         A reader's query on an index node (`dix serve-backend`): lookup and range on a RocksDB
+         index, search on Xapian, knn on hnsw (TEXT embedded as the demo's vectors are). The
+         node admits it by the coverage its owner forwards: --wait-since T waits (at most
+         --timeout, default 30000 ms) until the index covers index time T, a writer's commit
+         time (read-your-writes across machines); by default the coverage must be at most
+         --tolerance ms old (3000); --strict is always refused there (only the owner's process
+         can prove an index current). ID defaults to by-category. One row per line
+         (LOG/TABLE/ID version V score S), then the count and the coverage. Exit 1 when the
+         node refuses (index_lagging, unavailable, …) or cannot be reached.
+)"},
     {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector|remote [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
          catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,

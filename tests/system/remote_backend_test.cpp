@@ -264,6 +264,9 @@ struct hostile_peer {
     std::optional<std::string> answer;
     self->receive([&](dix::rb_refused& r) { answer = std::string(dix::to_string(static_cast<dix::errc>(r.code))) + ": " + r.text; },
                   [&](dix::rb_welcome&) { answer = "welcome"; }, [&](dix::rb_ack&) { answer = "ack"; },
+                  [&](dix::rb_rows& r) {
+                    answer = r.code == 0 ? "rows" : std::string(dix::to_string(static_cast<dix::errc>(r.code))) + ": " + r.text;
+                  },
                   caf::after(10s) >> [] {});
     return answer;
   }
@@ -317,6 +320,26 @@ TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs
              Catch::Contains("session: 12345 is not open"));
   CHECK_THAT(peer.ask(self, dix::rb_op{12345, epoch, 1, dix::rb_op_kind::flush, dix::flush_reason::age}).value_or("none"),
              Catch::Contains("is not open"));
+
+  // Queries out of range are answered with the rule, never run.
+  auto q = [](std::string id, std::uint64_t limit, std::string vector) {
+    dix::rb_query query;
+    query.id = 5;
+    query.backend_id = std::move(id);
+    query.limit = limit;
+    query.vector = std::move(vector);
+    return query;
+  };
+  CHECK_THAT(peer.ask(self, q("someone-else", 10, {})).value_or("none"), Catch::StartsWith("message_invalid: query: this node serves by-value"));
+  CHECK_THAT(peer.ask(self, q("by-value", 0, {})).value_or("none"), Catch::StartsWith("invalid_argument: query: limit"));
+  CHECK_THAT(peer.ask(self, q("by-value", 10001, {})).value_or("none"), Catch::StartsWith("invalid_argument"));
+  CHECK_THAT(peer.ask(self, q("by-value", 10, "abc")).value_or("none"), Catch::StartsWith("invalid_argument"));
+  auto waits = q("by-value", 10, {});
+  waits.mode = dix::coverage_kind::wait;
+  waits.timeout_ms = 600001;
+  waits.since = 1;
+  CHECK_THAT(peer.ask(self, waits).value_or("none"), Catch::StartsWith("invalid_argument: query: wait"));
+  CHECK(peer.ask(self, q("by-value", 10, {})).value_or("none") == "rows");  // bounded, within 3 s: admitted
 
   // Errors and exit messages (any reason but kill) leave the gate as it was: it still answers.
   caf::anon_send(peer.gate, caf::make_error(caf::sec::runtime_error));
@@ -796,6 +819,67 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
   REQUIRE(rt->stop().get());
   CHECK(host.reap(SIGTERM) == 0);
   check_index(dir / "host", m);
+}
+
+TEST_CASE("remote backend: a reader on the index node's side (dix query, another process) waits for a writer's "
+          "commit time and sees the write, bounded admits by the forwarded coverage, strict and an uncovered wait "
+          "are refused index_lagging",
+          "[system][remote][query]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");
+  auto owner = start_owner(dir, port);
+  auto& store = owner.store;
+  const auto at = "127.0.0.1:" + std::to_string(port);
+  auto query = [&](std::vector<std::string> words) {
+    std::vector<std::string> argv{DIX_BINARY, "query", "--backend-host", at, "--id", "by-value"};
+    argv.insert(argv.end(), words.begin(), words.end());
+    return dix::test::run(argv, dir.path());
+  };
+  for (int i = 0; i < 5; ++i) {
+    INFO("write " << i);
+    auto txn = store->begin();
+    const auto id = "ryw-" + std::to_string(i);
+    txn.put(1, id, "key-ryw-" + std::to_string(i));
+    auto committed = txn.commit().value();
+    // Read-your-writes across processes: the commit time is all the reader needs.
+    auto r = query({"lookup", "key-ryw-" + std::to_string(i), "--wait-since", std::to_string(committed.time),
+                    "--timeout", "30000"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("main/1/" + id + " version ") != std::string::npos);
+    CHECK(r.out.find("1 row (coverage ") != std::string::npos);
+  }
+  {
+    // Bounded: the owner's forwarded coverage is at most a few seconds old.
+    auto r = query({"lookup", "key-ryw-0", "--tolerance", "60000", "--json"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("\"record_id\":\"ryw-0\"") != std::string::npos);
+    CHECK(r.out.find("\"coverage\":\"bounded\"") != std::string::npos);
+  }
+  {
+    auto r = query({"lookup", "key-ryw-0", "--strict"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("index_lagging") != std::string::npos);
+  }
+  {
+    // A commit time far ahead: never covered within the timeout.
+    auto r = query({"lookup", "key-ryw-0", "--wait-since", "18000000000000000000", "--timeout", "200"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("index_lagging") != std::string::npos);
+  }
+  {
+    auto r = query({"search", "anything"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("not_supported") != std::string::npos);
+  }
+  {
+    auto r = query({"lookup", "x", "--id", "another"});
+    CHECK(r.exit_code == 2);  // --id twice: refused as every repeated option is
+  }
+  REQUIRE(owner.rt->stop().get());
+  auto summary = host.reap(SIGTERM);
+  CHECK(summary == 0);
 }
 
 TEST_CASE("remote backend: dix serve-backend refuses a state directory whose epoch or epoch.tmp is someone else's "

@@ -20,11 +20,14 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <dix/backend.hpp>
+#include <dix/query.hpp>
 #include <dix/result.hpp>
 
 namespace dix {
@@ -48,6 +51,35 @@ struct remote_heartbeat {
   std::chrono::milliseconds connection_timeout{5000};
 };
 
+// Queries on an index node (issue 28 item 5): a reader anywhere asks the node's wrapped backend
+// directly. The node admits each query by the coverage the owner forwards (publish_coverage over
+// the wire): `wait` resolves once the index covers `since` (read-your-writes across machines),
+// `bounded` needs the forwarded coverage at most `tolerance` old (the owner's age at sending plus
+// the node's steady time since), `strict` is refused with index_lagging (only the owner's process
+// can prove an index current, as for any reader in another process).
+enum class remote_query_kind : std::uint8_t { lookup, range, search, knn };
+
+struct remote_query {
+  std::string id;  // the backend id the node serves
+  remote_query_kind kind = remote_query_kind::lookup;
+  std::string text;  // lookup: the key; range: begin; search: the query string
+  std::string end;   // range: end (exclusive)
+  std::vector<float> vector;  // knn
+  std::size_t limit = 10;     // rows; knn: k. 1…10 000
+  std::size_t offset = 0;     // search
+  std::size_t ef = 64;        // knn
+  coverage_mode mode;
+};
+
+// Rows with their scores (0 for lookup and range; Xapian's weight; knn's distance) and the
+// admission's coverage.
+using remote_rows = query_result<std::vector<scored_ref>>;
+
+// The index node's side of a query: runs it on the wrapped backend, whose query calls admit
+// through the host (`dix serve-backend` gives one per kind). Called on a query thread, never the
+// host's actor; may block while a `wait` admission waits.
+using remote_query_handler = std::function<result<remote_rows>(const remote_query&)>;
+
 struct remote_host_options {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port, see remote_backend_host::port()
@@ -57,6 +89,10 @@ struct remote_host_options {
   // Where the highest epoch seen is kept (`<state_dir>/epoch`); created 0700 when missing.
   std::filesystem::path state_dir;
   remote_heartbeat heartbeat;
+  // Queries (empty: every query is answered not_supported), and how many may run at once (more
+  // are answered unavailable, retryable).
+  remote_query_handler query;
+  std::size_t max_concurrent_queries = 8;
 };
 
 // What a host did so far (its status, and the tests' evidence).
@@ -67,6 +103,7 @@ struct remote_host_stats {
   std::uint64_t fenced_batches_dropped = 0;  // queued work of a superseded epoch or an old session
   std::uint64_t refused = 0;               // messages answered message_invalid or stopped
   std::uint64_t gates_published = 0;       // 1, plus one per gate a peer killed
+  std::uint64_t queries = 0;               // queries answered (rows or an error)
 };
 
 class remote_backend_host {
@@ -109,6 +146,35 @@ struct remote_backend_options {
   std::chrono::milliseconds request_timeout{5000};
 };
 
+// A reader's handle on an index node: a private actor system and one connection. Thread-safe;
+// each query waits for its answer at most mode.timeout (wait) plus request_timeout.
+struct remote_query_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  remote_tls tls;
+  std::chrono::milliseconds request_timeout{5000};
+};
+
+class remote_query_client {
+ public:
+  // Connects (at most request_timeout). invalid_argument for port 0 or partial TLS; unavailable
+  // when the node cannot be reached.
+  static result<std::unique_ptr<remote_query_client>> connect(remote_query_options options);
+  ~remote_query_client();
+  remote_query_client(const remote_query_client&) = delete;
+  remote_query_client& operator=(const remote_query_client&) = delete;
+
+  // The node's answer: rows, or the admission's or the backend's error (index_lagging,
+  // unavailable, invalid_argument, not_supported…); timeout when no answer came in time.
+  result<remote_rows> query(const remote_query& q);
+
+  struct impl;
+
+ private:
+  explicit remote_query_client(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
 // What the owner's side sees of its link (`dix status`).
 struct remote_link_status {
   std::string address;  // host:port
@@ -144,6 +210,8 @@ class remote_backend final : public backend {
   bool supports_reset() const noexcept override { return true; }
   void reset(epoch_t epoch, completion done) override;
   std::chrono::milliseconds min_barrier_interval() const noexcept override;
+  // Forwarded to the node (its readers' admission), while a session of `epoch` is open.
+  void publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept override;
 
   remote_link_status link_status() const;
   // Waits until a session is open (`connected`) or none is (!`connected`), at most `timeout`;
