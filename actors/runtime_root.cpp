@@ -10,6 +10,8 @@
 #include <sys/vfs.h>
 
 #include <caf/actor_system_config.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/scheduled_actor.hpp>
 
 #include "actors/runtime_actor.hpp"
 #include "actors/runtime_root.hpp"
@@ -79,6 +81,41 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys, std::vector<s
   if (!ctx) return make_error(ctx.error());
   prepare_coverage(**ctx);
   return runtime_actor{spawn_runtime_actor(sys, std::move(*ctx))};
+}
+
+namespace {
+
+// The gate: each request delegated (the runtime answers the requester directly, and sees it as
+// the sender, so a subscription is the requester's); exit messages but kill, errors and down
+// messages ignored (but the runtime's own down message: the gate ends with it), so a peer of the
+// middleman cannot stop the runtime with one.
+runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor rt) {
+  self->set_exit_handler([](caf::scheduled_actor*, caf::exit_msg&) {});
+  self->set_error_handler([](caf::scheduled_actor*, caf::error&) {});
+  // Ends with the runtime (an actor system waits for every actor it has before it ends).
+  self->monitor(rt);
+  self->set_down_handler([self, watched = rt.address()](caf::scheduled_actor*, caf::down_msg& m) {
+    if (m.source == watched) self->quit(m.reason);
+  });
+  self->set_default_handler(caf::drop);
+  return {
+      [=](register_index& m) { return self->delegate(rt, std::move(m)); },
+      [=](unregister_index& m) { return self->delegate(rt, std::move(m)); },
+      [=](query_status& m) { return self->delegate(rt, std::move(m)); },
+      [=](query_metrics& m) { return self->delegate(rt, std::move(m)); },
+      [=](query_readiness& m) { return self->delegate(rt, std::move(m)); },
+      [=](rebuild_index& m) { return self->delegate(rt, std::move(m)); },
+      [=](subscribe& m) { return self->delegate(rt, std::move(m)); },
+      [=](unsubscribe& m) { return self->delegate(rt, std::move(m)); },
+      [=](stop_runtime& m) { return self->delegate(rt, std::move(m)); },
+      [=](wait_coverage& m) { return self->delegate(rt, std::move(m)); },
+  };
+}
+
+}  // namespace
+
+runtime_actor spawn_runtime_gate(caf::actor_system& sys, runtime_actor runtime) {
+  return sys.spawn(gate_fn, std::move(runtime));
 }
 
 }  // namespace dix

@@ -39,6 +39,8 @@ struct remote_runtime {
   networked_config server_cfg;
   caf::actor_system server{server_cfg};
   runtime_actor rt;
+  runtime_actor gate;
+  std::uint16_t port = 0;
   networked_config client_cfg;
   caf::actor_system client{client_cfg};
   runtime_actor remote;
@@ -58,10 +60,12 @@ struct remote_runtime {
     }
     test::put_records(*store, "k", 3);
     REQUIRE(test::wait_readiness(dir / "db", "idx", test::is_ready));  // the runner has read the log
-    auto port = server.middleman().publish(rt, 0, "127.0.0.1");
-    REQUIRE(port);
+    gate = dix::spawn_runtime_gate(server, rt);  // published instead of the runtime actor itself
+    auto published = server.middleman().publish(gate, 0, "127.0.0.1");
+    REQUIRE(published);
+    port = *published;
     // The client names the same typed interface: the middleman compares the two sides' signatures.
-    auto found = client.middleman().remote_actor<runtime_actor>("127.0.0.1", *port);
+    auto found = client.middleman().remote_actor<runtime_actor>("127.0.0.1", port);
     INFO((found ? std::string() : client.render(found.error())));
     REQUIRE(found);
     remote = *found;
@@ -164,4 +168,32 @@ TEST_CASE("runtime actor: a subscriber in another actor system hears over the mi
   REQUIRE(gone);
   CHECK(gone->id == "idx");
   CHECK(f.ask<runtime_stopped>(self, stop_runtime{}));
+}
+
+TEST_CASE("runtime actor: a peer's exit messages and errors sent to the published gate stop nothing, and a kill ends "
+          "the gate only",
+          "[adapter][runtime][remote]") {
+  remote_runtime f(simulated(), as_is);
+  caf::scoped_actor self{f.client};
+  caf::anon_send_exit(f.remote, caf::exit_reason::user_shutdown);
+  self->send_exit(f.remote, caf::exit_reason::unhandled_exception);
+  caf::anon_send(caf::actor_cast<caf::actor>(f.remote), caf::make_error(caf::sec::runtime_error));
+  auto still = f.ask<readiness_report>(self, query_readiness{"idx"});  // ordered after them on the connection
+  REQUIRE(still);
+  CHECK(still->value.state == readiness_state::ready);
+  // kill cannot be ignored (CAF): it ends the gate, never the runtime behind it.
+  caf::scoped_actor local{f.server};
+  local->monitor(f.gate);
+  caf::anon_send_exit(f.remote, caf::exit_reason::kill);
+  bool gate_down = false;
+  local->receive([&](caf::down_msg& m) { gate_down = m.source == f.gate.address(); }, caf::after(30s) >> [] {});
+  CHECK(gate_down);
+  std::optional<readiness_report> local_answer;
+  local->request(f.rt, 30s, query_readiness{"idx"}).receive([&](readiness_report& r) { local_answer = r; },
+                                                           [](caf::error&) {});
+  REQUIRE(local_answer);
+  CHECK(local_answer->value.state == readiness_state::ready);
+  std::optional<runtime_stopped> stopped;
+  local->request(f.rt, 30s, stop_runtime{}).receive([&](runtime_stopped& r) { stopped = r; }, [](caf::error&) {});
+  CHECK(stopped);
 }

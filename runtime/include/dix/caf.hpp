@@ -67,4 +67,13 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys,
                                            std::vector<std::shared_ptr<primary_store>> stores,
                                            runtime_options options = {});
 
+// What to publish with the middleman for another process's tools (status, metrics, readiness,
+// rebuild, subscriptions, coverage waits, stop): a gate with the runtime's interface that
+// delegates every request to `runtime` and ignores exit messages (but `kill`, which CAF delivers
+// whatever the handler: it ends the gate only), errors and down messages; it ends when the runtime
+// actor ends. Never publish the
+// runtime actor itself: a peer's exit message would stop it. A plain loopback port trusts every
+// local user; give the middleman mutual TLS (libcaf-openssl) for anything else.
+runtime_actor spawn_runtime_gate(caf::actor_system& sys, runtime_actor runtime);
+
 }  // namespace dix
