@@ -97,8 +97,12 @@ projection by_field(std::string field) {
 
 }  // namespace
 
-result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir) {
-  std::vector<catalogue_index> indexes{{"by-category", "category", nullptr}, {"by-brand", "brand", nullptr}};
+result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir,
+                                                            const std::set<std::string>& remote) {
+  std::vector<catalogue_index> indexes;
+  for (auto [id, field] : {std::pair{"by-category", "category"}, std::pair{"by-brand", "brand"}}) {
+    if (remote.count(id) == 0) indexes.push_back({id, field, nullptr});
+  }
   for (auto& ix : indexes) {
     rocksdb_index_options o;
     o.path = dir / ix.id;
@@ -262,22 +266,77 @@ remote_query_handler make_catalogue_query_handler(std::shared_ptr<backend> serve
   };
 }
 
+std::optional<catalogue_node_kind> node_kind_of(std::string_view id) {
+  if (id == "by-category" || id == "by-brand") return catalogue_node_kind{"rocksdb", "rocksdb_index"};
+  if (id == fulltext_id) return catalogue_node_kind{"xapian", "xapian"};
+  if (id == similar_id) return catalogue_node_kind{"hnsw", "hnsw"};
+  return std::nullopt;
+}
+
+result<std::map<std::string, listen_address>> parse_backend_hosts(const std::string& spec) {
+  std::map<std::string, listen_address> out;
+  std::size_t from = 0;
+  while (from <= spec.size()) {
+    auto comma = spec.find(',', from);
+    auto item = spec.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    auto eq = item.find('=');
+    if (eq == std::string::npos) return error{errc::invalid_argument, "\"" + item + "\": expected ID=HOST:PORT"};
+    auto id = item.substr(0, eq);
+    if (!node_kind_of(id)) {
+      return error{errc::invalid_argument, "\"" + id + "\": expected by-category, by-brand, fulltext or similar"};
+    }
+    if (out.count(id) != 0) return error{errc::invalid_argument, id + " is named twice"};
+    auto at = parse_listen_address(item.substr(eq + 1));
+    if (!at) return error{errc::invalid_argument, id + ": " + at.error().message()};
+    if (at->port == 0) return error{errc::invalid_argument, id + ": the node's port is needed (not 0)"};
+    out.emplace(id, *at);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+result<void> register_catalogue_remote(runtime& rt, const std::string& id, std::shared_ptr<backend> remote,
+                                       std::optional<runner_options> options) {
+  if (id == fulltext_id) return register_one(rt, std::move(remote), fulltext_projection(), options);
+  if (id == similar_id) return register_one(rt, std::move(remote), similar_projection(), options);
+  if (id == "by-category") return register_one(rt, std::move(remote), by_field("category"), options);
+  if (id == "by-brand") return register_one(rt, std::move(remote), by_field("brand"), options);
+  return error{errc::invalid_argument, "no catalogue index " + id};
+}
+
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
-                                                   std::optional<runner_options> options) {
-  xapian_options xo;
-  xo.path = dir / fulltext_id;
-  xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
-  auto fulltext = xapian_backend::create(fulltext_id, xo);
-  if (!fulltext) return error{fulltext.error().value(), std::string("creating ") + fulltext_id + ": " + fulltext.error().message()};
-  hnsw_options ho;
-  ho.state_dir = dir / similar_id;
-  ho.dimension = embedding_dimension;
-  ho.space = hnsw_space::cosine;
-  auto similar = hnsw_backend::create(similar_id, ho);
-  if (!similar) return error{similar.error().value(), std::string("creating ") + similar_id + ": " + similar.error().message()};
-  if (auto ok = register_one(rt, *fulltext, fulltext_projection(), options); !ok) return ok.error();
-  if (auto ok = register_one(rt, *similar, similar_projection(), options); !ok) return ok.error();
-  return catalogue_search{*fulltext, *similar};
+                                                   std::optional<runner_options> options,
+                                                   const std::set<std::string>& remote) {
+  catalogue_search out;
+  if (remote.count(fulltext_id) == 0) {
+    xapian_options xo;
+    xo.path = dir / fulltext_id;
+    xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
+    auto fulltext = xapian_backend::create(fulltext_id, xo);
+    if (!fulltext) {
+      return error{fulltext.error().value(), std::string("creating ") + fulltext_id + ": " + fulltext.error().message()};
+    }
+    out.fulltext = *fulltext;
+  }
+  if (remote.count(similar_id) == 0) {
+    hnsw_options ho;
+    ho.state_dir = dir / similar_id;
+    ho.dimension = embedding_dimension;
+    ho.space = hnsw_space::cosine;
+    auto similar = hnsw_backend::create(similar_id, ho);
+    if (!similar) {
+      return error{similar.error().value(), std::string("creating ") + similar_id + ": " + similar.error().message()};
+    }
+    out.similar = *similar;
+  }
+  if (out.fulltext) {
+    if (auto ok = register_one(rt, out.fulltext, fulltext_projection(), options); !ok) return ok.error();
+  }
+  if (out.similar) {
+    if (auto ok = register_one(rt, out.similar, similar_projection(), options); !ok) return ok.error();
+  }
+  return out;
 }
 
 result<void> write_catalogue(primary_store& store, std::uint64_t seed, std::uint64_t existing,

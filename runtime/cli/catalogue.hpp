@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,8 @@
 #include <dix/primary_store.hpp>
 #include <dix/remote.hpp>
 #include <dix/runtime.hpp>
+
+#include "metrics_server.hpp"
 
 namespace dix::cli {
 
@@ -63,8 +67,10 @@ struct catalogue_index {
   std::string field;
   std::shared_ptr<rocksdb_index_backend> backend;
 };
-// Creates both backends (databases not opened yet). The error names the index that failed.
-result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir);
+// Creates both backends (databases not opened yet), but those whose id is in `remote` (served
+// by an index node instead). The error names the index that failed.
+result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir,
+                                                            const std::set<std::string>& remote = {});
 // Registers them with `rt` (projection version "demo-v1", `options` for both when given).
 result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue_index>& indexes,
                                         std::optional<runner_options> options = {});
@@ -84,8 +90,24 @@ inline constexpr const char* fulltext_id = "fulltext";
 inline constexpr const char* similar_id = "similar";
 // Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1",
 // `options` for both when given). `dix demo` and `dix serve`.
+// An id in `remote` is left out (its pointer stays null): an index node serves it.
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
-                                                   std::optional<runner_options> options = {});
+                                                   std::optional<runner_options> options = {},
+                                                   const std::set<std::string>& remote = {});
+
+// The catalogue's indexes on index nodes (`dix serve --backend-host`, `dix demo --remote`): for
+// each of the four ids, the `dix serve-backend --kind` of its node and its backend's kind().
+struct catalogue_node_kind {
+  std::string node;     // rocksdb, xapian, hnsw
+  std::string backend;  // rocksdb_index, xapian, hnsw
+};
+std::optional<catalogue_node_kind> node_kind_of(std::string_view id);
+// "ID=HOST:PORT[,ID=HOST:PORT…]": each ID one of the four, at most once; HOST:PORT as
+// --metrics-listen takes it, the port not 0. invalid_argument naming what is wrong.
+result<std::map<std::string, listen_address>> parse_backend_hosts(const std::string& spec);
+// Registers `remote` (a remote_backend) as the catalogue index `id`, with that id's projection.
+result<void> register_catalogue_remote(runtime& rt, const std::string& id, std::shared_ptr<backend> remote,
+                                       std::optional<runner_options> options = {});
 
 // The backend an index node serves for the demo (`dix serve-backend --kind K`): a RocksDB index
 // ("rocksdb"), the catalogue's full text ("xapian", fields as in `fulltext`) or its vectors

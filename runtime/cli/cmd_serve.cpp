@@ -172,7 +172,8 @@ class early_opens {
 int run_serve(const std::vector<std::string>& argv) {
   int parse_status = exit_usage;
   auto a = tool::args::parse_command(
-      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler", "metrics-listen"},
+      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler", "metrics-listen",
+              "backend-host", "tls-cert", "tls-key", "tls-ca"},
              {"standby", "timing"}},
       "dix serve", command_usage("serve"), parse_status);
   if (!a) return parse_status;
@@ -193,9 +194,21 @@ int run_serve(const std::vector<std::string>& argv) {
     if (parsed) listen = *parsed;
     else problem = parsed.error().message();
   }
+  // Indexes on index nodes (issue 28): registered as remote backends instead of local ones.
+  std::map<std::string, listen_address> nodes;
+  if (problem.empty() && scheduler && a->has("backend-host")) {
+    auto parsed = parse_backend_hosts(a->get("backend-host"));
+    if (parsed) nodes = std::move(*parsed);
+    else problem = "--backend-host: " + parsed.error().message();
+  }
+  remote_tls tls{a->get("tls-cert"), a->get("tls-key"), a->get("tls-ca")};
+  if (problem.empty() && tls.any() && !a->has("backend-host")) problem = "--tls-cert, --tls-key and --tls-ca need --backend-host";
+  if (problem.empty() && tls.any() && !tls.complete()) problem = "give all three of --tls-cert, --tls-key and --tls-ca, or none";
   if (!problem.empty() || !scheduler) {
     return tool::refuse("dix serve", problem);
   }
+  std::set<std::string> remote_ids;
+  for (const auto& [id, at] : nodes) remote_ids.insert(id);
   // SIGINT/SIGTERM from here on: a waiting standby ends at once; otherwise the stop is carried
   // out cleanly once the store is open and the runtime runs (the main thread reads the pipe).
   // SA_RESTART: a signal taken by any thread while RocksDB and CAF start does not fail their calls.
@@ -226,7 +239,7 @@ int run_serve(const std::vector<std::string>& argv) {
   // opens on a thread of its own, so their recoveries overlap the store's (the runner would
   // otherwise open them one step later, at acquisition). A failed early open is only late: the
   // acquisition opens the database again.
-  auto indexes = make_catalogue_indexes(dir);
+  auto indexes = make_catalogue_indexes(dir, remote_ids);
   if (!indexes) {
     std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
     return exit_error;
@@ -247,7 +260,7 @@ int run_serve(const std::vector<std::string>& argv) {
       // are replaced by unopened ones), or the winner could not open its index databases.
       opens.join();
       indexes->clear();
-      auto fresh = make_catalogue_indexes(dir);
+      auto fresh = make_catalogue_indexes(dir, remote_ids);
       if (fresh) {
         *indexes = std::move(*fresh);
       } else {
@@ -318,15 +331,33 @@ int run_serve(const std::vector<std::string>& argv) {
   }
   // The demo's search indexes too (issue 34: serve ran two of its four): full text (Xapian) and
   // vectors (hnsw), opened by their own appliers.
-  auto search = register_catalogue_search(**rt, dir, ro);
+  auto search = register_catalogue_search(**rt, dir, ro, remote_ids);
   if (!search) {
     std::cerr << "dix serve: " << search.error().to_string() << "\n";
     return exit_error;
   }
+  std::vector<std::shared_ptr<remote_backend>> remotes;
+  for (const auto& [id, at] : nodes) {
+    remote_backend_options o;
+    o.id = id;
+    o.kind = node_kind_of(id)->backend;
+    o.host = at.host;
+    o.port = at.port;
+    o.tls = tls;
+    auto remote = remote_backend::create(o);
+    if (!remote) {
+      std::cerr << "dix serve: " << id << ": " << remote.error().to_string() << "\n";
+      return exit_error;
+    }
+    if (auto ok = register_catalogue_remote(**rt, id, *remote, ro); !ok) {
+      std::cerr << "dix serve: " << ok.error().to_string() << "\n";
+      return exit_error;
+    }
+    out.line("serve: " + id + " on the index node " + at.host + ":" + std::to_string(at.port));
+    remotes.push_back(std::move(*remote));
+  }
   std::vector<std::string> ids;
-  for (const auto& ix : *indexes) ids.push_back(ix.id);
-  ids.push_back(fulltext_id);
-  ids.push_back(similar_id);
+  for (const auto& id : {"by-category", "by-brand", fulltext_id, similar_id}) ids.push_back(id);
   out.phase("registered");
   auto segment = segment_reader::open(path);
   if (!segment || !*segment) {

@@ -54,6 +54,7 @@ constexpr entry commands[] = {
 )"},
     {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
          [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing] [--metrics-listen ADDR]
+         [--backend-host ID=HOST:PORT[,ID=HOST:PORT...] [--tls-cert F --tls-key F --tls-ca F]]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
          the owning process is gone, then takes the store over, WAL recovery included, while the
          index databases recover on threads of their own), runs the demo's four indexes
@@ -66,7 +67,10 @@ constexpr entry commands[] = {
          serves GET /metrics in the Prometheus text format once the runtime runs (every
          runner_metrics figure of its indexes); it prints `serve: metrics on
          http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
-         given: anyone who reaches it reads the figures.
+         given: anyone who reaches it reads the figures. --backend-host registers the named
+         indexes (by-category, by-brand, fulltext, similar) as remote backends on index nodes
+         (`dix serve-backend --kind rocksdb|rocksdb|xapian|hnsw`), with mutual TLS when the three
+         files are given.
 )"},
     {"serve-backend", R"(--kind rocksdb|xapian|hnsw --path DIR [--id ID] [--listen HOST:PORT]
          [--tls-cert F --tls-key F --tls-ca F] [--allow-remote-interfaces]

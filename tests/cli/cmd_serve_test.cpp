@@ -172,3 +172,48 @@ TEST_CASE("dix serve: an index path holding a user's files or another program's 
     }
   }
 }
+
+TEST_CASE("dix serve --backend-host: an index of the demo on an index node (dix serve-backend) is built there, "
+          "kept up to date and answers a reader's query on the node, and bad specifications exit 2 before anything "
+          "is opened",
+          "[system][cli][serve][remote]") {
+  temp_dir dir;
+  const auto d = (dir / "d").string();
+  for (const auto& [spec, words] :
+       {std::pair{"nobody=127.0.0.1:1", "expected by-category, by-brand, fulltext or similar"},
+        std::pair{"by-brand=127.0.0.1:0", "the node's port is needed"},
+        std::pair{"by-brand=127.0.0.1:1,by-brand=127.0.0.1:2", "named twice"}, std::pair{"by-brand", "ID=HOST:PORT"}}) {
+    INFO(spec);
+    auto r = dix_cli(dir, {"serve", "--dir", d, "--backend-host", spec});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(words));
+  }
+  auto partial = dix_cli(dir, {"serve", "--dir", d, "--backend-host", "by-brand=127.0.0.1:1", "--tls-ca", "ca.pem"});
+  CHECK(partial.exit_code == 2);
+  CHECK_THAT(partial.err, Catch::Contains("all three"));
+  CHECK_FALSE(std::filesystem::exists(dir / "d"));
+
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  auto node = child_process::spawn({DIX_BINARY, "serve-backend", "--kind", "rocksdb", "--id", "by-brand", "--path",
+                                    (dir / "node").string()})
+                  .value();
+  auto line = node.wait_line("dix serve-backend: listening on 127.0.0.1:", deadline);
+  REQUIRE(line);
+  const auto at = line->substr(line->rfind(' ') + 1);
+  auto owner = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "200", "--backend-host", "by-brand=" + at})
+                   .value();
+  REQUIRE(owner.wait_line("serve: by-brand on the index node " + at, deadline));
+  REQUIRE(dix::test::wait_readiness(dir / "d" / "primary", "by-brand", dix::test::is_ready));
+  CHECK_FALSE(std::filesystem::exists(dir / "d" / "by-brand"));  // nothing of it in the owner's directory
+  // Every brand of the catalogue starts with a letter: the whole printable range holds them all.
+  // `ready` may be published before the node hears its first coverage: a reader waits for any.
+  auto rows = dix_cli(dir, {"query", "--backend-host", at, "--id", "by-brand", "range", "a", "{", "--limit", "10000",
+                            "--wait-since", "1", "--timeout", "60000"});
+  INFO(rows.out << rows.err);
+  CHECK(rows.exit_code == 0);
+  CHECK_THAT(rows.out, Catch::Contains("main/1/p"));
+  const int owned = owner.reap(SIGTERM);
+  CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
+  const int served = node.reap(SIGTERM);
+  CHECK((WIFEXITED(served) ? WEXITSTATUS(served) : 128 + WTERMSIG(served)) == 0);
+}
