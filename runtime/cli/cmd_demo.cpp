@@ -19,6 +19,7 @@
 #include <thread>
 
 #include <cstdio>
+#include <functional>
 
 #include <dix/backends/hnsw_backend.hpp>
 #include <dix/backends/rocksdb_index_backend.hpp>
@@ -29,6 +30,7 @@
 
 #include "catalogue.hpp"
 #include "commands.hpp"
+#include "demo_nodes.hpp"
 #include "paths.hpp"
 #include "stop_signals.hpp"
 #include "usage.hpp"
@@ -63,7 +65,15 @@ struct written_and_read {
   index_time_t time = 0;
   bool found = false;
 };
-result<written_and_read> read_your_write(primary_store& store, rocksdb_index_backend& by_category) {
+// The demo's queries of by-category (lookup), fulltext (search) and similar (knn): on the index
+// in this process, or through a remote_query_client on its index node (`--remote`).
+struct demo_queries {
+  std::function<result<remote_rows>(const std::string& key, std::size_t limit, const coverage_mode& mode)> lookup;
+  std::function<result<remote_rows>(const std::string& text, std::size_t limit, const coverage_mode& mode)> search;
+  std::function<result<remote_rows>(const std::vector<float>& v, std::size_t k, const coverage_mode& mode)> knn;
+};
+
+result<written_and_read> read_your_write(primary_store& store, const demo_queries& queries, const char* where) {
   auto extent = extent_of(store);
   if (!extent) return extent.error();
   const auto id = catalogue::id(extent->highest_id + 1);
@@ -77,21 +87,22 @@ result<written_and_read> read_your_write(primary_store& store, rocksdb_index_bac
   mode.since = committed->time;
   mode.timeout = std::chrono::seconds(30);
   const auto asked = clock_type::now();
-  auto rows = by_category.lookup("new-arrivals", 1'000'000, mode);
+  auto rows = queries.lookup("new-arrivals", 1'000'000, mode);
   const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - asked).count();
   if (!rows) return rows.error();
   bool found = false;
-  for (const auto& r : rows->rows) found = found || r.record_id == id;
+  for (const auto& r : rows->rows) found = found || r.ref.record_id == id;
   char figure[32];
   std::snprintf(figure, sizeof figure, "%.1f", waited);
-  std::cout << "read-your-writes: wrote " << id << " (category new-arrivals); a lookup waiting until the index covered that write "
-            << (found ? "found it" : "did NOT find it") << " after " << figure << " ms\n";
+  std::cout << "read-your-writes: wrote " << id << " (category new-arrivals); a lookup " << where
+            << " waiting until the index covered that write " << (found ? "found it" : "did NOT find it") << " after "
+            << figure << " ms\n";
   return written_and_read{committed->time, found};
 }
 
 // The search indexes' sample queries, in the wait mode of the demo's last write: the first of
 // each waits until that index covers it (and says how long that took), the others find it so.
-void sample_searches(const catalogue_search& search, const coverage_mode& covered) {
+void sample_searches(const demo_queries& queries, const coverage_mode& covered) {
   auto timed = [](auto&& query) {
     const auto asked = clock_type::now();
     auto rows = query();
@@ -113,21 +124,43 @@ void sample_searches(const catalogue_search& search, const coverage_mode& covere
     std::cout << "\n";
   };
   for (const char* q : {"portable", "category:books wireless"}) {
-    auto [rows, waited] = timed([&] { return search.fulltext->search(q, 0, 5, covered); });
+    auto [rows, waited] = timed([&] { return queries.search(q, 5, covered); });
     print(std::string("search fulltext \"") + q + "\", limit 5", rows, waited, "weight");
   }
   const std::string text = "wireless portable";
   const auto v = embed(text);
-  auto [rows, waited] = timed([&] { return search.similar->knn(v.data(), v.size(), 5, covered); });
+  auto [rows, waited] = timed([&] { return queries.knn(v, 5, covered); });
   print("search similar knn(embed(\"" + text + "\"), k 5)", rows, waited, "distance");
 }
 
 using stored_set = std::set<std::pair<std::string, std::uint64_t>>;  // (record id, version)
 
+// The host of an index read at rest (`--remote`: its node and its owner stopped): nothing moves,
+// so what it holds is final and every query is admitted as current. Never an owner.
+class at_rest_host final : public backend_host {
+ public:
+  bool is_owner_epoch(epoch_t) const noexcept override { return false; }
+  dix::readiness readiness() const noexcept override {
+    dix::readiness r;
+    r.state = readiness_state::ready;
+    return r;
+  }
+  void note_unindexable(std::string_view) noexcept override {}
+  void request_rebuild() noexcept override {}
+  result<coverage> admit_query(const coverage_mode&, cancel_token) override {
+    coverage c;
+    c.state = coverage_state::current;
+    c.lag_upper_bound = std::chrono::milliseconds{0};
+    return c;
+  }
+};
+
+std::unique_ptr<backend_host> make_at_rest_host(const std::string&) { return std::make_unique<at_rest_host>(); }
+
 // A search index verified against the projection of the primary store: it stores exactly the
 // products the projection indexes, each at its current version. Prints the verdict.
-bool verify_stored(runtime& rt, const std::string& id, const result<std::vector<record_ref>>& stored, const stored_set& want,
-                   std::uint64_t present) {
+bool verify_stored(const std::optional<runner_metrics>& m, const std::string& id, const result<std::vector<record_ref>>& stored,
+                   const stored_set& want, std::uint64_t present) {
   std::cout << "verify " << id << ": ";
   if (!stored) {
     std::cout << "reading what it stores failed: " << stored.error().to_string() << "\n";
@@ -147,7 +180,6 @@ bool verify_stored(runtime& rt, const std::string& id, const result<std::vector<
     std::cout << "MISMATCH (it stores " << stored->size() << " records, expected " << want.size() << " for " << present
               << " products: " << missing << " missing, " << (got.size() + missing - want.size()) << " not expected";
   }
-  auto m = rt.metrics(id);
   std::cout << "; this run delivered " << (m ? m->delivered_batches : 0) << " batches, " << (m ? m->delivered_records : 0)
             << " records, " << (m ? m->unindexable_records : 0) << " of them unindexable)\n";
   return same;
@@ -215,7 +247,7 @@ class demo_rebuild {
 
 int run_demo(const std::vector<std::string>& argv) {
   int status = exit_usage;
-  auto a = tool::args::parse_command(argv, {{"dir", "records", "rate", "seed", "timeout", "indexes"}, {}}, "dix demo",
+  auto a = tool::args::parse_command(argv, {{"dir", "records", "rate", "seed", "timeout", "indexes"}, {"remote", "tls"}}, "dix demo",
                                      command_usage("demo"), status);
   if (!a) return status;
   std::string problem;
@@ -226,7 +258,10 @@ int run_demo(const std::vector<std::string>& argv) {
   // Which indexes the run registers and follows: all four, or the two secondary ones alone (a
   // quicker run; the full-text and vector registrations of an earlier run stay dormant).
   auto which = timeout_s ? a->choice("indexes", {"all", "secondary"}, 0, problem) : std::nullopt;
-  if (!records || !rate || !seed || !timeout_s || !which) {
+  const bool remote = a->has("remote");
+  if (which && a->has("tls") && !remote) problem = "--tls needs --remote";
+  if (remote && a->get("indexes", "all") != "all") problem = "--remote needs --indexes all (its nodes serve by-category, fulltext and similar)";
+  if (!records || !rate || !seed || !timeout_s || !which || !problem.empty()) {
     return tool::refuse("dix demo", problem);
   }
   const std::uint64_t timeout_seconds = *timeout_s;
@@ -273,7 +308,54 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cerr << "dix demo: " << rt.error().to_string() << "\n";
     return exit_error;
   }
-  auto registered = register_catalogue_indexes(**rt, dir);
+  // --remote (issue 28): by-category, fulltext and similar live on index nodes, `dix serve-backend`
+  // children on ephemeral loopback ports (with --tls over mutual TLS); by-brand stays here.
+  std::vector<demo_node> nodes;
+  std::set<std::string> remote_ids;
+  std::map<std::string, std::shared_ptr<remote_backend>> remotes;
+  std::map<std::string, std::unique_ptr<remote_query_client>> readers;
+  remote_tls owner_tls, node_tls;
+  if (remote) {
+    if (a->has("tls")) {
+      if (auto made = make_demo_pki(dir / "pki"); !made) {
+        std::cerr << "dix demo: " << made.error().to_string() << "\n";
+        return exit_error;
+      }
+      owner_tls = demo_tls(dir / "pki", "owner");
+      node_tls = demo_tls(dir / "pki", "node");
+    }
+    if (auto made = make_directory(dir / "nodes"); !made) {
+      std::cerr << "dix demo: " << made.error().to_string() << "\n";
+      return exit_error;
+    }
+    for (const std::string id : {"by-category", fulltext_id, similar_id}) {
+      const auto kind = node_kind_of(id)->node;
+      auto node = demo_node::start(kind, id, dir / "nodes" / id, 0, node_tls);
+      if (!node) {
+        std::cerr << "dix demo: " << node.error().to_string() << "\n";
+        return exit_error;
+      }
+      std::cout << "dix demo: index node of " << id << ": dix serve-backend --kind " << kind << " on 127.0.0.1:"
+                << node->port() << " (pid " << node->pid() << (node_tls.complete() ? ", mutual TLS" : "") << ")\n";
+      remote_backend_options o;
+      o.id = id;
+      o.kind = node_kind_of(id)->backend;
+      o.port = node->port();
+      o.tls = owner_tls;
+      auto link = remote_backend::create(o);
+      if (!link) {
+        std::cerr << "dix demo: " << id << ": " << link.error().to_string() << "\n";
+        return exit_error;
+      }
+      remotes.emplace(id, *link);
+      remote_ids.insert(id);
+      nodes.push_back(std::move(*node));
+    }
+  }
+  auto registered = make_catalogue_indexes(dir, remote_ids);
+  if (registered) {
+    if (auto ok = register_catalogue_indexes(**rt, *registered); !ok) registered = ok.error();
+  }
   if (!registered) {
     std::cerr << "dix demo: " << registered.error().to_string() << "\n";
     return exit_error;
@@ -281,20 +363,33 @@ int run_demo(const std::vector<std::string>& argv) {
   auto& indexes = *registered;
   std::optional<catalogue_search> search;
   if (*which == 0) {
-    auto registered_search = register_catalogue_search(**rt, dir);
+    auto registered_search = register_catalogue_search(**rt, dir, {}, remote_ids);
     if (!registered_search) {
       std::cerr << "dix demo: " << registered_search.error().to_string() << "\n";
       return exit_error;
     }
     search = std::move(*registered_search);
   }
+  for (const auto& [id, link] : remotes) {
+    if (auto ok = register_catalogue_remote(**rt, id, link); !ok) {
+      std::cerr << "dix demo: " << ok.error().to_string() << "\n";
+      return exit_error;
+    }
+  }
   // Every index the demo follows: the secondary ones, then the full-text and the vector index.
-  std::vector<std::string> ids;
-  for (const auto& ix : indexes) ids.push_back(ix.id);
+  std::vector<std::string> ids{"by-category", "by-brand"};
   if (search) {
     ids.push_back(fulltext_id);
     ids.push_back(similar_id);
   }
+  auto local_index = [&](const std::string& id) -> std::shared_ptr<rocksdb_index_backend> {
+    for (auto& ix : indexes) {
+      if (ix.id == id) return ix.backend;
+    }
+    return nullptr;
+  };
+  // SIGKILLs by-category's index node once half the writes are in, and starts it again on its port.
+  bool node_killed = false;
 
   // The writer: transactions of 10 operations, paced to the requested rate.
   std::atomic<bool> writer_done{false};
@@ -361,6 +456,20 @@ int run_demo(const std::vector<std::string>& argv) {
       return exit_error;
     }
     rebuild.step(writer_done.load() || written.load() * 2 >= *records, note);
+    if (!nodes.empty() && !node_killed && (writer_done.load() || written.load() * 2 >= *records)) {
+      node_killed = true;
+      auto& node = nodes.front();
+      const auto was = node.pid();
+      if (auto again = node.kill_and_restart(); !again) {
+        stop_writer = true;
+        writer.join();
+        std::cerr << "\ndix demo: restarting the index node of " << node.id() << ": " << again.error().to_string() << "\n";
+        (void)(*rt)->stop().get();
+        return exit_error;
+      }
+      note("index node of " + node.id() + ": SIGKILLed (pid " + std::to_string(was) + ") midway, restarted on 127.0.0.1:" +
+           std::to_string(node.port()) + " (pid " + std::to_string(node.pid()) + "); the owner reconnects and replays");
+    }
     if (tty) progress(false);
     else if (clock_type::now() - last_plain >= std::chrono::seconds(1)) {
       progress(false);
@@ -418,8 +527,69 @@ int run_demo(const std::vector<std::string>& argv) {
     return exit_error;
   }
 
+  // The queries: here, or on the index node through a reader's client (--remote).
+  demo_queries queries;
+  for (const auto& node : nodes) {
+    remote_query_options o;
+    o.port = node.port();
+    o.tls = owner_tls;
+    auto client = remote_query_client::connect(o);
+    if (!client) {
+      std::cerr << "dix demo: a reader of " << node.id() << ": " << client.error().to_string() << "\n";
+      return exit_error;
+    }
+    readers.emplace(node.id(), std::move(*client));
+  }
+  auto on_node = [&](const std::string& id, remote_query q) -> result<remote_rows> {
+    q.id = id;
+    return readers.at(id)->query(q);
+  };
+  if (remote) {
+    queries.lookup = [&](const std::string& key, std::size_t limit, const coverage_mode& mode) {
+      remote_query q;
+      q.kind = remote_query_kind::lookup;
+      q.text = key;
+      q.limit = std::min<std::size_t>(limit, 10000);
+      q.mode = mode;
+      return on_node("by-category", q);
+    };
+    queries.search = [&](const std::string& text, std::size_t limit, const coverage_mode& mode) {
+      remote_query q;
+      q.kind = remote_query_kind::search;
+      q.text = text;
+      q.limit = limit;
+      q.mode = mode;
+      return on_node(fulltext_id, q);
+    };
+    queries.knn = [&](const std::vector<float>& v, std::size_t k, const coverage_mode& mode) {
+      remote_query q;
+      q.kind = remote_query_kind::knn;
+      q.vector = v;
+      q.limit = k;
+      q.mode = mode;
+      return on_node(similar_id, q);
+    };
+  } else {
+    queries.lookup = [&](const std::string& key, std::size_t limit, const coverage_mode& mode) -> result<remote_rows> {
+      auto rows = local_index("by-category")->lookup(key, limit, mode);
+      if (!rows) return rows.error();
+      remote_rows out;
+      out.coverage = rows->coverage;
+      for (auto& r : rows->rows) out.rows.push_back(scored_ref{std::move(r), 0});
+      return out;
+    };
+    if (search) {
+      queries.search = [&](const std::string& text, std::size_t limit, const coverage_mode& mode) {
+        return search->fulltext->search(text, 0, limit, mode);
+      };
+      queries.knn = [&](const std::vector<float>& v, std::size_t k, const coverage_mode& mode) {
+        return search->similar->knn(v.data(), v.size(), k, mode);
+      };
+    }
+  }
+
   // Read-your-writes, then every query waits for (in fact: finds at once) coverage of that write.
-  auto last_write = read_your_write(**store, *indexes[0].backend);
+  auto last_write = read_your_write(**store, queries, remote ? "on its index node (another process)" : "in this process");
   if (!last_write) {
     std::cerr << "dix demo: " << last_write.error().to_string() << "\n";
     return exit_error;
@@ -431,19 +601,20 @@ int run_demo(const std::vector<std::string>& argv) {
 
   // Sample queries.
   for (const auto& key : {"books", "toys"}) {
-    auto rows = indexes[0].backend->lookup(key, 5, covered);
+    auto rows = queries.lookup(key, 5, covered);
     if (rows) {
-      std::cout << "query by-category lookup(\"" << key << "\", limit 5):";
-      for (auto& r : rows->rows) std::cout << " " << r.record_id;
+      std::cout << "query by-category lookup(\"" << key << "\", limit 5)" << (remote ? " on its node" : "") << ":";
+      for (auto& r : rows->rows) std::cout << " " << r.ref.record_id;
       std::cout << "\n";
     }
   }
-  if (auto rows = indexes[1].backend->range("a", "c", 1'000'000, covered)) {
+  if (auto rows = local_index("by-brand")->range("a", "c", 1'000'000, covered)) {
     std::cout << "query by-brand range(\"a\", \"c\"): " << rows->rows.size() << " records\n";
   }
-  if (search) sample_searches(*search, covered);
+  if (search) sample_searches(queries, covered);
 
   // Verify: each index equals the projection of the primary store.
+  const std::vector<std::pair<std::string, std::string>> secondary{{"by-category", "category"}, {"by-brand", "brand"}};
   std::map<std::string, std::set<std::tuple<std::string, std::string, std::uint64_t>>> expected;
   std::map<std::string, std::set<std::string>> keys;
   std::uint64_t present = 0;
@@ -453,11 +624,11 @@ int run_demo(const std::vector<std::string>& argv) {
     // Every product has a name (the full-text projection's fields); the vector one needs text.
     want_fulltext.emplace(std::string(id), r.version);
     if (auto t = field_of(r.payload, "text"); t && !t->empty()) want_similar.emplace(std::string(id), r.version);
-    for (auto& ix : indexes) {
-      auto v = field_of(r.payload, ix.field);
+    for (const auto& [index_id, field] : secondary) {
+      auto v = field_of(r.payload, field);
       if (!v || v->empty()) continue;
-      expected[ix.id].emplace(std::string(*v), std::string(id), r.version);
-      keys[ix.id].insert(std::string(*v));
+      expected[index_id].emplace(std::string(*v), std::string(id), r.version);
+      keys[index_id].insert(std::string(*v));
     }
     return true;
   });
@@ -466,26 +637,29 @@ int run_demo(const std::vector<std::string>& argv) {
     return exit_error;
   }
   bool verified = last_write->found;
-  for (auto& ix : indexes) {
-    auto& k = keys[ix.id];
+  // This run's figures, taken before the stop unregisters the indexes.
+  std::map<std::string, std::optional<runner_metrics>> figures;
+  for (const auto& id : ids) figures[id] = (*rt)->metrics(id);
+  auto verify_secondary = [&](const std::string& id, rocksdb_index_backend& index, const coverage_mode& mode) {
+    auto& k = keys[id];
     std::vector<std::string> all_keys(k.begin(), k.end());
     // Keys the primary no longer holds must be absent from the index too: count the index's
     // whole key range (printable keys), not only the expected keys.
-    auto whole = ix.backend->range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000, covered);
-    auto read = index_contents(*ix.backend, all_keys, covered);
+    auto whole = index.range(std::string(1, '\x01'), std::string(1, '\x7f'), 100'000'000, mode);
+    auto read = index_contents(index, all_keys, mode);
     if (!whole || !read) {
-      std::cout << "verify " << ix.id << ": the query was refused: " << (!whole ? whole.error() : read.error()).to_string() << "\n";
+      std::cout << "verify " << id << ": the query was refused: " << (!whole ? whole.error() : read.error()).to_string() << "\n";
       verified = false;
-      continue;
+      return;
     }
     const std::size_t held = whole->rows.size();
     const auto& got = *read;
-    const auto& want = expected[ix.id];
+    const auto& want = expected[id];
     bool same = got == want && held == want.size();
     std::size_t missing = 0;
     for (const auto& e : want) missing += got.count(e) == 0 ? 1 : 0;
-    auto m = (*rt)->metrics(ix.id);
-    std::cout << "verify " << ix.id << ": ";
+    const auto& m = figures[id];
+    std::cout << "verify " << id << (remote_ids.count(id) != 0 ? " (its node's files, the node stopped)" : "") << ": ";
     if (same) {
       std::cout << "OK (" << held << " entries for " << present << " products";
     } else {
@@ -497,19 +671,52 @@ int run_demo(const std::vector<std::string>& argv) {
     std::cout << "; this run delivered " << (m ? m->delivered_batches : 0) << " batches, "
               << (m ? m->delivered_records : 0) << " records)\n";
     verified = verified && same;
+  };
+  for (auto& ix : indexes) verify_secondary(ix.id, *ix.backend, covered);
+  if (search && search->fulltext) {
+    verified = verify_stored(figures[fulltext_id], fulltext_id, search->fulltext->stored_records(), want_fulltext, present) && verified;
   }
-  if (search) {
-    verified = verify_stored(**rt, fulltext_id, search->fulltext->stored_records(), want_fulltext, present) && verified;
-    verified = verify_stored(**rt, similar_id, search->similar->stored_records(), want_similar, present) && verified;
+  if (search && search->similar) {
+    verified = verify_stored(figures[similar_id], similar_id, search->similar->stored_records(), want_similar, present) && verified;
   }
   auto stopped = (*rt)->stop().get();
   if (!stopped) {
     std::cerr << "dix demo: stop: " << stopped.error().to_string() << "\n";
     return exit_error;
   }
+  if (remote) {
+    // The nodes' indexes at rest: the owner stopped (each made durable what it had), the nodes
+    // stop cleanly, and their files are read here as they are on disk.
+    readers.clear();
+    for (auto& node : nodes) {
+      const int exited = node.stop(SIGTERM);
+      if (exited != 0) {
+        std::cout << "index node of " << node.id() << ": exit status " << exited << " at SIGTERM (expected 0)\n";
+        verified = false;
+      }
+    }
+    for (const auto& id : {std::string("by-category"), std::string(fulltext_id), std::string(similar_id)}) {
+      auto at_rest = make_catalogue_backend(node_kind_of(id)->node, id, dir / "nodes" / id / "index");
+      if (!at_rest) {
+        std::cout << "verify " << id << ": opening its node's files: " << at_rest.error().to_string() << "\n";
+        verified = false;
+        continue;
+      }
+      if (auto* index = dynamic_cast<rocksdb_index_backend*>(at_rest->get())) {
+        auto host = make_at_rest_host(id);
+        index->attach(*host);
+        verify_secondary(id, *index, covered);
+      } else if (auto* text = dynamic_cast<xapian_backend*>(at_rest->get())) {
+        verified = verify_stored(figures[id], id, text->stored_records(), want_fulltext, present) && verified;
+      } else if (auto* vectors = dynamic_cast<hnsw_backend*>(at_rest->get())) {
+        verified = verify_stored(figures[id], id, vectors->stored_records(), want_similar, present) && verified;
+      }
+    }
+  }
   rt->reset();
   for (auto& ix : indexes) ix.backend.reset();
   search.reset();
+  remotes.clear();
   if (auto ok = (*store)->close(); !ok) std::cerr << "dix demo: closing the store: " << ok.error().to_string() << "\n";
   std::cout << (verified ? "dix demo: verified: every index equals the projection of the primary store\n"
                          : "dix demo: verification FAILED\n");

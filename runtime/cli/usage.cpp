@@ -15,6 +15,7 @@ struct entry {
 
 constexpr entry commands[] = {
     {"demo", R"([--dir DIR] [--records N] [--rate R] [--seed S] [--timeout SECONDS] [--indexes all|secondary]
+         [--remote [--tls]]
          The main job: writes N catalogue operations (new products, updates and deletes) into DIR/primary
          at R per second while four indexes follow the WAL: two secondary ones (by category, by
          brand), a full-text one (Xapian) and a vector one (hnsw); --indexes secondary runs
@@ -22,6 +23,11 @@ constexpr entry commands[] = {
          the scan that rebuilds it; reads its last write back, runs sample queries and searches
          that wait for that write, verifies every index against the primary store.
          Defaults: DIR ./dix-demo, N 20000, R 10000, SECONDS 120. Run it again to resume.
+         --remote: by-category, fulltext and similar live on index nodes, three `dix serve-backend`
+         children on ephemeral loopback ports (DIR/nodes); midway the by-category node is
+         SIGKILLed and restarted; queries run on the nodes; each node's index is verified from
+         its files once it stopped. --tls: over mutual TLS, with a throw-away CA and certificates
+         the openssl command makes in DIR/pki.
 )"},
     {"wal", R"(--db PATH [--log NAME] [--from SEQ [--time NS]] [--identity ID] [--limit N] [--json]
          Print a primary store's log name, identity, latest sequence, WAL retention, then its

@@ -448,3 +448,35 @@ TEST_CASE("dix demo and dix serve: a --dir that is itself a primary store is a b
     CHECK(dix::test::snapshot_dir(store) == before);
   }
 }
+
+TEST_CASE("dix demo --remote --tls: three index nodes over mutual TLS, one SIGKILLed midway and restarted, queries "
+          "on the nodes, every index verified, and a second run resumes",
+          "[system][cli][demo][remote]") {
+  temp_dir dir;
+  const auto d = (dir / "d").string();
+  for (int run = 0; run < 2; ++run) {
+    INFO("run " << run);
+    auto r = dix_cli(dir, {"demo", "--dir", d, "--records", "2000", "--rate", "4000", "--remote", "--tls"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    for (const char* id : {"by-category", "fulltext", "similar"}) {
+      CHECK_THAT(r.out, Catch::Contains(std::string("dix demo: index node of ") + id + ": dix serve-backend --kind"));
+    }
+    CHECK_THAT(r.out, Catch::Contains("mutual TLS)"));
+    CHECK_THAT(r.out, Catch::Contains("index node of by-category: SIGKILLed (pid "));
+    CHECK_THAT(r.out, Catch::Contains("a lookup on its index node (another process) waiting until the index covered that write found it"));
+    CHECK_THAT(r.out, Catch::Contains("verify by-category (its node's files, the node stopped): OK"));
+    CHECK_THAT(r.out, Catch::Contains("verify fulltext: OK"));
+    CHECK_THAT(r.out, Catch::Contains("verify similar: OK"));
+    CHECK_THAT(r.out, Catch::Contains("verify by-brand: OK"));
+    CHECK_THAT(r.out, Catch::Contains("dix demo: verified: every index equals the projection of the primary store"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "d" / "by-category"));  // nothing of the remote indexes here
+  CHECK(std::filesystem::exists(dir / "d" / "nodes" / "by-category" / "epoch"));
+  auto alone = dix_cli(dir, {"demo", "--dir", d, "--tls"});
+  CHECK(alone.exit_code == 2);
+  CHECK_THAT(alone.err, Catch::Contains("--tls needs --remote"));
+  auto few = dix_cli(dir, {"demo", "--dir", d, "--remote", "--indexes", "secondary"});
+  CHECK(few.exit_code == 2);
+  CHECK_THAT(few.err, Catch::Contains("--remote needs --indexes all"));
+}
