@@ -108,6 +108,7 @@ struct remote_backend::impl {
   bool replay_pending = false;
   std::uint64_t replay_generation = 0;  // counts the announcements
   bool held = false;                // the host reports a hold: acknowledgements may take long
+  backend_hold node_hold = backend_hold::none;  // the node's last report
   std::chrono::milliseconds min_barrier{0};
   std::uint64_t connects = 0;
   std::uint64_t last_acked = 0;
@@ -140,6 +141,10 @@ struct remote_backend::impl {
   // The session ends (under the lock): pending flushes and shutdowns succeed (durability is judged
   // by the cursor; the host fences an older epoch), resets fail.
   void end_session(clock_type::time_point now, deferred_calls& calls) {
+    // Readers in any process (`dix status`) see why deliveries wait, before anyone waiting for
+    // the session's end is woken. A host call under the lock: set_hold is a store into the
+    // segment that calls nothing back.
+    if (session != 0) note_reachable(false);
     link.lost(now);
     session = 0;
     pending_session = 0;
@@ -152,6 +157,15 @@ struct remote_backend::impl {
       reset_waiting.reset();
     }
     cv.notify_all();
+  }
+
+  // The hold this link stands for in the owner's slot: remote_unreachable while no session is
+  // open, else what the node last reported (its wrapped backend's own hold).
+  void note_reachable(bool reachable) {
+    auto* h = live_host();
+    const epoch_t e = reachable ? session_epoch : wanted_epoch;
+    if (h == nullptr || e == 0) return;
+    h->note_hold(e, reachable ? node_hold : backend_hold::remote_unreachable);
   }
 
   // The session's pending operations end with it: flushes and shutdowns succeed, resets fail.
@@ -239,6 +253,7 @@ void connect(client_actor* self) {
             if (!ptr) {
               std::uniform_real_distribution<double> jitter(0.0, 1.0);
               p.link.connect_failed(clock_type::now(), jitter(st.rng));
+              p.note_reachable(false);
               return;
             }
             p.gate = caf::actor_cast<caf::actor>(ptr);
@@ -252,6 +267,7 @@ void connect(client_actor* self) {
             std::lock_guard lock(p.mutex);
             std::uniform_real_distribution<double> jitter(0.0, 1.0);
             p.link.connect_failed(clock_type::now(), jitter(st.rng));
+            p.note_reachable(false);
           });
 }
 
@@ -341,6 +357,8 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           p.durable_known = true;
           p.durable_epoch = p.session_epoch;
           if (p.link.current() != remote_link::phase::connecting) p.link.connecting(now);
+          p.node_hold = backend_hold::none;
+          p.note_reachable(true);
           auto owed = p.link.connected(now, m.host_instance);
           if (p.reset_waiting && p.reset_waiting->first == p.session_epoch) {
             auto id = p.next_op++;
@@ -438,6 +456,7 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
             case rb_event_kind::hold: {
               auto hold = static_cast<backend_hold>(m.value);
               p.held = m.value != 0;
+              p.node_hold = hold;
               if (host) calls.host_calls.push_back([host, e = m.epoch, hold] { host->note_hold(e, hold); });
               break;
             }

@@ -163,7 +163,11 @@ coverage_reading double_read(unsigned char* slot, const between_loads& between) 
 }
 
 backend_hold read_hold(unsigned char* slot) noexcept {
-  return load<std::uint32_t>(slot, s_hold) == 1 ? backend_hold::low_disk_space : backend_hold::none;
+  switch (load<std::uint32_t>(slot, s_hold)) {
+    case 1: return backend_hold::low_disk_space;
+    case 2: return backend_hold::remote_unreachable;
+    default: return backend_hold::none;
+  }
 }
 
 }  // namespace

@@ -398,6 +398,10 @@ std::string render_plain(const fs::path& home, const table& t) {
       out << "rebuild " << e.id << ": requested, not yet taken by an owner"
           << (t.attached ? "" : " (no runtime attached: the next one to own the index rebuilds it)") << "\n";
     }
+    if (e.hold == backend_hold::remote_unreachable) {
+      out << e.id << ": deliveries deferred (remote-host-unreachable): its index node cannot be reached; the owner "
+                     "reconnects by itself and replays what was not durable there\n";
+    }
     if (e.hold == backend_hold::low_disk_space) {
       out << e.id << ": deliveries deferred (low-disk-space): the filesystem of its index is below the backend's "
                      "free-space reserve; they resume by themselves when space is freed\n";

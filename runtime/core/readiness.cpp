@@ -22,7 +22,12 @@ std::string_view to_string(readiness_reason r) noexcept {
 }
 
 std::string_view to_string(backend_hold h) noexcept {
-  return h == backend_hold::low_disk_space ? "low-disk-space" : "none";
+  switch (h) {
+    case backend_hold::low_disk_space: return "low-disk-space";
+    case backend_hold::remote_unreachable: return "remote-host-unreachable";
+    case backend_hold::none: break;
+  }
+  return "none";
 }
 
 std::string_view to_string(runner_state s) noexcept {

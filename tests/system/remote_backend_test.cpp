@@ -579,11 +579,21 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
     INFO("noticed after " << noticed.count() << " ms");
     CHECK(noticed.count() >= 1000);  // not before the peer was silent for a while
     CHECK(noticed.count() < 4000);   // within twice the connection timeout (measured: ~2.2 s)
+    if (round == 0) {
+      // Any process sees why: the owner's slot holds remote-host-unreachable until a session opens.
+      auto status = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string(), "--json"}, dir.path());
+      CHECK_THAT(status.out, Catch::Contains("\"hold\":\"remote-host-unreachable\""));
+      auto plain = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string()}, dir.path());
+      CHECK_THAT(plain.out, Catch::Contains("by-value: deliveries deferred (remote-host-unreachable)"));
+    }
     ::kill(host.pid(), SIGCONT);
     dix::commit_info last{};
     for (int i = 0; i < 3; ++i) last = write_some(*store, m, rng, 10);
     cover(*rt, last.time);
   }
+  REQUIRE(remote->wait_connected(true, 30s));
+  auto status = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string(), "--json"}, dir.path());
+  CHECK_THAT(status.out, Catch::Contains("\"hold\":\"none\""));
   CHECK(remote->link_status().cursor_regressions == 0);
   CHECK(rebuild_attempts(*rt) == attempts);
   REQUIRE(rt->stop().get());

@@ -30,8 +30,10 @@ std::string_view to_string(readiness_reason r) noexcept;
 enum class backend_hold : std::uint8_t {
   none = 0,
   low_disk_space = 1,  // its filesystem is below the backend's free-space reserve
+  remote_unreachable = 2,  // a remote backend's index node cannot be reached (it reconnects)
 };
-std::string_view to_string(backend_hold h) noexcept;  // "none", "low-disk-space"
+// "none", "low-disk-space", "remote-host-unreachable"
+std::string_view to_string(backend_hold h) noexcept;
 
 struct readiness {
   readiness_state state = readiness_state::unknown;
