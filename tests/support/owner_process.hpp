@@ -43,7 +43,10 @@ class owner_process {
  public:
   // Starts the owner over `dir` and waits for "owner started"; throws when it does not start.
   // remote_port ≠ 0: by-value is a remote_backend to a `dix serve-backend` on 127.0.0.1 there.
-  explicit owner_process(std::filesystem::path dir, bool search = false, std::uint16_t remote_port = 0)
+  // standby: the process waits for the store (primary_store::open_standby) and the constructor
+  // returns once it says so; wait_started() then waits for its takeover.
+  explicit owner_process(std::filesystem::path dir, bool search = false, std::uint16_t remote_port = 0,
+                         bool standby = false)
       : dir_(std::move(dir)) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
@@ -55,12 +58,18 @@ class owner_process {
       argv.push_back("--remote-port");
       argv.push_back(std::to_string(remote_port));
     }
+    if (standby) argv.push_back("--standby");
     auto spawned = cli::child_process::spawn(argv);
     ::close(fds[0]);
     if (!spawned) throw std::runtime_error(spawned.error().to_string());
     child_ = std::move(*spawned);
-    if (!child_.wait_line("owner started", deadline())) throw std::runtime_error("the owner did not start: " + output());
+    if (!child_.wait_line(standby ? "standby waiting" : "owner started", deadline())) {
+      throw std::runtime_error("the owner did not start: " + output());
+    }
   }
+  // A standby's takeover: false when it did not start owning within the deadline.
+  bool wait_started() { return child_.wait_line("owner started", deadline()).has_value(); }
+  pid_t pid() const noexcept { return child_.pid(); }
   ~owner_process() {
     if (commands_ >= 0) ::close(commands_);  // end of input: the owner stops; the child's destructor reaps it
   }

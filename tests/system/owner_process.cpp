@@ -80,12 +80,14 @@ int main(int argc, char** argv) {
   int commands = -1;
   bool search = false;
   int remote_port = 0;
+  bool standby = false;  // waits (open_standby) until the store's owner is gone
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) dir_arg = argv[++i];
     else if (a == "--commands-fd" && i + 1 < argc) commands = std::atoi(argv[++i]);
     else if (a == "--search") search = true;
     else if (a == "--remote-port" && i + 1 < argc) remote_port = std::atoi(argv[++i]);
+    else if (a == "--standby") standby = true;
     else return fail("unknown argument " + a);
   }
   if (dir_arg.empty() || commands < 0) return fail("usage: dix_owner_process --dir DIR --commands-fd N [--search]");
@@ -93,7 +95,9 @@ int main(int argc, char** argv) {
 
   store_options so;
   so.log_name = "main";
-  auto store = primary_store::open(dir / "db", so);
+  standby_events events;
+  events.waiting = [] { std::cout << "standby waiting" << std::endl; };
+  auto store = standby ? primary_store::open_standby(dir / "db", so, events) : primary_store::open(dir / "db", so);
   if (!store) return fail(store.error().to_string());
   if (auto ok = (*store)->create_table(1); !ok) return fail(ok.error().to_string());
   auto rt = runtime::create({*store});

@@ -497,8 +497,9 @@ TEST_CASE("remote backend: with mutual TLS the owner indexes through the host, a
   check_index(dir / "host", m);
 }
 
-TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the wire, the next owner (a higher "
-          "epoch) resumes through the same host, which fences the dead owner's work: nothing lost, nothing applied twice",
+TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the wire, a waiting standby process "
+          "takes over (a higher epoch) through the same host, which fences the dead owner's work: nothing lost, "
+          "nothing applied twice",
           "[system][remote][owner]") {
   temp_dir dir;
   auto [host, port] = start_host(dir / "host");
@@ -526,26 +527,26 @@ TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the 
     epoch = seen;
     return ok;
   };
+  auto owner = std::make_unique<dix::test::owner_process>(dir / "owner", false, port);
+  REQUIRE(ready_above(*owner));
   for (int round = 0; round < 5; ++round) {
     INFO("round " << round);
-    dix::test::owner_process owner(dir / "owner", false, port);
-    REQUIRE(ready_above(owner));
+    // A standby process already waiting for the store when the owner dies.
+    auto standby = std::make_unique<dix::test::owner_process>(dir / "owner", false, port, true);
     dix::commit_info last{};
-    for (int i = 0; i < 20; ++i) last = put(owner);
-    REQUIRE(owner.cover(last.time));  // this owner's work is durable on the host
+    for (int i = 0; i < 20; ++i) last = put(*owner);
+    REQUIRE(owner->cover(last.time));  // this owner's work is durable on the host
     // More work, some of it on the wire or queued on the host when the owner dies.
-    for (int i = 0; i < 1 + static_cast<int>(rng() % 20); ++i) put(owner);
-    owner.kill();
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 20); ++i) put(*owner);
+    owner->kill();
+    REQUIRE(standby->wait_started());
+    owner = std::move(standby);
+    REQUIRE(ready_above(*owner));  // it replays from the host's durable cursor what the dead one left
   }
-  {
-    // The last owner: it replays from the host's durable cursor whatever the dead ones left.
-    dix::test::owner_process owner(dir / "owner", false, port);
-    REQUIRE(ready_above(owner));
-    dix::commit_info last{};
-    for (int i = 0; i < 5; ++i) last = put(owner);
-    REQUIRE(owner.cover(last.time));
-    CHECK(owner.stop() == 0);
-  }
+  dix::commit_info last{};
+  for (int i = 0; i < 5; ++i) last = put(*owner);
+  REQUIRE(owner->cover(last.time));
+  CHECK(owner->stop() == 0);
   ::kill(host.pid(), SIGTERM);
   auto stopped = host.wait_line("dix serve-backend: stopped", in_30s());
   REQUIRE(stopped);
