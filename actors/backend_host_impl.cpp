@@ -43,6 +43,20 @@ void backend_host_impl::note_hold(epoch_t epoch, backend_hold hold) noexcept {
   if (!ended() && slot_->owner_epoch() == epoch) slot_->set_hold(hold);
 }
 
+void backend_host_impl::note_link(epoch_t epoch, const link_figures& link) noexcept {
+  if (ended() || slot_->owner_epoch() != epoch) return;
+  try {
+    std::lock_guard g(link_mutex_);
+    link_ = link;
+  } catch (...) {
+  }
+}
+
+std::optional<link_figures> backend_host_impl::link() const {
+  std::lock_guard g(link_mutex_);
+  return link_;
+}
+
 result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token cancel) {
   if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
   // `wait` runs the wait first (api.md §7): it waits through `unknown` (a runtime starting, an

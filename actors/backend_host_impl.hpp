@@ -41,6 +41,9 @@ class backend_host_impl final : public backend_host {
   void request_rebuild() noexcept override;
   // Stores the hold in the slot while `epoch` is the owner's (decision 0013).
   void note_hold(epoch_t epoch, backend_hold hold) noexcept override;
+  void note_link(epoch_t epoch, const link_figures& link) noexcept override;
+  // The owner's backend's last link report (remote backends only), for the lag publication.
+  std::optional<link_figures> link() const;
   // api.md §5, §7: ended → not_registered; readiness rebuilding → rebuilding; needs-rebuild,
   // unavailable or unknown → unavailable; ready: `wait` runs wait_for_coverage(since, timeout)
   // first (its failure is the answer), then every mode reads the coverage with the mode's
@@ -64,6 +67,8 @@ class backend_host_impl final : public backend_host {
   std::atomic<bool> ended_{false};
   std::atomic<std::uint64_t> unindexable_{0};
   mutable std::mutex final_mutex_;
+  mutable std::mutex link_mutex_;
+  std::optional<link_figures> link_;
   dix::readiness final_{};  // the slot when the registration ended
 };
 

@@ -128,6 +128,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   rd.snapshot = w.snapshot;
   rd.proof = w.proof;
   rd.on_status = w.on_status;
+  rd.link = w.link;
 
   auto spec = std::make_shared<supervised_spec>();
   spec->id = w.id;

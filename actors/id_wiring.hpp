@@ -151,6 +151,7 @@ struct id_wiring {
   std::shared_ptr<state_change_relay> relay;
   // Called by the runner actor when its status changes (state, reason or epoch); optional.
   std::function<void(const runner_status&, std::uint64_t version)> on_status;
+  std::function<std::optional<link_figures>()> link;  // runner_deps::link; optional
   // Told of every runner spawned for the registration, with its commit bell (the runtime's wake
   // list), as soon as it is spawned; optional.
   std::function<void(const runner_actor&, std::shared_ptr<commit_bell>)> runner_changed;

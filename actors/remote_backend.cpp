@@ -168,6 +168,22 @@ struct remote_backend::impl {
     h->note_hold(e, reachable ? node_hold : backend_hold::remote_unreachable);
   }
 
+  // The link as readers in other processes see it (backend_host::note_link), under the lock.
+  void note_link() {
+    auto* h = live_host();
+    const epoch_t e = session != 0 ? session_epoch : wanted_epoch;
+    if (h == nullptr || e == 0) return;
+    link_figures f;
+    f.address = address;
+    f.connected = session != 0;
+    f.round_trip_us = rtt ? static_cast<std::uint64_t>(rtt->count()) : 0;
+    f.window_batches = link.unacked_batches();
+    f.window_bytes = link.unacked_bytes();
+    f.durable_sequence = durable && !durable->logs().empty() ? durable->logs().front().sequence : 0;
+    f.connects = connects;
+    h->note_link(e, f);
+  }
+
   // The session's pending operations end with it: flushes and shutdowns succeed, resets fail.
   void settle_ops(deferred_calls& calls) {
     for (auto& [id, p] : ops) {
@@ -307,6 +323,10 @@ void tick(client_actor* self) {
         caf::send_as(p.client, p.gate, rb_op{p.session, p.session_epoch, id, rb_op_kind::ping, flush_reason::age});
       }
     }
+  }
+  {
+    std::lock_guard lock(p.mutex);
+    p.note_link();
   }
   if (start_connect) connect(self);
   p.run(p, std::move(calls));

@@ -250,7 +250,9 @@ void publish_progress(runner_pointer self, const rebuild_progress& progress) {
 void publish_lag(runner_pointer self) {
   auto& s = self->state;
   if (!s.lag_ready) return;
-  s.fence.then([self, lag = *std::exchange(s.lag_ready, std::nullopt)] {
+  auto figures = *std::exchange(s.lag_ready, std::nullopt);
+  if (s.deps.link) figures.link = s.deps.link();
+  s.fence.then([self, lag = std::move(figures)] {
     send_counted<metrics_published>(self, lag_publication{self->state.deps.id, lag}, "a lag publication");
   });
 }

@@ -91,6 +91,9 @@ struct runner_deps {
   // commits rung since count as one commit wake. Optional: without one, commit wakes come as
   // messages of their own.
   std::shared_ptr<commit_bell> bell;
+  // A remote backend's last link report (backend_host_impl::link), published with the lag
+  // figures. Optional.
+  std::function<std::optional<link_figures>()> link;
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

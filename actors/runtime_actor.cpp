@@ -391,6 +391,10 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.lock = ctx.locks.get();
   w.snapshot = e->snapshot;
   w.proof = e->proof;
+  w.link = [host = std::weak_ptr<backend_host_impl>(e->host)]() -> std::optional<link_figures> {
+    auto h = host.lock();
+    return h ? h->link() : std::nullopt;
+  };
   w.relay = e->relay;
   w.on_status = [me, id, token = e->token](const runner_status& s, std::uint64_t version) {
     if (auto strong = me.lock()) {

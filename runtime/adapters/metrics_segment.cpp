@@ -59,6 +59,19 @@ constexpr std::size_t lag_log_bytes = 24;
 constexpr std::size_t b_reserved = 192;
 static_assert(b_lag_logs + lag_log_slots * lag_log_bytes == b_reserved && b_lag + 128 == b_reserved &&
               b_reserved + 64 == names_free_block_bytes);
+// The link part (64 bytes from offset 192, issue 28): a remote backend's link, written with the
+// lag part. Zero (an older writer: the bytes were reserved) reads as no link figures.
+constexpr std::size_t b_link_flags = 192;  // u32: bit 0 present, bit 1 connected
+constexpr std::size_t b_link_window_batches = 196;
+constexpr std::size_t b_link_window_bytes = 200;
+constexpr std::size_t b_link_round_trip_us = 208;
+constexpr std::size_t b_link_durable_sequence = 216;
+constexpr std::size_t b_link_connects = 224;
+constexpr std::size_t b_link_address = 232;  // 24 bytes, zero padded
+constexpr std::size_t link_address_bytes = 24;
+static_assert(b_link_address + link_address_bytes == b_reserved + 64);
+constexpr std::uint32_t link_present = 1u << 0;
+constexpr std::uint32_t link_connected = 1u << 1;
 // The names part (layout 2, decision 0030): the names of the logs the lag part has figures of.
 constexpr std::size_t b_name_lengths = 256;  // lag_log_slots × 1: 0 no name, 1…64
 constexpr std::size_t b_names = 264;         // lag_log_slots × 64: the name, zero padded
@@ -149,6 +162,21 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
     store<std::uint64_t>(b, at + 16, static_cast<std::uint64_t>(g.retention_headroom_ms), __ATOMIC_RELAXED);
     store_name(b, i, g.log);
   }
+  const auto& k = l.link.value_or(link_figures{});
+  store<std::uint32_t>(b, b_link_flags, (l.link ? link_present : 0) | (k.connected ? link_connected : 0), __ATOMIC_RELAXED);
+  store<std::uint32_t>(b, b_link_window_batches, k.window_batches, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_link_window_bytes, k.window_bytes, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_link_round_trip_us, k.round_trip_us, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_link_durable_sequence, k.durable_sequence, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_link_connects, k.connects, __ATOMIC_RELAXED);
+  for (std::size_t w = 0; w < link_address_bytes / 8; ++w) {
+    std::uint64_t word = 0;
+    for (std::size_t c = 0; c < 8; ++c) {
+      const auto at = w * 8 + c;
+      if (at < k.address.size()) word |= static_cast<std::uint64_t>(static_cast<unsigned char>(k.address[at])) << (8 * c);
+    }
+    store<std::uint64_t>(b, b_link_address + w * 8, word, __ATOMIC_RELAXED);
+  }
 }
 
 // `names`: the block is of layout 2 (a layout-1 block ends before the names part).
@@ -195,6 +223,26 @@ metrics_block load_fields(unsigned char* b, bool names) {
     l.logs.push_back(log_lag_figures{load<std::uint64_t>(b, at, __ATOMIC_RELAXED), load<std::uint64_t>(b, at + 8, __ATOMIC_RELAXED),
                                      static_cast<std::int64_t>(load<std::uint64_t>(b, at + 16, __ATOMIC_RELAXED)),
                                      names ? load_name(b, i) : std::string()});
+  }
+  const auto link_flags = load<std::uint32_t>(b, b_link_flags, __ATOMIC_RELAXED);
+  if ((link_flags & link_present) != 0) {
+    link_figures k;
+    k.connected = (link_flags & link_connected) != 0;
+    k.window_batches = load<std::uint32_t>(b, b_link_window_batches, __ATOMIC_RELAXED);
+    k.window_bytes = load<std::uint64_t>(b, b_link_window_bytes, __ATOMIC_RELAXED);
+    k.round_trip_us = load<std::uint64_t>(b, b_link_round_trip_us, __ATOMIC_RELAXED);
+    k.durable_sequence = load<std::uint64_t>(b, b_link_durable_sequence, __ATOMIC_RELAXED);
+    k.connects = load<std::uint64_t>(b, b_link_connects, __ATOMIC_RELAXED);
+    for (std::size_t w = 0; w < link_address_bytes / 8; ++w) {
+      const auto word = load<std::uint64_t>(b, b_link_address + w * 8, __ATOMIC_RELAXED);
+      for (std::size_t c = 0; c < 8; ++c) {
+        const auto ch = static_cast<char>((word >> (8 * c)) & 0xFF);
+        if (ch == '\0') break;
+        k.address.push_back(ch);
+      }
+      if (k.address.size() < (w + 1) * 8) break;
+    }
+    l.link = std::move(k);
   }
   m.lag = std::move(l);
   return m;

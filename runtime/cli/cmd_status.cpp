@@ -324,6 +324,13 @@ std::string render_json(const fs::path& home, const table& t) {
             << ",\"retention_headroom_ms\":" << l.logs[g].retention_headroom_ms << "}";
       }
       out << "]";
+      if (l.link) {
+        const auto& k = *l.link;
+        out << ",\"link\":{\"address\":" << json_string(k.address) << ",\"connected\":" << (k.connected ? "true" : "false")
+            << ",\"round_trip_us\":" << k.round_trip_us << ",\"window_batches\":" << k.window_batches
+            << ",\"window_bytes\":" << k.window_bytes << ",\"durable_sequence\":" << k.durable_sequence
+            << ",\"sessions\":" << k.connects << "}";
+      }
     }
     out << "}";
   }
@@ -397,6 +404,13 @@ std::string render_plain(const fs::path& home, const table& t) {
     if (e.rebuild_requested) {
       out << "rebuild " << e.id << ": requested, not yet taken by an owner"
           << (t.attached ? "" : " (no runtime attached: the next one to own the index rebuilds it)") << "\n";
+    }
+    if (e.lag && e.lag->link) {
+      const auto& k = *e.lag->link;
+      out << "link " << e.id << ": index node " << k.address << ", " << (k.connected ? "connected" : "NOT connected");
+      if (k.round_trip_us > 0) out << ", round trip " << k.round_trip_us << " us";
+      out << ", window " << k.window_batches << " batches (" << k.window_bytes << " bytes), durable through seq "
+          << k.durable_sequence << ", " << k.connects << (k.connects == 1 ? " session" : " sessions") << "\n";
     }
     if (e.hold == backend_hold::remote_unreachable) {
       out << e.id << ": deliveries deferred (remote-host-unreachable): its index node cannot be reached; the owner "

@@ -88,6 +88,25 @@ void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& 
               static_cast<double>(g.retention_headroom_ms) / 1000.0);
     }
   }
+  if (l.link) {
+    // A remote backend's link to its index node (issue 28).
+    const auto& k = *l.link;
+    out.add("dix_remote_connected", metric_type::gauge, "1 while a session with the index node is open",
+            metric_labels{{"index", id}, {"address", k.address}}, k.connected ? 1 : 0);
+    if (k.round_trip_us > 0) {
+      out.add("dix_remote_round_trip_seconds", metric_type::gauge, "The last ping's round trip to the index node", index,
+              static_cast<double>(k.round_trip_us) / 1e6);
+    }
+    out.add("dix_remote_window_batches", metric_type::gauge, "Batches sent to the index node, not yet acknowledged",
+            index, k.window_batches);
+    out.add("dix_remote_window_bytes", metric_type::gauge, "Bytes of those batches", index,
+            static_cast<double>(k.window_bytes));
+    out.add("dix_remote_durable_sequence", metric_type::gauge,
+            "The first log's anchor in the durable cursor the index node last reported", index,
+            static_cast<double>(k.durable_sequence));
+    out.add("dix_remote_sessions_total", metric_type::counter, "Sessions opened with the index node", index,
+            static_cast<double>(k.connects));
+  }
 }
 
 // The runner_metrics figures exported one per index, each as a name, its type and help, and how
@@ -160,6 +179,7 @@ void add_runner_metrics(tool::metrics_text& out, const std::string& id, const ru
   std::vector<bool> rate_known(lag.logs.size(), false);
   if (published && published->lag && published->lag->epoch == m.epoch) {
     const auto& figures = *published->lag;
+    lag.link = figures.link;
     for (std::size_t i = 0; i < lag.logs.size(); ++i) {
       for (std::size_t j = 0; j < figures.logs.size(); ++j) {
         // By name; by position only in figures that carry no names (a layout-1 segment's).

@@ -605,3 +605,60 @@ TEST_CASE("metrics segment: a layout-1 file while a runtime is attached is refus
   CHECK(refused.error().value() == errc::segment_layout_mismatch);
   CHECK_THAT(refused.error().message(), Catch::Contains("found layout version 2, expected layout version 1"));
 }
+
+TEST_CASE("metrics segment: a remote backend's link part lands at offsets 192 to 255 with the lag part, reads back "
+          "whole with its address cut at 24 bytes, and a block without one reads as no link",
+          "[adapter][metrics][remote]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 4);
+  auto& m = s->metrics();
+  lag_figures lag;
+  lag.epoch = 3;
+  lag.taken_wall_ns = 42;
+  link_figures link;
+  link.address = "index-node-7.example.internal:7000";  // 34 bytes: the segment keeps 24
+  link.connected = true;
+  link.round_trip_us = 850;
+  link.window_batches = 5;
+  link.window_bytes = 123456;
+  link.durable_sequence = 9001;
+  link.connects = 4;
+  lag.link = link;
+  metrics_block block;
+  block.written_wall_ns = 7;
+  block.lag = lag;
+  m.write(1, block);
+
+  auto bytes = read_file(metrics_file(home));
+  const std::size_t at = 128 + 1 * 512;
+  CHECK(get_le<std::uint32_t>(bytes, at + 192) == 3u);  // present, connected
+  CHECK(get_le<std::uint32_t>(bytes, at + 196) == 5u);
+  CHECK(get_le<std::uint64_t>(bytes, at + 200) == 123456u);
+  CHECK(get_le<std::uint64_t>(bytes, at + 208) == 850u);
+  CHECK(get_le<std::uint64_t>(bytes, at + 216) == 9001u);
+  CHECK(get_le<std::uint64_t>(bytes, at + 224) == 4u);
+  CHECK(bytes.substr(at + 232, 24) == link.address.substr(0, 24));
+
+  auto reader = open_reader(home, 4);
+  auto got = reader->read(1);
+  REQUIRE(got);
+  REQUIRE(got->lag);
+  REQUIRE(got->lag->link);
+  CHECK(got->lag->link->address == link.address.substr(0, 24));
+  CHECK(got->lag->link->connected);
+  CHECK(got->lag->link->round_trip_us == 850);
+  CHECK(got->lag->link->window_batches == 5);
+  CHECK(got->lag->link->window_bytes == 123456);
+  CHECK(got->lag->link->durable_sequence == 9001);
+  CHECK(got->lag->link->connects == 4);
+
+  lag.link.reset();
+  block.lag = lag;
+  m.write(1, block);
+  CHECK(read_file(metrics_file(home)).substr(at + 192, 64) == std::string(64, '\0'));
+  got = reader->read(1);
+  REQUIRE(got);
+  REQUIRE(got->lag);
+  CHECK_FALSE(got->lag->link);
+}

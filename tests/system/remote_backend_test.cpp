@@ -36,6 +36,7 @@
 #include "messages/type_ids.hpp"
 #include "support/fake_host.hpp"
 #include "support/index_registration.hpp"
+#include "support/lag_wait.hpp"
 #include "support/owner_process.hpp"
 
 using dix::cli::child_process;
@@ -581,7 +582,9 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
     CHECK(noticed.count() >= 1000);  // not before the peer was silent for a while
     CHECK(noticed.count() < 4000);   // within twice the connection timeout (measured: ~2.2 s)
     if (round == 0) {
-      // Any process sees why: the owner's slot holds remote-host-unreachable until a session opens.
+      // Any process sees why: the owner's slot holds remote-host-unreachable until a session
+      // opens, and the owner's published figures say the link is down.
+      REQUIRE(dix::test::wait_lag(dir / "db", "by-value", [](const dix::lag_figures& l) { return l.link && !l.link->connected; }));
       auto status = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string(), "--json"}, dir.path());
       CHECK_THAT(status.out, Catch::Contains("\"hold\":\"remote-host-unreachable\""));
       auto plain = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string()}, dir.path());
@@ -593,8 +596,17 @@ TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the h
     cover(*rt, last.time);
   }
   REQUIRE(remote->wait_connected(true, 30s));
+  REQUIRE(dix::test::wait_lag(dir / "db", "by-value", [](const dix::lag_figures& l) {
+    return l.link && l.link->connected && l.link->durable_sequence > 0 && l.link->round_trip_us > 0;
+  }));
   auto status = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string(), "--json"}, dir.path());
   CHECK_THAT(status.out, Catch::Contains("\"hold\":\"none\""));
+  CHECK_THAT(status.out, Catch::Contains("\"link\":{\"address\":\"127.0.0.1:" + std::to_string(port) + "\",\"connected\":"));
+  auto plain = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string()}, dir.path());
+  CHECK_THAT(plain.out, Catch::Contains("link by-value: index node 127.0.0.1:" + std::to_string(port) + ", "));
+  auto prometheus = dix::test::run({DIX_BINARY, "status", "--db", (dir / "db").string(), "--prometheus"}, dir.path());
+  CHECK_THAT(prometheus.out, Catch::Contains("dix_remote_connected{index=\"by-value\",address=\"127.0.0.1:" + std::to_string(port) + "\"}"));
+  CHECK_THAT(prometheus.out, Catch::Contains("dix_remote_durable_sequence{index=\"by-value\"}"));
   CHECK(remote->link_status().cursor_regressions == 0);
   CHECK(rebuild_attempts(*rt) == attempts);
   REQUIRE(rt->stop().get());

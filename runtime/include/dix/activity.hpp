@@ -48,6 +48,7 @@ struct lag_figures {
   readiness_reason last_fault = readiness_reason::none;
   std::uint32_t log_count = 0;          // the registration's logs (may exceed logs.size())
   std::vector<log_lag_figures> logs;    // at most lag_log_slots, attach order
+  std::optional<link_figures> link;     // a remote backend's link (issue 28); absent otherwise
 
   // The figures as they stand at `now_wall_ns`: every growing age advanced by the time since
   // taken_wall_ns (never backwards), lag_ms the largest component again.

@@ -95,6 +95,13 @@ class backend_host {
     (void)epoch;
     (void)hold;
   }
+  // A backend that reaches its index over a network (remote_backend) reports its link, at most
+  // every 100 ms, for readers in other processes (`dix status`), while `epoch` is the owner's. Never
+  // blocks. Default: ignored.
+  virtual void note_link(epoch_t epoch, const link_figures& link) noexcept {
+    (void)epoch;
+    (void)link;
+  }
 };
 
 class backend {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <optional>
 #include <string_view>
 
@@ -34,6 +35,19 @@ enum class backend_hold : std::uint8_t {
 };
 // "none", "low-disk-space", "remote-host-unreachable"
 std::string_view to_string(backend_hold h) noexcept;
+
+// A remote backend's link to its index node (issue 28), as the owner's backend last reported it
+// (backend_host::note_link): published with the owner's lag figures, so `dix status` shows it from
+// any process.
+struct link_figures {
+  std::string address;                 // host:port; the metrics segment keeps the first 24 bytes
+  bool connected = false;              // a session is open
+  std::uint64_t round_trip_us = 0;     // the last ping's; 0 unknown
+  std::uint32_t window_batches = 0;    // sent, not yet acknowledged
+  std::uint64_t window_bytes = 0;
+  std::uint64_t durable_sequence = 0;  // the first log's anchor in the last durable cursor; 0 none
+  std::uint64_t connects = 0;          // sessions opened so far
+};
 
 struct readiness {
   readiness_state state = readiness_state::unknown;
