@@ -32,6 +32,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <dix/query_host.hpp>
 #include <dix/remote.hpp>
 
 #include "actors/remote_system.hpp"
@@ -88,6 +89,7 @@ struct remote_backend_host::impl {
   std::optional<forwarded_coverage> coverage;
   bool closing = false;
   std::atomic<std::size_t> queries_running{0};
+  std::shared_ptr<backend_host> home;  // options.home_db's query host, when set
 
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -219,6 +221,7 @@ coverage coverage_now(const remote_backend_host::impl::forwarded_coverage& f, st
 
 result<coverage> host_side::admit_query(const coverage_mode& mode, cancel_token cancel) {
   auto& sh = shared_;
+  if (sh.home) return sh.home->admit_query(mode, std::move(cancel));  // the owner's segment, this machine
   std::unique_lock lock(sh.coverage_mutex);
   if (mode.kind == coverage_kind::wait) {
     // Read-your-writes across machines: the writer's commit time is covered once the owner says
@@ -882,6 +885,7 @@ result<std::unique_ptr<remote_backend_host>> remote_backend_host::start(std::sha
   if (!persisted) return persisted.error();
   p->highest.store(*persisted);
   p->stats.epoch = *persisted;
+  if (!p->options.home_db.empty()) p->home = make_query_host(p->options.home_db, p->wrapped->id());
 
   p->cfg = std::make_unique<caf::actor_system_config>();
   remote_detail::configure(*p->cfg, p->options.heartbeat, p->options.tls);

@@ -56,7 +56,7 @@ void wait_for_stop_signal(const sigset_t& previous) {
 int run_serve_backend(const std::vector<std::string>& argv) {
   int status = exit_usage;
   auto a = tool::args::parse_command(argv,
-                                     {{"kind", "path", "id", "listen", "tls-cert", "tls-key", "tls-ca"},
+                                     {{"kind", "path", "id", "listen", "tls-cert", "tls-key", "tls-ca", "home-db"},
                                       {"allow-remote-interfaces"}},
                                      name, command_usage("serve-backend"), status);
   if (!a) return status;
@@ -80,6 +80,12 @@ int run_serve_backend(const std::vector<std::string>& argv) {
   const std::filesystem::path dir = a->get("path");
   if (auto wrong = new_directory_problem(dir.string())) return tool::refuse(name, "--path " + dir.string() + ": " + *wrong);
   o.state_dir = dir;
+  if (a->has("home-db")) {
+    if (auto wrong = existing_directory_problem(a->get("home-db"))) {
+      return tool::refuse(name, "--home-db " + a->get("home-db") + ": " + *wrong);
+    }
+    o.home_db = store_dir(a->get("home-db")).path;  // a demo or serve --dir names DIR/primary
+  }
 
   if (auto refused = remote_backend_host::check(o); !refused) return tool::refuse(name, refused.error().message());
   install_stop_handlers();

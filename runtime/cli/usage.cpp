@@ -79,14 +79,16 @@ constexpr entry commands[] = {
          files are given.
 )"},
     {"serve-backend", R"(--kind rocksdb|xapian|hnsw --path DIR [--id ID] [--listen HOST:PORT]
-         [--tls-cert F --tls-key F --tls-ca F] [--allow-remote-interfaces]
+         [--tls-cert F --tls-key F --tls-ca F] [--allow-remote-interfaces] [--home-db PATH]
          An index node: serves one backend of the demo's kind over CAF's middleman to the
          owner's remote_backend (<dix/remote.hpp>). The index lives in DIR/index, the highest
          owner epoch seen in DIR/epoch. ID defaults to the demo's (by-category, fulltext,
          similar). The first line on stdout is `dix serve-backend: listening on ADDRESS:PORT`.
          --listen defaults to 127.0.0.1:0 (an ephemeral port); any non-loopback address needs
          --allow-remote-interfaces and all three TLS files (mutual TLS), else exit 2. A plain
-         loopback port trusts every local user. Runs until SIGINT/SIGTERM (exit 0).
+         loopback port trusts every local user. Runs until SIGINT/SIGTERM (exit 0). Readers'
+         queries (dix query) are admitted by the coverage the owner forwards, or, with
+         --home-db (the owner's store on this machine), by that store's readiness segment.
 )"},
     {"query", R"(--backend-host HOST:PORT [--id ID] lookup KEY | range BEGIN END | search TEXT |
          knn TEXT [--limit N] [--wait-since T [--timeout MS] | --tolerance MS | --strict]

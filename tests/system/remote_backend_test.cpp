@@ -905,6 +905,38 @@ TEST_CASE("remote backend: a reader on the index node's side (dix query, another
   CHECK(summary == 0);
 }
 
+TEST_CASE("remote backend: a node started with --home-db admits its readers by the owner's readiness segment on "
+          "this machine: a wait sees the write, strict is refused",
+          "[system][remote][query]") {
+  temp_dir dir;
+  auto store = dix::test::open_store(dir / "db");  // the segment the node reads exists before it starts
+  auto host = child_process::spawn({DIX_BINARY, "serve-backend", "--kind", "rocksdb", "--path", (dir / "host").string(),
+                                    "--id", "by-value", "--home-db", (dir / "db").string()})
+                  .value();
+  auto line = host.wait_line("dix serve-backend: listening on 127.0.0.1:", in_30s());
+  REQUIRE(line);
+  const auto port = static_cast<std::uint16_t>(std::stoul(line->substr(line->rfind(':') + 1)));
+  auto rt = dix::runtime::create({store}).value();
+  rt->register_index(dix::test::index_registration(remote_to(port))).value();
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  const auto at = "127.0.0.1:" + std::to_string(port);
+  auto txn = store->begin();
+  txn.put(1, "home-1", "key-home-1");
+  auto committed = txn.commit().value();
+  auto r = dix::test::run({DIX_BINARY, "query", "--backend-host", at, "--id", "by-value", "lookup", "key-home-1",
+                           "--wait-since", std::to_string(committed.time)},
+                          dir.path());
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("main/1/home-1 version "));
+  auto strict = dix::test::run({DIX_BINARY, "query", "--backend-host", at, "--id", "by-value", "lookup", "key-home-1", "--strict"},
+                               dir.path());
+  CHECK(strict.exit_code == 1);
+  CHECK_THAT(strict.err, Catch::Contains("index_lagging"));
+  REQUIRE(rt->stop().get());
+  CHECK(host.reap(SIGTERM) == 0);
+}
+
 TEST_CASE("remote backend: dix serve-backend refuses a state directory whose epoch or epoch.tmp is someone else's "
           "file, and leaves both byte for byte",
           "[system][remote][foreign]") {

@@ -93,6 +93,10 @@ struct remote_host_options {
   // are answered unavailable, retryable).
   remote_query_handler query;
   std::size_t max_concurrent_queries = 8;
+  // The owner's home store, when it is on this machine (backends.md §4): queries are admitted by
+  // its readiness segment (make_query_host, <dix/query_host.hpp>), as any reader in another
+  // process is, instead of by the coverage the owner forwards. Empty: forwarded coverage.
+  std::filesystem::path home_db;
 };
 
 // What a host did so far (its status, and the tests' evidence).
