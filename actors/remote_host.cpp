@@ -269,6 +269,7 @@ struct host_state {
     epoch_t epoch = 0;
     std::uint64_t next_seq = 1;  // the next deliver expected on arrival
     std::uint64_t applied = 0;   // the last one the wrapped backend took
+    bool lost = false;           // its owner's connection went down (reported once)
   };
   std::optional<session_t> session;
 
@@ -342,6 +343,8 @@ rb_durable durable_now(host_state& st, std::uint64_t id) {
 
 void welcome(host_actor* self, const host_state::work& w) {
   auto& st = self->state;
+  // Its loss is noticed (a diagnostic: fencing never depends on it).
+  if (!st.session || st.session->client != w.client || st.session->lost) self->monitor(w.client);
   st.session = host_state::session_t{w.hello->session, w.client, w.hello->epoch, 1, 0};
   count(st, &remote_host_stats::sessions);
   auto d = durable_now(st, 0);
@@ -766,7 +769,16 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
     }
   });
   self->set_down_handler([self](caf::down_msg& m) {
-    if (!self->state.stopping && m.source == self->state.gate.address()) replace_gate(self);
+    auto& st = self->state;
+    if (!st.stopping && m.source == st.gate.address()) {
+      replace_gate(self);
+    } else if (st.session && !st.session->lost && m.source == st.session->client.address()) {
+      // The owner is gone or unreachable. Reported only: the session stays as it is until a new
+      // hello (the same owner reconnecting, or a successor) supersedes it and its queued work.
+      st.session->lost = true;
+      count(st, &remote_host_stats::sessions_lost);
+      if (st.shared->options.on_session_lost) st.shared->options.on_session_lost(st.session->epoch);
+    }
   });
   self->set_exit_handler([](caf::exit_msg&) {});  // only the host object ends it (stop_atom)
   return {

@@ -104,6 +104,9 @@ int run_serve_backend(const std::vector<std::string>& argv) {
     return exit_error;
   }
   o.query = make_catalogue_query_handler(*backend);
+  o.on_session_lost = [](epoch_t epoch) {
+    std::cout << name << ": lost the owner's session (epoch " << epoch << "): its connection went down" << std::endl;
+  };
   auto host = remote_backend_host::start(*backend, o);
   if (!host) {
     if (host.error().value() == errc::invalid_argument) return tool::refuse(name, host.error().message());

@@ -556,6 +556,42 @@ TEST_CASE("remote backend: the owner process SIGKILLed while its work is on the 
   check_index(dir / "host", m);
 }
 
+TEST_CASE("remote backend: a frozen owner process (SIGSTOP) is a lost session at the host within twice the "
+          "connection timeout, and after SIGCONT the owner reconnects, replays and the index is exact",
+          "[system][remote][partition]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");  // heartbeat 1 s, connection timeout 5 s (the defaults)
+  std::filesystem::create_directories(dir / "owner");
+  dix::test::owner_process owner(dir / "owner", false, port);  // the same defaults
+  REQUIRE(dix::test::wait_readiness(owner.home(), "by-value", dix::test::is_ready));
+  model m;
+  std::mt19937_64 rng(23);
+  auto put = [&] {
+    auto id = "r" + std::to_string(rng() % 40);
+    auto payload = "key-" + std::to_string(rng() % 1000);
+    m[id] = payload;
+    return owner.put(id, payload);
+  };
+  dix::commit_info last{};
+  for (int i = 0; i < 20; ++i) last = put();
+  REQUIRE(owner.cover(last.time));
+  for (int i = 0; i < 5; ++i) put();  // some of it on the wire when the owner freezes
+  ::kill(owner.pid(), SIGSTOP);
+  const auto frozen = std::chrono::steady_clock::now();
+  auto lost = host.wait_line("dix serve-backend: lost the owner's session", in_30s());
+  const auto noticed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - frozen);
+  ::kill(owner.pid(), SIGCONT);
+  REQUIRE(lost);
+  INFO("noticed after " << noticed.count() << " ms");
+  CHECK(noticed.count() >= 1000);   // not before the owner was silent for a while
+  CHECK(noticed.count() < 10000);   // within twice the connection timeout
+  for (int i = 0; i < 5; ++i) last = put();
+  REQUIRE(owner.cover(last.time));  // reconnected, replayed, durable again
+  CHECK(owner.stop() == 0);
+  CHECK(host.reap(SIGTERM) == 0);
+  check_index(dir / "host", m);
+}
+
 TEST_CASE("remote backend: a frozen host (SIGSTOP) is a lost connection by the heartbeat timeout, writes go on meanwhile, "
           "and after SIGCONT the owner reconnects and the index catches up exactly",
           "[system][remote][partition]") {

@@ -97,6 +97,10 @@ struct remote_host_options {
   // its readiness segment (make_query_host, <dix/query_host.hpp>), as any reader in another
   // process is, instead of by the coverage the owner forwards. Empty: forwarded coverage.
   std::filesystem::path home_db;
+  // Called on the host's actor when the open session's owner becomes unreachable (its connection
+  // went down: a closed socket, or the middleman's heartbeat timeout for a frozen peer), with the
+  // session's epoch. Must not block. Optional (`dix serve-backend` prints a line).
+  std::function<void(epoch_t)> on_session_lost;
 };
 
 // What a host did so far (its status, and the tests' evidence).
@@ -108,6 +112,7 @@ struct remote_host_stats {
   std::uint64_t refused = 0;               // messages answered message_invalid or stopped
   std::uint64_t gates_published = 0;       // 1, plus one per gate a peer killed
   std::uint64_t queries = 0;               // queries answered (rows or an error)
+  std::uint64_t sessions_lost = 0;         // open sessions whose owner became unreachable
 };
 
 class remote_backend_host {
