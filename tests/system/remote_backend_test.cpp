@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -727,6 +728,7 @@ class tcp_relay {
     int pairs = 0;
     bool stalled = false;
     long long cut_after = -1;
+    std::uint32_t delay_ms = 0;  // each chunk forwarded this late (the relay's own latency)
     static char buf[1 << 16];
     for (;;) {
       pollfd fds[2 + 2 * max_pairs];
@@ -755,6 +757,8 @@ class tcp_relay {
           stalled = false;
         } else if (msg[0] == 'n') {
           cut_after = arg;
+        } else if (msg[0] == 'd') {
+          delay_ms = arg;
         }
         char done = 1;
         if (::write(ack, &done, 1) != 1) return;
@@ -783,6 +787,10 @@ class tcp_relay {
         int to = from == a[i] ? b[i] : a[i];
         auto got = ::read(from, buf, sizeof buf);
         bool ok = got > 0;
+        if (ok && delay_ms > 0) {
+          timespec pause{static_cast<time_t>(delay_ms / 1000), static_cast<long>(delay_ms % 1000) * 1000000L};
+          ::nanosleep(&pause, nullptr);  // latency on the wire, not a wait for an outcome
+        }
         for (ssize_t off = 0; ok && off < got;) {
           auto w = ::write(to, buf + off, static_cast<std::size_t>(got - off));
           if (w <= 0) ok = false;
@@ -819,8 +827,8 @@ class tcp_relay {
 
 }  // namespace
 
-TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts after N bytes, stalls and storms "
-          "reconnects, nothing is lost and nothing applied twice",
+TEST_CASE("remote backend: through a TCP relay that delays, cuts with FIN and RST, cuts after N bytes, stalls and "
+          "storms reconnects, nothing is lost and nothing applied twice",
           "[system][remote][relay]") {
   temp_dir dir;
   auto [host, host_port] = start_host(dir / "host");
@@ -846,6 +854,13 @@ TEST_CASE("remote backend: through a TCP relay that cuts with FIN and RST, cuts 
       relay.command(cut);
       cover(*rt, writes(3).time);
     }
+  }
+  {
+    INFO("delay");
+    REQUIRE(remote->wait_connected(true, 30s));
+    relay.command('d', 30);  // 30 ms per chunk each way: acknowledgements late, nothing lost
+    cover(*rt, writes(10).time);
+    relay.command('d', 0);
   }
   for (std::uint32_t after : {1u, 100u, 5000u, 100000u}) {
     INFO("cut after " << after << " bytes");
