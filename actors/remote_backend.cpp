@@ -583,6 +583,9 @@ delivery_result remote_backend::deliver(std::shared_ptr<const batch> b) {
     p.wanted_epoch = b->epoch;
     caf::anon_send(p.client, epoch_atom::value);
   }
+  // A batch the host must refuse whatever happens (its rules, backends.md §4) is a failure here,
+  // not a refusal there: replayed, it would be refused again for ever.
+  if (b->bytes > max_remote_message_bytes || b->records.size() > max_remote_records) return delivery_result::failed;
   auto now = clock_type::now();
   if (p.session == 0 || b->epoch != p.session_epoch || p.replay_pending) {
     p.link.note_deferred();  // `changed` follows once a session of this epoch is open

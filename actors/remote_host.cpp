@@ -937,8 +937,9 @@ void remote_backend_host::stop() {
   impl_->stopped = true;
   {
     caf::scoped_actor self{*impl_->sys};
-    self->request(impl_->host, std::chrono::seconds(30), stop_atom::value)
-        .receive([](bool) {}, [](caf::error&) {});
+    // As long as the wrapped shutdown takes (an hnsw index saving a large graph can take long):
+    // what it makes durable is what the next owner resumes from. SIGKILL is the impatient way.
+    self->request(impl_->host, caf::infinite, stop_atom::value).receive([](bool) {}, [](caf::error&) {});
   }
   caf::anon_send_exit(impl_->host, caf::exit_reason::kill);  // it ignores the others too
   impl_->sys.reset();  // joins: the middleman closes the port

@@ -1007,3 +1007,17 @@ TEST_CASE("remote backend: dix serve-backend refuses a state directory whose epo
     std::filesystem::remove(state / name);
   }
 }
+
+TEST_CASE("remote backend: a batch over the protocol's size limit fails at the owner's side at once, rather than "
+          "being refused by the host and replayed for ever",
+          "[system][remote]") {
+  auto remote = remote_to(1);  // nothing listens on port 1: the limit is checked before any session
+  auto big = std::make_shared<dix::batch>();
+  big->epoch = 1;
+  big->bytes = (64ull << 20) + 1;
+  CHECK(remote->deliver(big) == dix::delivery_result::failed);
+  auto small = std::make_shared<dix::batch>();
+  small->epoch = 1;
+  small->bytes = 1000;
+  CHECK(remote->deliver(small) == dix::delivery_result::deferred);  // no session yet: held by the runner
+}
