@@ -39,6 +39,7 @@
 #include "adapters/posix_files.hpp"
 #include "core/coverage_read.hpp"
 #include "core/remote_fence.hpp"
+#include "core/remote_link.hpp"
 #include "messages/remote.hpp"
 #include "messages/type_ids.hpp"
 
@@ -270,6 +271,7 @@ struct host_state {
     std::uint64_t next_seq = 1;  // the next deliver expected on arrival
     std::uint64_t applied = 0;   // the last one the wrapped backend took
     bool lost = false;           // its owner's connection went down (reported once)
+    std::uint64_t queued_bytes = 0;  // of its deliveries not yet taken by the wrapped backend
   };
   std::optional<session_t> session;
 
@@ -429,6 +431,7 @@ bool step(host_actor* self) {
       st.unflushed = true;
     }
     s.applied = w.deliver->seq;
+    s.queued_bytes -= std::min(s.queued_bytes, w.deliver->batch->bytes);
     caf::anon_send(s.client, rb_ack{s.id, s.applied});
     return true;
   }
@@ -587,6 +590,16 @@ void arrive(host_actor* self, const caf::actor& client, host_state::work w) {
       refuse(self, client, session, error{errc::message_invalid, "deliver: the batch's epoch is not the message's"});
       return;
     }
+    // The owner's window (16 batches / 64 MiB unacknowledged) is the host's memory bound too: a
+    // peer that sends past it is refused, never queued.
+    const remote_link_limits window;
+    if (auto fits = check_window(d.seq, st.session->applied, st.session->queued_bytes, d.batch->bytes, window.max_batches,
+                              window.max_bytes);
+        !fits) {
+      refuse(self, client, session, fits.error());
+      return;
+    }
+    st.session->queued_bytes += d.batch->bytes;
     st.session->next_seq = d.seq + 1;
   }
   w.client = client;
@@ -826,6 +839,7 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
           auto& front = st.queue.front();
           if (front.deliver && st.session && front.session == st.session->id) {
             st.session->applied = front.deliver->seq;  // acknowledged, so the owner's window moves
+            st.session->queued_bytes -= std::min(st.session->queued_bytes, front.deliver->batch->bytes);
             caf::anon_send(st.session->client, rb_ack{st.session->id, st.session->applied});
           }
           st.queue.pop_front();

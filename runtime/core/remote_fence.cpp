@@ -35,6 +35,15 @@ result<void> check_hello(std::uint32_t version, const std::string& backend_id, c
   return {};
 }
 
+result<void> check_window(std::uint64_t seq, std::uint64_t applied, std::uint64_t queued_bytes, std::uint64_t bytes,
+                          std::uint32_t max_batches, std::uint64_t max_bytes) {
+  if (seq > applied + max_batches || queued_bytes > max_bytes || bytes > max_bytes - queued_bytes) {
+    return invalid("deliver: window overrun (more than " + std::to_string(max_batches) + " batches or " +
+                   std::to_string(max_bytes) + " bytes unacknowledged)");
+  }
+  return {};
+}
+
 result<void> check_deliver(epoch_t epoch, std::uint64_t seq, std::uint64_t expected_seq, std::uint64_t bytes,
                            std::uint64_t records) {
   if (epoch == 0) return invalid("deliver: epoch 0 (an owner's epoch is at least 1)");

@@ -56,6 +56,13 @@ class host_fence {
 result<void> check_hello(std::uint32_t version, const std::string& backend_id, const std::string& kind, epoch_t epoch,
                          const std::string& host_id, const std::string& host_kind);
 
+// The owner's window is the host's memory bound too (issue 28): a delivery numbered `seq` while
+// the wrapped backend has taken through `applied`, with `queued_bytes` of the session's batches
+// waiting and `bytes` more, must keep at most max_batches and max_bytes unacknowledged (what a
+// legitimate owner never exceeds); message_invalid "deliver: window overrun …" otherwise.
+result<void> check_window(std::uint64_t seq, std::uint64_t applied, std::uint64_t queued_bytes, std::uint64_t bytes,
+                          std::uint32_t max_batches = 16, std::uint64_t max_bytes = 64ull << 20);
+
 // One `deliver` of a session: its epoch, its sequence number against the one the session expects
 // next (contiguous from the first after hello), its size and record count.
 result<void> check_deliver(epoch_t epoch, std::uint64_t seq, std::uint64_t expected_seq, std::uint64_t bytes,

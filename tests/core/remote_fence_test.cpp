@@ -53,3 +53,18 @@ TEST_CASE("remote messages: hello, deliver and record indices violating a rule a
   CHECK_FALSE(check_record_index(1, 1));
   CHECK(check_record_index(1, 1).error().value() == errc::message_invalid);
 }
+
+TEST_CASE("remote messages: a delivery past the owner's window (16 batches, 64 MiB unacknowledged) is a window "
+          "overrun, never queued",
+          "[core][remote]") {
+  using dix::check_window;
+  CHECK(check_window(17, 1, 0, 100));                // 16 unacknowledged with this one: allowed
+  CHECK_FALSE(check_window(18, 1, 0, 100));          // the 17th
+  CHECK(check_window(1, 0, 0, 64ull << 20));         // one batch of the whole window
+  CHECK(check_window(5, 0, 60ull << 20, 4ull << 20));
+  auto over = check_window(5, 0, 60ull << 20, (4ull << 20) + 1);
+  REQUIRE_FALSE(over);
+  CHECK(over.error().value() == dix::errc::message_invalid);
+  CHECK_THAT(over.error().message(), Catch::StartsWith("deliver: window overrun"));
+  CHECK_FALSE(check_window(2, 1, std::uint64_t{1} << 63, 1));  // no overflow in the sum
+}

@@ -323,6 +323,22 @@ TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs
   CHECK_THAT(peer.ask(self, dix::rb_op{12345, epoch, 1, dix::rb_op_kind::flush, dix::flush_reason::age}).value_or("none"),
              Catch::Contains("is not open"));
 
+  // Messages of a future epoch outside any session are refused, and the fence does not move:
+  // only a hello adopts an epoch.
+  auto future = std::make_shared<dix::batch>();
+  future->epoch = epoch + 5;
+  CHECK_THAT(peer.ask(self, dix::rb_deliver{12346, epoch + 5, 1, dix::batch_msg{future}}).value_or("none"),
+             Catch::Contains("session: 12346 is not open"));
+  CHECK_THAT(peer.ask(self, dix::rb_op{12346, epoch + 5, 2, dix::rb_op_kind::reset, dix::flush_reason::age}).value_or("none"),
+             Catch::Contains("is not open"));
+  // A frame CAF cannot load (a mutation naming a record its batch lacks) is dropped by CAF 0.17
+  // without a word; the host answers the next message as before.
+  auto bad = std::make_shared<dix::batch>();
+  bad->epoch = epoch;
+  bad->transactions.push_back(dix::log_transaction{"main", 1, 1, {dix::mutation{5, 1}}});
+  self->send(peer.gate, dix::rb_deliver{12347, epoch, 1, dix::batch_msg{bad}});
+  CHECK_THAT(peer.ask(self, hello(0, 80)).value_or("none"), Catch::Contains("epoch 0"));
+
   // Queries out of range are answered with the rule, never run.
   auto q = [](std::string id, std::uint64_t limit, std::string vector) {
     dix::rb_query query;
