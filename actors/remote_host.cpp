@@ -705,7 +705,7 @@ void start_query(host_actor* self, const caf::actor& client, const rb_query& m) 
         out.rows.reserve(r->rows.size());
         for (auto& row : r->rows) {
           out.rows.push_back(rb_row{std::move(row.ref.log), row.ref.table, std::move(row.ref.record_id), row.ref.version,
-                                    row.score});
+                                    score_bits_of(row.score)});
         }
       } else {
         out.code = static_cast<std::uint8_t>(r.error().value());

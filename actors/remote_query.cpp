@@ -110,7 +110,7 @@ result<remote_rows> remote_query_client::query(const remote_query& q) {
           rows.rows.reserve(r.rows.size());
           for (auto& row : r.rows) {
             rows.rows.push_back(scored_ref{record_ref{std::move(row.log), row.table, std::move(row.record_id), row.version},
-                                           row.score});
+                                           score_of(row.score_bits)});
           }
           answer = result<remote_rows>{std::move(rows)};
         },

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -142,17 +143,31 @@ typename Inspector::result_type inspect(Inspector& f, rb_query& x) {
            }));
 }
 
+// The score travels as the IEEE 754 bits of its double: CAF 0.17.6's serializer loops for ever on a
+// NaN or an infinity (detail::pack754, found by fuzz_messages), so no double is ever on the wire.
 struct rb_row {
   std::string log;
   std::uint32_t table = 0;
   std::string record_id;
   std::uint64_t version = 0;
-  double score = 0;
+  std::uint64_t score_bits = 0;
 };
+
+inline std::uint64_t score_bits_of(double score) noexcept {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &score, sizeof bits);
+  return bits;
+}
+
+inline double score_of(std::uint64_t bits) noexcept {
+  double score = 0;
+  std::memcpy(&score, &bits, sizeof score);
+  return score;
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_row& x) {
-  return f(caf::meta::type_name("dix.rb_row"), x.log, x.table, x.record_id, x.version, x.score);
+  return f(caf::meta::type_name("dix.rb_row"), x.log, x.table, x.record_id, x.version, x.score_bits);
 }
 
 // -- host → owner -------------------------------------------------------------------------------
