@@ -155,7 +155,6 @@ class at_rest_host final : public backend_host {
   }
 };
 
-std::unique_ptr<backend_host> make_at_rest_host(const std::string&) { return std::make_unique<at_rest_host>(); }
 
 // A search index verified against the projection of the primary store: it stores exactly the
 // products the projection indexes, each at its current version. Prints the verdict.
@@ -540,34 +539,27 @@ int run_demo(const std::vector<std::string>& argv) {
     }
     readers.emplace(node.id(), std::move(*client));
   }
-  auto on_node = [&](const std::string& id, remote_query q) -> result<remote_rows> {
+  // One query of `kind` on the node of `id`; the node caps a query at 10 000 rows.
+  auto on_node = [&](const std::string& id, remote_query_kind kind, std::size_t limit, const coverage_mode& mode,
+                     std::string text, std::vector<float> vector = {}) -> result<remote_rows> {
+    remote_query q;
     q.id = id;
+    q.kind = kind;
+    q.text = std::move(text);
+    q.vector = std::move(vector);
+    q.limit = std::min<std::size_t>(limit, 10000);
+    q.mode = mode;
     return readers.at(id)->query(q);
   };
   if (remote) {
     queries.lookup = [&](const std::string& key, std::size_t limit, const coverage_mode& mode) {
-      remote_query q;
-      q.kind = remote_query_kind::lookup;
-      q.text = key;
-      q.limit = std::min<std::size_t>(limit, 10000);
-      q.mode = mode;
-      return on_node("by-category", q);
+      return on_node("by-category", remote_query_kind::lookup, limit, mode, key);
     };
     queries.search = [&](const std::string& text, std::size_t limit, const coverage_mode& mode) {
-      remote_query q;
-      q.kind = remote_query_kind::search;
-      q.text = text;
-      q.limit = limit;
-      q.mode = mode;
-      return on_node(fulltext_id, q);
+      return on_node(fulltext_id, remote_query_kind::search, limit, mode, text);
     };
     queries.knn = [&](const std::vector<float>& v, std::size_t k, const coverage_mode& mode) {
-      remote_query q;
-      q.kind = remote_query_kind::knn;
-      q.vector = v;
-      q.limit = k;
-      q.mode = mode;
-      return on_node(similar_id, q);
+      return on_node(similar_id, remote_query_kind::knn, k, mode, {}, v);
     };
   } else {
     queries.lookup = [&](const std::string& key, std::size_t limit, const coverage_mode& mode) -> result<remote_rows> {
@@ -703,8 +695,8 @@ int run_demo(const std::vector<std::string>& argv) {
         continue;
       }
       if (auto* index = dynamic_cast<rocksdb_index_backend*>(at_rest->get())) {
-        auto host = make_at_rest_host(id);
-        index->attach(*host);
+        at_rest_host host;
+        index->attach(host);
         verify_secondary(id, *index, covered);
       } else if (auto* text = dynamic_cast<xapian_backend*>(at_rest->get())) {
         verified = verify_stored(figures[id], id, text->stored_records(), want_fulltext, present) && verified;
