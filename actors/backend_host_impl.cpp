@@ -59,8 +59,9 @@ std::optional<link_figures> backend_host_impl::link() const {
 
 result<coverage> backend_host_impl::admit_query(const coverage_mode& mode, cancel_token cancel) {
   if (ended()) return error{errc::not_registered, "the registration of this backend has ended"};
-  // `wait` runs the wait first (api.md §7): it waits through `unknown` (a runtime starting, an
-  // owner not yet attached) and fails on rebuilding, needs-rebuild and unavailable itself.
+  // `wait` runs the wait first (api.md §7): it waits through the index's way to `ready`
+  // (`unknown`, `needs-rebuild`, `rebuilding`: a new index's first build) up to its timeout, and
+  // fails on `unavailable` itself (judge_waiter).
   if (mode.kind == coverage_kind::wait) {
     if (!coverage_.wait) return error{errc::unavailable, "wait query: this host cannot wait for coverage"};
     if (auto waited = coverage_.wait(mode.since, mode.timeout, std::move(cancel)); !waited) return waited.error();

@@ -98,6 +98,7 @@ void coverage_waiters::add(const std::string& id, index_time_t since, millisecon
       w->id = id;
       w->token = e->token;
       w->slot = e->slot;
+      w->rebuilds = e->rebuildable;
       w->since = since;
       w->deadline = time_.steady_now() + timeout;  // fixed at the call, as since
       w->cancel = cancel;
@@ -142,7 +143,7 @@ void coverage_waiters::scan(bool timed_out) {
       auto& w = **it;
       auto r = readings.find(w.id);
       if (r == readings.end()) r = readings.emplace(w.id, w.slot->read_coverage()).first;
-      auto verdict = judge_waiter(w.cancel.cancelled(), r->second, w.since, w.deadline, now);
+      auto verdict = judge_waiter(w.cancel.cancelled(), r->second, w.since, w.deadline, now, w.rebuilds);
       if (verdict != waiter_verdict::waiting) {
         resolved.emplace_back(*it, waiter_outcome(verdict, w.id, w.since));
         it = waiters_.erase(it);

@@ -99,8 +99,8 @@ class coverage_waiters {
   void add(const std::string& id, index_time_t since, std::chrono::milliseconds timeout, cancel_token cancel,
            done_fn done);
   // One look (the watcher's, after every wake; `timed_out`: its wait ended without a change):
-  // each waiter in order — cancelled, covered, rebuilding, unavailable, past its deadline (the
-  // §12.6 order) — resolved; the demand of each id raised to its largest pending since; a
+  // each waiter judged (judge_waiter: it waits through unknown, needs-rebuild and rebuilding up
+  // to its deadline) and resolved unless still waiting; the demand of each id raised to its largest pending since; a
   // coverage wake to the local runner of every registered id whose demand exceeds its
   // coverage_time (again only after a slot change or a timed-out wait).
   void scan(bool timed_out);
@@ -118,6 +118,7 @@ class coverage_waiters {
     std::string id;
     std::uint64_t token = 0;
     std::shared_ptr<segment_slot> slot;
+    bool rebuilds = false;  // the backend can reset: a needs-rebuild index is rebuilt (judge_waiter)
     index_time_t since = 0;
     steady_point deadline;
     cancel_token cancel;

@@ -159,6 +159,13 @@ future<void> runtime::wait_for_coverage(std::string_view id, index_time_t since,
 }
 
 coverage runtime::read_coverage(std::string_view id, milliseconds tolerance) const {
+  {
+    // After stop() the runtime speaks for none of its indexes any more (protocol.md §15): its
+    // owners have released them, and a slot another owner publishes is that owner's to answer
+    // (the free read_coverage reads it).
+    std::lock_guard g(facade_->mutex);
+    if (facade_->stopped) return coverage{coverage_state::unknown, tolerance, std::nullopt};
+  }
   auto& ctx = *facade_->ctx;
   return read_coverage_here(*ctx.segment, *ctx.locks, ctx.stores, id, tolerance, ctx.time ? *ctx.time : system_clock());
 }

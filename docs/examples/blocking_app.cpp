@@ -1,7 +1,7 @@
 // A first dix program, on the blocking facade: a primary store in the directory named on the
 // command line, one secondary index (rocksdb_index_backend) of fruit by colour, a transaction of
-// three writes, a wait until the index is ready, then a query that waits until the index covers
-// the writes (read-your-writes).
+// three writes, then a query that waits until the index covers the writes (read-your-writes),
+// through the new index's first build.
 //
 //   blocking_app DIR   creates DIR/primary (the store) and DIR/by-colour (the index database)
 //
@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
 #include <dix/primary_store.hpp>
@@ -73,31 +72,10 @@ int main(int argc, char** argv) {
   txn.put(fruit_table, "cherry", "red");
   auto committed = txn.commit();
   if (!committed) return fail("committing", committed.error());
-  // A new index is built first (a scan of the store: `rebuilding`, then `ready`); a query made
-  // meanwhile is refused with `rebuilding` (retry later). The runtime's metrics say when it is
-  // ready; a program serving queries would subscribe or retry instead of polling.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    auto m = (*rt)->metrics(index_id);
-    if (m && m->readiness.state == dix::readiness_state::ready) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::cerr << "blocking_app: the index was not ready within 60 s";
-      if (m) {
-        auto st = (*rt)->status(index_id);
-        std::cerr << " (readiness " << dix::to_string(m->readiness.state) << ", durable through "
-                  << (m->logs.empty() ? 0 : m->logs[0].durable_sequence);
-        if (st) std::cerr << ", runner " << dix::to_string(st->state) << ": " << st->message;
-        std::cerr << ")";
-      }
-      std::cerr << "\n";
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-
   // Read your writes: a lookup in `wait` mode answers once the index covers the commit (its
-  // time is a valid `since`), in milliseconds: the runtime asks the index for a barrier at once
-  // instead of at its flush age. A default (`bounded`) query answers from what the index holds
+  // time is a valid `since`). The index is new, so it is first built by a scan of the store
+  // (`needs-rebuild`, `rebuilding`, then `ready`): the wait waits through that build, up to its
+  // timeout, and the runtime asks the index for its barriers at once instead of at its flush age. A default (`bounded`) query answers from what the index holds
   // if its coverage is recent enough, and is refused with index_lagging while it is unknown.
   dix::coverage_mode mine;
   mine.kind = dix::coverage_kind::wait;

@@ -1,8 +1,9 @@
 // dix inside a CAF application: the application's own actor system hosts the runtime actor
 // (<dix/caf.hpp>); an application actor registers a secondary index of fruit by colour,
-// subscribes to its readiness and runner state, writes, and prints every event it receives while
-// it waits for the index to be ready and then (a wait_coverage request) to cover the write; then
-// it queries the index and stops the runtime.
+// subscribes to its readiness and runner state, writes, and at once asks (a wait_coverage
+// request) to be told when the index covers the write — the new index is first built by a scan,
+// and the wait waits through that build — printing every event it receives meanwhile; then it
+// queries the index and stops the runtime.
 //
 //   caf_app DIR   creates DIR/primary (the store) and DIR/by-colour (the index database)
 //
@@ -32,8 +33,6 @@ struct app_state {
   std::shared_ptr<dix::rocksdb_index_backend> index;
   dix::runtime_actor runtime;
   dix::index_time_t written = 0;  // our transaction's time (0: not yet written)
-  bool ready = false;             // the index's readiness, as the subscription tells it
-  bool waiting = false;           // our wait_coverage request is out
   bool done = false;
   static inline const char* name = "caf_app";
 };
@@ -85,12 +84,10 @@ void query(app_actor* self) {
 }
 
 // Read-your-writes: the runtime answers once the index covers our commit (its time is a valid
-// `since`); meanwhile this actor goes on printing the events it receives. Asked once the index is
-// ready: a new index is first built by a scan, and a wait made while it is `rebuilding` fails
-// with `rebuilding` (retry later).
+// `since`); meanwhile this actor goes on printing the events it receives. The wait waits through
+// the new index's first build (needs-rebuild, rebuilding) up to its timeout; at the timeout it
+// fails `rebuilding` if the index is still being built, `index_lagging` otherwise (both: retry).
 void wait_for_write(app_actor* self) {
-  if (!self->state.ready || self->state.written == 0 || self->state.waiting) return;
-  self->state.waiting = true;
   self->request(self->state.runtime, caf::infinite, dix::wait_coverage{index_id, self->state.written, 30000})
     .then(
       [self](dix::coverage_reached&) {
@@ -136,7 +133,6 @@ caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
           .then(
             [self](dix::subscribed& s) {
               std::cout << "subscribed: readiness " << dix::to_string(s.readiness.state) << "\n";
-              self->state.ready = s.readiness.state == dix::readiness_state::ready;
               write(self);
             },
             [self](caf::error& err) { fail(self, "subscribe", err); });
@@ -148,8 +144,6 @@ caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
     [self](dix::readiness_changed& e) {
       std::cout << "readiness " << e.id << ": " << dix::to_string(e.readiness.state) << " ("
                 << dix::to_string(e.readiness.reason) << "), epoch " << e.readiness.owner_epoch << "\n";
-      self->state.ready = e.readiness.state == dix::readiness_state::ready;
-      wait_for_write(self);
     },
     [self](dix::runner_state_changed& e) {
       std::cout << "runner " << e.id << ": " << dix::to_string(e.status.state) << ", epoch " << e.status.epoch << "\n";

@@ -58,7 +58,9 @@ result<void> wait_for_coverage_counted(const fs::path& home_db, std::string_view
     coverage_reading r;
     if (attached && *attached) r = slot->read_coverage();  // else unknown: keep waiting
     const auto now = std::chrono::steady_clock::now();
-    auto verdict = judge_waiter(cancel.cancelled(), r, since, deadline, now);
+    // Whether a needs-rebuild index will be rebuilt is the owner's to know: this process waits
+    // (within its timeout) as for one that will.
+    auto verdict = judge_waiter(cancel.cancelled(), r, since, deadline, now, true);
     if (verdict != waiter_verdict::waiting) return waiter_outcome(verdict, name, since);
     if (slot->coverage_demand() < since) {
       slot->raise_coverage_demand(since);  // a change: the next look comes at once

@@ -39,14 +39,13 @@ bool proves_current(const coverage_proof& proof, const std::map<std::string, std
 }
 
 waiter_verdict judge_waiter(bool cancelled, const coverage_reading& r, index_time_t since, steady_point deadline,
-                            steady_point now) noexcept {
+                            steady_point now, bool rebuilds) noexcept {
   if (cancelled) return waiter_verdict::cancelled;
   if (r.state == readiness_state::ready && r.coverage_time && *r.coverage_time >= since) return waiter_verdict::covered;
-  if (r.state == readiness_state::rebuilding) return waiter_verdict::rebuilding;
-  if (r.state == readiness_state::needs_rebuild || r.state == readiness_state::unavailable) {
-    return waiter_verdict::unavailable;
-  }
-  if (now >= deadline) return waiter_verdict::lagging;
+  if (r.state == readiness_state::unavailable) return waiter_verdict::unavailable;
+  const bool building = r.state == readiness_state::rebuilding || r.state == readiness_state::needs_rebuild;
+  if (r.state == readiness_state::needs_rebuild && !rebuilds) return waiter_verdict::unavailable;
+  if (now >= deadline) return building ? waiter_verdict::building : waiter_verdict::lagging;
   return waiter_verdict::waiting;
 }
 
@@ -55,8 +54,11 @@ result<void> waiter_outcome(waiter_verdict v, const std::string& id, index_time_
   switch (v) {
     case waiter_verdict::covered: return {};
     case waiter_verdict::cancelled: return error{errc::cancelled, what + "cancelled"};
-    case waiter_verdict::rebuilding: return error{errc::rebuilding, what + "the index is rebuilding"};
-    case waiter_verdict::unavailable: return error{errc::unavailable, what + "the index needs a rebuild or is unavailable"};
+    case waiter_verdict::unavailable:
+      return error{errc::unavailable, what + "the index is unavailable or needs a rebuild nothing will start: "
+                                             "request one (dix rebuild)"};
+    case waiter_verdict::building:
+      return error{errc::rebuilding, what + "the index was still being built at the deadline (retry later)"};
     case waiter_verdict::lagging: return error{errc::index_lagging, what + "not covered by the deadline"};
     case waiter_verdict::waiting: break;
   }

@@ -60,13 +60,25 @@ struct coverage_proof {
 bool proves_current(const coverage_proof& proof, const std::map<std::string, std::uint64_t>& latest,
                     const coverage_reading& first, const coverage_reading& second) noexcept;
 
-// One coverage waiter at one look (§12.6), in the spec's order.
-enum class waiter_verdict : std::uint8_t { waiting, covered, cancelled, rebuilding, unavailable, lagging };
+// One coverage waiter at one look (§12.6). A wait waits through the index's way to `ready` (its
+// first build after registration, a rebuild after a lost cursor, a runtime starting), so a
+// read-your-writes wait made right after registering succeeds once the index is built. In order:
+//   cancelled                                 → cancelled
+//   ready, coverage_time ≥ since              → covered
+//   unavailable (latched: only an operator's rebuild request ends it)  → unavailable
+//   needs-rebuild and `rebuilds` false (nothing will rebuild the index) → unavailable
+//   deadline passed: rebuilding/needs-rebuild → building (the error `rebuilding`: retry later)
+//                    otherwise               → lagging (`index_lagging`: retry after a pause)
+//   otherwise (unknown, needs-rebuild, rebuilding, ready but behind)   → waiting
+// `rebuilds`: whether a needs-rebuild index will be rebuilt without an operator — the runtime's
+// waiter knows its registration's backend (it can reset); the free function cannot tell and
+// passes true (its timeout bounds the wait).
+enum class waiter_verdict : std::uint8_t { waiting, covered, cancelled, unavailable, building, lagging };
 using steady_point = std::chrono::steady_clock::time_point;
 waiter_verdict judge_waiter(bool cancelled, const coverage_reading& r, index_time_t since, steady_point deadline,
-                            steady_point now) noexcept;
+                            steady_point now, bool rebuilds) noexcept;
 // The outcome a verdict other than waiting resolves with: success, or the error (cancelled,
-// rebuilding, unavailable, index_lagging) with a message naming `id`.
+// unavailable, rebuilding, index_lagging) with a message naming `id`.
 result<void> waiter_outcome(waiter_verdict v, const std::string& id, index_time_t since);
 
 // How long a waiting thread sleeps: until the nearest deadline, capped at `cap` (max_flush_age

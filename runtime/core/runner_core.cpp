@@ -193,10 +193,14 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
 }
 
 // §12.4: a demand whose commits were read and accepted waits only for a barrier — ask for it now
-// instead of at the age timer; one such request until the next durable advance.
+// instead of at the age timer; one such request until the next durable advance. While a
+// rebuild's boundary is offered but not durable (the scan done, `ready` not yet published), any
+// open demand asks for that barrier: it is what makes the index ready, and no capture is taken
+// before ready. So a reader waiting at a new index's first build (issue 29) does not wait for the
+// age timer.
 void runner_core::demand_flush(effects& out, steady_time now) {
   if (coverage_flush_outstanding_ || !coverage_.demand_open() || !non_durable_work() || offered_.empty()) return;
-  if (!coverage_.demand_delivered(offered_.back().ends)) return;
+  if (!boundary_pending_ && !coverage_.demand_delivered(offered_.back().ends)) return;
   coverage_flush_outstanding_ = true;
   request_flush(flush_reason::coverage, out, now);
 }
@@ -1255,6 +1259,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     }
     to(drain::closed);
     out.push_back(fx::open_log{gen_, offered_.back().through});
+    demand_flush(out, now);  // a reader already waiting: the barrier that ends the rebuild, now
     return out;
   }
   if (rebuild_ == rebuild::scanning) {

@@ -113,21 +113,52 @@ TEST_CASE("runtime wait_for_coverage: index_lagging at the deadline, not before,
   CHECK(code_of(other) == errc::none);
 }
 
-TEST_CASE("runtime wait_for_coverage: rebuilding and unavailable end the wait, unknown keeps it", "[adapter][coverage][waiters]") {
+// Issue 29: the states a new index passes through between registration and ready (unknown, then
+// needs-rebuild with cursor-missing, then rebuilding, then ready): a wait made at registration
+// waits through all of them and succeeds once the built index covers its since.
+TEST_CASE("runtime wait_for_coverage: a wait made at registration waits through unknown, needs-rebuild and rebuilding to ready", "[adapter][coverage][waiters]") {
   fixture f;
+  f.entry->rebuildable = true;
   const auto t = f.now_time();
   auto a = f.wait(t, 30000ms);
-  f.waiters().scan(false);  // unknown: keeps waiting
+  f.waiters().scan(false);  // unknown
   CHECK_FALSE(resolved(a));
+  f.slot->publish(readiness_state::needs_rebuild, readiness_reason::cursor_missing, 1);
+  f.waiters().scan(false);
+  CHECK_FALSE(resolved(a));
+  f.slot->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 1);
+  f.waiters().scan(false);
+  CHECK_FALSE(resolved(a));
+  f.clock.advance(10ms);
+  f.ready(t);
+  f.waiters().scan(false);
+  REQUIRE(resolved(a));
+  CHECK(code_of(a) == errc::none);
+}
+
+TEST_CASE("runtime wait_for_coverage: still being built at the deadline is rebuilding, unavailable and an index nothing rebuilds end it at once", "[adapter][coverage][waiters]") {
+  fixture f;
+  f.entry->rebuildable = true;
+  const auto t = f.now_time();
+  auto a = f.wait(t, 100ms);
   f.state(readiness_state::rebuilding);
   f.waiters().scan(false);
-  CHECK(code_of(a) == errc::rebuilding);
+  CHECK_FALSE(resolved(a));
+  f.clock.advance(100ms);
+  f.waiters().scan(true);
+  REQUIRE(resolved(a));
+  auto late = a.get();
+  REQUIRE_FALSE(late);
+  CHECK(late.error().value() == errc::rebuilding);
+  CHECK(is_retryable(late.error().value()));
   auto b = f.wait(t, 30000ms);
-  f.state(readiness_state::needs_rebuild);
+  f.state(readiness_state::unavailable);
   f.waiters().scan(false);
   CHECK(code_of(b) == errc::unavailable);
+  // A backend that cannot reset: its needs-rebuild index waits for an operator, not for time.
+  f.entry->rebuildable = false;
   auto c = f.wait(t, 30000ms);
-  f.state(readiness_state::unavailable);
+  f.state(readiness_state::needs_rebuild);
   f.waiters().scan(false);
   CHECK(code_of(c) == errc::unavailable);
 }
@@ -314,8 +345,9 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
   CHECK(f.slot->read().state == readiness_state::ready);
 }
 
-TEST_CASE("query admission: a wait query made while readiness is unknown waits through it, admitted once ready covers since, and a rebuild ends it with rebuilding", "[adapter][coverage][query]") {
+TEST_CASE("query admission: a wait query waits through unknown, needs-rebuild and rebuilding, admitted once ready covers since, rebuilding if still built at its deadline", "[adapter][coverage][query]") {
   admission_fixture f;
+  f.entry->rebuildable = true;
   backend_host& h = f.host;
   const auto since = f.now_time();
   coverage_mode wait{coverage_kind::wait, 3000ms, since, 30000ms};
@@ -326,6 +358,12 @@ TEST_CASE("query admission: a wait query made while readiness is unknown waits t
   REQUIRE(f.waiters().pending() == 1);  // waiting, not refused unavailable
   f.waiters().scan(false);
   CHECK(f.waiters().pending() == 1);  // still unknown: still waiting
+  f.slot->publish(readiness_state::needs_rebuild, readiness_reason::cursor_missing, 1);
+  f.waiters().scan(false);
+  CHECK(f.waiters().pending() == 1);  // the first build is scheduled: still waiting
+  f.slot->publish(readiness_state::rebuilding, readiness_reason::cursor_missing, 1);
+  f.waiters().scan(false);
+  CHECK(f.waiters().pending() == 1);  // being built: still waiting
   f.ready(since);
   f.waiters().scan(false);
   querier.join();
@@ -334,11 +372,15 @@ TEST_CASE("query admission: a wait query made while readiness is unknown waits t
   CHECK((*waited)->state == coverage_state::bounded);
 
   f.slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  coverage_mode brief{coverage_kind::wait, 3000ms, since, 100ms};
   waited.reset();
-  std::thread rebuilding([&] { waited = h.admit_query(wait); });
+  std::thread rebuilding([&] { waited = h.admit_query(brief); });
   f.await_waiter();
   REQUIRE(f.waiters().pending() == 1);
-  f.waiters().scan(false);  // the waiter's first look ends it
+  f.waiters().scan(false);
+  CHECK(f.waiters().pending() == 1);  // a rebuild is waited through too
+  f.clock.advance(100ms);
+  f.waiters().scan(true);  // its deadline, the index still rebuilding
   rebuilding.join();
   REQUIRE(waited);
   REQUIRE_FALSE(*waited);

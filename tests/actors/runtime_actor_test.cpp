@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <type_traits>
 
 #include <dix/caf.hpp>
@@ -473,4 +474,92 @@ TEST_CASE("runtime actor: wait_coverage answers coverage_reached once the slot c
                     caf::after(std::chrono::seconds(0)) >> [] {});
   }
   CHECK(stopped_waiter);
+}
+
+// Issue 29: a CAF application registers an index and at once asks to read its own write. The new
+// index has no cursor: it passes through needs-rebuild and rebuilding (its reset held here, so the
+// test sees that state) before its first ready. The wait waits through every one of them.
+TEST_CASE("runtime actor: wait_coverage sent right after register_index waits through the first build and answers coverage_reached at ready", "[actor][runtime][coverage][first-build]") {
+  runtime_fixture f;
+  auto txn = f.store->begin();
+  txn.put(table, "a", "1");
+  auto written = txn.commit();
+  REQUIRE(written);
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  backend->hold_reset = true;
+  REQUIRE(f.ask<index_registered>(register_index{f.index_of(backend)}));
+  auto slot = f.ctx->segment->find("idx");
+  REQUIRE(slot);
+  auto answer = [&]() -> std::optional<result<coverage_reached>> {
+    std::optional<result<coverage_reached>> out;
+    f.self->receive([&](coverage_reached& x) { out = result<coverage_reached>(x); },
+                    [&](caf::error& err) { out = result<coverage_reached>(to_dix_error(err)); },
+                    caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  };
+  f.self->send(f.rt, wait_coverage{"idx", written->time, 30000});
+  f.run();
+  f.watch();
+  std::set<readiness_state> seen{slot->read().state};
+  CHECK_FALSE(answer());
+  // The rebuild holds at its reset: the index reads rebuilding, and a brief wait made now ends at
+  // its deadline with rebuilding (retry later), while the first one goes on waiting.
+  for (int i = 0; i < 20 && !backend->resetting(); ++i) {
+    f.advance(std::chrono::milliseconds(100));
+    f.watch();
+    seen.insert(slot->read().state);
+  }
+  REQUIRE(backend->resetting());
+  REQUIRE(slot->read().state == readiness_state::rebuilding);
+  CHECK_FALSE(answer());
+  f.self->send(f.rt, wait_coverage{"idx", written->time, 100});
+  f.run();
+  f.watch();
+  CHECK_FALSE(answer());
+  f.advance(std::chrono::milliseconds(100));
+  f.watch();
+  auto brief = answer();
+  REQUIRE(brief);
+  REQUIRE_FALSE(*brief);
+  CHECK(brief->error().value() == errc::rebuilding);
+  CHECK(is_retryable(brief->error().value()));
+  // The build goes on to ready; the first wait is answered then, and only then.
+  REQUIRE(backend->finish_reset());
+  std::optional<result<coverage_reached>> reached;
+  for (int i = 0; i < 50 && !reached; ++i) {
+    f.run();
+    f.advance(std::chrono::milliseconds(200));
+    f.watch();
+    seen.insert(slot->read().state);
+    reached = answer();
+    if (!reached) CHECK((slot->read().state != readiness_state::ready || slot->coverage_time() < written->time));
+  }
+  REQUIRE(reached);
+  REQUIRE(*reached);
+  CHECK((*reached)->since == written->time);
+  CHECK(slot->read().state == readiness_state::ready);
+  CHECK(seen.count(readiness_state::rebuilding) == 1);
+}
+
+TEST_CASE("runtime actor: wait_coverage on an index whose backend cannot reset and whose cursor is missing fails unavailable at once", "[actor][runtime][coverage][first-build]") {
+  runtime_fixture f;
+  auto txn = f.store->begin();
+  txn.put(table, "a", "1");
+  auto written = txn.commit();
+  REQUIRE(written);
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  backend->can_reset = false;
+  REQUIRE(f.ask<index_registered>(register_index{f.index_of(backend)}));
+  auto slot = f.ctx->segment->find("idx");
+  REQUIRE(slot);
+  for (int i = 0; i < 20 && slot->read().state != readiness_state::needs_rebuild; ++i) f.advance(std::chrono::milliseconds(100));
+  REQUIRE(slot->read().state == readiness_state::needs_rebuild);
+  f.self->send(f.rt, wait_coverage{"idx", written->time, 30000});
+  f.run();
+  f.watch();
+  std::optional<caf::error> refused;
+  f.self->receive([&](coverage_reached&) {}, [&](caf::error& err) { refused = err; },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+  REQUIRE(refused);
+  CHECK(to_dix_error(*refused).value() == errc::unavailable);
 }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <dix/free_functions.hpp>
@@ -137,7 +138,7 @@ TEST_CASE("free wait_for_coverage: invalid arguments and missing segment or slot
   CHECK(slot->coverage_demand() == 0);  // a refused call raised nothing
 }
 
-TEST_CASE("free wait_for_coverage: at the deadline index_lagging, a proof present at the deadline succeeds, rebuilding and unavailable at once", "[adapter][coverage]") {
+TEST_CASE("free wait_for_coverage: at the deadline index_lagging, or rebuilding while being built, a proof present at the deadline succeeds, unavailable at once", "[adapter][coverage]") {
   home_with_slot h;
   h.ready(t0);
   wait_stats stats;
@@ -147,11 +148,28 @@ TEST_CASE("free wait_for_coverage: at the deadline index_lagging, a proof presen
   CHECK(stats.wakeups == 0);
   CHECK(wait_for_coverage(h.home, "idx", t0, 0ms));
   h.state(readiness_state::rebuilding);
-  CHECK(wait_for_coverage(h.home, "idx", t0, 60000ms).error().value() == errc::rebuilding);
+  CHECK(wait_for_coverage(h.home, "idx", t0, 0ms).error().value() == errc::rebuilding);
   h.state(readiness_state::needs_rebuild);
-  CHECK(wait_for_coverage(h.home, "idx", t0, 60000ms).error().value() == errc::unavailable);
+  CHECK(wait_for_coverage(h.home, "idx", t0, 0ms).error().value() == errc::rebuilding);
   h.state(readiness_state::unavailable);
   CHECK(wait_for_coverage(h.home, "idx", t0, 60000ms).error().value() == errc::unavailable);
+}
+
+// Issue 29: a reader in another process waits through a rebuild as the runtime's waiter does.
+TEST_CASE("free wait_for_coverage: waits through needs-rebuild and rebuilding and succeeds at ready", "[adapter][coverage]") {
+  home_with_slot h;
+  h.state(readiness_state::needs_rebuild);
+  auto waited = std::async(std::launch::async, [&] {
+    return wait_for_coverage(h.home, "idx", t0, 60000ms);
+  });
+  // Each publication is a slot change: the waiter looks again at each, and keeps waiting until
+  // ready covers since. The demand it raises is the sign that it is waiting (a refusal raises none).
+  REQUIRE(test::until_slot(*h.slot, [&] { return h.slot->coverage_demand() >= t0; }));
+  h.state(readiness_state::rebuilding);
+  CHECK(waited.wait_for(0s) == std::future_status::timeout);
+  h.ready(t0);
+  REQUIRE(waited.wait_for(20s) == std::future_status::ready);
+  CHECK(waited.get());
 }
 
 TEST_CASE("free wait_for_coverage: since stays fixed, the demand is raised to it, and each futex wake-up is one slot change", "[adapter][coverage]") {

@@ -52,6 +52,28 @@ inline std::optional<std::vector<std::string>> unprivileged_prefix() {
   return std::vector<std::string>{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
 }
 
+// The `dix` binary as the user of `unprivileged` can run it: DIX_BINARY when that user may
+// execute it there; else a copy in `dir` (searchable by everyone), for a build directory that
+// user may not search (a build under root's home, mode 0700; issue 29 item 8). The binary links
+// only system libraries, so the copy runs as the original does.
+inline std::string binary_for(const temp_dir& dir, const std::vector<std::string>& unprivileged) {
+  if (unprivileged.empty()) return DIX_BINARY;
+  auto probe = unprivileged;
+  probe.push_back(DIX_BINARY);
+  probe.push_back("help");
+  if (run(probe, dir.path()).exit_code == 0) return DIX_BINARY;
+  const auto copy = dir / "unprivileged-bin" / "dix";
+  std::filesystem::create_directories(copy.parent_path());
+  std::filesystem::copy_file(DIX_BINARY, copy, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(copy.parent_path(), std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                                       std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                                       std::filesystem::perms::others_exec);
+  std::filesystem::permissions(copy, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  return copy.string();
+}
+
 // The number of lines of `text` (a last line without a newline counts).
 inline std::size_t line_count(const std::string& text) {
   std::size_t lines = 0;
@@ -140,13 +162,14 @@ inline void check_refuses_hostile_paths(const temp_dir& dir, const std::string& 
     std::filesystem::path path;
     const char* reason;
     std::vector<std::string> prefix;
+    std::string binary = DIX_BINARY;
   };
   std::vector<hostile_case> cases{{paths.too_long, "File name too long", {}},
                                   {paths.loop, "Too many levels of symbolic links", {}}};
-  if (unprivileged) cases.push_back({paths.unsearchable, "Permission denied", *unprivileged});
+  if (unprivileged) cases.push_back({paths.unsearchable, "Permission denied", *unprivileged, binary_for(dir, *unprivileged)});
   for (const auto& c : cases) {
     auto args = c.prefix;
-    args.push_back(DIX_BINARY);
+    args.push_back(c.binary);
     args.push_back(command);
     for (auto& a : args_for(c.path.string())) args.push_back(std::move(a));
     auto r = run(args, dir.path());

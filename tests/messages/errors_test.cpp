@@ -8,6 +8,8 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 #include <caf/make_message.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/pec.hpp>
 #include <caf/sec.hpp>
 
 #include "messages/errors.hpp"
@@ -59,13 +61,59 @@ TEST_CASE("errors: a dix::errc converts implicitly to caf::error and compares wi
 
 TEST_CASE("errors: a foreign or unknown error maps to backend_failed", "[actor][messages]") {
   CHECK(dix::to_errc(caf::error{}) == errc::none);
-  CHECK(dix::to_errc(caf::make_error(caf::sec::request_timeout)) == errc::backend_failed);
-  CHECK(dix::to_errc(caf::error{static_cast<std::uint8_t>(errc::io_error), caf::atom("system")}) ==
+  CHECK(dix::to_errc(caf::make_error(caf::sec::runtime_error)) == errc::backend_failed);
+  CHECK(dix::to_errc(caf::make_error(caf::pec::unexpected_eof)) == errc::backend_failed);
+  CHECK(dix::to_errc(caf::error{static_cast<std::uint8_t>(errc::io_error), caf::atom("peer")}) ==
         errc::backend_failed);
   CHECK(dix::to_errc(caf::error{200, caf::atom("dix")}) == errc::backend_failed);
-  auto foreign = dix::to_dix_error(caf::make_error(caf::sec::request_timeout));
+  auto foreign = dix::to_dix_error(caf::make_error(caf::sec::runtime_error));
   CHECK(foreign.value() == errc::backend_failed);
   CHECK_FALSE(foreign.message().empty());
+}
+
+// Issue 29: each CAF error a caller of the runtime actor, a backend proxy or an index node can
+// receive maps to the errc whose retry advice fits it; a request timeout is retryable.
+TEST_CASE("errors: CAF's errors map to the errc whose retry advice fits", "[actor][messages]") {
+  struct row {
+    caf::error e;
+    errc expected;
+  };
+  const std::vector<row> rows{
+    {caf::make_error(caf::sec::request_timeout), errc::timeout},
+    {caf::make_error(caf::sec::connection_timeout), errc::timeout},
+    {caf::make_error(caf::sec::request_receiver_down), errc::stopped},
+    {caf::make_error(caf::sec::cannot_forward_to_invalid_actor), errc::stopped},
+    {caf::make_error(caf::sec::unexpected_message), errc::message_invalid},
+    {caf::make_error(caf::sec::unexpected_response), errc::message_invalid},
+    {caf::make_error(caf::sec::unexpected_actor_messaging_interface), errc::message_invalid},
+    {caf::make_error(caf::sec::unknown_type), errc::message_invalid},
+    {caf::make_error(caf::sec::incompatible_versions), errc::message_invalid},
+    {caf::make_error(caf::sec::incompatible_application_ids), errc::message_invalid},
+    {caf::make_error(caf::sec::malformed_basp_message), errc::message_invalid},
+    {caf::make_error(caf::sec::cannot_connect_to_node), errc::unavailable},
+    {caf::make_error(caf::sec::no_route_to_receiving_node), errc::unavailable},
+    {caf::make_error(caf::sec::disconnect_during_handshake), errc::unavailable},
+    {caf::make_error(caf::sec::remote_lookup_failed), errc::unavailable},
+    {caf::make_error(caf::sec::no_actor_published_at_port), errc::unavailable},
+    {caf::make_error(caf::sec::network_syscall_failed), errc::io_error},
+    {caf::make_error(caf::sec::socket_disconnected), errc::io_error},
+    {caf::make_error(caf::sec::cannot_open_port), errc::io_error},
+    {caf::make_error(caf::sec::invalid_argument), errc::invalid_argument},
+    {caf::make_error(caf::sec::feature_disabled), errc::not_supported},
+    {caf::make_error(caf::exit_reason::user_shutdown), errc::stopped},
+    {caf::make_error(caf::exit_reason::kill), errc::stopped},
+    {caf::make_error(caf::exit_reason::normal), errc::stopped},
+    {caf::make_error(caf::exit_reason::remote_link_unreachable), errc::unavailable},
+    {caf::make_error(caf::exit_reason::unhandled_exception), errc::backend_failed},
+  };
+  for (const auto& r : rows) {
+    INFO(caf::to_string(r.e));
+    CHECK(dix::to_errc(r.e) == r.expected);
+    auto d = dix::to_dix_error(r.e);
+    CHECK(d.value() == r.expected);
+    CHECK_FALSE(d.message().empty());  // CAF's rendering of the error
+  }
+  CHECK(dix::is_retryable(dix::to_errc(caf::make_error(caf::sec::request_timeout))));
 }
 
 TEST_CASE("errors: the renderer prints the errc name and the context", "[actor][messages]") {

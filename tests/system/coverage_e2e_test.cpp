@@ -207,30 +207,68 @@ TEST_CASE("behaviour 22: with a real owner a waiter fails index_lagging at its d
   REQUIRE(w.rt->stop().get());
 }
 
-TEST_CASE("behaviour 22: with a real owner a waiter fails rebuilding in a rebuild, and every wait fails stopped after stop",
+// Issue 29 changed behaviour 22's rebuild case: a wait waits through a rebuild up to its
+// deadline, and fails rebuilding only when the index is still being built then.
+TEST_CASE("behaviour 22: with a real owner a waiter waits through a rebuild, fails rebuilding at its deadline if still built, and every wait fails stopped after stop",
           "[system][coverage][behaviour-22]") {
   owner w;
   w.start();
   const auto far = test::put_records(*w.store, "k", 1).time + 3'600'000'000'000ull;
-  // A waiter pending when the rebuild is requested ends with the condemnation: needs-rebuild
-  // (reason rebuild-requested) reads unavailable, or rebuilding if the watcher's look comes after
-  // the next publication; a waiter that begins during the rebuild fails rebuilding at once. Held
-  // barriers keep the rebuild's boundary from becoming durable, so it stays rebuilding (the long
-  // flush age alone would not: the pending waiter's demand may ask for a coverage flush).
+  // A waiter pending when the rebuild is requested goes on waiting through the condemnation
+  // (needs-rebuild) and the rebuild. Held barriers keep the rebuild's boundary from becoming
+  // durable, so the index stays rebuilding (the long flush age alone would not: the pending
+  // waiter's demand may ask for a coverage flush).
   auto pending = w.rt->wait_for_coverage("by-value", far, 300000ms);
   w.index->hold_flushes = true;
   REQUIRE(w.rt->request_rebuild("by-value"));
   REQUIRE(test::wait_readiness(w.home, "by-value",
                                [](const dix::readiness& r) { return r.state == readiness_state::rebuilding; }));
-  REQUIRE(pending.wait_for(120s) == std::future_status::ready);
-  const auto pending_code = code_of(std::move(pending));
-  CHECK((pending_code == errc::unavailable || pending_code == errc::rebuilding));
-  auto during = w.rt->wait_for_coverage("by-value", far, 300000ms);
-  REQUIRE(during.wait_for(120s) == std::future_status::ready);
-  CHECK(code_of(std::move(during)) == errc::rebuilding);
+  // A brief waiter begun during the rebuild: its deadline comes while the index is still built.
+  auto brief = w.rt->wait_for_coverage("by-value", far, 200ms);
+  REQUIRE(brief.wait_for(120s) == std::future_status::ready);
+  auto late = brief.get();
+  REQUIRE_FALSE(late);
+  CHECK(late.error().value() == errc::rebuilding);
+  CHECK(pending.wait_for(0s) == std::future_status::timeout);  // still waiting through it
   CHECK(flushes(*w.rt, flush_reason::age) == 0);
   REQUIRE(w.rt->stop().get());  // flush(shutdown) passes the held barriers
+  REQUIRE(pending.wait_for(120s) == std::future_status::ready);
+  CHECK(code_of(std::move(pending)) == errc::stopped);
   CHECK(code_of(w.rt->wait_for_coverage("by-value", far, 1000ms)) == errc::stopped);
+}
+
+// Issue 29: read-your-writes right after registering a new index. The store already holds the
+// write; the index is new (no cursor), so it is first built by a scan. A wait for the write, a
+// query in `wait` mode for it, both made right after register_index, succeed once the build is
+// ready: no unavailable, no rebuilding on the way. The owner's flush age is far longer than the
+// test: what ends the build in time is the waiters' demand.
+TEST_CASE("issue 29: a wait and a wait-mode query made right after registering a new index wait through its first build",
+          "[system][coverage][first-build]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  const auto written = test::put_records(*store, "k", 3);
+  auto rt = runtime::create({store}, long_flush_age_options()).value();
+  rocksdb_index_options o;
+  o.path = dir / "index";
+  auto index = rocksdb_index_backend::create("by-value", o).value();
+  auto handle = rt->register_index(two_table_registration(index, {"main"}));
+  REQUIRE(handle);
+  auto waited = rt->wait_for_coverage("by-value", written.time, 120000ms);
+  coverage_mode mine;
+  mine.kind = coverage_kind::wait;
+  mine.since = written.time;
+  mine.timeout = 120000ms;
+  auto queried = std::async(std::launch::async, [&] { return index->lookup("value-1", 10, mine); });
+  REQUIRE(waited.wait_for(150s) == std::future_status::ready);
+  CHECK(code_of(std::move(waited)) == errc::none);
+  REQUIRE(queried.wait_for(150s) == std::future_status::ready);
+  auto rows = queried.get();
+  if (!rows) FAIL_CHECK(rows.error().message());
+  else CHECK(rows->rows.size() == 1);  // the write is read
+  CHECK(rt->readiness("by-value")->state == readiness_state::ready);
+  CHECK(rt->metrics("by-value").value().flushes[static_cast<std::size_t>(flush_reason::age)] == 0);
+  REQUIRE(rt->stop().get());
 }
 
 // -- `current` in the owner's process (protocol.md §12.5 step 3, issue 33) -----------------------
@@ -270,7 +308,12 @@ TEST_CASE("current coverage: a write accepted but not durable refuses strict and
   w.cover(pending.time);  // the coverage flush: the write's barrier
   CHECK(w.until_current());
   CHECK(w.admit_strict() == errc::none);
+  CHECK(w.rt->read_coverage("by-value", 600000ms).state != coverage_state::unknown);
   REQUIRE(w.rt->stop().get());
+  // Issue 29 item 8: a stopped runtime speaks for no index (protocol.md §15), though the slot
+  // still holds the last owner's recent coverage time.
+  CHECK(w.rt->read_coverage("by-value", 600000ms).state == coverage_state::unknown);
+  CHECK(w.rt->read_coverage("by-value", 600000ms).tolerance == 600000ms);
 }
 
 TEST_CASE("current coverage: an unrelated commit after a pending relevant write never certifies past it",

@@ -33,9 +33,17 @@ caf::error make_error(errc code, std::string context = {});
 // Same code and message as a dix::error.
 caf::error make_error(const dix::error& e);
 
-// The errc of `e`: none for the empty error; the code for category "dix"; backend_failed for any
-// other category (sec, pec, exit reasons, a peer's own codes) or a dix code this build does not
-// know (a newer peer).
+// The errc of `e`: none for the empty error; the code for category "dix"; for CAF's own errors
+// the errc whose retry advice fits (category "system", caf::sec): request_timeout and
+// connection_timeout → timeout (retryable); request_receiver_down, cannot_forward_to_invalid_actor
+// → stopped; unexpected_message/_response, unknown_type, incompatible_versions and the other
+// malformed-message codes → message_invalid; cannot_connect_to_node, no_route_to_receiving_node,
+// remote_lookup_failed and the other unreachable-node codes → unavailable; socket and system-call
+// failures → io_error (retryable); invalid_argument → invalid_argument; feature_disabled →
+// not_supported. Exit reasons (category "exit"): normal, user_shutdown, kill → stopped;
+// remote_link_unreachable → unavailable. Anything else — another sec or exit reason, another
+// category (pec, a peer's own codes), a dix code this build does not know (a newer peer) —
+// backend_failed.
 errc to_errc(const caf::error& e) noexcept;
 
 // The context text of a dix error (empty when none); for a foreign error, CAF's to_string(e).
