@@ -60,7 +60,7 @@ struct coverage_proof {
 bool proves_current(const coverage_proof& proof, const std::map<std::string, std::uint64_t>& latest,
                     const coverage_reading& first, const coverage_reading& second) noexcept;
 
-// One coverage waiter at one look (§12.6), in the spec's order.
+// One coverage waiter at one look, in the order of protocol.md §12.6.
 enum class waiter_verdict : std::uint8_t { waiting, covered, cancelled, rebuilding, unavailable, lagging };
 using steady_point = std::chrono::steady_clock::time_point;
 waiter_verdict judge_waiter(bool cancelled, const coverage_reading& r, index_time_t since, steady_point deadline,

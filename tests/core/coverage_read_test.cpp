@@ -75,7 +75,7 @@ TEST_CASE("read_coverage current: every log's durable end at or past its latest 
   CHECK_FALSE(proves_current(coverage_proof{0, {}}, {}, ready_at(t0, 0), ready_at(t0, 0)));
 }
 
-TEST_CASE("coverage waiter: the spec's order, so a proof present at the deadline succeeds", "[core][coverage]") {
+TEST_CASE("coverage waiter: protocol.md §12.6's order, so a proof present at the deadline succeeds", "[core][coverage]") {
   const steady_point now{std::chrono::seconds(100)};
   const auto later = now + 1s;
   const index_time_t since = t0;
