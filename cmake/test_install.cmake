@@ -1,8 +1,9 @@
 # The packaging test (tests/CMakeLists.txt): installs the build tree into a fresh prefix, then
-# configures docs/examples as a standalone project against it (find_package(dix CONFIG)), builds
-# it and runs its tests, which run the examples. Fails at the first step that fails.
+# checks that the reference docs are there (share/doc/dix), configures docs/examples as a
+# standalone project against it (find_package(dix CONFIG)), builds it and runs its tests, which run
+# the examples. Fails at the first step that fails.
 #   cmake -DBUILD_DIR=… -DEXAMPLES=… -DWORK_DIR=… -DGENERATOR=… -DCXX=… [-DLAUNCHER=…]
-#         [-DSANITIZERS=…] -P test_install.cmake
+#         [-DSANITIZERS=…] [-DDOCDIR=…] -P test_install.cmake
 cmake_minimum_required(VERSION 3.25)
 
 function(step what)
@@ -21,6 +22,18 @@ set(consumer "${WORK_DIR}/consumer")
 file(REMOVE_RECURSE "${WORK_DIR}")
 
 step("install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+
+# The reference the installed headers and the conformance kit cite (docs/README.md) is installed
+# beside them.
+if(NOT DOCDIR)
+  set(DOCDIR "share/doc/dix")
+endif()
+foreach(doc README.md protocol.md api.md backends.md actors.md formats.md)
+  if(NOT EXISTS "${prefix}/${DOCDIR}/${doc}")
+    message(FATAL_ERROR "packaging: ${prefix}/${DOCDIR}/${doc} was not installed")
+  endif()
+endforeach()
+message(STATUS "packaging: the reference is installed in ${prefix}/${DOCDIR}")
 
 # Release, whatever the project's build type: the consumer only has to link. The project's
 # sanitizers come along, or the instrumented libraries would not link.

@@ -36,13 +36,13 @@
 
 namespace dix {
 
-// formats.md §4.2, §4.3: offsets and sizes, as numbers the tests can check against the spec.
+// formats.md §4.2, §4.3: offsets and sizes, as numbers the tests can check against formats.md.
 namespace segment_layout {
 inline constexpr std::uint32_t layout_version = 1;
 inline constexpr std::uint32_t header_bytes = 128;
 inline constexpr std::uint32_t slot_bytes = 128;
 inline constexpr std::uint32_t default_slot_count = 64;
-inline constexpr std::uint32_t max_slot_count = 65536;  // 8 MiB; the spec sets no limit
+inline constexpr std::uint32_t max_slot_count = 65536;  // 8 MiB; formats.md §4.2
 inline constexpr std::size_t max_id_bytes = 64;
 }  // namespace segment_layout
 

@@ -60,7 +60,7 @@ struct coverage_proof {
 bool proves_current(const coverage_proof& proof, const std::map<std::string, std::uint64_t>& latest,
                     const coverage_reading& first, const coverage_reading& second) noexcept;
 
-// One coverage waiter at one look (§12.6). A wait waits through the index's way to `ready` (its
+// One coverage waiter at one look (protocol.md §12.6). A wait waits through the index's way to `ready` (its
 // first build after registration, a rebuild after a lost cursor, a runtime starting), so a
 // read-your-writes wait made right after registering succeeds once the index is built. In order:
 //   cancelled                                 → cancelled

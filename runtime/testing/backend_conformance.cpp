@@ -223,7 +223,7 @@ std::string child_outcome(int code) {
     case 10: return "make(dir) returned no backend in the child";
     case 11: return "a delivery was not accepted in the child";
     case 12: return "a barrier failed in the child";
-    case 13: return "the child's wait for the applier timed out: the backend never called host.is_owner_epoch for the batches it took (it must, before applying each one: backends.md §0)";
+    case 13: return "the child's wait for the applier timed out: the backend never called host.is_owner_epoch for the batches it took (it must, before applying each one: docs/backends.md §0, installed as share/doc/dix/backends.md)";
     case 14: return "the child reached its end without being killed (a kill point was never reached)";
     case 16: return "reset failed in the child";
     default: return "exit code " + std::to_string(code);
@@ -497,7 +497,7 @@ void check_nothing_durable_before_barrier(const backend_subject& s) {
   const auto checks = x.host.epoch_checks();
   x.deliver_scenario(3, 5);
   // The applier asks about each batch before applying it: all three were taken.
-  INFO("waiting for the applier's is_owner_epoch calls (backends.md §0: before applying each batch); so far "
+  INFO("waiting for the applier's is_owner_epoch calls (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch); so far "
        << x.host.epoch_checks() - checks);
   REQUIRE(x.host.wait_epoch_checks(checks + 3, x.limit));
   for (int i = 0; i < 3; ++i) CHECK(describe(x.durable()) == describe(cursor_at(2)));
@@ -612,7 +612,7 @@ void check_superseded_barrier_never_publishes(const backend_subject& s) {
     x.advance(1, 1);
     const auto checks = x.host.epoch_checks();
     x.deliver(scenario_batch(s, 2));
-    INFO("waiting for the applier's is_owner_epoch call (backends.md §0: before applying each batch)");
+    INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
     REQUIRE(x.host.wait_epoch_checks(checks + 1, x.limit));  // batch 2 was taken
     // A takeover lands now: the next check (the barrier's, before it publishes) sees epoch 2.
     x.host.supersede_at_next_check(2);
@@ -669,7 +669,7 @@ void check_deferral_by_queue_then_changed(const backend_subject& s) {
   const auto bytes = s.defer_batch_bytes;
   x.host.hold_epoch_checks();  // the applier stops at its first check
   x.deliver(scenario_batch(s, 1, 1, bytes == 0 ? 100 : bytes));  // an empty queue accepts any single batch
-  INFO("waiting for the applier's is_owner_epoch call (backends.md §0: before applying each batch)");
+  INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
   REQUIRE(x.host.wait_epoch_checks(1, x.limit));
   if (bytes == 0) {
     // The subject claims no queue cap: nothing is deferred, nothing lost.
@@ -874,7 +874,7 @@ void check_unindexable_removed_and_counted(const backend_subject& s) {
   const auto codes = x.host.unindexable_codes();
   CHECK(codes.size() == 2);
   for (const auto& code : codes) {
-    INFO("code \"" << code << "\": 1…48 of [A-Za-z0-9_.:-] (protocol.md §4.4)");
+    INFO("code \"" << code << "\": 1…48 of [A-Za-z0-9_.:-] (docs/protocol.md §4.4, installed as share/doc/dix/protocol.md)");
     CHECK(!code.empty());
     CHECK(code.size() <= 48);
     CHECK(std::all_of(code.begin(), code.end(), [](char c) {

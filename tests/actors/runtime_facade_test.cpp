@@ -83,7 +83,7 @@ TEST_CASE("runtime: create refuses an empty store list and duplicate log names",
   CHECK_THAT(runtime::create({one}, o).error().message(), Catch::StartsWith("runtime_options.max_write_delay = 0"));
 }
 
-// -- the defects issue 9 found against the spec: each of these failed before its fix -----------
+// -- the defects issue 9 found against protocol.md: each of these failed before its fix -----------
 
 TEST_CASE("runtime: unregister removes the id at once, and a replacement registered while the release is pending takes over after it (protocol §2.4)", "[adapter][runtime][unregister]") {
   temp_dir dir;

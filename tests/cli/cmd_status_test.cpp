@@ -203,7 +203,7 @@ const std::string three_rows =
 
 }  // namespace
 
-TEST_CASE("dix status: one aligned line per backend id sorted by id with the spec's names", "[system][cli][status]") {
+TEST_CASE("dix status: one aligned line per backend id sorted by id with the names of formats.md §4.5", "[system][cli][status]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto segment = three_indexes(home);

@@ -22,7 +22,7 @@ enum class readiness_reason : std::uint8_t {
   backend_failed, runner_failed, condemned, shutdown_failed, rebuild_failed, rebuild_exhausted,
   rebuild_requested, registration_changed };
 
-// "ready", "needs-rebuild"; "log-retention", "registration-changed" (the spec's spellings).
+// "ready", "needs-rebuild"; "log-retention", "registration-changed" (formats.md §4.5 spellings).
 std::string_view to_string(readiness_state s) noexcept;
 std::string_view to_string(readiness_reason r) noexcept;
 
