@@ -16,6 +16,7 @@
 #include "actors/readiness_publisher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/coverage_waiters.hpp"
+#include "actors/runtime_work.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_impl.hpp"
@@ -46,8 +47,17 @@ std::vector<std::shared_ptr<backend_host_impl>>& orphaned_hosts() {
 }
 
 // One id's subscribers and what they were last told.
+// A subscriber of one id: the events it asked for explicitly (subscribe) and through
+// subscribe_all; it receives their union.
+struct subscriber_entry {
+  caf::actor handle;
+  std::uint8_t explicit_events = 0;
+  std::uint8_t all_events = 0;
+  std::uint8_t events() const noexcept { return static_cast<std::uint8_t>(explicit_events | all_events); }
+};
+
 struct watched_id {
-  std::map<caf::actor_addr, caf::actor> subscribers;
+  std::map<caf::actor_addr, subscriber_entry> subscribers;
   std::uint64_t counter = 0;  // the slot change counter of `value`
   readiness value;
   std::uint64_t status_token = 0, status_version = 0;  // of `status`
@@ -75,10 +85,23 @@ struct runtime_state {
   // entries in the stores' write gates (§2.2, §13.5), by token: each is undone exactly once.
   std::map<std::uint64_t, std::string> counted;
   std::set<std::uint64_t> gated;
-  std::map<caf::actor_addr, std::size_t> monitored;  // subscriber → number of ids it watches
+  // subscriber → its references: the ids it watches, plus one for a subscribe_all
+  std::map<caf::actor_addr, std::size_t> monitored;
+  // subscribe_all's subscribers (issue 29) and the events each asked for: each id registered
+  // later gets them too.
+  std::map<caf::actor_addr, std::pair<caf::actor, std::uint8_t>> all_subscribers;
   // wait_coverage requests by key, until their waiter resolves (coverage_waited).
   std::map<std::uint64_t, std::pair<wait_coverage, caf::typed_response_promise<coverage_reached>>> coverage_requests;
   std::uint64_t next_coverage_key = 0;
+  // Commits and queries as messages (actors/runtime_work.hpp): a committer per store that had a
+  // commit_transaction (by store index), and the queries waiting for a worker.
+  std::map<std::size_t, committer_actor> committers;
+  struct pending_query {
+    query_index request;
+    std::shared_ptr<dix::backend> served;
+    caf::typed_response_promise<index_rows> promise;
+  };
+  query_gate<pending_query> queries;
   bool stopping = false;
   std::optional<caf::error> stop_outcome;  // once every release settled
   std::vector<caf::typed_response_promise<runtime_stopped>> stop_waiters;
@@ -103,6 +126,9 @@ steady_time now_of(runtime_pointer self) { return self->home_system().clock().no
 
 void check_stopped(runtime_pointer self);
 caf::expected<index_registered> register_one(runtime_pointer self, registration r);
+struct subscriber_entry;
+subscriber_entry& watch_for(runtime_pointer self, const std::string& id, const std::shared_ptr<segment_slot>& slot,
+                            const caf::actor& who);
 
 // The registration leaves the process's count as its release starts (§2.4): a releasing owner
 // that finds no registration of its id left forces the gate open (§13.4).
@@ -225,6 +251,10 @@ void clean_up(runtime_state& st) {
   while (!st.gated.empty()) ungate(st, *st.gated.begin());
   for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
   st.coverage_requests.clear();
+  for (auto& q : st.queries.drain()) q.promise.deliver(ended);
+  // A committer ends after the commit it runs; running query workers end with their query.
+  for (auto& [index, c] : st.committers) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+  st.committers.clear();
   for (auto& e : unreleased) {
     e->host->end();  // the backend is told first that no epoch is its own any more
     e->owner->release();
@@ -409,6 +439,8 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   auto spec = wire_registration(self->home_system(), std::move(w));
   e->owner = spec->record;
   ctx.registry->put(e);
+  // subscribe_all's subscribers hear this id too, from its first change (issue 29).
+  for (auto& [addr, sub] : st.all_subscribers) watch_for(self, id, e->slot, sub.first).all_events = sub.second;
   // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
   self->send(st.supervisor, supervise{std::move(spec)});
   return index_registered{id};
@@ -446,14 +478,9 @@ caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::stri
 
 // -- subscriptions -----------------------------------------------------------------------------
 
-void drop_subscriber(runtime_pointer self, const std::string& id, const caf::actor_addr& who) {
+// One reference of `who` fewer; the last one ends the monitoring.
+void unreference(runtime_pointer self, const caf::actor_addr& who) {
   auto& st = self->state;
-  auto w = st.watched.find(id);
-  if (w == st.watched.end() || w->second.subscribers.erase(who) == 0) return;
-  if (w->second.subscribers.empty()) {
-    if (st.ctx->watch) st.ctx->watch->unobserve(id);
-    st.watched.erase(w);
-  }
   auto m = st.monitored.find(who);
   if (m != st.monitored.end() && --m->second == 0) {
     self->demonitor(who);
@@ -461,19 +488,50 @@ void drop_subscriber(runtime_pointer self, const std::string& id, const caf::act
   }
 }
 
-caf::result<subscribed> subscribe_one(runtime_pointer self, const std::string& id) {
+void reference(runtime_pointer self, const caf::actor& who) {
+  if (self->state.monitored[who.address()]++ == 0) self->monitor(who);
+}
+
+// Which of a subscriber's subscriptions to one id end.
+enum class subscription_part : std::uint8_t { explicit_only, all_only, both };
+
+void drop_subscriber(runtime_pointer self, const std::string& id, const caf::actor_addr& who,
+                     subscription_part part = subscription_part::both) {
   auto& st = self->state;
-  auto sender = self->current_sender();
-  if (!sender) return make_error(errc::invalid_argument, "subscribe needs a sender to notify");
-  if (auto ok = check_backend_id(id); !ok) return make_error(ok.error());
-  auto slot = st.ctx->segment->find(id);
-  if (!slot) return make_error(errc::not_registered, "backend id " + id + " has no slot in this database");
+  auto w = st.watched.find(id);
+  if (w == st.watched.end()) return;
+  auto sub = w->second.subscribers.find(who);
+  if (sub == w->second.subscribers.end()) return;
+  if (part != subscription_part::all_only) sub->second.explicit_events = 0;
+  if (part != subscription_part::explicit_only) sub->second.all_events = 0;
+  if (sub->second.events() != 0) return;
+  w->second.subscribers.erase(sub);
+  if (w->second.subscribers.empty()) {
+    if (st.ctx->watch) st.ctx->watch->unobserve(id);
+    st.watched.erase(w);
+  }
+  unreference(self, who);
+}
+
+// The entry of `who` for `id` (made, watched and referenced when new).
+subscriber_entry& watch_for(runtime_pointer self, const std::string& id, const std::shared_ptr<segment_slot>& slot,
+                            const caf::actor& who) {
+  auto& st = self->state;
   auto& w = st.watched[id];
-  const auto who = sender->address();
-  if (w.subscribers.emplace(who, caf::actor_cast<caf::actor>(sender)).second) {
-    if (st.monitored[who]++ == 0) self->monitor(sender);
+  auto [it, fresh] = w.subscribers.emplace(who.address(), subscriber_entry{who, 0, 0});
+  if (fresh) {
+    reference(self, who);
     if (w.subscribers.size() == 1 && st.ctx->watch) st.ctx->watch->observe(id, slot);
   }
+  return it->second;
+}
+
+// The id's values now (readiness from the slot, the runner's status), kept in `watched` so later
+// events never go back to an older value.
+std::pair<readiness, std::optional<runner_status>> values_now(runtime_pointer self, const std::string& id,
+                                                              const std::shared_ptr<segment_slot>& slot) {
+  auto& st = self->state;
+  auto& w = st.watched[id];
   // The counter before the fields: the value read is at least as new as the counter says.
   const auto counter = slot->change_counter();
   const auto now = slot->read();
@@ -491,10 +549,118 @@ caf::result<subscribed> subscribe_one(runtime_pointer self, const std::string& i
       w.status = status;
     }
   }
-  return subscribed{id, w.value, status};
+  return {w.value, status};
+}
+
+std::optional<caf::error> check_events(const char* what, std::uint8_t events) {
+  if (events == 0 || (events & ~subscribe_events_all) != 0) {
+    return make_error(errc::invalid_argument, std::string(what) + ": events " + std::to_string(events) +
+                                                  " must name readiness (1), runner state (2) or both (3)");
+  }
+  return std::nullopt;
+}
+
+caf::result<subscribed> subscribe_one(runtime_pointer self, const subscribe& m) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!sender) return make_error(errc::invalid_argument, "subscribe needs a sender to notify");
+  if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());
+  if (auto bad = check_events("subscribe", m.events)) return *bad;
+  auto slot = st.ctx->segment->find(m.id);
+  if (!slot) return make_error(errc::not_registered, "backend id " + m.id + " has no slot in this database");
+  watch_for(self, m.id, slot, caf::actor_cast<caf::actor>(sender)).explicit_events = m.events;
+  auto [value, status] = values_now(self, m.id, slot);
+  return subscribed{m.id, value, status};
+}
+
+caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const subscribe_all& m) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!sender) return make_error(errc::invalid_argument, "subscribe_all needs a sender to notify");
+  if (auto bad = check_events("subscribe_all", m.events)) return *bad;
+  if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
+  auto who = caf::actor_cast<caf::actor>(sender);
+  auto [it, fresh] = st.all_subscribers.emplace(who.address(), std::make_pair(who, m.events));
+  if (fresh) reference(self, who);
+  it->second.second = m.events;
+  subscribed_all out;
+  for (auto& e : st.ctx->registry->all()) {
+    watch_for(self, e->id, e->slot, who).all_events = m.events;
+    auto [value, status] = values_now(self, e->id, e->slot);
+    if ((m.events & subscribe_readiness) != 0) caf::anon_send(who, readiness_changed{e->id, value});
+    if ((m.events & subscribe_runner_state) != 0 && status) caf::anon_send(who, runner_state_changed{e->id, *status});
+    out.ids.push_back(e->id);
+  }
+  return out;
+}
+
+void unsubscribe_everything(runtime_pointer self, const caf::actor_addr& who) {
+  auto& st = self->state;
+  if (st.all_subscribers.erase(who) == 0) return;
+  std::vector<std::string> ids;
+  for (auto& [id, w] : st.watched) {
+    if (w.subscribers.count(who) != 0) ids.push_back(id);
+  }
+  for (auto& id : ids) drop_subscriber(self, id, who, subscription_part::all_only);
+  unreference(self, who);
 }
 
 // -- the actor ---------------------------------------------------------------------------------
+
+// -- commits and queries as messages (issue 29) ------------------------------------------------
+
+caf::result<transaction_committed> commit_one(runtime_pointer self, commit_transaction& m) {
+  auto& st = self->state;
+  if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
+  const auto& stores = st.ctx->stores;
+  std::size_t index = 0;
+  if (!m.log.empty()) {
+    auto it = std::find_if(stores.begin(), stores.end(), [&](const auto& store) { return store->log_name() == m.log; });
+    if (it == stores.end()) {
+      return make_error(errc::invalid_argument, "commit_transaction: no store with log \"" + m.log + "\" is attached");
+    }
+    index = static_cast<std::size_t>(it - stores.begin());
+  }
+  auto c = st.committers.find(index);
+  if (c == st.committers.end()) {
+    c = st.committers.emplace(index, spawn_committer(self->home_system(), stores[index], st.ctx->detached)).first;
+  }
+  return self->delegate(c->second, std::move(m));
+}
+
+void start_query(runtime_pointer self, runtime_state::pending_query p) {
+  auto worker = spawn_query_worker(self->home_system(), std::move(p.served), self->state.ctx->detached);
+  auto promise = p.promise;
+  self->request(worker, caf::infinite, std::move(p.request))
+    .then(
+      [self, promise](index_rows& rows) mutable {
+        promise.deliver(std::move(rows));
+        if (auto next = self->state.queries.finished()) start_query(self, std::move(*next));
+      },
+      [self, promise](caf::error& err) mutable {
+        promise.deliver(std::move(err));
+        if (auto next = self->state.queries.finished()) start_query(self, std::move(*next));
+      });
+}
+
+caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
+  auto& st = self->state;
+  if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
+  auto e = st.ctx->registry->find(m.id);
+  if (!e) return make_error(errc::not_registered, "query_index: backend id " + m.id + " is not registered in this runtime");
+  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>()};
+  auto promise = p.promise;
+  switch (st.queries.admit(p)) {
+    case query_gate<runtime_state::pending_query>::verdict::start: start_query(self, std::move(p)); break;
+    case query_gate<runtime_state::pending_query>::verdict::queued: break;
+    case query_gate<runtime_state::pending_query>::verdict::refused:
+      // Through the promise: making it answered the request.
+      promise.deliver(make_error(errc::unavailable, "query_index: " + std::to_string(st.queries.queued()) +
+                                                        " queries already wait for a worker; retry"));
+      break;
+  }
+  return promise;
+}
 
 runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_ptr<runtime_context> ctx) {
   auto& st = self->state;
@@ -532,6 +698,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       lost_helper(self, dm.source == s.supervisor.address() ? "supervisor" : "readiness publisher", dm.reason);
       return;
     }
+    unsubscribe_everything(self, dm.source);
     std::vector<std::string> ids;
     for (auto& [id, w] : self->state.watched) {
       if (w.subscribers.count(dm.source) != 0) ids.push_back(id);
@@ -600,10 +767,15 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       return readiness_report{m.id, slot->read()};
     },
     [self](rebuild_index& m) -> caf::result<rebuild_requested> { return rebuild_one(self, m.id); },
-    [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m.id); },
+    [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m); },
     [self](unsubscribe& m) -> unsubscribed {
-      if (auto sender = self->current_sender()) drop_subscriber(self, m.id, sender->address());
+      if (auto sender = self->current_sender()) drop_subscriber(self, m.id, sender->address(), subscription_part::explicit_only);
       return {m.id};
+    },
+    [self](subscribe_all& m) -> caf::result<subscribed_all> { return subscribe_everything(self, m); },
+    [self](unsubscribe_all&) -> unsubscribed_all {
+      if (auto sender = self->current_sender()) unsubscribe_everything(self, sender->address());
+      return {};
     },
     [self](stop_runtime&) -> caf::result<runtime_stopped> {
       auto& s = self->state;
@@ -633,6 +805,8 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       });
       return promise;
     },
+    [self](commit_transaction& m) -> caf::result<transaction_committed> { return commit_one(self, m); },
+    [self](query_index& m) -> caf::result<index_rows> { return query_one(self, m); },
     [self](coverage_waited& m) {
       auto& s = self->state;
       auto it = s.coverage_requests.find(m.key);
@@ -650,7 +824,9 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       x.counter = m.change_counter;
       if (same(x.value, m.readiness)) return;
       x.value = m.readiness;
-      for (auto& [addr, subscriber] : x.subscribers) caf::anon_send(subscriber, readiness_changed{m.id, m.readiness});
+      for (auto& [addr, sub] : x.subscribers) {
+        if ((sub.events() & subscribe_readiness) != 0) caf::anon_send(sub.handle, readiness_changed{m.id, m.readiness});
+      }
     },
     [self](runner_status_observed& m) {
       auto w = self->state.watched.find(m.id);
@@ -662,7 +838,9 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       x.status_token = m.token;
       x.status_version = m.version;
       x.status = m.status;
-      for (auto& [addr, subscriber] : x.subscribers) caf::anon_send(subscriber, runner_state_changed{m.id, m.status});
+      for (auto& [addr, sub] : x.subscribers) {
+        if ((sub.events() & subscribe_runner_state) != 0) caf::anon_send(sub.handle, runner_state_changed{m.id, m.status});
+      }
     },
   };
 }

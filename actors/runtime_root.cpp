@@ -107,8 +107,17 @@ runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor 
       [=](rebuild_index& m) { return self->delegate(rt, std::move(m)); },
       [=](subscribe& m) { return self->delegate(rt, std::move(m)); },
       [=](unsubscribe& m) { return self->delegate(rt, std::move(m)); },
+      [=](subscribe_all& m) { return self->delegate(rt, std::move(m)); },
+      [=](unsubscribe_all& m) { return self->delegate(rt, std::move(m)); },
       [=](stop_runtime& m) { return self->delegate(rt, std::move(m)); },
       [=](wait_coverage& m) { return self->delegate(rt, std::move(m)); },
+      // Data never passes the gate (<dix/caf.hpp>): its peers are tools.
+      [=](commit_transaction&) -> caf::result<transaction_committed> {
+        return make_error(errc::not_supported, "commits are not taken through the runtime's published gate");
+      },
+      [=](query_index&) -> caf::result<index_rows> {
+        return make_error(errc::not_supported, "queries are not answered through the runtime's published gate");
+      },
   };
 }
 

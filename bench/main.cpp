@@ -19,7 +19,8 @@ struct entry {
 
 constexpr entry benchmarks[] = {
     {"wal", R"([--records N] [--rounds R] [--dir DIR] [--json FILE]
-         Commit and WAL-tailing throughput of dix beside raw RocksDB (Release builds only).
+         Commit and WAL-tailing throughput of dix beside raw RocksDB, and commits sent as
+         commit_transaction messages beside blocking ones (Release builds only).
 )"},
     {"catchup", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--turn-ms MS] [--chunk-records N]
          [--actor-threads T] [--scheduler sharing|stealing] [--memory-mb M]

@@ -1,5 +1,7 @@
 // `dix bench wal`: (a) commit throughput of primary_store beside raw RocksDB WriteBatch writes
-// of the same records (200-byte payloads, 100 per transaction, WAL on, no sync), and (b) WAL
+// of the same records (200-byte payloads, 100 per transaction, WAL on, no sync), and of the same
+// transactions sent as commit_transaction messages to a runtime actor (`async_ratio`: async over
+// blocking, issue 29), and (b) WAL
 // tailing throughput of the tailer's log source (through wal_reader) beside a bare
 // GetUpdatesSince loop over the same WAL. Both tails read the store through read-only RocksDB
 // instances opened once, before any timing. Rounds alternate dix and baseline so machine noise
@@ -13,6 +15,11 @@
 #include <rocksdb/transaction_log.h>
 #include <rocksdb/write_batch.h>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <dix/caf.hpp>
 #include <dix/primary_store.hpp>
 #include <dix/wal.hpp>
 
@@ -65,6 +72,50 @@ double dix_commit(const workload& w, const std::filesystem::path& dir) {
     txn.commit().value();
   }
   auto rate = static_cast<double>(w.keys.size()) / seconds_since(start);
+  store->close().value();
+  return rate;
+}
+
+// Records per second committed as commit_transaction messages to a runtime actor over the store
+// (issue 29): the same transactions, sent by one actor with up to `window` of them unanswered,
+// committed by the store's committer on its own thread. Building each message is timed, as
+// building each transaction is in dix_commit.
+double async_commit(const workload& w, const std::filesystem::path& dir) {
+  constexpr std::size_t window = 16;
+  auto store = primary_store::open(dir, bench_store_options()).value();
+  store->create_table(table).value();
+  double rate = 0;
+  {
+    caf::actor_system_config cfg;
+    dix::configure(cfg);
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    caf::actor_system sys{cfg};
+    auto rt = dix::spawn_runtime(sys, {store}).value();
+    caf::scoped_actor self{sys};
+    const std::size_t transactions = (w.keys.size() + per_txn - 1) / per_txn;
+    std::size_t sent = 0, answered = 0;
+    auto send_one = [&] {
+      commit_transaction m;
+      m.log = "main";
+      const auto from = sent * per_txn;
+      for (std::size_t j = from; j < std::min(from + per_txn, w.keys.size()); ++j) {
+        m.ops.push_back(write_op{write_kind::put, table, w.keys[j], w.payloads[j]});
+      }
+      self->send(rt, std::move(m));
+      ++sent;
+    };
+    auto start = std::chrono::steady_clock::now();
+    while (sent < transactions && sent < window) send_one();
+    std::string failure;
+    while (answered < transactions && failure.empty()) {
+      self->receive([&](transaction_committed&) { ++answered; }, [&](caf::error& e) { failure = sys.render(e); });
+      if (sent < transactions) send_one();
+    }
+    if (!failure.empty()) throw std::runtime_error("commit_transaction: " + failure);
+    rate = static_cast<double>(w.keys.size()) / seconds_since(start);
+    self->request(rt, caf::infinite, stop_runtime{}).receive([](runtime_stopped&) {}, [](caf::error&) {});
+    self->send_exit(rt, caf::exit_reason::user_shutdown);
+  }
   store->close().value();
   return rate;
 }
@@ -152,18 +203,20 @@ int run_wal(const std::vector<std::string>& argv) {
   try {
     scratch_dir scratch(a->get("dir"));
     auto w = make_workload(*records);
-    std::vector<double> dix_rates, raw_rates;
+    std::vector<double> dix_rates, raw_rates, async_rates;
     for (std::uint64_t r = 0; r < *rounds; ++r) {
       auto dix_dir = scratch.path() / ("dix-" + std::to_string(r));
       auto raw_dir = scratch.path() / ("raw-" + std::to_string(r));
-      // Alternate which side goes first, so warm-up and drift do not favour one.
-      if (r % 2 == 0) {
-        dix_rates.push_back(dix_commit(w, dix_dir));
-        raw_rates.push_back(raw_commit(w, raw_dir));
-      } else {
-        raw_rates.push_back(raw_commit(w, raw_dir));
-        dix_rates.push_back(dix_commit(w, dix_dir));
+      auto async_dir = scratch.path() / ("async-" + std::to_string(r));
+      // Rotate which side goes first, so warm-up and drift do not favour one.
+      for (std::uint64_t k = 0; k < 3; ++k) {
+        switch ((r + k) % 3) {
+          case 0: dix_rates.push_back(dix_commit(w, dix_dir)); break;
+          case 1: raw_rates.push_back(raw_commit(w, raw_dir)); break;
+          default: async_rates.push_back(async_commit(w, async_dir)); break;
+        }
       }
+      std::filesystem::remove_all(async_dir);
       if (r + 1 < *rounds) {
         std::filesystem::remove_all(raw_dir);
         std::filesystem::remove_all(dix_dir);
@@ -184,13 +237,14 @@ int run_wal(const std::vector<std::string>& argv) {
     }
     bare->Close().PermitUncheckedError();
 
-    auto commit_dix = median(dix_rates), commit_raw = median(raw_rates);
+    auto commit_dix = median(dix_rates), commit_raw = median(raw_rates), commit_async = median(async_rates);
     auto tail_d = median(tail_dix), tail_b = median(tail_bare);
     std::ostringstream json;
     json << "{\"bench\":\"wal\"," << build_fields() << ",\"records\":" << *records << ",\"rounds\":" << *rounds
          << ",\"payload_bytes\":" << payload_bytes << ",\"records_per_transaction\":" << per_txn
          << ",\"commit_phase\":{\"dix_records_per_s\":" << commit_dix << ",\"baseline_records_per_s\":" << commit_raw
-         << ",\"ratio\":" << commit_dix / commit_raw << "}"
+         << ",\"ratio\":" << commit_dix / commit_raw << ",\"async_records_per_s\":" << commit_async
+         << ",\"async_ratio\":" << commit_async / commit_dix << "}"
          << ",\"tail\":{\"transactions\":" << transactions << ",\"dix_transactions_per_s\":" << tail_d
          << ",\"baseline_transactions_per_s\":" << tail_b << ",\"dix_records_per_s\":" << tail_d * per_txn
          << ",\"ratio\":" << tail_d / tail_b << "}"

@@ -1163,6 +1163,11 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
   return out;
 }
 
+result<query_rows> hnsw_backend::query(const index_query& q) {
+  if (q.kind != query_kind::knn) return error{errc::not_supported, "an hnsw index answers knn only"};
+  return knn(q.vector.data(), q.vector.size(), q.limit, q.mode, q.ef);
+}
+
 result<std::vector<record_ref>> hnsw_backend::stored_records() {
   auto& p = *impl_;
   if (auto ok = p.ensure_open(false); !ok) return ok.error();

@@ -1040,6 +1040,18 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::
   return query_entries(*impl_, mode, *scan, limit);
 }
 
+result<query_rows> rocksdb_index_backend::query(const index_query& q) {
+  result<query_result<std::vector<record_ref>>> r = error{errc::not_supported, "a RocksDB index answers lookup and range only"};
+  if (q.kind == query_kind::lookup) r = lookup(q.text, q.limit, q.mode);
+  else if (q.kind == query_kind::range) r = range(q.text, q.end, q.limit, q.mode);
+  if (!r) return r.error();
+  query_rows out;
+  out.coverage = r->coverage;
+  out.rows.reserve(r->rows.size());
+  for (auto& ref : r->rows) out.rows.push_back(scored_ref{std::move(ref), 0});
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The query-only handle (decision 0028).
 

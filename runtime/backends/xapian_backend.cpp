@@ -927,6 +927,11 @@ result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string
   return admitted_search(*p.host, p.queries, p.id, p.options, p.generation.load(), query_string, offset, limit, mode);
 }
 
+result<query_rows> xapian_backend::query(const index_query& q) {
+  if (q.kind != query_kind::search) return error{errc::not_supported, "a Xapian index answers search only"};
+  return search(q.text, q.offset, q.limit, q.mode);
+}
+
 result<std::vector<record_ref>> xapian_backend::stored_records() const { return list_records(impl_->id, impl_->options.path); }
 
 std::uint64_t xapian_backend::commits() const noexcept { return impl_->commits.load(); }

@@ -227,43 +227,8 @@ result<std::shared_ptr<backend>> make_catalogue_backend(const std::string& kind,
   return error{errc::invalid_argument, "--kind " + kind + ": expected rocksdb, xapian or hnsw"};
 }
 
-namespace {
-
-remote_rows unscored(query_result<std::vector<record_ref>>&& r) {
-  remote_rows out;
-  out.coverage = r.coverage;
-  out.rows.reserve(r.rows.size());
-  for (auto& ref : r.rows) out.rows.push_back(scored_ref{std::move(ref), 0});
-  return out;
-}
-
-}  // namespace
-
 remote_query_handler make_catalogue_query_handler(std::shared_ptr<backend> served) {
-  return [served](const remote_query& q) -> result<remote_rows> {
-    if (auto* index = dynamic_cast<rocksdb_index_backend*>(served.get())) {
-      if (q.kind == remote_query_kind::lookup) {
-        auto r = index->lookup(q.text, q.limit, q.mode);
-        if (!r) return r.error();
-        return unscored(std::move(*r));
-      }
-      if (q.kind == remote_query_kind::range) {
-        auto r = index->range(q.text, q.end, q.limit, q.mode);
-        if (!r) return r.error();
-        return unscored(std::move(*r));
-      }
-      return error{errc::not_supported, "a RocksDB index answers lookup and range only"};
-    }
-    if (auto* text = dynamic_cast<xapian_backend*>(served.get())) {
-      if (q.kind != remote_query_kind::search) return error{errc::not_supported, "a Xapian index answers search only"};
-      return text->search(q.text, q.offset, q.limit, q.mode);
-    }
-    if (auto* vectors = dynamic_cast<hnsw_backend*>(served.get())) {
-      if (q.kind != remote_query_kind::knn) return error{errc::not_supported, "an hnsw index answers knn only"};
-      return vectors->knn(q.vector.data(), q.vector.size(), q.limit, q.mode, q.ef);
-    }
-    return error{errc::not_supported, "this index answers no queries"};
-  };
+  return [served](const remote_query& q) -> result<remote_rows> { return served->query(q); };
 }
 
 std::optional<catalogue_node_kind> node_kind_of(std::string_view id) {

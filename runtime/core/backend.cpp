@@ -24,6 +24,11 @@ void backend::reset(epoch_t epoch, completion done) {
   std::move(done)(error{errc::not_supported, "backend " + id() + " does not support reset"});
 }
 
+result<query_rows> backend::query(const index_query& q) {
+  (void)q;
+  return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") answers no queries"};
+}
+
 std::string normalize_unindexable_reason(std::string_view reason) {
   bool ok = !reason.empty() && reason.size() <= 48;
   for (char c : reason) {

@@ -149,11 +149,18 @@ TEST_CASE("actors: coverage is never published under another epoch, nor while th
   q.run();
   REQUIRE(q.slot->read().state == readiness_state::rebuilding);
   CHECK(q.slot->coverage_time() == 0);
+  // Issue 29: a demand while the rebuild's boundary is offered asks for the barrier that ends the
+  // rebuild at once (no capture is taken before ready, so nothing else would); until that barrier
+  // completes the index stays rebuilding and publishes no coverage.
+  q.backend->auto_barrier = false;
   q.demand(q.commit("c", "3"));
   REQUIRE(q.slot->read().state == readiness_state::rebuilding);  // the boundary is not durable yet
   CHECK(q.slot->coverage_time() == 0);
-  q.advance(1000ms);  // the boundary durable: ready, and coverage again
+  CHECK(q.backend->flushes_waiting() == 1);  // asked for now, not at the age timer
+  q.backend->barrier();
+  q.run();  // the boundary durable: ready, and coverage again — no time passed
   REQUIRE(q.slot->read().state == readiness_state::ready);
+  q.backend->auto_barrier = true;
   q.demand(q.commit("d", "4"));
   q.backend->barrier();
   q.run();

@@ -104,6 +104,18 @@ TEST_CASE("runtime actor: published over the middleman on 127.0.0.1 it answers s
   caf::error missing;
   self->request(f.remote, 30s, query_readiness{"nobody"}).receive([](readiness_report&) {}, [&](caf::error& e) { missing = e; });
   CHECK(to_errc(missing) == errc::not_registered);  // the dix error category crosses the wire
+  // Issue 29: the gate serves tools, never the data: a peer can neither commit nor query.
+  const auto before = latest_sequence(*f.store);
+  caf::error refused_commit;
+  self->request(f.remote, 30s, commit_transaction{"main", {write_op{write_kind::put, 1, "x", "y"}}, commit_sync::store_default})
+    .receive([](transaction_committed&) {}, [&](caf::error& e) { refused_commit = e; });
+  CHECK(to_errc(refused_commit) == errc::not_supported);
+  CHECK(latest_sequence(*f.store) == before);  // nothing written
+  caf::error refused_query;
+  query_index q;
+  q.id = "idx";
+  self->request(f.remote, 30s, q).receive([](index_rows&) {}, [&](caf::error& e) { refused_query = e; });
+  CHECK(to_errc(refused_query) == errc::not_supported);
   CHECK(f.ask<runtime_stopped>(self, stop_runtime{}));
 }
 

@@ -13,6 +13,7 @@
 #include <dix/runtime.hpp>
 
 #include "actors/runtime_root.hpp"
+#include "actors/runtime_work.hpp"
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/readiness_segment.hpp"
@@ -562,4 +563,210 @@ TEST_CASE("runtime actor: wait_coverage on an index whose backend cannot reset a
                   caf::after(std::chrono::seconds(0)) >> [] {});
   REQUIRE(refused);
   CHECK(to_dix_error(*refused).value() == errc::unavailable);
+}
+
+// -- commits and queries as messages (issue 29) ---------------------------------------------------
+
+TEST_CASE("runtime actor: commit_transaction commits to the store its log names, in order, and answers its sequence and time", "[actor][runtime][commit]") {
+  runtime_fixture f;
+  auto first = f.ask<transaction_committed>(commit_transaction{
+    "main", {write_op{write_kind::put, table, "a", "1"}, write_op{write_kind::put, table, "b", "2"}}, commit_sync::store_default});
+  REQUIRE(first);
+  CHECK(first->log == "main");
+  CHECK(first->sequence > 0);
+  CHECK(first->time > 0);
+  auto a = f.store->get(table, "a");
+  REQUIRE(a);
+  REQUIRE(*a);
+  CHECK((*a)->payload == "1");
+  CHECK((*a)->version == first->time);
+  // The home store when no log is named; a delete; a commit that syncs.
+  auto second = f.ask<transaction_committed>(commit_transaction{"", {write_op{write_kind::del, table, "a", ""}}, commit_sync::sync});
+  REQUIRE(second);
+  CHECK(second->sequence > first->sequence);
+  CHECK(second->time > first->time);
+  auto gone = f.store->get(table, "a");
+  REQUIRE(gone);
+  CHECK_FALSE(*gone);
+  // Nothing to write: nothing written.
+  auto empty = f.ask<transaction_committed>(commit_transaction{"main", {}, commit_sync::store_default});
+  REQUIRE(empty);
+  CHECK(empty->sequence == 0);
+  // Several sent at once are committed in the order sent.
+  for (int i = 0; i < 5; ++i) {
+    f.self->send(f.rt, commit_transaction{"main", {write_op{write_kind::put, table, "seq", std::to_string(i)}}, commit_sync::store_default});
+  }
+  f.run();
+  std::vector<std::uint64_t> sequences;
+  for (int i = 0; i < 5; ++i) {
+    f.self->receive([&](transaction_committed& c) { sequences.push_back(c.sequence); }, [](caf::error&) {},
+                    caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  REQUIRE(sequences.size() == 5);
+  CHECK(std::is_sorted(sequences.begin(), sequences.end()));
+  auto last = f.store->get(table, "seq");
+  REQUIRE(last);
+  REQUIRE(*last);
+  CHECK((*last)->payload == "4");
+}
+
+TEST_CASE("runtime actor: commit_transaction refuses an unknown log, an invalid operation, a refusing gate and a stopped runtime, writing nothing", "[actor][runtime][commit]") {
+  runtime_fixture f;
+  const auto before = latest_sequence(*f.store);
+  auto unknown = f.ask<transaction_committed>(commit_transaction{"elsewhere", {write_op{write_kind::put, table, "a", "1"}}, commit_sync::store_default});
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().value() == errc::invalid_argument);
+  CHECK(unknown.error().message().find("elsewhere") != std::string::npos);
+  auto invalid = f.ask<transaction_committed>(commit_transaction{"main", {write_op{write_kind::put, table, "", "1"}}, commit_sync::store_default});
+  REQUIRE_FALSE(invalid);
+  CHECK(invalid.error().value() == errc::invalid_argument);
+  set_admission_hook(*f.store, [](std::uint32_t) {
+    admission a;
+    a.kind = admit_kind::reject;
+    a.backend_id = "by-colour";
+    return a;
+  });
+  auto refused = f.ask<transaction_committed>(commit_transaction{"main", {write_op{write_kind::put, table, "a", "1"}}, commit_sync::store_default});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::index_lagging);
+  CHECK(is_retryable(refused.error().value()));
+  set_admission_hook(*f.store, nullptr);
+  CHECK(latest_sequence(*f.store) == before);
+  REQUIRE(f.ask<runtime_stopped>(stop_runtime{}));
+  auto stopped = f.ask<transaction_committed>(commit_transaction{"main", {write_op{write_kind::put, table, "a", "1"}}, commit_sync::store_default});
+  REQUIRE_FALSE(stopped);
+  CHECK(stopped.error().value() == errc::stopped);
+  CHECK(latest_sequence(*f.store) == before);
+}
+
+TEST_CASE("runtime actor: query_index refuses an unknown id, a limit outside 1…10000 and a backend that answers no queries", "[actor][runtime][query]") {
+  runtime_fixture f;
+  f.ready_index();
+  query_index q;
+  q.id = "nobody";
+  CHECK(f.ask<index_rows>(q).error().value() == errc::not_registered);
+  q.id = "idx";
+  q.limit = 0;
+  CHECK(f.ask<index_rows>(q).error().value() == errc::invalid_argument);
+  q.limit = 10001;
+  CHECK(f.ask<index_rows>(q).error().value() == errc::invalid_argument);
+  q.limit = 10;
+  auto unsupported = f.ask<index_rows>(q);  // the simulated backend keeps backend::query's default
+  REQUIRE_FALSE(unsupported);
+  CHECK(unsupported.error().value() == errc::not_supported);
+  REQUIRE(f.ask<runtime_stopped>(stop_runtime{}));
+  CHECK(f.ask<index_rows>(q).error().value() == errc::stopped);
+}
+
+TEST_CASE("runtime actor: query_index runs 8 queries at once, queues 256 more in arrival order and refuses the next with unavailable", "[actor][runtime][query]") {
+  query_gate<int> gate;
+  std::vector<int> started;
+  for (int i = 0; i < 8; ++i) {
+    int p = i;
+    REQUIRE(gate.admit(p) == query_gate<int>::verdict::start);
+  }
+  for (int i = 8; i < 8 + 256; ++i) {
+    int p = i;
+    REQUIRE(gate.admit(p) == query_gate<int>::verdict::queued);
+  }
+  int over = 999;
+  CHECK(gate.admit(over) == query_gate<int>::verdict::refused);
+  CHECK(gate.running() == 8);
+  CHECK(gate.queued() == 256);
+  auto next = gate.finished();
+  REQUIRE(next);
+  CHECK(*next == 8);  // the oldest queued starts, still counted running
+  CHECK(gate.running() == 8);
+  for (int i = 9; i < 8 + 256; ++i) {
+    auto n = gate.finished();
+    REQUIRE(n);
+    CHECK(*n == i);
+  }
+  for (int i = 0; i < 8; ++i) CHECK_FALSE(gate.finished());
+  CHECK(gate.running() == 0);
+  CHECK_FALSE(gate.finished());
+  CHECK(gate.running() == 0);
+}
+
+// -- subscriptions a typed actor can use (issue 29) --------------------------------------------------
+
+static_assert(subscribed_events<readiness_subscriber>() == subscribe_readiness);
+static_assert(subscribed_events<runner_state_subscriber>() == subscribe_runner_state);
+static_assert(subscribed_events<event_subscriber>() == subscribe_events_all);
+static_assert(subscribed_events<caf::actor>() == subscribe_events_all);
+// A larger interface that declares one of the events gets that one.
+static_assert(subscribed_events<readiness_subscriber::extend<caf::reacts_to<std::string>>>() == subscribe_readiness);
+
+TEST_CASE("runtime actor: a typed readiness subscriber receives readiness_changed only, never a message it did not declare", "[actor][runtime][subscribe]") {
+  runtime_fixture f;
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idx"))}));
+  runtime_actor rt = f.rt;
+  auto heard = std::make_shared<std::vector<readiness_state>>();
+  auto unexpected = std::make_shared<int>(0);
+  auto subscriber = f.sys.spawn([rt, heard, unexpected](readiness_subscriber::pointer self) -> readiness_subscriber::behavior_type {
+    self->set_default_handler([unexpected](caf::scheduled_actor* s, caf::message_view& x) -> caf::result<caf::message> {
+      ++*unexpected;
+      return caf::drop(s, x);
+    });
+    self->request(rt, caf::infinite, subscription_for<readiness_subscriber>("idx")).then([](subscribed&) {});
+    return {[heard](const readiness_changed& e) { heard->push_back(e.readiness.state); }};
+  });
+  f.run();
+  f.commit("a", "1");
+  f.advance(1000ms);
+  f.watch();
+  REQUIRE_FALSE(heard->empty());
+  CHECK(heard->back() == readiness_state::ready);
+  CHECK(*unexpected == 0);  // the runner's state changes were not sent to it
+  caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+  f.run();
+}
+
+TEST_CASE("runtime actor: subscribe_all covers the ids registered now and later until unsubscribe_all, an explicit subscription stays", "[actor][runtime][subscribe]") {
+  runtime_fixture f;
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idx"))}));
+  f.commit("a", "1");
+  f.advance(1000ms);
+  f.watch();
+  auto all = f.ask<subscribed_all>(subscribe_all{});
+  REQUIRE(all);
+  CHECK(all->ids == std::vector<std::string>{"idx"});
+  // The values now, at once, as events.
+  auto now = f.drain<readiness_changed>();
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].id == "idx");
+  CHECK(now[0].readiness.state == readiness_state::ready);
+  CHECK(f.drain<runner_state_changed>().size() == 1);
+  // An id registered later is heard from its first change.
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idy"))}));
+  f.commit("b", "2");
+  f.advance(1000ms);
+  f.watch();
+  auto later = f.drain<readiness_changed>();
+  CHECK(std::any_of(later.begin(), later.end(), [](const auto& e) { return e.id == "idy" && e.readiness.state == readiness_state::ready; }));
+  CHECK_FALSE(f.drain<runner_state_changed>().empty());  // idy's runner, from its start
+  // An explicit subscription of idx stays when the all-ids one ends.
+  REQUIRE(f.ask<subscribed>(subscribe{"idx", subscribe_readiness}));
+  REQUIRE(f.ask<unsubscribed_all>(unsubscribe_all{}));
+  f.drain<readiness_changed>();
+  f.drain<runner_state_changed>();
+  REQUIRE(f.ask<rebuild_requested>(rebuild_index{"idx"})->accepted);
+  REQUIRE(f.ask<rebuild_requested>(rebuild_index{"idy"})->accepted);
+  f.advance(1000ms);
+  f.watch();
+  f.advance(1000ms);
+  f.watch();
+  auto after = f.drain<readiness_changed>();
+  CHECK_FALSE(after.empty());
+  CHECK(std::all_of(after.begin(), after.end(), [](const auto& e) { return e.id == "idx"; }));  // idy: no longer
+  CHECK(f.drain<runner_state_changed>().empty());  // idx's explicit subscription is readiness only
+}
+
+TEST_CASE("runtime actor: a subscription naming no event or an unknown one is refused", "[actor][runtime][subscribe]") {
+  runtime_fixture f;
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idx"))}));
+  CHECK(f.ask<subscribed>(subscribe{"idx", 0}).error().value() == errc::invalid_argument);
+  CHECK(f.ask<subscribed>(subscribe{"idx", 4}).error().value() == errc::invalid_argument);
+  CHECK(f.ask<subscribed_all>(subscribe_all{0}).error().value() == errc::invalid_argument);
+  CHECK(f.ask<subscribed_all>(subscribe_all{7}).error().value() == errc::invalid_argument);
 }

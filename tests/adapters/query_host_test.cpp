@@ -119,11 +119,27 @@ TEST_CASE("query host: a wait admission resolves after the owner's publication c
   SECTION("not covered by the deadline: index_lagging") {
     CHECK(code_of(host->admit_query(wait_for(since, 0ms))) == errc::index_lagging);
   }
-  SECTION("a rebuild: rebuilding; a condemned index: unavailable") {
+  SECTION("a rebuild: waited through, rebuilding if still built at the deadline; an unavailable index: unavailable at once") {
     h.state(readiness_state::rebuilding);
-    CHECK(code_of(host->admit_query(wait_for(since, 60000ms))) == errc::rebuilding);
+    CHECK(code_of(host->admit_query(wait_for(since, 0ms))) == errc::rebuilding);
     h.state(readiness_state::needs_rebuild);
+    CHECK(code_of(host->admit_query(wait_for(since, 0ms))) == errc::rebuilding);
+    h.state(readiness_state::unavailable);
     CHECK(code_of(host->admit_query(wait_for(since, 60000ms))) == errc::unavailable);
+  }
+  SECTION("a rebuild in progress is waited through: admitted once the rebuilt index covers since") {
+    h.state(readiness_state::rebuilding);
+    std::atomic<pid_t> tid{0};
+    result<coverage> admitted = error{errc::none, "not yet"};
+    std::thread querier([&] {
+      tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      admitted = host->admit_query(wait_for(since, 60000ms));
+    });
+    REQUIRE(until_slot(*h.slot, [&] { return h.slot->coverage_demand() == since; }));
+    REQUIRE(until_asleep(tid));
+    h.ready(since);  // the rebuild's boundary durable: ready, covering since
+    querier.join();
+    REQUIRE(admitted);
   }
   SECTION("cancelled: the sleeping admission returns cancelled at once") {
     std::atomic<pid_t> tid{0};

@@ -76,6 +76,8 @@ TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the ru
   // One name per field: the build's commit and the commit phase's figures are two keys.
   CHECK(first_duplicate_key(ran.out).empty());
   CHECK_THAT(ran.out, Catch::Contains(",\"commit_phase\":{\"dix_records_per_s\":"));
+  CHECK_THAT(ran.out, Catch::Contains(",\"async_records_per_s\":"));  // issue 29: commits as messages
+  CHECK_THAT(ran.out, Catch::Contains(",\"async_ratio\":"));
 }
 
 TEST_CASE("dix bench: a --dir that does not exist is a bad argument (exit 2) before the run, and nothing is created or left behind", "[system][cli][bench]") {

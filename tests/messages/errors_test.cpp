@@ -102,7 +102,6 @@ TEST_CASE("errors: CAF's errors map to the errc whose retry advice fits", "[acto
     {caf::make_error(caf::sec::feature_disabled), errc::not_supported},
     {caf::make_error(caf::exit_reason::user_shutdown), errc::stopped},
     {caf::make_error(caf::exit_reason::kill), errc::stopped},
-    {caf::make_error(caf::exit_reason::normal), errc::stopped},
     {caf::make_error(caf::exit_reason::remote_link_unreachable), errc::unavailable},
     {caf::make_error(caf::exit_reason::unhandled_exception), errc::backend_failed},
   };

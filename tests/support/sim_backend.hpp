@@ -130,6 +130,8 @@ class sim_backend final : public backend {
     return subscription([this] { callback_ = nullptr; });
   }
 
+  // Flushes asked for and not yet completed by a barrier.
+  std::size_t flushes_waiting() const { return waiters_.size(); }
   // Applies the queue, makes it durable, completes waiting flushes, emits `changed`.
   void barrier() {
     apply_queue();

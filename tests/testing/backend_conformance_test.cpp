@@ -34,6 +34,7 @@ enum class defect {
   drops_unindexable_notes,     // never tells the host about an unindexable projection
   keeps_old_entries,           // an update adds the new keys but leaves the record's old ones
   stores_log_version,          // stores record_entry::log_version (a header time) as the version
+  never_asks_epoch,            // fences by the epoch it was given, never asking the host (is_owner_epoch)
 };
 
 const std::string past_every_key(1025, '\xff');
@@ -184,7 +185,13 @@ class faulty_backend final : public backend, private backend_host {
   }
 
   // backend_host, towards the inner backend.
-  bool is_owner_epoch(epoch_t e) const noexcept override { return host_->is_owner_epoch(e); }
+  bool is_owner_epoch(epoch_t e) const noexcept override {
+    // The defect answers from the readiness it can read, without the call the contract asks for:
+    // the kit sees no check at all (issue 29: its verdict comes at the first barrier, not after a
+    // 60 s wait per case).
+    if (defect_ == defect::never_asks_epoch) return host_->readiness().owner_epoch == e;
+    return host_->is_owner_epoch(e);
+  }
   dix::readiness readiness() const noexcept override { return host_->readiness(); }
   void note_unindexable(std::string_view reason) noexcept override {
     if (defect_ != defect::drops_unindexable_notes) host_->note_unindexable(reason);
@@ -258,6 +265,10 @@ DIX_BACKEND_CONFORMANCE("conformance kit control (a forwarding wrapper)", contro
 
 DIX_KIT_CATCHES(check_nothing_durable_before_barrier, cursor_on_deliver, "reports a cursor before its barrier")
 DIX_KIT_CATCHES(check_kill_between_apply_and_barrier, loses_records, "stores a cursor over records it lost")
+DIX_KIT_CATCHES(check_superseded_barrier_never_publishes, never_asks_epoch,
+                "never asks the host whether its epoch owns the id")
+DIX_KIT_CATCHES(check_nothing_durable_before_barrier, never_asks_epoch, "never asks the host whether its epoch owns the id")
+DIX_KIT_CATCHES(check_kill_between_apply_and_barrier, never_asks_epoch, "never asks the host whether its epoch owns the id")
 DIX_KIT_CATCHES(check_superseded_batch_never_applied, applies_any_epoch, "applies a superseded epoch's batch")
 DIX_KIT_CATCHES(check_superseded_barrier_never_publishes, publishes_unfenced,
                 "publishes a barrier's cursor after its epoch was superseded")

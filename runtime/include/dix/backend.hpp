@@ -44,6 +44,7 @@
 
 #include <dix/batch.hpp>
 #include <dix/cursor.hpp>
+#include <dix/query.hpp>
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 
@@ -264,6 +265,15 @@ class backend {
     (void)coverage_time;
     (void)epoch;
   }
+  // Answers one query of the index (issue 29; <dix/query.hpp>), admitted first through the host
+  // (backend_host::admit_query, with q.mode) as the backend's own query calls are: the runtime
+  // actor's `query_index` request and an index node's queries come here. Called on a query thread
+  // of the runtime's (never the proxy's, never a CAF scheduler thread), possibly several at once
+  // and concurrently with every other call: it must be thread-safe. May block while a `wait`
+  // admission waits (at most q.mode.timeout) and while it reads; must never apply, flush or
+  // otherwise change the index. A kind the backend does not answer: not_supported. Default: every
+  // query not_supported.
+  virtual result<query_rows> query(const index_query& q);
 };
 
 }  // namespace dix

@@ -43,8 +43,12 @@ using runtime_actor = caf::typed_actor<caf::replies_to<register_index>::with<ind
                                        caf::replies_to<rebuild_index>::with<rebuild_requested>,
                                        caf::replies_to<subscribe>::with<subscribed>,
                                        caf::replies_to<unsubscribe>::with<unsubscribed>,
+                                       caf::replies_to<subscribe_all>::with<subscribed_all>,
+                                       caf::replies_to<unsubscribe_all>::with<unsubscribed_all>,
                                        caf::replies_to<stop_runtime>::with<runtime_stopped>,
-                                       caf::replies_to<wait_coverage>::with<coverage_reached>>;
+                                       caf::replies_to<wait_coverage>::with<coverage_reached>,
+                                       caf::replies_to<commit_transaction>::with<transaction_committed>,
+                                       caf::replies_to<query_index>::with<index_rows>>;
 
 // Everything an actor system that runs dix needs from its config: dix's message types (the "dix"
 // type-ID block, which serialization and the middleman need) and the renderer of the "dix" error
@@ -71,7 +75,9 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys,
 // rebuild, subscriptions, coverage waits, stop): a gate with the runtime's interface that
 // delegates every request to `runtime` and ignores exit messages (but `kill`, which CAF delivers
 // whatever the handler: it ends the gate only), errors and down messages; it ends when the runtime
-// actor ends. Never publish the
+// actor ends. It refuses commit_transaction and query_index (not_supported): the gate serves
+// tools with the runtime's state, never the data — a peer of the middleman must not write to the
+// stores or read the indexes through it. Never publish the
 // runtime actor itself: a peer's exit message would stop it. A plain loopback port trusts every
 // local user; give the middleman mutual TLS (libcaf-openssl) for anything else.
 runtime_actor spawn_runtime_gate(caf::actor_system& sys, runtime_actor runtime);

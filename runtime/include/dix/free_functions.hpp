@@ -39,8 +39,9 @@ coverage read_coverage(const std::filesystem::path& home_db, std::string_view id
 // Blocks the calling thread until backend `id` covers index time `since` (protocol.md §12.6),
 // driven by the slot's coverage demand alone: it raises coverage_demand to `since` (CAS max; the
 // owner's watcher wakes the owner, which flushes) and futex-waits on the slot's change counter,
-// re-checking at every change, until: covered (success); the index rebuilding (rebuilding);
-// needs-rebuild or unavailable (unavailable); `timeout` passed (index_lagging, retryable); the
+// re-checking at every change, until: covered (success); the index `unavailable` (unavailable);
+// `timeout` passed (rebuilding when the index was still `needs-rebuild` or `rebuilding` then,
+// else index_lagging; both retryable — it waits through a build, as the runtime's wait); the
 // token cancelled (cancelled; cancel() wakes it at once). While no runtime is attached it keeps
 // waiting. Fails at once invalid_argument (since 0, timeout outside 0…600 000 ms, an id outside
 // the name rules), not_registered (no segment, or no slot for `id`), segment_layout_mismatch,

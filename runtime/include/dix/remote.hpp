@@ -57,23 +57,10 @@ struct remote_heartbeat {
 // `bounded` needs the forwarded coverage at most `tolerance` old (the owner's age at sending plus
 // the node's steady time since), `strict` is refused with index_lagging (only the owner's process
 // can prove an index current, as for any reader in another process).
-enum class remote_query_kind : std::uint8_t { lookup, range, search, knn };
-
-struct remote_query {
-  std::string id;  // the backend id the node serves
-  remote_query_kind kind = remote_query_kind::lookup;
-  std::string text;  // lookup: the key; range: begin; search: the query string
-  std::string end;   // range: end (exclusive)
-  std::vector<float> vector;  // knn
-  std::size_t limit = 10;     // rows; knn: k. 1…10 000
-  std::size_t offset = 0;     // search
-  std::size_t ef = 64;        // knn
-  coverage_mode mode;
-};
-
-// Rows with their scores (0 for lookup and range; Xapian's weight; knn's distance) and the
-// admission's coverage.
-using remote_rows = query_result<std::vector<scored_ref>>;
+// The node answers the queries of <dix/query.hpp>: backend::query of the wrapped backend.
+using remote_query_kind = query_kind;
+using remote_query = index_query;
+using remote_rows = query_rows;
 
 // The index node's side of a query: runs it on the wrapped backend, whose query calls admit
 // through the host (`dix serve-backend` gives one per kind). Called on a query thread, never the

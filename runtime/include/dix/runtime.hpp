@@ -93,9 +93,11 @@ class runtime {
   bool request_rebuild(std::string_view id);
   // protocol.md §12.6: resolves once backend `id` covers index time `since` (fixed at the call;
   // later commits never move it). The runtime's watcher thread looks at every segment change:
-  // the future holds success when the slot shows `ready` with coverage_time ≥ since, rebuilding
-  // while the index rebuilds, unavailable when it needs a rebuild or is unavailable,
-  // index_lagging (retryable) once `timeout` passed, cancelled when the token is cancelled
+  // the future holds success when the slot shows `ready` with coverage_time ≥ since. It waits
+  // through `unknown`, `needs-rebuild` and `rebuilding` (a new index's first build, a rebuild)
+  // up to `timeout`, then fails rebuilding if the index is still being built, index_lagging
+  // otherwise (both retryable); unavailable at once when the index is `unavailable` or needs a
+  // rebuild its backend cannot do (no reset); cancelled when the token is cancelled
   // (cancel() wakes the watcher at once). Raises the slot's coverage demand so the owner, in this
   // process or another, flushes instead of waiting for its age timer. Fails at once stopped (the
   // runtime stopping or stopped), not_registered (`id` not registered here), invalid_argument

@@ -101,6 +101,8 @@ class hnsw_backend final : public backend {
   // (or the vector is zero under cosine). Sees applied state, durable or not.
   result<query_result<std::vector<scored_ref>>> knn(const float* query, std::size_t n, std::size_t k,
                                                      const coverage_mode& mode = {}, std::size_t ef = 64);
+  // backend::query: knn (q.vector, k = q.limit, q.ef).
+  result<query_rows> query(const index_query& q) override;
   // Every record the index holds with its version, in (log, table, record_id) order. No
   // admission (for tests and the conformance kit); opens the index if needed.
   result<std::vector<record_ref>> stored_records();

@@ -100,6 +100,8 @@ class rocksdb_index_backend final : public backend {
   // Records with a key in [begin, end), in key order; at most `limit` rows.
   result<query_result<std::vector<record_ref>>> range(std::string_view begin, std::string_view end,
                                                       std::size_t limit, const coverage_mode& mode = {});
+  // backend::query: lookup (q.text) and range ([q.text, q.end)), q.limit rows, score 0.
+  result<query_rows> query(const index_query& q) override;
 
   struct impl;
 

@@ -103,6 +103,8 @@ class xapian_backend final : public backend {
   // An index with no committed database yet answers no rows.
   result<query_result<std::vector<scored_ref>>> search(std::string_view query_string, std::size_t offset,
                                                        std::size_t limit, const coverage_mode& mode = {});
+  // backend::query: search (q.text, q.offset, q.limit).
+  result<query_rows> query(const index_query& q) override;
   // Every committed document's record ref and version, ordered by (log, table, record_id). For
   // tests, tools and the conformance kit: needs no attach and no admission, and works before the
   // first and after the last owner (a missing database has none). io_error when unreadable.

@@ -9,13 +9,23 @@
 // only exist in the runtime's process.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <optional>
+#include <type_traits>
 #include <string>
+#include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/detail/type_list.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <dix/caf/inspect.hpp>
+#include <dix/query.hpp>
 #include <dix/readiness.hpp>
 #include <dix/runtime.hpp>
 #include <dix/status.hpp>
@@ -155,15 +165,28 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_requested& x) {
 // changes state, reason or epoch, until it unsubscribes or terminates (the runtime monitors it).
 // Events are level-triggered: each carries the value now, and changes in quick succession may
 // arrive as one event of the last value; within one id they never go back to an older value.
-// Subscribing twice is one subscription. → subscribed, with the values now. Errors:
-// not_registered (no slot for the id), invalid_argument.
+// Subscribing twice is one subscription (the second's `events` replace the first's). → subscribed,
+// with the values now. Errors: not_registered (no slot for the id), invalid_argument (no sender;
+// `events` 0 or with bits outside subscribe_events_all).
+//
+// `events` chooses what the subscriber receives (subscribe_readiness, subscribe_runner_state),
+// so a typed subscriber gets only the events its interface declares: subscription_for<Handle>
+// sets them from the handle's type (readiness_subscriber, runner_state_subscriber,
+// event_subscriber below; an untyped caf::actor gets both).
+inline constexpr std::uint8_t subscribe_readiness = 1;     // readiness_changed
+inline constexpr std::uint8_t subscribe_runner_state = 2;  // runner_state_changed
+inline constexpr std::uint8_t subscribe_events_all = subscribe_readiness | subscribe_runner_state;
+
 struct subscribe {
   std::string id;
+  std::uint8_t events = subscribe_events_all;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, subscribe& x) {
-  return f(caf::meta::type_name("dix.subscribe"), x.id);
+  return f(caf::meta::type_name("dix.subscribe"), x.id, x.events, caf::meta::load_callback([&x] {
+             return wire::check_bits("dix.subscribe.events", x.events, subscribe_events_all);
+           }));
 }
 
 struct subscribed {
@@ -218,6 +241,80 @@ typename Inspector::result_type inspect(Inspector& f, runner_state_changed& x) {
   return f(caf::meta::type_name("dix.runner_state_changed"), x.id, x.status);
 }
 
+// Subscribes the sender to every id registered in this runtime, now and later (issue 29): as a
+// `subscribe` of each, the current values sent at once as events (readiness_changed,
+// runner_state_changed, as `events` chooses), and each later registration's from its first
+// change. An explicit subscribe of an id and this one add up; unsubscribe_all ends this one only.
+// → subscribed_all, naming the ids registered now. Errors: invalid_argument (no sender; bad
+// `events`), stopped.
+struct subscribe_all {
+  std::uint8_t events = subscribe_events_all;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, subscribe_all& x) {
+  return f(caf::meta::type_name("dix.subscribe_all"), x.events, caf::meta::load_callback([&x] {
+             return wire::check_bits("dix.subscribe_all.events", x.events, subscribe_events_all);
+           }));
+}
+
+struct subscribed_all {
+  std::vector<std::string> ids;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, subscribed_all& x) {
+  return f(caf::meta::type_name("dix.subscribed_all"), x.ids);
+}
+
+// Ends the sender's subscribe_all (its explicit subscriptions stay). → unsubscribed_all
+struct unsubscribe_all {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, unsubscribe_all&) {
+  return f(caf::meta::type_name("dix.unsubscribe_all"));
+}
+
+struct unsubscribed_all {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, unsubscribed_all&) {
+  return f(caf::meta::type_name("dix.unsubscribed_all"));
+}
+
+// The subscriber interfaces: what a typed subscriber declares, and so receives.
+using readiness_subscriber = caf::typed_actor<caf::reacts_to<readiness_changed>>;
+using runner_state_subscriber = caf::typed_actor<caf::reacts_to<runner_state_changed>>;
+using event_subscriber = caf::typed_actor<caf::reacts_to<readiness_changed>, caf::reacts_to<runner_state_changed>>;
+
+// The events a subscriber of type `Handle` handles: those its typed interface declares (its
+// signatures contain caf::reacts_to<the event>); every event for an untyped actor.
+template <class Handle>
+constexpr std::uint8_t subscribed_events() noexcept {
+  if constexpr (std::is_same<Handle, caf::actor>::value) {
+    return subscribe_events_all;
+  } else {
+    using sigs = typename Handle::signatures;
+    constexpr bool readiness = caf::detail::tl_contains<sigs, caf::reacts_to<readiness_changed>>::value;
+    constexpr bool runner_state = caf::detail::tl_contains<sigs, caf::reacts_to<runner_state_changed>>::value;
+    return static_cast<std::uint8_t>((readiness ? subscribe_readiness : 0) | (runner_state ? subscribe_runner_state : 0));
+  }
+}
+
+// The subscribe request for a subscriber of type `Handle` (send it from that actor):
+//   self->request(rt, caf::infinite, dix::subscription_for<my_readiness_handle>("by-brand"))
+template <class Handle>
+subscribe subscription_for(std::string id) {
+  static_assert(subscribed_events<Handle>() != 0, "the handle reacts to no dix event");
+  return subscribe{std::move(id), subscribed_events<Handle>()};
+}
+
+template <class Handle>
+subscribe_all subscription_to_all() {
+  static_assert(subscribed_events<Handle>() != 0, "the handle reacts to no dix event");
+  return subscribe_all{subscribed_events<Handle>()};
+}
+
 // -- stop (protocol.md §15) -------------------------------------------------------------------
 
 // Stops the runtime: unregisters every id and replies when every release settled. Errors:
@@ -243,8 +340,9 @@ typename Inspector::result_type inspect(Inspector& f, runtime_stopped&) {
 
 // As runtime::wait_for_coverage(id, since, timeout) without a cancel token: answered
 // coverage_reached once `id` covers index time `since` (fixed at the request). Errors: stopped,
-// not_registered, invalid_argument (since 0, timeout above max_coverage_wait), rebuilding,
-// unavailable, index_lagging (the timeout passed; retryable). A request timeout the application
+// not_registered, invalid_argument (since 0, timeout above max_coverage_wait), unavailable; at
+// the timeout rebuilding (the index still being built: it waits through a new index's first
+// build) or index_lagging, both retryable. A request timeout the application
 // sets shorter than `timeout_ms` leaves the waiter to end at its own deadline.
 struct wait_coverage {
   std::string id;
@@ -265,6 +363,195 @@ struct coverage_reached {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coverage_reached& x) {
   return f(caf::meta::type_name("dix.coverage_reached"), x.id, x.since);
+}
+
+// -- commits and queries as messages (issue 29) -----------------------------------------------
+// A CAF program commits and queries without blocking a thread of its own: the runtime actor hands
+// each request to a worker on a thread of its own — one committer per store, one thread per
+// running query — and the answer comes back as a message. Neither a commit (the commit mutex, the
+// WAL write, an fsync, the writer gate's delay) nor a `wait`-mode query ever runs on a thread of
+// the application's scheduler.
+
+enum class write_kind : std::uint8_t { put, del };
+
+// One write of a transaction: put `payload` under `id` of `table`, or delete `id`.
+struct write_op {
+  write_kind kind = write_kind::put;
+  std::uint32_t table = 0;
+  std::string id;
+  std::string payload;  // put only
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_op& x) {
+  return f(caf::meta::type_name("dix.write_op"), x.kind, x.table, x.id, x.payload,
+           caf::meta::load_callback([&x] { return wire::check_enum("dix.write_op.kind", x.kind, write_kind::put, write_kind::del); }));
+}
+
+// Whether the commit syncs the WAL: the store's sync_commits, or this commit's own choice.
+enum class commit_sync : std::uint8_t { store_default, sync, no_sync };
+
+// Commits `ops` as one transaction to the attached store whose log is `log` (empty: the home
+// store), as primary_store::begin() … commit() does (api.md §3): validated, admitted by the writer
+// gate (a throttled commit waits on the store's committer thread, never on the scheduler's), then
+// written. → transaction_committed. Commits of one sender to one store are committed in the order
+// sent; each store's commits run one after another on its committer. Errors: stopped (the runtime
+// stopped), invalid_argument (no attached store has that log; an invalid operation, named),
+// index_lagging (the gate refused: retry after a pause; nothing written), io_error (RocksDB, or the
+// store below its free-space reserve). Never sent to another process: the published gate
+// (spawn_runtime_gate) refuses it with not_supported.
+struct commit_transaction {
+  std::string log;
+  std::vector<write_op> ops;
+  commit_sync sync = commit_sync::store_default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, commit_transaction& x) {
+  return f(caf::meta::type_name("dix.commit_transaction"), x.log, x.ops, x.sync,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.commit_transaction.sync", x.sync, commit_sync::store_default, commit_sync::no_sync);
+           }));
+}
+
+// The committed transaction: its store's log, first sequence and header time (a valid `since`
+// for wait_coverage and `wait`-mode queries). sequence 0: an empty transaction, nothing written.
+struct transaction_committed {
+  std::string log;
+  std::uint64_t sequence = 0;
+  index_time_t time = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, transaction_committed& x) {
+  return f(caf::meta::type_name("dix.transaction_committed"), x.log, x.sequence, x.time);
+}
+
+// A query of the index registered as `id` in this runtime, answered by its backend's
+// backend::query (<dix/query.hpp>: lookup and range for rocksdb_index_backend, search for
+// xapian_backend, knn for hnsw_backend) after the admission of its coverage mode — `wait` waits
+// for `since` on the query's own thread, up to `timeout_ms`. At most 8 queries of a runtime run at
+// once; up to 256 more wait their turn in arrival order. → index_rows. Errors: stopped,
+// not_registered, invalid_argument (limit outside 1…10 000, a bad vector or query string),
+// not_supported (a kind the backend does not answer), unavailable (256 queries already waiting:
+// retry), and the admission's: index_lagging, rebuilding, unavailable. The knn vector travels as
+// each component's IEEE 754 bits (to_query_index / to_index_query convert): CAF 0.17's serializer
+// never returns on a NaN. Never sent to another process: the published gate refuses it.
+struct query_index {
+  std::string id;
+  query_kind kind = query_kind::lookup;
+  std::string text;  // lookup: the key; range: begin; search: the query string
+  std::string end;   // range: end (exclusive)
+  std::vector<std::uint32_t> vector_bits;  // knn
+  std::uint64_t limit = 10;
+  std::uint64_t offset = 0;  // search
+  std::uint64_t ef = 64;     // knn
+  coverage_kind mode = coverage_kind::bounded;
+  std::int64_t tolerance_ms = 3000;
+  index_time_t since = 0;
+  std::int64_t timeout_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, query_index& x) {
+  return f(caf::meta::type_name("dix.query_index"), x.id, x.kind, x.text, x.end, x.vector_bits, x.limit, x.offset,
+           x.ef, x.mode, x.tolerance_ms, x.since, x.timeout_ms, caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.query_index.kind", x.kind, query_kind::lookup, query_kind::knn)) return err;
+             return wire::check_enum("dix.query_index.mode", x.mode, coverage_kind::strict, coverage_kind::wait);
+           }));
+}
+
+// One row: the record as the index holds it, and its score (0 for lookup and range; Xapian's
+// weight; knn's distance) as IEEE 754 bits — score() reads it.
+struct index_row {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t version = 0;
+  std::uint64_t score_bits = 0;
+  double score() const noexcept {
+    double d = 0;
+    std::memcpy(&d, &score_bits, sizeof d);
+    return d;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, index_row& x) {
+  return f(caf::meta::type_name("dix.index_row"), x.log, x.table, x.record_id, x.version, x.score_bits);
+}
+
+// The rows of a query_index, in the backend's order, and the coverage it was admitted under.
+struct index_rows {
+  std::string id;
+  std::vector<index_row> rows;
+  coverage_state coverage = coverage_state::unknown;
+  std::int64_t tolerance_ms = 0;
+  std::int64_t lag_ms = -1;  // the lag upper bound; -1: none
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, index_rows& x) {
+  return f(caf::meta::type_name("dix.index_rows"), x.id, x.rows, x.coverage, x.tolerance_ms, x.lag_ms,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.index_rows.coverage", x.coverage, coverage_state::unknown, coverage_state::current);
+           }));
+}
+
+// The message of a query (`id` is q.id), and back.
+inline query_index to_query_index(const index_query& q) {
+  query_index m;
+  m.id = q.id;
+  m.kind = q.kind;
+  m.text = q.text;
+  m.end = q.end;
+  m.vector_bits.reserve(q.vector.size());
+  for (float v : q.vector) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    m.vector_bits.push_back(bits);
+  }
+  m.limit = q.limit;
+  m.offset = q.offset;
+  m.ef = q.ef;
+  m.mode = q.mode.kind;
+  m.tolerance_ms = q.mode.tolerance.count();
+  m.since = q.mode.since;
+  m.timeout_ms = q.mode.timeout.count();
+  return m;
+}
+
+inline index_query to_index_query(const query_index& m) {
+  index_query q;
+  q.id = m.id;
+  q.kind = m.kind;
+  q.text = m.text;
+  q.end = m.end;
+  q.vector.reserve(m.vector_bits.size());
+  for (auto bits : m.vector_bits) {
+    float v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    q.vector.push_back(v);
+  }
+  q.limit = static_cast<std::size_t>(m.limit);
+  q.offset = static_cast<std::size_t>(m.offset);
+  q.ef = static_cast<std::size_t>(m.ef);
+  q.mode.kind = m.mode;
+  q.mode.tolerance = std::chrono::milliseconds(m.tolerance_ms);
+  q.mode.since = m.since;
+  q.mode.timeout = std::chrono::milliseconds(m.timeout_ms);
+  return q;
+}
+
+// The answer's rows as <dix/query.hpp> values.
+inline query_rows to_query_rows(const index_rows& m) {
+  query_rows out;
+  out.rows.reserve(m.rows.size());
+  for (const auto& r : m.rows) out.rows.push_back(scored_ref{record_ref{r.log, r.table, r.record_id, r.version}, r.score()});
+  out.coverage.state = m.coverage;
+  out.coverage.tolerance = std::chrono::milliseconds(m.tolerance_ms);
+  if (m.lag_ms >= 0) out.coverage.lag_upper_bound = std::chrono::milliseconds(m.lag_ms);
+  return out;
 }
 
 }  // namespace dix
