@@ -7,8 +7,12 @@
 // the CAF middleman answers status, metrics, readiness, rebuild, subscription and stop requests
 // from another process. register_index carries the backend object and the projections, which
 // only exist in the runtime's process.
+//
+// Every message compares member-wise (operator== and !=, next to its inspect()), as CAF's test DSL
+// needs for expect(...).with(...); register_index says below what it compares.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -31,6 +35,18 @@ struct register_index {
   registration value;
 };
 
+// Equal when they register the same backend object (identity) with the same projected tables,
+// projection_version and options. The projection functions themselves are not compared
+// (std::function has no ==): a test that needs them calls them.
+inline bool operator==(const register_index& a, const register_index& b) {
+  if (a.value.backend != b.value.backend || a.value.projection_version != b.value.projection_version
+      || a.value.options != b.value.options || a.value.projections.size() != b.value.projections.size())
+    return false;
+  return std::equal(a.value.projections.begin(), a.value.projections.end(), b.value.projections.begin(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+inline bool operator!=(const register_index& a, const register_index& b) { return !(a == b); }
+
 struct index_registered {
   std::string id;
 };
@@ -39,6 +55,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, index_registered& x) {
   return f(caf::meta::type_name("dix.index_registered"), x.id);
 }
+
+inline bool operator==(const index_registered& a, const index_registered& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const index_registered& a, const index_registered& b) { return !(a == b); }
 
 // Unregisters `id` (protocol.md §2.4): the id leaves the runtime at once (a replacement may
 // register while the release runs and waits for the lock), then its runner releases. Replies
@@ -53,6 +74,11 @@ typename Inspector::result_type inspect(Inspector& f, unregister_index& x) {
   return f(caf::meta::type_name("dix.unregister_index"), x.id);
 }
 
+inline bool operator==(const unregister_index& a, const unregister_index& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unregister_index& a, const unregister_index& b) { return !(a == b); }
+
 struct index_unregistered {
   std::string id;
 };
@@ -61,6 +87,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, index_unregistered& x) {
   return f(caf::meta::type_name("dix.index_unregistered"), x.id);
 }
+
+inline bool operator==(const index_unregistered& a, const index_unregistered& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const index_unregistered& a, const index_unregistered& b) { return !(a == b); }
 
 // -- status, metrics, readiness (protocol.md §14, api.md §6–§7) ------------------------------
 
@@ -73,6 +104,11 @@ typename Inspector::result_type inspect(Inspector& f, query_status& x) {
   return f(caf::meta::type_name("dix.query_status"), x.id);
 }
 
+inline bool operator==(const query_status& a, const query_status& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_status& a, const query_status& b) { return !(a == b); }
+
 // `status` is absent when `id` is not registered in this runtime.
 struct status_report {
   std::string id;
@@ -84,6 +120,11 @@ typename Inspector::result_type inspect(Inspector& f, status_report& x) {
   return f(caf::meta::type_name("dix.status_report"), x.id, wire::opt(x.status));
 }
 
+inline bool operator==(const status_report& a, const status_report& b) {
+  return a.id == b.id && a.status == b.status;
+}
+inline bool operator!=(const status_report& a, const status_report& b) { return !(a == b); }
+
 struct query_metrics {
   std::string id;
 };
@@ -92,6 +133,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, query_metrics& x) {
   return f(caf::meta::type_name("dix.query_metrics"), x.id);
 }
+
+inline bool operator==(const query_metrics& a, const query_metrics& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_metrics& a, const query_metrics& b) { return !(a == b); }
 
 // `metrics` is absent when `id` is not registered in this runtime. Ages are those at the time
 // the request was served.
@@ -105,6 +151,11 @@ typename Inspector::result_type inspect(Inspector& f, metrics_report& x) {
   return f(caf::meta::type_name("dix.metrics_report"), x.id, wire::opt(x.metrics));
 }
 
+inline bool operator==(const metrics_report& a, const metrics_report& b) {
+  return a.id == b.id && a.metrics == b.metrics;
+}
+inline bool operator!=(const metrics_report& a, const metrics_report& b) { return !(a == b); }
+
 // The slot of any id in the home store's segment, registered here or not. Errors:
 // not_registered (no slot for the id), invalid_argument (id outside the name rules).
 struct query_readiness {
@@ -116,6 +167,11 @@ typename Inspector::result_type inspect(Inspector& f, query_readiness& x) {
   return f(caf::meta::type_name("dix.query_readiness"), x.id);
 }
 
+inline bool operator==(const query_readiness& a, const query_readiness& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_readiness& a, const query_readiness& b) { return !(a == b); }
+
 struct readiness_report {
   std::string id;
   dix::readiness value;
@@ -125,6 +181,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, readiness_report& x) {
   return f(caf::meta::type_name("dix.readiness_report"), x.id, x.value);
 }
+
+inline bool operator==(const readiness_report& a, const readiness_report& b) {
+  return a.id == b.id && a.value == b.value;
+}
+inline bool operator!=(const readiness_report& a, const readiness_report& b) { return !(a == b); }
 
 // -- rebuild (protocol.md §11.2) --------------------------------------------------------------
 
@@ -138,6 +199,11 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_index& x) {
   return f(caf::meta::type_name("dix.rebuild_index"), x.id);
 }
 
+inline bool operator==(const rebuild_index& a, const rebuild_index& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const rebuild_index& a, const rebuild_index& b) { return !(a == b); }
+
 struct rebuild_requested {
   std::string id;
   bool accepted = false;
@@ -147,6 +213,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rebuild_requested& x) {
   return f(caf::meta::type_name("dix.rebuild_requested"), x.id, x.accepted);
 }
+
+inline bool operator==(const rebuild_requested& a, const rebuild_requested& b) {
+  return a.id == b.id && a.accepted == b.accepted;
+}
+inline bool operator!=(const rebuild_requested& a, const rebuild_requested& b) { return !(a == b); }
 
 // -- subscriptions ----------------------------------------------------------------------------
 
@@ -166,6 +237,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribe& x) {
   return f(caf::meta::type_name("dix.subscribe"), x.id);
 }
 
+inline bool operator==(const subscribe& a, const subscribe& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const subscribe& a, const subscribe& b) { return !(a == b); }
+
 struct subscribed {
   std::string id;
   dix::readiness readiness;
@@ -177,6 +253,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribed& x) {
   return f(caf::meta::type_name("dix.subscribed"), x.id, x.readiness, wire::opt(x.status));
 }
 
+inline bool operator==(const subscribed& a, const subscribed& b) {
+  return a.id == b.id && a.readiness == b.readiness && a.status == b.status;
+}
+inline bool operator!=(const subscribed& a, const subscribed& b) { return !(a == b); }
+
 // Ends the sender's subscription to `id` (none: nothing to do). → unsubscribed
 struct unsubscribe {
   std::string id;
@@ -187,6 +268,11 @@ typename Inspector::result_type inspect(Inspector& f, unsubscribe& x) {
   return f(caf::meta::type_name("dix.unsubscribe"), x.id);
 }
 
+inline bool operator==(const unsubscribe& a, const unsubscribe& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unsubscribe& a, const unsubscribe& b) { return !(a == b); }
+
 struct unsubscribed {
   std::string id;
 };
@@ -195,6 +281,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unsubscribed& x) {
   return f(caf::meta::type_name("dix.unsubscribed"), x.id);
 }
+
+inline bool operator==(const unsubscribed& a, const unsubscribed& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unsubscribed& a, const unsubscribed& b) { return !(a == b); }
 
 // Event: the id's slot changed.
 struct readiness_changed {
@@ -207,6 +298,11 @@ typename Inspector::result_type inspect(Inspector& f, readiness_changed& x) {
   return f(caf::meta::type_name("dix.readiness_changed"), x.id, x.readiness);
 }
 
+inline bool operator==(const readiness_changed& a, const readiness_changed& b) {
+  return a.id == b.id && a.readiness == b.readiness;
+}
+inline bool operator!=(const readiness_changed& a, const readiness_changed& b) { return !(a == b); }
+
 // Event: the id's runner in this runtime changed state, reason or epoch.
 struct runner_state_changed {
   std::string id;
@@ -217,6 +313,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, runner_state_changed& x) {
   return f(caf::meta::type_name("dix.runner_state_changed"), x.id, x.status);
 }
+
+inline bool operator==(const runner_state_changed& a, const runner_state_changed& b) {
+  return a.id == b.id && a.status == b.status;
+}
+inline bool operator!=(const runner_state_changed& a, const runner_state_changed& b) { return !(a == b); }
 
 // -- stop (protocol.md §15) -------------------------------------------------------------------
 
@@ -232,12 +333,18 @@ typename Inspector::result_type inspect(Inspector& f, stop_runtime&) {
   return f(caf::meta::type_name("dix.stop_runtime"));
 }
 
+inline bool operator==(const stop_runtime&, const stop_runtime&) noexcept { return true; }
+inline bool operator!=(const stop_runtime&, const stop_runtime&) noexcept { return false; }
+
 struct runtime_stopped {};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, runtime_stopped&) {
   return f(caf::meta::type_name("dix.runtime_stopped"));
 }
+
+inline bool operator==(const runtime_stopped&, const runtime_stopped&) noexcept { return true; }
+inline bool operator!=(const runtime_stopped&, const runtime_stopped&) noexcept { return false; }
 
 // -- coverage (protocol.md §12.6) -------------------------------------------------------------
 
@@ -257,6 +364,11 @@ typename Inspector::result_type inspect(Inspector& f, wait_coverage& x) {
   return f(caf::meta::type_name("dix.wait_coverage"), x.id, x.since, x.timeout_ms);
 }
 
+inline bool operator==(const wait_coverage& a, const wait_coverage& b) {
+  return a.id == b.id && a.since == b.since && a.timeout_ms == b.timeout_ms;
+}
+inline bool operator!=(const wait_coverage& a, const wait_coverage& b) { return !(a == b); }
+
 struct coverage_reached {
   std::string id;
   index_time_t since = 0;
@@ -266,6 +378,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coverage_reached& x) {
   return f(caf::meta::type_name("dix.coverage_reached"), x.id, x.since);
 }
+
+inline bool operator==(const coverage_reached& a, const coverage_reached& b) {
+  return a.id == b.id && a.since == b.since;
+}
+inline bool operator!=(const coverage_reached& a, const coverage_reached& b) { return !(a == b); }
 
 }  // namespace dix
 
