@@ -35,6 +35,11 @@ typename Inspector::result_type inspect(Inspector& f, deliver& x) {
   return f(caf::meta::type_name("dix.deliver"), x.gen, x.batch);
 }
 
+inline bool operator==(const deliver& a, const deliver& b) {
+  return a.gen == b.gen && a.batch == b.batch;
+}
+inline bool operator!=(const deliver& a, const deliver& b) { return !(a == b); }
+
 // Reply: accepted, deferred or failed; failed also when deliver threw (the text says what).
 // Named _msg: dix::delivery_result is the backend API's enum.
 struct delivery_result_msg {
@@ -52,6 +57,11 @@ typename Inspector::result_type inspect(Inspector& f, delivery_result_msg& x) {
            }));
 }
 
+inline bool operator==(const delivery_result_msg& a, const delivery_result_msg& b) {
+  return a.gen == b.gen && a.result == b.result && a.error_text == b.error_text;
+}
+inline bool operator!=(const delivery_result_msg& a, const delivery_result_msg& b) { return !(a == b); }
+
 // -- durable cursor ---------------------------------------------------------------------------
 
 // Command: backend::durable_cursor() (reconciliation, protocol.md §5.4). → durable
@@ -64,6 +74,11 @@ typename Inspector::result_type inspect(Inspector& f, durable_query& x) {
   return f(caf::meta::type_name("dix.durable_query"), x.gen);
 }
 
+inline bool operator==(const durable_query& a, const durable_query& b) {
+  return a.gen == b.gen;
+}
+inline bool operator!=(const durable_query& a, const durable_query& b) { return !(a == b); }
+
 // Reply: the durable cursor, absent (no cursor and no error), or the error (a transient fault).
 struct durable {
   std::uint64_t gen = 0;
@@ -75,6 +90,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, durable& x) {
   return f(caf::meta::type_name("dix.durable"), x.gen, wire::opt(x.cursor), x.error);
 }
+
+inline bool operator==(const durable& a, const durable& b) {
+  return a.gen == b.gen && a.cursor == b.cursor && a.error == b.error;
+}
+inline bool operator!=(const durable& a, const durable& b) { return !(a == b); }
 
 // -- flush ------------------------------------------------------------------------------------
 
@@ -93,6 +113,11 @@ typename Inspector::result_type inspect(Inspector& f, flush_request& x) {
            }));
 }
 
+inline bool operator==(const flush_request& a, const flush_request& b) {
+  return a.gen == b.gen && a.reason == b.reason;
+}
+inline bool operator!=(const flush_request& a, const flush_request& b) { return !(a == b); }
+
 // Reply: the barrier's outcome (none = success); a throw is backend_failed.
 struct flush_done {
   std::uint64_t gen = 0;
@@ -103,6 +128,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_done& x) {
   return f(caf::meta::type_name("dix.flush_done"), x.gen, x.error);
 }
+
+inline bool operator==(const flush_done& a, const flush_done& b) {
+  return a.gen == b.gen && a.error == b.error;
+}
+inline bool operator!=(const flush_done& a, const flush_done& b) { return !(a == b); }
 
 // -- state changes (protocol.md §7) -----------------------------------------------------------
 
@@ -124,6 +154,11 @@ typename Inspector::result_type inspect(Inspector& f, state_change_msg& x) {
            }));
 }
 
+inline bool operator==(const state_change_msg& a, const state_change_msg& b) {
+  return a.kind == b.kind && a.epoch == b.epoch;
+}
+inline bool operator!=(const state_change_msg& a, const state_change_msg& b) { return !(a == b); }
+
 // -- shutdown ----------------------------------------------------------------------------------
 
 // Command (runner, or the supervisor as lock holder): backend::shutdown(epoch, done) (§9.6).
@@ -136,6 +171,11 @@ typename Inspector::result_type inspect(Inspector& f, shutdown_request& x) {
   return f(caf::meta::type_name("dix.shutdown_request"), x.epoch);
 }
 
+inline bool operator==(const shutdown_request& a, const shutdown_request& b) {
+  return a.epoch == b.epoch;
+}
+inline bool operator!=(const shutdown_request& a, const shutdown_request& b) { return !(a == b); }
+
 // Reply: none = quiescent; an error = rejected (protocol.md §9.7). Echoes the epoch: shutdown
 // completions are matched by epoch (§1.3).
 struct quiescence {
@@ -147,6 +187,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, quiescence& x) {
   return f(caf::meta::type_name("dix.quiescence"), x.epoch, x.error);
 }
+
+inline bool operator==(const quiescence& a, const quiescence& b) {
+  return a.epoch == b.epoch && a.error == b.error;
+}
+inline bool operator!=(const quiescence& a, const quiescence& b) { return !(a == b); }
 
 // -- reset (protocol.md §11.4 step 3) -----------------------------------------------------------
 
@@ -161,6 +206,11 @@ typename Inspector::result_type inspect(Inspector& f, reset_request& x) {
   return f(caf::meta::type_name("dix.reset_request"), x.gen, x.epoch);
 }
 
+inline bool operator==(const reset_request& a, const reset_request& b) {
+  return a.gen == b.gen && a.epoch == b.epoch;
+}
+inline bool operator!=(const reset_request& a, const reset_request& b) { return !(a == b); }
+
 // Reply: none = the index is empty and its cursor durably absent; an error = the attempt fails.
 // Echoes gen and epoch (internally, on the proxy's own mailbox, gen is the completion's token).
 struct reset_done {
@@ -173,6 +223,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reset_done& x) {
   return f(caf::meta::type_name("dix.reset_done"), x.gen, x.epoch, x.error);
 }
+
+inline bool operator==(const reset_done& a, const reset_done& b) {
+  return a.gen == b.gen && a.epoch == b.epoch && a.error == b.error;
+}
+inline bool operator!=(const reset_done& a, const reset_done& b) { return !(a == b); }
 
 // -- coverage hook (protocol.md §12.3, api.md §5) -----------------------------------------------
 
@@ -188,5 +243,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coverage_publish& x) {
   return f(caf::meta::type_name("dix.coverage_publish"), x.epoch, x.coverage_time, x.positions);
 }
+
+inline bool operator==(const coverage_publish& a, const coverage_publish& b) {
+  return a.epoch == b.epoch && a.coverage_time == b.coverage_time && a.positions == b.positions;
+}
+inline bool operator!=(const coverage_publish& a, const coverage_publish& b) { return !(a == b); }
 
 }  // namespace dix

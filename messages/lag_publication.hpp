@@ -52,6 +52,11 @@ typename Inspector::result_type inspect(Inspector& f, lag_publication& x) {
   return f(caf::meta::type_name("dix.lag_publication"), x.id, x.lag);
 }
 
+inline bool operator==(const lag_publication& a, const lag_publication& b) {
+  return a.id == b.id && a.lag == b.lag;
+}
+inline bool operator!=(const lag_publication& a, const lag_publication& b) { return !(a == b); }
+
 // Runner → itself: the lag pacer's held-back publication is due (armed once at a time).
 struct lag_due {};
 
@@ -59,5 +64,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lag_due&) {
   return f(caf::meta::type_name("dix.lag_due"));
 }
+
+inline bool operator==(const lag_due&, const lag_due&) noexcept { return true; }
+inline bool operator!=(const lag_due&, const lag_due&) noexcept { return false; }
 
 }  // namespace dix

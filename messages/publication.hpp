@@ -46,6 +46,12 @@ typename Inspector::result_type inspect(Inspector& f, publication& x) {
            }));
 }
 
+inline bool operator==(const publication& a, const publication& b) {
+  return a.id == b.id && a.state == b.state && a.reason == b.reason && a.attempts == b.attempts
+         && a.coverage_time == b.coverage_time && a.lag_gate == b.lag_gate;
+}
+inline bool operator!=(const publication& a, const publication& b) { return !(a == b); }
+
 // Reply: the publication is in the slot and notified. `change_counter` is the slot's change
 // counter as this publication's bump left it; a reader that loads the slot's counter at least
 // this high sees this publication (or a later change). A runner waits for it where an ordering
@@ -60,6 +66,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, published& x) {
   return f(caf::meta::type_name("dix.published"), x.id, x.change_counter);
 }
+
+inline bool operator==(const published& a, const published& b) {
+  return a.id == b.id && a.change_counter == b.change_counter;
+}
+inline bool operator!=(const published& a, const published& b) { return !(a == b); }
 
 // Event, publisher or watcher → runtime: the slot of `id` as read after its change counter reached
 // `change_counter` (the publisher: right after each publication, with the counter of
@@ -76,6 +87,11 @@ typename Inspector::result_type inspect(Inspector& f, readiness_observed& x) {
   return f(caf::meta::type_name("dix.readiness_observed"), x.id, x.change_counter, x.readiness);
 }
 
+inline bool operator==(const readiness_observed& a, const readiness_observed& b) {
+  return a.id == b.id && a.change_counter == b.change_counter && a.readiness == b.readiness;
+}
+inline bool operator!=(const readiness_observed& a, const readiness_observed& b) { return !(a == b); }
+
 // The owner's figures for the metrics segment (docs/formats-metrics.md): the publisher stores them,
 // stamped with its wall clock, in the block of the slot of `id`, under the block's seqlock. Today
 // the progress of a rebuild's scan (core/progress_pacer.hpp decides when); issue 11 adds the lag
@@ -84,6 +100,11 @@ struct metrics_publication {
   std::string id;  // the backend id, naming the slot and so the block
   rebuild_progress progress;
 };
+
+inline bool operator==(const metrics_publication& a, const metrics_publication& b) {
+  return a.id == b.id && a.progress == b.progress;
+}
+inline bool operator!=(const metrics_publication& a, const metrics_publication& b) { return !(a == b); }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rebuild_progress& x) {
@@ -107,5 +128,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metrics_published& x) {
   return f(caf::meta::type_name("dix.metrics_published"), x.id, x.change_counter);
 }
+
+inline bool operator==(const metrics_published& a, const metrics_published& b) {
+  return a.id == b.id && a.change_counter == b.change_counter;
+}
+inline bool operator!=(const metrics_published& a, const metrics_published& b) { return !(a == b); }
 
 }  // namespace dix

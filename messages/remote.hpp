@@ -51,6 +51,12 @@ typename Inspector::result_type inspect(Inspector& f, rb_hello& x) {
            x.session);
 }
 
+inline bool operator==(const rb_hello& a, const rb_hello& b) {
+  return a.version == b.version && a.backend_id == b.backend_id && a.kind == b.kind
+         && a.fingerprint == b.fingerprint && a.epoch == b.epoch && a.session == b.session;
+}
+inline bool operator!=(const rb_hello& a, const rb_hello& b) { return !(a == b); }
+
 // One batch, numbered from 1 per session. Answered by rb_ack once the wrapped backend took it.
 struct rb_deliver {
   std::uint64_t session = 0;
@@ -63,6 +69,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_deliver& x) {
   return f(caf::meta::type_name("dix.rb_deliver"), x.session, x.epoch, x.seq, x.batch);
 }
+
+inline bool operator==(const rb_deliver& a, const rb_deliver& b) {
+  return a.session == b.session && a.epoch == b.epoch && a.seq == b.seq && a.batch == b.batch;
+}
+inline bool operator!=(const rb_deliver& a, const rb_deliver& b) { return !(a == b); }
 
 // The commands besides delivery; `id` numbers them per session and the answer echoes it.
 enum class rb_op_kind : std::uint8_t {
@@ -90,6 +101,11 @@ typename Inspector::result_type inspect(Inspector& f, rb_op& x) {
            }));
 }
 
+inline bool operator==(const rb_op& a, const rb_op& b) {
+  return a.session == b.session && a.epoch == b.epoch && a.id == b.id && a.op == b.op && a.reason == b.reason;
+}
+inline bool operator!=(const rb_op& a, const rb_op& b) { return !(a == b); }
+
 // Coverage the owner's runtime published (backend::publish_coverage): the index covers every
 // commit through `coverage_time`. `age_ns` is the owner's now minus coverage_time when it was sent,
 // so the index node bounds the lag with its own steady clock, not with a wall clock of another
@@ -107,6 +123,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_coverage& x) {
   return f(caf::meta::type_name("dix.rb_coverage"), x.session, x.epoch, x.positions, x.coverage_time, x.age_ns);
 }
+
+inline bool operator==(const rb_coverage& a, const rb_coverage& b) {
+  return a.session == b.session && a.epoch == b.epoch && a.positions == b.positions
+         && a.coverage_time == b.coverage_time && a.age_ns == b.age_ns;
+}
+inline bool operator!=(const rb_coverage& a, const rb_coverage& b) { return !(a == b); }
 
 // -- reader → host ------------------------------------------------------------------------------
 
@@ -143,6 +165,14 @@ typename Inspector::result_type inspect(Inspector& f, rb_query& x) {
            }));
 }
 
+inline bool operator==(const rb_query& a, const rb_query& b) {
+  return a.id == b.id && a.backend_id == b.backend_id && a.kind == b.kind && a.text == b.text
+         && a.end == b.end && a.vector == b.vector && a.limit == b.limit && a.offset == b.offset
+         && a.ef == b.ef && a.mode == b.mode && a.tolerance_ms == b.tolerance_ms && a.since == b.since
+         && a.timeout_ms == b.timeout_ms;
+}
+inline bool operator!=(const rb_query& a, const rb_query& b) { return !(a == b); }
+
 // The score travels as the IEEE 754 bits of its double: CAF 0.17.6's serializer loops for ever on a
 // NaN or an infinity (detail::pack754, found by fuzz_messages), so no double is ever on the wire.
 struct rb_row {
@@ -152,6 +182,12 @@ struct rb_row {
   std::uint64_t version = 0;
   std::uint64_t score_bits = 0;
 };
+
+inline bool operator==(const rb_row& a, const rb_row& b) {
+  return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version
+         && a.score_bits == b.score_bits;
+}
+inline bool operator!=(const rb_row& a, const rb_row& b) { return !(a == b); }
 
 inline std::uint64_t score_bits_of(double score) noexcept {
   std::uint64_t bits = 0;
@@ -192,6 +228,13 @@ typename Inspector::result_type inspect(Inspector& f, rb_welcome& x) {
            x.durable_code, x.durable_text, x.supports_reset, x.min_barrier_ms);
 }
 
+inline bool operator==(const rb_welcome& a, const rb_welcome& b) {
+  return a.session == b.session && a.host_instance == b.host_instance && a.epoch == b.epoch
+         && a.durable == b.durable && a.durable_code == b.durable_code && a.durable_text == b.durable_text
+         && a.supports_reset == b.supports_reset && a.min_barrier_ms == b.min_barrier_ms;
+}
+inline bool operator!=(const rb_welcome& a, const rb_welcome& b) { return !(a == b); }
+
 // Every batch through `seq` was taken by the wrapped backend (cumulative).
 struct rb_ack {
   std::uint64_t session = 0;
@@ -202,6 +245,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_ack& x) {
   return f(caf::meta::type_name("dix.rb_ack"), x.session, x.seq);
 }
+
+inline bool operator==(const rb_ack& a, const rb_ack& b) {
+  return a.session == b.session && a.seq == b.seq;
+}
+inline bool operator!=(const rb_ack& a, const rb_ack& b) { return !(a == b); }
 
 // The outcome of an rb_op (code 0: success, else an errc and its text).
 struct rb_reply {
@@ -220,6 +268,11 @@ typename Inspector::result_type inspect(Inspector& f, rb_reply& x) {
            }));
 }
 
+inline bool operator==(const rb_reply& a, const rb_reply& b) {
+  return a.session == b.session && a.id == b.id && a.op == b.op && a.code == b.code && a.text == b.text;
+}
+inline bool operator!=(const rb_reply& a, const rb_reply& b) { return !(a == b); }
+
 // The wrapped backend's durable cursor: pushed after each barrier (id 0) and the answer to a
 // durable query (its id). `through` is the last batch of the session the cursor covers.
 struct rb_durable {
@@ -237,6 +290,12 @@ typename Inspector::result_type inspect(Inspector& f, rb_durable& x) {
   return f(caf::meta::type_name("dix.rb_durable"), x.session, x.id, x.epoch, wire::opt(x.cursor), x.through,
            x.code, x.text);
 }
+
+inline bool operator==(const rb_durable& a, const rb_durable& b) {
+  return a.session == b.session && a.id == b.id && a.epoch == b.epoch && a.cursor == b.cursor
+         && a.through == b.through && a.code == b.code && a.text == b.text;
+}
+inline bool operator!=(const rb_durable& a, const rb_durable& b) { return !(a == b); }
 
 // What the wrapped backend told its host, forwarded to the owner's.
 enum class rb_event_kind : std::uint8_t {
@@ -264,6 +323,12 @@ typename Inspector::result_type inspect(Inspector& f, rb_event& x) {
            }));
 }
 
+inline bool operator==(const rb_event& a, const rb_event& b) {
+  return a.session == b.session && a.epoch == b.epoch && a.kind == b.kind && a.value == b.value
+         && a.text == b.text;
+}
+inline bool operator!=(const rb_event& a, const rb_event& b) { return !(a == b); }
+
 // A query's answer (code 0: rows and the admission's coverage; else an errc and its text).
 struct rb_rows {
   std::uint64_t id = 0;
@@ -284,6 +349,12 @@ typename Inspector::result_type inspect(Inspector& f, rb_rows& x) {
            }));
 }
 
+inline bool operator==(const rb_rows& a, const rb_rows& b) {
+  return a.id == b.id && a.code == b.code && a.text == b.text && a.rows == b.rows && a.coverage == b.coverage
+         && a.tolerance_ms == b.tolerance_ms && a.lag_ms == b.lag_ms;
+}
+inline bool operator!=(const rb_rows& a, const rb_rows& b) { return !(a == b); }
+
 // A message the host would not act on: message_invalid naming the rule it broke, or stopped (its
 // epoch was superseded). The session is the message's, as sent.
 struct rb_refused {
@@ -296,5 +367,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_refused& x) {
   return f(caf::meta::type_name("dix.rb_refused"), x.session, x.code, x.text);
 }
+
+inline bool operator==(const rb_refused& a, const rb_refused& b) {
+  return a.session == b.session && a.code == b.code && a.text == b.text;
+}
+inline bool operator!=(const rb_refused& a, const rb_refused& b) { return !(a == b); }
 
 }  // namespace dix

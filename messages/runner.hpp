@@ -45,6 +45,11 @@ typename Inspector::result_type inspect(Inspector& f, wake& x) {
            }));
 }
 
+inline bool operator==(const wake& a, const wake& b) {
+  return a.flags == b.flags;
+}
+inline bool operator!=(const wake& a, const wake& b) { return !(a == b); }
+
 // -- lock table (protocol.md §9.1) ------------------------------------------------------------
 
 // lock table → runner: the entry is this runner's now (free, or handed over by a release) — or,
@@ -60,6 +65,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
   return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error, x.contended);
 }
+
+inline bool operator==(const lock_acquired& a, const lock_acquired& b) {
+  return a.gen == b.gen && a.error == b.error && a.contended == b.contended;
+}
+inline bool operator!=(const lock_acquired& a, const lock_acquired& b) { return !(a == b); }
 
 // -- timers -----------------------------------------------------------------------------------
 
@@ -77,6 +87,11 @@ typename Inspector::result_type inspect(Inspector& f, timer& x) {
   return f(caf::meta::type_name("dix.timer"), x.kind, x.gen);
 }
 
+inline bool operator==(const timer& a, const timer& b) {
+  return a.kind == b.kind && a.gen == b.gen;
+}
+inline bool operator!=(const timer& a, const timer& b) { return !(a == b); }
+
 // -- stop (protocol.md §15) -------------------------------------------------------------------
 
 // supervisor → runner: release (§9.6) and stop; the supervisor sends it when the runtime actor
@@ -88,6 +103,9 @@ typename Inspector::result_type inspect(Inspector& f, stop&) {
   return f(caf::meta::type_name("dix.stop"));
 }
 
+inline bool operator==(const stop&, const stop&) noexcept { return true; }
+inline bool operator!=(const stop&, const stop&) noexcept { return false; }
+
 // Reply to stop and unsupervise: none, or backend_failed when the shutdown was rejected (the lock
 // kept, §9.7).
 struct stopped {
@@ -98,6 +116,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stopped& x) {
   return f(caf::meta::type_name("dix.stopped"), x.error);
 }
+
+inline bool operator==(const stopped& a, const stopped& b) {
+  return a.error == b.error;
+}
+inline bool operator!=(const stopped& a, const stopped& b) { return !(a == b); }
 
 // -- rebuild requests (protocol.md §11.2) -----------------------------------------------------
 
@@ -121,6 +144,11 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_request& x) {
            }));
 }
 
+inline bool operator==(const rebuild_request& a, const rebuild_request& b) {
+  return a.source == b.source;
+}
+inline bool operator!=(const rebuild_request& a, const rebuild_request& b) { return !(a == b); }
+
 // -- runner → runtime ---------------------------------------------------------------------------
 
 // The runner of registration `token` changed status (state, reason or epoch); `version` is its
@@ -137,6 +165,11 @@ typename Inspector::result_type inspect(Inspector& f, runner_status_observed& x)
   return f(caf::meta::type_name("dix.runner_status_observed"), x.id, x.token, x.version, x.status);
 }
 
+inline bool operator==(const runner_status_observed& a, const runner_status_observed& b) {
+  return a.id == b.id && a.token == b.token && a.version == b.version && a.status == b.status;
+}
+inline bool operator!=(const runner_status_observed& a, const runner_status_observed& b) { return !(a == b); }
+
 // watcher thread → runtime: the coverage waiter of wait_coverage request `key` resolved (an empty
 // error: covered).
 struct coverage_waited {
@@ -148,6 +181,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coverage_waited& x) {
   return f(caf::meta::type_name("dix.coverage_waited"), x.key, x.outcome);
 }
+
+inline bool operator==(const coverage_waited& a, const coverage_waited& b) {
+  return a.key == b.key && a.outcome == b.outcome;
+}
+inline bool operator!=(const coverage_waited& a, const coverage_waited& b) { return !(a == b); }
 
 // facade → runtime: the registration `token` of `id` was detached from the runtime's registry
 // (protocol.md §2.4: status(id) is gone when unregister() returns); release it. →
@@ -161,6 +199,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unregister_registration& x) {
   return f(caf::meta::type_name("dix.unregister_registration"), x.id, x.token);
 }
+
+inline bool operator==(const unregister_registration& a, const unregister_registration& b) {
+  return a.id == b.id && a.token == b.token;
+}
+inline bool operator!=(const unregister_registration& a, const unregister_registration& b) { return !(a == b); }
 
 // -- supervision (actors.md §3) ----------------------------------------------------------------
 
@@ -178,6 +221,11 @@ typename Inspector::result_type inspect(Inspector& f, child_down& x) {
            }));
 }
 
+inline bool operator==(const child_down& a, const child_down& b) {
+  return a.kind == b.kind && a.escalated == b.escalated;
+}
+inline bool operator!=(const child_down& a, const child_down& b) { return !(a == b); }
+
 // supervisor → runner: the replacement of a dead tailer or proxy; the runner talks to it from now.
 struct child_up {
   child_kind kind = child_kind::tailer;
@@ -192,12 +240,23 @@ typename Inspector::result_type inspect(Inspector& f, child_up& x) {
            }));
 }
 
+inline bool operator==(const child_up& a, const child_up& b) {
+  return a.kind == b.kind && a.handle == b.handle;
+}
+inline bool operator!=(const child_up& a, const child_up& b) { return !(a == b); }
+
 // runtime → supervisor: start supervising a registration; the spec holds what is no message
 // (the backend, the ports, the factories of its actors: actors/supervisor_actor.hpp). It never
 // leaves the process (not in the type-ID block; CAF_ALLOW_UNSAFE_MESSAGE_TYPE below).
 struct supervise {
   std::shared_ptr<const supervised_spec> spec;
 };
+
+// By identity: the spec holds the backend object and the factories of the registration's actors
+// (std::function, not comparable), so two supervise messages are equal when they carry the same
+// spec.
+inline bool operator==(const supervise& a, const supervise& b) { return a.spec == b.spec; }
+inline bool operator!=(const supervise& a, const supervise& b) { return !(a == b); }
 
 // runtime → supervisor: release the registration `token` (protocol.md §2.4) and stop its
 // actors. → stopped
@@ -209,6 +268,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unsupervise& x) {
   return f(caf::meta::type_name("dix.unsupervise"), x.token);
 }
+
+inline bool operator==(const unsupervise& a, const unsupervise& b) {
+  return a.token == b.token;
+}
+inline bool operator!=(const unsupervise& a, const unsupervise& b) { return !(a == b); }
 
 // runtime (its request_rebuild, its watcher seeing the slot's flag) → supervisor: a rebuild was
 // requested for registration `token`. An escalated registration (actors.md §3) has its restart
@@ -223,6 +287,11 @@ typename Inspector::result_type inspect(Inspector& f, revive& x) {
   return f(caf::meta::type_name("dix.revive"), x.token);
 }
 
+inline bool operator==(const revive& a, const revive& b) {
+  return a.token == b.token;
+}
+inline bool operator!=(const revive& a, const revive& b) { return !(a == b); }
+
 // supervisor → itself (delayed by the restart policy): respawn the registration's child of this
 // kind.
 struct respawn {
@@ -235,6 +304,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, respawn& x) {
   return f(caf::meta::type_name("dix.respawn"), x.token, x.kind, x.incarnation);
 }
+
+inline bool operator==(const respawn& a, const respawn& b) {
+  return a.token == b.token && a.kind == b.kind && a.incarnation == b.incarnation;
+}
+inline bool operator!=(const respawn& a, const respawn& b) { return !(a == b); }
 
 }  // namespace dix
 

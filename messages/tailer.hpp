@@ -63,6 +63,11 @@ typename Inspector::result_type inspect(Inspector& f, log_open& x) {
   return f(caf::meta::type_name("dix.log_open"), x.gen, wire::opt(x.from));
 }
 
+inline bool operator==(const log_open& a, const log_open& b) {
+  return a.gen == b.gen && a.from == b.from;
+}
+inline bool operator!=(const log_open& a, const log_open& b) { return !(a == b); }
+
 // Event: every anchor verified.
 struct log_opened {
   std::uint64_t gen = 0;
@@ -79,6 +84,11 @@ typename Inspector::result_type inspect(Inspector& f, log_opened& x) {
   return f(caf::meta::type_name("dix.log_opened"), x.gen, x.anchor_ends, wire::opt(x.installed));
 }
 
+inline bool operator==(const log_opened& a, const log_opened& b) {
+  return a.gen == b.gen && a.anchor_ends == b.anchor_ends && a.installed == b.installed;
+}
+inline bool operator!=(const log_opened& a, const log_opened& b) { return !(a == b); }
+
 // -- pull -------------------------------------------------------------------------------------
 
 // Command: one drain turn (protocol.md §4). Answered by log_chunk or log_fault.
@@ -93,6 +103,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_pull& x) {
   return f(caf::meta::type_name("dix.log_pull"), x.gen, x.epoch, x.budgets, x.capture);
 }
+
+inline bool operator==(const log_pull& a, const log_pull& b) {
+  return a.gen == b.gen && a.epoch == b.epoch && a.budgets == b.budgets && a.capture == b.capture;
+}
+inline bool operator!=(const log_pull& a, const log_pull& b) { return !(a == b); }
 
 // tailer_core's chunk, carried as is. Its batch travels as a batch_msg does (values.hpp): the
 // shared pointer in process, the whole batch on the wire, a new one on load.
@@ -119,6 +134,11 @@ typename Inspector::result_type inspect(Inspector& f, log_chunk& x) {
   return f(caf::meta::type_name("dix.log_chunk"), x.gen, x.chunk);
 }
 
+inline bool operator==(const log_chunk& a, const log_chunk& b) {
+  return a.gen == b.gen && a.chunk == b.chunk;
+}
+inline bool operator!=(const log_chunk& a, const log_chunk& b) { return !(a == b); }
+
 // Event: open, pull, scan or boundary failed. Suspect faults carry their reason; transient ones
 // (protocol.md §10.5) set `transient` and leave `reason` at none.
 struct log_fault {
@@ -137,6 +157,11 @@ typename Inspector::result_type inspect(Inspector& f, log_fault& x) {
            }));
 }
 
+inline bool operator==(const log_fault& a, const log_fault& b) {
+  return a.gen == b.gen && a.transient == b.transient && a.reason == b.reason && a.text == b.text;
+}
+inline bool operator!=(const log_fault& a, const log_fault& b) { return !(a == b); }
+
 // -- rebuild (protocol.md §11.5–§11.7) ----------------------------------------------------------
 
 // Command: commit boundary/<id> in every store of the registration's logs, take the snapshots,
@@ -151,6 +176,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, boundary_capture& x) {
   return f(caf::meta::type_name("dix.boundary_capture"), x.gen, x.epoch, x.scan_bytes_per_s);
 }
+
+inline bool operator==(const boundary_capture& a, const boundary_capture& b) {
+  return a.gen == b.gen && a.epoch == b.epoch && a.scan_bytes_per_s == b.scan_bytes_per_s;
+}
+inline bool operator!=(const boundary_capture& a, const boundary_capture& b) { return !(a == b); }
 
 // Event: the boundary cursor and the projected tables' estimates (tailer_core's boundary_outcome
 // without its fault, which travels as log_fault).
@@ -168,6 +198,12 @@ typename Inspector::result_type inspect(Inspector& f, boundary_captured& x) {
            x.wal_syncs);
 }
 
+inline bool operator==(const boundary_captured& a, const boundary_captured& b) {
+  return a.gen == b.gen && a.boundary == b.boundary && a.estimated_records == b.estimated_records
+         && a.estimated_bytes == b.estimated_bytes && a.wal_syncs == b.wal_syncs;
+}
+inline bool operator!=(const boundary_captured& a, const boundary_captured& b) { return !(a == b); }
+
 // Command: one scan chunk (protocol.md §11.6). Answered by scan_chunk or log_fault.
 struct scan_pull {
   std::uint64_t gen = 0;
@@ -179,6 +215,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scan_pull& x) {
   return f(caf::meta::type_name("dix.scan_pull"), x.gen, x.epoch, x.budgets);
 }
+
+inline bool operator==(const scan_pull& a, const scan_pull& b) {
+  return a.gen == b.gen && a.epoch == b.epoch && a.budgets == b.budgets;
+}
+inline bool operator!=(const scan_pull& a, const scan_pull& b) { return !(a == b); }
 
 // Event: tailer_core's scan_outcome without its fault: the chunk (`rebuild` set; null: the turn
 // ended before a record), whether it is the boundary chunk, and its counts.
@@ -194,6 +235,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scan_chunk& x) {
   return f(caf::meta::type_name("dix.scan_chunk"), x.gen, x.delivery, x.last, x.scanned, x.unindexable);
 }
+
+inline bool operator==(const scan_chunk& a, const scan_chunk& b) {
+  return a.gen == b.gen && a.delivery == b.delivery && a.last == b.last && a.scanned == b.scanned
+         && a.unindexable == b.unindexable;
+}
+inline bool operator!=(const scan_chunk& a, const scan_chunk& b) { return !(a == b); }
 
 // -- metadata writes (formats.md §5) ------------------------------------------------------------
 
@@ -219,6 +266,11 @@ typename Inspector::result_type inspect(Inspector& f, meta_write& x) {
            }));
 }
 
+inline bool operator==(const meta_write& a, const meta_write& b) {
+  return a.gen == b.gen && a.kind == b.kind && a.value == b.value;
+}
+inline bool operator!=(const meta_write& a, const meta_write& b) { return !(a == b); }
+
 // Event: the commit's outcome, echoing gen, kind and value.
 struct meta_written {
   std::uint64_t gen = 0;
@@ -236,6 +288,11 @@ typename Inspector::result_type inspect(Inspector& f, meta_written& x) {
            }));
 }
 
+inline bool operator==(const meta_written& a, const meta_written& b) {
+  return a.gen == b.gen && a.kind == b.kind && a.value == b.value && a.error == b.error;
+}
+inline bool operator!=(const meta_written& a, const meta_written& b) { return !(a == b); }
+
 // Command: read condemned/<id> and registration/<id> from the home store (protocol.md §9.2
 // step 3). → meta_state
 struct meta_read {
@@ -246,6 +303,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_read& x) {
   return f(caf::meta::type_name("dix.meta_read"), x.gen);
 }
+
+inline bool operator==(const meta_read& a, const meta_read& b) {
+  return a.gen == b.gen;
+}
+inline bool operator!=(const meta_read& a, const meta_read& b) { return !(a == b); }
 
 // Event: what the read found; `error` set: the read failed (a transient fault, §10.5).
 struct meta_state {
@@ -259,5 +321,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_state& x) {
   return f(caf::meta::type_name("dix.meta_state"), x.gen, x.condemned, wire::opt(x.fingerprint), x.error);
 }
+
+inline bool operator==(const meta_state& a, const meta_state& b) {
+  return a.gen == b.gen && a.condemned == b.condemned && a.fingerprint == b.fingerprint && a.error == b.error;
+}
+inline bool operator!=(const meta_state& a, const meta_state& b) { return !(a == b); }
 
 }  // namespace dix

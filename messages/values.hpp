@@ -151,4 +151,9 @@ typename Inspector::result_type inspect(Inspector& f, batch_msg& x) {
   }
 }
 
+// By value (same_batch, <dix/batch.hpp>): a message carrying an equal batch is an equal message,
+// whether it shares the sender's batch (in process) or holds a loaded copy (off the wire).
+inline bool operator==(const batch_msg& a, const batch_msg& b) { return same_batch(a.value, b.value); }
+inline bool operator!=(const batch_msg& a, const batch_msg& b) { return !(a == b); }
+
 }  // namespace dix

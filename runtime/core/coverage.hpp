@@ -26,6 +26,11 @@ struct coverage_capture {
   dix::positions positions;  // per log: GetLatestSequenceNumber() under its commit mutex (0: no write)
 };
 
+inline bool operator==(const coverage_capture& a, const coverage_capture& b) {
+  return a.time == b.time && a.positions == b.positions;
+}
+inline bool operator!=(const coverage_capture& a, const coverage_capture& b) { return !(a == b); }
+
 // §12.2: the capture is covered by an entry whose anchors end at `anchor_ends` (per log, sequence
 // + op count − 1) when every log with a position > 0 ends at or after it. A log the entry does
 // not name covers nothing above 0.

@@ -71,6 +71,11 @@ struct log_progress {
   std::uint64_t latest_sequence = 0;  // the store's latest sequence when the turn ended
 };
 
+inline bool operator==(const log_progress& a, const log_progress& b) {
+  return a.log == b.log && a.read_sequence == b.read_sequence && a.latest_sequence == b.latest_sequence;
+}
+inline bool operator!=(const log_progress& a, const log_progress& b) { return !(a == b); }
+
 struct tailer_chunk {
   std::shared_ptr<const batch> delivery;  // null: nothing to deliver this turn
   bool cut_open = false;     // a transaction is cut: `through` cannot pass it until it completes
@@ -89,6 +94,16 @@ struct tailer_chunk {
   // The coverage capture taken at the start of this turn, when pull() was asked for one (§12.1).
   std::optional<coverage_capture> capture;
 };
+
+// The delivery compares by value (same_batch, <dix/batch.hpp>).
+inline bool operator==(const tailer_chunk& a, const tailer_chunk& b) {
+  return same_batch(a.delivery, b.delivery) && a.cut_open == b.cut_open && a.end_of_log == b.end_of_log
+         && a.bytes_read == b.bytes_read && a.transactions_read == b.transactions_read
+         && a.primary_reads == b.primary_reads && a.unindexable == b.unindexable && a.wal_syncs == b.wal_syncs
+         && a.log_reopens == b.log_reopens && a.logs == b.logs && a.through_ends == b.through_ends
+         && a.capture == b.capture;
+}
+inline bool operator!=(const tailer_chunk& a, const tailer_chunk& b) { return !(a == b); }
 
 struct install_outcome {
   std::optional<tailer_fault> fault;

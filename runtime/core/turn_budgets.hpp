@@ -18,6 +18,14 @@ struct turn_budgets {
   std::uint64_t max_chunk_bytes = 4u << 20;                // the estimate of §4.3. Default: 4 MiB
 };
 
+inline bool operator==(const turn_budgets& a, const turn_budgets& b) {
+  return a.max_transactions_per_turn == b.max_transactions_per_turn
+         && a.max_bytes_per_turn == b.max_bytes_per_turn
+         && a.max_milliseconds_per_turn == b.max_milliseconds_per_turn
+         && a.max_chunk_records == b.max_chunk_records && a.max_chunk_bytes == b.max_chunk_bytes;
+}
+inline bool operator!=(const turn_budgets& a, const turn_budgets& b) { return !(a == b); }
+
 // The budgets of `options` (validated; the defaults of both agree).
 inline turn_budgets make_turn_budgets(const runner_options& options) noexcept {
   return turn_budgets{options.max_transactions_per_turn, options.max_bytes_per_turn, options.max_milliseconds_per_turn,

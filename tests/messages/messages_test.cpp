@@ -492,6 +492,44 @@ TEST_CASE_METHOD(wire_fixture, "messages: to_string renders a message with its f
   CHECK(text.find("sequence") != std::string::npos);
 }
 
+// Issue 29: enums print their names (<dix/caf/inspect.hpp>), for logs and for CAF's test DSL.
+// CAF 0.17 prints a struct's fields in order, without their names.
+TEST_CASE_METHOD(wire_fixture, "messages: enums print their names through deep_to_string", "[actor][messages]") {
+  CHECK(caf::deep_to_string(dix::readiness_state::ready) == "ready");
+  CHECK(caf::deep_to_string(dix::readiness_state::needs_rebuild) == "needs-rebuild");
+  CHECK(caf::deep_to_string(dix::readiness_reason::log_retention) == "log-retention");
+  CHECK(caf::deep_to_string(dix::runner_state::waiting_lock) == "waiting-lock");
+  CHECK(caf::deep_to_string(dix::errc::not_registered) == std::string(dix::to_string(dix::errc::not_registered)));
+  dix::readiness_changed changed{"by-brand", {dix::readiness_state::ready, dix::readiness_reason::none, 2, 7}};
+  CHECK(caf::deep_to_string(changed) == R"(dix.readiness_changed("by-brand", dix.readiness(ready, none, 2, 7)))");
+  dix::runner_state_changed state{"by-brand", {dix::runner_state::needs_rebuild, dix::readiness_reason::log_corrupt, 3, "x"}};
+  CHECK(caf::deep_to_string(state) ==
+        R"(dix.runner_state_changed("by-brand", dix.runner_status(needs-rebuild, log-corrupt, 3, "x")))");
+  CHECK(caf::deep_to_string(caf::make_message(changed)).find("dix.readiness(ready, none, 2, 7)") != std::string::npos);
+  // An enum without spellings prints its number.
+  CHECK(caf::deep_to_string(dix::timer{dix::timer_kind::lag_tick, 2}) == "dix.timer(5, 2)");
+}
+
+TEST_CASE_METHOD(wire_fixture, "messages: enums still travel as their underlying integers", "[actor][messages]") {
+  // dix.readiness: state, reason (uint8 each), rebuild_attempts (uint32), owner_epoch (uint64).
+  buffer expected;
+  {
+    caf::binary_serializer sink{sys, expected};
+    REQUIRE(!sink(std::uint8_t{3}, std::uint8_t{4}, std::uint32_t{2}, std::uint64_t{7}));
+  }
+  CHECK(save(dix::readiness{dix::readiness_state::needs_rebuild, dix::readiness_reason::log_retention, 2, 7}) ==
+        expected);
+  buffer one;
+  {
+    caf::binary_serializer sink{sys, one};
+    REQUIRE(!sink(std::uint8_t{2}));
+  }
+  CHECK(save(dix::runner_state::running) == one);
+  dix::runner_state loaded = dix::runner_state::dormant;
+  REQUIRE(!load(one, loaded));
+  CHECK(loaded == dix::runner_state::running);
+}
+
 // -- malformed input -------------------------------------------------------------------------
 
 TEST_CASE_METHOD(wire_fixture, "messages: every truncation of a full log_chunk fails the load",

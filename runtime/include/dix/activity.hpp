@@ -27,6 +27,12 @@ struct log_lag_figures {
   std::string log = {};
 };
 
+inline bool operator==(const log_lag_figures& a, const log_lag_figures& b) {
+  return a.sequence_lag == b.sequence_lag && a.read_per_s == b.read_per_s
+         && a.retention_headroom_ms == b.retention_headroom_ms && a.log == b.log;
+}
+inline bool operator!=(const log_lag_figures& a, const log_lag_figures& b) { return !(a == b); }
+
 inline constexpr std::size_t lag_log_slots = 2;
 
 // The lag figures of protocol.md §13.1 as the owner took them at `taken_wall_ns`. The *ages*
@@ -54,6 +60,19 @@ struct lag_figures {
   // taken_wall_ns (never backwards), lag_ms the largest component again.
   lag_figures aged_at(std::uint64_t now_wall_ns) const;
 };
+
+inline bool operator==(const lag_figures& a, const lag_figures& b) {
+  return a.epoch == b.epoch && a.taken_wall_ns == b.taken_wall_ns && a.state == b.state
+         && a.lag_ms == b.lag_ms && a.cursor_lag_ms == b.cursor_lag_ms && a.stalled_ms == b.stalled_ms
+         && a.unread_age_ms == b.unread_age_ms && a.oldest_accepted_age_ms == b.oldest_accepted_age_ms
+         && a.stalled_growing == b.stalled_growing && a.unread_growing == b.unread_growing
+         && a.oldest_accepted_growing == b.oldest_accepted_growing && a.accepted_batches == b.accepted_batches
+         && a.max_accepted_batches_ahead == b.max_accepted_batches_ahead
+         && a.max_flush_age_ms == b.max_flush_age_ms && a.lag_gate == b.lag_gate
+         && a.transient_faults == b.transient_faults && a.last_fault == b.last_fault
+         && a.log_count == b.log_count && a.logs == b.logs && a.link == b.link;
+}
+inline bool operator!=(const lag_figures& a, const lag_figures& b) { return !(a == b); }
 
 inline constexpr std::uint32_t lag_gate_exceeded = 0xFFFFFFFFu;
 

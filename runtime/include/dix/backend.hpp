@@ -59,6 +59,11 @@ struct state_change {
   epoch_t epoch = 0;  // the work concerned; 0 = none in particular
 };
 
+inline bool operator==(const state_change& a, const state_change& b) {
+  return a.kind == b.kind && a.epoch == b.epoch;
+}
+inline bool operator!=(const state_change& a, const state_change& b) { return !(a == b); }
+
 // The answer to flush, shutdown and reset. Call it exactly once with the outcome, from any thread,
 // inside the call or later; a second call does nothing. Move-only. Destroyed (or overwritten)
 // uncalled, it reports backend_failed ("completion dropped"), so a lost completion is never a

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ struct record_state {
   std::string reason;         // state_kind::unindexable only: a code, never record content
 };
 
+inline bool operator==(const record_state& a, const record_state& b) {
+  return a.kind == b.kind && a.version == b.version && a.projection == b.projection && a.reason == b.reason;
+}
+inline bool operator!=(const record_state& a, const record_state& b) { return !(a == b); }
+
 struct record_entry {
   std::string log;
   std::uint32_t table = 0;
@@ -34,10 +40,21 @@ struct record_entry {
   record_state state;
 };
 
+inline bool operator==(const record_entry& a, const record_entry& b) {
+  return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.log_version == b.log_version
+         && a.state == b.state;
+}
+inline bool operator!=(const record_entry& a, const record_entry& b) { return !(a == b); }
+
 struct mutation {
   std::uint32_t record = 0;       // index into batch::records
   std::uint64_t log_version = 0;  // header time of the transaction
 };
+
+inline bool operator==(const mutation& a, const mutation& b) {
+  return a.record == b.record && a.log_version == b.log_version;
+}
+inline bool operator!=(const mutation& a, const mutation& b) { return !(a == b); }
 
 struct log_transaction {
   std::string log;
@@ -45,6 +62,11 @@ struct log_transaction {
   index_time_t time = 0;
   std::vector<mutation> mutations;
 };
+
+inline bool operator==(const log_transaction& a, const log_transaction& b) {
+  return a.log == b.log && a.sequence == b.sequence && a.time == b.time && a.mutations == b.mutations;
+}
+inline bool operator!=(const log_transaction& a, const log_transaction& b) { return !(a == b); }
 
 struct batch {
   epoch_t epoch = 0;
@@ -54,5 +76,19 @@ struct batch {
   bool rebuild = false;
   std::uint64_t bytes = 0;                    // the chunk estimate of protocol.md §4.3
 };
+
+inline bool operator==(const batch& a, const batch& b) {
+  return a.epoch == b.epoch && a.transactions == b.transactions && a.records == b.records
+         && a.through == b.through && a.rebuild == b.rebuild && a.bytes == b.bytes;
+}
+inline bool operator!=(const batch& a, const batch& b) { return !(a == b); }
+
+// Shared batches (a message's batch_msg, a tailer chunk's delivery) compare by value: equal when
+// both are null, or both point to equal batches (the same batch being the cheap case). A batch is
+// a plain immutable value, so two messages carrying equal batches say the same thing.
+inline bool same_batch(const std::shared_ptr<const batch>& a, const std::shared_ptr<const batch>& b) {
+  if (a == b) return true;
+  return a != nullptr && b != nullptr && *a == *b;
+}
 
 }  // namespace dix

@@ -52,6 +52,18 @@ struct runner_options {
   milliseconds max_lag{0};  // 0 = no writer gate, else [1, 86 400 000]. Default: 0
 };
 
+inline bool operator==(const runner_options& a, const runner_options& b) {
+  return a.max_transactions_per_turn == b.max_transactions_per_turn
+         && a.max_bytes_per_turn == b.max_bytes_per_turn
+         && a.max_milliseconds_per_turn == b.max_milliseconds_per_turn
+         && a.max_chunk_records == b.max_chunk_records && a.max_chunk_bytes == b.max_chunk_bytes
+         && a.max_accepted_batches_ahead == b.max_accepted_batches_ahead && a.max_flush_age == b.max_flush_age
+         && a.flush_after_mutations == b.flush_after_mutations && a.flush_after_bytes == b.flush_after_bytes
+         && a.rebuild_backoff == b.rebuild_backoff && a.max_rebuild_backoff == b.max_rebuild_backoff
+         && a.max_rebuild_attempts == b.max_rebuild_attempts && a.max_lag == b.max_lag;
+}
+inline bool operator!=(const runner_options& a, const runner_options& b) { return !(a == b); }
+
 struct runtime_options {
   runner_options runner;  // per-registration options replace it whole. Default: {}
   milliseconds max_coverage_wait{30000};  // [0, 600 000]. Default: 30 000 ms

@@ -49,12 +49,25 @@ struct link_figures {
   std::uint64_t connects = 0;          // sessions opened so far
 };
 
+inline bool operator==(const link_figures& a, const link_figures& b) {
+  return a.address == b.address && a.connected == b.connected && a.round_trip_us == b.round_trip_us
+         && a.window_batches == b.window_batches && a.window_bytes == b.window_bytes
+         && a.durable_sequence == b.durable_sequence && a.connects == b.connects;
+}
+inline bool operator!=(const link_figures& a, const link_figures& b) { return !(a == b); }
+
 struct readiness {
   readiness_state state = readiness_state::unknown;
   readiness_reason reason = readiness_reason::none;
   std::uint32_t rebuild_attempts = 0;
   epoch_t owner_epoch = 0;
 };
+
+inline bool operator==(const readiness& a, const readiness& b) {
+  return a.state == b.state && a.reason == b.reason && a.rebuild_attempts == b.rebuild_attempts
+         && a.owner_epoch == b.owner_epoch;
+}
+inline bool operator!=(const readiness& a, const readiness& b) { return !(a == b); }
 
 enum class coverage_state : std::uint8_t { unknown, bounded, current };
 

@@ -37,6 +37,11 @@ struct runner_status {
   std::string message;  // local text for the last fault, may quote the backend; never shared
 };
 
+inline bool operator==(const runner_status& a, const runner_status& b) {
+  return a.state == b.state && a.reason == b.reason && a.epoch == b.epoch && a.message == b.message;
+}
+inline bool operator!=(const runner_status& a, const runner_status& b) { return !(a == b); }
+
 // Per log of a registration (protocol.md §14.2).
 struct log_metrics {
   std::string log;
@@ -51,6 +56,15 @@ struct log_metrics {
   std::uint64_t wal_retained_bytes = 0, wal_oldest_sequence = 0;
   std::int64_t retention_headroom_ms = -1, retention_headroom_bytes = -1;
 };
+
+inline bool operator==(const log_metrics& a, const log_metrics& b) {
+  return a.log == b.log && a.read_sequence == b.read_sequence && a.durable_sequence == b.durable_sequence
+         && a.latest_sequence == b.latest_sequence && a.sequence_lag == b.sequence_lag
+         && a.wal_retained_bytes == b.wal_retained_bytes && a.wal_oldest_sequence == b.wal_oldest_sequence
+         && a.retention_headroom_ms == b.retention_headroom_ms
+         && a.retention_headroom_bytes == b.retention_headroom_bytes;
+}
+inline bool operator!=(const log_metrics& a, const log_metrics& b) { return !(a == b); }
 
 // protocol.md §14.2. Durations are milliseconds computed at the time of the call; owner figures
 // are 0 on a runner that does not own its id.
@@ -85,6 +99,24 @@ struct runner_metrics {
   std::vector<log_metrics> logs;           // the registration's logs, attach order
 };
 
+inline bool operator==(const runner_metrics& a, const runner_metrics& b) {
+  return a.readiness == b.readiness && a.owner == b.owner && a.epoch == b.epoch
+         && a.accepted_batches == b.accepted_batches && a.accepted_bytes == b.accepted_bytes
+         && a.accepted_mutations == b.accepted_mutations && a.deferred_bytes == b.deferred_bytes
+         && a.oldest_accepted_age_ms == b.oldest_accepted_age_ms && a.cursor_lag_ms == b.cursor_lag_ms
+         && a.stalled_ms == b.stalled_ms && a.unread_age_ms == b.unread_age_ms && a.lag_ms == b.lag_ms
+         && a.lag_gate == b.lag_gate && a.rebuild_attempts == b.rebuild_attempts
+         && a.quiescence_age_ms == b.quiescence_age_ms && a.coverage_time == b.coverage_time
+         && a.coverage_age_ms == b.coverage_age_ms && a.delivered_batches == b.delivered_batches
+         && a.delivered_records == b.delivered_records && a.flushes == b.flushes && a.wal_syncs == b.wal_syncs
+         && a.unindexable_records == b.unindexable_records && a.log_reopens == b.log_reopens
+         && a.transient_faults == b.transient_faults && a.last_fault == b.last_fault
+         && a.rebuilt_records == b.rebuilt_records && a.estimated_records == b.estimated_records
+         && a.scan_records_per_s == b.scan_records_per_s && a.rebuild_eta_ms == b.rebuild_eta_ms
+         && a.logs == b.logs;
+}
+inline bool operator!=(const runner_metrics& a, const runner_metrics& b) { return !(a == b); }
+
 // A rebuild's scan progress (protocol.md §11.6) as the owner publishes it for every process (the
 // metrics segment, docs/formats-metrics.md; `dix status`, `dix rebuild --wait`): the figures of
 // runner_metrics, taken under the owner epoch of the attempt. A reader trusts figures only of the
@@ -97,5 +129,12 @@ struct rebuild_progress {
   std::uint64_t rebuild_eta_ms = 0;     // 0 once the scan ended, or while no rate is known
   bool scan_ended = false;              // the boundary chunk was accepted: the drain replays from it
 };
+
+inline bool operator==(const rebuild_progress& a, const rebuild_progress& b) {
+  return a.epoch == b.epoch && a.rebuilt_records == b.rebuilt_records
+         && a.estimated_records == b.estimated_records && a.scan_records_per_s == b.scan_records_per_s
+         && a.rebuild_eta_ms == b.rebuild_eta_ms && a.scan_ended == b.scan_ended;
+}
+inline bool operator!=(const rebuild_progress& a, const rebuild_progress& b) { return !(a == b); }
 
 }  // namespace dix

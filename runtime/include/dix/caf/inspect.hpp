@@ -2,9 +2,14 @@
 // for readiness, runner_status, log_metrics and runner_metrics, and the small helpers every dix
 // message's inspect() uses. Loads validate: an enum outside its declared values fails with
 // errc::message_invalid, never a value the receiver cannot name.
+//
+// Printing (caf::deep_to_string, to_string of a caf::message, CAF's test DSL): a dix enum prints
+// the name its to_string() gives, `ready` rather than `1`; the wire format is untouched (below).
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -67,7 +72,39 @@ typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
   }
 }
 
+// An enum's name as a printing inspector writes it: unquoted. CAF 0.17's stringification
+// inspector prints a value through a to_string() that returns std::string as is, and quotes plain
+// strings; dix's to_string() return std::string_view, which it does not pick up.
+struct enum_name {
+  std::string_view text;
+};
+
+inline std::string to_string(const enum_name& x) { return std::string{x.text}; }
+
+// Whether the enum has a to_string(Enum) → std::string_view (found by ADL), as every dix enum
+// that has spellings does (readiness_state, readiness_reason, runner_state, errc, …).
+template <class Enum, class = void>
+struct has_enum_name : std::false_type {};
+
+template <class Enum>
+struct has_enum_name<Enum, std::void_t<decltype(std::string_view{to_string(std::declval<Enum>())})>>
+    : std::true_type {};
+
 }  // namespace wire
+
+// Printing inspectors only (result_type void: CAF 0.17's stringification inspector): a dix enum
+// prints its name, or its number when it has no to_string(). Saving and loading inspectors
+// (result_type caf::error) never select this overload, so enums keep travelling as their
+// underlying integers (CAF's default, actors.md §2): the wire format does not change.
+template <class Inspector, class Enum>
+std::enable_if_t<std::is_void<typename Inspector::result_type>::value && std::is_enum<Enum>::value>
+inspect(Inspector& f, Enum& x) {
+  if constexpr (wire::has_enum_name<Enum>::value) {
+    f(wire::enum_name{to_string(x)});
+  } else {
+    f(static_cast<std::underlying_type_t<Enum>>(x));
+  }
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, readiness& x) {

@@ -7,11 +7,15 @@
 // the CAF middleman answers status, metrics, readiness, rebuild, subscription and stop requests
 // from another process. register_index carries the backend object and the projections, which
 // only exist in the runtime's process.
+//
+// Every message compares member-wise (operator== and !=, next to its inspect()), as CAF's test DSL
+// needs for expect(...).with(...); register_index says below what it compares.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <string>
@@ -41,6 +45,18 @@ struct register_index {
   registration value;
 };
 
+// Equal when they register the same backend object (identity) with the same projected tables,
+// projection_version and options. The projection functions themselves are not compared
+// (std::function has no ==): a test that needs them calls them.
+inline bool operator==(const register_index& a, const register_index& b) {
+  if (a.value.backend != b.value.backend || a.value.projection_version != b.value.projection_version
+      || a.value.options != b.value.options || a.value.projections.size() != b.value.projections.size())
+    return false;
+  return std::equal(a.value.projections.begin(), a.value.projections.end(), b.value.projections.begin(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+inline bool operator!=(const register_index& a, const register_index& b) { return !(a == b); }
+
 struct index_registered {
   std::string id;
 };
@@ -49,6 +65,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, index_registered& x) {
   return f(caf::meta::type_name("dix.index_registered"), x.id);
 }
+
+inline bool operator==(const index_registered& a, const index_registered& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const index_registered& a, const index_registered& b) { return !(a == b); }
 
 // Unregisters `id` (protocol.md §2.4): the id leaves the runtime at once (a replacement may
 // register while the release runs and waits for the lock), then its runner releases. Replies
@@ -63,6 +84,11 @@ typename Inspector::result_type inspect(Inspector& f, unregister_index& x) {
   return f(caf::meta::type_name("dix.unregister_index"), x.id);
 }
 
+inline bool operator==(const unregister_index& a, const unregister_index& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unregister_index& a, const unregister_index& b) { return !(a == b); }
+
 struct index_unregistered {
   std::string id;
 };
@@ -71,6 +97,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, index_unregistered& x) {
   return f(caf::meta::type_name("dix.index_unregistered"), x.id);
 }
+
+inline bool operator==(const index_unregistered& a, const index_unregistered& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const index_unregistered& a, const index_unregistered& b) { return !(a == b); }
 
 // -- status, metrics, readiness (protocol.md §14, api.md §6–§7) ------------------------------
 
@@ -83,6 +114,11 @@ typename Inspector::result_type inspect(Inspector& f, query_status& x) {
   return f(caf::meta::type_name("dix.query_status"), x.id);
 }
 
+inline bool operator==(const query_status& a, const query_status& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_status& a, const query_status& b) { return !(a == b); }
+
 // `status` is absent when `id` is not registered in this runtime.
 struct status_report {
   std::string id;
@@ -94,6 +130,11 @@ typename Inspector::result_type inspect(Inspector& f, status_report& x) {
   return f(caf::meta::type_name("dix.status_report"), x.id, wire::opt(x.status));
 }
 
+inline bool operator==(const status_report& a, const status_report& b) {
+  return a.id == b.id && a.status == b.status;
+}
+inline bool operator!=(const status_report& a, const status_report& b) { return !(a == b); }
+
 struct query_metrics {
   std::string id;
 };
@@ -102,6 +143,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, query_metrics& x) {
   return f(caf::meta::type_name("dix.query_metrics"), x.id);
 }
+
+inline bool operator==(const query_metrics& a, const query_metrics& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_metrics& a, const query_metrics& b) { return !(a == b); }
 
 // `metrics` is absent when `id` is not registered in this runtime. Ages are those at the time
 // the request was served.
@@ -115,6 +161,11 @@ typename Inspector::result_type inspect(Inspector& f, metrics_report& x) {
   return f(caf::meta::type_name("dix.metrics_report"), x.id, wire::opt(x.metrics));
 }
 
+inline bool operator==(const metrics_report& a, const metrics_report& b) {
+  return a.id == b.id && a.metrics == b.metrics;
+}
+inline bool operator!=(const metrics_report& a, const metrics_report& b) { return !(a == b); }
+
 // The slot of any id in the home store's segment, registered here or not. Errors:
 // not_registered (no slot for the id), invalid_argument (id outside the name rules).
 struct query_readiness {
@@ -126,6 +177,11 @@ typename Inspector::result_type inspect(Inspector& f, query_readiness& x) {
   return f(caf::meta::type_name("dix.query_readiness"), x.id);
 }
 
+inline bool operator==(const query_readiness& a, const query_readiness& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const query_readiness& a, const query_readiness& b) { return !(a == b); }
+
 struct readiness_report {
   std::string id;
   dix::readiness value;
@@ -135,6 +191,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, readiness_report& x) {
   return f(caf::meta::type_name("dix.readiness_report"), x.id, x.value);
 }
+
+inline bool operator==(const readiness_report& a, const readiness_report& b) {
+  return a.id == b.id && a.value == b.value;
+}
+inline bool operator!=(const readiness_report& a, const readiness_report& b) { return !(a == b); }
 
 // -- rebuild (protocol.md §11.2) --------------------------------------------------------------
 
@@ -148,6 +209,11 @@ typename Inspector::result_type inspect(Inspector& f, rebuild_index& x) {
   return f(caf::meta::type_name("dix.rebuild_index"), x.id);
 }
 
+inline bool operator==(const rebuild_index& a, const rebuild_index& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const rebuild_index& a, const rebuild_index& b) { return !(a == b); }
+
 struct rebuild_requested {
   std::string id;
   bool accepted = false;
@@ -157,6 +223,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rebuild_requested& x) {
   return f(caf::meta::type_name("dix.rebuild_requested"), x.id, x.accepted);
 }
+
+inline bool operator==(const rebuild_requested& a, const rebuild_requested& b) {
+  return a.id == b.id && a.accepted == b.accepted;
+}
+inline bool operator!=(const rebuild_requested& a, const rebuild_requested& b) { return !(a == b); }
 
 // -- subscriptions ----------------------------------------------------------------------------
 
@@ -189,6 +260,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribe& x) {
            }));
 }
 
+inline bool operator==(const subscribe& a, const subscribe& b) {
+  return a.id == b.id && a.events == b.events;
+}
+inline bool operator!=(const subscribe& a, const subscribe& b) { return !(a == b); }
+
 struct subscribed {
   std::string id;
   dix::readiness readiness;
@@ -200,6 +276,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribed& x) {
   return f(caf::meta::type_name("dix.subscribed"), x.id, x.readiness, wire::opt(x.status));
 }
 
+inline bool operator==(const subscribed& a, const subscribed& b) {
+  return a.id == b.id && a.readiness == b.readiness && a.status == b.status;
+}
+inline bool operator!=(const subscribed& a, const subscribed& b) { return !(a == b); }
+
 // Ends the sender's subscription to `id` (none: nothing to do). → unsubscribed
 struct unsubscribe {
   std::string id;
@@ -210,6 +291,11 @@ typename Inspector::result_type inspect(Inspector& f, unsubscribe& x) {
   return f(caf::meta::type_name("dix.unsubscribe"), x.id);
 }
 
+inline bool operator==(const unsubscribe& a, const unsubscribe& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unsubscribe& a, const unsubscribe& b) { return !(a == b); }
+
 struct unsubscribed {
   std::string id;
 };
@@ -218,6 +304,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unsubscribed& x) {
   return f(caf::meta::type_name("dix.unsubscribed"), x.id);
 }
+
+inline bool operator==(const unsubscribed& a, const unsubscribed& b) {
+  return a.id == b.id;
+}
+inline bool operator!=(const unsubscribed& a, const unsubscribed& b) { return !(a == b); }
 
 // Event: the id's slot changed.
 struct readiness_changed {
@@ -230,6 +321,11 @@ typename Inspector::result_type inspect(Inspector& f, readiness_changed& x) {
   return f(caf::meta::type_name("dix.readiness_changed"), x.id, x.readiness);
 }
 
+inline bool operator==(const readiness_changed& a, const readiness_changed& b) {
+  return a.id == b.id && a.readiness == b.readiness;
+}
+inline bool operator!=(const readiness_changed& a, const readiness_changed& b) { return !(a == b); }
+
 // Event: the id's runner in this runtime changed state, reason or epoch.
 struct runner_state_changed {
   std::string id;
@@ -241,6 +337,10 @@ typename Inspector::result_type inspect(Inspector& f, runner_state_changed& x) {
   return f(caf::meta::type_name("dix.runner_state_changed"), x.id, x.status);
 }
 
+inline bool operator==(const runner_state_changed& a, const runner_state_changed& b) {
+  return a.id == b.id && a.status == b.status;
+}
+inline bool operator!=(const runner_state_changed& a, const runner_state_changed& b) { return !(a == b); }
 // Subscribes the sender to every id registered in this runtime, now and later (issue 29): as a
 // `subscribe` of each, the current values sent at once as events (readiness_changed,
 // runner_state_changed, as `events` chooses), and each later registration's from its first
@@ -258,6 +358,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribe_all& x) {
            }));
 }
 
+inline bool operator==(const subscribe_all& a, const subscribe_all& b) {
+  return a.events == b.events;
+}
+inline bool operator!=(const subscribe_all& a, const subscribe_all& b) { return !(a == b); }
+
 struct subscribed_all {
   std::vector<std::string> ids;
 };
@@ -267,6 +372,11 @@ typename Inspector::result_type inspect(Inspector& f, subscribed_all& x) {
   return f(caf::meta::type_name("dix.subscribed_all"), x.ids);
 }
 
+inline bool operator==(const subscribed_all& a, const subscribed_all& b) {
+  return a.ids == b.ids;
+}
+inline bool operator!=(const subscribed_all& a, const subscribed_all& b) { return !(a == b); }
+
 // Ends the sender's subscribe_all (its explicit subscriptions stay). → unsubscribed_all
 struct unsubscribe_all {};
 
@@ -275,12 +385,18 @@ typename Inspector::result_type inspect(Inspector& f, unsubscribe_all&) {
   return f(caf::meta::type_name("dix.unsubscribe_all"));
 }
 
+inline bool operator==(const unsubscribe_all&, const unsubscribe_all&) noexcept { return true; }
+inline bool operator!=(const unsubscribe_all&, const unsubscribe_all&) noexcept { return false; }
+
 struct unsubscribed_all {};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, unsubscribed_all&) {
   return f(caf::meta::type_name("dix.unsubscribed_all"));
 }
+
+inline bool operator==(const unsubscribed_all&, const unsubscribed_all&) noexcept { return true; }
+inline bool operator!=(const unsubscribed_all&, const unsubscribed_all&) noexcept { return false; }
 
 // The subscriber interfaces: what a typed subscriber declares, and so receives.
 using readiness_subscriber = caf::typed_actor<caf::reacts_to<readiness_changed>>;
@@ -329,12 +445,18 @@ typename Inspector::result_type inspect(Inspector& f, stop_runtime&) {
   return f(caf::meta::type_name("dix.stop_runtime"));
 }
 
+inline bool operator==(const stop_runtime&, const stop_runtime&) noexcept { return true; }
+inline bool operator!=(const stop_runtime&, const stop_runtime&) noexcept { return false; }
+
 struct runtime_stopped {};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, runtime_stopped&) {
   return f(caf::meta::type_name("dix.runtime_stopped"));
 }
+
+inline bool operator==(const runtime_stopped&, const runtime_stopped&) noexcept { return true; }
+inline bool operator!=(const runtime_stopped&, const runtime_stopped&) noexcept { return false; }
 
 // -- coverage (protocol.md §12.6) -------------------------------------------------------------
 
@@ -355,6 +477,11 @@ typename Inspector::result_type inspect(Inspector& f, wait_coverage& x) {
   return f(caf::meta::type_name("dix.wait_coverage"), x.id, x.since, x.timeout_ms);
 }
 
+inline bool operator==(const wait_coverage& a, const wait_coverage& b) {
+  return a.id == b.id && a.since == b.since && a.timeout_ms == b.timeout_ms;
+}
+inline bool operator!=(const wait_coverage& a, const wait_coverage& b) { return !(a == b); }
+
 struct coverage_reached {
   std::string id;
   index_time_t since = 0;
@@ -365,6 +492,10 @@ typename Inspector::result_type inspect(Inspector& f, coverage_reached& x) {
   return f(caf::meta::type_name("dix.coverage_reached"), x.id, x.since);
 }
 
+inline bool operator==(const coverage_reached& a, const coverage_reached& b) {
+  return a.id == b.id && a.since == b.since;
+}
+inline bool operator!=(const coverage_reached& a, const coverage_reached& b) { return !(a == b); }
 // -- commits and queries as messages (issue 29) -----------------------------------------------
 // A CAF program commits and queries without blocking a thread of its own: the runtime actor hands
 // each request to a worker on a thread of its own — one committer per store, one thread per
@@ -387,6 +518,11 @@ typename Inspector::result_type inspect(Inspector& f, write_op& x) {
   return f(caf::meta::type_name("dix.write_op"), x.kind, x.table, x.id, x.payload,
            caf::meta::load_callback([&x] { return wire::check_enum("dix.write_op.kind", x.kind, write_kind::put, write_kind::del); }));
 }
+
+inline bool operator==(const write_op& a, const write_op& b) {
+  return a.kind == b.kind && a.table == b.table && a.id == b.id && a.payload == b.payload;
+}
+inline bool operator!=(const write_op& a, const write_op& b) { return !(a == b); }
 
 // Whether the commit syncs the WAL: the store's sync_commits, or this commit's own choice.
 enum class commit_sync : std::uint8_t { store_default, sync, no_sync };
@@ -414,6 +550,11 @@ typename Inspector::result_type inspect(Inspector& f, commit_transaction& x) {
            }));
 }
 
+inline bool operator==(const commit_transaction& a, const commit_transaction& b) {
+  return a.log == b.log && a.ops == b.ops && a.sync == b.sync;
+}
+inline bool operator!=(const commit_transaction& a, const commit_transaction& b) { return !(a == b); }
+
 // The committed transaction: its store's log, first sequence and header time (a valid `since`
 // for wait_coverage and `wait`-mode queries). sequence 0: an empty transaction, nothing written.
 struct transaction_committed {
@@ -426,6 +567,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transaction_committed& x) {
   return f(caf::meta::type_name("dix.transaction_committed"), x.log, x.sequence, x.time);
 }
+
+inline bool operator==(const transaction_committed& a, const transaction_committed& b) {
+  return a.log == b.log && a.sequence == b.sequence && a.time == b.time;
+}
+inline bool operator!=(const transaction_committed& a, const transaction_committed& b) { return !(a == b); }
 
 // A query of the index registered as `id` in this runtime, answered by its backend's
 // backend::query (<dix/query.hpp>: lookup and range for rocksdb_index_backend, search for
@@ -461,6 +607,11 @@ typename Inspector::result_type inspect(Inspector& f, query_index& x) {
            }));
 }
 
+inline bool operator==(const query_index& a, const query_index& b) {
+  return a.id == b.id && a.kind == b.kind && a.text == b.text && a.end == b.end && a.vector_bits == b.vector_bits && a.limit == b.limit && a.offset == b.offset && a.ef == b.ef && a.mode == b.mode && a.tolerance_ms == b.tolerance_ms && a.since == b.since && a.timeout_ms == b.timeout_ms;
+}
+inline bool operator!=(const query_index& a, const query_index& b) { return !(a == b); }
+
 // One row: the record as the index holds it, and its score (0 for lookup and range; Xapian's
 // weight; knn's distance) as IEEE 754 bits — score() reads it.
 struct index_row {
@@ -481,6 +632,11 @@ typename Inspector::result_type inspect(Inspector& f, index_row& x) {
   return f(caf::meta::type_name("dix.index_row"), x.log, x.table, x.record_id, x.version, x.score_bits);
 }
 
+inline bool operator==(const index_row& a, const index_row& b) {
+  return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version && a.score_bits == b.score_bits;
+}
+inline bool operator!=(const index_row& a, const index_row& b) { return !(a == b); }
+
 // The rows of a query_index, in the backend's order, and the coverage it was admitted under.
 struct index_rows {
   std::string id;
@@ -497,6 +653,11 @@ typename Inspector::result_type inspect(Inspector& f, index_rows& x) {
              return wire::check_enum("dix.index_rows.coverage", x.coverage, coverage_state::unknown, coverage_state::current);
            }));
 }
+
+inline bool operator==(const index_rows& a, const index_rows& b) {
+  return a.id == b.id && a.rows == b.rows && a.coverage == b.coverage && a.tolerance_ms == b.tolerance_ms && a.lag_ms == b.lag_ms;
+}
+inline bool operator!=(const index_rows& a, const index_rows& b) { return !(a == b); }
 
 // The message of a query (`id` is q.id), and back.
 inline query_index to_query_index(const index_query& q) {
