@@ -655,8 +655,9 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
     case query_gate<runtime_state::pending_query>::verdict::queued: break;
     case query_gate<runtime_state::pending_query>::verdict::refused:
       // Through the promise: making it answered the request.
-      promise.deliver(make_error(errc::unavailable, "query_index: " + std::to_string(st.queries.queued()) +
-                                                        " queries already wait for a worker; retry"));
+      // timeout, retryable, as an index node answers when its queries are all taken.
+      promise.deliver(make_error(errc::timeout, "query_index: " + std::to_string(st.queries.queued()) +
+                                                    " queries already wait for a worker; try again"));
       break;
   }
   return promise;

@@ -39,7 +39,7 @@ result<transaction_committed> commit_request(primary_store& store, const commit_
 result<index_rows> query_request(backend& served, const query_index& m);
 
 // How many queries of a runtime run at once and how many wait: a queued request starts when a
-// running one ends, in arrival order; beyond the queue, a request is refused (unavailable).
+// running one ends, in arrival order; beyond the queue, a request is refused (timeout, retryable).
 struct query_gate_limits {
   std::size_t running = 8;
   std::size_t queued = 256;

@@ -579,7 +579,7 @@ inline bool operator!=(const transaction_committed& a, const transaction_committ
 // for `since` on the query's own thread, up to `timeout_ms`. At most 8 queries of a runtime run at
 // once; up to 256 more wait their turn in arrival order. → index_rows. Errors: stopped,
 // not_registered, invalid_argument (limit outside 1…10 000, a bad vector or query string),
-// not_supported (a kind the backend does not answer), unavailable (256 queries already waiting:
+// not_supported (a kind the backend does not answer), timeout (256 queries already waiting:
 // retry), and the admission's: index_lagging, rebuilding, unavailable. The knn vector travels as
 // each component's IEEE 754 bits (to_query_index / to_index_query convert): CAF 0.17's serializer
 // never returns on a NaN. Never sent to another process: the published gate refuses it.
