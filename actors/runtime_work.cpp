@@ -18,6 +18,10 @@ committer_actor::behavior_type committer_fn(committer_actor::pointer self, std::
   (void)self;
   return {
     [store](commit_transaction& m) -> caf::result<transaction_committed> {
+      if (!m.log.empty() && m.log != store->log_name()) {
+        return make_error(errc::invalid_argument, "commit_transaction: this writer's store has log \"" +
+                                                      store->log_name() + "\", not \"" + m.log + "\"");
+      }
       auto done = commit_request(*store, m);
       if (!done) return make_error(done.error());
       return std::move(*done);
@@ -43,6 +47,10 @@ query_worker_actor::behavior_type query_worker_fn(query_worker_actor::pointer se
 committer_actor spawn_committer(caf::actor_system& sys, std::shared_ptr<primary_store> store, bool detached) {
   if (detached) return sys.spawn<caf::detached>(committer_fn, std::move(store));
   return sys.spawn(committer_fn, std::move(store));
+}
+
+store_writer spawn_store_writer(caf::actor_system& sys, std::shared_ptr<primary_store> store) {
+  return spawn_committer(sys, std::move(store), true);
 }
 
 query_worker_actor spawn_query_worker(caf::actor_system& sys, std::shared_ptr<backend> served, bool detached) {

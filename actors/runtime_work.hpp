@@ -20,12 +20,13 @@
 #include <caf/typed_actor.hpp>
 
 #include <dix/backend.hpp>
+#include <dix/caf.hpp>
 #include <dix/caf/messages.hpp>
 #include <dix/primary_store.hpp>
 
 namespace dix {
 
-using committer_actor = caf::typed_actor<caf::replies_to<commit_transaction>::with<transaction_committed>>;
+using committer_actor = store_writer;  // <dix/caf.hpp>
 using query_worker_actor = caf::typed_actor<caf::replies_to<query_index>::with<index_rows>>;
 
 committer_actor spawn_committer(caf::actor_system& sys, std::shared_ptr<primary_store> store, bool detached);

@@ -7,6 +7,7 @@
 // latch the test opens, not by time.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -182,4 +183,33 @@ TEST_CASE("query_index: a wait-mode query waiting for coverage never takes the s
   self->receive([&](index_rows&) {}, [&](caf::error& e) { failure = e; }, caf::after(60s) >> [] {});
   const auto code = to_errc(failure);
   CHECK((code == errc::index_lagging || code == errc::rebuilding));  // its deadline, the build done or not
+}
+
+TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in the order it receives, and refuses another store's log", "[adapter][runtime][commit]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  one_thread_config cfg;
+  caf::actor_system sys{cfg};
+  auto writer = dix::spawn_store_writer(sys, store);
+  caf::scoped_actor self{sys};
+  for (int i = 0; i < 10; ++i) {
+    self->send(writer, commit_transaction{"", {write_op{write_kind::put, table, "k", std::to_string(i)}}, commit_sync::store_default});
+  }
+  std::vector<std::uint64_t> sequences;
+  for (int i = 0; i < 10; ++i) {
+    self->receive([&](transaction_committed& c) { sequences.push_back(c.sequence); }, [](caf::error&) {},
+                  caf::after(30s) >> [] {});
+  }
+  REQUIRE(sequences.size() == 10);
+  CHECK(std::is_sorted(sequences.begin(), sequences.end()));
+  auto last = store->get(table, "k");
+  REQUIRE(last);
+  REQUIRE(*last);
+  CHECK((*last)->payload == "9");
+  caf::error refused;
+  self->request(writer, 30s, commit_transaction{"elsewhere", {write_op{write_kind::put, table, "x", "y"}}, commit_sync::store_default})
+    .receive([](transaction_committed&) {}, [&](caf::error& e) { refused = e; });
+  CHECK(to_errc(refused) == errc::invalid_argument);
+  CHECK(store->get(table, "x").value() == std::nullopt);
+  self->send_exit(writer, caf::exit_reason::user_shutdown);
 }

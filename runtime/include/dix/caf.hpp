@@ -50,6 +50,16 @@ using runtime_actor = caf::typed_actor<caf::replies_to<register_index>::with<ind
                                        caf::replies_to<commit_transaction>::with<transaction_committed>,
                                        caf::replies_to<query_index>::with<index_rows>>;
 
+// A store's writer (issue 29): answers commit_transaction as the runtime actor does, for this one
+// store (the request's `log` must be empty or the store's), on a thread of its own — the commit
+// mutex, the WAL write, an fsync and the writer gate's delay never occupy a scheduler thread.
+// Needs no runtime: the writer gate still applies whatever runtime registered indexes on the
+// store. One writer's commits are committed in the order it receives them. Ends with an exit
+// message, or when the actor system ends. The runtime actor's commit_transaction goes through one
+// of these per store, one hop further.
+using store_writer = caf::typed_actor<caf::replies_to<commit_transaction>::with<transaction_committed>>;
+store_writer spawn_store_writer(caf::actor_system& sys, std::shared_ptr<primary_store> store);
+
 // Everything an actor system that runs dix needs from its config: dix's message types (the "dix"
 // type-ID block, which serialization and the middleman need) and the renderer of the "dix" error
 // category. Sets no scheduler, thread or logger option: those are the application's. Calling it
