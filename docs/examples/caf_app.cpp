@@ -7,9 +7,9 @@
 //
 //   caf_app DIR   creates DIR/primary (the store) and DIR/by-colour (the index database)
 //
-// The application actor commits to the store, which blocks (the commit mutex, the WAL write), so
-// it runs on a thread of its own (caf::detached); the runtime's own actors never block the
-// application's scheduler either.
+// Nothing here blocks: the write is a commit_transaction request and the query a query_index
+// request, both answered by the runtime from threads of its own (a committer per store, a worker
+// per query), so the application actor is an ordinary scheduled actor.
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -29,8 +29,6 @@ constexpr const char* index_id = "by-colour";
 std::atomic<int> exit_code{1};
 
 struct app_state {
-  std::shared_ptr<dix::primary_store> store;
-  std::shared_ptr<dix::rocksdb_index_backend> index;
   dix::runtime_actor runtime;
   dix::index_time_t written = 0;  // our transaction's time (0: not yet written)
   bool done = false;
@@ -67,20 +65,22 @@ void fail(app_actor* self, const std::string& what, const caf::error& err) {
 // The index covers our writes: ask it, as a reader would. In `wait` mode for our commit, the
 // query is answered at once (the coverage is already there) and says it read our writes.
 void query(app_actor* self) {
-  dix::coverage_mode mine;
-  mine.kind = dix::coverage_kind::wait;
-  mine.since = self->state.written;
-  mine.timeout = std::chrono::seconds(5);
-  auto red = self->state.index->lookup("red", 10, mine);
-  if (!red) {
-    std::cerr << "caf_app: lookup: " << red.error().to_string() << "\n";
-    finish(self, 1);
-    return;
-  }
-  std::cout << "red:";
-  for (const auto& row : red->rows) std::cout << " " << row.record_id;
-  std::cout << "\n";
-  finish(self, red->rows.size() == 2 ? 0 : 1);
+  dix::index_query red;
+  red.id = index_id;
+  red.kind = dix::query_kind::lookup;
+  red.text = "red";
+  red.mode.kind = dix::coverage_kind::wait;
+  red.mode.since = self->state.written;
+  red.mode.timeout = std::chrono::seconds(5);
+  self->request(self->state.runtime, caf::infinite, dix::to_query_index(red))
+    .then(
+      [self](dix::index_rows& rows) {
+        std::cout << "red:";
+        for (const auto& row : rows.rows) std::cout << " " << row.record_id;
+        std::cout << "\n";
+        finish(self, rows.rows.size() == 2 ? 0 : 1);
+      },
+      [self](caf::error& err) { fail(self, "query", err); });
 }
 
 // Read-your-writes: the runtime answers once the index covers our commit (its time is a valid
@@ -98,28 +98,24 @@ void wait_for_write(app_actor* self) {
 }
 
 void write(app_actor* self) {
-  auto txn = self->state.store->begin();
-  txn.put(fruit_table, "apple", "red");
-  txn.put(fruit_table, "banana", "yellow");
-  txn.put(fruit_table, "cherry", "red");
-  auto committed = txn.commit();
-  if (!committed) {
-    std::cerr << "caf_app: commit: " << committed.error().to_string() << "\n";
-    finish(self, 1);
-    return;
-  }
-  self->state.written = committed->time;
-  std::cout << "wrote 3 records, sequence " << committed->sequence << "\n";
-  wait_for_write(self);
+  dix::commit_transaction txn;
+  txn.ops = {{dix::write_kind::put, fruit_table, "apple", "red"},
+             {dix::write_kind::put, fruit_table, "banana", "yellow"},
+             {dix::write_kind::put, fruit_table, "cherry", "red"}};
+  self->request(self->state.runtime, caf::infinite, std::move(txn))
+    .then(
+      [self](dix::transaction_committed& committed) {
+        self->state.written = committed.time;
+        std::cout << "wrote 3 records, sequence " << committed.sequence << "\n";
+        wait_for_write(self);
+      },
+      [self](caf::error& err) { fail(self, "commit", err); });
 }
 
-caf::behavior app(app_actor* self, std::shared_ptr<dix::primary_store> store,
-                  std::shared_ptr<dix::rocksdb_index_backend> index, dix::runtime_actor runtime) {
-  self->state.store = std::move(store);
-  self->state.index = std::move(index);
+caf::behavior app(app_actor* self, std::shared_ptr<dix::rocksdb_index_backend> index, dix::runtime_actor runtime) {
   self->state.runtime = runtime;
   dix::registration r;
-  r.backend = self->state.index;
+  r.backend = std::move(index);
   r.projection_version = "colour-v1";
   r.projections[dix::table_ref{"main", fruit_table}] = [](std::string_view payload,
                                                           const dix::record_info&) -> dix::projection_result {
@@ -196,7 +192,7 @@ int main(int argc, char** argv) {
       std::cerr << "caf_app: spawning the runtime: " << sys.render(runtime.error()) << "\n";
       return 1;
     }
-    sys.spawn<caf::detached>(app, *store, *index, *runtime);
+    sys.spawn(app, *index, *runtime);
   }  // ~actor_system waits for the application actor and the runtime to end
   return exit_code.load();
 }
