@@ -56,10 +56,25 @@ using runtime_actor = caf::typed_actor<caf::replies_to<register_index>::with<ind
                                        caf::replies_to<query_index>::with<index_rows>>;
 
 // Everything an actor system that runs dix needs from its config: dix's message types (the "dix"
-// type-ID block, which serialization and the middleman need) and the renderer of the "dix" error
-// category. Sets no scheduler, thread or logger option: those are the application's. Calling it
-// again on the same config is harmless.
+// type-ID block, which serialization and the middleman need), the renderer of the "dix" error
+// category, and the runtime's options as the option groups `dix` and `dix.runner` (below), with
+// their defaults in the config's content where it holds none yet. Sets no scheduler, thread or
+// logger option: those are the application's. Calling it again on the same config is harmless.
+// Call it before cfg.parse(…), so that the ini file and the command line can set the options.
 void configure(caf::actor_system_config& cfg);
+
+// The runtime options the config holds (api.md §6.11). dix::configure declares one option per
+// field of runtime_options, named as the field with dashes: `dix.max-coverage-wait`,
+// `dix.max-write-delay`, `dix.slot-count` and the runner defaults `dix.runner.max-flush-age`,
+// `dix.runner.max-lag`, … . Durations are CAF timespans (`250ms`, `5s`, `2min`; a whole number of
+// milliseconds), counts integers. They are listed by --long-help and, with their values, by
+// --dump-config, and set in caf-application.ini (`[dix]` / `[dix.runner]`) or on the command line
+// (`--dix.runner.max-flush-age=250ms`), the command line winning. A field the config does not
+// hold keeps its default. Fails invalid_argument naming the option, the value and the range:
+//   "dix.runner.max-flush-age = 0ms: must be in [1, 600000] ms (runner_options.max_flush_age)"
+// spawn_runtime never reads the config: an application passes what this returns, or options of
+// its own, which then are the only ones used.
+caf::expected<runtime_options> runtime_options_from(const caf::actor_system_config& cfg);
 
 // Spawns a runtime over `stores` in `sys`, which must have been configured with dix::configure.
 // 1…32 stores with distinct log names; the first is the home store, whose directory holds the
