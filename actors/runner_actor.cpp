@@ -8,6 +8,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/coverage_waiters.hpp"
+#include "actors/diagnostics.hpp"
 #include "actors/id_wiring.hpp"
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
@@ -59,15 +60,15 @@ bool proxy_gone(runner_pointer self, const caf::error& err) {
 }
 
 // Sends `m` to the publisher; the fence counts it in flight until its answer `Reply` lands. An
-// error counts as landed (it will not land later) and is reported on stderr as `what` failing.
+// error counts as landed (it will not land later) and is reported (diagnostics.hpp) as `what` failing.
 template <class Reply, class Message>
 void send_counted(runner_pointer self, Message m, const char* what) {
   self->state.fence.sent();
   self->request(self->state.deps.publisher, caf::infinite, std::move(m))
     .then([self](Reply&) { self->state.fence.landed(); },
           [self, what](caf::error& err) {
-            std::fprintf(stderr, "dix: runner of %s: %s failed: %s\n", self->state.deps.id.c_str(), what,
-                         error_text(err).c_str());
+            report(self->system(), diagnostic_level::error,
+                   "runner of " + self->state.deps.id + ": " + what + " failed: " + error_text(err), self->id());
             self->state.fence.landed();
           });
 }
@@ -154,7 +155,7 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::publish>) {
         // A publication lands when the publisher answers. An owner's slot is claimed, so an error
         // (not_registered) means the registration and the runtime's segment disagree — a bug — or
-        // the publisher is gone: it is reported on stderr and counted as landed, so a release is
+        // the publisher is gone: it is reported (diagnostics.hpp) and counted as landed, so a release is
         // not held forever behind a publication that will never land.
         // A coverage time is certified under the epoch the core names: if the slot's epoch is no
         // longer that one, another owner minted since and this one must not certify (§12.3).

@@ -16,6 +16,7 @@
 #include "actors/readiness_publisher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/coverage_waiters.hpp"
+#include "actors/diagnostics.hpp"
 #include "actors/runtime_work.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/meta_records.hpp"
@@ -288,7 +289,7 @@ void lost_helper(runtime_pointer self, const char* which, const caf::error& reas
   auto& st = self->state;
   if (st.finished) return;
   auto err = make_error(errc::stopped, std::string("the runtime ended: its ") + which + " ended (" + to_string(reason) + ")");
-  std::fprintf(stderr, "dix: %s\n", error_text(err).c_str());
+  report(self->system(), diagnostic_level::error, error_text(err), self->id());
   st.exit_reason = err;  // clean_up answers every waiter with it
   finish(self);
 }

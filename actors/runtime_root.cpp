@@ -14,6 +14,7 @@
 #include <caf/scheduled_actor.hpp>
 
 #include "actors/runtime_actor.hpp"
+#include "actors/runtime_config.hpp"
 #include "actors/runtime_root.hpp"
 #include "adapters/primary_store_impl.hpp"
 #include "core/clock.hpp"
@@ -28,8 +29,10 @@ constexpr long nfs_super_magic = 0x6969;  // <linux/magic.h> NFS_SUPER_MAGIC
 
 void configure(caf::actor_system_config& cfg) {
   // A second call changes nothing: add_message_types keeps the types it already has (emplace),
-  // add_error_category replaces the renderer with the same one.
+  // add_error_category replaces the renderer with the same one, add_dix_options declares what it
+  // has not declared yet and leaves values already there.
   configure_dix(cfg);
+  add_dix_options(cfg);
 }
 
 result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared_ptr<primary_store>> stores,

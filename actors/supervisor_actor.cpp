@@ -7,6 +7,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/diagnostics.hpp"
 #include "actors/id_wiring.hpp"
 #include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
@@ -166,9 +167,9 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
         // (protocol.md §13.4), so no writer waits for an index nobody drives.
         self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, attempts, std::nullopt, 0u})
           .then([ep](published&) { ep->fence.landed(); },
-                [ep](caf::error& err) {
-                  std::fprintf(stderr, "dix: supervisor of %s: a publication failed: %s\n", ep->spec->id.c_str(),
-                               error_text(err).c_str());
+                [self, ep](caf::error& err) {
+                  report(self->system(), diagnostic_level::error,
+                         "supervisor of " + ep->spec->id + ": a publication failed: " + error_text(err), self->id());
                   ep->fence.landed();
                 });
       } else if constexpr (std::is_same_v<T, sfx::unlock>) {

@@ -1,7 +1,8 @@
 # The packaging test (tests/CMakeLists.txt): installs the build tree into a fresh prefix, then
 # checks that the reference docs are there (share/doc/dix), configures docs/examples as a
 # standalone project against it (find_package(dix CONFIG)), builds it and runs its tests, which run
-# the examples. Fails at the first step that fails.
+# the examples (among them a shared library linking dix::dix that a program loads with dlopen()).
+# Fails at the first step that fails.
 #   cmake -DBUILD_DIR=… -DEXAMPLES=… -DWORK_DIR=… -DGENERATOR=… -DCXX=… [-DLAUNCHER=…]
 #         [-DSANITIZERS=…] [-DDOCDIR=…] -P test_install.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -44,7 +45,8 @@ if(LAUNCHER)
 endif()
 if(SANITIZERS)
   list(APPEND configure "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZERS} -fno-omit-frame-pointer"
-                        "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZERS}")
+                        "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZERS}"
+                        "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=${SANITIZERS}")
 endif()
 step("configure the consumer" ${configure})
 step("build the consumer" "${CMAKE_COMMAND}" --build "${consumer}" -j2)

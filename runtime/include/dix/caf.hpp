@@ -13,6 +13,11 @@
 //     self->send_exit(rt, caf::exit_reason::user_shutdown);
 //   });
 //
+// or, from main(), with a guard that does that stop when it goes out of scope:
+//
+//   caf::actor_system sys{cfg};                               // first: destroyed last
+//   dix::runtime_guard guard{dix::spawn_runtime(sys, {store}, {}).value()};
+//
 // The blocking dix::runtime (<dix/runtime.hpp>) is the same actor behind a facade that owns an
 // actor system of its own.
 #pragma once
@@ -61,10 +66,25 @@ using store_writer = caf::typed_actor<caf::replies_to<commit_transaction>::with<
 store_writer spawn_store_writer(caf::actor_system& sys, std::shared_ptr<primary_store> store);
 
 // Everything an actor system that runs dix needs from its config: dix's message types (the "dix"
-// type-ID block, which serialization and the middleman need) and the renderer of the "dix" error
-// category. Sets no scheduler, thread or logger option: those are the application's. Calling it
-// again on the same config is harmless.
+// type-ID block, which serialization and the middleman need), the renderer of the "dix" error
+// category, and the runtime's options as the option groups `dix` and `dix.runner` (below), with
+// their defaults in the config's content where it holds none yet. Sets no scheduler, thread or
+// logger option: those are the application's. Calling it again on the same config is harmless.
+// Call it before cfg.parse(…), so that the ini file and the command line can set the options.
 void configure(caf::actor_system_config& cfg);
+
+// The runtime options the config holds (api.md §6.14). dix::configure declares one option per
+// field of runtime_options, named as the field with dashes: `dix.max-coverage-wait`,
+// `dix.max-write-delay`, `dix.slot-count` and the runner defaults `dix.runner.max-flush-age`,
+// `dix.runner.max-lag`, … . Durations are CAF timespans (`250ms`, `5s`, `2min`; a whole number of
+// milliseconds), counts integers. They are listed by --long-help and, with their values, by
+// --dump-config, and set in caf-application.ini (`[dix]` / `[dix.runner]`) or on the command line
+// (`--dix.runner.max-flush-age=250ms`), the command line winning. A field the config does not
+// hold keeps its default. Fails invalid_argument naming the option, the value and the range:
+//   "dix.runner.max-flush-age = 0ms: must be in [1, 600000] ms (runner_options.max_flush_age)"
+// spawn_runtime never reads the config: an application passes what this returns, or options of
+// its own, which then are the only ones used.
+caf::expected<runtime_options> runtime_options_from(const caf::actor_system_config& cfg);
 
 // Spawns a runtime over `stores` in `sys`, which must have been configured with dix::configure.
 // 1…32 stores with distinct log names; the first is the home store, whose directory holds the
@@ -80,6 +100,47 @@ void configure(caf::actor_system_config& cfg);
 caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys,
                                            std::vector<std::shared_ptr<primary_store>> stores,
                                            runtime_options options = {});
+
+// Stops a runtime actor when it goes out of scope, so that an application that forgets the stop
+// does not hang in ~actor_system, which waits for every actor — and a runtime lives until it is
+// told to stop (api.md §6.13). Declare it after the actor_system (destroyed before it) and after
+// the stores (the runtime uses them until it has stopped):
+//
+//   caf::actor_system sys{cfg};
+//   dix::runtime_guard guard{dix::spawn_runtime(sys, {store}, {}).value()};
+//   … guard.get() is the runtime_actor to talk to …
+//
+// stop() — and the destructor, which calls it — sends stop_runtime and waits for its answer (every
+// id released, however long the backends' shutdowns take), then sends an exit message
+// (user_shutdown) and waits until the runtime actor has ended. Blocking: call it from main() or
+// another thread of the application, never from an actor of the runtime's system. Idempotent: a
+// second stop() returns at once, and a runtime already stopped by an explicit stop_runtime, or
+// already ended, counts as stopped. Not thread-safe: one owner.
+class runtime_guard {
+ public:
+  runtime_guard() noexcept = default;
+  explicit runtime_guard(runtime_actor runtime) noexcept;
+  runtime_guard(runtime_guard&& other) noexcept;
+  runtime_guard& operator=(runtime_guard&& other) noexcept;  // stops the runtime it held first
+  runtime_guard(const runtime_guard&) = delete;
+  runtime_guard& operator=(const runtime_guard&) = delete;
+  ~runtime_guard();
+
+  // The guarded runtime; invalid after stop() or release().
+  const runtime_actor& get() const noexcept { return runtime_; }
+  explicit operator bool() const noexcept { return static_cast<bool>(runtime_); }
+
+  // Stops the runtime as above. The empty error when the stop succeeded, the runtime had stopped
+  // or ended already, or there is none; otherwise stop_runtime's error (backend_failed naming the
+  // ids whose shutdown was rejected: the runtime still ends). Afterwards the guard is empty.
+  caf::error stop();
+
+  // Gives the runtime up without stopping it: the caller stops it.
+  runtime_actor release() noexcept;
+
+ private:
+  runtime_actor runtime_;
+};
 
 // What to publish with the middleman for another process's tools (status, metrics, readiness,
 // rebuild, subscriptions, coverage waits, stop): a gate with the runtime's interface that
