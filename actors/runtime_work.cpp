@@ -60,10 +60,11 @@ query_worker_actor spawn_query_worker(caf::actor_system& sys, std::shared_ptr<ba
 
 result<transaction_committed> commit_request(primary_store& store, const commit_transaction& m) {
   auto txn = store.begin();
-  for (const auto& op : m.ops) {
-    if (op.kind == write_kind::put) txn.put(op.table, op.id, op.payload);
-    else txn.del(op.table, op.id);
-  }
+  const bool decoded = m.for_each([&](write_kind kind, std::uint32_t table, std::string_view id, std::string_view payload) {
+    if (kind == write_kind::put) txn.put(table, id, payload);
+    else txn.del(table, id);
+  });
+  if (!decoded) return error{errc::invalid_argument, "commit_transaction: the writes do not decode as " + std::to_string(m.count)};
   if (m.sync != commit_sync::store_default) txn.set_sync(m.sync == commit_sync::sync);
   auto committed = txn.commit();
   if (!committed) return committed.error();

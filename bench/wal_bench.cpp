@@ -101,7 +101,7 @@ double async_commit(const workload& w, const std::filesystem::path& dir, bool di
       m.log = "main";
       const auto from = sent * per_txn;
       for (std::size_t j = from; j < std::min(from + per_txn, w.keys.size()); ++j) {
-        m.ops.push_back(write_op{write_kind::put, table, w.keys[j], w.payloads[j]});
+        m.put(table, w.keys[j], w.payloads[j]);
       }
       if (direct) self->send(writer, std::move(m));
       else self->send(rt, std::move(m));

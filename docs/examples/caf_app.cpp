@@ -99,9 +99,9 @@ void wait_for_write(app_actor* self) {
 
 void write(app_actor* self) {
   dix::commit_transaction txn;
-  txn.ops = {{dix::write_kind::put, fruit_table, "apple", "red"},
-             {dix::write_kind::put, fruit_table, "banana", "yellow"},
-             {dix::write_kind::put, fruit_table, "cherry", "red"}};
+  txn.put(fruit_table, "apple", "red");
+  txn.put(fruit_table, "banana", "yellow");
+  txn.put(fruit_table, "cherry", "red");
   self->request(self->state.runtime, caf::infinite, std::move(txn))
     .then(
       [self](dix::transaction_committed& committed) {

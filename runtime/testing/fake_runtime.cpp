@@ -245,9 +245,9 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
         return answer(st, m, [&](fake_runtime::state& s) -> result<transaction_committed> {
           if (s.stopped) return stopped_error();
           transaction_committed out{m.log.empty() ? "main" : m.log, 0, 0};
-          if (m.ops.empty()) return out;
+          if (m.empty()) return out;
           out.sequence = s.next_sequence;
-          s.next_sequence += m.ops.size();
+          s.next_sequence += m.size();
           out.time = s.next_time++;
           return out;
         });

@@ -770,3 +770,27 @@ TEST_CASE("runtime actor: a subscription naming no event or an unknown one is re
   CHECK(f.ask<subscribed_all>(subscribe_all{0}).error().value() == errc::invalid_argument);
   CHECK(f.ask<subscribed_all>(subscribe_all{7}).error().value() == errc::invalid_argument);
 }
+
+TEST_CASE("commit_transaction: the writes travel in one buffer, decode in order, and a buffer that does not decode writes nothing", "[actor][runtime][commit]") {
+  commit_transaction m{"main", {write_op{write_kind::put, table, "a", "1"}, write_op{write_kind::del, table, "b", ""}}};
+  m.put(table, "c", std::string(300, 'x'));
+  CHECK(m.size() == 3);
+  auto ops = m.ops();
+  REQUIRE(ops.size() == 3);
+  CHECK(ops[0] == write_op{write_kind::put, table, "a", "1"});
+  CHECK(ops[1] == write_op{write_kind::del, table, "b", ""});
+  CHECK(ops[2].payload.size() == 300);
+  CHECK(commit_transaction{}.ops().empty());
+  auto broken = m;
+  broken.count = 4;  // one more than it holds
+  CHECK(broken.ops().empty());
+  auto truncated = m;
+  truncated.writes.pop_back();
+  CHECK_FALSE(truncated.for_each([](write_kind, std::uint32_t, std::string_view, std::string_view) {}));
+  runtime_fixture f;
+  const auto before = latest_sequence(*f.store);
+  auto refused = f.ask<transaction_committed>(broken);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::invalid_argument);
+  CHECK(latest_sequence(*f.store) == before);
+}

@@ -15,10 +15,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -527,7 +529,7 @@ inline bool operator!=(const write_op& a, const write_op& b) { return !(a == b);
 // Whether the commit syncs the WAL: the store's sync_commits, or this commit's own choice.
 enum class commit_sync : std::uint8_t { store_default, sync, no_sync };
 
-// Commits `ops` as one transaction to the attached store whose log is `log` (empty: the home
+// Commits its writes as one transaction to the attached store whose log is `log` (empty: the home
 // store), as primary_store::begin() … commit() does (api.md §3): validated, admitted by the writer
 // gate (a throttled commit waits on the store's committer thread, never on the scheduler's), then
 // written. → transaction_committed. Commits of one sender to one store are committed in the order
@@ -536,22 +538,108 @@ enum class commit_sync : std::uint8_t { store_default, sync, no_sync };
 // index_lagging (the gate refused: retry after a pause; nothing written), io_error (RocksDB, or the
 // store below its free-space reserve). Never sent to another process: the published gate
 // (spawn_runtime_gate) refuses it with not_supported.
+//
+// The writes live in one buffer (put() and del() append; for_each() and ops() read), so a message
+// of a hundred writes is one allocation rather than two hundred, made and freed off the store's
+// committer (decision 0044). Encoding, per write: kind (1 byte), table
+// (u32), the id's length (u32) and bytes, and for a put the payload's length (u32) and bytes;
+// little-endian. A message whose buffer does not decode as `count` writes is refused on load
+// (message_invalid) and by the committer (invalid_argument).
 struct commit_transaction {
   std::string log;
-  std::vector<write_op> ops;
   commit_sync sync = commit_sync::store_default;
+  std::string writes;       // encoded, see above
+  std::uint64_t count = 0;  // the writes `writes` holds
+
+  commit_transaction() = default;
+  commit_transaction(std::string log_name, std::initializer_list<write_op> ops,
+                     commit_sync s = commit_sync::store_default)
+      : log(std::move(log_name)), sync(s) {
+    for (const auto& op : ops) {
+      if (op.kind == write_kind::put) put(op.table, op.id, op.payload);
+      else del(op.table, op.id);
+    }
+  }
+
+  void put(std::uint32_t table, std::string_view id, std::string_view payload) {
+    append(write_kind::put, table, id);
+    append_u32(static_cast<std::uint32_t>(payload.size()));
+    writes.append(payload.data(), payload.size());
+  }
+  void del(std::uint32_t table, std::string_view id) { append(write_kind::del, table, id); }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(count); }
+  bool empty() const noexcept { return count == 0; }
+
+  // Calls fn(kind, table, id, payload) for each write in order (payload empty for a delete);
+  // false, after the writes that decoded, when `writes` is not exactly `count` writes.
+  template <class F>
+  bool for_each(F&& fn) const {
+    std::size_t at = 0;
+    auto u32 = [&](std::uint32_t& out) {
+      if (writes.size() - at < 4) return false;
+      out = 0;
+      for (int i = 3; i >= 0; --i) out = (out << 8) | static_cast<unsigned char>(writes[at + static_cast<std::size_t>(i)]);
+      at += 4;
+      return true;
+    };
+    auto bytes = [&](std::string_view& out) {
+      std::uint32_t n = 0;
+      if (!u32(n) || writes.size() - at < n) return false;
+      out = std::string_view(writes).substr(at, n);
+      at += n;
+      return true;
+    };
+    for (std::uint64_t i = 0; i < count; ++i) {
+      if (at >= writes.size()) return false;
+      const auto kind = static_cast<unsigned char>(writes[at++]);
+      if (kind > static_cast<unsigned char>(write_kind::del)) return false;
+      std::uint32_t table = 0;
+      std::string_view id, payload;
+      if (!u32(table) || !bytes(id)) return false;
+      if (kind == static_cast<unsigned char>(write_kind::put) && !bytes(payload)) return false;
+      fn(static_cast<write_kind>(kind), table, id, payload);
+    }
+    return at == writes.size();
+  }
+
+  // The writes as values (for tests and fakes); empty when they do not decode.
+  std::vector<write_op> ops() const {
+    std::vector<write_op> out;
+    const bool decoded = for_each([&](write_kind k, std::uint32_t table, std::string_view id, std::string_view payload) {
+      out.push_back(write_op{k, table, std::string(id), std::string(payload)});
+    });
+    if (!decoded) out.clear();
+    return out;
+  }
+
+ private:
+  void append_u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) writes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  void append(write_kind k, std::uint32_t table, std::string_view id) {
+    writes.push_back(static_cast<char>(k));
+    append_u32(table);
+    append_u32(static_cast<std::uint32_t>(id.size()));
+    writes.append(id.data(), id.size());
+    ++count;
+  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, commit_transaction& x) {
-  return f(caf::meta::type_name("dix.commit_transaction"), x.log, x.ops, x.sync,
-           caf::meta::load_callback([&x] {
-             return wire::check_enum("dix.commit_transaction.sync", x.sync, commit_sync::store_default, commit_sync::no_sync);
+  return f(caf::meta::type_name("dix.commit_transaction"), x.log, x.sync, x.writes, x.count,
+           caf::meta::load_callback([&x]() -> caf::error {
+             if (auto err = wire::check_enum("dix.commit_transaction.sync", x.sync, commit_sync::store_default,
+                                             commit_sync::no_sync)) {
+               return err;
+             }
+             const bool decodes = x.for_each([](write_kind, std::uint32_t, std::string_view, std::string_view) {});
+             return wire::check_range("dix.commit_transaction.writes decode as count writes", decodes ? 1 : 0, 1, 1);
            }));
 }
 
 inline bool operator==(const commit_transaction& a, const commit_transaction& b) {
-  return a.log == b.log && a.ops == b.ops && a.sync == b.sync;
+  return a.log == b.log && a.sync == b.sync && a.writes == b.writes && a.count == b.count;
 }
 inline bool operator!=(const commit_transaction& a, const commit_transaction& b) { return !(a == b); }
 
