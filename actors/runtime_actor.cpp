@@ -103,6 +103,9 @@ struct runtime_state {
     caf::typed_response_promise<index_rows> promise;
   };
   query_gate<pending_query> queries;
+  // The running queries' promises, by worker: answered once, by the worker's reply, by its end
+  // without one, or with the runtime's own end (clean_up).
+  std::map<caf::actor_addr, caf::typed_response_promise<index_rows>> running_queries;
   bool stopping = false;
   std::optional<caf::error> stop_outcome;  // once every release settled
   std::vector<caf::typed_response_promise<runtime_stopped>> stop_waiters;
@@ -236,8 +239,11 @@ void clean_up(runtime_state& st) {
   for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
   for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
   // Fail what still waits here: the actor is ending (with its own `stopped` reason if it has one).
-  auto ended = st.exit_reason && to_errc(*st.exit_reason) == errc::stopped ? *st.exit_reason
-                                                                           : make_error(errc::stopped, "the runtime ended");
+  // (A dix `stopped`, not an exit reason: CAF's user_shutdown and kill map to stopped too, but a
+  // caller's error should keep dix's category and words.)
+  const bool own = st.exit_reason && st.exit_reason->category() == caf_error_category &&
+                   to_errc(*st.exit_reason) == errc::stopped;
+  auto ended = own ? *st.exit_reason : make_error(errc::stopped, "the runtime ended");
   for (auto& w : st.stop_waiters) w.deliver(ended);
   st.stop_waiters.clear();
   for (auto& [token, waiters] : st.unregister_waiters) {
@@ -253,6 +259,8 @@ void clean_up(runtime_state& st) {
   for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
   st.coverage_requests.clear();
   for (auto& q : st.queries.drain()) q.promise.deliver(ended);
+  for (auto& [worker, promise] : st.running_queries) promise.deliver(ended);
+  st.running_queries.clear();
   // A committer ends after the commit it runs; running query workers end with their query.
   for (auto& [index, c] : st.committers) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
   st.committers.clear();
@@ -625,23 +633,34 @@ caf::result<transaction_committed> commit_one(runtime_pointer self, commit_trans
   auto c = st.committers.find(index);
   if (c == st.committers.end()) {
     c = st.committers.emplace(index, spawn_committer(self->home_system(), stores[index], st.ctx->detached)).first;
+    self->monitor(c->second);  // one that ends is forgotten: the next commit gets a new one
   }
   return self->delegate(c->second, std::move(m));
 }
 
+void start_query(runtime_pointer self, runtime_state::pending_query p);
+
+// A running query's answer, once (later calls for the same worker do nothing); then the next
+// queued query starts.
+void answer_query(runtime_pointer self, const caf::actor_addr& worker, std::optional<index_rows> rows, caf::error err) {
+  auto& st = self->state;
+  auto it = st.running_queries.find(worker);
+  if (it == st.running_queries.end()) return;
+  auto promise = it->second;
+  st.running_queries.erase(it);
+  if (rows) promise.deliver(std::move(*rows));
+  else promise.deliver(std::move(err));
+  if (auto next = st.queries.finished()) start_query(self, std::move(*next));
+}
+
 void start_query(runtime_pointer self, runtime_state::pending_query p) {
   auto worker = spawn_query_worker(self->home_system(), std::move(p.served), self->state.ctx->detached);
-  auto promise = p.promise;
+  const auto addr = worker.address();
+  self->state.running_queries.emplace(addr, p.promise);
+  self->monitor(worker);  // a worker that ends without its answer is answered for (the down handler)
   self->request(worker, caf::infinite, std::move(p.request))
-    .then(
-      [self, promise](index_rows& rows) mutable {
-        promise.deliver(std::move(rows));
-        if (auto next = self->state.queries.finished()) start_query(self, std::move(*next));
-      },
-      [self, promise](caf::error& err) mutable {
-        promise.deliver(std::move(err));
-        if (auto next = self->state.queries.finished()) start_query(self, std::move(*next));
-      });
+    .then([self, addr](index_rows& rows) { answer_query(self, addr, std::move(rows), caf::error{}); },
+          [self, addr](caf::error& err) { answer_query(self, addr, std::nullopt, std::move(err)); });
 }
 
 caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
@@ -699,6 +718,22 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     if (dm.source == s.supervisor.address() || dm.source == s.publisher.address()) {
       lost_helper(self, dm.source == s.supervisor.address() ? "supervisor" : "readiness publisher", dm.reason);
       return;
+    }
+    // A query worker ends normally after its answer (which comes first); ending otherwise, it
+    // never answers, so the runtime does.
+    if (s.running_queries.count(dm.source) != 0) {
+      if (dm.reason) {
+        answer_query(self, dm.source, std::nullopt,
+                     make_error(errc::backend_failed, "query_index: the query's worker ended without an answer (" +
+                                                          to_string(dm.reason) + ")"));
+      }
+      return;
+    }
+    for (auto c = s.committers.begin(); c != s.committers.end(); ++c) {
+      if (c->second.address() == dm.source) {
+        s.committers.erase(c);
+        return;
+      }
     }
     unsubscribe_everything(self, dm.source);
     std::vector<std::string> ids;

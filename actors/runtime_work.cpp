@@ -22,7 +22,12 @@ committer_actor::behavior_type committer_fn(committer_actor::pointer self, std::
         return make_error(errc::invalid_argument, "commit_transaction: this writer's store has log \"" +
                                                       store->log_name() + "\", not \"" + m.log + "\"");
       }
-      auto done = commit_request(*store, m);
+      result<transaction_committed> done = error{errc::io_error, "commit_transaction: no outcome"};
+      try {
+        done = commit_request(*store, m);
+      } catch (const std::exception& ex) {
+        done = error{errc::io_error, std::string("commit_transaction threw: ") + ex.what()};
+      }
       if (!done) return make_error(done.error());
       return std::move(*done);
     },
@@ -76,7 +81,14 @@ result<index_rows> query_request(backend& served, const query_index& m) {
     return error{errc::invalid_argument, "query_index: limit " + std::to_string(m.limit) + " outside 1…" +
                                              std::to_string(max_query_rows)};
   }
-  auto answered = served.query(to_index_query(m));
+  result<query_rows> answered = error{errc::backend_failed, "backend::query gave no answer"};
+  try {
+    answered = served.query(to_index_query(m));
+  } catch (const std::exception& ex) {
+    return error{errc::backend_failed, "query_index: backend::query of " + m.id + " threw: " + ex.what()};
+  } catch (...) {
+    return error{errc::backend_failed, "query_index: backend::query of " + m.id + " threw"};
+  }
   if (!answered) return answered.error();
   index_rows out;
   out.id = m.id;

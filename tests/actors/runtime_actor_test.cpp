@@ -794,3 +794,40 @@ TEST_CASE("commit_transaction: the writes travel in one buffer, decode in order,
   CHECK(refused.error().value() == errc::invalid_argument);
   CHECK(latest_sequence(*f.store) == before);
 }
+
+namespace {
+
+// The simulated backend, but its queries throw (a third-party backend's bug).
+class throwing_query final : public backend {
+ public:
+  explicit throwing_query(std::shared_ptr<test::sim_backend> inner) : inner_(std::move(inner)) {}
+  const std::string& id() const noexcept override { return inner_->id(); }
+  std::string_view kind() const noexcept override { return inner_->kind(); }
+  void attach(backend_host& host) override { inner_->attach(host); }
+  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
+  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
+  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
+  void shutdown(epoch_t epoch, completion done) override { inner_->shutdown(epoch, std::move(done)); }
+  subscription on_state_change(std::function<void(state_change)> cb) override { return inner_->on_state_change(std::move(cb)); }
+  result<query_rows> query(const index_query&) override { throw std::runtime_error("query exploded (test)"); }
+
+ private:
+  std::shared_ptr<test::sim_backend> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("runtime actor: a backend whose query throws answers backend_failed, and its worker's slot is free again", "[actor][runtime][query]") {
+  runtime_fixture f;
+  auto inner = std::make_shared<test::sim_backend>("idx");
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<throwing_query>(inner))}));
+  query_index q;
+  q.id = "idx";
+  // More than the 8 slots, one after another: a slot a throwing query took would be lost for good.
+  for (int i = 0; i < 12; ++i) {
+    auto answered = f.ask<index_rows>(q);
+    REQUIRE_FALSE(answered);
+    CHECK(answered.error().value() == errc::backend_failed);
+    CHECK(answered.error().message().find("exploded") != std::string::npos);
+  }
+}
