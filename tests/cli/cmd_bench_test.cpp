@@ -80,6 +80,26 @@ TEST_CASE("dix bench: a --json file that cannot be created exits 2 before the ru
   CHECK_THAT(ran.out, Catch::Contains(",\"async_ratio\":"));
 }
 
+// dix bench wal removes the directories of each round's stores (dix-N, raw-N, async-N, writer-N)
+// as it goes, and its scratch directory at the end: only inside the scratch directory it made
+// itself under --dir, never a file of the caller's, even one named as the bench names its own.
+TEST_CASE("dix bench wal: what it removes is only what it made: files planted in --dir, under the names of its own round directories, survive", "[system][cli][bench]") {
+  temp_dir dir;
+  const auto scratch = dir / "scratch";
+  for (const char* name : {"dix-0", "raw-0", "async-0", "writer-0", "dix-1", "async-1"}) {
+    std::filesystem::create_directories(scratch / name);
+    std::ofstream(scratch / name / "mine.txt") << "not the bench's\n";
+  }
+  std::ofstream(scratch / "keep.txt") << "not the bench's either\n";
+  const auto before = dix::test::snapshot_dir(scratch);
+  auto ran = dix_cli(dir, {"bench", "wal", "--records", "2000", "--rounds", "2", "--dir", scratch.string()});
+  INFO(ran.out << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  const auto after = dix::test::snapshot_dir(scratch);
+  INFO("changed: " << dix::test::changed_files(before, after));
+  CHECK(after == before);  // every planted file as it was, and nothing of the bench's left behind
+}
+
 TEST_CASE("dix bench: a --dir that does not exist is a bad argument (exit 2) before the run, and nothing is created or left behind", "[system][cli][bench]") {
   temp_dir dir;
   const auto missing = (dir / "a" / "b").string();
