@@ -70,8 +70,12 @@ coverage read_coverage_here(const readiness_segment& segment, const process_lock
 
 coverage_waiters::coverage_waiters(std::shared_ptr<readiness_segment> segment,
                                    std::shared_ptr<const runtime_registry> registry, const clock& time,
-                                   milliseconds max_wait)
-    : segment_(std::move(segment)), registry_(std::move(registry)), time_(time), max_wait_(max_wait) {}
+                                   milliseconds max_wait, std::shared_ptr<const clock> keep_time)
+    : segment_(std::move(segment)),
+      registry_(std::move(registry)),
+      time_(time),
+      keep_time_(std::move(keep_time)),
+      max_wait_(max_wait) {}
 
 void coverage_waiters::add(const std::string& id, index_time_t since, milliseconds timeout, cancel_token cancel,
                            done_fn done) {
@@ -221,7 +225,7 @@ std::size_t coverage_waiters::pending() const {
 void prepare_coverage(runtime_context& ctx) {
   if (ctx.waiters) return;
   ctx.waiters = std::make_shared<coverage_waiters>(ctx.segment, ctx.registry, ctx.time ? *ctx.time : system_clock(),
-                                                   ctx.options.max_coverage_wait);
+                                                   ctx.options.max_coverage_wait, ctx.owned_time);
   std::weak_ptr<coverage_waiters> weak = ctx.waiters;
   ctx.registry->set_detach_listener([weak](std::uint64_t token) {
     if (auto w = weak.lock()) w->end_registration(token);
@@ -248,7 +252,17 @@ coverage_services coverage_services_for(const std::shared_ptr<runtime_context>& 
     auto c = weak.lock();
     if (!c || !c->waiters) return error{errc::stopped, "wait_for_coverage(" + id + "): the runtime is gone"};
     auto waiters = c->waiters;
+    const bool looks_itself = !c->watcher_thread;
     c.reset();  // the wait must not keep the runtime alive
+    if (looks_itself) {
+      // No watcher thread (the deterministic runtime under the test coordinator): nothing else
+      // could resolve the wait while this thread blocks, and time does not move. The runtime ran
+      // the wait before the query took its worker (query_one), so the answer is known now: a
+      // look at once, with the deadline already reached.
+      auto f = wait_for_coverage_here(*waiters, id, since, milliseconds(0), std::move(cancel));
+      waiters->scan(false);
+      return f.get();
+    }
     return wait_for_coverage_here(*waiters, id, since, timeout, std::move(cancel)).get();
   };
   s.enforce = query_admission_enforced;

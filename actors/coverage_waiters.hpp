@@ -89,7 +89,8 @@ class coverage_waiters {
   using done_fn = std::function<void(result<void>)>;
 
   coverage_waiters(std::shared_ptr<readiness_segment> segment, std::shared_ptr<const runtime_registry> registry,
-                   const clock& time, std::chrono::milliseconds max_wait);
+                   const clock& time, std::chrono::milliseconds max_wait,
+                   std::shared_ptr<const clock> keep_time = nullptr);  // keeps `time` alive, if owned
 
   // runtime::wait_for_coverage (§12.6): fails at once through `done` with stopped (closed),
   // not_registered (`id` not registered in this runtime), invalid_argument (since 0, timeout
@@ -132,6 +133,7 @@ class coverage_waiters {
   std::shared_ptr<readiness_segment> segment_;
   std::shared_ptr<const runtime_registry> registry_;
   const clock& time_;
+  std::shared_ptr<const clock> keep_time_;
   std::chrono::milliseconds max_wait_;
 
   mutable std::mutex mutex_;  // guards what follows

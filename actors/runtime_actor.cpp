@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -103,6 +104,9 @@ struct runtime_state {
     caf::typed_response_promise<index_rows> promise;
   };
   query_gate<pending_query> queries;
+  // `wait`-mode queries waiting for their coverage before they take a worker (a waiting query
+  // holds no worker and no slot), by coverage key, with the deadline their timeout gives.
+  std::map<std::uint64_t, std::pair<pending_query, steady_time>> waiting_queries;
   // The running queries' promises, by worker: answered once, by the worker's reply, by its end
   // without one, or with the runtime's own end (clean_up).
   std::map<caf::actor_addr, caf::typed_response_promise<index_rows>> running_queries;
@@ -259,6 +263,8 @@ void clean_up(runtime_state& st) {
   for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
   st.coverage_requests.clear();
   for (auto& q : st.queries.drain()) q.promise.deliver(ended);
+  for (auto& [key, q] : st.waiting_queries) q.first.promise.deliver(ended);
+  st.waiting_queries.clear();
   for (auto& [worker, promise] : st.running_queries) promise.deliver(ended);
   st.running_queries.clear();
   // A committer ends after the commit it runs; running query workers end with their query.
@@ -663,12 +669,10 @@ void start_query(runtime_pointer self, runtime_state::pending_query p) {
           [self, addr](caf::error& err) { answer_query(self, addr, std::nullopt, std::move(err)); });
 }
 
-caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
+// A query whose coverage is settled (or that needs none first) takes a worker, waits its turn or
+// is refused.
+void admit_query(runtime_pointer self, runtime_state::pending_query p) {
   auto& st = self->state;
-  if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
-  auto e = st.ctx->registry->find(m.id);
-  if (!e) return make_error(errc::not_registered, "query_index: backend id " + m.id + " is not registered in this runtime");
-  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>()};
   auto promise = p.promise;
   switch (st.queries.admit(p)) {
     case query_gate<runtime_state::pending_query>::verdict::start: start_query(self, std::move(p)); break;
@@ -680,6 +684,45 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
                                                     " queries already wait for a worker; try again"));
       break;
   }
+}
+
+// Sends `outcome` of the waiter `key` back to the runtime actor, through its mailbox (the
+// watcher's thread, or under the test coordinator the thread that looks, resolves it).
+std::function<void(result<void>)> post_coverage_outcome(runtime_pointer self, std::uint64_t key) {
+  caf::weak_actor_ptr me = self->ctrl();
+  return [me, key](result<void> outcome) {
+    auto strong = me.lock();
+    if (!strong) return;
+    caf::anon_send(caf::actor_cast<runtime_actor_impl>(strong),
+                   coverage_waited{key, outcome ? caf::error{} : make_error(outcome.error())});
+  };
+}
+
+std::chrono::milliseconds coverage_timeout_of(std::int64_t timeout_ms) {
+  return std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
+  auto& st = self->state;
+  if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
+  auto e = st.ctx->registry->find(m.id);
+  if (!e) return make_error(errc::not_registered, "query_index: backend id " + m.id + " is not registered in this runtime");
+  if (auto refused = query_refusal(m)) return make_error(*refused);
+  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>()};
+  auto promise = p.promise;
+  if (p.request.mode != coverage_kind::wait) {
+    admit_query(self, std::move(p));
+    return promise;
+  }
+  // `wait` (api.md §7): the wait runs here first, through the runtime's coverage waiters, so a
+  // waiting query holds no worker; the worker's admission then waits only for what is left of
+  // the timeout (the index's coverage is there by then unless it fell back meanwhile).
+  const auto key = ++st.next_coverage_key;
+  const auto timeout = coverage_timeout_of(p.request.timeout_ms);
+  const auto since = p.request.since;
+  const auto id = p.request.id;
+  st.waiting_queries.emplace(key, std::make_pair(std::move(p), now_of(self) + timeout));
+  st.ctx->waiters->add(id, since, timeout, {}, post_coverage_outcome(self, key));
   return promise;
 }
 
@@ -830,22 +873,28 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       const auto key = ++s.next_coverage_key;
       auto promise = self->make_response_promise<coverage_reached>();
       s.coverage_requests.emplace(key, std::make_pair(m, promise));
-      caf::weak_actor_ptr me = self->ctrl();
       // The watcher thread resolves the waiter; the answer comes back through the mailbox.
       auto timeout = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
           std::min<std::uint64_t>(m.timeout_ms, std::numeric_limits<std::uint32_t>::max())));
-      s.ctx->waiters->add(m.id, m.since, timeout, {}, [me, key](result<void> outcome) {
-        auto strong = me.lock();
-        if (!strong) return;
-        caf::anon_send(caf::actor_cast<runtime_actor_impl>(strong),
-                       coverage_waited{key, outcome ? caf::error{} : make_error(outcome.error())});
-      });
+      s.ctx->waiters->add(m.id, m.since, timeout, {}, post_coverage_outcome(self, key));
       return promise;
     },
     [self](commit_transaction& m) -> caf::result<transaction_committed> { return commit_one(self, m); },
     [self](query_index& m) -> caf::result<index_rows> { return query_one(self, m); },
     [self](coverage_waited& m) {
       auto& s = self->state;
+      if (auto q = s.waiting_queries.find(m.key); q != s.waiting_queries.end()) {
+        auto [p, deadline] = std::move(q->second);
+        s.waiting_queries.erase(q);
+        if (m.outcome) {
+          p.promise.deliver(m.outcome);
+          return;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now_of(self));
+        p.request.timeout_ms = std::max<std::int64_t>(left.count(), 0);
+        admit_query(self, std::move(p));
+        return;
+      }
       auto it = s.coverage_requests.find(m.key);
       if (it == s.coverage_requests.end()) return;
       auto [request, promise] = std::move(it->second);

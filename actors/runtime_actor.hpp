@@ -38,6 +38,7 @@ struct runtime_context {
   std::shared_ptr<process_lock_table> locks;   // the process's lock table of that home
   std::shared_ptr<runtime_registry> registry = std::make_shared<runtime_registry>();
   const clock* time = nullptr;  // the tailers' turn budgets: system_clock() outside actor tests
+  std::shared_ptr<const clock> owned_time;  // what `time` points to, when the context owns it
   // Production: the runtime actor and every tailer and proxy on threads of their own, and a
   // watcher thread. Actor tests (CAF's test coordinator, actors.md §5) turn both off and call
   // the watcher's scan() themselves.

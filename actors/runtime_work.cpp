@@ -76,11 +76,16 @@ result<transaction_committed> commit_request(primary_store& store, const commit_
   return transaction_committed{store.log_name(), committed->sequence, committed->time};
 }
 
-result<index_rows> query_request(backend& served, const query_index& m) {
+std::optional<error> query_refusal(const query_index& m) {
   if (m.limit < 1 || m.limit > max_query_rows) {
     return error{errc::invalid_argument, "query_index: limit " + std::to_string(m.limit) + " outside 1…" +
                                              std::to_string(max_query_rows)};
   }
+  return std::nullopt;
+}
+
+result<index_rows> query_request(backend& served, const query_index& m) {
+  if (auto refused = query_refusal(m)) return *refused;
   result<query_rows> answered = error{errc::backend_failed, "backend::query gave no answer"};
   try {
     answered = served.query(to_index_query(m));

@@ -38,6 +38,9 @@ result<transaction_committed> commit_request(primary_store& store, const commit_
 // What query_index does on a worker's thread: the checks of the request (limit 1…10 000), then
 // backend::query, its rows as the answer.
 result<index_rows> query_request(backend& served, const query_index& m);
+// The checks of a request query_request makes before it asks the backend (the runtime makes them
+// too, before a `wait` query waits): the error, or none.
+std::optional<error> query_refusal(const query_index& m);
 
 // How many queries of a runtime run at once and how many wait: a queued request starts when a
 // running one ends, in arrival order; beyond the queue, a request is refused (timeout, retryable).

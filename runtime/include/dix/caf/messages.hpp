@@ -664,7 +664,7 @@ inline bool operator!=(const transaction_committed& a, const transaction_committ
 // A query of the index registered as `id` in this runtime, answered by its backend's
 // backend::query (<dix/query.hpp>: lookup and range for rocksdb_index_backend, search for
 // xapian_backend, knn for hnsw_backend) after the admission of its coverage mode — `wait` waits
-// for `since` on the query's own thread, up to `timeout_ms`. At most 8 queries of a runtime run at
+// for `since` in the runtime first, holding no worker, up to `timeout_ms`. At most 8 queries of a runtime run at
 // once; up to 256 more wait their turn in arrival order. → index_rows. Errors: stopped,
 // not_registered, invalid_argument (limit outside 1…10 000, a bad vector or query string),
 // not_supported (a kind the backend does not answer), timeout (256 queries already waiting:
