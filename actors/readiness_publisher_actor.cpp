@@ -1,6 +1,5 @@
 #include "actors/readiness_publisher_actor.hpp"
 
-#include <cassert>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -11,6 +10,7 @@
 
 #include "adapters/metrics_segment.hpp"
 #include "adapters/readiness_segment.hpp"
+#include "core/assert.hpp"
 #include "core/clock.hpp"
 #include "messages/errors.hpp"
 
@@ -53,7 +53,7 @@ void refresh_lag_gate(publisher_pointer self, segment_slot& slot) {
 
 readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::shared_ptr<readiness_segment> segment,
                                                    caf::actor observer) {
-  assert(segment != nullptr);
+  DIX_ASSERT(segment != nullptr);
   self->state.segment = std::move(segment);
   self->state.observer = std::move(observer);
   return {

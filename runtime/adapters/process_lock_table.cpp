@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <iterator>
 #include <system_error>
 
 #include "adapters/posix_files.hpp"
+#include "core/assert.hpp"
 
 namespace dix {
 
@@ -80,7 +80,7 @@ result<int> process_lock_table::take_flock(const std::string& id, bool& contende
 }
 
 void process_lock_table::acquire(const std::string& id, std::uint64_t requester, grant granted) {
-  assert(requester != 0);
+  DIX_ASSERT(requester != 0);
   result<void> outcome;
   bool contended = false;
   {

@@ -1,8 +1,9 @@
 #include "core/key_table.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <functional>
+
+#include "core/assert.hpp"
 
 namespace dix {
 
@@ -41,7 +42,7 @@ void key_table::reserve_slot_for_next() {
 }
 
 std::uint32_t key_table::add(const key& k) {
-  assert(k.hash == hash_of(k.log, k.table, k.id));
+  DIX_ASSERT(k.hash == hash_of(k.log, k.table, k.id));
   const auto index = static_cast<std::uint32_t>(keys_.size());
   if (indexed_) {
     reserve_slot_for_next();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/assert.hpp"
+
 namespace dix {
 
 namespace {
@@ -908,6 +910,7 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
       fail_attempt(readiness_reason::rebuild_failed, "minting the rebuild epoch: " + epoch.error().message(), out, now);
       return out;
     }
+    DIX_ASSERT(*epoch > epoch_);  // epochs only rise (§9.3): a minted one is above every earlier one
     epoch_ = *epoch;
     quiesced_ = false;
     out.push_back(fx::persist_epoch{epoch_, gen_});  // step 2: no backend call before it is durable
@@ -917,6 +920,7 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
     abandon_mint(epoch.error(), out);
     return out;
   }
+  DIX_ASSERT(*epoch > epoch_);
   epoch_ = *epoch;
   // No backend call uses the epoch before it is persisted (§9.3).
   if (!tailer_up_) {
@@ -1021,6 +1025,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     bool advanced = index > 0 || boundary_pending_;
     offered_.erase(offered_.begin(), match);
     durable_ = d;
+    DIX_ASSERT(!offered_.empty() && offered_.front().through == *durable_);  // durable: one of those offered
     if (advanced) {
       gate_.on_durable_advance();
       transient_faults_ = 0;

@@ -1,10 +1,10 @@
 #include "core/tailer_core.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <set>
 #include <string_view>
 
+#include "core/assert.hpp"
 #include "core/txn_header.hpp"
 
 namespace dix {
@@ -44,7 +44,7 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     for (const auto& [ref, fn] : projections_) {
       if (ref.log == s.name) s.projected.emplace_back(ref.table, &fn);  // map order: by table
     }
-    assert(std::any_of(attached_.begin(), attached_.end(),
+    DIX_ASSERT(std::any_of(attached_.begin(), attached_.end(),
                        [&](const attached_log& a) { return a.name == s.name && a.identity == s.identity; }));
     logs_.push_back(std::move(s));
   }
@@ -240,7 +240,7 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
       bool new_key = false;
       if (replayed < replay_op_keys_.size()) {
         const auto last = replay_op_keys_[replayed++];
-        assert((last >= 0) == (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table)));
+        DIX_ASSERT((last >= 0) == (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table)));
         if (last >= 0) {
           auto& number = renumber_[static_cast<std::size_t>(last)];
           if (number == unnumbered) {

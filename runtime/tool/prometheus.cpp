@@ -1,9 +1,9 @@
 #include "tool/prometheus.hpp"
 
-#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace dix::tool {
 namespace {
@@ -101,8 +101,11 @@ std::string format_value(double value) {
 
 void metrics_text::add(std::string_view name, metric_type type, std::string_view help, metric_labels labels,
                        double value) {
-  assert(valid_metric_name(name));
-  for ([[maybe_unused]] const auto& [label, _] : labels) assert(valid_label_name(label));
+  // Names come from our code, never from input: a bad one is a bug, refused in every build.
+  if (!valid_metric_name(name)) throw std::invalid_argument("metrics_text: invalid metric name " + std::string(name));
+  for (const auto& [label, _] : labels) {
+    if (!valid_label_name(label)) throw std::invalid_argument("metrics_text: invalid label name " + std::string(label));
+  }
   for (auto& f : families_) {
     if (f.name == name) {
       f.samples.emplace_back(std::move(labels), value);
