@@ -1,6 +1,6 @@
 # Finds Debian's libxapian-dev (1.4) through the CMake config it ships (xapian-config.cmake sets
 # XAPIAN_LIBRARIES and XAPIAN_INCLUDE_DIR, no target) and defines Xapian::xapian. Only the
-# full-text backend's source file includes <xapian.h> (docs/architecture.md).
+# full-text backend's source file includes <xapian.h> (runtime/backends/README.md).
 find_package(xapian CONFIG QUIET)
 find_path(XAPIAN_INCLUDE_DIR NAMES xapian.h HINTS "${XAPIAN_INCLUDE_DIR}")
 find_library(XAPIAN_LIBRARY NAMES xapian HINTS "${XAPIAN_SHARED_LIBRARY}")

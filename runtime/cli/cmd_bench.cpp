@@ -1,5 +1,5 @@
 // `dix bench <name> …`: the end-to-end benchmarks are a program of their own, `dix-bench`
-// (bench/, docs/architecture.md), built beside `dix`. This command replaces the process with it,
+// (bench/README.md), built beside `dix`. This command replaces the process with it,
 // so its output, exit status and signals are the benchmark's own.
 #include <unistd.h>
 
