@@ -224,7 +224,7 @@ std::size_t coverage_waiters::pending() const {
 
 void prepare_coverage(runtime_context& ctx) {
   if (ctx.waiters) return;
-  ctx.waiters = std::make_shared<coverage_waiters>(ctx.segment, ctx.registry, ctx.time ? *ctx.time : system_clock(),
+  ctx.waiters = std::make_shared<coverage_waiters>(ctx.segment, ctx.registry, *ctx.time,
                                                    ctx.options.max_coverage_wait, ctx.owned_time);
   std::weak_ptr<coverage_waiters> weak = ctx.waiters;
   ctx.registry->set_detach_listener([weak](std::uint64_t token) {
@@ -246,7 +246,7 @@ coverage_services coverage_services_for(const std::shared_ptr<runtime_context>& 
   s.read = [weak, id](milliseconds tolerance) {
     auto c = weak.lock();
     if (!c) return coverage{coverage_state::unknown, tolerance, std::nullopt};
-    return read_coverage_here(*c->segment, *c->locks, c->stores, id, tolerance, c->time ? *c->time : system_clock());
+    return read_coverage_here(*c->segment, *c->locks, c->stores, id, tolerance, *c->time);
   };
   s.wait = [weak, id](index_time_t since, milliseconds timeout, cancel_token cancel) -> result<void> {
     auto c = weak.lock();

@@ -129,6 +129,7 @@ std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wi
   rd.proof = w.proof;
   rd.on_status = w.on_status;
   rd.link = w.link;
+  rd.time = w.time;
 
   auto spec = std::make_shared<supervised_spec>();
   spec->id = w.id;

@@ -26,6 +26,7 @@
 
 #include "actors/runner_actor.hpp"
 #include "actors/supervisor_actor.hpp"
+#include "core/clock.hpp"
 #include "core/runner_core.hpp"
 #include "core/supervisor_core.hpp"  // ownership_record
 #include "messages/interfaces.hpp"
@@ -35,8 +36,6 @@
 #include "ports/store_reader.hpp"
 
 namespace dix {
-
-class clock;
 
 // The registration's ownership record (actors.md §3), kept by the supervisor and lent to each of
 // its runners: the wiring makes one per registration and hands it to both. Every lock-table call
@@ -141,7 +140,7 @@ struct id_wiring {
   std::vector<wired_log> logs;     // the registration's logs, attach order
   std::vector<attached_log> attached;  // every store of the runtime (cursor checks, protocol.md §3.1)
   std::shared_ptr<meta_store> meta;  // the id's records in the home store; null: none modelled
-  const clock* time = nullptr;       // the tailer's turn budgets
+  const clock* time = &system_clock();  // the runtime's clock (never null): the tailer's turn budgets, the lag figures
   runner_core::config runner;        // options, fingerprint, rebuildable, cursor_flush_age
   std::shared_ptr<readiness_slot> slot;
   readiness_publisher_actor publisher;  // the runtime's; the runner publishes through it

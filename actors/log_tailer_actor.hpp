@@ -13,8 +13,9 @@
 #include <dix/options.hpp>
 #include <dix/result.hpp>
 
-#include "ports/meta_store.hpp"
+#include "core/clock.hpp"
 #include "messages/interfaces.hpp"
+#include "ports/meta_store.hpp"
 
 namespace dix {
 
@@ -22,7 +23,6 @@ class log_source;
 class primary_store;
 class store_reader;
 class tailer_core;
-class clock;
 
 struct tailer_deps {
   std::string id;                          // the backend id (names epoch/<id>)
@@ -33,7 +33,7 @@ struct tailer_deps {
   // (adapters/meta_records), actor tests a recorder. Null: every metadata command answers
   // not_supported.
   std::shared_ptr<meta_store> meta;
-  const clock* time = nullptr;             // turn budgets
+  const clock* time = &system_clock();      // turn budgets (never null)
 };
 
 log_tailer_actor spawn_log_tailer(caf::actor_system& sys, std::shared_ptr<tailer_deps> deps, bool detached);

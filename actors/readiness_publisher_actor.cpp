@@ -20,6 +20,7 @@ namespace {
 struct publisher_state {
   std::shared_ptr<readiness_segment> segment;
   caf::actor observer;  // invalid: nobody is told
+  const clock* time = nullptr;  // the runtime's
   // Slots found so far by id. A slot, once claimed, belongs to its id for the segment's life.
   std::unordered_map<std::string, std::shared_ptr<segment_slot>> slots;
   static inline const char* name = "dix.readiness_publisher";
@@ -52,8 +53,9 @@ void refresh_lag_gate(publisher_pointer self, segment_slot& slot) {
 }
 
 readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::shared_ptr<readiness_segment> segment,
-                                                   caf::actor observer) {
+                                                   caf::actor observer, const clock* time) {
   DIX_ASSERT(segment != nullptr);
+  self->state.time = time;
   self->state.segment = std::move(segment);
   self->state.observer = std::move(observer);
   return {
@@ -78,7 +80,7 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
       // Its lag part stays as the last lag_publication left it (this actor is the block's only writer).
       auto& metrics = self->state.segment->metrics();
       auto block = metrics.read(slot->index()).value_or(metrics_block{});
-      block.written_wall_ns = system_clock().wall_now_ns();
+      block.written_wall_ns = self->state.time->wall_now_ns();
       block.progress = p.progress;
       metrics.write(slot->index(), block);
       return metrics_published{std::move(p.id), metrics.change_counter()};
@@ -89,7 +91,7 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
       // The lag part replaced, the rebuild progress kept; the figures carry their own wall time.
       auto& metrics = self->state.segment->metrics();
       auto block = metrics.read(slot->index()).value_or(metrics_block{});
-      block.written_wall_ns = system_clock().wall_now_ns();
+      block.written_wall_ns = self->state.time->wall_now_ns();
       block.lag = std::move(p.lag);
       block.lag->lag_gate = slot->lag_gate();
       metrics.write(slot->index(), block);
@@ -101,8 +103,8 @@ readiness_publisher_actor::behavior_type publisher(publisher_pointer self, std::
 }  // namespace
 
 readiness_publisher_actor spawn_readiness_publisher(caf::actor_system& sys, std::shared_ptr<readiness_segment> segment,
-                                                    caf::actor observer) {
-  return sys.spawn(publisher, std::move(segment), std::move(observer));
+                                                    caf::actor observer, const clock& time) {
+  return sys.spawn(publisher, std::move(segment), std::move(observer), &time);
 }
 
 }  // namespace dix

@@ -26,6 +26,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "core/clock.hpp"
 #include "messages/interfaces.hpp"
 
 namespace dix {
@@ -34,8 +35,9 @@ class readiness_segment;
 
 // Spawns the publisher on the scheduler of `sys`. `segment` (required) stays mapped and
 // attached while the actor lives. `observer` may be an invalid handle: no observer messages.
+// `time` (the runtime's clock, outliving the actor) stamps the metrics blocks' wall time.
 readiness_publisher_actor spawn_readiness_publisher(caf::actor_system& sys,
                                                     std::shared_ptr<readiness_segment> segment,
-                                                    caf::actor observer);
+                                                    caf::actor observer, const clock& time = system_clock());
 
 }  // namespace dix

@@ -207,7 +207,7 @@ void carry_out(runner_pointer self, effect& e) {
 // single lag_due for when it is due.
 void pace_lag(runner_pointer self, const runner_snapshot& snap) {
   auto& s = self->state;
-  auto d = s.lag.next(snap, s.deps.config.options, now_of(self), system_clock().wall_now_ns());
+  auto d = s.lag.next(snap, s.deps.config.options, now_of(self), s.deps.time->wall_now_ns());
   if (d.publish) s.lag_ready = std::move(d.publish);
   if (d.due_in && !s.lag_due_armed) {
     s.lag_due_armed = true;

@@ -20,6 +20,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "core/clock.hpp"
 #include "core/commit_bell.hpp"
 #include "core/runner_core.hpp"
 #include "messages/interfaces.hpp"
@@ -94,6 +95,8 @@ struct runner_deps {
   // A remote backend's last link report (backend_host_impl::link), published with the lag
   // figures. Optional.
   std::function<std::optional<link_figures>()> link;
+  // The runtime's clock (runtime_context::time): the lag figures' wall time.
+  const clock* time = &system_clock();
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

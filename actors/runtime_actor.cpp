@@ -730,7 +730,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   auto& st = self->state;
   st.ctx = ctx;
   st.supervisor = spawn_supervisor(self->home_system());
-  st.publisher = spawn_readiness_publisher(self->home_system(), ctx->segment, caf::actor_cast<caf::actor>(self));
+  st.publisher = spawn_readiness_publisher(self->home_system(), ctx->segment, caf::actor_cast<caf::actor>(self), *ctx->time);
   self->monitor(st.supervisor);
   self->monitor(st.publisher);
   ctx->supervisor = st.supervisor.address();
@@ -837,8 +837,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     [self](query_metrics& m) -> metrics_report {
       auto e = self->state.ctx->registry->find(m.id);
       if (!e) return {m.id, std::nullopt};
-      const auto* time = self->state.ctx->time != nullptr ? self->state.ctx->time : &system_clock();
-      return {m.id, metrics_of(*e, now_of(self), time->wall_now_ns())};
+      return {m.id, metrics_of(*e, now_of(self), self->state.ctx->time->wall_now_ns())};
     },
     [self](query_readiness& m) -> caf::result<readiness_report> {
       if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());

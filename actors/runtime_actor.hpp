@@ -20,12 +20,12 @@
 #include "actors/runtime_registry.hpp"
 #include "adapters/process_lock_table.hpp"
 #include "adapters/readiness_segment.hpp"
+#include "core/clock.hpp"
 #include "core/registration_plan.hpp"
 #include "messages/interfaces.hpp"
 
 namespace dix {
 
-class clock;
 class coverage_waiters;
 class watcher;
 
@@ -37,7 +37,10 @@ struct runtime_context {
   std::shared_ptr<readiness_segment> segment;  // the home store's, attached for the runtime's life
   std::shared_ptr<process_lock_table> locks;   // the process's lock table of that home
   std::shared_ptr<runtime_registry> registry = std::make_shared<runtime_registry>();
-  const clock* time = nullptr;  // the tailers' turn budgets: system_clock() outside actor tests
+  // The runtime's one clock (protocol.md §1.1), never null: every part of the runtime reads time
+  // here or from CAF's clock, which runs with it (the test coordinator's for the deterministic
+  // runtime). system_clock() but in actor tests and dix::testing::deterministic_runtime.
+  const clock* time = &system_clock();
   std::shared_ptr<const clock> owned_time;  // what `time` points to, when the context owns it
   // Production: the runtime actor and every tailer and proxy on threads of their own, and a
   // watcher thread. Actor tests (CAF's test coordinator, actors.md §5) turn both off and call

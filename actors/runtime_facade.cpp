@@ -140,8 +140,7 @@ result<dix::readiness> runtime::readiness(std::string_view id) const {
 std::optional<runner_metrics> runtime::metrics(std::string_view id) const {
   auto e = facade_->ctx->registry->find(id);
   if (!e) return std::nullopt;
-  const auto* time = facade_->ctx->time != nullptr ? facade_->ctx->time : &system_clock();
-  return metrics_of(*e, facade_->sys->clock().now(), time->wall_now_ns());
+  return metrics_of(*e, facade_->sys->clock().now(), facade_->ctx->time->wall_now_ns());
 }
 
 bool runtime::request_rebuild(std::string_view id) {
@@ -167,7 +166,7 @@ coverage runtime::read_coverage(std::string_view id, milliseconds tolerance) con
     if (facade_->stopped) return coverage{coverage_state::unknown, tolerance, std::nullopt};
   }
   auto& ctx = *facade_->ctx;
-  return read_coverage_here(*ctx.segment, *ctx.locks, ctx.stores, id, tolerance, ctx.time ? *ctx.time : system_clock());
+  return read_coverage_here(*ctx.segment, *ctx.locks, ctx.stores, id, tolerance, *ctx.time);
 }
 
 shared_future<void> runtime::stop() {
