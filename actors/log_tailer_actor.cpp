@@ -54,8 +54,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
         self->send(to, to_message(m.gen, *out.fault));
         return;
       }
-      self->send(to, boundary_captured{m.gen, std::move(out.boundary), out.estimated_records, out.estimated_bytes,
-                                       out.wal_syncs});
+      self->send(to, boundary_captured{m.gen, std::move(out.found)});
     },
     [self](scan_pull& m) {
       auto& d = *self->state.deps;
@@ -65,7 +64,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
         self->send(to, to_message(m.gen, *out.fault));
         return;
       }
-      self->send(to, scan_chunk{m.gen, batch_msg{std::move(out.delivery)}, out.last, out.scanned, out.unindexable});
+      self->send(to, scan_chunk{m.gen, std::move(out.step)});
     },
     [self](meta_write& m) {
       auto& d = *self->state.deps;

@@ -362,20 +362,12 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       apply(self, self->state.core->on_chunk(m.gen, out, now_of(self)));
     },
     [self](boundary_captured& m) {
-      boundary_outcome out;
-      out.boundary = std::move(m.boundary);
-      out.estimated_records = m.estimated_records;
-      out.estimated_bytes = m.estimated_bytes;
-      out.wal_syncs = m.wal_syncs;
+      boundary_outcome out{std::nullopt, std::move(m.found)};
       apply(self, self->state.core->on_boundary(m.gen, out, now_of(self)));
     },
     [self](scan_chunk& m) {
       take_held_bell(self);
-      scan_outcome out;
-      out.delivery = std::move(m.delivery.value);
-      out.last = m.last;
-      out.scanned = m.scanned;
-      out.unindexable = m.unindexable;
+      scan_outcome out{std::nullopt, std::move(m.step)};
       apply(self, self->state.core->on_scan_chunk(m.gen, out, now_of(self)));
     },
     [self](log_fault& m) {

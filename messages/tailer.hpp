@@ -20,7 +20,7 @@
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 
-#include "core/tailer_core.hpp"  // log_progress, tailer_chunk
+#include "core/tailer_core.hpp"  // log_progress, tailer_chunk, boundary_found, scan_step
 #include "core/turn_budgets.hpp"
 #include "messages/values.hpp"
 
@@ -182,25 +182,27 @@ inline bool operator==(const boundary_capture& a, const boundary_capture& b) {
 }
 inline bool operator!=(const boundary_capture& a, const boundary_capture& b) { return !(a == b); }
 
+// tailer_core's boundary_found, carried as is.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, boundary_found& x) {
+  return f(caf::meta::type_name("dix.boundary_found"), wire::opt(x.boundary), x.estimated_records, x.estimated_bytes,
+           x.wal_syncs);
+}
+
 // Event: the boundary cursor and the projected tables' estimates (tailer_core's boundary_outcome
-// without its fault, which travels as log_fault).
+// without its fault, which travels as log_fault). `found.boundary` is always set by the tailer.
 struct boundary_captured {
   std::uint64_t gen = 0;
-  std::optional<dix::cursor> boundary;  // always set by the tailer; the type has no empty cursor
-  std::uint64_t estimated_records = 0;
-  std::uint64_t estimated_bytes = 0;
-  std::uint64_t wal_syncs = 0;
+  boundary_found found;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, boundary_captured& x) {
-  return f(caf::meta::type_name("dix.boundary_captured"), x.gen, wire::opt(x.boundary), x.estimated_records, x.estimated_bytes,
-           x.wal_syncs);
+  return f(caf::meta::type_name("dix.boundary_captured"), x.gen, x.found);
 }
 
 inline bool operator==(const boundary_captured& a, const boundary_captured& b) {
-  return a.gen == b.gen && a.boundary == b.boundary && a.estimated_records == b.estimated_records
-         && a.estimated_bytes == b.estimated_bytes && a.wal_syncs == b.wal_syncs;
+  return a.gen == b.gen && a.found == b.found;
 }
 inline bool operator!=(const boundary_captured& a, const boundary_captured& b) { return !(a == b); }
 
@@ -221,25 +223,30 @@ inline bool operator==(const scan_pull& a, const scan_pull& b) {
 }
 inline bool operator!=(const scan_pull& a, const scan_pull& b) { return !(a == b); }
 
+// tailer_core's scan_step, carried as is; its batch travels as a batch_msg does (values.hpp).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scan_step& x) {
+  batch_msg delivery{x.delivery};
+  return f(caf::meta::type_name("dix.scan_step"), delivery, x.last, x.scanned, x.unindexable,
+           caf::meta::load_callback([&x, &delivery] {
+             x.delivery = std::move(delivery.value);
+             return caf::error{};
+           }));
+}
+
 // Event: tailer_core's scan_outcome without its fault: the chunk (`rebuild` set; null: the turn
 // ended before a record), whether it is the boundary chunk, and its counts.
 struct scan_chunk {
   std::uint64_t gen = 0;
-  batch_msg delivery;
-  bool last = false;
-  std::uint64_t scanned = 0;
-  std::uint64_t unindexable = 0;
+  scan_step step;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scan_chunk& x) {
-  return f(caf::meta::type_name("dix.scan_chunk"), x.gen, x.delivery, x.last, x.scanned, x.unindexable);
+  return f(caf::meta::type_name("dix.scan_chunk"), x.gen, x.step);
 }
 
-inline bool operator==(const scan_chunk& a, const scan_chunk& b) {
-  return a.gen == b.gen && a.delivery == b.delivery && a.last == b.last && a.scanned == b.scanned
-         && a.unindexable == b.unindexable;
-}
+inline bool operator==(const scan_chunk& a, const scan_chunk& b) { return a.gen == b.gen && a.step == b.step; }
 inline bool operator!=(const scan_chunk& a, const scan_chunk& b) { return !(a == b); }
 
 // -- metadata writes (formats.md §5) ------------------------------------------------------------

@@ -647,13 +647,13 @@ effects runner_core::on_reset_done(std::uint64_t gen, const result<void>& outcom
 effects runner_core::on_boundary(std::uint64_t gen, const boundary_outcome& outcome, steady_time now) {
   effects out;
   if (!current(gen) || release_.holding() || rebuild_ != rebuild::capturing) return out;
-  wal_syncs_ += outcome.wal_syncs;
-  if (outcome.fault || !outcome.boundary) {
+  wal_syncs_ += outcome.found.wal_syncs;
+  if (outcome.fault || !outcome.found.boundary) {
     const auto reason = !outcome.fault || outcome.fault->transient ? readiness_reason::rebuild_failed : outcome.fault->reason;
     fail_attempt(reason, outcome.fault ? outcome.fault->text : "no boundary", out, now);
     return out;
   }
-  estimated_records_ = outcome.estimated_records;
+  estimated_records_ = outcome.found.estimated_records;
   to(rebuild::scanning);
   scan_started_at_ = now;
   to(drain::open);
@@ -671,13 +671,13 @@ effects runner_core::on_scan_chunk(std::uint64_t gen, const scan_outcome& outcom
                  out, now);
     return out;
   }
-  unindexable_ += outcome.unindexable;
+  unindexable_ += outcome.step.unindexable;
   more_ = true;  // the scan goes on until its boundary chunk
-  if (!outcome.delivery) {
+  if (!outcome.step.delivery) {
     next_turn(out, now);  // the turn's time ran out before a record: yield, then go on
     return out;
   }
-  in_flight_ = outcome.delivery;
+  in_flight_ = outcome.step.delivery;
   in_flight_ends_.clear();  // the boundary entry gets its anchor ends when the logs open there
   to(drain::delivering);
   changed_at_issue_ = changed_count_;

@@ -476,8 +476,8 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
         out.fault = transient("log " + l.name + ": estimating table " + std::to_string(table) + ": " + e.error().message());
         return out;
       }
-      out.estimated_records += e->keys;
-      out.estimated_bytes += e->live_bytes;
+      out.found.estimated_records += e->keys;
+      out.found.estimated_bytes += e->live_bytes;
     }
     auto latest = l.port.store->latest_sequence();
     if (!latest) {
@@ -490,17 +490,17 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
         out.fault = transient("log " + l.name + ": " + synced.error().message());
         return out;
       }
-      ++out.wal_syncs;
+      ++out.found.wal_syncs;
     }
   }
   // The retention fit: the drain resumes from the boundary only after the scan; a WAL TTL
   // shorter than the scan would purge the boundary first.
   const auto rate = std::max<std::uint64_t>(scan_bytes_per_s, 1);
-  const auto scan_s = out.estimated_bytes / rate;
+  const auto scan_s = out.found.estimated_bytes / rate;
   for (const auto& l : logs_) {
     if (l.port.wal_ttl_s != 0 && scan_s > l.port.wal_ttl_s) {
       out.fault = suspect(readiness_reason::log_retention,
-                          "log " + l.name + ": the scan of about " + std::to_string(out.estimated_bytes) + " bytes at " +
+                          "log " + l.name + ": the scan of about " + std::to_string(out.found.estimated_bytes) + " bytes at " +
                               std::to_string(rate) + " bytes/s takes about " + std::to_string(scan_s) +
                               " s, longer than the WAL TTL of " + std::to_string(l.port.wal_ttl_s) +
                               " s: the boundary would be purged before the drain resumes from it");
@@ -517,7 +517,7 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
     const auto headroom = static_cast<std::uint64_t>(wal->retention_headroom_bytes);
     if (wal->wal_write_bytes_per_s > headroom / scan_s) {  // rate × scan_s > headroom, without overflow
       out.fault = suspect(readiness_reason::log_retention,
-                          "log " + l.name + ": the scan of about " + std::to_string(out.estimated_bytes) + " bytes at " +
+                          "log " + l.name + ": the scan of about " + std::to_string(out.found.estimated_bytes) + " bytes at " +
                               std::to_string(rate) + " bytes/s takes about " + std::to_string(scan_s) +
                               " s, while the store writes about " + std::to_string(wal->wal_write_bytes_per_s) +
                               " WAL bytes/s and its WAL size limit leaves " + std::to_string(headroom) +
@@ -531,7 +531,7 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
     return out;
   }
   state.boundary = *made;
-  out.boundary = std::move(*made);
+  out.found.boundary = std::move(*made);
   scan_ = std::move(state);
   return out;
 }
@@ -581,19 +581,19 @@ scan_outcome tailer_core::scan(const turn_budgets& budgets, epoch_t epoch, const
       continue;
     }
     record_entry e;
-    if (auto f = project(s.log, table, (*entry)->id, (*entry)->value, e, out.unindexable)) return fail(std::move(*f));
+    if (auto f = project(s.log, table, (*entry)->id, (*entry)->value, e, out.step.unindexable)) return fail(std::move(*f));
     e.log_version = e.state.version;
     b->bytes += (*entry)->id.size() + (*entry)->value.size() + e.state.projection.size();
     b->records.push_back(std::move(e));
   }
-  out.scanned = b->records.size();
+  out.step.scanned = b->records.size();
   if (s.log == logs_.size()) {
     // The boundary chunk (§11.7): the drain resumes from the boundary once it is accepted.
     b->through = s.boundary;
-    out.last = true;
+    out.step.last = true;
     scan_.reset();
   }
-  if (out.last || !b->records.empty()) out.delivery = std::move(b);
+  if (out.step.last || !b->records.empty()) out.step.delivery = std::move(b);
   return out;
 }
 

@@ -116,23 +116,42 @@ struct pull_outcome {
   tailer_chunk chunk;
 };
 
-// What capture_boundary() found (§11.5): the boundary cursor, and the projected tables' estimates.
-struct boundary_outcome {
-  std::optional<tailer_fault> fault;
+// What capture_boundary() found (§11.5): the boundary cursor, and the projected tables'
+// estimates. The tailer actor sends it to the runner as is (boundary_captured).
+struct boundary_found {
   std::optional<cursor> boundary;
   std::uint64_t estimated_records = 0;  // rocksdb.estimate-num-keys over the projected tables
   std::uint64_t estimated_bytes = 0;    // rocksdb.estimate-live-data-size over them
   std::uint64_t wal_syncs = 0;
+  friend bool operator==(const boundary_found& a, const boundary_found& b) {
+    return a.boundary == b.boundary && a.estimated_records == b.estimated_records &&
+           a.estimated_bytes == b.estimated_bytes && a.wal_syncs == b.wal_syncs;
+  }
+  friend bool operator!=(const boundary_found& a, const boundary_found& b) { return !(a == b); }
+};
+
+struct boundary_outcome {
+  std::optional<tailer_fault> fault;  // sent as log_fault
+  boundary_found found;
 };
 
 // One scan turn (§11.6). `delivery` is null when the turn's time ran out before a record; the
-// last chunk (`last`) carries `through` = the boundary and may hold no record (§11.7).
-struct scan_outcome {
-  std::optional<tailer_fault> fault;
+// last chunk (`last`) carries `through` = the boundary and may hold no record (§11.7). The tailer
+// actor sends it to the runner as is (scan_chunk).
+struct scan_step {
   std::shared_ptr<const batch> delivery;
   bool last = false;
   std::uint64_t scanned = 0;  // records in the delivery
   std::uint64_t unindexable = 0;
+  friend bool operator==(const scan_step& a, const scan_step& b) {
+    return same_batch(a.delivery, b.delivery) && a.last == b.last && a.scanned == b.scanned && a.unindexable == b.unindexable;
+  }
+  friend bool operator!=(const scan_step& a, const scan_step& b) { return !(a == b); }
+};
+
+struct scan_outcome {
+  std::optional<tailer_fault> fault;  // sent as log_fault
+  scan_step step;
 };
 
 class tailer_core {

@@ -527,7 +527,7 @@ TEST_CASE("tailer: the rebuild's retention fit fails log-retention when the scan
   };
   auto fits = capture(0);
   REQUIRE_FALSE(fits.fault);
-  CHECK(fits.estimated_bytes >= 1000);
+  CHECK(fits.found.estimated_bytes >= 1000);
 
   auto ttl = capture(600);  // a 10-minute TTL against a ~18-minute scan
   REQUIRE(ttl.fault);
@@ -557,15 +557,15 @@ TEST_CASE("tailer: an install after an abandoned scan releases the scan's snapsh
   tailer_core core(std::vector<tailer_log>{{&h.source, &h.reader}}, h.projections, h.attached);
   auto boundary = core.capture_boundary("idx", 3, 0, h.time);
   REQUIRE_FALSE(boundary.fault);
-  REQUIRE(boundary.boundary);
+  REQUIRE(boundary.found.boundary);
   turn_budgets one = h.budget;
   one.max_chunk_records = 1;
   auto chunk = core.scan(one, 3, h.time);
   REQUIRE_FALSE(chunk.fault);
-  REQUIRE_FALSE(chunk.last);
+  REQUIRE_FALSE(chunk.step.last);
   CHECK(h.store.live_snapshots == 1);  // the scan holds it
   // The attempt failed elsewhere (a delivery, the backend): the runner reinstalls a cursor.
-  auto installed = core.install(*boundary.boundary);
+  auto installed = core.install(*boundary.found.boundary);
   REQUIRE_FALSE(installed.fault);
   CHECK(h.store.live_snapshots == 0);
 }

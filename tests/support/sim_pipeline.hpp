@@ -515,7 +515,7 @@ class sim_pipeline final : public backend_host {
   }
   void carry_out(fx::capture_boundary& c) {
     auto r = tailer->capture_boundary("sim-index", c.epoch, c.scan_bytes_per_s, time);
-    if (r.boundary) last_boundary = r.boundary;
+    if (r.found.boundary) last_boundary = r.found.boundary;
     auto gen = c.gen;
     post([this, gen, r] { return runner ? runner->on_boundary(gen, r, time.steady_now()) : effects{}; });
   }
