@@ -1,6 +1,5 @@
 #include "actors/runtime_work.hpp"
 
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -99,7 +98,7 @@ result<index_rows> query_request(backend& served, const query_index& m) {
     row.table = r.ref.table;
     row.record_id = std::move(r.ref.record_id);
     row.version = r.ref.version;
-    std::memcpy(&row.score_bits, &r.score, sizeof row.score_bits);
+    row.score_bits = score_bits_of(r.score);
     out.rows.push_back(std::move(row));
   }
   out.coverage = answered->coverage.state;
