@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -48,14 +49,14 @@ std::vector<std::shared_ptr<backend_host_impl>>& orphaned_hosts() {
   return *hosts;
 }
 
-// One id's subscribers and what they were last told.
-// A subscriber of one id: the events it asked for explicitly (subscribe) and through
-// subscribe_all; it receives their union.
+// A subscriber of one id: the events it asked for explicitly (subscribe), and whether its
+// subscribe_all covers the id (the id was registered when it subscribed, or later). The events of
+// a subscribe_all live only in runtime_state::all_subscribers (events_of reads them), so one
+// subscription is never held twice; the subscriber receives the union.
 struct subscriber_entry {
   caf::actor handle;
   std::uint8_t explicit_events = 0;
-  std::uint8_t all_events = 0;
-  std::uint8_t events() const noexcept { return static_cast<std::uint8_t>(explicit_events | all_events); }
+  bool through_all = false;
 };
 
 struct watched_id {
@@ -90,7 +91,8 @@ struct runtime_state {
   // subscriber → its references: the ids it watches, plus one for a subscribe_all
   std::map<caf::actor_addr, std::size_t> monitored;
   // subscribe_all's subscribers (issue 29) and the events each asked for: each id registered
-  // later gets them too.
+  // later gets them too. The one holder of those events (subscriber_entry::through_all refers
+  // here); an entry's through_all is set only while its subscriber is in this map.
   std::map<caf::actor_addr, std::pair<caf::actor, std::uint8_t>> all_subscribers;
   // wait_coverage requests by key, until their waiter resolves (coverage_waited).
   std::map<std::uint64_t, std::pair<wait_coverage, caf::typed_response_promise<coverage_reached>>> coverage_requests;
@@ -124,6 +126,18 @@ struct runtime_state {
 };
 
 using runtime_pointer = runtime_actor_impl::stateful_pointer<runtime_state>;
+
+// The events `who` receives for an id it has `entry` for: its explicit ones and its
+// subscribe_all's.
+std::uint8_t events_of(const runtime_state& st, const caf::actor_addr& who, const subscriber_entry& entry) {
+  auto events = entry.explicit_events;
+  if (entry.through_all) {
+    auto all = st.all_subscribers.find(who);
+    assert(all != st.all_subscribers.end());
+    if (all != st.all_subscribers.end()) events = static_cast<std::uint8_t>(events | all->second.second);
+  }
+  return events;
+}
 
 void clean_up(runtime_state& st);
 runtime_state::~runtime_state() {
@@ -455,7 +469,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   e->owner = spec->record;
   ctx.registry->put(e);
   // subscribe_all's subscribers hear this id too, from its first change (issue 29).
-  for (auto& [addr, sub] : st.all_subscribers) watch_for(self, id, e->slot, sub.first).all_events = sub.second;
+  for (auto& [addr, sub] : st.all_subscribers) watch_for(self, id, e->slot, sub.first).through_all = true;
   // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
   self->send(st.supervisor, supervise{std::move(spec)});
   return index_registered{id};
@@ -518,8 +532,8 @@ void drop_subscriber(runtime_pointer self, const std::string& id, const caf::act
   auto sub = w->second.subscribers.find(who);
   if (sub == w->second.subscribers.end()) return;
   if (part != subscription_part::all_only) sub->second.explicit_events = 0;
-  if (part != subscription_part::explicit_only) sub->second.all_events = 0;
-  if (sub->second.events() != 0) return;
+  if (part != subscription_part::explicit_only) sub->second.through_all = false;
+  if (sub->second.explicit_events != 0 || sub->second.through_all) return;
   w->second.subscribers.erase(sub);
   if (w->second.subscribers.empty()) {
     if (st.ctx->watch) st.ctx->watch->unobserve(id);
@@ -533,7 +547,7 @@ subscriber_entry& watch_for(runtime_pointer self, const std::string& id, const s
                             const caf::actor& who) {
   auto& st = self->state;
   auto& w = st.watched[id];
-  auto [it, fresh] = w.subscribers.emplace(who.address(), subscriber_entry{who, 0, 0});
+  auto [it, fresh] = w.subscribers.emplace(who.address(), subscriber_entry{who, 0, false});
   if (fresh) {
     reference(self, who);
     if (w.subscribers.size() == 1 && st.ctx->watch) st.ctx->watch->observe(id, slot);
@@ -600,7 +614,7 @@ caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const sub
   it->second.second = m.events;
   subscribed_all out;
   for (auto& e : st.ctx->registry->all()) {
-    watch_for(self, e->id, e->slot, who).all_events = m.events;
+    watch_for(self, e->id, e->slot, who).through_all = true;
     auto [value, status] = values_now(self, e->id, e->slot);
     if ((m.events & subscribe_readiness) != 0) caf::anon_send(who, readiness_changed{e->id, value});
     if ((m.events & subscribe_runner_state) != 0 && status) caf::anon_send(who, runner_state_changed{e->id, *status});
@@ -611,12 +625,14 @@ caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const sub
 
 void unsubscribe_everything(runtime_pointer self, const caf::actor_addr& who) {
   auto& st = self->state;
-  if (st.all_subscribers.erase(who) == 0) return;
+  if (st.all_subscribers.count(who) == 0) return;
   std::vector<std::string> ids;
   for (auto& [id, w] : st.watched) {
     if (w.subscribers.count(who) != 0) ids.push_back(id);
   }
+  // Every entry's through_all goes before the events it refers to.
   for (auto& id : ids) drop_subscriber(self, id, who, subscription_part::all_only);
+  st.all_subscribers.erase(who);
   unreference(self, who);
 }
 
@@ -910,7 +926,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       if (same(x.value, m.readiness)) return;
       x.value = m.readiness;
       for (auto& [addr, sub] : x.subscribers) {
-        if ((sub.events() & subscribe_readiness) != 0) caf::anon_send(sub.handle, readiness_changed{m.id, m.readiness});
+        if ((events_of(self->state, addr, sub) & subscribe_readiness) != 0) caf::anon_send(sub.handle, readiness_changed{m.id, m.readiness});
       }
     },
     [self](runner_status_observed& m) {
@@ -924,7 +940,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       x.status_version = m.version;
       x.status = m.status;
       for (auto& [addr, sub] : x.subscribers) {
-        if ((sub.events() & subscribe_runner_state) != 0) caf::anon_send(sub.handle, runner_state_changed{m.id, m.status});
+        if ((events_of(self->state, addr, sub) & subscribe_runner_state) != 0) caf::anon_send(sub.handle, runner_state_changed{m.id, m.status});
       }
     },
   };

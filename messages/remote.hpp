@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include <dix/backend.hpp>
 #include <dix/cursor.hpp>
 #include <dix/readiness.hpp>
+#include <dix/caf/messages.hpp>
 
 #include "messages/values.hpp"
 
@@ -173,8 +173,8 @@ inline bool operator==(const rb_query& a, const rb_query& b) {
 }
 inline bool operator!=(const rb_query& a, const rb_query& b) { return !(a == b); }
 
-// The score travels as the IEEE 754 bits of its double: CAF 0.17.6's serializer loops for ever on a
-// NaN or an infinity (detail::pack754, found by fuzz_messages), so no double is ever on the wire.
+// The score travels as the IEEE 754 bits of its double (score_bits_of and score_of, in
+// <dix/caf/messages.hpp>): CAF 0.17.6's serializer loops for ever on a NaN or an infinity.
 struct rb_row {
   std::string log;
   std::uint32_t table = 0;
@@ -188,18 +188,6 @@ inline bool operator==(const rb_row& a, const rb_row& b) {
          && a.score_bits == b.score_bits;
 }
 inline bool operator!=(const rb_row& a, const rb_row& b) { return !(a == b); }
-
-inline std::uint64_t score_bits_of(double score) noexcept {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &score, sizeof bits);
-  return bits;
-}
-
-inline double score_of(std::uint64_t bits) noexcept {
-  double score = 0;
-  std::memcpy(&score, &bits, sizeof score);
-  return score;
-}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rb_row& x) {

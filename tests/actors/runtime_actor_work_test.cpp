@@ -213,3 +213,45 @@ TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in th
   CHECK(store->get(table, "x").value() == std::nullopt);
   self->send_exit(writer, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("spawn_store_writer: commits sent back to back are each answered exactly once and in order while the writer holds answers back, a refused one at its place", "[adapter][runtime][commit]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  one_thread_config cfg;
+  caf::actor_system sys{cfg};
+  auto writer = dix::spawn_store_writer(sys, store);
+  caf::scoped_actor self{sys};
+  constexpr int count = 100, refused_at = 37;
+  for (int i = 0; i < count; ++i) {
+    const std::string log = i == refused_at ? "elsewhere" : "";
+    self->send(writer, commit_transaction{log, {write_op{write_kind::put, table, "k" + std::to_string(i), "v"}}, commit_sync::store_default});
+  }
+  // Each answer names its commit: the sequence of a success grows by one write each time.
+  std::vector<std::int64_t> answers;  // a sequence, or -1 for the refusal
+  bool timed_out = false;
+  for (int i = 0; i < count && !timed_out; ++i) {
+    self->receive([&](transaction_committed& c) { answers.push_back(static_cast<std::int64_t>(c.sequence)); },
+                  [&](caf::error& e) {
+                    CHECK(to_errc(e) == errc::invalid_argument);
+                    answers.push_back(-1);
+                  },
+                  caf::after(30s) >> [&] { timed_out = true; });
+  }
+  REQUIRE_FALSE(timed_out);
+  REQUIRE(answers.size() == static_cast<std::size_t>(count));
+  CHECK(answers[refused_at] == -1);
+  std::vector<std::int64_t> sequences;
+  for (auto a : answers) {
+    if (a >= 0) sequences.push_back(a);
+  }
+  REQUIRE(sequences.size() == static_cast<std::size_t>(count - 1));
+  for (std::size_t i = 1; i < sequences.size(); ++i) CHECK(sequences[i] > sequences[i - 1]);
+  // The last commit, made with the mailbox empty, is answered at once: no answer waits for a later commit.
+  bool next_answered = false;
+  self->request(writer, 30s, commit_transaction{"", {write_op{write_kind::put, table, "last", "v"}}, commit_sync::store_default})
+    .receive([&](transaction_committed& c) { next_answered = static_cast<std::int64_t>(c.sequence) > sequences.back(); },
+             [](caf::error&) {});
+  CHECK(next_answered);
+  CHECK(store->get(table, "k" + std::to_string(refused_at)).value() == std::nullopt);
+  self->send_exit(writer, caf::exit_reason::user_shutdown);
+}

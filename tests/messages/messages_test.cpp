@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -712,4 +714,29 @@ TEST_CASE("messages: a system without the dix type block cannot serialize dix me
   caf::binary_serializer sink{bare, buf};
   auto msg = caf::make_message(dix::wake{dix::wake_flag::commit});
   CHECK(caf::inspect(static_cast<caf::serializer&>(sink), msg));
+}
+
+TEST_CASE("messages: scores and vector components convert to their IEEE 754 bits and back in one place, NaN and infinities included",
+          "[messages]") {
+  const double scores[] = {0.0, -0.0, 1.5, -2.25e300, std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::denorm_min()};
+  for (double s : scores) {
+    CHECK(dix::score_of(dix::score_bits_of(s)) == s);
+    CHECK(std::signbit(dix::score_of(dix::score_bits_of(s))) == std::signbit(s));
+  }
+  CHECK(std::isnan(dix::score_of(dix::score_bits_of(std::numeric_limits<double>::quiet_NaN()))));
+  CHECK(dix::score_bits_of(1.0) == 0x3ff0000000000000ull);
+  const float components[] = {0.0f, -1.0f, 3.5f, std::numeric_limits<float>::infinity()};
+  for (float c : components) CHECK(dix::component_of(dix::component_bits_of(c)) == c);
+  CHECK(dix::component_bits_of(1.0f) == 0x3f800000u);
+  dix::index_row row;
+  row.score_bits = dix::score_bits_of(0.75);
+  CHECK(row.score() == 0.75);
+  dix::index_query q;
+  q.vector = {0.5f, -0.0f, std::numeric_limits<float>::quiet_NaN()};
+  auto back = dix::to_index_query(dix::to_query_index(q));
+  REQUIRE(back.vector.size() == 3);
+  CHECK(back.vector[0] == 0.5f);
+  CHECK(std::signbit(back.vector[1]));
+  CHECK(std::isnan(back.vector[2]));
 }

@@ -700,6 +700,33 @@ inline bool operator==(const query_index& a, const query_index& b) {
 }
 inline bool operator!=(const query_index& a, const query_index& b) { return !(a == b); }
 
+// Floating-point values travel as their IEEE 754 bits, never as float or double: CAF 0.17.6's
+// serializer loops for ever on a NaN or an infinity (detail::pack754, found by fuzz_messages;
+// decision 0043). These four are the only conversions, for every message that carries a score or
+// a knn vector (query_index, index_row, and the remote backends' rb_row).
+inline std::uint64_t score_bits_of(double score) noexcept {
+  static_assert(sizeof(double) == sizeof(std::uint64_t), "a score is 64 IEEE 754 bits");
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &score, sizeof bits);
+  return bits;
+}
+inline double score_of(std::uint64_t bits) noexcept {
+  double score = 0;
+  std::memcpy(&score, &bits, sizeof score);
+  return score;
+}
+inline std::uint32_t component_bits_of(float component) noexcept {
+  static_assert(sizeof(float) == sizeof(std::uint32_t), "a vector component is 32 IEEE 754 bits");
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &component, sizeof bits);
+  return bits;
+}
+inline float component_of(std::uint32_t bits) noexcept {
+  float component = 0;
+  std::memcpy(&component, &bits, sizeof component);
+  return component;
+}
+
 // One row: the record as the index holds it, and its score (0 for lookup and range; Xapian's
 // weight; knn's distance) as IEEE 754 bits — score() reads it.
 struct index_row {
@@ -708,11 +735,7 @@ struct index_row {
   std::string record_id;
   std::uint64_t version = 0;
   std::uint64_t score_bits = 0;
-  double score() const noexcept {
-    double d = 0;
-    std::memcpy(&d, &score_bits, sizeof d);
-    return d;
-  }
+  double score() const noexcept { return score_of(score_bits); }
 };
 
 template <class Inspector>
@@ -755,11 +778,7 @@ inline query_index to_query_index(const index_query& q) {
   m.text = q.text;
   m.end = q.end;
   m.vector_bits.reserve(q.vector.size());
-  for (float v : q.vector) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof bits);
-    m.vector_bits.push_back(bits);
-  }
+  for (float v : q.vector) m.vector_bits.push_back(component_bits_of(v));
   m.limit = q.limit;
   m.offset = q.offset;
   m.ef = q.ef;
@@ -777,11 +796,7 @@ inline index_query to_index_query(const query_index& m) {
   q.text = m.text;
   q.end = m.end;
   q.vector.reserve(m.vector_bits.size());
-  for (auto bits : m.vector_bits) {
-    float v = 0;
-    std::memcpy(&v, &bits, sizeof v);
-    q.vector.push_back(v);
-  }
+  for (auto bits : m.vector_bits) q.vector.push_back(component_of(bits));
   q.limit = static_cast<std::size_t>(m.limit);
   q.offset = static_cast<std::size_t>(m.offset);
   q.ef = static_cast<std::size_t>(m.ef);
