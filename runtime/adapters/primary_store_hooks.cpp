@@ -1,4 +1,4 @@
-// The runtime's hooks into a primary store (declared in primary_store_impl.hpp): the
+// The runtime's hooks into a primary store (primary_store_impl.hpp, primary_store_hooks.hpp): the
 // commit and close listeners, the writer gate and the admission hook that overrides it in tests,
 // the free-space probe and reserve, and the sequences: latest, synced (SyncWAL, protocol.md §4.8)
 // and the reads under the commit mutex (the coverage capture of §12.1).
@@ -64,6 +64,8 @@ void remove_close_listener(primary_store& s, std::uint64_t id) {
 }
 
 write_gate& gate_of(primary_store& s) noexcept { return primary_store_access::get(s).gate; }
+
+std::uint64_t store_wal_ttl_s(const primary_store& s) noexcept { return primary_store_access::get(s).options.wal_ttl_s; }
 
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook) {
   auto& p = primary_store_access::get(s);
