@@ -8,7 +8,7 @@
 
 #include "actors/backend_host_impl.hpp"
 #include "actors/runtime_actor.hpp"
-#include "adapters/primary_store_impl.hpp"
+#include "adapters/primary_store_hooks.hpp"
 #include "messages/runner.hpp"
 
 namespace dix {

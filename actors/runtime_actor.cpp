@@ -22,9 +22,8 @@
 #include "actors/runtime_work.hpp"
 #include "actors/watcher.hpp"
 #include "adapters/meta_records.hpp"
-#include "adapters/primary_store_impl.hpp"
-#include "adapters/rocksdb_log_source.hpp"
-#include "adapters/rocksdb_store_reader.hpp"
+#include "adapters/primary_store_hooks.hpp"
+#include "adapters/store_ports.hpp"
 #include "core/clock.hpp"
 #include "core/names.hpp"
 
@@ -432,7 +431,7 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
     e->log_stores.push_back(store);
-    w.logs.push_back(wired_log{std::make_shared<rocksdb_log_source>(store), std::make_shared<rocksdb_store_reader>(store),
+    w.logs.push_back(wired_log{make_rocksdb_log_source(store), make_rocksdb_store_reader(store),
                                ctx.attached[index].wal_ttl_s});
   }
   for (const auto& a : ctx.attached) w.attached.push_back(attached_log{a.name, a.identity});

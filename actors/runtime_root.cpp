@@ -16,7 +16,7 @@
 #include "actors/runtime_actor.hpp"
 #include "actors/runtime_config.hpp"
 #include "actors/runtime_root.hpp"
-#include "adapters/primary_store_impl.hpp"
+#include "adapters/primary_store_hooks.hpp"
 #include "core/clock.hpp"
 #include "messages/type_ids.hpp"
 
@@ -65,7 +65,7 @@ result<std::shared_ptr<runtime_context>> prepare_runtime(std::vector<std::shared
     attached_store l;
     l.name = s->log_name();
     l.identity = s->identity();
-    l.wal_ttl_s = primary_store_access::get(*s).options.wal_ttl_s;
+    l.wal_ttl_s = store_wal_ttl_s(*s);
     l.has_table = [weak = std::weak_ptr<primary_store>(s)](std::uint32_t table) {
       auto store = weak.lock();
       return store && store->has_table(table);

@@ -18,7 +18,7 @@
 #include <dix/result.hpp>
 #include <dix/status.hpp>
 
-#include "core/runner_core.hpp"  // wake_flag, timer_kind, child_kind
+#include "core/runner_types.hpp"  // wake_flag, timer_kind, child_kind
 #include "messages/values.hpp"
 
 namespace dix {

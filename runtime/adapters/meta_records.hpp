@@ -1,6 +1,6 @@
 // The metadata records of formats.md §5 in one place: their keys, their value encodings, and the
 // meta_store port of one backend id over the home store. `format` and `clock` belong to the store
-// itself (primary_store.cpp); the records here belong to the runtime.
+// itself (primary_store_open.cpp); the records here belong to the runtime.
 //
 //   epoch/<id>         8 bytes LE: the highest minted epoch of <id>
 //   condemned/<id>     1 byte 01: the durable condemnation marker

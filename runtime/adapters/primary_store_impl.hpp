@@ -2,6 +2,8 @@
 // commit listener, admission hook, WAL access for the log tailer, synced_sequence and SyncWAL
 // (protocol.md §4.8), coverage capture and system commits under the commit mutex (formats.md
 // §1.2). Not public API: the CLI and the benchmarks cannot see it (docs/architecture.md, layers).
+// The few hooks the actors use are primary_store_hooks.hpp, which this file includes and which
+// has no RocksDB in it: actors/ includes that one only (decision 0047).
 //
 // Locking: `lifecycle` (shared) guards `db` and the family handles against close(); every use of
 // RocksDB holds it shared, close() and create_table() hold it exclusively. `commit_mutex` is
@@ -28,6 +30,7 @@
 #include <dix/wal.hpp>
 
 #include "adapters/free_space.hpp"
+#include "adapters/primary_store_hooks.hpp"  // commit_event, commit listeners, gate_of, …
 #include "adapters/write_gate.hpp"
 #include "core/wal_batch.hpp"
 #include "ports/store_reader.hpp"  // coverage_point
@@ -77,12 +80,6 @@ struct transaction::state {
   std::vector<std::uint32_t> tables;  // distinct tables written, for admission
   std::uint32_t cached_table = 0;     // the last table's handle, valid while the store is open
   rocksdb::ColumnFamilyHandle* cached_handle = nullptr;
-};
-
-// What a commit listener hears, after DB::Write returned and the commit mutex was released.
-struct commit_event {
-  commit_info info;
-  std::uint8_t flags = 0;  // header flags (header_flag::system for system transactions)
 };
 
 struct primary_store::impl {
@@ -159,18 +156,12 @@ result<std::shared_ptr<primary_store>> open_read_only(const std::filesystem::pat
 result<commit_info> commit_system(primary_store& s, const std::vector<meta_op>& ops);
 result<std::optional<std::string>> read_meta(const primary_store& s, std::string_view key);
 
-// Listener called after every commit (outside the commit mutex), by every committing thread at
-// once: it must be safe to call concurrently (the runtime's captures a weak_ptr and rings bells).
-// The id removes it; a commit that loaded the list before the removal may still call it.
-std::uint64_t add_commit_listener(primary_store& s, std::function<void(const commit_event&)> fn);
-void remove_commit_listener(primary_store& s, std::uint64_t id);
 // Called under the exclusive lifecycle lock just before RocksDB closes; drop iterators there.
 std::uint64_t add_close_listener(primary_store& s, std::function<void()> fn);
 void remove_close_listener(primary_store& s, std::uint64_t id);
-// The writer gate (protocol.md §13.5): the runtime registers each registration's projected
-// tables with the store's write_gate. A hook set here (tests) decides instead of it.
+// Tests: a hook that decides the writer gate's admission instead of gate_of(s)
+// (primary_store_hooks.hpp).
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook);
-write_gate& gate_of(primary_store& s) noexcept;
 
 // One WAL file as GetSortedWalFiles lists it (protocol.md §13.2).
 struct wal_file_info {
@@ -193,14 +184,8 @@ result<std::uint64_t> sync_wal(primary_store& s);
 // The coverage capture (protocol.md §12.1): the latest sequence and a fresh index time, both
 // under the commit mutex. io_error when the store is closed.
 result<coverage_point> capture_coverage_point(primary_store& s);
-// GetLatestSequenceNumber() under the commit mutex, drawing no index time: the readers' `current`
-// proof (protocol.md §12.5 step 3). io_error when the store is closed.
-result<std::uint64_t> latest_sequence_under_commit_mutex(primary_store& s);
 
 // Tests: replaces the free-space reading (statvfs) and how long one serves (100 ms).
 void set_space_probe(primary_store& s, space_probe probe, std::chrono::milliseconds max_age);
-// The free-space reserve in force: the configured one, or the automatic one for the store's
-// filesystem as last read (decision 0013).
-std::uint64_t free_space_reserve(primary_store& s);
 
 }  // namespace dix

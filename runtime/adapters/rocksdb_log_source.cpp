@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "adapters/store_ports.hpp"
 #include "adapters/write_batch_reader.hpp"
 
 namespace dix {
@@ -194,6 +195,10 @@ result<wal_retention> rocksdb_log_source::retention(std::uint64_t anchor_sequenc
   auto files = list_wal_files(impl_);
   if (!files) return files.error();
   return retention_of(*files, impl_.options, anchor_sequence, wall_now_ns);
+}
+
+std::shared_ptr<log_source> make_rocksdb_log_source(std::shared_ptr<primary_store> store) {
+  return std::make_shared<rocksdb_log_source>(std::move(store));
 }
 
 }  // namespace dix

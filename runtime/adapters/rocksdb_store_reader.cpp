@@ -1,6 +1,7 @@
 #include "adapters/rocksdb_store_reader.hpp"
 
 #include "adapters/meta_records.hpp"
+#include "adapters/store_ports.hpp"
 
 namespace dix {
 
@@ -161,6 +162,10 @@ result<table_estimate> rocksdb_store_reader::estimate(std::uint32_t table) {
   if (p.db->GetIntProperty(family->second, "rocksdb.estimate-num-keys", &v)) e.keys = v;
   if (p.db->GetIntProperty(family->second, "rocksdb.estimate-live-data-size", &v)) e.live_bytes = v;
   return e;
+}
+
+std::shared_ptr<store_reader> make_rocksdb_store_reader(std::shared_ptr<primary_store> store) {
+  return std::make_shared<rocksdb_store_reader>(std::move(store));
 }
 
 }  // namespace dix

@@ -1,7 +1,7 @@
 // The per-log WAL figures of protocol.md §13.2 as a registration's metrics read them: the store's
 // WAL listing (GetSortedWalFiles) is sampled at most once per interval and shared by every caller
 // — every registration reading the store — and the figures are computed from it for the caller's
-// durable anchor. Implemented in primary_store.cpp beside the listing; kept apart from
+// durable anchor. Implemented in wal_retention.cpp beside the listing; kept apart from
 // primary_store_impl.hpp so that a reader of metrics does not include RocksDB.
 #pragma once
 

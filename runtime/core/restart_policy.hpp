@@ -11,9 +11,9 @@
 
 #include <dix/options.hpp>
 
-namespace dix {
+#include "core/runner_types.hpp"  // child_kind
 
-enum class child_kind : std::uint8_t { tailer, proxy, runner };
+namespace dix {
 
 struct restart_history {
   std::uint32_t consecutive = 0;  // failures in a row (none more than 60 s after the previous)
