@@ -190,7 +190,6 @@ applier::state::work applier::state::next() {
   std::unique_lock lock(mutex);
   for (;;) {
     if (stopping) return {};
-    const auto poll = engine.poll_interval();
     auto* front = queue.empty() ? nullptr : std::get_if<std::shared_ptr<const batch>>(&queue.front().item);
     // A front batch that must wait lets a barrier and a shutdown or reset behind it go ahead: a
     // barrier syncs what was applied, a shutdown or reset dropped its epoch's batches already, so
@@ -221,7 +220,10 @@ applier::state::work applier::state::next() {
       queue.erase(next);
       return w;
     }
-    if (held && engine.hold_for(*held) == backend_hold::none) {
+    // The engine is called only about work: an idle applier started inside the constructor of an
+    // applier_backend never calls into an object still being built.
+    const auto poll = blocked || held ? engine.poll_interval() : std::chrono::milliseconds{0};
+    if (held && poll.count() > 0 && engine.hold_for(*held) == backend_hold::none) {
       held.reset();
       return {std::nullopt, std::nullopt, true};
     }
@@ -230,7 +232,7 @@ applier::state::work applier::state::next() {
       cv.wait(lock);
       continue;
     }
-    cv.wait_for(lock, poll.count() > 0 ? poll : std::chrono::milliseconds{10});
+    cv.wait_for(lock, poll.count() > 0 ? poll : std::chrono::milliseconds{10});  // `later` without a poll
     front_waits = false;
     lock.unlock();
     engine.on_poll();

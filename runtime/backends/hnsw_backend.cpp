@@ -532,12 +532,12 @@ struct hnsw_backend::impl : graph_view, applier_engine {
 
   // What the applier's hooks and the probes share with the barrier: the step hook, the bytes
   // accepted since the last save.
-  mutable std::mutex queue_mutex;
+  mutable std::mutex hooks_mutex;
   // Free space (decision 0013, issue 34): a barrier writes the whole graph anew beside the
   // generation it replaces, so a delivery is deferred while the filesystem would keep less than
   // the reserve after a generation of today's size plus the batch; the hold last reported.
   std::unique_ptr<index_space> disk;
-  std::uint64_t accepted_since_save = 0;  // under queue_mutex: twice the bytes accepted since
+  std::uint64_t accepted_since_save = 0;  // under hooks_mutex: twice the bytes accepted since
   // The files of the saved generation (0: none), which the next one will about equal.
   // Set with saved_generation from the lengths its cursor file records: no file system call on
   // the delivery path.
@@ -550,11 +550,11 @@ struct hnsw_backend::impl : graph_view, applier_engine {
   }
   // The next save, once anything was accepted, counts as used until it is written.
   void saved() {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(hooks_mutex);
     accepted_since_save = 0;
     disk->set_unflushed(0);
   }
-  std::function<void(hnsw_step)> step_hook;  // under queue_mutex
+  std::function<void(hnsw_step)> step_hook;  // under hooks_mutex
 
   // Barrier spacing (applier-only but the atomic).
   std::optional<clock_type::time_point> last_save_end;
@@ -572,7 +572,7 @@ struct hnsw_backend::impl : graph_view, applier_engine {
   void step(hnsw_step s) {
     std::function<void(hnsw_step)> hook;
     {
-      std::lock_guard lock(queue_mutex);
+      std::lock_guard lock(hooks_mutex);
       hook = step_hook;
     }
     if (hook) hook(s);
@@ -630,7 +630,7 @@ struct hnsw_backend::impl : graph_view, applier_engine {
   }
   // Under the skeleton's lock: the next save counts as used from the moment it was accepted.
   void on_accepted(const batch& b) override {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(hooks_mutex);
     accepted_since_save += batch_disk_bytes(b);
     disk->set_unflushed(generation_bytes.load() + accepted_since_save);
   }
@@ -1189,7 +1189,7 @@ std::string_view to_string(hnsw_step step) noexcept {
 }
 
 void hnsw_probe::on_step(hnsw_backend& b, std::function<void(hnsw_step)> hook) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->hooks_mutex);
   b.impl_->step_hook = std::move(hook);
 }
 void hnsw_probe::wake(hnsw_backend& b) {

@@ -91,7 +91,7 @@ class applier_engine {
     return true;
   }
   // How often a waiting applier looks again (held deliveries, a batch not ready, `later`); 0: it
-  // never watches held deliveries. Default: 0.
+  // never watches held deliveries, and a batch that waits is looked at every 10 ms. Default: 0.
   virtual std::chrono::milliseconds poll_interval() { return std::chrono::milliseconds{0}; }
   // Called after each such look while something waits (a RocksDB engine flushes its memtables).
   virtual void on_poll() {}
