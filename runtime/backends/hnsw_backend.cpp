@@ -1,4 +1,5 @@
 #include <dix/backends/hnsw_backend.hpp>
+#include <dix/applier.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,15 +9,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
 #include <system_error>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <variant>
@@ -49,7 +47,6 @@ namespace {
 #include <hnswlib/hnswlib.h>
 }  // namespace
 
-#include "backends/applier_queue.hpp"
 #include "backends/hnsw_probe.hpp"
 #include "backends/index_dir.hpp"
 #include "backends/index_space.hpp"
@@ -496,27 +493,17 @@ struct graph_view {
   std::size_t searching = 0;
 };
 
-struct barrier_request {
-  std::vector<completion> done;
-  std::uint64_t mark = 0;  // the last item queued when a request joined: the barrier runs after it
-  bool unspaced = false;   // a shutdown flush joined: run as soon as the mark is passed
-};
-// control_item: applier_queue.hpp's (a shutdown or a reset after the item in flight).
-struct queued {
-  std::uint64_t seq = 0;
-  std::variant<std::shared_ptr<const batch>, control_item> item;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 
-// The backend's graph is a graph_view (the search and listing hnsw_reader shares) plus the queue,
-// the applier and the files.
-struct hnsw_backend::impl : graph_view {
+// The backend's graph is a graph_view (the search and listing hnsw_reader shares) plus the files,
+// an engine under the applier skeleton (<dix/applier.hpp>, decision 0050), which owns the queue,
+// the applier thread, fencing, barrier coalescing, poisoning and the callbacks.
+struct hnsw_backend::impl : graph_view, applier_engine {
   std::string id;
   hnsw_options options;
-  backend_host* host = nullptr;
+  backend_host* host() const { return skeleton->host(); }
 
   clock_type::time_point now() const { return options.clock ? options.clock() : clock_type::now(); }
 
@@ -543,19 +530,14 @@ struct hnsw_backend::impl : graph_view {
   // asked again only after a later save, so a request the runtime absorbed is not lost.
   std::optional<std::uint64_t> rebuild_asked_at;
 
-  // The queue between deliver/flush/shutdown/reset and the applier.
-  mutable std::mutex queue_mutex;
-  std::condition_variable queue_cv;
-  std::deque<queued> queue;
-  std::uint64_t next_seq = 1;
-  std::optional<barrier_request> pending;
-  std::unique_ptr<queued_bytes_cap> cap;  // under queue_mutex
+  // What the applier's hooks and the probes share with the barrier: the step hook, the bytes
+  // accepted since the last save.
+  mutable std::mutex hooks_mutex;
   // Free space (decision 0013, issue 34): a barrier writes the whole graph anew beside the
   // generation it replaces, so a delivery is deferred while the filesystem would keep less than
   // the reserve after a generation of today's size plus the batch; the hold last reported.
   std::unique_ptr<index_space> disk;
-  space_hold hold;                       // under queue_mutex
-  std::uint64_t accepted_since_save = 0;  // under queue_mutex: twice the bytes accepted since
+  std::uint64_t accepted_since_save = 0;  // under hooks_mutex: twice the bytes accepted since
   // The files of the saved generation (0: none), which the next one will about equal.
   // Set with saved_generation from the lengths its cursor file records: no file system call on
   // the delivery path.
@@ -568,12 +550,11 @@ struct hnsw_backend::impl : graph_view {
   }
   // The next save, once anything was accepted, counts as used until it is written.
   void saved() {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(hooks_mutex);
     accepted_since_save = 0;
     disk->set_unflushed(0);
   }
-  bool stopping = false;
-  std::function<void(hnsw_step)> step_hook;  // under queue_mutex
+  std::function<void(hnsw_step)> step_hook;  // under hooks_mutex
 
   // Barrier spacing (applier-only but the atomic).
   std::optional<clock_type::time_point> last_save_end;
@@ -583,18 +564,15 @@ struct hnsw_backend::impl : graph_view {
   mutable std::mutex durable_mutex;
   std::optional<cursor> durable;
 
-  bool poisoned = false;  // applier-only: an apply failed; drop work until shutdown or reset
-  std::atomic<std::uint64_t> applied_batches{0};
-  std::atomic<std::uint64_t> dropped_batches{0};
-
-  state_callbacks listeners;
-  std::thread applier;
-
-  void emit(state_change change) { listeners.emit(change); }
+  // Last member: destroyed (its thread stopped) before the graph it applies to.
+  std::unique_ptr<applier> skeleton;
+  ~impl() override {
+    if (skeleton) skeleton->stop();
+  }
   void step(hnsw_step s) {
     std::function<void(hnsw_step)> hook;
     {
-      std::lock_guard lock(queue_mutex);
+      std::lock_guard lock(hooks_mutex);
       hook = step_hook;
     }
     if (hook) hook(s);
@@ -621,31 +599,48 @@ struct hnsw_backend::impl : graph_view {
   }
   result<void> remove_generations(std::uint64_t keep);
 
-  // Removes queued batches of `epoch` (0: all), counted as dropped. Caller holds queue_mutex.
-  void drop_queued(epoch_t epoch) {
-    for (auto it = queue.begin(); it != queue.end();) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&it->item);
-      if (b != nullptr && (epoch == 0 || (*b)->epoch == epoch)) {
-        cap->drop(**b);
-        ++dropped_batches;
-        it = queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  struct work {
-    std::optional<queued> item;
-    std::optional<barrier_request> barrier;
-  };
-  work next_work();
-  void run_applier();
   result<void> apply(const batch& b);
-  result<void> run_barrier();
+  result<bool> run_barrier();
   // The files' checks go to the out-parameters; they count once `cursor` names g.
   result<void> save_generation(std::uint64_t g, file_check& index_out, file_check& labels_out);
   result<void> run_reset();
+
+  // applier_engine
+  result<std::optional<cursor>> load_cursor() override {
+    if (auto ok = ensure_open(true); !ok) return ok.error();
+    std::lock_guard g(durable_mutex);
+    return durable;
+  }
+  result<apply_outcome> apply_batch(const batch& b) override {
+    if (auto ok = apply(b); !ok) return ok.error();
+    return apply_outcome::applied;
+  }
+  result<bool> commit(const std::optional<cursor>&, epoch_t) override { return run_barrier(); }
+  result<void> close() override {
+    std::unique_lock lock(index_mutex);
+    close_index();
+    return {};
+  }
+  result<void> reset_index() override { return run_reset(); }
+  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
+  // deferral timer (poll_interval 0: no watch), and the host hears of the hold.
+  backend_hold hold_for(const batch& b) override {
+    const bool room = disk->admits(index_space::level::deliver, generation_bytes.load() + batch_disk_bytes(b) + (64u << 10));
+    return room ? backend_hold::none : backend_hold::low_disk_space;
+  }
+  // Under the skeleton's lock: the next save counts as used from the moment it was accepted.
+  void on_accepted(const batch& b) override {
+    std::lock_guard lock(hooks_mutex);
+    accepted_since_save += batch_disk_bytes(b);
+    disk->set_unflushed(generation_bytes.load() + accepted_since_save);
+  }
+  // Barriers are spaced by three times the last save (decision 0023); the first is never held.
+  std::chrono::milliseconds barrier_delay() override {
+    if (!last_save_end) return std::chrono::milliseconds{0};
+    const auto left = *last_save_end + std::chrono::milliseconds(spacing_ms.load()) - now();
+    return std::max(std::chrono::milliseconds{0}, std::chrono::duration_cast<std::chrono::milliseconds>(left));
+  }
+  void on_barrier_held() override { step(hnsw_step::held); }
 };
 
 void hnsw_backend::impl::fresh_graph() {
@@ -732,7 +727,7 @@ result<void> hnsw_backend::impl::apply(const batch& b) {
         auto decoded = decode_vector(r.state.projection);
         const char* code = decoded ? check_vector(*decoded, options.dimension, options.space) : "dimension";
         if (code == nullptr) vector = std::move(*decoded);
-        else if (host != nullptr) host->note_unindexable(code);
+        else if (auto* h = host(); h != nullptr) h->note_unindexable(code);
       }
       ref_key key{r.log, r.table, r.record_id};
       auto it = labels.by_ref.find(key);
@@ -771,7 +766,7 @@ result<void> hnsw_backend::impl::apply(const batch& b) {
       static_cast<double>(deleted) / static_cast<double>(total) > options.max_deleted_ratio) {
     rebuild_asked_at = saved;
     lock.unlock();
-    if (host != nullptr) host->request_rebuild();
+    if (auto* h = host(); h != nullptr) h->request_rebuild();
   }
   return {};
 }
@@ -828,14 +823,16 @@ result<void> hnsw_backend::impl::save_generation(std::uint64_t g, file_check& in
   return {};
 }
 
-result<void> hnsw_backend::impl::run_barrier() {
+// A barrier (applier_engine::commit). True: commit_cursor is the durable one.
+result<bool> hnsw_backend::impl::run_barrier() {
   std::shared_lock lock(index_mutex);
   // Closed: nothing applied since it was (shut down or never) opened. No cursor to commit: a scan
   // in progress or an empty start; its state becomes durable with the first `through`.
-  if (!is_open || !commit_cursor || commit_epoch == 0) return {};
-  if (!dirty && written_cursor == commit_cursor->bytes()) return {};
+  if (!is_open || !commit_cursor || commit_epoch == 0) return false;
+  if (!dirty && written_cursor == commit_cursor->bytes()) return true;
   // Files of another owner's epoch are not ours to write (protocol.md §9.4).
-  if (host == nullptr || !host->is_owner_epoch(commit_epoch)) return {};
+  auto* host = this->host();
+  if (host == nullptr || !host->is_owner_epoch(commit_epoch)) return false;
   const auto& dir = options.state_dir;
   std::uint64_t g = saved_generation.load();
   file_check index_check = saved_index, labels_check = saved_labels;
@@ -845,7 +842,7 @@ result<void> hnsw_backend::impl::run_barrier() {
   if (dirty || g == 0) {
     g = next_generation++;
     const auto start = now();
-    if (auto ok = save_generation(g, index_check, labels_check); !ok) return ok;
+    if (auto ok = save_generation(g, index_check, labels_check); !ok) return ok.error();
     const auto end = now();
     last_save_end = end;
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(end - start);
@@ -853,14 +850,14 @@ result<void> hnsw_backend::impl::run_barrier() {
   }
   step(hnsw_step::write_cursor);
   cursor_file file{g, index_check, labels_check, commit_cursor->bytes()};
-  if (auto ok = write_synced(dir / cursor_tmp_name, encode_cursor_file(file)); !ok) return ok;
+  if (auto ok = write_synced(dir / cursor_tmp_name, encode_cursor_file(file)); !ok) return ok.error();
   if (!host->is_owner_epoch(commit_epoch)) {
     ::unlink((dir / cursor_tmp_name).c_str());
-    return {};
+    return false;
   }
   step(hnsw_step::rename_cursor);
-  if (auto ok = rename_file(dir / cursor_tmp_name, dir / cursor_name); !ok) return ok;
-  if (auto ok = fsync_path(dir, true); !ok) return ok;
+  if (auto ok = rename_file(dir / cursor_tmp_name, dir / cursor_name); !ok) return ok.error();
+  if (auto ok = fsync_path(dir, true); !ok) return ok.error();
   saved_generation = g;
   saved_index = index_check;
   saved_labels = labels_check;
@@ -873,9 +870,9 @@ result<void> hnsw_backend::impl::run_barrier() {
     durable = commit_cursor;
   }
   step(hnsw_step::delete_old);
-  if (auto ok = remove_generations(g); !ok) return ok;
+  if (auto ok = remove_generations(g); !ok) return ok.error();
   step(hnsw_step::finished);
-  return {};
+  return true;
 }
 
 result<void> hnsw_backend::impl::run_reset() {
@@ -913,87 +910,6 @@ result<void> hnsw_backend::impl::run_reset() {
   commit_epoch = 0;
   rebuild_asked_at.reset();  // a new generation of the index
   return {};
-}
-
-hnsw_backend::impl::work hnsw_backend::impl::next_work() {
-  std::unique_lock lock(queue_mutex);
-  for (;;) {
-    if (stopping) return {};
-    if (pending && (queue.empty() || queue.front().seq > pending->mark)) {
-      // Everything queued before the last request joined is applied.
-      const bool control_next = !queue.empty() && std::holds_alternative<control_item>(queue.front().item);
-      const auto t = now();
-      const auto due = last_save_end ? *last_save_end + std::chrono::milliseconds(spacing_ms.load()) : t;
-      if (pending->unspaced || control_next || t >= due) {
-        work w;
-        w.barrier = std::move(pending);
-        pending.reset();
-        return w;
-      }
-      if (queue.empty()) {
-        // Not due yet: wait for it (or for work, or for a shutdown flush joining).
-        if (step_hook) step_hook(hnsw_step::held);
-        queue_cv.wait_for(lock, due - t);
-        continue;
-      }
-      // Not due: batches behind it are applied meanwhile (the barrier will cover them too).
-    }
-    if (!queue.empty()) {
-      work w;
-      w.item = std::move(queue.front());
-      queue.pop_front();
-      return w;
-    }
-    queue_cv.wait(lock);
-  }
-}
-
-void hnsw_backend::impl::run_applier() {
-  for (;;) {
-    auto next = next_work();
-    if (next.barrier) {
-      auto outcome = poisoned ? result<void>{errc::backend_failed, "hnsw index " + id + " lost accepted work"} : run_barrier();
-      for (auto& done : next.barrier->done) std::move(done)(outcome);
-      emit({state_change_kind::changed, 0});
-      continue;
-    }
-    if (!next.item) return;  // stopping
-    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&next.item->item)) {
-      const auto& bt = **b;
-      bool changed = false;
-      if (poisoned || host == nullptr || !host->is_owner_epoch(bt.epoch)) {
-        ++dropped_batches;
-      } else if (auto ok = apply(bt); !ok) {
-        // Batches carry resolved states: later batches over a lost one would let a cursor claim
-        // work the graph lacks. Drop the queue and everything until a shutdown or reset.
-        poisoned = true;
-        ++dropped_batches;
-        {
-          std::lock_guard lock(queue_mutex);
-          drop_queued(0);
-        }
-        emit({state_change_kind::failed, bt.epoch});
-      } else {
-        ++applied_batches;
-      }
-      {
-        std::lock_guard lock(queue_mutex);
-        changed = cap->release(bt);
-      }
-      if (changed) emit({state_change_kind::changed, 0});
-      continue;
-    }
-    auto& control = std::get<control_item>(next.item->item);
-    result<void> outcome;
-    poisoned = false;
-    if (control.what == control_item::kind::reset) {
-      outcome = run_reset();
-    } else {
-      std::unique_lock lock(index_mutex);
-      close_index();
-    }
-    std::move(control.done)(outcome);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1054,89 +970,25 @@ result<std::shared_ptr<hnsw_backend>> hnsw_backend::create(std::string id, hnsw_
   auto p = std::make_unique<impl>();
   p->id = std::move(id);
   p->options = std::move(options);
-  p->cap = std::make_unique<queued_bytes_cap>(p->options.max_queued_bytes);
   p->disk = std::make_unique<index_space>(p->options.state_dir, p->options.free_space_reserve_bytes);
-  auto* raw = p.get();
-  p->applier = std::thread([raw] { raw->run_applier(); });
+  p->skeleton = std::make_unique<applier>(p->id, *p, applier_limits{p->options.max_queued_bytes, 0});
   return std::shared_ptr<hnsw_backend>(new hnsw_backend(std::move(p)));
 }
 
-hnsw_backend::~hnsw_backend() {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->stopping = true;
-    impl_->queue.clear();  // never durable: a restart replays it from the durable cursor
-  }
-  impl_->queue_cv.notify_all();
-  if (impl_->applier.joinable()) impl_->applier.join();
-}
+// Queued work is dropped (never durable: a restart replays it); ~impl stops the applier first.
+hnsw_backend::~hnsw_backend() = default;
 
 const std::string& hnsw_backend::id() const noexcept { return impl_->id; }
 
-void hnsw_backend::attach(backend_host& host) { impl_->host = &host; }
+void hnsw_backend::attach(backend_host& host) { impl_->skeleton->attach(host); }
 
-result<std::optional<cursor>> hnsw_backend::durable_cursor() {
-  if (auto ok = impl_->ensure_open(true); !ok) return ok.error();
-  std::lock_guard g(impl_->durable_mutex);
-  return impl_->durable;
-}
-
-delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) {
-  if (!b) return delivery_result::failed;
-  const auto epoch = b->epoch;
-  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
-  // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
-  const auto generation = impl_->generation_bytes.load();
-  const bool room = impl_->disk->admits(index_space::level::deliver, generation + impl_->batch_disk_bytes(*b) + (64u << 10));
-  bool report = false;
-  bool accepted = false;
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    report = impl_->hold.set(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
-    if (room && impl_->cap->admit(*b, impl_->queue.empty())) {
-      impl_->accepted_since_save += impl_->batch_disk_bytes(*b);
-      impl_->disk->set_unflushed(generation + impl_->accepted_since_save);
-      impl_->queue.push_back(queued{impl_->next_seq++, std::move(b)});
-      accepted = true;
-    }
-  }
-  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
-  if (accepted) impl_->queue_cv.notify_one();
-  return accepted ? delivery_result::accepted : delivery_result::deferred;
-}
-
-void hnsw_backend::flush(flush_reason reason, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    auto& pending = impl_->pending;
-    if (!pending) pending.emplace();
-    pending->done.push_back(std::move(done));
-    pending->mark = impl_->next_seq - 1;  // after everything queued so far
-    pending->unspaced = pending->unspaced || reason == flush_reason::shutdown;
-  }
-  impl_->queue_cv.notify_one();
-}
-
-void hnsw_backend::shutdown(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->drop_queued(epoch);
-    impl_->queue.push_back(queued{impl_->next_seq++, control_item{control_item::kind::shutdown, epoch, std::move(done)}});
-  }
-  impl_->queue_cv.notify_one();
-}
-
-void hnsw_backend::reset(epoch_t epoch, completion done) {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->drop_queued(epoch);
-    impl_->queue.push_back(queued{impl_->next_seq++, control_item{control_item::kind::reset, epoch, std::move(done)}});
-  }
-  impl_->queue_cv.notify_one();
-}
-
+result<std::optional<cursor>> hnsw_backend::durable_cursor() { return impl_->skeleton->durable_cursor(); }
+delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) { return impl_->skeleton->deliver(std::move(b)); }
+void hnsw_backend::flush(flush_reason reason, completion done) { impl_->skeleton->flush(reason, std::move(done)); }
+void hnsw_backend::shutdown(epoch_t epoch, completion done) { impl_->skeleton->shutdown(epoch, std::move(done)); }
+void hnsw_backend::reset(epoch_t epoch, completion done) { impl_->skeleton->reset(epoch, std::move(done)); }
 subscription hnsw_backend::on_state_change(std::function<void(state_change)> callback) {
-  return impl_->listeners.subscribe(std::move(callback));
+  return impl_->skeleton->on_state_change(std::move(callback));
 }
 
 std::chrono::milliseconds hnsw_backend::min_barrier_interval() const noexcept {
@@ -1148,8 +1000,9 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
   auto& p = *impl_;
   auto q = query_vector(query, n, p.options, p.id);
   if (!q) return q.error();
-  if (p.host == nullptr) return error{errc::unavailable, "hnsw index " + p.id + " is not registered"};
-  auto admitted = p.host->admit_query(mode);
+  auto* host = p.host();
+  if (host == nullptr) return error{errc::unavailable, "hnsw index " + p.id + " is not registered"};
+  auto admitted = host->admit_query(mode);
   if (!admitted) return admitted.error();
   if (auto ok = p.ensure_open(false); !ok) return ok.error();
   query_result<std::vector<scored_ref>> out;
@@ -1336,12 +1189,11 @@ std::string_view to_string(hnsw_step step) noexcept {
 }
 
 void hnsw_probe::on_step(hnsw_backend& b, std::function<void(hnsw_step)> hook) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->hooks_mutex);
   b.impl_->step_hook = std::move(hook);
 }
 void hnsw_probe::wake(hnsw_backend& b) {
-  { std::lock_guard lock(b.impl_->queue_mutex); }
-  b.impl_->queue_cv.notify_all();
+  b.impl_->skeleton->wake();
 }
 void hnsw_probe::set_space_probe(hnsw_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
   b.impl_->disk->set_probe(std::move(probe), max_age);
@@ -1349,8 +1201,8 @@ void hnsw_probe::set_space_probe(hnsw_backend& b, space_probe probe, std::chrono
 std::uint64_t hnsw_probe::saved_generation(const hnsw_backend& b) {
   return b.impl_->saved_generation.load();
 }
-std::uint64_t hnsw_probe::applied_batches(const hnsw_backend& b) { return b.impl_->applied_batches.load(); }
-std::uint64_t hnsw_probe::dropped_batches(const hnsw_backend& b) { return b.impl_->dropped_batches.load(); }
+std::uint64_t hnsw_probe::applied_batches(const hnsw_backend& b) { return b.impl_->skeleton->applied_batches(); }
+std::uint64_t hnsw_probe::dropped_batches(const hnsw_backend& b) { return b.impl_->skeleton->dropped_batches(); }
 void hnsw_probe::on_reader_load(hnsw_reader& r, std::function<void(std::uint64_t)> hook) {
   std::lock_guard lock(r.impl_->load_mutex);
   r.impl_->load_hook = std::move(hook);

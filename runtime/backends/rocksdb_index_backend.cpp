@@ -5,18 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
-#include <thread>
-#include <variant>
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -25,9 +21,9 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <dix/applier.hpp>
 #include <dix/memory.hpp>
 
-#include "backends/applier_queue.hpp"
 #include "backends/index_dir.hpp"
 #include "backends/index_space.hpp"
 #include "backends/rocksdb_index_probe.hpp"
@@ -227,10 +223,12 @@ result<std::vector<std::string>> decode_keys(std::string_view bytes) {
 
 // ---------------------------------------------------------------------------------------------
 
-struct rocksdb_index_backend::impl {
+// The engine under the applier skeleton (<dix/applier.hpp>, decision 0050): the skeleton owns
+// the queue, the applier thread, fencing, barriers, poisoning and the callbacks; this is the
+// database, its free-space holds (decision 0013) and its reset.
+struct rocksdb_index_backend::impl final : applier_engine {
   std::string id;
   rocksdb_index_options options;
-  backend_host* host = nullptr;
 
   // The database. Opened lazily, closed by shutdown. Queries and the applier hold `db_mutex`
   // shared; open, close and reset hold it exclusively.
@@ -241,94 +239,76 @@ struct rocksdb_index_backend::impl {
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
-  // The queue between deliver/flush/shutdown/reset and the applier.
-  mutable std::mutex queue_mutex;
-  std::condition_variable queue_cv;
-  std::deque<queue_item> queue;
-  std::uint64_t queued_bytes = 0;
-  bool deferred_pending = false;  // a delivery was deferred: emit `changed` at half the cap
-  bool stopping = false;
-  // Free space (decision 0013). Under queue_mutex: the bytes of a delivery deferred for space (0:
-  // none; the applier watches for room), and the hold last reported to the host, per epoch.
+  // Free space (decision 0013): deliveries are held below the reserve (the skeleton watches for
+  // room every poll_interval), batches wait below half of it.
   std::unique_ptr<index_space> space;
-  std::uint64_t space_deferred_bytes = 0;
-  space_hold hold;
 
-  // Durable cursor as of the last barrier (or as read from disk at open).
-  mutable std::mutex durable_mutex;
-  std::optional<cursor> durable;
-  bool durable_loaded = false;
-
-  // Applier-only state.
-  std::optional<cursor> applied_through;
-  epoch_t applied_epoch = 0;
-  bool poisoned = false;  // an apply failed: drop work until shutdown or reset
-  std::atomic<std::uint64_t> applied_batches{0};
-  std::atomic<std::uint64_t> dropped_batches{0};
-
-  state_callbacks callbacks;
-
-  std::thread applier;
-
-  // The test point before each step of reset (rocksdb_index_probe); empty in production. Set
-  // under queue_mutex, read by the applier after it took the reset from the queue.
+  // The test point before each step of reset (rocksdb_index_probe); empty in production.
+  std::mutex hook_mutex;
   std::function<bool(reset_step)> reset_hook;
 
   // Set by a failed open, cleared by a successful one: the next attempt logs through an
   // appending_logger, so retries leave no LOG.old.* behind (docs/operations.md).
   bool open_failed = false;
 
-  ~impl() { close_db(); }
+  // Last member: destroyed (its thread stopped) before the database it applies to.
+  std::unique_ptr<applier> skeleton;
 
+  ~impl() override {
+    if (skeleton) skeleton->stop();
+    close_db();
+  }
+
+  backend_host* host() const { return skeleton->host(); }
   // Caller holds db_mutex exclusively.
   result<void> open_db();
   error open_refusal(const rocksdb::Status& s) const;
   void close_db();
   // Opens under the exclusive lock if needed.
   result<void> ensure_open();
-
-  void emit(state_change change) { callbacks.emit(change); }
-  // Removes queued batches of `epoch` (shutdown and reset quiescence). Caller holds queue_mutex.
-  void drop_queued(epoch_t epoch) {
-    for (auto it = queue.begin(); it != queue.end();) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
-      if (b != nullptr && (*b)->epoch == epoch) {
-        queued_bytes -= weight(**b);
-        it = queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  struct next_step {
-    std::optional<queue_item> item;  // none and not resumed: stopping
-    bool resumed = false;            // a deferral for space ended
-  };
-  next_step next_item();
-  // A batch taken before space ran short, for a database not open yet, goes back to the front —
-  // unless the applier is stopping or a shutdown or reset of its epoch came meanwhile (they
-  // dropped its queued peers already). False: dropped.
-  bool requeue(std::shared_ptr<const batch> b) {
-    std::lock_guard lock(queue_mutex);
-    if (stopping) return false;
-    for (const auto& item : queue) {
-      auto* control = std::get_if<control_item>(&item);
-      if (control != nullptr && control->epoch == b->epoch) return false;
-    }
-    queue.push_front(std::move(b));
-    return true;
-  }
   bool database_open() const {
     std::shared_lock lock(db_mutex);
     return db != nullptr;
   }
   result<std::optional<std::string>> read_cursor_read_only();
-  void run_applier();
   result<void> apply(const batch& b);
-  result<void> run_barrier();
   result<void> run_reset();
   result<void> open_or_replace();
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
+
+  // applier_engine
+  result<std::optional<cursor>> load_cursor() override;
+  result<apply_outcome> apply_batch(const batch& b) override {
+    // Taken before space ran short, for a database not open yet: it waits at the front.
+    if (!database_open() && !space->check_open()) return apply_outcome::later;
+    if (auto ok = apply(b); !ok) return ok.error();
+    return apply_outcome::applied;
+  }
+  result<bool> commit(const std::optional<cursor>& through, epoch_t epoch) override;
+  result<void> close() override {
+    std::unique_lock lock(db_mutex);
+    close_db();
+    return {};
+  }
+  result<void> reset_index() override { return run_reset(); }
+  // Its entries now and their flush later: about twice the batch (decision 0013).
+  backend_hold hold_for(const batch& b) override {
+    return space->admits(index_space::level::deliver, 2 * weight(b)) ? backend_hold::none : backend_hold::low_disk_space;
+  }
+  bool ready(const batch& b) override { return space->admits(index_space::level::apply, 2 * weight(b)); }
+  std::chrono::milliseconds poll_interval() override { return space->poll_interval(); }
+  // Short of space: the live WAL counts as used until the memtables are flushed; with nothing
+  // more applied nothing else would flush them, and a deferral that only they cause would last
+  // forever (issue 34 item 4): flush them, and the next look sees what is really left.
+  void on_poll() override {
+    std::shared_lock db_lock(db_mutex);
+    if (db && space->flush_would_help()) {
+      rocksdb::FlushOptions fo;
+      fo.wait = true;
+      fo.allow_write_stall = true;
+      db->Flush(fo, handles).PermitUncheckedError();
+    }
+  }
 };
 
 // An open that failed. A database damaged beyond opening — a corrupt file, or a file of its own
@@ -448,7 +428,7 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
     if (r.state.kind == state_kind::record) {
       auto decoded = decode_keys(r.state.projection);
       if (decoded) keys = std::move(*decoded);
-      else if (host != nullptr) host->note_unindexable(decoded.error().message());
+      else if (auto* h = host(); h != nullptr) h->note_unindexable(decoded.error().message());
     }
     if (keys) {
       for (const auto& k : *keys) {
@@ -498,76 +478,17 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   return {};
 }
 
-rocksdb_index_backend::impl::next_step rocksdb_index_backend::impl::next_item() {
-  std::unique_lock lock(queue_mutex);
-  for (;;) {
-    if (stopping) return {};  // the destructor cleared the queue
-    bool short_of_space = space_deferred_bytes != 0;
-    if (!queue.empty()) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&queue.front());
-      auto next = queue.begin();
-      if (b != nullptr && !space->admits(index_space::level::apply, 2 * weight(**b))) {
-        // The batch waits for space; a barrier or a shutdown/reset behind it does not (decision
-        // 0013): a barrier syncs what was applied, a shutdown or reset dropped its epoch's
-        // batches when it was queued, so a release never waits for the disk.
-        short_of_space = true;
-        next = std::find_if(queue.begin(), queue.end(), [](const queue_item& item) {
-          return !std::holds_alternative<std::shared_ptr<const batch>>(item);
-        });
-      }
-      if (next != queue.end()) {
-        next_step step;
-        step.item = std::move(*next);
-        queue.erase(next);
-        return step;
-      }
-    }
-    if (space_deferred_bytes != 0 && space->admits(index_space::level::deliver, space_deferred_bytes)) {
-      space_deferred_bytes = 0;
-      return {std::nullopt, true};
-    }
-    if (!short_of_space) {
-      queue_cv.wait(lock);
-      continue;
-    }
-    // Short of space: look again after a while. The live WAL counts as used until the memtables
-    // are flushed; with nothing more applied nothing else would flush them, and a deferral that
-    // only they cause would last forever (issue 34 item 4): flush them, and the next look sees
-    // what is really left.
-    queue_cv.wait_for(lock, space->poll_interval());
-    lock.unlock();
-    {
-      std::shared_lock db_lock(db_mutex);
-      if (db && space->flush_would_help()) {
-        rocksdb::FlushOptions fo;
-        fo.wait = true;
-        fo.allow_write_stall = true;
-        db->Flush(fo, handles).PermitUncheckedError();
-      }
-    }
-    lock.lock();
+// A closed database has applied nothing since it was (shut down or never) opened, so there is
+// nothing to sync — and a filesystem too full to open it must not fail the barrier. With
+// manual_wal_flush off every Write handed its bytes to the file already: FlushWAL(true) only syncs
+// them and adds none (decision 0013). Each batch wrote its cursor with its entries.
+result<bool> rocksdb_index_backend::impl::commit(const std::optional<cursor>&, epoch_t) {
+  std::shared_lock lock(db_mutex);
+  if (db) {
+    auto s = db->FlushWAL(true);
+    if (!s.ok()) return error{errc::io_error, "index " + id + ": FlushWAL: " + s.ToString()};
   }
-}
-
-result<void> rocksdb_index_backend::impl::run_barrier() {
-  {
-    // A closed database has applied nothing since it was (shut down or never) opened, so there
-    // is nothing to sync — and a filesystem too full to open it must not fail the barrier. With
-    // manual_wal_flush off every Write handed its bytes to the file already: FlushWAL(true) only
-    // syncs them and adds none (decision 0013).
-    std::shared_lock lock(db_mutex);
-    if (db) {
-      auto s = db->FlushWAL(true);
-      if (!s.ok()) return {errc::io_error, "index " + id + ": FlushWAL: " + s.ToString()};
-    }
-  }
-  // Publish only work of the current owner (protocol.md §9.4).
-  if (applied_through && host != nullptr && host->is_owner_epoch(applied_epoch)) {
-    std::lock_guard g(durable_mutex);
-    durable = applied_through;
-    durable_loaded = true;
-  }
-  return {};
+  return true;
 }
 
 namespace {
@@ -620,7 +541,12 @@ result<void> rocksdb_index_backend::impl::open_or_replace() {
 result<void> rocksdb_index_backend::impl::run_reset() {
   std::unique_lock lock(db_mutex);
   if (auto ok = open_or_replace(); !ok) return ok;
-  auto injected = [&](reset_step step) { return reset_hook && reset_hook(step); };
+  std::function<bool(reset_step)> hook;
+  {
+    std::lock_guard g(hook_mutex);
+    hook = reset_hook;
+  }
+  auto injected = [&](reset_step step) { return hook && hook(step); };
   auto fail = [&](reset_step step, const std::string& what) -> result<void> {
     return {errc::io_error, "index " + id + ": reset, " + std::string(to_string(step)) + ": " + what};
   };
@@ -642,14 +568,8 @@ result<void> rocksdb_index_backend::impl::run_reset() {
   gone.Delete(meta, slice(coverage_key)).PermitUncheckedError();
   s = db->Write(sync, &gone);
   if (!s.ok()) return fail(reset_step::delete_cursor, s.ToString());
-  // From here on no cursor exists, on disk or here: a later step that fails must not leave the
-  // old one in memory for durable_cursor() to report over entries that may be half destroyed.
-  applied_through.reset();
-  {
-    std::lock_guard g(durable_mutex);
-    durable.reset();
-    durable_loaded = true;
-  }
+  // From here on no cursor exists on disk; the skeleton forgets its own after any outcome (a
+  // failed reset's cursor is read again), never reporting one over half-destroyed entries.
   struct family_steps {
     rocksdb::ColumnFamilyHandle** handle;
     reset_step drop;
@@ -679,81 +599,6 @@ result<void> rocksdb_index_backend::impl::run_reset() {
   return {};
 }
 
-void rocksdb_index_backend::impl::run_applier() {
-  for (;;) {
-    auto next = next_item();
-    if (next.resumed) {
-      bool report = false;
-      epoch_t epoch = 0;
-      {
-        std::lock_guard lock(queue_mutex);
-        epoch = hold.epoch();
-        report = hold.set(epoch, backend_hold::none);
-      }
-      if (report && host != nullptr) host->note_hold(epoch, backend_hold::none);
-      emit({state_change_kind::changed, 0});
-      continue;
-    }
-    if (!next.item) return;  // stopping
-    queue_item item = std::move(*next.item);
-    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&item)) {
-      const auto& bt = **b;
-      bool changed = false;
-      if (poisoned) {
-        ++dropped_batches;
-      } else if (host != nullptr && host->is_owner_epoch(bt.epoch)) {
-        if (!database_open() && !space->check_open()) {
-          if (requeue(*b)) continue;  // still queued: its bytes stay counted
-          ++dropped_batches;
-        } else if (auto ok = apply(bt); !ok) {
-          // Batches carry resolved states, not deltas: applying later batches over a lost one
-          // would let a cursor claim work the index lacks. Drop everything until a shutdown or
-          // reset, and report a permanent failure (the runtime condemns and rebuilds).
-          poisoned = true;
-          ++dropped_batches;
-          emit({state_change_kind::failed, bt.epoch});
-        } else {
-          ++applied_batches;
-          if (bt.through) {
-            applied_through = bt.through;
-            applied_epoch = bt.epoch;
-          }
-        }
-      } else {
-        ++dropped_batches;
-      }
-      {
-        std::lock_guard lock(queue_mutex);
-        queued_bytes -= weight(bt);
-        if (deferred_pending && queued_bytes <= options.max_queued_bytes / 2) {
-          deferred_pending = false;
-          changed = true;
-        }
-      }
-      if (changed) emit({state_change_kind::changed, 0});
-    } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
-      auto outcome = poisoned ? result<void>{errc::backend_failed, "index " + id + " lost accepted work"}
-                              : run_barrier();
-      for (auto& done : barrier->done) std::move(done)(outcome);
-      emit({state_change_kind::changed, 0});
-    } else {
-      auto& control = std::get<control_item>(item);
-      result<void> outcome;
-      poisoned = false;
-      if (control.what == control_item::kind::reset) {
-        outcome = run_reset();
-      } else {
-        std::unique_lock lock(db_mutex);
-        close_db();
-        std::lock_guard g(durable_mutex);
-        durable_loaded = false;  // the next owner reads the cursor from disk again
-        applied_through.reset();
-      }
-      std::move(control.done)(outcome);
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 
 rocksdb_index_backend::rocksdb_index_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -768,22 +613,13 @@ result<std::shared_ptr<rocksdb_index_backend>> rocksdb_index_backend::create(std
   p->id = std::move(id);
   p->options = std::move(options);
   p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes, index_space::pending::live_wal);
-  auto* raw = p.get();
-  p->applier = std::thread([raw] { raw->run_applier(); });
+  p->skeleton = std::make_unique<applier>(p->id, *p, applier_limits{p->options.max_queued_bytes, 0});
   return std::shared_ptr<rocksdb_index_backend>(new rocksdb_index_backend(std::move(p)));
 }
 
-rocksdb_index_backend::~rocksdb_index_backend() {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->stopping = true;
-    // Work still queued is dropped: it was never made durable, so nothing is lost that a
-    // restart would not replay from the durable cursor.
-    impl_->queue.clear();
-  }
-  impl_->queue_cv.notify_all();
-  if (impl_->applier.joinable()) impl_->applier.join();
-}
+// Work still queued is dropped: it was never made durable, so nothing is lost that a restart
+// would not replay from the durable cursor (~impl stops the applier, then closes the database).
+rocksdb_index_backend::~rocksdb_index_backend() = default;
 
 result<void> rocksdb_index_backend::open() { return impl_->ensure_open(); }
 
@@ -843,7 +679,8 @@ result<rocksdb_index_coverage> decode_coverage(std::string_view in) {
 // the next barrier's FlushWAL(true) makes it durable with the cursor. Never throws.
 void rocksdb_index_backend::publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept {
   try {
-    if (impl_->host == nullptr || !impl_->host->is_owner_epoch(epoch)) return;
+    auto* host = impl_->host();
+    if (host == nullptr || !host->is_owner_epoch(epoch)) return;
     std::shared_lock lock(impl_->db_mutex);
     if (!impl_->db) return;
     const auto value = encode_coverage(rocksdb_index_coverage{epoch, coverage_time, p});
@@ -867,97 +704,41 @@ result<std::optional<rocksdb_index_coverage>> rocksdb_index_backend::stored_cove
 
 const std::string& rocksdb_index_backend::id() const noexcept { return impl_->id; }
 
-void rocksdb_index_backend::attach(backend_host& host) { impl_->host = &host; }
+void rocksdb_index_backend::attach(backend_host& host) { impl_->skeleton->attach(host); }
 
-result<std::optional<cursor>> rocksdb_index_backend::durable_cursor() {
-  {
-    std::lock_guard g(impl_->durable_mutex);
-    if (impl_->durable_loaded) return impl_->durable;
-  }
+result<std::optional<cursor>> rocksdb_index_backend::impl::load_cursor() {
   std::optional<std::string> bytes;
-  bool opened = false;
-  {
-    std::shared_lock lock(impl_->db_mutex);
-    opened = impl_->db != nullptr;
-  }
-  if (!opened && !impl_->space->check_open()) {
+  if (!database_open() && !space->check_open()) {
     // Too full to open for writing (decision 0013): the owner still learns its cursor, and its
     // deliveries are deferred until space returns.
-    auto read = impl_->read_cursor_read_only();
+    auto read = read_cursor_read_only();
     if (!read) return read.error();
     bytes = std::move(*read);
   } else {
-    if (auto ok = impl_->ensure_open(); !ok) return ok.error();
+    if (auto ok = ensure_open(); !ok) return ok.error();
     std::string value;
     rocksdb::Status s;
     {
-      std::shared_lock lock(impl_->db_mutex);
-      if (!impl_->db) return error{errc::io_error, "index " + impl_->id + " closed while reading its cursor"};
-      s = impl_->db->Get(rocksdb::ReadOptions{}, impl_->meta, slice(cursor_key), &value);
+      std::shared_lock lock(db_mutex);
+      if (!db) return error{errc::io_error, "index " + id + " closed while reading its cursor"};
+      s = db->Get(rocksdb::ReadOptions{}, meta, slice(cursor_key), &value);
     }
-    if (!s.ok() && !s.IsNotFound()) {
-      return error{errc::io_error, "index " + impl_->id + ": reading the cursor: " + s.ToString()};
-    }
+    if (!s.ok() && !s.IsNotFound()) return error{errc::io_error, "index " + id + ": reading the cursor: " + s.ToString()};
     if (s.ok()) bytes = std::move(value);
   }
-  std::lock_guard g(impl_->durable_mutex);
-  if (!bytes) {
-    impl_->durable.reset();
-  } else {
-    auto decoded = cursor::decode(*bytes);
-    if (!decoded) return decoded.error();
-    impl_->durable = std::move(*decoded);
-  }
-  impl_->durable_loaded = true;
-  return impl_->durable;
+  if (!bytes) return std::optional<cursor>{};
+  auto decoded = cursor::decode(*bytes);
+  if (!decoded) return decoded.error();
+  return std::optional<cursor>{std::move(*decoded)};
 }
 
-delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) {
-  if (!b) return delivery_result::failed;
-  const auto epoch = b->epoch;
-  // Its entries now and their flush later: about twice the batch (decision 0013).
-  const auto bytes = 2 * impl::weight(*b);
-  const bool room = impl_->space->admits(index_space::level::deliver, bytes);
-  bool report = false;
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    if (!room) {
-      // Below the reserve nothing is queued, not even into an empty queue; the applier watches
-      // the filesystem and emits `changed` when the room is there.
-      impl_->space_deferred_bytes = bytes;
-      report = impl_->hold.set(epoch, backend_hold::low_disk_space);
-    } else {
-      // Soft cap: an empty queue accepts any single batch.
-      if (!impl_->queue.empty() && impl_->queued_bytes >= impl_->options.max_queued_bytes) {
-        impl_->deferred_pending = true;
-        return delivery_result::deferred;
-      }
-      report = impl_->hold.set(epoch, backend_hold::none);
-      impl_->space_deferred_bytes = 0;  // the runner holds one deferred batch: this was it
-      impl_->queued_bytes += impl::weight(*b);
-      impl_->queue.emplace_back(std::move(b));
-    }
-  }
-  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
-  impl_->queue_cv.notify_one();
-  return room ? delivery_result::accepted : delivery_result::deferred;
-}
-
-void rocksdb_index_backend::flush(flush_reason reason, completion done) {
-  (void)reason;
-  enqueue_barrier(*impl_, std::move(done));
-}
-
-void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) {
-  enqueue_control(*impl_, control_item::kind::shutdown, epoch, std::move(done));
-}
-
-void rocksdb_index_backend::reset(epoch_t epoch, completion done) {
-  enqueue_control(*impl_, control_item::kind::reset, epoch, std::move(done));
-}
-
+result<std::optional<cursor>> rocksdb_index_backend::durable_cursor() { return impl_->skeleton->durable_cursor(); }
+delivery_result rocksdb_index_backend::deliver(std::shared_ptr<const batch> b) { return impl_->skeleton->deliver(std::move(b)); }
+void rocksdb_index_backend::flush(flush_reason reason, completion done) { impl_->skeleton->flush(reason, std::move(done)); }
+void rocksdb_index_backend::shutdown(epoch_t epoch, completion done) { impl_->skeleton->shutdown(epoch, std::move(done)); }
+void rocksdb_index_backend::reset(epoch_t epoch, completion done) { impl_->skeleton->reset(epoch, std::move(done)); }
 subscription rocksdb_index_backend::on_state_change(std::function<void(state_change)> callback) {
-  return impl_->callbacks.subscribe(std::move(callback));
+  return impl_->skeleton->on_state_change(std::move(callback));
 }
 
 namespace {
@@ -1017,8 +798,9 @@ result<std::vector<record_ref>> read_entries(rocksdb::DB& db, rocksdb::ColumnFam
 // Shared by lookup and range: admission first, then the entries of `scan`.
 static rows_result query_entries(rocksdb_index_backend::impl& p, const coverage_mode& mode, const entry_scan& scan,
                                  std::size_t limit) {
-  if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
-  auto admitted = p.host->admit_query(mode);
+  auto* host = p.host();
+  if (host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
+  auto admitted = host->admit_query(mode);
   if (!admitted) return admitted.error();
   if (auto ok = p.ensure_open(); !ok) return ok.error();
   std::shared_lock lock(p.db_mutex);
@@ -1259,14 +1041,11 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_reader::range(std::s
   return impl_->query(mode, *scan, limit);
 }
 
-std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) {
-  std::lock_guard lock(b.impl_->queue_mutex);
-  return b.impl_->queued_bytes;
-}
-std::uint64_t rocksdb_index_probe::applied_batches(const rocksdb_index_backend& b) { return b.impl_->applied_batches.load(); }
-std::uint64_t rocksdb_index_probe::dropped_batches(const rocksdb_index_backend& b) { return b.impl_->dropped_batches.load(); }
+std::uint64_t rocksdb_index_probe::queued_bytes(const rocksdb_index_backend& b) { return b.impl_->skeleton->queued_bytes(); }
+std::uint64_t rocksdb_index_probe::applied_batches(const rocksdb_index_backend& b) { return b.impl_->skeleton->applied_batches(); }
+std::uint64_t rocksdb_index_probe::dropped_batches(const rocksdb_index_backend& b) { return b.impl_->skeleton->dropped_batches(); }
 void rocksdb_index_probe::on_reset_step(rocksdb_index_backend& b, std::function<bool(reset_step)> hook) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->hook_mutex);
   b.impl_->reset_hook = std::move(hook);
 }
 

@@ -1,4 +1,5 @@
 #include <dix/backends/xapian_backend.hpp>
+#include <dix/applier.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,16 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <tuple>
-#include <variant>
 
 #include <xapian.h>
 
-#include "backends/applier_queue.hpp"
 #include "backends/index_dir.hpp"
 #include "backends/index_space.hpp"
 #include "backends/xapian_probe.hpp"
@@ -315,21 +312,22 @@ result<std::vector<std::pair<std::string, std::string>>> decode_fields(std::stri
 
 // ---------------------------------------------------------------------------------------------
 
-struct xapian_backend::impl {
+// The engine under the applier skeleton (<dix/applier.hpp>, decision 0050), which owns the queue,
+// the applier thread, fencing, barrier coalescing, poisoning and the callbacks. This is the
+// database: one transaction per barrier, the writer lock (deferral while another holds it), an
+// apply error that loses the transaction's work (accepted_work_lost, `failed` at the third in a
+// row), free space.
+struct xapian_backend::impl final : applier_engine {
   std::string id;
   xapian_options options;  // each user makes its own Xapian::Stem: Xapian's handles count
                            // references without atomics, so none is shared between threads
-  backend_host* host = nullptr;
+  backend_host* host() const { return skeleton->host(); }
 
-  // The queue between deliver/flush/shutdown/reset and the applier. The counts include the
-  // batch in flight.
-  mutable std::mutex queue_mutex;
-  std::condition_variable queue_cv;
-  std::deque<queue_item> queue;
-  std::uint64_t queued_bytes = 0;
-  std::uint64_t queued_batches = 0;
-  bool deferred_pending = false;  // a delivery was deferred: emit `changed` when it would pass
+  // What the hooks (on the proxy's thread and under the skeleton's lock) share with the applier.
+  mutable std::mutex mutex;
+  std::condition_variable stop_cv;  // a reset waiting for a previous owner's lock, until stopping
   bool stopping = false;
+  std::uint64_t queued_bytes = 0;  // the skeleton's, mirrored for the space estimate
   // The writer lock is held by another WritableDatabase: deliveries are deferred, the open is
   // retried at `retry_at`, the wait doubling from 10 ms to 1 s.
   bool lock_busy = false;
@@ -339,38 +337,37 @@ struct xapian_backend::impl {
   // deliveries are deferred until durable_cursor() is read again (decision 0022).
   epoch_t lost_epoch = 0;
   // Free space (decision 0013, issue 34): a delivery is deferred while the filesystem has less
-  // than the reserve above what the batch will make the database write; the hold last reported.
+  // than the reserve above what the batch will make the database write.
   std::unique_ptr<index_space> space;
-  space_hold hold;
   std::uint64_t transaction_bytes = 0;  // weights of the batches the open transaction holds
   // Test points (xapian_probe); empty in production.
   std::function<void(std::uint64_t)> applied_hook;
   std::function<void()> busy_hook;
   int injected_failures = 0;
 
-  // Durable cursor as of the last barrier (or as read from disk).
-  mutable std::mutex durable_mutex;
-  std::optional<cursor> durable;
-  bool durable_loaded = false;
-
   // Applier-only state.
   std::unique_ptr<Xapian::WritableDatabase> writer;
   bool in_transaction = false;
   epoch_t transaction_epoch = 0;  // the epoch whose batches the open transaction holds
-  std::optional<cursor> applied_through;
   int errors_without_barrier = 0;
-  bool poisoned = false;  // `failed` was emitted: drop work until shutdown or reset
-  std::atomic<std::uint64_t> applied_batches{0};
-  std::atomic<std::uint64_t> dropped_batches{0};
   std::atomic<std::uint64_t> commits{0};
 
   // The queries' reader: reopened before each query; replaced after a reset (generation).
   query_site queries;
   std::atomic<std::uint64_t> generation{0};
 
-  state_callbacks callbacks;
+  // Last member: destroyed (its thread stopped) before the writer it applies to.
+  std::unique_ptr<applier> skeleton;
 
-  std::thread applier;
+  ~impl() override {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    stop_cv.notify_all();
+    if (skeleton) skeleton->stop();
+    (void)run_shutdown();
+  }
 
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
   // What applying and committing a batch may write: a glass database writes each changed block
@@ -380,10 +377,9 @@ struct xapian_backend::impl {
   static std::uint64_t disk_bytes(const batch& b) { return disk_factor * weight(b) + (64u << 10); }
   // Counts what the database will still write for batches queued or applied but not committed
   // as used (index_space's unflushed bytes), so a reading taken now is not fooled by a commit to
-  // come. Caller holds queue_mutex.
+  // come. Caller holds mutex.
   void note_pending() { space->set_unflushed(disk_factor * (queued_bytes + transaction_bytes)); }
 
-  void emit(state_change change) { callbacks.emit(change); }
   // Its database damaged beyond reading — a corrupt block, or a table file of its own missing
   // or unreadable behind its version file (issue 34: a deleted postlist.glass was retried as a
   // transient fault for good): no cursor in it can be trusted. cursor_invalid: the runner
@@ -393,89 +389,70 @@ struct xapian_backend::impl {
                                       e.get_description() + "): no cursor in it can be trusted; a rebuild replaces it"};
   }
 
-  // Caller holds queue_mutex.
-  bool over_cap() const {
-    return queued_batches >= options.max_queued_batches || queued_bytes >= options.max_queued_bytes;
-  }
-  bool at_half() const {
-    return queued_batches <= options.max_queued_batches / 2 && queued_bytes <= options.max_queued_bytes / 2;
-  }
-  // Removes queued batches of `epoch`. Caller holds queue_mutex.
-  void drop_queued(epoch_t epoch) {
-    for (auto it = queue.begin(); it != queue.end();) {
-      auto* b = std::get_if<std::shared_ptr<const batch>>(&*it);
-      if (b != nullptr && (*b)->epoch == epoch) {
-        queued_bytes -= weight(**b);
-        --queued_batches;
-        ++dropped_batches;
-        it = queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    note_pending();
-  }
-
-  struct next_step {
-    std::optional<queue_item> item;  // none and not retry_open: stopping
-    bool retry_open = false;         // the writer lock may have freed: try the open again
-  };
-  next_step next_item();
-  // A batch that met a busy lock goes back to the front, unless the applier is stopping or a
-  // shutdown or reset of its epoch came meanwhile (they dropped its queued peers). False: dropped.
-  bool requeue(std::shared_ptr<const batch> b);
-
-  void run_applier();
   // Opens the writer (creating the database if missing). Throws Xapian::Error.
   void open_writer();
   void cancel_transaction() noexcept;
-  // Cancels, closes the writer and reports the loss (or the failure, the third in a row). The
-  // batch in flight, if any, leaves the queue's counts before the report goes out.
-  void apply_failed(epoch_t epoch, const batch* in_flight);
+  // Cancels and closes the writer after an error. True: the loss is recoverable (lost_epoch set,
+  // accepted_work_lost to report); false: the third error without a barrier, `failed`.
+  bool apply_failed(epoch_t epoch);
   void apply(const batch& b);  // throws Xapian::Error
-  result<void> run_barrier();
   result<void> run_shutdown();
   result<void> run_reset();
-  void finish_batch(const batch& b);
+  // After a successful shutdown or reset: a fresh start for the next owner.
+  void released() {
+    errors_without_barrier = 0;
+    std::lock_guard lock(mutex);
+    lock_busy = false;
+    lost_epoch = 0;
+  }
+
+  // applier_engine
+  result<std::optional<cursor>> load_cursor() override;
+  result<apply_outcome> apply_batch(const batch& b) override;
+  result<bool> commit(const std::optional<cursor>& through, epoch_t epoch) override;
+  result<void> close() override {
+    auto outcome = run_shutdown();
+    if (outcome) released();
+    return outcome;
+  }
+  result<void> reset_index() override {
+    auto outcome = run_reset();
+    if (outcome) released();
+    return outcome;
+  }
+  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
+  // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
+  backend_hold hold_for(const batch& b) override {
+    return space->admits(index_space::level::deliver, disk_bytes(b)) ? backend_hold::none : backend_hold::low_disk_space;
+  }
+  bool busy(epoch_t epoch) override {
+    std::lock_guard lock(mutex);
+    return lock_busy || (lost_epoch != 0 && (epoch == 0 || lost_epoch == epoch));
+  }
+  // While the lock is busy, batches wait; a barrier (nothing uncommitted exists with the writer
+  // closed) and a shutdown or reset (which dropped their epoch's batches) do not.
+  bool ready(const batch&) override {
+    std::lock_guard lock(mutex);
+    return !lock_busy;
+  }
+  std::chrono::milliseconds poll_interval() override {
+    std::lock_guard lock(mutex);
+    if (!lock_busy) return std::chrono::milliseconds{0};
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(retry_at - std::chrono::steady_clock::now());
+    return std::max(std::chrono::milliseconds{1}, left);
+  }
+  void on_poll() override;  // retries the open when the lock may have freed
+  void on_accepted(const batch& b) override {
+    std::lock_guard lock(mutex);
+    queued_bytes += weight(b);
+    note_pending();
+  }
+  void on_released(const batch& b) override {
+    std::lock_guard lock(mutex);
+    queued_bytes -= weight(b);
+    note_pending();
+  }
 };
-
-xapian_backend::impl::next_step xapian_backend::impl::next_item() {
-  std::unique_lock lock(queue_mutex);
-  for (;;) {
-    if (stopping) return {};
-    if (!queue.empty()) {
-      auto next = queue.begin();
-      // While the lock is busy, batches wait; a barrier (nothing uncommitted exists with the
-      // writer closed) and a shutdown or reset (which dropped their epoch's batches) do not.
-      if (lock_busy) {
-        next = std::find_if(queue.begin(), queue.end(), [](const queue_item& item) {
-          return !std::holds_alternative<std::shared_ptr<const batch>>(item);
-        });
-      }
-      if (next != queue.end()) {
-        next_step step;
-        step.item = std::move(*next);
-        queue.erase(next);
-        return step;
-      }
-      if (std::chrono::steady_clock::now() >= retry_at) return {std::nullopt, true};
-      queue_cv.wait_until(lock, retry_at);
-      continue;
-    }
-    queue_cv.wait(lock);
-  }
-}
-
-bool xapian_backend::impl::requeue(std::shared_ptr<const batch> b) {
-  std::lock_guard lock(queue_mutex);
-  if (stopping) return false;
-  for (const auto& item : queue) {
-    auto* control = std::get_if<control_item>(&item);
-    if (control != nullptr && control->epoch == b->epoch) return false;
-  }
-  queue.push_front(std::move(b));
-  return true;
-}
 
 void xapian_backend::impl::open_writer() {
   if (writer) return;
@@ -488,11 +465,10 @@ void xapian_backend::impl::cancel_transaction() noexcept {
   if (!in_transaction) return;
   in_transaction = false;
   {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(mutex);
     transaction_bytes = 0;
     note_pending();
   }
-  applied_through.reset();
   try {
     writer->cancel_transaction();
   } catch (...) {
@@ -500,7 +476,7 @@ void xapian_backend::impl::cancel_transaction() noexcept {
   }
 }
 
-void xapian_backend::impl::apply_failed(epoch_t epoch, const batch* in_flight) {
+bool xapian_backend::impl::apply_failed(epoch_t epoch) {
   cancel_transaction();
   if (writer) {
     try {
@@ -511,20 +487,81 @@ void xapian_backend::impl::apply_failed(epoch_t epoch, const batch* in_flight) {
   }
   ++errors_without_barrier;
   const bool fail = errors_without_barrier >= max_errors_without_barrier;
+  std::lock_guard lock(mutex);
+  // Accepted work queued behind the lost batch is lost with it (the skeleton drops it): the
+  // runtime replays from the durable cursor, and applying it over the gap could let a later
+  // cursor claim the gap.
+  transaction_bytes = 0;
+  note_pending();
+  if (!fail) lost_epoch = epoch;
+  return !fail;
+}
+
+void xapian_backend::impl::on_poll() {
   {
-    std::lock_guard lock(queue_mutex);
-    // Accepted work queued behind the lost batch is lost with it: the runtime replays from the
-    // durable cursor, and applying it over the gap could let a later cursor claim the gap.
-    drop_queued(epoch);
-    transaction_bytes = 0;
-    if (in_flight != nullptr) {
-      queued_bytes -= weight(*in_flight);
-      --queued_batches;
-    }
-    if (!fail) lost_epoch = epoch;
+    std::lock_guard lock(mutex);
+    if (!lock_busy || std::chrono::steady_clock::now() < retry_at) return;
   }
-  if (fail) poisoned = true;
-  emit({fail ? state_change_kind::failed : state_change_kind::accepted_work_lost, epoch});
+  bool opened = false;
+  try {
+    open_writer();
+    opened = true;
+  } catch (const Xapian::DatabaseLockError&) {
+  } catch (const Xapian::Error&) {
+    opened = true;  // not the lock: the batch's apply meets the error and reports it
+  }
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(mutex);
+    if (opened) {
+      lock_busy = false;
+    } else {
+      retry_delay = std::min(2 * retry_delay, max_lock_retry);
+      retry_at = std::chrono::steady_clock::now() + retry_delay;
+      hook = busy_hook;
+    }
+  }
+  if (opened) skeleton->resume();  // the deliveries deferred meanwhile are owed `changed`
+  if (hook) hook();
+}
+
+result<apply_outcome> xapian_backend::impl::apply_batch(const batch& b) {
+  if (in_transaction && transaction_epoch != b.epoch) cancel_transaction();  // a superseded epoch's work
+  if (!writer) {
+    try {
+      open_writer();
+    } catch (const Xapian::DatabaseLockError&) {
+      std::function<void()> hook;
+      {
+        std::lock_guard lock(mutex);
+        lock_busy = true;
+        retry_delay = first_lock_retry;
+        retry_at = std::chrono::steady_clock::now() + retry_delay;
+        hook = busy_hook;
+      }
+      if (hook) hook();
+      return apply_outcome::later;  // back to the front: it waits for the lock
+    } catch (const Xapian::Error& e) {
+      if (apply_failed(b.epoch)) return apply_outcome::lost;
+      return error{errc::io_error, "index " + id + ": opening the writer: " + e.get_description()};
+    }
+  }
+  try {
+    apply(b);
+  } catch (const Xapian::Error& e) {
+    if (apply_failed(b.epoch)) return apply_outcome::lost;
+    return error{errc::io_error, "index " + id + ": applying a batch: " + e.get_description()};
+  }
+  const auto n = skeleton->applied_batches() + 1;
+  std::function<void(std::uint64_t)> hook;
+  {
+    std::lock_guard lock(mutex);
+    hook = applied_hook;
+    transaction_bytes += weight(b);
+    note_pending();
+  }
+  if (hook) hook(n);
+  return apply_outcome::applied;
 }
 
 void xapian_backend::impl::apply(const batch& b) {
@@ -535,7 +572,7 @@ void xapian_backend::impl::apply(const batch& b) {
   }
   bool inject = false;
   {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(mutex);
     if (injected_failures > 0) {
       --injected_failures;
       inject = true;
@@ -547,18 +584,18 @@ void xapian_backend::impl::apply(const batch& b) {
     const auto term = xapian_id_term(r.log, r.table, r.record_id);
     if (term.size() > max_term_bytes) {
       // No document can carry this id, so there is none to remove either.
-      if (host != nullptr) host->note_unindexable("id_too_long");
+      if (auto* h = host(); h != nullptr) h->note_unindexable("id_too_long");
       continue;
     }
     std::optional<std::vector<std::pair<std::string, std::string>>> fields;
     if (r.state.kind == state_kind::record) {
       auto decoded = decode_fields(r.state.projection);
       if (!decoded) {
-        if (host != nullptr) host->note_unindexable(decoded.error().message());
+        if (auto* h = host(); h != nullptr) h->note_unindexable(decoded.error().message());
       } else if (std::all_of(decoded->begin(), decoded->end(), [&](const auto& f) { return options.fields.count(f.first) != 0; })) {
         fields = std::move(*decoded);
-      } else if (host != nullptr) {
-        host->note_unindexable("unknown_field");
+      } else if (auto* h = host(); h != nullptr) {
+        h->note_unindexable("unknown_field");
       }
     }
     if (!fields) {
@@ -579,44 +616,32 @@ void xapian_backend::impl::apply(const batch& b) {
     if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
   }
   if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
-  if (b.through) {
-    writer->set_metadata(cursor_key, b.through->bytes());
-    applied_through = b.through;
-  }
+  if (b.through) writer->set_metadata(cursor_key, b.through->bytes());
 }
 
-result<void> xapian_backend::impl::run_barrier() {
-  if (poisoned) return {errc::backend_failed, "index " + id + " lost accepted work"};
-  if (!writer || !in_transaction) return {};  // nothing uncommitted
-  // Commit only work of the current owner (protocol.md §9.4): a superseded epoch's transaction
-  // is discarded, never written.
-  if (host == nullptr || !host->is_owner_epoch(transaction_epoch)) {
-    cancel_transaction();
-    return {};
-  }
+// The skeleton asked is_owner_epoch for the transaction's epoch (its last applied batch's) just
+// before: a superseded epoch's transaction is never committed (protocol.md §9.4); the next epoch's
+// first batch or the shutdown cancels it.
+result<bool> xapian_backend::impl::commit(const std::optional<cursor>&, epoch_t) {
+  if (!writer || !in_transaction) return true;  // nothing uncommitted
   try {
     writer->commit_transaction();
   } catch (const Xapian::Error& e) {
     in_transaction = false;  // ended either way (Xapian's contract)
-    applied_through.reset();  // never committed: no later commit may publish it
-    apply_failed(transaction_epoch, nullptr);
-    return {errc::io_error, "index " + id + ": commit: " + e.get_description()};
+    const auto epoch = transaction_epoch;
+    if (apply_failed(epoch)) skeleton->lose(epoch);  // forgets the cursor: never committed
+    else skeleton->fail(epoch);
+    return error{errc::io_error, "index " + id + ": commit: " + e.get_description()};
   }
   in_transaction = false;
   errors_without_barrier = 0;
   ++commits;
   {
-    std::lock_guard lock(queue_mutex);
+    std::lock_guard lock(mutex);
     transaction_bytes = 0;
     note_pending();
   }
-  if (applied_through) {
-    std::lock_guard g(durable_mutex);
-    durable = std::move(applied_through);
-    durable_loaded = true;
-  }
-  applied_through.reset();
-  return {};
+  return true;
 }
 
 result<void> xapian_backend::impl::run_shutdown() {
@@ -648,18 +673,13 @@ result<void> xapian_backend::impl::run_reset() {
         break;
       } catch (const Xapian::DatabaseLockError&) {
         // A previous owner still closing: wait for it, as the applier would.
-        std::unique_lock lock(queue_mutex);
-        if (queue_cv.wait_for(lock, delay, [&] { return stopping; })) return fail("stopping");
+        std::unique_lock lock(mutex);
+        if (stop_cv.wait_for(lock, delay, [&] { return stopping; })) return fail("stopping");
         delay = std::min(2 * delay, max_lock_retry);
       } catch (const Xapian::Error&) {
         break;  // corrupt: its files go below
       }
     }
-  }
-  {
-    std::lock_guard g(durable_mutex);
-    durable.reset();
-    durable_loaded = true;
   }
   ++generation;  // readers drop their handle on the old files
   std::error_code ec;
@@ -681,125 +701,6 @@ result<void> xapian_backend::impl::run_reset() {
   return {};
 }
 
-void xapian_backend::impl::finish_batch(const batch& b) {
-  bool changed = false;
-  {
-    std::lock_guard lock(queue_mutex);
-    queued_bytes -= weight(b);
-    --queued_batches;
-    if (in_transaction) transaction_bytes += weight(b);
-    note_pending();
-    if (deferred_pending && !lock_busy && lost_epoch == 0 && at_half()) {
-      deferred_pending = false;
-      changed = true;
-    }
-  }
-  if (changed) emit({state_change_kind::changed, 0});
-}
-
-void xapian_backend::impl::run_applier() {
-  for (;;) {
-    auto next = next_item();
-    if (next.retry_open) {
-      bool opened = false;
-      try {
-        open_writer();
-        opened = true;
-      } catch (const Xapian::DatabaseLockError&) {
-      } catch (const Xapian::Error&) {
-        opened = true;  // not the lock: the batch's apply meets the error and reports it
-      }
-      std::function<void()> hook;
-      {
-        std::lock_guard lock(queue_mutex);
-        if (opened) {
-          lock_busy = false;
-          deferred_pending = false;
-        } else {
-          retry_delay = std::min(2 * retry_delay, max_lock_retry);
-          retry_at = std::chrono::steady_clock::now() + retry_delay;
-          hook = busy_hook;
-        }
-      }
-      if (opened) emit({state_change_kind::changed, 0});
-      if (hook) hook();
-      continue;
-    }
-    if (!next.item) return;  // stopping
-    queue_item item = std::move(*next.item);
-    if (auto* b = std::get_if<std::shared_ptr<const batch>>(&item)) {
-      const auto& bt = **b;
-      if (poisoned || host == nullptr || !host->is_owner_epoch(bt.epoch)) {
-        ++dropped_batches;
-        finish_batch(bt);
-        continue;
-      }
-      if (in_transaction && transaction_epoch != bt.epoch) cancel_transaction();  // a superseded epoch's work
-      if (!writer) {
-        try {
-          open_writer();
-        } catch (const Xapian::DatabaseLockError&) {
-          std::function<void()> hook;
-          {
-            std::lock_guard lock(queue_mutex);
-            lock_busy = true;
-            retry_delay = first_lock_retry;
-            retry_at = std::chrono::steady_clock::now() + retry_delay;
-            hook = busy_hook;
-          }
-          if (hook) hook();
-          if (requeue(*b)) continue;  // still queued: its counts stay
-          ++dropped_batches;
-          finish_batch(bt);
-          continue;
-        } catch (const Xapian::Error&) {
-          ++dropped_batches;
-          apply_failed(bt.epoch, &bt);
-          continue;
-        }
-      }
-      bool applied = false;
-      try {
-        apply(bt);
-        applied = true;
-        const auto n = ++applied_batches;
-        std::function<void(std::uint64_t)> hook;
-        {
-          std::lock_guard lock(queue_mutex);
-          hook = applied_hook;
-        }
-        if (hook) hook(n);
-      } catch (const Xapian::Error&) {
-        ++dropped_batches;
-        apply_failed(bt.epoch, &bt);
-      }
-      if (applied) finish_batch(bt);
-    } else if (auto* barrier = std::get_if<barrier_item>(&item)) {
-      auto outcome = run_barrier();
-      for (auto& done : barrier->done) std::move(done)(outcome);
-      emit({state_change_kind::changed, 0});
-    } else {
-      auto& control = std::get<control_item>(item);
-      auto outcome = control.what == control_item::kind::reset ? run_reset() : run_shutdown();
-      bool changed = false;
-      if (outcome) {
-        poisoned = false;
-        errors_without_barrier = 0;
-        std::lock_guard lock(queue_mutex);
-        lock_busy = false;
-        lost_epoch = 0;
-        changed = std::exchange(deferred_pending, false);
-      }
-      if (control.what == control_item::kind::shutdown) {
-        std::lock_guard g(durable_mutex);
-        durable_loaded = false;  // the next owner reads the cursor from disk again
-      }
-      std::move(control.done)(outcome);
-      if (changed) emit({state_change_kind::changed, 0});
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 
 xapian_backend::xapian_backend(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -812,119 +713,67 @@ result<std::shared_ptr<xapian_backend>> xapian_backend::create(std::string id, x
   p->id = std::move(id);
   p->options = std::move(options);
   p->space = std::make_unique<index_space>(p->options.path, p->options.free_space_reserve_bytes);
-  auto* raw = p.get();
-  p->applier = std::thread([raw] { raw->run_applier(); });
+  p->skeleton = std::make_unique<applier>(p->id, *p,
+                                          applier_limits{p->options.max_queued_bytes, p->options.max_queued_batches});
   return std::shared_ptr<xapian_backend>(new xapian_backend(std::move(p)));
 }
 
-xapian_backend::~xapian_backend() {
-  {
-    std::lock_guard lock(impl_->queue_mutex);
-    impl_->stopping = true;
-    // Queued work was never made durable: a restart replays it from the durable cursor.
-    impl_->queue.clear();
-  }
-  impl_->queue_cv.notify_all();
-  if (impl_->applier.joinable()) impl_->applier.join();
-  (void)impl_->run_shutdown();
-}
+// Queued work was never made durable: a restart replays it from the durable cursor. ~impl stops
+// the applier, then closes the writer.
+xapian_backend::~xapian_backend() = default;
 
 const std::string& xapian_backend::id() const noexcept { return impl_->id; }
 
-void xapian_backend::attach(backend_host& host) { impl_->host = &host; }
+void xapian_backend::attach(backend_host& host) { impl_->skeleton->attach(host); }
 
-result<std::optional<cursor>> xapian_backend::durable_cursor() {
-  bool changed = false;
-  {
-    // The runtime reads the cursor again to replay after accepted_work_lost (protocol.md §5.7):
-    // from here on the epoch's deliveries are its replay.
-    std::lock_guard lock(impl_->queue_mutex);
-    if (impl_->lost_epoch != 0) {
-      impl_->lost_epoch = 0;
-      changed = std::exchange(impl_->deferred_pending, false);
-    }
-  }
-  if (changed) impl_->emit({state_change_kind::changed, 0});
-  {
-    std::lock_guard g(impl_->durable_mutex);
-    if (impl_->durable_loaded) return impl_->durable;
-  }
+result<std::optional<cursor>> xapian_backend::impl::load_cursor() {
   std::string bytes;
-  if (database_exists(impl_->options.path)) {
+  if (database_exists(options.path)) {
     try {
-      Xapian::Database db(impl_->options.path.string());
+      Xapian::Database db(options.path.string());
       bytes = db.get_metadata(cursor_key);
     } catch (const Xapian::DatabaseCorruptError& e) {
-      return impl_->damaged(e);
+      return damaged(e);
     } catch (const Xapian::DatabaseOpeningError& e) {
-      return impl_->damaged(e);
+      return damaged(e);
     } catch (const Xapian::Error& e) {
-      return error{errc::io_error, "index " + impl_->id + ": reading the cursor of " + impl_->options.path.string() +
+      return error{errc::io_error, "index " + id + ": reading the cursor of " + options.path.string() +
                                        ": " + e.get_description()};
     }
   }
-  std::lock_guard g(impl_->durable_mutex);
-  if (bytes.empty()) {
-    impl_->durable.reset();
-  } else {
-    auto decoded = cursor::decode(bytes);
-    if (!decoded) return decoded.error();
-    impl_->durable = std::move(*decoded);
-  }
-  impl_->durable_loaded = true;
-  return impl_->durable;
+  if (bytes.empty()) return std::optional<cursor>{};
+  auto decoded = cursor::decode(bytes);
+  if (!decoded) return decoded.error();
+  return std::optional<cursor>{std::move(*decoded)};
 }
 
-delivery_result xapian_backend::deliver(std::shared_ptr<const batch> b) {
-  if (!b) return delivery_result::failed;
-  const auto epoch = b->epoch;
-  // Below the reserve nothing is queued (decision 0013): the runner retries the batch after its
-  // deferral timer, and the host hears of the hold (`dix status`: deferred, low-disk-space).
-  const bool room = impl_->space->admits(index_space::level::deliver, impl::disk_bytes(*b));
-  bool report = false;
-  bool accepted = false;
+
+result<std::optional<cursor>> xapian_backend::durable_cursor() {
+  bool replayed = false;
   {
-    std::lock_guard lock(impl_->queue_mutex);
-    report = impl_->hold.set(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
-    const bool busy = impl_->lock_busy || (impl_->lost_epoch != 0 && impl_->lost_epoch == epoch);
-    // Soft cap: an empty queue accepts any single batch.
-    if (room && (busy || (!impl_->queue.empty() && impl_->over_cap()))) {
-      impl_->deferred_pending = true;
-    } else if (room) {
-      impl_->queued_bytes += impl::weight(*b);
-      ++impl_->queued_batches;
-      impl_->note_pending();
-      impl_->queue.emplace_back(std::move(b));
-      accepted = true;
-    }
+    // The runtime reads the cursor again to replay after accepted_work_lost (protocol.md §5.7):
+    // from here on the epoch's deliveries are its replay.
+    std::lock_guard lock(impl_->mutex);
+    replayed = std::exchange(impl_->lost_epoch, 0) != 0;
   }
-  if (report && impl_->host != nullptr) impl_->host->note_hold(epoch, room ? backend_hold::none : backend_hold::low_disk_space);
-  if (accepted) impl_->queue_cv.notify_one();
-  return accepted ? delivery_result::accepted : delivery_result::deferred;
+  if (replayed) impl_->skeleton->resume();
+  return impl_->skeleton->durable_cursor();
 }
 
-void xapian_backend::flush(flush_reason reason, completion done) {
-  (void)reason;
-  enqueue_barrier(*impl_, std::move(done));
-}
-
-void xapian_backend::shutdown(epoch_t epoch, completion done) {
-  enqueue_control(*impl_, control_item::kind::shutdown, epoch, std::move(done));
-}
-
-void xapian_backend::reset(epoch_t epoch, completion done) {
-  enqueue_control(*impl_, control_item::kind::reset, epoch, std::move(done));
-}
-
+delivery_result xapian_backend::deliver(std::shared_ptr<const batch> b) { return impl_->skeleton->deliver(std::move(b)); }
+void xapian_backend::flush(flush_reason reason, completion done) { impl_->skeleton->flush(reason, std::move(done)); }
+void xapian_backend::shutdown(epoch_t epoch, completion done) { impl_->skeleton->shutdown(epoch, std::move(done)); }
+void xapian_backend::reset(epoch_t epoch, completion done) { impl_->skeleton->reset(epoch, std::move(done)); }
 subscription xapian_backend::on_state_change(std::function<void(state_change)> callback) {
-  return impl_->callbacks.subscribe(std::move(callback));
+  return impl_->skeleton->on_state_change(std::move(callback));
 }
 
 result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string_view query_string, std::size_t offset,
                                                                      std::size_t limit, const coverage_mode& mode) {
   auto& p = *impl_;
-  if (p.host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
-  return admitted_search(*p.host, p.queries, p.id, p.options, p.generation.load(), query_string, offset, limit, mode);
+  auto* host = p.host();
+  if (host == nullptr) return error{errc::unavailable, "index " + p.id + " is not registered"};
+  return admitted_search(*host, p.queries, p.id, p.options, p.generation.load(), query_string, offset, limit, mode);
 }
 
 result<query_rows> xapian_backend::query(const index_query& q) {
@@ -976,29 +825,23 @@ result<std::vector<record_ref>> xapian_reader::stored_records() const { return l
 
 // ---------------------------------------------------------------------------------------------
 
-std::uint64_t xapian_probe::queued_batches(const xapian_backend& b) {
-  std::lock_guard lock(b.impl_->queue_mutex);
-  return b.impl_->queued_batches;
-}
-std::uint64_t xapian_probe::queued_bytes(const xapian_backend& b) {
-  std::lock_guard lock(b.impl_->queue_mutex);
-  return b.impl_->queued_bytes;
-}
-std::uint64_t xapian_probe::applied_batches(const xapian_backend& b) { return b.impl_->applied_batches.load(); }
-std::uint64_t xapian_probe::dropped_batches(const xapian_backend& b) { return b.impl_->dropped_batches.load(); }
+std::uint64_t xapian_probe::queued_batches(const xapian_backend& b) { return b.impl_->skeleton->queued_batches(); }
+std::uint64_t xapian_probe::queued_bytes(const xapian_backend& b) { return b.impl_->skeleton->queued_bytes(); }
+std::uint64_t xapian_probe::applied_batches(const xapian_backend& b) { return b.impl_->skeleton->applied_batches(); }
+std::uint64_t xapian_probe::dropped_batches(const xapian_backend& b) { return b.impl_->skeleton->dropped_batches(); }
 void xapian_probe::on_applied(xapian_backend& b, std::function<void(std::uint64_t)> hook) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->mutex);
   b.impl_->applied_hook = std::move(hook);
 }
 void xapian_probe::on_writer_busy(xapian_backend& b, std::function<void()> hook) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->mutex);
   b.impl_->busy_hook = std::move(hook);
 }
 void xapian_probe::set_space_probe(xapian_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
   b.impl_->space->set_probe(std::move(probe), max_age);
 }
 void xapian_probe::fail_next_applies(xapian_backend& b, int n) {
-  std::lock_guard lock(b.impl_->queue_mutex);
+  std::lock_guard lock(b.impl_->mutex);
   b.impl_->injected_failures = n;
 }
 void xapian_probe::on_query_refreshed(xapian_backend& b, std::function<void(int)> hook) {
