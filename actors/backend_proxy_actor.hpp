@@ -3,7 +3,7 @@
 // completions, which may run on any thread or inside the causing call, are first sent to the
 // proxy itself and only then forwarded, so they keep mailbox order behind the reply of the call
 // that caused them (protocol.md §5.1). State changes reach it through the registration's
-// state_change_relay (actors/id_wiring.hpp): the subscription belongs to the registration, which
+// state_change_relay (actors/state_change_relay.hpp): the subscription belongs to the registration, which
 // outlives any one proxy. Exceptions from backend code become failures, never a crash of the
 // runtime.
 #pragma once

@@ -9,22 +9,21 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include <caf/actor_control_block.hpp>
 #include <caf/fwd.hpp>
 
 #include <dix/backend.hpp>
 #include <dix/projection.hpp>
 #include <dix/status.hpp>
 
+#include "actors/ownership.hpp"
 #include "actors/runner_actor.hpp"
+#include "actors/state_change_relay.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "core/clock.hpp"
 #include "core/runner_core.hpp"
@@ -36,94 +35,6 @@
 #include "ports/store_reader.hpp"
 
 namespace dix {
-
-// The registration's ownership record (actors.md §3), kept by the supervisor and lent to each of
-// its runners: the wiring makes one per registration and hands it to both. Every lock-table call
-// of the registration goes through it, so the record says exactly what the table holds for the
-// token: the runner marks it acquired when its core takes a grant, records the epoch it mints
-// (inside the same handler, so a crash never falls between the two), and release() lets the entry
-// go — the runner's at the end of its release, the supervisor's for a dead runner. A dead runner's
-// supervisor decides from read() (owner, epoch), never from the runner's last snapshot, which the
-// runner stores before it carries out its effects and which therefore may say "released" while
-// the entry still waits for a publication to land. Both record the epoch a shutdown of theirs
-// quiesced, so a runner that dies between its successful shutdown and its unlock is not shut down
-// twice.
-//
-// Thread safety: every method may be called from any thread (the lock table posts grants from the
-// releasing thread); the record's mutex is taken inside no other lock.
-class ownership {
- public:
-  ownership(std::string id, std::uint64_t token, runner_lock* lock);
-
-  // lock->acquire(id, token, granted): the entry is not ours until the core takes the grant.
-  void request(runner_lock::grant granted);
-  // The runner's core took a grant: the token holds the entry, no epoch minted yet.
-  void acquired();
-  void minted(epoch_t epoch);
-  // A shutdown(epoch) succeeded — the runner's release or the supervisor's: a later release of
-  // the epoch skips its shutdown (protocol.md §9.6: at most one successful shutdown per epoch).
-  void quiesced(epoch_t epoch);
-  // Releases the entry (or withdraws a pending request): lock->release(id, token).
-  void release();
-
-  ownership_record read() const;
-  const std::string& id() const noexcept { return id_; }
-  runner_lock* lock() const noexcept { return lock_; }
-
- private:
-  const std::string id_;
-  runner_lock* const lock_;
-  mutable std::mutex mutex_;
-  ownership_record record_;
-};
-
-// Keeps a lock holder's unlock behind its publications (decision 0008). A publication is a
-// request to the runtime's readiness publisher and lands when `published` comes back; the lock
-// table's release is immediate. The ordering obligation — every publication of an owner has
-// landed before its lock-table entry is released or handed over, so an old owner's late
-// publication never overwrites a new owner's (two runtimes of one process have two publishers) —
-// is kept here: the shell runs each effect through then(), except the unlock, which goes through
-// after_landed(); while that one waits for publications in flight, every later effect waits
-// behind it, so the effects keep the order the core gave them.
-class publication_fence {
- public:
-  using step = std::function<void()>;
-  // Runs `f` now, unless something waits: then after it, in order.
-  void then(step f);
-  // Runs `f` once no publication is in flight (and nothing before it waits).
-  void after_landed(step f);
-  void sent() noexcept { ++in_flight_; }  // a publication left
-  void landed();                          // its answer came (an error counts: it will not land later)
-  std::size_t in_flight() const noexcept { return in_flight_; }
-
- private:
-  void drain();
-  struct waiting {
-    bool needs_landed;
-    step f;
-  };
-  std::size_t in_flight_ = 0;
-  bool draining_ = false;
-  std::deque<waiting> waiting_;
-};
-
-// Routes a backend's state changes, which may come from any thread at any time, to the proxy that
-// serves the registration now; the proxy forwards them in its mailbox order. Changes while no
-// proxy is up (between a crash and the respawn) are dropped: the dead proxy already condemned,
-// and a deferred runner retries on its timer.
-class state_change_relay {
- public:
-  void attach(const backend_proxy_actor& proxy);
-  void post(state_change change) const;
-
- private:
-  mutable std::mutex mutex_;
-  caf::weak_actor_ptr proxy_;
-};
-
-// The registration's subscription to `b`'s state changes, through `relay` (protocol.md §2.2:
-// part of the registration; it throws or fails as on_state_change does).
-subscription subscribe_state_changes(backend& b, const std::shared_ptr<state_change_relay>& relay);
 
 // One log of the registration: its ports, kept alive by the wiring.
 struct wired_log {

@@ -2,7 +2,7 @@
 // runner_core: each handler reads the actor clock, calls the core and carries out the effects it
 // returns — requests to the tailer and the backend proxy, timers as delayed messages to itself,
 // publications as requests to the runtime's readiness publisher, lock requests and releases
-// through the registration's ownership record (actors/id_wiring.hpp). The effects are carried out
+// through the registration's ownership record (actors/ownership.hpp). The effects are carried out
 // in the core's order through a publication_fence: a release of the lock waits until every
 // publication before it has landed (`published`), and what follows waits behind it. After every
 // event, and before any of its effects is carried out, it stores a snapshot that status()/
@@ -30,7 +30,7 @@ namespace dix {
 
 class coverage_proof_box;  // actors/coverage_waiters.hpp
 
-class ownership;  // actors/id_wiring.hpp
+class ownership;  // actors/ownership.hpp
 
 // The latest runner_snapshot, shared with the runtime's status()/metrics(). `version` counts the
 // stores, so a reader can order what it saw (subscriptions drop an event older than the value

@@ -8,7 +8,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/diagnostics.hpp"
-#include "actors/id_wiring.hpp"
+#include "actors/ownership.hpp"
+#include "actors/publication_fence.hpp"
 #include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
 

@@ -1,4 +1,4 @@
-// [actor] The pieces of actors/id_wiring.hpp that stand alone: publication_fence (decision 0008:
+// [actor] actors/publication_fence.hpp (decision 0008:
 // an owner's unlock waits until every publication it sent has landed, and every effect after the
 // unlock waits behind it), driven with plain calls — the test plays the runner shell (it sends
 // publications and runs effects through the fence) and the publisher (it lands them).
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/id_wiring.hpp"
+#include "actors/publication_fence.hpp"
 
 using namespace dix;
 
