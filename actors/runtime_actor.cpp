@@ -103,11 +103,14 @@ struct runtime_state {
     query_index request;
     std::shared_ptr<dix::backend> served;
     caf::typed_response_promise<index_rows> promise;
+    // A `wait` query's deadline (its timeout from arrival): the worker's admission waits only
+    // for what is left of it when the worker starts.
+    std::optional<steady_time> deadline;
   };
   query_gate<pending_query> queries;
   // `wait`-mode queries waiting for their coverage before they take a worker (a waiting query
-  // holds no worker and no slot), by coverage key, with the deadline their timeout gives.
-  std::map<std::uint64_t, std::pair<pending_query, steady_time>> waiting_queries;
+  // holds no worker and no slot), by coverage key; at most max_waiting_queries.
+  std::map<std::uint64_t, pending_query> waiting_queries;
   // The running queries' promises, by worker: answered once, by the worker's reply, by its end
   // without one, or with the runtime's own end (clean_up).
   std::map<caf::actor_addr, caf::typed_response_promise<index_rows>> running_queries;
@@ -276,7 +279,7 @@ void clean_up(runtime_state& st) {
   for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
   st.coverage_requests.clear();
   for (auto& q : st.queries.drain()) q.promise.deliver(ended);
-  for (auto& [key, q] : st.waiting_queries) q.first.promise.deliver(ended);
+  for (auto& [key, q] : st.waiting_queries) q.promise.deliver(ended);
   st.waiting_queries.clear();
   for (auto& [worker, promise] : st.running_queries) promise.deliver(ended);
   st.running_queries.clear();
@@ -675,6 +678,10 @@ void answer_query(runtime_pointer self, const caf::actor_addr& worker, std::opti
 }
 
 void start_query(runtime_pointer self, runtime_state::pending_query p) {
+  if (p.deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*p.deadline - now_of(self));
+    p.request.timeout_ms = std::max<std::int64_t>(left.count(), 0);
+  }
   auto worker = spawn_query_worker(self->home_system(), std::move(p.served), self->state.ctx->detached);
   const auto addr = worker.address();
   self->state.running_queries.emplace(addr, p.promise);
@@ -689,7 +696,8 @@ void start_query(runtime_pointer self, runtime_state::pending_query p) {
 void admit_query(runtime_pointer self, runtime_state::pending_query p) {
   auto& st = self->state;
   auto promise = p.promise;
-  switch (st.queries.admit(p)) {
+  const bool waited = p.deadline.has_value();  // bounded by max_waiting_queries already
+  switch (st.queries.admit(p, !waited)) {
     case query_gate<runtime_state::pending_query>::verdict::start: start_query(self, std::move(p)); break;
     case query_gate<runtime_state::pending_query>::verdict::queued: break;
     case query_gate<runtime_state::pending_query>::verdict::refused:
@@ -713,6 +721,9 @@ std::function<void(result<void>)> post_coverage_outcome(runtime_pointer self, st
   };
 }
 
+// How many `wait` queries may wait for their coverage at once; beyond, timeout (retryable).
+constexpr std::size_t max_waiting_queries = 4096;
+
 std::chrono::milliseconds coverage_timeout_of(std::int64_t timeout_ms) {
   return std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 0, std::numeric_limits<std::uint32_t>::max()));
 }
@@ -723,7 +734,15 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
   auto e = st.ctx->registry->find(m.id);
   if (!e) return make_error(errc::not_registered, "query_index: backend id " + m.id + " is not registered in this runtime");
   if (auto refused = query_refusal(m)) return make_error(*refused);
-  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>()};
+  if (m.mode == coverage_kind::wait && m.timeout_ms < 0) {
+    return make_error(errc::invalid_argument, "query_index: timeout_ms " + std::to_string(m.timeout_ms) + " is negative");
+  }
+  if (m.mode == coverage_kind::wait && st.waiting_queries.size() >= max_waiting_queries) {
+    // timeout, retryable, as the query gate answers when its queue is full.
+    return make_error(errc::timeout, "query_index: " + std::to_string(st.waiting_queries.size()) +
+                                         " wait queries already wait for their coverage; try again");
+  }
+  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>(), std::nullopt};
   auto promise = p.promise;
   if (p.request.mode != coverage_kind::wait) {
     admit_query(self, std::move(p));
@@ -736,7 +755,8 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
   const auto timeout = coverage_timeout_of(p.request.timeout_ms);
   const auto since = p.request.since;
   const auto id = p.request.id;
-  st.waiting_queries.emplace(key, std::make_pair(std::move(p), now_of(self) + timeout));
+  p.deadline = now_of(self) + timeout;
+  st.waiting_queries.emplace(key, std::move(p));
   st.ctx->waiters->add(id, since, timeout, {}, post_coverage_outcome(self, key));
   return promise;
 }
@@ -898,15 +918,13 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     [self](coverage_waited& m) {
       auto& s = self->state;
       if (auto q = s.waiting_queries.find(m.key); q != s.waiting_queries.end()) {
-        auto [p, deadline] = std::move(q->second);
+        auto p = std::move(q->second);
         s.waiting_queries.erase(q);
         if (m.outcome) {
           p.promise.deliver(m.outcome);
           return;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now_of(self));
-        p.request.timeout_ms = std::max<std::int64_t>(left.count(), 0);
-        admit_query(self, std::move(p));
+        admit_query(self, std::move(p));  // start_query cuts its timeout to what is left
         return;
       }
       auto it = s.coverage_requests.find(m.key);

@@ -1,5 +1,7 @@
 #include "actors/runtime_work.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,11 @@ constexpr std::uint64_t max_query_rows = 10000;
 // Answers held back while more messages wait in the committer's mailbox: how many at most
 // before they go out anyway.
 constexpr std::size_t max_held_answers = 8;
+// Answers are held only behind fast commits: a commit that took longer (a sync, a stall) is
+// answered at once with everything held, and so is everything held before a commit that may
+// wait (a sync asked for, the writer gate delaying or refusing one of its tables) — so no
+// answer waits behind another sender's slow commit.
+constexpr std::chrono::microseconds fast_commit{1000};
 
 result<transaction_committed> commit_checked(primary_store& store, const commit_transaction& m) {
   if (!m.log.empty() && m.log != store.log_name()) {
@@ -29,7 +36,23 @@ result<transaction_committed> commit_checked(primary_store& store, const commit_
     return commit_request(store, m);
   } catch (const std::exception& ex) {
     return error{errc::io_error, std::string("commit_transaction threw: ") + ex.what()};
+  } catch (...) {
+    return error{errc::io_error, "commit_transaction threw"};
   }
+}
+
+// Whether committing `m` may wait: a sync asked for, or the writer gate not open for one of its
+// tables (a delay or a refusal). A message that does not decode fails at once: not slow.
+bool may_wait(const primary_store& store, const commit_transaction& m) {
+  if (m.sync == commit_sync::sync) return true;
+  std::vector<std::uint32_t> tables;
+  bool gated = false;
+  m.for_each([&](write_kind, std::uint32_t table, std::string_view, std::string_view) {
+    if (gated || std::find(tables.begin(), tables.end(), table) != tables.end()) return;
+    tables.push_back(table);
+    gated = store.admit(table).kind != admit_kind::open;
+  });
+  return gated;
 }
 
 // The answers of commits already made, in commit order, not sent yet (decision 0046): while more
@@ -45,6 +68,12 @@ struct committer_state {
   };
   std::vector<held_answer> held;
   static inline const char* name = "dix.committer";
+
+  committer_state() = default;
+  committer_state(const committer_state&) = delete;
+  committer_state& operator=(const committer_state&) = delete;
+  // However the actor ends (a kill skips the exit handler), nothing held is left unanswered.
+  ~committer_state() { answer_held(); }
 
   void answer_held() {
     for (auto& h : held) {
@@ -68,9 +97,12 @@ committer_actor::behavior_type committer_fn(committer_pointer self, std::shared_
   });
   return {
     [self, store](commit_transaction& m) -> caf::result<transaction_committed> {
-      auto outcome = commit_checked(*store, m);
       auto& st = self->state;
-      if (!self->mailbox().empty() && st.held.size() < max_held_answers) {
+      if (!st.held.empty() && may_wait(*store, m)) st.answer_held();
+      const auto started = std::chrono::steady_clock::now();
+      auto outcome = commit_checked(*store, m);
+      const bool fast = std::chrono::steady_clock::now() - started < fast_commit;
+      if (fast && !self->mailbox().empty() && st.held.size() < max_held_answers) {
         auto promise = self->make_response_promise<transaction_committed>();
         st.held.push_back({promise, std::move(outcome)});
         return promise;

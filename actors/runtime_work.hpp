@@ -54,14 +54,16 @@ class query_gate {
  public:
   explicit query_gate(query_gate_limits limits = {}) : limits_(limits) {}
   // Whether `p` may start now (counted running); else it is queued, or, with the queue full,
-  // handed back to be refused.
+  // handed back to be refused. `bounded` false: queued whatever the queue holds (a query bounded
+  // elsewhere already: a `wait` query that waited for its coverage, counted among the runtime's
+  // waiting queries, is never refused after its wait).
   enum class verdict { start, queued, refused };
-  verdict admit(Pending& p) {
+  verdict admit(Pending& p, bool bounded = true) {
     if (running_ < limits_.running) {
       ++running_;
       return verdict::start;
     }
-    if (queue_.size() >= limits_.queued) return verdict::refused;
+    if (bounded && queue_.size() >= limits_.queued) return verdict::refused;
     queue_.push_back(std::move(p));
     return verdict::queued;
   }

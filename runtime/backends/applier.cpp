@@ -112,20 +112,34 @@ struct applier::state {
     DIX_ASSERT(bytes >= weight(b) && batches > 0);
     bytes -= weight(b);
     --batches;
-    engine.on_released(b);
+    try {
+      engine.on_released(b);
+    } catch (...) {
+      // A figure of the engine's: the counts above stay right, and nothing else depends on it.
+    }
     return owed_due();
   }
   // Whether the `changed` owed to a deferral is due now (and no longer owed). Caller holds mutex.
   bool owed_due() {
-    if (owed && at_half() && !engine.busy(0)) {
+    if (owed && at_half() && !busy_now()) {
       owed = false;
       return true;
     }
     return false;
   }
+  // engine.busy(0); a throw counts as not busy (the owed `changed` goes out, the runtime offers
+  // again, and a deliver that still finds it busy defers again).
+  bool busy_now() {
+    try {
+      return engine.busy(0);
+    } catch (...) {
+      return false;
+    }
+  }
   // Removes queued batches of `epoch` (0: every epoch). Caller holds mutex.
   bool drop_queued(epoch_t epoch) {
     bool due = false;
+    front_waits = false;  // a batch that answered `later` may be among them
     for (auto it = queue.begin(); it != queue.end();) {
       auto* b = std::get_if<std::shared_ptr<const batch>>(&it->item);
       if (b != nullptr && (epoch == 0 || (*b)->epoch == epoch)) {
@@ -143,7 +157,12 @@ struct applier::state {
   void control(control_item::kind what, epoch_t epoch, completion done) {
     bool due = false;
     {
-      std::lock_guard lock(mutex);
+      std::unique_lock lock(mutex);
+      if (stopped) {
+        lock.unlock();
+        std::move(done)(error{errc::backend_failed, "index " + id + ": the applier is stopped"});
+        return;
+      }
       due = drop_queued(epoch);
       queue.push_back(queued{next_seq++, control_item{what, epoch, std::move(done)}});
     }
@@ -181,6 +200,10 @@ struct applier::state {
     bool resumed = false;  // the held delivery would pass now
   };
   work next();
+  // An engine hook called by next() threw: the backend is poisoned as by an apply error, the held
+  // delivery forgotten and a pending barrier failed, so the applier does not call the hook again
+  // for the same work.
+  void hook_failed(const char* what);
   void run();
   void finish(const batch& b);
   result<void> run_barrier();
@@ -258,6 +281,8 @@ result<void> applier::state::run_barrier() {
     committed = engine.commit(applied_through, applied_epoch);
   } catch (const std::exception& e) {
     committed = error{errc::io_error, "index " + id + ": commit: " + e.what()};
+  } catch (...) {
+    committed = error{errc::io_error, "index " + id + ": commit threw"};
   }
   if (!committed) return committed.error();
   // A commit that stopped because the epoch was superseded meanwhile made nothing durable.
@@ -269,9 +294,34 @@ result<void> applier::state::run_barrier() {
   return {};
 }
 
+void applier::state::hook_failed(const char* what) {
+  std::optional<barrier_request> failed_barrier;
+  {
+    std::lock_guard lock(mutex);
+    held.reset();
+    front_waits = false;
+    failed_barrier = std::move(pending);
+    pending.reset();
+  }
+  fail(applied_epoch);
+  if (!failed_barrier) return;
+  for (auto& done : failed_barrier->done) {
+    std::move(done)(error{errc::backend_failed, "index " + id + ": an engine hook threw: " + what});
+  }
+}
+
 void applier::state::run() {
   for (;;) {
-    auto w = next();
+    work w;
+    try {
+      w = next();
+    } catch (const std::exception& e) {
+      hook_failed(e.what());
+      continue;
+    } catch (...) {
+      hook_failed("an exception not derived from std::exception");
+      continue;
+    }
     if (w.resumed) {
       bool report = false;
       epoch_t epoch = 0;
@@ -299,11 +349,16 @@ void applier::state::run() {
         finish(bt);
         continue;
       }
+      // Work of another epoch since the last barrier is not this epoch's to publish (an engine may
+      // have cancelled it): its cursor is forgotten, so a barrier never claims it.
+      if (applied_epoch != 0 && bt.epoch != applied_epoch) applied_through.reset();
       result<apply_outcome> outcome = apply_outcome::applied;
       try {
         outcome = engine.apply_batch(bt);
       } catch (const std::exception& e) {
         outcome = error{errc::io_error, "index " + id + ": applying a batch: " + e.what()};
+      } catch (...) {
+        outcome = error{errc::io_error, "index " + id + ": applying a batch threw"};
       }
       if (outcome && *outcome == apply_outcome::later) {
         std::lock_guard lock(mutex);
@@ -343,8 +398,10 @@ void applier::state::run() {
       outcome = control.what == control_item::kind::reset ? engine.reset_index() : engine.close();
     } catch (const std::exception& e) {
       outcome = error{errc::io_error, "index " + id + ": " + e.what()};
+    } catch (...) {
+      outcome = error{errc::io_error, "index " + id + ": the engine threw"};
     }
-    poisoned = false;
+    if (outcome) poisoned = false;  // a failed shutdown or reset leaves the backend fenced
     applied_through.reset();
     applied_epoch = 0;
     {
@@ -439,10 +496,10 @@ delivery_result applier::deliver(std::shared_ptr<const batch> b) {
     } else if (!s.queue.empty() && s.over_cap()) {
       s.owed = true;  // soft cap: an empty queue takes any single batch
     } else {
+      s.engine.on_accepted(*b);  // first: a throw (deliver → failed) leaves the counts untouched
       s.held.reset();  // the runner holds one deferred batch: this was it
       s.bytes += weight(*b);
       ++s.batches;
-      s.engine.on_accepted(*b);
       s.queue.push_back(queued{s.next_seq++, std::move(b)});
       accepted = true;
     }
@@ -454,7 +511,12 @@ delivery_result applier::deliver(std::shared_ptr<const batch> b) {
 
 void applier::flush(flush_reason reason, completion done) {
   {
-    std::lock_guard lock(state_->mutex);
+    std::unique_lock lock(state_->mutex);
+    if (state_->stopped) {
+      lock.unlock();
+      std::move(done)(error{errc::backend_failed, "index " + state_->id + ": the applier is stopped"});
+      return;
+    }
     auto& pending = state_->pending;
     if (!pending) pending.emplace();
     pending->done.push_back(std::move(done));

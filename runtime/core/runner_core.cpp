@@ -8,6 +8,11 @@ namespace dix {
 
 namespace {
 
+std::string epoch_went_back(epoch_t minted, epoch_t held) {
+  return "the minted epoch " + std::to_string(minted) + " is not above the runner's epoch " + std::to_string(held) +
+         " (the readiness segment's epoch counter went back)";
+}
+
 std::uint64_t mutations_of(const batch& b) {
   std::uint64_t n = 0;
   for (const auto& t : b.transactions) n += t.mutations.size();
@@ -910,7 +915,12 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
       fail_attempt(readiness_reason::rebuild_failed, "minting the rebuild epoch: " + epoch.error().message(), out, now);
       return out;
     }
-    DIX_ASSERT(*epoch > epoch_);  // epochs only rise (§9.3): a minted one is above every earlier one
+    // Epochs only rise (§9.3). The mint reads shared memory other processes write: a value that
+    // went back is a fault of that memory (a segment re-created under us), never an abort here.
+    if (*epoch <= epoch_) {
+      fail_attempt(readiness_reason::rebuild_failed, epoch_went_back(*epoch, epoch_), out, now);
+      return out;
+    }
     epoch_ = *epoch;
     quiesced_ = false;
     out.push_back(fx::persist_epoch{epoch_, gen_});  // step 2: no backend call before it is durable
@@ -920,7 +930,10 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
     abandon_mint(epoch.error(), out);
     return out;
   }
-  DIX_ASSERT(*epoch > epoch_);
+  if (*epoch <= epoch_) {
+    abandon_mint(error{errc::record_corrupt, epoch_went_back(*epoch, epoch_)}, out);
+    return out;
+  }
   epoch_ = *epoch;
   // No backend call uses the epoch before it is persisted (§9.3).
   if (!tailer_up_) {

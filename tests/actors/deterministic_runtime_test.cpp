@@ -331,3 +331,36 @@ TEST_CASE("deterministic runtime: ending it releases the index, and the same bac
 
 }  // namespace
 }  // namespace dix
+
+namespace dix {
+namespace {
+
+TEST_CASE("deterministic runtime: a wait query with a negative timeout is refused at once, and beyond 4096 waiting ones a query is told to retry",
+          "[actor][deterministic][coverage]") {
+  fixture f;
+  auto index = std::make_shared<memory_backend>("by-value");
+  index->hold_deliveries(true);  // the first build never ends: every wait keeps waiting
+  REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
+  auto written = f.put("plum", "purple");
+  auto negative = f.ask<index_rows>(fixture::lookup_waiting("by-value", "purple", written.time, -1));
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().value() == errc::invalid_argument);
+  for (int i = 0; i < 4096; ++i) f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "purple", written.time, 20000));
+  f.rt->settle();
+  CHECK_FALSE(f.answer<index_rows>());  // all 4096 wait
+  auto refused = f.ask<index_rows>(fixture::lookup_waiting("by-value", "purple", written.time, 20000));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::timeout);
+  index->hold_deliveries(false);  // built: every waiting query is answered once
+  f.rt->advance(std::chrono::seconds(1));
+  int answered = 0;
+  while (auto rows = f.answer<index_rows>()) {
+    REQUIRE(*rows);
+    CHECK((*rows)->rows.size() == 1);
+    ++answered;
+  }
+  CHECK(answered == 4096);
+}
+
+}  // namespace
+}  // namespace dix

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <dix/applier.hpp>
@@ -42,8 +43,13 @@ class counting_engine final : public applier_engine {
     return {};
   }
 
+  bool ready(const batch&) override {
+    if (ready_throws) throw std::runtime_error("ready: injected");
+    return true;
+  }
+
   std::atomic<int> loads{0}, applies{0}, commits{0};
-  std::atomic<bool> fail_next{false}, lose_next{false};
+  std::atomic<bool> fail_next{false}, lose_next{false}, ready_throws{false};
   std::optional<cursor> stored;  // written by the applier, read after a completion
 };
 
@@ -210,6 +216,63 @@ TEST_CASE("applier: once its subscription is reset a callback is never invoked a
   REQUIRE(w.wait());
   REQUIRE(f.barrier());  // another `changed`: the callback is gone
   CHECK_FALSE(invoked_after_reset);
+}
+
+}  // namespace
+}  // namespace dix
+
+namespace dix {
+namespace {
+
+TEST_CASE("applier: a cursor applied under another epoch is never committed by a later epoch's barrier", "[adapter][backend][applier][epoch]") {
+  fixture f;
+  REQUIRE(f.skeleton.deliver(make_batch(1, {}, 5)) == delivery_result::accepted);  // applied, not durable
+  REQUIRE(f.host.wait_calls(1));
+  f.host.epoch = 2;  // no shutdown between the epochs: the engine may have dropped epoch 1's work
+  REQUIRE(f.skeleton.deliver(make_batch(2, {}, std::nullopt)) == delivery_result::accepted);  // a scan chunk
+  REQUIRE(f.barrier());
+  CHECK(f.engine.applies == 2);
+  CHECK_FALSE(f.engine.stored);                        // the barrier committed no cursor
+  CHECK_FALSE(f.skeleton.durable_cursor().value());    // and none is reported durable
+}
+
+TEST_CASE("applier: an engine hook that throws poisons the backend and fails the pending barrier, the process goes on", "[adapter][backend][applier][failed]") {
+  fixture f;
+  f.engine.ready_throws = true;  // asked on the applier thread before the front batch is taken
+  test::waiter pending;
+  REQUIRE(f.skeleton.deliver(make_batch(1, {}, 1)) == delivery_result::accepted);
+  f.skeleton.flush(flush_reason::age, pending.make());  // pending when the hook throws, or after
+  REQUIRE(f.changes.wait_for(state_change_kind::failed));
+  CHECK(f.engine.applies == 0);
+  auto refused = pending.wait();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::backend_failed);
+  f.engine.ready_throws = false;
+  test::waiter shut;
+  f.skeleton.shutdown(1, shut.make());
+  REQUIRE(shut.wait());  // a successful shutdown lifts the poisoning
+  f.host.epoch = 2;
+  REQUIRE(f.skeleton.deliver(make_batch(2, {}, 3)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(*f.skeleton.durable_cursor().value() == make_cursor(3));
+}
+
+TEST_CASE("applier: once stopped, flush, shutdown and reset complete at once with backend_failed", "[adapter][backend][applier]") {
+  fixture f;
+  f.skeleton.stop();
+  CHECK(f.skeleton.deliver(make_batch(1, {}, 1)) == delivery_result::failed);
+  auto flushed = f.barrier();
+  REQUIRE_FALSE(flushed);
+  CHECK(flushed.error().value() == errc::backend_failed);
+  test::waiter shut, reset;
+  f.skeleton.shutdown(1, shut.make());
+  f.skeleton.reset(1, reset.make());
+  auto s = shut.wait();
+  auto r = reset.wait();
+  REQUIRE_FALSE(s);
+  REQUIRE_FALSE(r);
+  CHECK(s.error().value() == errc::backend_failed);
+  CHECK(r.error().value() == errc::backend_failed);
 }
 
 }  // namespace

@@ -38,11 +38,17 @@ enum class apply_outcome : std::uint8_t {
             // cancelled transaction): as applier::lose(b.epoch), the batch counted dropped
 };
 
-// The index itself. THREADS: load_cursor() runs on the thread of durable_cursor(), hold_for(),
-// busy() and on_accepted() on the thread of deliver() (the runtime's proxy), every other member on
-// the applier thread, one at a time; synchronise what they share. busy(), ready(), on_accepted(),
-// on_released() and on_barrier_held() run under the queue's lock: cheap, and never a call into the
-// applier. A member that throws is an error of that step.
+// The index itself. THREADS: load_cursor() runs on the thread of durable_cursor(); hold_for(),
+// busy() and on_accepted() on the thread of deliver() (the runtime's proxy) — and hold_for() and
+// busy(0) also on the applier thread (watching a held delivery, releasing a deferral's owed
+// `changed`), busy(0) also on the threads of shutdown() and reset(); every other member on the
+// applier thread. Synchronise what they share. busy(), ready(), hold_for() on the applier
+// thread, on_accepted(), on_released() and on_barrier_held() run under the queue's lock: cheap,
+// and never a call into the applier. A member that throws is an error of that step: apply_batch
+// and commit as their error; close and reset_index fail their shutdown or reset; a hook the
+// applier thread calls (ready, hold_for, barrier_delay, poll_interval, on_poll, on_barrier_held)
+// poisons the backend and fails a pending barrier; on_accepted fails its deliver (nothing queued);
+// a throw from busy() counts as not busy and one from on_released() is ignored (figures).
 class applier_engine {
  public:
   virtual ~applier_engine() = default;
@@ -145,7 +151,8 @@ class applier {
   // error does, and emits failed{epoch}.
   void fail(epoch_t epoch);
   // Drops queued work (never durable: a restart replays it), waits for the step in flight and
-  // ends the thread. Idempotent; later calls queue nothing.
+  // ends the thread. Idempotent; later deliveries fail and later flushes, shutdowns and resets
+  // complete at once with backend_failed.
   void stop();
   // Makes a waiting applier look again now (a test that moved its clock).
   void wake();
