@@ -93,6 +93,15 @@ struct fixture : test::caf_fixture {
     return r->value.state;
   }
 
+  // `index` registered, `id` ← `value` written and covered; the write's commit.
+  transaction_committed ready_with(const std::shared_ptr<memory_backend>& index, const std::string& id,
+                                   const std::string& value) {
+    REQUIRE(ask<index_registered>(registration_of(index)));
+    auto written = put(id, value);
+    REQUIRE(ask<coverage_reached>(wait_coverage{index->id(), written.time, 5000}));
+    return written;
+  }
+
   static query_index lookup_waiting(const std::string& id, const std::string& key, index_time_t since,
                                     std::int64_t timeout_ms = 5000) {
     query_index q;
@@ -249,9 +258,7 @@ TEST_CASE("deterministic runtime: a failed index is rebuilt and waits sent meanw
           "[actor][deterministic][coverage]") {
   fixture f;
   auto index = std::make_shared<memory_backend>("by-value");
-  REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
-  auto first = f.put("kiwi", "green");
-  REQUIRE(f.ask<coverage_reached>(wait_coverage{"by-value", first.time, 5000}));
+  f.ready_with(index, "kiwi", "green");
   const auto built = index->resets();  // the first build's
   index->fail_next_delivery();
   auto second = f.put("lime", "green");  // its delivery fails: the index is condemned, then rebuilt
@@ -290,9 +297,7 @@ TEST_CASE("deterministic runtime: lost applied work is replayed from the durable
           "[actor][deterministic]") {
   fixture f;
   auto index = std::make_shared<memory_backend>("by-value");
-  REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
-  auto first = f.put("a", "x");
-  REQUIRE(f.ask<coverage_reached>(wait_coverage{"by-value", first.time, 5000}));
+  auto first = f.ready_with(index, "a", "x");
   f.put("b", "x");  // applied, not yet durable
   f.rt->settle();
   CHECK(index->applied().size() == 2);
@@ -309,9 +314,7 @@ TEST_CASE("deterministic runtime: ending it releases the index, and the same bac
           "[actor][deterministic]") {
   fixture f;
   auto index = std::make_shared<memory_backend>("by-value");
-  REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
-  auto first = f.put("a", "x");
-  REQUIRE(f.ask<coverage_reached>(wait_coverage{"by-value", first.time, 5000}));
+  f.ready_with(index, "a", "x");
   const auto built = index->resets();  // the first build's
   f.rt.reset();  // exit message, settled: released
   auto second = f.store->begin();
