@@ -135,7 +135,6 @@ std::uint8_t events_of(const runtime_state& st, const caf::actor_addr& who, cons
   auto events = entry.explicit_events;
   if (entry.through_all) {
     auto all = st.all_subscribers.find(who);
-    assert(all != st.all_subscribers.end());
     if (all != st.all_subscribers.end()) events = static_cast<std::uint8_t>(events | all->second.second);
   }
   return events;

@@ -22,6 +22,7 @@
 
 #include "messages/errors.hpp"
 #include "support/caf_fixture.hpp"
+#include "support/quiet_config.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dix {
@@ -102,6 +103,33 @@ struct fixture : test::caf_fixture {
     return written;
   }
 
+  // A wait_coverage and a `wait`-mode lookup of `key` for the same write, sent without running.
+  void send_waits(const std::string& key, index_time_t since, std::uint64_t timeout_ms) {
+    self->send(rt->actor(), wait_coverage{"by-value", since, timeout_ms});
+    self->send(rt->actor(), lookup_waiting("by-value", key, since, static_cast<std::int64_t>(timeout_ms)));
+  }
+  // Both waits of send_waits answered: the coverage reached, and the query's rows (how many).
+  std::size_t waits_answered() {
+    auto reached = answer<coverage_reached>();
+    REQUIRE(reached);
+    CHECK(*reached);
+    auto rows = answer<index_rows>();
+    REQUIRE(rows);
+    REQUIRE(*rows);
+    return (*rows)->rows.size();
+  }
+  // Both waits of send_waits failed with `code`.
+  void waits_failed(errc code) {
+    auto reached = answer<coverage_reached>();
+    REQUIRE(reached);
+    REQUIRE_FALSE(*reached);
+    CHECK(reached->error().value() == code);
+    auto rows = answer<index_rows>();
+    REQUIRE(rows);
+    REQUIRE_FALSE(*rows);
+    CHECK(rows->error().value() == code);
+  }
+
   static query_index lookup_waiting(const std::string& id, const std::string& key, index_time_t since,
                                     std::int64_t timeout_ms = 5000) {
     query_index q;
@@ -121,9 +149,7 @@ TEST_CASE("deterministic runtime: an actor system that does not run on the test 
   store_options so;
   so.log_name = "main";
   auto store = primary_store::open(dir / "db", so).value();
-  caf::actor_system_config cfg;
-  configure(cfg);
-  cfg.set("scheduler.max-threads", 1);
+  test::quiet_config cfg{1};  // CAF's own scheduler
   caf::actor_system sys{cfg};
   auto rt = testing::deterministic_runtime::spawn(sys, {store});
   REQUIRE_FALSE(rt);
@@ -194,21 +220,14 @@ TEST_CASE("deterministic runtime: waits wait through rebuilding and are answered
   REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
   f.rt->advance(1s);
   CHECK(f.state_of("by-value") == readiness_state::rebuilding);
-  f.self->send(f.rt->actor(), wait_coverage{"by-value", before.time, 5000});
-  f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "purple", before.time));
+  f.send_waits("purple", before.time, 5000);
   f.rt->advance(2s);
   CHECK_FALSE(f.answer<coverage_reached>());  // still waiting, within their timeouts
   index->hold_deliveries(false);
   f.rt->settle();
   f.rt->advance(1s);
   CHECK(f.state_of("by-value") == readiness_state::ready);
-  auto reached = f.answer<coverage_reached>();
-  REQUIRE(reached);
-  CHECK(*reached);
-  auto rows = f.answer<index_rows>();
-  REQUIRE(rows);
-  REQUIRE(*rows);
-  CHECK((*rows)->rows.size() == 1);
+  CHECK(f.waits_answered() == 1);
 }
 
 TEST_CASE("deterministic runtime: at the deadline a build still running answers rebuilding, a lagging ready index index_lagging",
@@ -218,17 +237,9 @@ TEST_CASE("deterministic runtime: at the deadline a build still running answers 
   auto index = std::make_shared<memory_backend>("by-value");
   index->hold_deliveries(true);
   REQUIRE(f.ask<index_registered>(fixture::registration_of(index)));
-  f.self->send(f.rt->actor(), wait_coverage{"by-value", before.time, 1000});
-  f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "brown", before.time, 1000));
+  f.send_waits("brown", before.time, 1000);
   f.rt->advance(1500ms);
-  auto reached = f.answer<coverage_reached>();
-  REQUIRE(reached);
-  REQUIRE_FALSE(*reached);
-  CHECK(reached->error().value() == errc::rebuilding);
-  auto rows = f.answer<index_rows>();
-  REQUIRE(rows);
-  REQUIRE_FALSE(*rows);
-  CHECK(rows->error().value() == errc::rebuilding);
+  f.waits_failed(errc::rebuilding);
 
   // Built and ready; then it lags: a write it does not take.
   index->hold_deliveries(false);
@@ -236,17 +247,9 @@ TEST_CASE("deterministic runtime: at the deadline a build still running answers 
   REQUIRE(f.state_of("by-value") == readiness_state::ready);
   index->hold_deliveries(true);
   auto later = f.put("fig", "black");
-  f.self->send(f.rt->actor(), wait_coverage{"by-value", later.time, 1000});
-  f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "black", later.time, 1000));
+  f.send_waits("black", later.time, 1000);
   f.rt->advance(1500ms);
-  reached = f.answer<coverage_reached>();
-  REQUIRE(reached);
-  REQUIRE_FALSE(*reached);
-  CHECK(reached->error().value() == errc::index_lagging);
-  rows = f.answer<index_rows>();
-  REQUIRE(rows);
-  REQUIRE_FALSE(*rows);
-  CHECK(rows->error().value() == errc::index_lagging);
+  f.waits_failed(errc::index_lagging);
   index->hold_deliveries(false);
   f.rt->advance(1s);
   auto caught_up = f.ask<index_rows>(fixture::lookup_waiting("by-value", "black", later.time, 1000));
@@ -262,16 +265,9 @@ TEST_CASE("deterministic runtime: a failed index is rebuilt and waits sent meanw
   const auto built = index->resets();  // the first build's
   index->fail_next_delivery();
   auto second = f.put("lime", "green");  // its delivery fails: the index is condemned, then rebuilt
-  f.self->send(f.rt->actor(), wait_coverage{"by-value", second.time, 10000});
-  f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "green", second.time, 10000));
+  f.send_waits("green", second.time, 10000);
   f.rt->advance(5s);
-  auto reached = f.answer<coverage_reached>();
-  REQUIRE(reached);
-  CHECK(*reached);
-  auto rows = f.answer<index_rows>();
-  REQUIRE(rows);
-  REQUIRE(*rows);
-  CHECK((*rows)->rows.size() == 2);
+  CHECK(f.waits_answered() == 2);
   CHECK(index->resets() == built + 1);
   CHECK(f.state_of("by-value") == readiness_state::ready);
 }

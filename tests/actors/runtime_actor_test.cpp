@@ -21,6 +21,7 @@
 #include "support/caf_fixture.hpp"
 #include "support/sim_backend.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wrapped_backend.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -28,26 +29,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::uint32_t table = 1;
-
-// A backend whose state-change subscription throws (protocol.md §2.2: the registration fails
-// whole); everything else is the simulated backend.
-class unsubscribable final : public backend {
- public:
-  explicit unsubscribable(std::shared_ptr<test::sim_backend> inner) : inner_(std::move(inner)) {}
-  const std::string& id() const noexcept override { return inner_->id(); }
-  std::string_view kind() const noexcept override { return inner_->kind(); }
-  void attach(backend_host& host) override { inner_->attach(host); }
-  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
-  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
-  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
-  void shutdown(epoch_t epoch, completion done) override { inner_->shutdown(epoch, std::move(done)); }
-  subscription on_state_change(std::function<void(state_change)>) override {
-    throw std::runtime_error("cannot subscribe (test)");
-  }
-
- private:
-  std::shared_ptr<test::sim_backend> inner_;
-};
 
 struct runtime_fixture : test::caf_fixture {
   test::temp_dir dir;
@@ -281,7 +262,9 @@ TEST_CASE("runtime actor: unregister removes the id at once, a replacement regis
 TEST_CASE("runtime actor: a registration whose backend cannot subscribe fails whole and the id can register again", "[actor][runtime][register]") {
   runtime_fixture f;
   auto inner = std::make_shared<test::sim_backend>("idx");
-  auto refused = f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<unsubscribable>(inner))});
+  auto unsubscribable = std::make_shared<test::wrapped_backend>(inner);  // its subscription throws (§2.2)
+  unsubscribable->fail_subscription = true;
+  auto refused = f.ask<index_registered>(register_index{runtime_fixture::index_of(unsubscribable)});
   REQUIRE_FALSE(refused);
   CHECK(refused.error().value() == errc::backend_failed);
   CHECK_THAT(refused.error().message(), Catch::Contains("on_state_change"));
@@ -795,32 +778,12 @@ TEST_CASE("commit_transaction: the writes travel in one buffer, decode in order,
   CHECK(latest_sequence(*f.store) == before);
 }
 
-namespace {
-
-// The simulated backend, but its queries throw (a third-party backend's bug).
-class throwing_query final : public backend {
- public:
-  explicit throwing_query(std::shared_ptr<test::sim_backend> inner) : inner_(std::move(inner)) {}
-  const std::string& id() const noexcept override { return inner_->id(); }
-  std::string_view kind() const noexcept override { return inner_->kind(); }
-  void attach(backend_host& host) override { inner_->attach(host); }
-  result<std::optional<cursor>> durable_cursor() override { return inner_->durable_cursor(); }
-  delivery_result deliver(std::shared_ptr<const batch> b) override { return inner_->deliver(std::move(b)); }
-  void flush(flush_reason reason, completion done) override { inner_->flush(reason, std::move(done)); }
-  void shutdown(epoch_t epoch, completion done) override { inner_->shutdown(epoch, std::move(done)); }
-  subscription on_state_change(std::function<void(state_change)> cb) override { return inner_->on_state_change(std::move(cb)); }
-  result<query_rows> query(const index_query&) override { throw std::runtime_error("query exploded (test)"); }
-
- private:
-  std::shared_ptr<test::sim_backend> inner_;
-};
-
-}  // namespace
-
 TEST_CASE("runtime actor: a backend whose query throws answers backend_failed, and its worker's slot is free again", "[actor][runtime][query]") {
   runtime_fixture f;
   auto inner = std::make_shared<test::sim_backend>("idx");
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<throwing_query>(inner))}));
+  auto throwing_query = std::make_shared<test::wrapped_backend>(inner);
+  throwing_query->throw_on_query = true;
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(throwing_query)}));
   query_index q;
   q.id = "idx";
   // More than the 8 slots, one after another: a slot a throwing query took would be lost for good.

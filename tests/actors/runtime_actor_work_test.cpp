@@ -20,6 +20,7 @@
 
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/test_support.hpp"
+#include "support/quiet_config.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -28,15 +29,6 @@ using dix::test::temp_dir;
 namespace {
 
 constexpr std::uint32_t table = 1;
-
-struct one_thread_config : caf::actor_system_config {
-  one_thread_config() {
-    dix::configure(*this);
-    set("scheduler.max-threads", 1);
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-  }
-};
 
 // An actor on the scheduler's one thread: answers a ping at once.
 caf::behavior pong() {
@@ -69,7 +61,7 @@ struct latch {
 struct app {
   temp_dir dir;
   std::shared_ptr<primary_store> store = test::open_store(dir / "db");
-  one_thread_config cfg;
+  test::quiet_config cfg{1};
   caf::actor_system sys{cfg};
   runtime_actor rt = dix::spawn_runtime(sys, {store}).value();
   caf::actor ponger = sys.spawn(pong);
@@ -188,7 +180,7 @@ TEST_CASE("query_index: a wait-mode query waiting for coverage never takes the s
 TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in the order it receives, and refuses another store's log", "[adapter][runtime][commit]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
-  one_thread_config cfg;
+  test::quiet_config cfg{1};
   caf::actor_system sys{cfg};
   auto writer = dix::spawn_store_writer(sys, store);
   caf::scoped_actor self{sys};
@@ -217,7 +209,7 @@ TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in th
 TEST_CASE("spawn_store_writer: commits sent back to back are each answered exactly once and in order while the writer holds answers back, a refused one at its place", "[adapter][runtime][commit]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
-  one_thread_config cfg;
+  test::quiet_config cfg{1};
   caf::actor_system sys{cfg};
   auto writer = dix::spawn_store_writer(sys, store);
   caf::scoped_actor self{sys};

@@ -13,6 +13,7 @@
 #include <dix/caf.hpp>
 
 #include "adapters/test_support.hpp"
+#include "support/quiet_config.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -21,15 +22,6 @@ using dix::test::temp_dir;
 namespace {
 
 constexpr std::uint32_t table = 1;
-
-struct quiet_config : caf::actor_system_config {
-  quiet_config() {
-    dix::configure(*this);
-    set("scheduler.max-threads", 2);
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-  }
-};
 
 // Registers a rocksdb index of the records by value, in dir/<id>; true when registered.
 bool register_by_value(caf::actor_system& sys, const runtime_actor& rt, const std::filesystem::path& dir,
@@ -68,7 +60,7 @@ TEST_CASE("runtime guard: an actor system whose runtime only a guard stops, with
   temp_dir dir;
   auto store = test::open_store(dir / "db");
   {
-    quiet_config cfg;
+    test::quiet_config cfg;
     caf::actor_system sys{cfg};
     runtime_guard guard{dix::spawn_runtime(sys, {store}).value()};
     REQUIRE(register_by_value(sys, guard.get(), dir.path(), "by-value"));
@@ -77,7 +69,7 @@ TEST_CASE("runtime guard: an actor system whose runtime only a guard stops, with
   // The index was released cleanly: a runtime of a new system registers it again over the same
   // index database, and its guard stops it too.
   {
-    quiet_config cfg;
+    test::quiet_config cfg;
     caf::actor_system sys{cfg};
     runtime_guard guard{dix::spawn_runtime(sys, {store}).value()};
     REQUIRE(register_by_value(sys, guard.get(), dir.path(), "by-value"));
@@ -90,7 +82,7 @@ TEST_CASE("runtime guard: an actor system whose runtime only a guard stops, with
 TEST_CASE("runtime guard: stop is idempotent: after itself, after an explicit stop_runtime and after the runtime ended", "[adapter][runtime][guard]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
-  quiet_config cfg;
+  test::quiet_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
 

@@ -17,6 +17,7 @@
 #include <dix/caf.hpp>
 
 #include "adapters/test_support.hpp"
+#include "support/quiet_config.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
@@ -25,15 +26,6 @@ using dix::test::temp_dir;
 namespace {
 
 constexpr std::uint32_t table = 1;
-
-struct quiet_config : caf::actor_system_config {
-  quiet_config() {
-    dix::configure(*this);
-    set("scheduler.max-threads", 2);
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-  }
-};
 
 // The threads of this process by name.
 std::map<std::string, int> threads_by_name() {
@@ -91,7 +83,7 @@ void register_and_cover(caf::actor_system& sys, const runtime_actor& rt, primary
 TEST_CASE("threads: a runtime costs two threads and each registered index three more: its tailer, its backend proxy and its backend's applier", "[adapter][runtime][threads]") {
   temp_dir dir;
   auto store = test::open_store(dir / "db");
-  quiet_config cfg;
+  test::quiet_config cfg;
   caf::actor_system sys{cfg};
   const auto bare = threads_by_name();
   runtime_guard guard{dix::spawn_runtime(sys, {store}).value()};

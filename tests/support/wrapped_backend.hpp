@@ -2,7 +2,7 @@
 // where a real backend may legitimately behave so: refuse its shutdown (it cannot prove
 // quiescence, protocol.md §9.7), hold its shutdown, its barriers or its reset until the test lets
 // them finish (a slow backend), defer every delivery (a backend that says wait), or fail the
-// state-change subscription (protocol.md §2.2). It remembers the host it was attached to, as a
+// state-change subscription (protocol.md §2.2), or throw from query(). It remembers the host it was attached to, as a
 // backend may keep it, and the order of the calls that matter to a release (`calls()`: reset
 // start and end, flush, shutdown), naming any flush, shutdown or delivery made while a reset was
 // still running (`calls_during_reset()`). Thread-safe: the runtime calls it from its proxy's
@@ -120,6 +120,10 @@ class wrapped_backend final : public backend {
       count->fetch_sub(1);
     });
   }
+  result<query_rows> query(const index_query& q) override {
+    if (throw_on_query.load()) throw std::runtime_error("query exploded (test)");
+    return inner_->query(q);
+  }
   bool supports_reset() const noexcept override { return inner_->supports_reset(); }
   void reset(epoch_t epoch, completion done) override {
     resets.fetch_add(1);
@@ -187,6 +191,7 @@ class wrapped_backend final : public backend {
   std::atomic<bool> hold_shutdown{false};
   std::atomic<bool> hold_flushes{false};  // no barrier until release_flushes (flush(shutdown) passes)
   std::atomic<bool> fail_subscription{false};
+  std::atomic<bool> throw_on_query{false};  // query() throws (a third-party backend's bug)
   std::atomic<int> resets{0};  // reset calls passed on
   std::atomic<bool> hold_resets{false};  // a reset waits for finish_held_reset
 

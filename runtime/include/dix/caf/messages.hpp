@@ -704,28 +704,20 @@ inline bool operator!=(const query_index& a, const query_index& b) { return !(a 
 // serializer loops for ever on a NaN or an infinity (detail::pack754, found by fuzz_messages;
 // decision 0043). These four are the only conversions, for every message that carries a score or
 // a knn vector (query_index, index_row, and the remote backends' rb_row).
-inline std::uint64_t score_bits_of(double score) noexcept {
-  static_assert(sizeof(double) == sizeof(std::uint64_t), "a score is 64 IEEE 754 bits");
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &score, sizeof bits);
-  return bits;
+namespace wire {
+// The same bits as another type of the same size (std::bit_cast, which C++17 lacks).
+template <class To, class From>
+To same_bits(From from) noexcept {
+  static_assert(sizeof(To) == sizeof(From), "IEEE 754 bits of the same width");
+  To to{};
+  std::memcpy(&to, &from, sizeof to);
+  return to;
 }
-inline double score_of(std::uint64_t bits) noexcept {
-  double score = 0;
-  std::memcpy(&score, &bits, sizeof score);
-  return score;
-}
-inline std::uint32_t component_bits_of(float component) noexcept {
-  static_assert(sizeof(float) == sizeof(std::uint32_t), "a vector component is 32 IEEE 754 bits");
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &component, sizeof bits);
-  return bits;
-}
-inline float component_of(std::uint32_t bits) noexcept {
-  float component = 0;
-  std::memcpy(&component, &bits, sizeof component);
-  return component;
-}
+}  // namespace wire
+inline std::uint64_t score_bits_of(double score) noexcept { return wire::same_bits<std::uint64_t>(score); }
+inline double score_of(std::uint64_t bits) noexcept { return wire::same_bits<double>(bits); }
+inline std::uint32_t component_bits_of(float component) noexcept { return wire::same_bits<std::uint32_t>(component); }
+inline float component_of(std::uint32_t bits) noexcept { return wire::same_bits<float>(bits); }
 
 // One row: the record as the index holds it, and its score (0 for lookup and range; Xapian's
 // weight; knn's distance) as IEEE 754 bits — score() reads it.
