@@ -12,6 +12,8 @@
 
 #include <dix/caf/error.hpp>
 
+#include "adapters/primary_store_hooks.hpp"
+
 namespace dix {
 
 namespace {
@@ -41,18 +43,10 @@ result<transaction_committed> commit_checked(primary_store& store, const commit_
   }
 }
 
-// Whether committing `m` may wait: a sync asked for, or the writer gate not open for one of its
-// tables (a delay or a refusal). A message that does not decode fails at once: not slow.
-bool may_wait(const primary_store& store, const commit_transaction& m) {
-  if (m.sync == commit_sync::sync) return true;
-  std::vector<std::uint32_t> tables;
-  bool gated = false;
-  m.for_each([&](write_kind, std::uint32_t table, std::string_view, std::string_view) {
-    if (gated || std::find(tables.begin(), tables.end(), table) != tables.end()) return;
-    tables.push_back(table);
-    gated = store.admit(table).kind != admit_kind::open;
-  });
-  return gated;
+// Whether committing `m` may wait: a sync asked for, or the store's writer gate not open for some
+// table (a delay or a refusal; store-wide, so no transaction is decoded twice on this path).
+bool may_wait(primary_store& store, const commit_transaction& m) {
+  return m.sync == commit_sync::sync || store_may_delay(store);
 }
 
 // The answers of commits already made, in commit order, not sent yet (decision 0046): while more

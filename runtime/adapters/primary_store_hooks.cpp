@@ -65,6 +65,11 @@ void remove_close_listener(primary_store& s, std::uint64_t id) {
 
 write_gate& gate_of(primary_store& s) noexcept { return primary_store_access::get(s).gate; }
 
+bool store_may_delay(primary_store& s) {
+  auto& p = primary_store_access::get(s);
+  return p.has_admission_hook.load(std::memory_order_acquire) || p.gate.any_closed();
+}
+
 std::uint64_t store_wal_ttl_s(const primary_store& s) noexcept { return primary_store_access::get(s).options.wal_ttl_s; }
 
 void set_admission_hook(primary_store& s, std::function<admission(std::uint32_t)> hook) {

@@ -30,6 +30,10 @@ void remove_commit_listener(primary_store& s, std::uint64_t id);
 // tables with the store's write_gate. A hook set by set_admission_hook (tests,
 // primary_store_impl.hpp) decides instead of it.
 write_gate& gate_of(primary_store& s) noexcept;
+// Whether a commit to some table of the store may wait or be refused now: an admission hook is
+// set, or an entry of the gate is not open. A look without decoding any transaction (the
+// committer's, before it holds answers back: decision 0046).
+bool store_may_delay(primary_store& s);
 
 // The store's WAL TTL in seconds as opened (store_options::wal_ttl_s), for the rebuild's
 // retention fit.

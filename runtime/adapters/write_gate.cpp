@@ -28,6 +28,17 @@ void write_gate::remove(std::uint64_t token) {
   }
 }
 
+bool write_gate::any_closed() const {
+  if (empty()) return false;
+  std::shared_lock g(mutex_);
+  for (const auto& [table, entries] : tables_) {
+    for (const auto& e : entries) {
+      if (e.slot->lag_gate() > gate_open) return true;
+    }
+  }
+  return false;
+}
+
 admission write_gate::admit(const std::vector<std::uint32_t>& tables, bool wake_on_reject) const {
   admission out{admit_kind::open, std::chrono::microseconds{0}, {}};
   std::uint32_t largest = gate_open;

@@ -41,6 +41,10 @@ class write_gate {
   void add(std::uint32_t table, entry e);
   void remove(std::uint64_t token);  // every table's entries of the registration
   bool empty() const noexcept { return entries_.load(std::memory_order_acquire) == 0; }
+  // Whether any entry of any table is not open now (a commit to some table may wait or be
+  // refused). One atomic load when the gate is empty; a shared lock and a look at every entry
+  // otherwise.
+  bool any_closed() const;
 
   // The admission of a commit writing `tables` (protocol.md §13.5). `wake_on_reject`: a refusal
   // wakes the runners of every refusing id (a commit's admission); a bare check does not.

@@ -125,3 +125,23 @@ TEST_CASE("write gate: an open gate admits at once, and removing a registration'
   CHECK(g.put(1, "after"));
   CHECK(g.store->admit(1).kind == admit_kind::open);
 }
+
+TEST_CASE("write gate: store_may_delay is false while every entry is open and true once any table's gate delays or refuses", "[adapter][gate]") {
+  gated_store g;
+  CHECK_FALSE(store_may_delay(*g.store));  // no entry at all
+  auto a = g.project("a", 1, 1);
+  auto c = g.project("c", 2, 3);
+  CHECK_FALSE(store_may_delay(*g.store));  // entries, all open
+  c->set_lag_gate(900);                    // a delay on another table than a commit may write
+  CHECK(store_may_delay(*g.store));
+  c->set_lag_gate(gate_open);
+  a->set_lag_gate(gate_exceeded);          // a refusal
+  CHECK(store_may_delay(*g.store));
+  a->set_lag_gate(gate_open);
+  CHECK_FALSE(store_may_delay(*g.store));
+  // A test's admission hook decides instead of the gate: it may delay whatever the gate holds.
+  set_admission_hook(*g.store, [](std::uint32_t) { return admission{}; });
+  CHECK(store_may_delay(*g.store));
+  set_admission_hook(*g.store, nullptr);
+  CHECK_FALSE(store_may_delay(*g.store));
+}
