@@ -15,11 +15,14 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -115,16 +118,22 @@ struct dix_config : caf::actor_system_config {
   dix_config() { dix::configure(*this); }  // test_coordinator_fixture sets scheduler.policy = testing
 };
 
-// A directory of its own for the store, removed at the end.
+// A directory of its own (mkdtemp: a new name, mode 0700) for the store the test makes in it,
+// `db`. At the end only that store is removed, then the directory if nothing else is left in it:
+// a file anyone else put there stays, and so does the directory.
 struct scratch_dir {
   std::filesystem::path path;
   scratch_dir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "dix-real-runtime-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+    path = pattern;
   }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
   ~scratch_dir() {
     std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
+    std::filesystem::remove_all(path / "db", ignored);  // the store the test made
+    std::filesystem::remove(path, ignored);             // not recursive: fails if anything else is there
   }
 };
 
@@ -190,3 +199,18 @@ CAF_TEST(a query that outlives its timeout reaches the application as a retryabl
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
+
+// The cleanup removes only what the test made: a file planted beside the store survives it.
+CAF_TEST(the scratch directory keeps a file it did not make) {
+  std::filesystem::path kept;
+  {
+    scratch_dir dir;
+    kept = dir.path;
+    std::filesystem::create_directories(dir.path / "db" / "inside");  // as the store would
+    std::ofstream(dir.path / "foreign.txt") << "not the test's";
+  }
+  CAF_CHECK(!std::filesystem::exists(kept / "db"));
+  CAF_CHECK(std::filesystem::exists(kept / "foreign.txt"));
+  std::filesystem::remove(kept / "foreign.txt");  // this test's own plant
+  std::filesystem::remove(kept);
+}
