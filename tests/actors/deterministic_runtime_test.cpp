@@ -334,7 +334,7 @@ TEST_CASE("deterministic runtime: ending it releases the index, and the same bac
 namespace dix {
 namespace {
 
-TEST_CASE("deterministic runtime: a wait query with a negative timeout is refused at once, and beyond 4096 waiting ones a query is told to retry",
+TEST_CASE("deterministic runtime: a negative timeout, a limit of 0 and a kind the index does not answer are refused at once, and beyond 4096 waiting queries one is told to retry",
           "[actor][deterministic][coverage]") {
   fixture f;
   auto index = std::make_shared<memory_backend>("by-value");
@@ -344,6 +344,18 @@ TEST_CASE("deterministic runtime: a wait query with a negative timeout is refuse
   auto negative = f.ask<index_rows>(fixture::lookup_waiting("by-value", "purple", written.time, -1));
   REQUIRE_FALSE(negative);
   CHECK(negative.error().value() == errc::invalid_argument);
+  query_index search;  // a kind the memory index does not answer
+  search.id = "by-value";
+  search.kind = query_kind::search;
+  search.text = "purple";
+  auto unsupported = f.ask<index_rows>(search);
+  REQUIRE_FALSE(unsupported);
+  CHECK(unsupported.error().value() == errc::not_supported);
+  query_index too_many = fixture::lookup_waiting("by-value", "purple", written.time);
+  too_many.limit = 0;
+  auto zero = f.ask<index_rows>(too_many);
+  REQUIRE_FALSE(zero);
+  CHECK(zero.error().value() == errc::invalid_argument);
   for (int i = 0; i < 4096; ++i) f.self->send(f.rt->actor(), fixture::lookup_waiting("by-value", "purple", written.time, 20000));
   f.rt->settle();
   CHECK_FALSE(f.answer<index_rows>());  // all 4096 wait
