@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/assert.hpp"
+#include "core/runner_lifecycle.hpp"
 
 namespace dix {
 
@@ -29,12 +30,12 @@ std::uint64_t ms_between(steady_time from, steady_time to) {
 }  // namespace
 
 runner_core::runner_core(config c)
-    : config_(std::move(c)), gen_(config_.generation_base), gate_(config_.gate), coverage_(config_.options.max_flush_age) {
+    : config_(std::move(c)), gen_(config_.generation_base), cover_(config_.gate, config_.options.max_flush_age) {
   if (config_.start_condemned) {
     // A backend that can reset is rebuilt by the next acquisition (it finds the slot condemned);
     // one that cannot stays parked.
     parked_ = !config_.rebuildable;
-    state_ = runner_state::needs_rebuild;
+    state_ = runner_state::needs_rebuild;  // the initial state, not a step
     published_ = readiness_state::needs_rebuild;
     reason_ = last_fault_ = *config_.start_condemned;
   }
@@ -42,32 +43,11 @@ runner_core::runner_core(config c)
 
 // ---- machines -----------------------------------------------------------------------------------
 
-void runner_core::to(acquisition next) noexcept {
-  using a = acquisition;
-  const auto from = acquisition_;
-  const bool legal = (from == a::unowned && next == a::minting) || (from == a::minting && next == a::reading_meta) ||
-                     (from == a::reading_meta && next == a::verifying) || (from == a::verifying && next == a::acquired) ||
-                     (from != a::unowned && next == a::unowned);
-  check_transition(legal, "runner acquisition", static_cast<int>(from), static_cast<int>(next));
-  acquisition_ = next;
-}
-
-void runner_core::to(drain next) noexcept {
-  using d = drain;
-  const auto from = drain_;
-  const bool legal = next == d::closed || (from == d::closed && next == d::open) || (from == d::open && next == d::pulling) ||
-                     (from == d::pulling && (next == d::open || next == d::delivering)) ||
-                     (from == d::open && next == d::delivering) || (from == d::delivering && next == d::open);
-  check_transition(legal, "runner drain", static_cast<int>(from), static_cast<int>(next));
-  drain_ = next;
-}
-
-void runner_core::to(durable_query next) noexcept {
-  using q = durable_query;
-  const auto from = durable_query_;
-  const bool legal = next == q::none || (from == q::none && next == q::asked) || (from != q::none && next == q::asked_again);
-  check_transition(legal, "runner durable query", static_cast<int>(from), static_cast<int>(next));
-  durable_query_ = next;
+// The one way runner_state changes (core/runner_lifecycle.hpp): a legal step, into a state whose
+// ownership this runner has, and stopped or releasing only after stop().
+void runner_core::set_state(runner_state next) noexcept {
+  check_runner_step(state_, next, owner_now(), stopping_);
+  state_ = next;
 }
 
 void runner_core::to(marker next) noexcept {
@@ -90,57 +70,43 @@ void runner_core::to(settle next) noexcept {
   settle_ = next;
 }
 
-void runner_core::to(rebuild next) noexcept {
-  using r = rebuild;
-  const auto from = rebuild_;
-  const bool starts =
-    (from == r::none || from == r::backoff || from == r::held) && (next == r::quiescing || next == r::minting);
-  // held → held: a request consumed while the attempt waits for a respawned child (§11.2).
-  const bool holds = (from == r::none || from == r::backoff || from == r::held) && next == r::held;
-  const bool legal = next == r::none || next == r::backoff || starts || holds || (from == r::quiescing && next == r::minting) ||
-                     (from == r::minting && next == r::resetting) || (from == r::resetting && next == r::checking) ||
-                     (from == r::checking && next == r::capturing) || (from == r::capturing && next == r::scanning);
-  check_transition(legal, "runner rebuild", static_cast<int>(from), static_cast<int>(next));
-  rebuild_ = next;
-}
-
 // ---- helpers ------------------------------------------------------------------------------------
 
 void runner_core::publish(readiness_state s, readiness_reason r, effects& out) {
-  if (s == readiness_state::ready) attempts_ = 0;  // only a consumed request or `ready` resets it (§11.3)
+  if (s == readiness_state::ready) rebuild_.attempts = 0;  // only a consumed request or `ready` resets it (§11.3)
   if (s == readiness_state::ready && published_ != readiness_state::ready) {
     // §12.1: capture at once, so the slot's coverage_time is certified within a turn of `ready`
     // instead of at the next max_flush_age/4 capture (a bounded query right after ready would
     // read `unknown` until then, decision 0019 item 10).
-    refresh_due_ = true;
-    more_ = true;
+    cover_.refresh_due = true;
+    drain_.more = true;
   }
   published_ = s;
   reason_ = r;
   // §13.4: every state but ready forces the gate open — a rebuild's start (until `ready`),
   // unavailable, needs-rebuild, a rejected shutdown; sampling resumes only once ready again.
   std::optional<std::uint32_t> gate;
-  if (s != readiness_state::ready) gate = gate_.force_open();
-  if (s != readiness_state::ready) coverage_.cleared();  // the slot stores coverage_time = 0 first (§1.5)
-  out.push_back(fx::publish{s, r, attempts_, gate});
+  if (s != readiness_state::ready) gate = cover_.gate.force_open();
+  if (s != readiness_state::ready) cover_.tracker.cleared();  // the slot stores coverage_time = 0 first (§1.5)
+  out.push_back(fx::publish{s, r, rebuild_.attempts, gate});
 }
 
 void runner_core::force_gate_open(effects& out) {
-  if (auto g = gate_.force_open()) out.push_back(fx::store_gate{*g});
+  if (auto g = cover_.gate.force_open()) out.push_back(fx::store_gate{*g});
 }
 
 void runner_core::gate_sample(effects& out, steady_time now) {
-  if (!owner_now() || acquisition_ != acquisition::acquired || published_ != readiness_state::ready || stopping_ ||
+  if (!owner_now() || acq_.current() != acq::acquired || published_ != readiness_state::ready || stopping_ ||
       parked_ || release_.holding() || attempt_running() || state_ == runner_state::unavailable) {
     return;
   }
-  if (auto g = gate_.sample(lag_ms(now), backlog_.drain_ms(config_.gate.budget_ms()))) out.push_back(fx::store_gate{*g});
+  if (auto g = cover_.gate.sample(lag_ms(now), cover_.backlog.drain_ms(config_.gate.budget_ms()))) out.push_back(fx::store_gate{*g});
   // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
   // cursor-only progress (such as the system transactions the owner's own acquisition and settle
   // write), its flush waits for the cursor-only timer (up to 10 min) while every gated write is
   // refused and so cannot bring one. Ask for the barrier now, once per durable advance.
-  if (gate_refuses(gate_.stored()) && !gate_flush_outstanding_ && offered_.size() > 1) {
-    gate_flush_outstanding_ = true;
+  if (gate_refuses(cover_.gate.stored()) && !cover_.gate_asked() && drain_.offered.size() > 1) {
+    cover_.gate_asks();
     request_flush(flush_reason::age, out, now);
   }
 }
@@ -151,50 +117,36 @@ effects runner_core::sample_gate(steady_time now) {
   return out;
 }
 
-std::size_t runner_core::effective_entry() const noexcept {
-  // The newest offered entry preceded by nothing but cursor-only work (else the durable one).
-  std::size_t effective = 0;
-  while (effective + 1 < offered_.size() && offered_[effective + 1].cursor_only) ++effective;
-  return effective;
-}
-
 std::uint64_t runner_core::cursor_lag_ms() const {
   std::uint64_t lag = 0;
-  if (offered_.empty()) return lag;
-  for (const auto& p : offered_[effective_entry()].through.logs()) {
-    auto it = read_time_.find(p.log);
-    if (it != read_time_.end() && it->second > p.time) lag = std::max<std::uint64_t>(lag, (it->second - p.time) / 1'000'000);
+  if (drain_.offered.empty()) return lag;
+  for (const auto& p : drain_.offered[drain_.effective_entry()].through.logs()) {
+    auto it = cover_.read_time.find(p.log);
+    if (it != cover_.read_time.end() && it->second > p.time) lag = std::max<std::uint64_t>(lag, (it->second - p.time) / 1'000'000);
   }
   return lag;
-}
-
-std::optional<steady_time> runner_core::oldest_accepted_at() const {
-  for (std::size_t i = 1; i < offered_.size(); ++i) {
-    if (!offered_[i].cursor_only) return offered_[i].accepted_at;
-  }
-  return std::nullopt;
 }
 
 std::uint64_t runner_core::lag_ms(steady_time now) const {
   if (!owner_now()) return 0;
   auto age = [now](const std::optional<steady_time>& since) -> std::uint64_t { return since ? ms_between(*since, now) : 0; };
-  return std::max({cursor_lag_ms(), age(stalled_since_), age(unread_since_), age(oldest_accepted_at())});
+  return std::max({cursor_lag_ms(), age(drain_.stalled_since), age(cover_.unread_since), age(drain_.oldest_accepted_at())});
 }
 
 void runner_core::publish_coverage(effects& out, steady_time now) {
-  if (!owner_now() || stopping_ || parked_ || release_.holding() || offered_.empty()) return;
+  if (!owner_now() || stopping_ || parked_ || release_.holding() || drain_.offered.empty()) return;
   if (published_ != readiness_state::ready || attempt_running()) return;  // ready settled first (§12.3)
   // The durable entry certifies; any offered one does when nothing accepted but not durable
   // carries a mutation — so an unrelated commit never certifies past a queued relevant write.
-  bool mutation_pending = unanchored_mutations_ != 0;
-  for (std::size_t i = 1; i < offered_.size(); ++i) {
-    mutation_pending = mutation_pending || offered_[i].mutations != 0 || offered_[i].completes_cut;
+  bool mutation_pending = drain_.unanchored_mutations != 0;
+  for (std::size_t i = 1; i < drain_.offered.size(); ++i) {
+    mutation_pending = mutation_pending || drain_.offered[i].mutations != 0 || drain_.offered[i].completes_cut;
   }
-  const auto& ends = mutation_pending ? offered_.front().ends : offered_.back().ends;
-  if (auto time = coverage_.publish(ends)) {
-    out.push_back(fx::publish{readiness_state::ready, readiness_reason::none, attempts_, std::nullopt, *time, epoch_});
+  const auto& ends = mutation_pending ? drain_.offered.front().ends : drain_.offered.back().ends;
+  if (auto time = cover_.tracker.publish(ends)) {
+    out.push_back(fx::publish{readiness_state::ready, readiness_reason::none, rebuild_.attempts, std::nullopt, *time, epoch_});
   }
-  if (auto hook = coverage_.hook_due(offered_.front().ends, now)) {
+  if (auto hook = cover_.tracker.hook_due(drain_.offered.front().ends, now)) {
     out.push_back(fx::publish_coverage{epoch_, hook->time, std::move(hook->positions)});
   }
 }
@@ -206,31 +158,27 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
 // before ready. So a reader waiting at a new index's first build (issue 29) does not wait for the
 // age timer.
 void runner_core::demand_flush(effects& out, steady_time now) {
-  if (coverage_flush_outstanding_ || !coverage_.demand_open() || !non_durable_work() || offered_.empty()) return;
-  if (!boundary_pending_ && !coverage_.demand_delivered(offered_.back().ends)) return;
-  coverage_flush_outstanding_ = true;
+  if (cover_.coverage_asked() || !cover_.tracker.demand_open() || !non_durable_work() || drain_.offered.empty()) return;
+  if (!rebuild_.boundary_pending() && !cover_.tracker.demand_delivered(drain_.offered.back().ends)) return;
+  cover_.coverage_asks();
   request_flush(flush_reason::coverage, out, now);
 }
 
 // The refresh timer runs while this generation owns the drain: one pending event at most. It
 // fires max_flush_age after the last turn began; an idle owner then runs a refresh turn.
 void runner_core::arm_refresh(effects& out, steady_time now) {
-  if (refresh_armed_gen_ == gen_) return;
-  refresh_armed_gen_ = gen_;
+  if (cover_.refresh_armed_gen == gen_) return;
+  cover_.refresh_armed_gen = gen_;
   auto delay = config_.options.max_flush_age;
-  if (last_turn_at_ && *last_turn_at_ + delay > now) {
-    delay = std::chrono::duration_cast<std::chrono::milliseconds>(*last_turn_at_ + delay - now);
+  if (cover_.last_turn_at && *cover_.last_turn_at + delay > now) {
+    delay = std::chrono::duration_cast<std::chrono::milliseconds>(*cover_.last_turn_at + delay - now);
   }
   out.push_back(fx::arm_timer{timer_kind::coverage_refresh, std::max(delay, std::chrono::milliseconds(1)), gen_});
 }
 
 bool runner_core::non_durable_work() const noexcept {
-  if (unanchored_bytes_ != 0 || unanchored_mutations_ != 0) return true;
-  if (boundary_pending_) return true;  // the boundary entry holds the scan, durable or not
-  for (std::size_t i = 1; i < offered_.size(); ++i) {
-    if (!offered_[i].cursor_only) return true;
-  }
-  return false;
+  // The boundary entry holds the scan, durable or not.
+  return drain_.non_durable_work() || rebuild_.boundary_pending();
 }
 
 void runner_core::discard_progress() {
@@ -243,97 +191,84 @@ void runner_core::discard_progress() {
     // present, so a condemnation from here writes it again (queued behind the settle, §10.4).
     if (marker_ == marker::present) to(marker::unknown);
   }
-  offered_.clear();
-  unanchored_bytes_ = unanchored_mutations_ = 0;
-  unflushed_bytes_ = unflushed_mutations_ = 0;
-  held_.reset();
-  in_flight_.reset();
-  to(drain::closed);
-  to(durable_query::none);
-  age_timer_armed_ = cursor_timer_armed_ = false;
-  age_deadline_.reset();
-  cut_open_ = end_of_log_ = false;
-  more_ = true;
-  stalled_since_.reset();
-  coverage_.discard();
-  coverage_flush_outstanding_ = false;
-  gate_flush_outstanding_ = false;
-  cut_delivered_ = false;
-  refresh_due_ = false;
+  drain_.offered.clear();
+  drain_.discard();
+  cover_.tracker.discard();
+  cover_.barrier_passed();
+  cover_.refresh_due = false;
 }
 
 // Starts the flush-age timer if it is not running (restart: from now in any case). Timers
 // cannot be cancelled, so one pending timer event at most is armed; when it fires early (the
 // deadline moved), it re-arms for the rest.
 void runner_core::arm_age_timer(effects& out, steady_time now, bool restart) {
-  if (!age_deadline_ || restart) age_deadline_ = now + config_.options.max_flush_age;
-  if (age_timer_armed_) return;
-  age_timer_armed_ = true;
+  if (!drain_.age_deadline || restart) drain_.age_deadline = now + config_.options.max_flush_age;
+  if (drain_.age_timer_armed) return;
+  drain_.age_timer_armed = true;
   out.push_back(fx::arm_timer{timer_kind::flush_age,
-                              std::chrono::duration_cast<std::chrono::milliseconds>(*age_deadline_ - now), gen_});
+                              std::chrono::duration_cast<std::chrono::milliseconds>(*drain_.age_deadline - now), gen_});
 }
 
 void runner_core::request_flush(flush_reason reason, effects& out, steady_time now) {
   ++flushes_[static_cast<std::size_t>(reason)];
-  unflushed_bytes_ = unflushed_mutations_ = 0;
+  drain_.unflushed_bytes = drain_.unflushed_mutations = 0;
   out.push_back(fx::flush{gen_, reason});
   // The age timer restarts after each request while non-durable work remains (§6.2).
   if (non_durable_work()) arm_age_timer(out, now, true);
-  else age_deadline_.reset();
+  else drain_.age_deadline.reset();
 }
 
 void runner_core::query_durable(effects& out) {
-  to(durable_query::asked);
+  drain_.to(dq::asked);
   out.push_back(fx::query_durable{gen_});
 }
 
 void runner_core::reconcile(effects& out) {
-  if (rebuild_ == rebuild::scanning) return;  // nothing offered yet: scan chunks carry no cursor
-  if (durable_query_ != durable_query::none) {
-    to(durable_query::asked_again);
+  if (rebuild_.current() == rebuild::scanning) return;  // nothing offered yet: scan chunks carry no cursor
+  if (drain_.query() != dq::none) {
+    drain_.to(dq::asked_again);
     return;
   }
   query_durable(out);
 }
 
 void runner_core::next_turn(effects& out, steady_time now) {
-  if (!owner_now() || drain_ != drain::open || stopping_ || parked_) return;
-  if (held_) return;
+  if (!owner_now() || drain_.current() != drain::open || stopping_ || parked_) return;
+  if (drain_.held) return;
   if (state_ == runner_state::deferred || state_ == runner_state::waiting_durable) return;
-  if (!more_) return;
-  more_ = false;
-  to(drain::pulling);
-  if (state_ == runner_state::idle) state_ = working_state();
-  if (rebuild_ == rebuild::scanning) {
+  if (!drain_.more) return;
+  drain_.more = false;
+  drain_.to(drain::pulling);
+  if (state_ == runner_state::idle) set_state(working_state());
+  if (rebuild_.current() == rebuild::scanning) {
     out.push_back(fx::scan{gen_, epoch_});
     return;
   }
   // §12.1: a capture when a demand is open, every max_flush_age/4 otherwise, at every refresh;
   // none while nothing can be certified.
   const bool capture =
-    published_ == readiness_state::ready && !attempt_running() && (refresh_due_ || coverage_.wants_capture(now));
-  if (capture) coverage_.requested(now);
-  refresh_due_ = false;
-  last_turn_at_ = now;
+    published_ == readiness_state::ready && !attempt_running() && (cover_.refresh_due || cover_.tracker.wants_capture(now));
+  if (capture) cover_.tracker.requested(now);
+  cover_.refresh_due = false;
+  cover_.last_turn_at = now;
   out.push_back(fx::pull{gen_, epoch_, capture});
 }
 
 void runner_core::deliver_held(effects& out, steady_time now) {
   (void)now;
-  in_flight_ = std::move(held_);
-  held_.reset();
-  to(drain::delivering);
-  changed_at_issue_ = changed_count_;
-  state_ = working_state();
-  out.push_back(fx::deliver{gen_, in_flight_});
+  auto b = std::move(drain_.held);
+  drain_.held.reset();
+  drain_.issue(std::move(b), drain_.in_flight_ends);  // the ends it had when it was deferred
+  set_state(working_state());
+  out.push_back(fx::deliver{gen_, drain_.in_flight});
 }
 
 void runner_core::begin_release(effects& out) {
   // §9.6, §11.4 step 3: a reset on its way is waited for. The backend is never told to flush or
   // shut down while it destroys its index, and the lock is not handed on before the reset ended
   // (on_reset_done begins the release then, whatever the reset's outcome).
-  if (reset_in_flight_) {
-    release_after_reset_ = true;
+  if (rebuild_.reset_in_flight) {
+    rebuild_.release_after_reset = true;
     return;
   }
   // A successful shutdown ends with the unlock, a rejected one is retried through retry_release().
@@ -356,11 +291,11 @@ void runner_core::carry_release(release_sequence::step step, effects& out, stead
       return;
     case release_sequence::step::publish_rejected:
       // The backend cannot prove quiescence: keep the lock, never hand it on (§9.7).
-      state_ = runner_state::unavailable;
+      set_state(runner_state::unavailable);
       publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
       return;
     case release_sequence::step::unlock:
-      to(acquisition::unowned);
+      acq_.to(acq::unowned);
       out.push_back(fx::release_lock{stopping_});
       return;
   }
@@ -375,7 +310,7 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
   message_ = std::move(message);
   discard_progress();
   parked_ = true;
-  state_ = runner_state::needs_rebuild;
+  set_state(runner_state::needs_rebuild);
   condemn_reason_ = reason;
   if (owner_now() && !release_.holding() && config_.fingerprint && marker_ != marker::present) {
     if (tailer_up_) {
@@ -441,17 +376,17 @@ effects runner_core::on_settled(std::uint64_t gen, const result<void>& outcome, 
 effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>& records, const readiness& slot,
                                    steady_time now, bool rebuild_requested) {
   effects out;
-  if (!current(gen) || release_.holding() || acquisition_ != acquisition::reading_meta) return out;
+  if (!current(gen) || release_.holding() || acq_.current() != acq::reading_meta) return out;
   if (!records) {
     transient_fault(false, "reading the condemnation marker: " + records.error().message(), out, now);
     return out;
   }
-  to(acquisition::verifying);
+  acq_.to(acq::verifying);
   records_ = *records;
   if (records_.condemned) to(marker::present);
   // The attempt count lives in the slot: a later owner continues it (§11.3); a consumed request
   // resets it (§11.2).
-  attempts_ = rebuild_requested && config_.rebuildable ? 0 : slot.rebuild_attempts;
+  rebuild_.attempts = rebuild_requested && config_.rebuildable ? 0 : slot.rebuild_attempts;
   // Step 4: a consumed request on a rebuildable backend starts a rebuild (§11.4).
   if (rebuild_requested && config_.rebuildable) {
     condemn(readiness_reason::rebuild_requested, "a rebuild was requested", out, now);
@@ -463,7 +398,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
     last_fault_ = slot.reason;
     discard_progress();
     parked_ = true;
-    state_ = runner_state::unavailable;
+    set_state(runner_state::unavailable);
     published_ = readiness_state::unavailable;
     reason_ = slot.reason;
     force_gate_open(out);
@@ -500,10 +435,10 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
   // The backend still holds the work it accepted (same epoch): keep the offered list and resume
   // after its newest entry, so nothing accepted is delivered again and the durable cursor the
   // backend reports later is still one of ours. Only what the tailer carried is dropped.
-  auto accepted = std::move(offered_);
+  auto accepted = std::move(drain_.offered);
   discard_progress();
-  offered_ = std::move(accepted);
-  state_ = runner_state::running;
+  drain_.offered = std::move(accepted);
+  set_state(runner_state::running);
   auto delay = backoff_delay(transient_faults_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff);
   out.push_back(fx::arm_timer{timer_kind::transient_retry, delay, gen_});
 }
@@ -512,7 +447,7 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
 // durable cursor (§5.7, §10.5). A child being respawned holds the retry until it is up.
 void runner_core::retry(effects& out) {
   if (!owner_now()) {
-    state_ = runner_state::waiting_lock;
+    set_state(runner_state::waiting_lock);
     out.push_back(fx::request_lock{gen_});
     return;
   }
@@ -521,12 +456,12 @@ void runner_core::retry(effects& out) {
     return;
   }
   pending_retry_ = false;
-  if (acquisition_ == acquisition::minting) {
+  if (acq_.current() == acq::minting) {
     out.push_back(fx::persist_epoch{epoch_, gen_});
-  } else if (acquisition_ == acquisition::reading_meta) {
+  } else if (acq_.current() == acq::reading_meta) {
     out.push_back(fx::read_meta{gen_});
-  } else if (!offered_.empty()) {
-    out.push_back(fx::open_log{gen_, offered_.back().through});
+  } else if (!drain_.offered.empty()) {
+    out.push_back(fx::open_log{gen_, drain_.offered.back().through});
   } else {
     query_durable(out);
   }
@@ -538,19 +473,19 @@ void runner_core::retry(effects& out) {
 // is kept meanwhile. A spent budget ends in `unavailable` at once (§10.3).
 void runner_core::schedule_rebuild(effects& out, steady_time now) {
   parked_ = false;
-  rebuild_trigger_ = condemn_reason_;
-  if (acquisition_ == acquisition::verifying) to(acquisition::acquired);  // condemned at acquisition
-  if (attempts_ >= config_.options.max_rebuild_attempts) {
+  rebuild_.trigger = condemn_reason_;
+  if (acq_.current() == acq::verifying) acq_.to(acq::acquired);  // condemned at acquisition
+  if (rebuild_.attempts >= config_.options.max_rebuild_attempts) {
     exhaust(out);
     return;
   }
-  if (attempts_ == 0) {
+  if (rebuild_.attempts == 0) {
     start_attempt(out, now);
     return;
   }
-  to(rebuild::backoff);
+  rebuild_.to(rebuild::backoff);
   out.push_back(fx::arm_timer{timer_kind::rebuild_backoff,
-                              backoff_delay(attempts_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
+                              backoff_delay(rebuild_.attempts, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
                               gen_});
 }
 
@@ -558,27 +493,27 @@ void runner_core::schedule_rebuild(effects& out, steady_time now) {
 // step 1, the shutdown of the current epoch unless one already succeeded.
 void runner_core::start_attempt(effects& out, steady_time now) {
   if (!tailer_up_ || !proxy_up_) {
-    to(rebuild::held);  // a child is being respawned: on_child_up starts the attempt
+    rebuild_.to(rebuild::held);  // a child is being respawned: on_child_up starts the attempt
     return;
   }
-  if (reset_in_flight_) {
-    to(rebuild::held);  // a failed attempt's reset still runs: its answer starts this one
+  if (rebuild_.reset_in_flight) {
+    rebuild_.to(rebuild::held);  // a failed attempt's reset still runs: its answer starts this one
     return;
   }
   discard_progress();
-  boundary_pending_ = false;
-  ++attempts_;
-  state_ = runner_state::rebuilding;
-  publish(readiness_state::rebuilding, rebuild_trigger_, out);
-  rebuilt_records_ = estimated_records_ = scanned_bytes_ = 0;
-  scan_started_at_.reset();
-  scan_ended_at_.reset();
-  if (quiesced_) {
-    to(rebuild::minting);
+  rebuild_.drop_boundary();
+  ++rebuild_.attempts;
+  set_state(runner_state::rebuilding);
+  publish(readiness_state::rebuilding, rebuild_.trigger, out);
+  rebuild_.rebuilt_records = rebuild_.estimated_records = rebuild_.scanned_bytes = 0;
+  rebuild_.scan_started_at.reset();
+  rebuild_.scan_ended_at.reset();
+  if (rebuild_.quiesced) {
+    rebuild_.to(rebuild::minting);
     out.push_back(fx::mint_epoch{});
     return;
   }
-  to(rebuild::quiescing);
+  rebuild_.to(rebuild::quiescing);
   quiescence_since_ = now;
   out.push_back(fx::shutdown{epoch_});
 }
@@ -587,14 +522,14 @@ void runner_core::start_attempt(effects& out, steady_time now) {
 // release (then the reset's own outcome no longer matters but for the message) or an attempt
 // held behind a failed attempt's reset. true: the answer is spent.
 bool runner_core::reset_ended(const result<void>& outcome, effects& out, steady_time now) {
-  if (release_after_reset_) {
-    release_after_reset_ = false;
+  if (rebuild_.release_after_reset) {
+    rebuild_.release_after_reset = false;
     if (!outcome) message_ += (message_.empty() ? "" : "; ") + std::string("its reset failed: ") + outcome.error().message();
-    if (rebuild_ == rebuild::resetting) to(rebuild::none);
+    if (rebuild_.current() == rebuild::resetting) rebuild_.to(rebuild::none);
     begin_release(out);
     return true;
   }
-  if (rebuild_ == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
+  if (rebuild_.current() == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
     start_attempt(out, now);
     return true;
   }
@@ -606,87 +541,83 @@ bool runner_core::reset_ended(const result<void>& outcome, effects& out, steady_
 void runner_core::fail_attempt(readiness_reason reason, std::string message, effects& out, steady_time now) {
   (void)now;
   last_fault_ = reason;
-  message_ = "rebuild attempt " + std::to_string(attempts_) + " failed: " + message;
+  message_ = "rebuild attempt " + std::to_string(rebuild_.attempts) + " failed: " + message;
   discard_progress();
-  boundary_pending_ = false;
-  to(rebuild::none);
-  if (attempts_ >= config_.options.max_rebuild_attempts) {
+  rebuild_.to(rebuild::none);
+  if (rebuild_.attempts >= config_.options.max_rebuild_attempts) {
     exhaust(out);
     return;
   }
-  state_ = runner_state::needs_rebuild;
+  set_state(runner_state::needs_rebuild);
   condemn_reason_ = reason;
   publish(readiness_state::needs_rebuild, reason, out);
-  rebuild_trigger_ = reason;
-  to(rebuild::backoff);
+  rebuild_.trigger = reason;
+  rebuild_.to(rebuild::backoff);
   out.push_back(fx::arm_timer{timer_kind::rebuild_backoff,
-                              backoff_delay(attempts_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
+                              backoff_delay(rebuild_.attempts, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff),
                               gen_});
 }
 
 void runner_core::exhaust(effects& out) {
-  to(rebuild::none);
+  rebuild_.to(rebuild::none);
   parked_ = true;
-  state_ = runner_state::unavailable;
-  if (last_fault_ == readiness_reason::none) last_fault_ = rebuild_trigger_;
+  set_state(runner_state::unavailable);
+  if (last_fault_ == readiness_reason::none) last_fault_ = rebuild_.trigger;
   publish(readiness_state::unavailable, readiness_reason::rebuild_exhausted, out);
   if (owner_now() && !release_.holding()) begin_release(out);
 }
 
 effects runner_core::on_reset_done(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  if (reset_in_flight_ == gen) {
-    reset_in_flight_.reset();
+  if (rebuild_.reset_in_flight == gen) {
+    rebuild_.reset_in_flight.reset();
     if (reset_ended(outcome, out, now)) return out;
   }
-  if (!current(gen) || release_.holding() || rebuild_ != rebuild::resetting) return out;
+  if (!current(gen) || release_.holding() || rebuild_.current() != rebuild::resetting) return out;
   if (!outcome) {
     fail_attempt(readiness_reason::backend_failed, "reset: " + outcome.error().message(), out, now);
     return out;
   }
-  to(rebuild::checking);
+  rebuild_.to(rebuild::checking);
   query_durable(out);  // step 4: the cursor must be absent now
   return out;
 }
 
 effects runner_core::on_boundary(std::uint64_t gen, const boundary_outcome& outcome, steady_time now) {
   effects out;
-  if (!current(gen) || release_.holding() || rebuild_ != rebuild::capturing) return out;
+  if (!current(gen) || release_.holding() || rebuild_.current() != rebuild::capturing) return out;
   wal_syncs_ += outcome.found.wal_syncs;
   if (outcome.fault || !outcome.found.boundary) {
     const auto reason = !outcome.fault || outcome.fault->transient ? readiness_reason::rebuild_failed : outcome.fault->reason;
     fail_attempt(reason, outcome.fault ? outcome.fault->text : "no boundary", out, now);
     return out;
   }
-  estimated_records_ = outcome.found.estimated_records;
-  to(rebuild::scanning);
-  scan_started_at_ = now;
-  to(drain::open);
-  more_ = true;
+  rebuild_.estimated_records = outcome.found.estimated_records;
+  rebuild_.to(rebuild::scanning);
+  rebuild_.scan_started_at = now;
+  drain_.to(drain::open);
+  drain_.more = true;
   next_turn(out, now);
   return out;
 }
 
 effects runner_core::on_scan_chunk(std::uint64_t gen, const scan_outcome& outcome, steady_time now) {
   effects out;
-  if (!current(gen) || release_.holding() || drain_ != drain::pulling || rebuild_ != rebuild::scanning) return out;
-  to(drain::open);
+  if (!current(gen) || release_.holding() || drain_.current() != drain::pulling || rebuild_.current() != rebuild::scanning) return out;
+  drain_.to(drain::open);
   if (outcome.fault) {
     fail_attempt(outcome.fault->transient ? readiness_reason::rebuild_failed : outcome.fault->reason, outcome.fault->text,
                  out, now);
     return out;
   }
   unindexable_ += outcome.step.unindexable;
-  more_ = true;  // the scan goes on until its boundary chunk
+  drain_.more = true;  // the scan goes on until its boundary chunk
   if (!outcome.step.delivery) {
     next_turn(out, now);  // the turn's time ran out before a record: yield, then go on
     return out;
   }
-  in_flight_ = outcome.step.delivery;
-  in_flight_ends_.clear();  // the boundary entry gets its anchor ends when the logs open there
-  to(drain::delivering);
-  changed_at_issue_ = changed_count_;
-  out.push_back(fx::deliver{gen_, in_flight_});
+  drain_.issue(outcome.step.delivery, {});  // the boundary entry gets its anchor ends when the logs open there
+  out.push_back(fx::deliver{gen_, drain_.in_flight});
   return out;
 }
 
@@ -697,7 +628,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
   (void)now;
   if ((flags & wake_flag::rebuild) != 0 && parked_terminal()) {
     parked_ = false;
-    state_ = runner_state::waiting_lock;
+    set_state(runner_state::waiting_lock);
     out.push_back(fx::request_lock{gen_});
     return out;
   }
@@ -711,25 +642,25 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     // rebuild wake does (the actor passes one only while no runner of the process owns the id).
     const bool starts = (commit && !system_only) || (flags & (wake_flag::coverage | wake_flag::rebuild)) != 0;
     if (!starts) return out;
-    state_ = runner_state::waiting_lock;
+    set_state(runner_state::waiting_lock);
     out.push_back(fx::request_lock{gen_});
     return out;
   }
   if (commit && !system_only) {
-    if (end_of_log_ && !unread_since_) unread_since_ = now;  // §8.2: lag must not hide a reader behind
-    more_ = true;
+    if (drain_.end_of_log && !cover_.unread_since) cover_.unread_since = now;  // §8.2: lag must not hide a reader behind
+    drain_.more = true;
     if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out, now);
   } else if (system_only && state_ != runner_state::idle) {
-    more_ = true;  // progress only, but it moves the cursor when read
+    drain_.more = true;  // progress only, but it moves the cursor when read
     // Running with nothing in flight (waiting for a barrier, say): no chunk will come to start
-    // the next turn, so this one does — else more_ would stand and the idle pass never come.
+    // the next turn, so this one does — else drain_.more would stand and the idle pass never come.
     if (state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out, now);
   }
-  if ((flags & wake_flag::coverage) != 0 && coverage_.demand_open()) {
+  if ((flags & wake_flag::coverage) != 0 && cover_.tracker.demand_open()) {
     // §12.4: drain to the end (the turn captures, the demand being open), then flush(coverage)
     // once the demanded commits are accepted; deferred or waiting-durable runs no turn but may
     // ask for the barrier now.
-    more_ = true;
+    drain_.more = true;
     if (state_ == runner_state::idle || state_ == runner_state::running) next_turn(out, now);
     demand_flush(out, now);
   }
@@ -738,7 +669,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
 
 bool runner_core::takes_rebuild_request() const noexcept {
   if (revivable()) return true;
-  return !stopping_ && !parked_ && !release_.holding() && acquisition_ == acquisition::acquired && config_.rebuildable;
+  return !stopping_ && !parked_ && !release_.holding() && acq_.current() == acq::acquired && config_.rebuildable;
 }
 
 bool runner_core::revivable() const noexcept {
@@ -764,7 +695,7 @@ bool runner_core::parked_terminal() const noexcept {
 }
 
 bool runner_core::awaits_meta(std::uint64_t gen) const noexcept {
-  return current(gen) && !release_.holding() && acquisition_ == acquisition::reading_meta;
+  return current(gen) && !release_.holding() && acq_.current() == acq::reading_meta;
 }
 
 effects runner_core::retry_release(steady_time now) {
@@ -782,16 +713,16 @@ effects runner_core::on_rebuild_requested(steady_time now) {
     // index is rebuilt under a new one.
     release_ = release_sequence{};
     parked_ = false;
-    quiesced_ = false;
-    attempts_ = 0;
+    rebuild_.quiesced = false;
+    rebuild_.attempts = 0;
     condemn(readiness_reason::rebuild_requested, "a rebuild was requested: the held epoch is shut down again", out, now);
     return out;
   }
   // Consuming resets the attempts and cancels a pending backoff; a running attempt absorbs it.
   if (attempt_running()) return out;
-  attempts_ = 0;
-  if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) {
-    rebuild_trigger_ = readiness_reason::rebuild_requested;
+  rebuild_.attempts = 0;
+  if (rebuild_.current() == rebuild::backoff || rebuild_.current() == rebuild::held) {
+    rebuild_.trigger = readiness_reason::rebuild_requested;
     start_attempt(out, now);
     return out;
   }
@@ -812,22 +743,21 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::u
     return out;
   }
   ++gen_;
-  to(acquisition::minting);
+  acq_.to(acq::minting);
   release_ = release_sequence{};  // this ownership's
   to(marker::unknown);
   to(settle::done);
-  to(rebuild::none);
-  boundary_pending_ = false;
-  quiesced_ = false;
-  state_ = runner_state::running;
-  unread_since_.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
-  backlog_.reset();
+  rebuild_.to(rebuild::none);
+  rebuild_.quiesced = false;
+  set_state(runner_state::running);
+  cover_.unread_since.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
+  cover_.backlog.reset();
   // §13.3: the inherited gate stays (without a policy the owner stores 0); the lag tick samples
   // it every min(1000, max(1, B/4)) ms while this ownership lasts.
-  if (auto g = gate_.on_acquired(inherited_gate)) out.push_back(fx::store_gate{*g});
+  if (auto g = cover_.gate.on_acquired(inherited_gate)) out.push_back(fx::store_gate{*g});
   if (config_.gate.on()) {
-    lag_tick_id_ = gen_;
-    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), lag_tick_id_});
+    cover_.lag_tick_id = gen_;
+    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), cover_.lag_tick_id});
   }
   out.push_back(fx::mint_epoch{});
   return out;
@@ -839,7 +769,7 @@ effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, bool cont
   if (gen != gen_ || state_ != runner_state::waiting_lock || owner_now()) return out;
   message_ = e.message();
   if (stopping_) {
-    state_ = runner_state::stopped;
+    set_state(runner_state::stopped);
     out.push_back(fx::stopped{result<void>{}});
     return out;
   }
@@ -855,7 +785,7 @@ effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, bool cont
       last_fault_ = readiness_reason::runner_failed;
       reason_ = condemn_reason_ = readiness_reason::runner_failed;
       parked_ = true;
-      state_ = runner_state::needs_rebuild;
+      set_state(runner_state::needs_rebuild);
       ++gen_;
       return out;
     }
@@ -869,30 +799,30 @@ effects runner_core::on_lock_failed(std::uint64_t gen, const error& e, bool cont
 void runner_core::abandon_mint(const error& e, effects& out) {
   // Unlock without any backend call and try again after the backoff (§9.3). Waiting-lock, as
   // after a refused lock: no wake — a rebuild wake included — starts an acquisition sooner.
-  to(acquisition::unowned);
+  acq_.to(acq::unowned);
   message_ = e.message();
-  state_ = runner_state::waiting_lock;
+  set_state(runner_state::waiting_lock);
   out.push_back(fx::release_lock{});
   out.push_back(fx::arm_timer{timer_kind::transient_retry, config_.options.rebuild_backoff, ++gen_});
 }
 
 bool runner_core::minting_now() const noexcept {
-  return owner_now() && (acquisition_ == acquisition::minting || rebuild_ == rebuild::minting);
+  return owner_now() && (acq_.current() == acq::minting || rebuild_.current() == rebuild::minting);
 }
 
-// A stop that waited for an epoch's write (stop_after_persist_) goes on once nothing is being
+// A stop that waited for an epoch's write (acquisition::defer_stop) goes on once nothing is being
 // minted: the release of an epoch now durable, or — the write failed and the lock was given up
 // without a backend call (abandon_mint) — only the answer.
 void runner_core::resume_stop(effects& out, steady_time now) {
-  if (!stop_after_persist_ || minting_now()) return;
-  stop_after_persist_ = false;
+  if (!acq_.stop_deferred() || minting_now()) return;
+  const bool last_registration = *acq_.take_deferred_stop();
   if (!owner_now()) {
-    state_ = runner_state::stopped;
+    set_state(runner_state::stopped);
     out.push_back(fx::stopped{result<void>{}});
     return;
   }
   stopping_ = false;
-  auto more = stop(now, stop_last_registration_);
+  auto more = stop(now, last_registration);
   out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
 }
 
@@ -910,7 +840,7 @@ effects runner_core::on_epoch_persisted(std::uint64_t gen, const result<void>& o
 
 effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now) {
   effects out;
-  if (rebuild_ == rebuild::minting && owner_now()) {
+  if (rebuild_.current() == rebuild::minting && owner_now()) {
     if (!epoch) {
       fail_attempt(readiness_reason::rebuild_failed, "minting the rebuild epoch: " + epoch.error().message(), out, now);
       return out;
@@ -922,7 +852,7 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
       return out;
     }
     epoch_ = *epoch;
-    quiesced_ = false;
+    rebuild_.quiesced = false;
     out.push_back(fx::persist_epoch{epoch_, gen_});  // step 2: no backend call before it is durable
     return out;
   }
@@ -946,23 +876,23 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
 
 effects runner_core::epoch_persisted(std::uint64_t gen, const result<void>& outcome, steady_time now) {
   effects out;
-  if (current(gen) && rebuild_ == rebuild::minting) {
+  if (current(gen) && rebuild_.current() == rebuild::minting) {
     if (!outcome) {
       fail_attempt(readiness_reason::rebuild_failed, "persisting the rebuild epoch: " + outcome.error().message(), out, now);
       return out;
     }
-    publish(readiness_state::rebuilding, rebuild_trigger_, out);  // republished with the new epoch
-    to(rebuild::resetting);
-    reset_in_flight_ = gen_;
+    publish(readiness_state::rebuilding, rebuild_.trigger, out);  // republished with the new epoch
+    rebuild_.to(rebuild::resetting);
+    rebuild_.reset_in_flight = gen_;
     out.push_back(fx::reset{gen_, epoch_});  // step 3
     return out;
   }
-  if (!current(gen) || acquisition_ != acquisition::minting) return out;
+  if (!current(gen) || acq_.current() != acq::minting) return out;
   if (!outcome) {
     abandon_mint(outcome.error(), out);
     return out;
   }
-  to(acquisition::reading_meta);
+  acq_.to(acq::reading_meta);
   (void)now;
   if (!proxy_up_) {
     pending_retry_ = true;
@@ -975,9 +905,9 @@ effects runner_core::epoch_persisted(std::uint64_t gen, const result<void>& outc
 effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now) {
   effects out;
   if (!current(gen) || release_.holding()) return out;
-  const bool again = durable_query_ == durable_query::asked_again;
-  to(durable_query::none);
-  if (rebuild_ == rebuild::checking) {
+  const bool again = drain_.query() == dq::asked_again;
+  drain_.to(dq::none);
+  if (rebuild_.current() == rebuild::checking) {
     // §11.4 step 4: after the reset, the backend must report no cursor.
     if (!durable) {
       fail_attempt(readiness_reason::backend_failed, "durable_cursor() after reset: " + durable.error().message(), out, now);
@@ -986,8 +916,8 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     } else {
       // The registration record is written with the marker's delete at the first `ready` (§10.4).
       if (config_.fingerprint) to(settle::wanted);
-      to(rebuild::capturing);
-      out.push_back(fx::capture_boundary{gen_, epoch_, scan_bytes_per_s_});
+      rebuild_.to(rebuild::capturing);
+      out.push_back(fx::capture_boundary{gen_, epoch_, rebuild_.scan_bytes_per_s});
     }
     return out;
   }
@@ -1001,10 +931,10 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   }
   // Drain closed: acquisition or a reinstall — except while the logs open at the boundary, when
   // a reconciliation's answer (a flush completed meanwhile) may overtake log_opened.
-  if (drain_ == drain::closed && !boundary_pending_) {
+  if (drain_.current() == drain::closed && !rebuild_.boundary_pending()) {
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
-      if (acquisition_ != acquisition::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
+      if (acq_.current() != acq::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
         // §9.2 step 8: the index was made by another registration (or by none we know of).
         condemn(readiness_reason::registration_changed,
                 records_.fingerprint ? "the index was made by a registration with another fingerprint"
@@ -1023,28 +953,27 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   }
   // Reconciliation (§5.4).
   if (!*durable) {
-    if (!boundary_pending_) {
+    if (!rebuild_.boundary_pending()) {
       condemn(readiness_reason::cursor_missing, "the backend lost its durable cursor", out, now);
       return out;
     }
   } else {
     const auto& d = **durable;
-    auto match = std::find_if(offered_.begin(), offered_.end(), [&](const offered_entry& e) { return e.through == d; });
-    if (match == offered_.end()) {
+    auto match = std::find_if(drain_.offered.begin(), drain_.offered.end(), [&](const drain_pipeline::entry& e) { return e.through == d; });
+    if (match == drain_.offered.end()) {
       condemn(readiness_reason::cursor_unoffered, "the durable cursor " + d.to_json() + " was never offered", out, now);
       return out;
     }
-    auto index = static_cast<std::size_t>(match - offered_.begin());
-    bool advanced = index > 0 || boundary_pending_;
-    offered_.erase(offered_.begin(), match);
+    auto index = static_cast<std::size_t>(match - drain_.offered.begin());
+    bool advanced = index > 0 || rebuild_.boundary_pending();
+    drain_.offered.erase(drain_.offered.begin(), match);
     durable_ = d;
-    DIX_ASSERT(!offered_.empty() && offered_.front().through == *durable_);  // durable: one of those offered
+    DIX_ASSERT(!drain_.offered.empty() && drain_.offered.front().through == *durable_);  // durable: one of those offered
     if (advanced) {
-      gate_.on_durable_advance();
+      cover_.gate.on_durable_advance();
       transient_faults_ = 0;
-      coverage_flush_outstanding_ = false;
-      gate_flush_outstanding_ = false;
-      boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
+      cover_.barrier_passed();
+      rebuild_.drop_boundary();  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
         to(settle::writing_then_ready);
@@ -1059,22 +988,22 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       }
     }
   }
-  if (state_ == runner_state::waiting_durable && !cut_open_ &&
-      offered_.size() - 1 < config_.options.max_accepted_batches_ahead) {
-    state_ = working_state();
-    stalled_since_.reset();
+  if (state_ == runner_state::waiting_durable && !drain_.cut_open &&
+      drain_.offered.size() - 1 < config_.options.max_accepted_batches_ahead) {
+    set_state(working_state());
+    drain_.stalled_since.reset();
     next_turn(out, now);
   }
-  if (state_ == runner_state::rebuilding && !attempt_running()) state_ = runner_state::running;
+  if (state_ == runner_state::rebuilding && !attempt_running()) set_state(runner_state::running);
   publish_coverage(out, now);  // §5.4: the newest capture the durable entry covers
   // The barrier may have left a capture delivered meanwhile for the next: ask for it now, not at
   // the next delivery or wake (one outstanding, as before).
   demand_flush(out, now);
   if (again) {
     reconcile(out);
-  } else if (end_of_log_ && !more_ && drain_ == drain::open && !held_ && state_ == runner_state::running &&
+  } else if (drain_.end_of_log && !drain_.more && drain_.current() == drain::open && !drain_.held && state_ == runner_state::running &&
              !non_durable_work()) {
-    state_ = runner_state::idle;  // idle pass (§5.6)
+    set_state(runner_state::idle);  // idle pass (§5.6)
   }
   return out;
 }
@@ -1083,7 +1012,7 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
                                    const std::optional<cursor>& installed, steady_time now,
                                    const dix::positions& anchor_ends) {
   effects out;
-  if (!current(gen) || release_.holding() || drain_ != drain::closed) return out;
+  if (!current(gen) || release_.holding() || drain_.current() != drain::closed) return out;
   if (fault) {
     if (fault->transient) {
       transient_fault(false, fault->text, out, now);
@@ -1096,33 +1025,33 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     transient_fault(false, "the tailer installed no cursor", out, now);
     return out;
   }
-  to(drain::open);
-  if (acquisition_ == acquisition::verifying) to(acquisition::acquired);
-  if (offered_.empty() || offered_.back().through != *installed) {
-    offered_.clear();
-    offered_.push_back(offered_entry{*installed, 0, 0, true, now, {}});
+  drain_.to(drain::open);
+  if (acq_.current() == acq::verifying) acq_.to(acq::acquired);
+  if (drain_.offered.empty() || drain_.offered.back().through != *installed) {
+    drain_.offered.clear();
+    drain_.offered.push_back(drain_pipeline::entry{*installed, 0, 0, true, now, {}});
   }
-  offered_.back().ends = anchor_ends;
+  drain_.offered.back().ends = anchor_ends;
   arm_refresh(out, now);
   if (non_durable_work()) arm_age_timer(out, now, false);
-  if (boundary_pending_) {
-    if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_trigger_, out);
+  if (rebuild_.boundary_pending()) {
+    if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_.trigger, out);
   } else if (published_ != readiness_state::ready && settle_ != settle::writing_then_ready) {
     // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5). A
     // durable answer that overtook this opening may have ended the rebuild and sent the settle:
     // then its answer publishes `ready`, after the marker is gone (§10.4).
     publish(readiness_state::ready, readiness_reason::none, out);
   }
-  state_ = working_state();
-  more_ = true;
+  set_state(working_state());
+  drain_.more = true;
   next_turn(out, now);
   return out;
 }
 
 effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now) {
   effects out;
-  if (!current(gen) || release_.holding() || drain_ != drain::pulling) return out;
-  to(drain::open);
+  if (!current(gen) || release_.holding() || drain_.current() != drain::pulling) return out;
+  drain_.to(drain::open);
   if (outcome.fault) {
     if (outcome.fault->transient) transient_fault(false, outcome.fault->text, out, now);
     else condemn(outcome.fault->reason, outcome.fault->text, out, now);
@@ -1136,7 +1065,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
       read += l.read_sequence;
       unread += l.latest_sequence > l.read_sequence ? l.latest_sequence - l.read_sequence : 0;
     }
-    backlog_.observe(now, read, unread);  // the gate's forecast (decision 0027)
+    cover_.backlog.observe(now, read, unread);  // the gate's forecast (decision 0027)
   }
   wal_syncs_ += chunk.wal_syncs;
   unindexable_ += chunk.unindexable;
@@ -1144,44 +1073,41 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   if (chunk.log_reopens < reopens_seen_) reopens_base_ += reopens_seen_;
   reopens_seen_ = chunk.log_reopens;
   log_reopens_ = reopens_base_ + reopens_seen_;
-  cut_open_ = chunk.cut_open;
-  end_of_log_ = chunk.end_of_log;
+  drain_.cut_open = chunk.cut_open;
+  drain_.end_of_log = chunk.end_of_log;
   if (chunk.end_of_log) {
-    unread_since_.reset();
-    gate_.on_end_of_log();
-  } else if (!unread_since_) {
+    cover_.unread_since.reset();
+    cover_.gate.on_end_of_log();
+  } else if (!cover_.unread_since) {
     // §13.1: some log's latest sequence exceeds what was read — also for a reader that has not
     // reached the end since it started, which no commit wake marks.
     for (const auto& l : chunk.logs) {
       if (l.latest_sequence > l.read_sequence) {
-        unread_since_ = now;
+        cover_.unread_since = now;
         break;
       }
     }
   }
-  if (chunk.capture) coverage_.add(*chunk.capture);
+  if (chunk.capture) cover_.tracker.add(*chunk.capture);
   if (chunk.delivery && chunk.delivery->through) {
     for (const auto& p : chunk.delivery->through->logs()) {
-      auto& t = read_time_[p.log];
+      auto& t = cover_.read_time[p.log];
       t = std::max(t, p.time);
     }
   }
-  if (!chunk.end_of_log) more_ = true;
+  if (!chunk.end_of_log) drain_.more = true;
   if (chunk.delivery) {
-    in_flight_ = chunk.delivery;
-    in_flight_ends_ = chunk.through_ends;
-    to(drain::delivering);
-    changed_at_issue_ = changed_count_;
-    out.push_back(fx::deliver{gen_, in_flight_});
+    drain_.issue(chunk.delivery, chunk.through_ends);
+    out.push_back(fx::deliver{gen_, drain_.in_flight});
     return out;
   }
   // Idle pass (§5.6): caught up with nothing carried. The end of the log requests no flush —
   // unless a coverage demand waits for it (§12.4).
-  stalled_since_.reset();
+  drain_.stalled_since.reset();
   reconcile(out);
   publish_coverage(out, now);
   demand_flush(out, now);
-  if (!non_durable_work() && !more_) state_ = runner_state::idle;
+  if (!non_durable_work() && !drain_.more) set_state(runner_state::idle);
   else if (non_durable_work()) arm_age_timer(out, now, false);
   next_turn(out, now);
   return out;
@@ -1189,17 +1115,17 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
 
 effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now) {
   // A fault answering a boundary capture or a scan pull (the tailer sends them all as log_fault).
-  if (rebuild_ == rebuild::capturing) {
+  if (rebuild_.current() == rebuild::capturing) {
     boundary_outcome b;
     b.fault = fault;
     return on_boundary(gen, b, now);
   }
-  if (rebuild_ == rebuild::scanning && drain_ == drain::pulling) {
+  if (rebuild_.current() == rebuild::scanning && drain_.current() == drain::pulling) {
     scan_outcome x;
     x.fault = fault;
     return on_scan_chunk(gen, x, now);
   }
-  if (drain_ == drain::closed) return on_log_opened(gen, fault, std::nullopt, now);
+  if (drain_.current() == drain::closed) return on_log_opened(gen, fault, std::nullopt, now);
   pull_outcome out;
   out.fault = fault;
   return on_chunk(gen, out, now);
@@ -1207,20 +1133,18 @@ effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, 
 
 effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_time now) {
   effects out;
-  if (!current(gen) || release_.holding() || drain_ != drain::delivering) return out;
-  to(drain::open);
-  auto b = std::move(in_flight_);
-  in_flight_.reset();
+  if (!current(gen) || release_.holding() || drain_.current() != drain::delivering) return out;
+  auto b = drain_.answered();
   if (!b) return out;
   switch (r) {
     case delivery_result::failed:
       condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);  // in a rebuild: the attempt fails
       return out;
     case delivery_result::deferred:
-      held_ = std::move(b);
-      state_ = runner_state::deferred;
-      if (!stalled_since_) stalled_since_ = now;
-      if (changed_count_ > changed_at_issue_) {
+      drain_.held = std::move(b);
+      set_state(runner_state::deferred);
+      if (!drain_.stalled_since) drain_.stalled_since = now;
+      if (drain_.changed_since_issue()) {
         deliver_held(out, now);  // a `changed` arrived meanwhile: the room may exist already
       } else {
         out.push_back(fx::arm_timer{timer_kind::deferral_retry, config_.options.max_flush_age, gen_});
@@ -1228,39 +1152,39 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
       return out;
     case delivery_result::accepted: break;
   }
-  stalled_since_.reset();
+  drain_.stalled_since.reset();
   ++delivered_batches_;
   delivered_records_ += b->records.size();
-  const bool boundary_chunk = rebuild_ == rebuild::scanning && b->through.has_value();
-  if (rebuild_ == rebuild::scanning) {
-    rebuilt_records_ += b->records.size();
-    scanned_bytes_ += b->bytes;
+  const bool boundary_chunk = rebuild_.current() == rebuild::scanning && b->through.has_value();
+  if (rebuild_.current() == rebuild::scanning) {
+    rebuild_.rebuilt_records += b->records.size();
+    rebuild_.scanned_bytes += b->bytes;
   }
-  const auto mutations = mutations_of(*b) + (rebuild_ == rebuild::scanning ? b->records.size() : 0);
+  const auto mutations = mutations_of(*b) + (rebuild_.current() == rebuild::scanning ? b->records.size() : 0);
   // Cursor-only: no mutation of its own and none absorbed from the cut chunks it completes.
-  const bool cursor_only = is_cursor_only(*b) && unanchored_bytes_ == 0 && unanchored_mutations_ == 0;
-  if (b->through && (offered_.empty() || *b->through != offered_.back().through)) {
-    offered_.push_back(offered_entry{*b->through, b->bytes + unanchored_bytes_, mutations + unanchored_mutations_,
-                                     cursor_only, now, in_flight_ends_, cut_delivered_});
-    unanchored_bytes_ = unanchored_mutations_ = 0;
-    cut_delivered_ = false;
+  const bool cursor_only = is_cursor_only(*b) && drain_.unanchored_bytes == 0 && drain_.unanchored_mutations == 0;
+  if (b->through && (drain_.offered.empty() || *b->through != drain_.offered.back().through)) {
+    drain_.offered.push_back(drain_pipeline::entry{*b->through, b->bytes + drain_.unanchored_bytes, mutations + drain_.unanchored_mutations,
+                                     cursor_only, now, drain_.in_flight_ends, drain_.cut_delivered});
+    drain_.unanchored_bytes = drain_.unanchored_mutations = 0;
+    drain_.cut_delivered = false;
   } else {
-    unanchored_bytes_ += b->bytes;
-    unanchored_mutations_ += mutations;
+    drain_.unanchored_bytes += b->bytes;
+    drain_.unanchored_mutations += mutations;
   }
-  if (cut_open_ && rebuild_ != rebuild::scanning) cut_delivered_ = true;
+  if (drain_.cut_open && rebuild_.current() != rebuild::scanning) drain_.cut_delivered = true;
   if (cursor_only) {
-    if (!cursor_timer_armed_) {
-      cursor_timer_armed_ = true;
+    if (!drain_.cursor_timer_armed) {
+      drain_.cursor_timer_armed = true;
       out.push_back(fx::arm_timer{timer_kind::cursor_flush, config_.cursor_flush_age, gen_});
     }
   } else {
-    unflushed_bytes_ += b->bytes;
-    unflushed_mutations_ += mutations;
+    drain_.unflushed_bytes += b->bytes;
+    drain_.unflushed_mutations += mutations;
     arm_age_timer(out, now, false);
   }
-  if (unflushed_mutations_ >= config_.options.flush_after_mutations ||
-      unflushed_bytes_ >= config_.options.flush_after_bytes) {
+  if (drain_.unflushed_mutations >= config_.options.flush_after_mutations ||
+      drain_.unflushed_bytes >= config_.options.flush_after_bytes) {
     request_flush(flush_reason::threshold, out, now);
   } else if (!boundary_chunk) {
     demand_flush(out, now);
@@ -1268,34 +1192,33 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (!boundary_chunk) publish_coverage(out, now);  // cursor progress alone certifies (§12.3)
   if (boundary_chunk) {
     // §11.7: the offered list is [boundary], durable or not; the drain resumes from it.
-    boundary_pending_ = true;
-    to(rebuild::none);
-    scan_ended_at_ = now;
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(now - *scan_started_at_).count();
-    if (took > 0 && scanned_bytes_ > 0) {
-      scan_bytes_per_s_ = std::max<std::uint64_t>(1, scanned_bytes_ * 1000 / static_cast<std::uint64_t>(took));
+    rebuild_.to(rebuild::boundary_pending);
+    rebuild_.scan_ended_at = now;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(now - *rebuild_.scan_started_at).count();
+    if (took > 0 && rebuild_.scanned_bytes > 0) {
+      rebuild_.scan_bytes_per_s = std::max<std::uint64_t>(1, rebuild_.scanned_bytes * 1000 / static_cast<std::uint64_t>(took));
     }
-    to(drain::closed);
-    out.push_back(fx::open_log{gen_, offered_.back().through});
+    drain_.to(drain::closed);
+    out.push_back(fx::open_log{gen_, drain_.offered.back().through});
     demand_flush(out, now);  // a reader already waiting: the barrier that ends the rebuild, now
     return out;
   }
-  if (rebuild_ == rebuild::scanning) {
+  if (rebuild_.current() == rebuild::scanning) {
     // Scan chunks are unanchored work: nothing to reconcile, no accepted-ahead cap (§11.6).
-    state_ = runner_state::rebuilding;
+    set_state(runner_state::rebuilding);
     next_turn(out, now);
     return out;
   }
   reconcile(out);
-  if (!cut_open_ && offered_.size() - 1 >= config_.options.max_accepted_batches_ahead) {
-    state_ = runner_state::waiting_durable;
-    stalled_since_ = now;
+  if (!drain_.cut_open && drain_.offered.size() - 1 >= config_.options.max_accepted_batches_ahead) {
+    set_state(runner_state::waiting_durable);
+    drain_.stalled_since = now;
     // Only cursor-only progress fills the cap: no age timer runs for it, and waiting for the
     // long cursor timer would stall the index, so ask for the barrier now.
     if (!non_durable_work()) request_flush(flush_reason::age, out, now);
     return out;
   }
-  state_ = working_state();
+  set_state(working_state());
   next_turn(out, now);
   return out;
 }
@@ -1325,9 +1248,9 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
   }
   switch (change.kind) {
     case state_change_kind::changed:
-      ++changed_count_;
-      if (state_ == runner_state::deferred && held_ && drain_ == drain::open) deliver_held(out, now);
-      if (drain_ != drain::closed && offered_.size() > 1) reconcile(out);
+      drain_.note_changed();
+      if (state_ == runner_state::deferred && drain_.held && drain_.current() == drain::open) deliver_held(out, now);
+      if (drain_.current() != drain::closed && drain_.offered.size() > 1) reconcile(out);
       break;
     case state_change_kind::accepted_work_lost:
       if (change.epoch != 0 && change.epoch != epoch_) break;
@@ -1338,7 +1261,7 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
       }
       // A rebuild waiting for its backoff or a respawned child resets the backend anyway: no
       // replay, which would reinstall the condemned cursor and publish `ready` (§11.7).
-      if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) break;
+      if (rebuild_.current() == rebuild::backoff || rebuild_.current() == rebuild::held) break;
       // Replay everything after the durable cursor (§5.7).
       discard_progress();
       query_durable(out);
@@ -1355,45 +1278,45 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
   effects out;
   if (kind == timer_kind::lag_tick) {
     // The chain of this ownership only; it ends with the ownership (or a stop).
-    if (gen != lag_tick_id_ || !owner_now() || stopping_ || state_ == runner_state::stopped) return out;
+    if (gen != cover_.lag_tick_id || !owner_now() || stopping_ || state_ == runner_state::stopped) return out;
     gate_sample(out, now);
-    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), lag_tick_id_});
+    out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), cover_.lag_tick_id});
     return out;
   }
   if (gen != gen_ || stopping_ || parked_) return out;
   switch (kind) {
     case timer_kind::flush_age:
-      age_timer_armed_ = false;
-      if (!owner_now() || !age_deadline_) break;
-      if (now < *age_deadline_) {
+      drain_.age_timer_armed = false;
+      if (!owner_now() || !drain_.age_deadline) break;
+      if (now < *drain_.age_deadline) {
         arm_age_timer(out, now, false);  // restarted since this event was armed
       } else {
-        age_deadline_.reset();
+        drain_.age_deadline.reset();
         if (non_durable_work()) request_flush(flush_reason::age, out, now);
       }
       break;
     case timer_kind::cursor_flush:
-      cursor_timer_armed_ = false;
-      if (owner_now() && offered_.size() > 1) request_flush(flush_reason::age, out, now);
+      drain_.cursor_timer_armed = false;
+      if (owner_now() && drain_.offered.size() > 1) request_flush(flush_reason::age, out, now);
       break;
     case timer_kind::deferral_retry:
-      if (owner_now() && state_ == runner_state::deferred && held_ && drain_ == drain::open) deliver_held(out, now);
+      if (owner_now() && state_ == runner_state::deferred && drain_.held && drain_.current() == drain::open) deliver_held(out, now);
       break;
     case timer_kind::transient_retry:
       retry(out);
       break;
     case timer_kind::rebuild_backoff:
-      if (owner_now() && rebuild_ == rebuild::backoff && !release_.holding()) start_attempt(out, now);
+      if (owner_now() && rebuild_.current() == rebuild::backoff && !release_.holding()) start_attempt(out, now);
       break;
     case timer_kind::lag_tick: break;  // handled above
     case timer_kind::coverage_refresh:
-      refresh_armed_gen_.reset();
-      if (!owner_now() || release_.holding() || drain_ == drain::closed) break;
+      cover_.refresh_armed_gen.reset();
+      if (!owner_now() || release_.holding() || drain_.current() == drain::closed) break;
       // §12.3: an idle owner that ran no turn for max_flush_age reads what its idle state ignored
       // (system transactions) and captures, so coverage_time keeps up without writes.
-      if (state_ == runner_state::idle && (!last_turn_at_ || now - *last_turn_at_ >= config_.options.max_flush_age)) {
-        refresh_due_ = true;
-        more_ = true;
+      if (state_ == runner_state::idle && (!cover_.last_turn_at || now - *cover_.last_turn_at >= config_.options.max_flush_age)) {
+        cover_.refresh_due = true;
+        drain_.more = true;
         next_turn(out, now);
       }
       arm_refresh(out, now);
@@ -1405,20 +1328,20 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
 effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now) {
   effects out;
   if (epoch != epoch_) return out;
-  if (rebuild_ == rebuild::quiescing && owner_now() && !release_.holding()) {
+  if (rebuild_.current() == rebuild::quiescing && owner_now() && !release_.holding()) {
     if (!outcome) {
       // §10.3 "shutdown rejected": the backend cannot prove quiescence, the lock is kept (§9.7);
       // request_rebuild revives the runner, a stop retries the release.
-      to(rebuild::none);
+      rebuild_.to(rebuild::none);
       message_ = "shutdown rejected: " + outcome.error().message();
       discard_progress();
       parked_ = true;
-      state_ = runner_state::unavailable;
+      set_state(runner_state::unavailable);
       publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
       return out;
     }
-    quiesced_ = true;
-    to(rebuild::minting);
+    rebuild_.quiesced = true;
+    rebuild_.to(rebuild::minting);
     out.push_back(fx::mint_epoch{});
     return out;
   }
@@ -1433,10 +1356,10 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
   ++gen_;
   carry_release(step, out, now);
   if (stopping_) {
-    state_ = runner_state::stopped;
+    set_state(runner_state::stopped);
     out.push_back(fx::stopped{result<void>{}});
   } else if (!parked_) {
-    state_ = runner_state::dormant;  // parked: stays needs_rebuild or unavailable
+    set_state(runner_state::dormant);  // parked: stays needs_rebuild or unavailable
   }
   return out;
 }
@@ -1447,14 +1370,14 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
   if (kind == child_kind::runner || state_ == runner_state::stopped) return out;
   const bool was_up = up;
   up = false;
-  if (kind == child_kind::proxy && reset_in_flight_) {
+  if (kind == child_kind::proxy && rebuild_.reset_in_flight) {
     // Its answer went with the proxy (the runner actor drops a dead proxy's errors): what waited
     // for it goes on now — a release then awaits the replacement proxy, or is abandoned below.
-    reset_in_flight_.reset();
-    if (release_after_reset_) {
-      release_after_reset_ = false;
+    rebuild_.reset_in_flight.reset();
+    if (rebuild_.release_after_reset) {
+      rebuild_.release_after_reset = false;
       if (!escalated) {
-        if (rebuild_ == rebuild::resetting) to(rebuild::none);
+        if (rebuild_.current() == rebuild::resetting) rebuild_.to(rebuild::none);
         begin_release(out);
         return out;
       }
@@ -1470,11 +1393,11 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     parked_ = true;
     if (!owner_now()) {
       if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
-      state_ = stopping_ ? runner_state::stopped : runner_state::unavailable;
+      set_state(stopping_ ? runner_state::stopped : runner_state::unavailable);
       return out;
     }
     publish(readiness_state::unavailable, reason, out);
-    state_ = runner_state::unavailable;
+    set_state(runner_state::unavailable);
     if (kind == child_kind::tailer) {
       if (!release_.holding()) begin_release(out);
       return out;
@@ -1483,7 +1406,7 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     // backend's late work (a successor mints a larger one, backends check is_owner_epoch).
     carry_release(release_.abandon(), out, now);
     if (stopping_) {
-      state_ = runner_state::stopped;
+      set_state(runner_state::stopped);
       out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
     }
     return out;
@@ -1499,7 +1422,7 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     if (!owner_now() || stopping_ || parked_ || release_.holding()) return out;
     // A rebuild waiting for its backoff or for a respawned child has nothing in flight and
     // starts afresh: the fault must not cancel it and reinstall the condemned cursor (§11.7).
-    if (rebuild_ == rebuild::backoff || rebuild_ == rebuild::held) return out;
+    if (rebuild_.current() == rebuild::backoff || rebuild_.current() == rebuild::held) return out;
     transient_fault(false, "the log tailer stopped", out, now);
     return out;
   }
@@ -1528,13 +1451,13 @@ effects runner_core::on_child_up(child_kind kind, steady_time now) {
     carry_release(release_.on_proxy_up(), out, now);
     return out;
   }
-  if (rebuild_ == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
+  if (rebuild_.current() == rebuild::held && tailer_up_ && proxy_up_ && owner_now() && !stopping_ && !release_.holding()) {
     start_attempt(out, now);
     return out;
   }
   if (pending_retry_ && tailer_up_ && proxy_up_ && !stopping_ && !parked_) {
     retry(out);
-  } else if (stop_after_persist_ && acquisition_ == acquisition::minting && tailer_up_ && proxy_up_) {
+  } else if (acq_.stop_deferred() && acq_.current() == acq::minting && tailer_up_ && proxy_up_) {
     // A stop waits for the epoch's write, and the tailer that had it may have gone down with it
     // (its retry timer is ignored while stopping): write it again (epoch/<id> keeps the highest).
     retry(out);
@@ -1555,13 +1478,12 @@ effects runner_core::stop(steady_time now, bool last_registration) {
   if (minting_now()) {
     // §9.2 step 2, §9.3: the epoch being minted or persisted is used by no backend call, and the
     // lock is not handed on, until its write is durable; the answer resumes this stop.
-    stop_after_persist_ = true;
-    stop_last_registration_ = last_registration;
+    acq_.defer_stop(last_registration);
     return out;
   }
   if (!owner_now()) {
     if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
-    state_ = runner_state::stopped;
+    set_state(runner_state::stopped);
     if (release_.current() == release_sequence::phase::abandoned) {
       out.push_back(fx::stopped{error{errc::backend_failed, message_ + "; its shutdown was not possible"}});
     } else {
@@ -1574,9 +1496,8 @@ effects runner_core::stop(steady_time now, bool last_registration) {
     publish(readiness_state::needs_rebuild, condemn_reason_, out);
   }
   discard_progress();
-  to(rebuild::none);
-  boundary_pending_ = false;
-  state_ = runner_state::releasing;
+  rebuild_.to(rebuild::none);
+  set_state(runner_state::releasing);
   if (last_registration) force_gate_open(out);  // §13.4: no registration of the id is left here
   begin_release(out);
   return out;
@@ -1591,19 +1512,19 @@ runner_snapshot runner_core::snapshot() const {
   s.message = message_;
   s.durable = durable_;
   if (owner_now()) {
-    s.accepted_batches = offered_.empty() ? 0 : offered_.size() - 1;
-    s.accepted_bytes = unanchored_bytes_;
-    s.accepted_mutations = unanchored_mutations_;
-    for (std::size_t i = 1; i < offered_.size(); ++i) {
-      s.accepted_bytes += offered_[i].bytes;
-      s.accepted_mutations += offered_[i].mutations;
+    s.accepted_batches = drain_.offered.empty() ? 0 : drain_.offered.size() - 1;
+    s.accepted_bytes = drain_.unanchored_bytes;
+    s.accepted_mutations = drain_.unanchored_mutations;
+    for (std::size_t i = 1; i < drain_.offered.size(); ++i) {
+      s.accepted_bytes += drain_.offered[i].bytes;
+      s.accepted_mutations += drain_.offered[i].mutations;
     }
-    s.oldest_accepted_at = oldest_accepted_at();
-    if (!offered_.empty()) s.durable_ends = offered_.front().ends;
-    s.deferred_bytes = held_ ? held_->bytes : 0;
-    s.stalled_since = stalled_since_;
+    s.oldest_accepted_at = drain_.oldest_accepted_at();
+    if (!drain_.offered.empty()) s.durable_ends = drain_.offered.front().ends;
+    s.deferred_bytes = drain_.held ? drain_.held->bytes : 0;
+    s.stalled_since = drain_.stalled_since;
     s.cursor_lag_ms = cursor_lag_ms();
-    s.unread_since = unread_since_;
+    s.unread_since = cover_.unread_since;
     if (release_.quiescing()) s.quiescence_since = quiescence_since_;
   }
   s.delivered_batches = delivered_batches_;
@@ -1615,10 +1536,10 @@ runner_snapshot runner_core::snapshot() const {
   s.transient_faults = transient_faults_;
   s.last_fault = last_fault_;
   s.logs = logs_;
-  s.rebuilt_records = rebuilt_records_;
-  s.estimated_records = estimated_records_;
-  s.scan_started_at = scan_started_at_;
-  s.scan_ended_at = scan_ended_at_;
+  s.rebuilt_records = rebuild_.rebuilt_records;
+  s.estimated_records = rebuild_.estimated_records;
+  s.scan_started_at = rebuild_.scan_started_at;
+  s.scan_ended_at = rebuild_.scan_ended_at;
   return s;
 }
 

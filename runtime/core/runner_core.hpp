@@ -18,13 +18,15 @@
 //      └──────────── stop(): releasing ──flush(shutdown), shutdown(epoch)──► stopped
 //                                        (rejected shutdown: unavailable, lock kept)
 //
-// Beside runner_state (the public state above) the core keeps a few machines of its own, each an
-// enum with one asserting transition (private, below): the acquisition of an ownership (§9.2),
-// its release (a release_sequence, core/release_sequence.hpp), the drain pipeline (what is in
-// flight on the tailer's cursor), the durable query, the condemnation marker and the settle
-// commit. The booleans left are facts no state implies: stopping_, parked_, the build from
-// sequence 1, the children's liveness and a retry waiting for them, what the last chunk said
-// about the log, and the two timers' pending events.
+// runner_state (the public state above) changes only through set_state, which checks each step
+// (core/runner_lifecycle.hpp). Beside it the core is a composition of machines, each an enum with
+// one checked transition and its own diagram: the acquisition of an ownership (§9.2,
+// core/acquisition.hpp), its release (core/release_sequence.hpp), the drain pipeline (offered, in
+// flight, held, cut, flush timers, the durable query: core/drain_pipeline.hpp), the rebuild attempt
+// (§11, core/rebuild_attempt.hpp), and coverage with the gate (§12, §13, core/coverage_gate.hpp);
+// plus two small ones of the metadata records (the condemnation marker and the settle commit,
+// below). The booleans left are facts no state implies: stopping_, parked_, the children's
+// liveness and a retry waiting for them.
 //
 // An index without a durable cursor is never trusted (§9.2 step 8): it condemns with
 // `cursor-missing` and, on a backend that can reset, is rebuilt (§11): shut the old epoch down,
@@ -50,9 +52,10 @@
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
-#include "core/backlog_forecast.hpp"
-#include "core/lag_gate.hpp"
-#include "core/coverage.hpp"
+#include "core/acquisition.hpp"
+#include "core/coverage_gate.hpp"
+#include "core/drain_pipeline.hpp"
+#include "core/rebuild_attempt.hpp"
 #include "core/release_sequence.hpp"
 #include "core/restart_policy.hpp"
 #include "core/runner_types.hpp"  // wake_flag, timer_kind, child_kind
@@ -240,7 +243,7 @@ class runner_core {
   // A pull or scan of the log is on its way (§4.1): a commit wake now could only ask for another
   // turn after it (more_), so the actor leaves the commit bell ringing until it is answered
   // (core/commit_bell.hpp). Bounded by the turn budgets.
-  bool pulling() const noexcept { return drain_ == drain::pulling; }
+  bool pulling() const noexcept { return drain_.current() == drain::pulling; }
   effects on_marker_written(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_settled(std::uint64_t gen, const result<void>& outcome, steady_time now);
   effects on_durable(std::uint64_t gen, const result<std::optional<cursor>>& durable, steady_time now);
@@ -254,9 +257,9 @@ class runner_core {
                         const std::optional<cursor>& installed, steady_time now, const dix::positions& anchor_ends = {});
   // §12.4: the slot's coverage_demand as read at a coverage wake, before on_wake(coverage). The
   // demand stands in the core until a published coverage_time reaches it.
-  void on_coverage_demand(index_time_t demand) noexcept { coverage_.demand(demand); }
+  void on_coverage_demand(index_time_t demand) noexcept { cover_.tracker.demand(demand); }
   // The coverage_time this owner last published (0: none, or cleared by a non-ready publication).
-  index_time_t coverage_time() const noexcept { return coverage_.published(); }
+  index_time_t coverage_time() const noexcept { return cover_.tracker.published(); }
   effects on_chunk(std::uint64_t gen, const pull_outcome& outcome, steady_time now);
   // A fault from the tailer answering either an open or a pull (the core knows which it awaits).
   effects on_log_fault(std::uint64_t gen, const tailer_fault& fault, steady_time now);
@@ -274,14 +277,14 @@ class runner_core {
   effects sample_gate(steady_time now);
   // The lag of §13.1 at `now` (ms): the largest of the four components; 0 on a non-owner.
   std::uint64_t lag_ms(steady_time now) const;
-  std::uint32_t gate_stored() const noexcept { return gate_.stored(); }
+  std::uint32_t gate_stored() const noexcept { return cover_.gate.stored(); }
   // §9.7, §11.2 first row: a runner stopped or unregistered while its rejected shutdown keeps
   // the lock retries only its release (flush(shutdown) → shutdown(same epoch) → unlock); the
   // backend must accept the retried shutdown. Empty unless the lock is held that way.
   effects retry_release(steady_time now);
   bool holds_rejected_release() const noexcept { return release_.held() && stopping_; }
   // The slot's rebuild_attempts as this owner keeps it (§11.3).
-  std::uint32_t attempts() const noexcept { return attempts_; }
+  std::uint32_t attempts() const noexcept { return rebuild_.attempts; }
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
   // failed request before the supervisor tells it.
@@ -294,53 +297,6 @@ class runner_core {
   epoch_t epoch() const noexcept { return epoch_; }
 
  private:
-  struct offered_entry {
-    cursor through;
-    std::uint64_t bytes = 0;
-    std::uint64_t mutations = 0;
-    bool cursor_only = false;
-    steady_time accepted_at{};
-    dix::positions ends;  // per log, the end sequence of `through`'s anchor (§5.3, §12.2)
-    // It completes a transaction cut open by an earlier chunk whose entry took some of its
-    // operations: it certifies (§12.3) as if it carried a mutation, since its cursor is the
-    // first to cover the transaction.
-    bool completes_cut = false;
-  };
-
-  // ACQUISITION (§9.2): how far this ownership has come; each step needs the one before. The
-  // release of an ownership is a release_sequence (core/release_sequence.hpp, its own diagram).
-  //
-  //   unowned ──lock granted──► minting ──epoch persisted──► reading_meta ──records read──► verifying
-  //      ▲  ▲                      │                                                          │
-  //      │  └─epoch write failed───┘                                          cursor installed │
-  //      │                                                                                    ▼
-  //      └──── lock released (shutdown accepted, or abandoned) ◄──── any owned phase ◄──── acquired
-  //
-  //   unowned       not the holder of the lock-table entry; left by a grant (→ minting).
-  //   minting       owner; the epoch is not yet durable in epoch/<id> (§9.3), no backend call may
-  //                 use it; left when it is (→ reading_meta) or its write fails (→ unowned).
-  //   reading_meta  the marker, fingerprint and slot are being read (step 3); left for verifying.
-  //   verifying     the durable cursor is being read, checked and installed (step 8); left when a
-  //                 first cursor is installed (→ acquired).
-  //   acquired      the acquisition is over and the fingerprint was checked; reinstalls after lost
-  //                 work or a transient fault stay here.
-  enum class acquisition : std::uint8_t { unowned, minting, reading_meta, verifying, acquired };
-
-  // DRAIN: the cursor installed in the tailer and what is in flight on it — one pull or one
-  // delivery at a time (a deferred batch waits in held_ while open).
-  //
-  //   closed ──log opened──► open ──pull──► pulling ──chunk with a batch──► delivering
-  //                          ▲ ▲ │             │                                │
-  //                          │ │ └─retry the deferred batch────────────────────►│
-  //                          │ └──chunk without one─┘                           │
-  //                          └────────────────────── result ◄───────────────────┘
-  //   every phase ──discard progress (§1.4)──► closed
-  enum class drain : std::uint8_t { closed, open, pulling, delivering };
-
-  // durable_cursor() queries (§5.4): at most one in flight; a reconciliation asked for meanwhile
-  // runs once it is answered. asked ──answer──► none; asked ──reconcile──► asked_again.
-  enum class durable_query : std::uint8_t { none, asked, asked_again };
-
   // The condemnation marker condemned/<id> as this ownership knows it (§10.4): unknown (not found
   // and not written), writing (a write in flight; the condemnation's publication waits for it),
   // present (found at step 3 or written; not written again).
@@ -351,30 +307,17 @@ class runner_core {
   // writing_then_ready (in flight; `ready` is published when it is answered).
   enum class settle : std::uint8_t { done, wanted, writing, writing_then_ready };
 
-  // REBUILD (§11.3–§11.8): where the current attempt is. Each step needs the one before and is
-  // checked against the generation; any fault of an attempt goes to backoff (or, the budget
-  // spent, to none: unavailable, released).
-  //
-  //   none ──condemned (rebuildable)──► backoff ──timer or request──► quiescing ──shutdown ok──►
-  //     minting ──epoch persisted──► resetting ──reset ok──► checking ──no durable cursor──►
-  //     capturing ──boundary──► scanning ──boundary chunk accepted──► none, boundary pending
-  //   (attempts = 0: no backoff; an epoch already shut down: no quiescing)
-  //
-  //   held: an attempt came due while the tailer or the proxy was down (every step needs one of
-  //   them); it starts when the replacement is up (on_child_up), not with a message to a dead one.
-  //
-  // "Boundary pending" (boundary_pending_) is the normal drain from the boundary until the
-  // boundary, or a later offered entry, is durable: only then `ready` (§11.7).
-  enum class rebuild : std::uint8_t { none, backoff, held, quiescing, minting, resetting, checking, capturing, scanning };
+  // The machines' phases, by their short names.
+  using acq = acquisition::phase;
+  using drain = drain_pipeline::phase;
+  using dq = drain_pipeline::durable_query;
+  using rebuild = rebuild_attempt::phase;
 
-  bool owner_now() const noexcept { return acquisition_ != acquisition::unowned; }
+  bool owner_now() const noexcept { return acq_.owner(); }
   bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_now() && state_ != runner_state::stopped; }
-  void to(acquisition next) noexcept;
-  void to(drain next) noexcept;
-  void to(durable_query next) noexcept;
   void to(marker next) noexcept;
   void to(settle next) noexcept;
-  void to(rebuild next) noexcept;
+  void set_state(runner_state next) noexcept;  // the one writer of state_ (core/runner_lifecycle.hpp)
   void discard_progress();
   void next_turn(effects& out, steady_time now);
   // §12.3, §12.4 (core/coverage.hpp): publish the newest capture the certifying entry covers,
@@ -395,9 +338,7 @@ class runner_core {
   void publish(readiness_state s, readiness_reason r, effects& out);
   void force_gate_open(effects& out);  // §13.4, outside a publication
   void gate_sample(effects& out, steady_time now);
-  std::size_t effective_entry() const noexcept;  // §13.1: index into offered_
   std::uint64_t cursor_lag_ms() const;
-  std::optional<steady_time> oldest_accepted_at() const;
   bool non_durable_work() const noexcept;
   void arm_age_timer(effects& out, steady_time now, bool restart);
   void deliver_held(effects& out, steady_time now);
@@ -405,9 +346,7 @@ class runner_core {
   // The rebuild (§11.3, §11.4, §11.8). An attempt is under way from its start until the boundary
   // is durable; faults then fail the attempt instead of condemning anew.
   bool parked_terminal() const noexcept;
-  bool attempt_running() const noexcept {
-    return (rebuild_ != rebuild::none && rebuild_ != rebuild::backoff && rebuild_ != rebuild::held) || boundary_pending_;
-  }
+  bool attempt_running() const noexcept { return rebuild_.running(); }
   runner_state working_state() const noexcept { return attempt_running() ? runner_state::rebuilding : runner_state::running; }
   void schedule_rebuild(effects& out, steady_time now);
   void start_attempt(effects& out, steady_time now);
@@ -417,90 +356,38 @@ class runner_core {
   bool revivable() const noexcept;
 
   config config_;
-  runner_state state_ = runner_state::dormant;
+  runner_state state_ = runner_state::dormant;  // written only by set_state
   readiness_state published_ = readiness_state::unknown;
   readiness_reason reason_ = readiness_reason::none;
   std::string message_;
   std::uint64_t gen_ = 0;
   epoch_t epoch_ = 0;
-  acquisition acquisition_ = acquisition::unowned;
-  release_sequence release_;  // of the current ownership; a new one at every grant
-  bool stopping_ = false;     // stop() was called: the first outcome stands
-  // stop() came while an epoch was being minted or persisted (§9.2 step 2, §9.3: no backend call
-  // uses it, and no handoff happens, before its write is durable): the release waits for the
-  // answer (resume_stop), with the stop's registration count.
-  bool stop_after_persist_ = false;
-  bool stop_last_registration_ = false;
+  // The machines (each header draws its diagram; each aborts on an illegal step).
+  acquisition acq_;           // core/acquisition.hpp: this ownership's steps (§9.2)
+  release_sequence release_;  // core/release_sequence.hpp: its release; a new one at every grant
+  drain_pipeline drain_;      // core/drain_pipeline.hpp: offered, in flight, held, cut, flush timers
+  rebuild_attempt rebuild_;   // core/rebuild_attempt.hpp: the attempt, its count and its scan (§11)
+  coverage_gate cover_;       // core/coverage_gate.hpp: coverage, the gate, their barrier asks (§12, §13)
+  marker marker_ = marker::unknown;
+  settle settle_ = settle::done;
+  bool stopping_ = false;  // stop() was called: the first outcome stands
   // Condemned or latched and released: stays in its state (needs_rebuild, or unavailable) after
   // its release instead of going dormant, until a rebuild. A condemnation whose marker could not
   // be written is not parked: the next wake acquires again and condemns anew (§10.3).
   bool parked_ = false;
-  bool boundary_pending_ = false;  // §11.7: drained from the boundary, durable may be absent
-  rebuild rebuild_ = rebuild::none;
-  readiness_reason rebuild_trigger_ = readiness_reason::none;
-  std::uint32_t attempts_ = 0;     // the slot's rebuild_attempts (§11.3)
-  bool quiesced_ = false;          // a shutdown of epoch_ succeeded (§11.4 step 1)
-  // A reset on its way (§11.4 step 3): its generation, until it is answered or its proxy dies.
-  // Nothing else is asked of the backend meanwhile: a release waits for it (release_after_reset_,
-  // §9.6: no flush(shutdown), shutdown or unlock while the backend destroys its index), and so
-  // does a new attempt behind a failed one (held).
-  std::optional<std::uint64_t> reset_in_flight_;
-  bool release_after_reset_ = false;
-  std::uint64_t scan_bytes_per_s_ = 64u << 20;  // the last completed scan's rate (§11.5)
-  std::uint64_t scanned_bytes_ = 0;
-  std::uint64_t rebuilt_records_ = 0, estimated_records_ = 0;
-  std::optional<steady_time> scan_started_at_, scan_ended_at_;
   bool tailer_up_ = true, proxy_up_ = true;  // supervision: the children are alive
-  bool pending_retry_ = false;     // a retry waits for a child to come back
+  bool pending_retry_ = false;               // a retry waits for a child to come back
   meta_records records_;
-  marker marker_ = marker::unknown;
   readiness_reason condemn_reason_ = readiness_reason::none;
-  settle settle_ = settle::done;
 
-  drain drain_ = drain::closed;
-  durable_query durable_query_ = durable_query::none;
-  // What the last chunk said about the log: more_ also when a commit came since (a turn is due).
-  bool more_ = true;
-  bool end_of_log_ = false;
-  bool cut_open_ = false;
-  std::shared_ptr<const batch> in_flight_;
-  std::shared_ptr<const batch> held_;  // deferred, retried unchanged
-  std::uint64_t changed_count_ = 0, changed_at_issue_ = 0;
-  std::optional<steady_time> stalled_since_;  // parked in deferred / waiting-durable
-
-  std::vector<offered_entry> offered_;  // offered_[0] is the durable one (or the start cursor)
-  std::uint64_t unanchored_bytes_ = 0, unanchored_mutations_ = 0;
-  std::uint64_t unflushed_bytes_ = 0, unflushed_mutations_ = 0;
-  bool age_timer_armed_ = false;               // a flush_age timer event is pending
-  std::optional<steady_time> age_deadline_;    // the flush-age clock runs until then
-  bool cursor_timer_armed_ = false;            // a cursor_flush timer event is pending
-
+  std::optional<cursor> durable_;
   std::uint32_t transient_faults_ = 0;
   readiness_reason last_fault_ = readiness_reason::none;
-  std::optional<cursor> durable_;
   std::uint64_t delivered_batches_ = 0, delivered_records_ = 0, wal_syncs_ = 0, unindexable_ = 0;
   std::uint64_t log_reopens_ = 0, reopens_base_ = 0, reopens_seen_ = 0;
   std::array<std::uint64_t, 4> flushes_{};
   std::vector<log_progress> logs_;
-  backlog_forecast backlog_;  // the unread backlog's reading time, for the gate (decision 0027)
-  std::map<std::string, index_time_t> read_time_;  // per log: newest anchor header time read
-  std::optional<steady_time> unread_since_;        // a commit arrived while caught up, not yet read
   steady_time quiescence_since_{};
-  lag_gate gate_;
-  std::uint64_t lag_tick_id_ = 0;  // the lag tick chain of the current ownership (0: none)
-
-  // Coverage (§12): the captures and what was published; the ends of the batch in flight (or
-  // held), for the entry it makes when accepted; the refresh timer's generation (armed when it
-  // equals gen_) and whether the next turn is a refresh; when the last turn started; a
-  // flush(coverage) outstanding until the next durable advance.
-  coverage_tracker coverage_;
-  dix::positions in_flight_ends_;
-  std::optional<std::uint64_t> refresh_armed_gen_;
-  bool refresh_due_ = false;
-  std::optional<steady_time> last_turn_at_;
-  bool coverage_flush_outstanding_ = false;
-  bool gate_flush_outstanding_ = false;  // the barrier an exceeded gate asked for (gate_sample)
-  bool cut_delivered_ = false;  // an accepted batch left a transaction cut open: the next entry completes it
 };
 
 }  // namespace dix

@@ -3,46 +3,16 @@
 // included. Each case runs the failing call in a forked child and reads its stderr.
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <functional>
 #include <string>
 
 #include "core/assert.hpp"
 #include "core/release_sequence.hpp"
+#include "support/run_in_child.hpp"
 
 namespace dix {
 namespace {
 
-struct death {
-  bool aborted = false;
-  std::string stderr_text;
-};
-
-// Runs `body` in a child whose stderr is a pipe; how the child ended and what it wrote.
-death run_in_child(const std::function<void()>& body) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(fds[1], STDERR_FILENO);
-    ::close(fds[0]);
-    body();
-    ::_exit(0);  // the body returned: no abort
-  }
-  ::close(fds[1]);
-  death d;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) d.stderr_text.append(buffer, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  d.aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-  return d;
-}
+using test::run_in_child;
 
 int volatile_two() {
   static volatile int two = 2;
