@@ -10,7 +10,7 @@
 #include "actors/coverage_waiters.hpp"
 #include "actors/diagnostics.hpp"
 #include "actors/ownership.hpp"
-#include "actors/publication_fence.hpp"
+#include "core/publication_fence.hpp"
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
 #include "core/progress_pacer.hpp"
