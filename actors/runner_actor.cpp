@@ -240,10 +240,8 @@ class actor_ports final : public runner_ports {
  public:
   explicit actor_ports(runner_pointer self) : self_(self) {}
   steady_time now() override { return now_of(self_); }
-  runner_figures store_snapshot() override {
-    auto progress = snapshot_event(self_);
-    return runner_figures{std::move(progress), take_lag(self_)};
-  }
+  std::optional<rebuild_progress> store_snapshot() override { return snapshot_event(self_); }
+  std::optional<lag_figures> take_lag() override { return dix::take_lag(self_); }
   void carry_out(effect& e) override { dix::carry_out(self_, e); }
   effects mint_epoch() override { return mint(self_); }
   // A publication lands when the publisher answers. An owner's slot is claimed, so an error
@@ -290,7 +288,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     [self](lag_due&) {
       self->state.lag_due_armed = false;
       pace_lag(self, self->state.core->snapshot());
-      self->state.interp->publish_figures(runner_figures{std::nullopt, take_lag(self)});
+      self->state.interp->publish_lag_due();
     },
     [self](lock_acquired& m) {
       auto& st = self->state;

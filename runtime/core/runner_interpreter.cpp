@@ -10,7 +10,7 @@ void runner_interpreter::apply(effects out) {
   // it stores only what changed.
   auto gate = core_.sample_gate(ports_.now());
   out.insert(out.end(), gate.begin(), gate.end());
-  auto figures = ports_.store_snapshot();
+  auto progress = ports_.store_snapshot();
   for (auto& e : out) {
     auto step = [this, e]() mutable { carry_out(e); };
     // The unlock, and the answer that the release is over, wait for the publications before
@@ -19,8 +19,8 @@ void runner_interpreter::apply(effects out) {
     if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e) ||
         std::holds_alternative<fx::store_gate>(e)) {
       // The figures go behind the event's other effects, but never behind the unlock.
-      if (figures.progress) publish_progress(*std::exchange(figures.progress, std::nullopt));
-      if (figures.lag) publish_lag(*std::exchange(figures.lag, std::nullopt));
+      if (progress) publish_progress(*std::exchange(progress, std::nullopt));
+      publish_lag_due();
       fence_.after_landed(std::move(step));
     } else if (std::holds_alternative<fx::mint_epoch>(e)) {
       // The mint waits for the publications before it: the slot's owner_epoch moves at once,
@@ -32,7 +32,8 @@ void runner_interpreter::apply(effects out) {
       fence_.then(std::move(step));
     }
   }
-  publish_figures(std::move(figures));
+  if (progress) publish_progress(*progress);
+  publish_lag_due();
   // A pull can also end without its answer (a discard of progress, a stop): the bell left
   // ringing through it is taken then, so nothing that rang is left without a wake. Once: the
   // flag is cleared first, and a ring after the take sends a wake of its own.
@@ -60,9 +61,8 @@ void runner_interpreter::carry_out(effect& e) {
   ports_.carry_out(e);
 }
 
-void runner_interpreter::publish_figures(runner_figures figures) {
-  if (figures.progress) publish_progress(*figures.progress);
-  if (figures.lag) publish_lag(*figures.lag);
+void runner_interpreter::publish_lag_due() {
+  if (auto lag = ports_.take_lag()) publish_lag(*lag);
 }
 
 // The figures for the metrics segment, in the fence's order like a publication and counted as

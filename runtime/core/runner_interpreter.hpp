@@ -36,20 +36,17 @@
 
 namespace dix {
 
-// What one event publishes to the metrics segment beside its effects (the pacers' decisions).
-struct runner_figures {
-  std::optional<rebuild_progress> progress;
-  std::optional<lag_figures> lag;
-};
-
 // The world a runner's effects act on. Every call comes from the interpreter, on its thread.
 class runner_ports {
  public:
   virtual ~runner_ports() = default;
   virtual steady_time now() = 0;
   // Once per event, before any of its effects: store the snapshot status() and metrics() read;
-  // returns the figures this event publishes.
-  virtual runner_figures store_snapshot() = 0;
+  // returns the rebuild progress this event publishes (the progress pacer's decision).
+  virtual std::optional<rebuild_progress> store_snapshot() = 0;
+  // The lag figures due for the metrics segment (the lag pacer's decision, kept until taken), taken
+  // when they are published: after the event's effects, or before its unlock.
+  virtual std::optional<lag_figures> take_lag() = 0;
   // Every effect but fx::publish and fx::mint_epoch, when its turn comes: a request or message
   // (its answer comes back as an event), a timer, the stop's answer, the unlock, a gate store.
   virtual void carry_out(effect& e) = 0;
@@ -97,8 +94,8 @@ class runner_interpreter {
   void on_meta_state(std::uint64_t gen, const result<meta_records>& records);
   // A publication's (or a figure publication's) answer came back.
   void landed() { fence_.landed(); }
-  // Figures due outside an event (a paced lag publication's timer): in the fence's order.
-  void publish_figures(runner_figures figures);
+  // Lag figures due outside an event (the lag pacer's timer): in the fence's order.
+  void publish_lag_due();
 
   // Test accessors.
   bool test_bell_held() const noexcept { return bell_held_; }

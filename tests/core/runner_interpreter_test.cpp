@@ -31,7 +31,9 @@ std::string name_of(const effect& e) {
 // Journals what the interpreter asks for; publications land when the test says so.
 struct journal_ports final : runner_ports {
   names steps;
-  runner_figures figures;  // what the next store_snapshot returns
+  std::optional<rebuild_progress> progress;  // what the next store_snapshot returns
+  std::optional<lag_figures> lag;            // due until taken
+  std::optional<lag_figures> lag_at_mint;    // due once the mint's event stores its snapshot
   epoch_t slot_epoch = 7;
   bool rebuild_request = false;
   bool lock = false;
@@ -39,20 +41,22 @@ struct journal_ports final : runner_ports {
   effects minted;  // what mint_epoch returns
 
   steady_time now() override { return steady_time{}; }
-  runner_figures store_snapshot() override {
+  std::optional<rebuild_progress> store_snapshot() override {
     steps.push_back("snapshot");
-    return std::exchange(figures, runner_figures{});
+    return std::exchange(progress, std::nullopt);
   }
+  std::optional<lag_figures> take_lag() override { return std::exchange(lag, std::nullopt); }
   void carry_out(effect& e) override { steps.push_back(name_of(e)); }
   effects mint_epoch() override {
     steps.push_back("mint");
+    if (lag_at_mint) lag = std::exchange(lag_at_mint, std::nullopt);
     return std::exchange(minted, effects{});
   }
   void publish(const fx::publish& p) override {
     steps.push_back(std::string("publish ") + std::string(to_string(p.state)));
   }
   void publish_progress(const rebuild_progress&) override { steps.push_back("progress"); }
-  void publish_lag(const lag_figures&) override { steps.push_back("lag"); }
+  void publish_lag(const lag_figures& l) override { steps.push_back("lag " + std::to_string(l.epoch)); }
   epoch_t owner_epoch() override { return slot_epoch; }
   bool owns_lock() override { return lock; }
   bool consume_rebuild_request() override { return std::exchange(rebuild_request, false); }
@@ -135,29 +139,45 @@ TEST_CASE("runner interpreter: a publication certifying coverage under an epoch 
 TEST_CASE("runner interpreter: the event's figures go behind its effects but never behind its unlock", "[core][interpreter][fence]") {
   SECTION("no unlock: after the effects") {
     fixture f;
-    f.ports.figures = runner_figures{rebuild_progress{}, lag_figures{}};
+    f.ports.progress = rebuild_progress{};
+    f.ports.lag = lag_figures{};
     f.interp.apply({fx::read_meta{1}, publication(readiness_state::ready)});
-    CHECK(f.ports.steps == names{"snapshot", "read_meta", "publish ready", "progress", "lag"});
+    CHECK(f.ports.steps == names{"snapshot", "read_meta", "publish ready", "progress", "lag 0"});
     CHECK(f.interp.test_in_flight() == 3);
   }
   SECTION("an unlock: before it, and it waits for them as for publications") {
     fixture f;
-    f.ports.figures = runner_figures{rebuild_progress{}, lag_figures{}};
+    f.ports.progress = rebuild_progress{};
+    f.ports.lag = lag_figures{};
     f.interp.apply({fx::read_meta{1}, fx::release_lock{}, fx::read_meta{2}});
-    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag"});
+    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag 0"});
     f.interp.landed();
-    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag"});
+    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag 0"});
     f.interp.landed();
-    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag", "release_lock", "read_meta"});
+    CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag 0", "release_lock", "read_meta"});
   }
   SECTION("figures due outside an event keep the fence's order") {
     fixture f;
     f.interp.apply({publication(readiness_state::ready), fx::release_lock{}});
-    f.interp.publish_figures(runner_figures{std::nullopt, lag_figures{}});
+    f.ports.lag = lag_figures{};
+    f.interp.publish_lag_due();
     CHECK(f.ports.steps == names{"snapshot", "publish ready"});
     f.interp.landed();
-    CHECK(f.ports.steps == names{"snapshot", "publish ready", "release_lock", "lag"});
+    CHECK(f.ports.steps == names{"snapshot", "publish ready", "release_lock", "lag 0"});
   }
+}
+
+TEST_CASE("runner interpreter: lag figures are taken when they are published, so a mint's newer ones are published once and nothing older after them", "[core][interpreter][fence]") {
+  fixture f;
+  f.ports.lag = lag_figures{};
+  f.ports.lag->epoch = 1;
+  f.ports.lag_at_mint = lag_figures{};
+  f.ports.lag_at_mint->epoch = 2;  // the pacer publishes a new epoch's figures at once
+  f.interp.apply({fx::mint_epoch{}, fx::read_meta{1}});
+  // The mint runs at once (nothing in flight), its event stores its snapshot and publishes what is
+  // due then (the newer figures replaced the older before anyone took them); the outer event
+  // finds nothing left to publish.
+  CHECK(f.ports.steps == names{"snapshot", "mint", "snapshot", "lag 2", "read_meta"});
 }
 
 TEST_CASE("runner interpreter: a wake takes what rang the bell, and the bell's own wake with nothing rung is nothing", "[core][interpreter][bell]") {

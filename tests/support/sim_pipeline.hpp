@@ -377,9 +377,8 @@ class sim_pipeline final : public backend_host {
    public:
     explicit ports(sim_pipeline& p) : p_(p) {}
     steady_time now() override { return p_.time.steady_now(); }
-    runner_figures store_snapshot() override {
-      return runner_figures{p_.pacer_.next(p_.runner->snapshot(), now()), std::nullopt};
-    }
+    std::optional<rebuild_progress> store_snapshot() override { return p_.pacer_.next(p_.runner->snapshot(), now()); }
+    std::optional<lag_figures> take_lag() override { return std::nullopt; }  // no lag pacer here
     void carry_out(effect& e) override {
       std::visit([this](auto& x) { p_.carry_out(x); }, e);
     }
