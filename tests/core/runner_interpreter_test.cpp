@@ -97,7 +97,7 @@ TEST_CASE("runner interpreter: an unlock waits until every publication before it
   CHECK(f.interp.test_in_flight() == 1);
 }
 
-TEST_CASE("runner interpreter: a stop answer, a gate store and a mint wait for the publications before them; other effects do not", "[core][interpreter][fence]") {
+TEST_CASE("runner interpreter: a stop answer, a gate store and a mint wait for the publications before them, and other effects do not", "[core][interpreter][fence]") {
   for (const effect& waiting : {effect{fx::stopped{result<void>{}}}, effect{fx::store_gate{gate_open}}, effect{fx::mint_epoch{}}}) {
     fixture f;
     f.ports.minted = {fx::persist_epoch{8, 5}};
