@@ -2,9 +2,10 @@
 // runner_core: each handler reads the actor clock, calls the core and carries out the effects it
 // returns — requests to the tailer and the backend proxy, timers as delayed messages to itself,
 // publications as requests to the runtime's readiness publisher, lock requests and releases
-// through the registration's ownership record (actors/ownership.hpp). The effects are carried out
-// in the core's order through a publication_fence: a release of the lock waits until every
-// publication before it has landed (`published`), and what follows waits behind it. After every
+// through the registration's ownership record (actors/ownership.hpp). The order they are carried
+// out in is core/runner_interpreter.hpp's, which the simulation runs too: a release of the lock
+// waits until every publication before it has landed (`published`), what follows waits behind
+// it, and the commit bell's wakes are coalesced. After every
 // event, and before any of its effects is carried out, it stores a snapshot that status()/
 // metrics() read without asking the actor: whoever sees a publication of this runner in the
 // segment finds the runner's snapshot at least as new. The epoch mint and the rebuild request's

@@ -9,7 +9,7 @@
 
 #include "actors/diagnostics.hpp"
 #include "actors/ownership.hpp"
-#include "actors/publication_fence.hpp"
+#include "core/publication_fence.hpp"
 #include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
 

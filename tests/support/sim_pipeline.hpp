@@ -1,9 +1,17 @@
 // A deterministic, single-threaded pipeline for runner tests and the [sim] tier: runner_core and
 // tailer_core over a fake_store and a sim_backend, with the runner's mailbox as a FIFO and timers
-// on a manual clock. It plays the part of the actors: every effect the runner core returns is
-// carried out the way runner_actor would (requests to the tailer and the backend proxy come back
-// as events in mailbox order; a backend's state change emitted inside a call is queued after that
-// call's reply, protocol.md §5.1). A runner crash is handled by the supervisor's own core
+// on a manual clock. It plays the part of the actors: the runner core's effects go through the
+// runner actor's own interpreter (core/runner_interpreter.hpp: the publication fence, the commit
+// bell, the gate sampled at every event), whose ports here are the simulated world (requests to
+// the tailer and the backend proxy come back as events in mailbox order; a backend's state change
+// emitted inside a call is queued after that call's reply, protocol.md §5.1). The readiness
+// publisher is a FIFO of its own: with `publish_hops` > 0 a publication reaches the slot only
+// after that many runner events and its answer comes back through the mailbox, so the fence
+// really holds unlocks, gate stores, mints and stop answers; an unlock (the runner's or the
+// supervisor's), a gate store, a mint or a stop answer while a publication is still on its way is
+// a violation. With `bell`, commits ring the runner's commit bell instead of sending wakes, and a
+// bell left ringing with nothing on its way to take it is a lost wake (lost_wake()). A runner
+// crash is handled by the supervisor's own core
 // (supervisor_core: the release sequence through the backend, the marker, the publication, the
 // unlock and the parked respawn), driven here as supervisor_actor drives it, over the same kind
 // of ownership record the runner keeps up to date.
@@ -16,7 +24,11 @@
 #include <set>
 #include <vector>
 
+#include "core/commit_bell.hpp"
+#include "core/progress_pacer.hpp"
+#include "core/publication_fence.hpp"
 #include "core/runner_core.hpp"
+#include "core/runner_interpreter.hpp"
 #include "core/supervisor_core.hpp"
 #include "core/tailer_core.hpp"
 #include "support/fake_store.hpp"
@@ -31,9 +43,18 @@ inline projection identity_projection() {
   return [](std::string_view payload, const record_info&) -> projection_result { return std::string(payload); };
 }
 
+// How the shells around the cores are simulated. Default: as before the interpreter was shared —
+// publications land at once, wakes are messages of their own.
+struct sim_shell {
+  bool bell = false;      // commits ring a commit bell (a new one per runner incarnation)
+  int publish_hops = 0;   // runner events before the publisher stores a publication; 0: at once
+  int pull_hops = 0;      // trips the tailer's answer to a pull takes (commits may ring meanwhile)
+};
+
 class sim_pipeline final : public backend_host {
  public:
-  explicit sim_pipeline(runner_options options = {}) : options_(options), budgets_(make_turn_budgets(options)) {
+  explicit sim_pipeline(runner_options options = {}, sim_shell shells = {})
+    : shell(shells), options_(options), budgets_(make_turn_budgets(options)) {
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
@@ -60,6 +81,8 @@ class sim_pipeline final : public backend_host {
     mailbox_.clear();
     settles_in_flight_.clear();  // their answers went with the mailbox
     timers_.clear();
+    publisher_.clear();  // the process's publisher died with what it had not stored yet
+    supervisor_fence_ = publication_fence{};
     lock_held = false;
     record = ownership_record{1, 0, false};
     supervisor = std::make_unique<supervisor_core>(supervisor_core::config{"sim-index", options_});
@@ -95,16 +118,7 @@ class sim_pipeline final : public backend_host {
   void store_rebuild_request(bool wake_runner = true, bool run_now = true) {
     slot_rebuild_request = true;
     if (!wake_runner) return;
-    post([this] {
-      if (!runner) return effects{};
-      const auto action = runner->on_rebuild_wake(lock_held);
-      if (action == runner_core::rebuild_wake::acquire) return runner ? runner->on_wake(wake_flag::rebuild, time.steady_now()) : effects{};
-      if (action == runner_core::rebuild_wake::consume && std::exchange(slot_rebuild_request, false)) {
-        return runner ? runner->on_rebuild_requested(time.steady_now()) : effects{};
-      }
-      return effects{};
-    });
-    if (run_now) run();
+    wake(wake_flag::rebuild, run_now);
   }
 
   // Every process died: the segment's stale reset (formats.md §4.6) leaves `unknown`.
@@ -117,12 +131,7 @@ class sim_pipeline final : public backend_host {
   // the runner actor reads the demand from the slot at the wake (protocol.md §12.4).
   void demand_coverage(index_time_t since, bool run_now = true) {
     slot_coverage_demand = std::max(slot_coverage_demand, since);
-    post([this] {
-      if (!runner) return effects{};
-      runner->on_coverage_demand(slot_coverage_demand);
-      return runner->on_wake(wake_flag::coverage, time.steady_now());
-    });
-    if (run_now) run();
+    wake(wake_flag::coverage, run_now);
   }
 
   // The runner actor died (its mailbox and timers with it); the supervisor, as the lock holder,
@@ -135,6 +144,7 @@ class sim_pipeline final : public backend_host {
     mailbox_.clear();
     settles_in_flight_.clear();  // their answers went with the mailbox
     timers_.clear();
+    interpreter.reset();  // the runner actor's state, with its fence and held bell
     runner.reset();
     apply_supervision(supervisor->on_down(child_kind::runner, record, time.steady_now()));
     run();
@@ -153,35 +163,40 @@ class sim_pipeline final : public backend_host {
     run();
   }
 
+  // A wake message; flags 0 is the bell's own (interpreter: on_wake).
   void wake(std::uint8_t flags = wake_flag::commit, bool run_now = true) {
-    post([this, flags] { return runner ? runner->on_wake(flags, time.steady_now()) : effects{}; });
+    ++wake_messages;
+    post([this, flags]() -> std::optional<effects> {
+      if (runner) interpreter->on_wake(flags);
+      return std::nullopt;
+    });
     if (run_now) run();
   }
 
-  std::pair<std::uint64_t, index_time_t> commit(std::vector<fake_op> ops, bool sync = false) {
+  // A commit, and its wake: a message of its own, or a ring of the bell that sends one only when
+  // the bell was silent.
+  std::pair<std::uint64_t, index_time_t> commit(std::vector<fake_op> ops, bool sync = false, bool run_now = true) {
     auto r = store.commit(std::move(ops), 0, sync);
-    wake();
+    if (!bell) {
+      wake(wake_flag::commit, run_now);
+    } else {
+      ++bell_rings;
+      if (bell->ring(false)) wake(0, run_now);
+      else if (run_now) run();
+    }
     return r;
   }
 
-  // Processes the mailbox until it is empty (timers do not fire).
+  // Processes the mailbox and the publisher until both are empty (timers do not fire).
   void run(std::size_t limit = 100000) {
-    while (!mailbox_.empty() && limit-- > 0) {
-      auto next = std::move(mailbox_.front());
-      mailbox_.pop_front();
-      apply(next());
+    while (limit-- > 0 && next_event()) {
     }
   }
 
-  // One event: the next mailbox entry, else the next timer (time moves to it). false: nothing is
-  // left. Lets a test stop a sequence after any event (a crash at every step).
+  // One event: the next mailbox entry or publisher turn, else the next timer (time moves to it).
+  // false: nothing is left. Lets a test stop a sequence after any event (a crash at every step).
   bool step() {
-    if (!mailbox_.empty()) {
-      auto next = std::move(mailbox_.front());
-      mailbox_.pop_front();
-      apply(next());
-      return true;
-    }
+    if (next_event()) return true;
     if (timers_.empty()) return false;
     auto at = timers_.begin()->first;
     auto fire = std::move(timers_.begin()->second);
@@ -208,12 +223,30 @@ class sim_pipeline final : public backend_host {
 
   // `last_registration`: no other registration of the id is left in the process (§13.4).
   void stop(bool last_registration = false) {
-    post([this, last_registration] { return runner ? runner->stop(time.steady_now(), last_registration) : effects{}; });
+    post_stop(last_registration);
     run();
+  }
+  // The stop message, left in the mailbox (step() then runs it and what follows, event by event).
+  void post_stop(bool last_registration = false) {
+    post([this, last_registration] { return runner ? runner->stop(time.steady_now(), last_registration) : effects{}; });
   }
 
   std::size_t timers_armed() const { return timers_.size(); }
+  // Publications sent and not yet stored in the slot (the publisher's queue).
+  std::size_t publications_on_their_way() const { return publisher_.size(); }
+  // Nothing is left to run but timers.
+  bool quiet() const { return mailbox_.empty() && publisher_.empty(); }
+  // "" unless, with nothing left to run, the bell still rings or the interpreter still holds it:
+  // a commit that rang then has no wake on its way, and its transaction would wait for the next
+  // one (core/commit_bell.hpp, "nothing is lost").
+  std::string lost_wake() const {
+    if (!quiet() || !runner) return {};
+    if (bell && bell->rung()) return "a commit rang the bell and no wake is on its way to take it";
+    if (interpreter->test_bell_held()) return "the bell is held for a pull that is over";
+    return {};
+  }
 
+  sim_shell shell;
   manual_clock time;
   fake_store store{"main", "id-main"};
   fake_store::source source{store};
@@ -221,6 +254,11 @@ class sim_pipeline final : public backend_host {
   sim_backend backend;
   std::unique_ptr<tailer_core> tailer;
   std::unique_ptr<runner_core> runner;  // null between a crash and the supervisor's respawn
+  std::unique_ptr<runner_interpreter> interpreter;  // the runner actor's, over `runner`
+  std::shared_ptr<commit_bell> bell;   // shell.bell: the current runner's
+  std::size_t bell_rings = 0;          // commits that rang a bell
+  std::size_t wake_messages = 0;       // wakes sent to the runner (a bell's only when it was silent)
+  std::size_t progress_publications = 0;  // rebuild progress figures sent (the progress pacer's)
   std::unique_ptr<supervisor_core> supervisor;
   ownership_record record;  // as the runner keeps it: acquired, minted, quiesced, released
   static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
@@ -253,12 +291,63 @@ class sim_pipeline final : public backend_host {
   // Runs after each pull, its chunk posted: what other threads do while the chunk is on its way
   // (a writer commits, a waiter raises the demand and the watcher's wake lands behind the chunk).
   std::function<void()> after_pull;
-  std::string violation;                // the first publication that broke invariant 5 or §10.4's order
+  std::string violation;                // the first publication that broke invariant 5 or §10.4's order, or the fence
   std::size_t log_opens = 0;
 
  private:
-  using event = std::function<effects()>;
+  // A mailbox entry: the effects of the runner core's answer, which go through the interpreter,
+  // or nullopt when the entry went through the interpreter itself (a wake, a lock grant).
+  using event = std::function<std::optional<effects>()>;
   void post(event e) { mailbox_.push_back(std::move(e)); }
+
+  // The runner's mailbox and the publisher take turns: the publisher stores its next publication
+  // once `publish_hops` runner events passed since it took the previous one (or at once when the
+  // mailbox is empty), and its answer joins the sender's mailbox.
+  bool next_event() {
+    if (!publisher_.empty() && (mailbox_.empty() || publisher_wait_ == 0)) {
+      auto next = std::move(publisher_.front());
+      publisher_.pop_front();
+      publisher_wait_ = shell.publish_hops;
+      next.store();
+      post([answer = std::move(next.answer)]() -> std::optional<effects> {
+        answer();
+        return std::nullopt;
+      });
+      return true;
+    }
+    if (mailbox_.empty()) return false;
+    auto next = std::move(mailbox_.front());
+    mailbox_.pop_front();
+    if (publisher_wait_ > 0) --publisher_wait_;
+    if (auto fx = next()) apply(std::move(*fx));
+    return true;
+  }
+
+  // A publication sent to the publisher: stored (`store`) in the slot and answered (`answer`) at
+  // once without publish_hops, else in its turn.
+  void send_to_publisher(std::function<void()> store_it, std::function<void()> answer) {
+    if (shell.publish_hops == 0) {
+      store_it();
+      answer();
+      return;
+    }
+    if (publisher_.empty()) publisher_wait_ = shell.publish_hops;
+    publisher_.push_back(pending_publication{std::move(store_it), std::move(answer)});
+  }
+  // The runner's publications are answered to the incarnation that sent them only.
+  std::function<void()> answer_runner() {
+    return [this, incarnation = incarnation_] {
+      if (runner && incarnation == incarnation_) interpreter->landed();
+    };
+  }
+
+  // The fence's obligations (decisions 0008, 0032; protocol.md §13.3): nothing of an owner's may
+  // still be on its way to the slot when it unlocks, mints, stores the gate alone or answers a stop.
+  void check_fence(const char* what) {
+    if (!publisher_.empty() && violation.empty()) {
+      violation = std::string(what) + " while a publication was still on its way to the slot";
+    }
+  }
   // Posts `e` after `hops` more trips through the mailbox: what other actors' mailboxes in
   // between (a proxy's, a detached tailer's) do to the order of answers.
   void post_after(int hops, event e) {
@@ -275,16 +364,52 @@ class sim_pipeline final : public backend_host {
   // No successor may acquire before a reset ended (§9.6): the lock stays held until then.
   void note_unlock() {
     if (lock_held && backend.resetting() && violation.empty()) violation = "the lock was released while a reset was running";
+    check_fence("the lock was released");
   }
 
+  // The runner actor's interpreter carries them out (every event samples the gate there).
   void apply(effects fx) {
-    // As the runner actor does: every event samples the gate.
-    if (runner) {
-      auto g = runner->sample_gate(time.steady_now());
-      fx.insert(fx.end(), g.begin(), g.end());
-    }
-    for (auto& e : fx) std::visit([this](auto& x) { carry_out(x); }, e);
+    if (runner) interpreter->apply(std::move(fx));
   }
+
+  // The interpreter's ports: the simulated world.
+  class ports final : public runner_ports {
+   public:
+    explicit ports(sim_pipeline& p) : p_(p) {}
+    steady_time now() override { return p_.time.steady_now(); }
+    std::optional<rebuild_progress> store_snapshot() override { return p_.pacer_.next(p_.runner->snapshot(), now()); }
+    std::optional<lag_figures> take_lag() override { return std::nullopt; }  // no lag pacer here
+    void carry_out(effect& e) override {
+      std::visit([this](auto& x) { p_.carry_out(x); }, e);
+    }
+    effects mint_epoch() override {
+      p_.check_fence("an epoch was minted");
+      p_.record.epoch = ++p_.slot_epoch;
+      return p_.runner->on_epoch_minted(p_.slot_epoch, now());
+    }
+    void publish(const fx::publish& x) override {
+      p_.judge(x);
+      p_.send_to_publisher([this, x] { p_.store_publication(x); }, p_.answer_runner());
+    }
+    void publish_progress(const rebuild_progress&) override {
+      ++p_.progress_publications;
+      p_.send_to_publisher([] {}, p_.answer_runner());
+    }
+    void publish_lag(const lag_figures&) override { p_.send_to_publisher([] {}, p_.answer_runner()); }
+    epoch_t owner_epoch() override { return p_.slot_epoch; }
+    bool owns_lock() override { return p_.lock_held; }
+    bool consume_rebuild_request() override { return std::exchange(p_.slot_rebuild_request, false); }
+    index_time_t coverage_demand() override { return p_.slot_coverage_demand; }
+    std::uint32_t lag_gate() override { return p_.slot_gate; }
+    dix::readiness read_slot() override { return p_.slot_readiness; }
+    void acquired() override {
+      p_.record.owner = true;
+      p_.record.epoch = 0;
+    }
+
+   private:
+    sim_pipeline& p_;
+  };
 
   void spawn_runner(std::optional<readiness_reason> start_condemned) {
     projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
@@ -299,12 +424,22 @@ class sim_pipeline final : public backend_host {
     c.gate.max_lag = options_.max_lag;
     c.gate.max_flush_age = options_.max_flush_age;
     c.start_condemned = start_condemned;
+    interpreter.reset();
     runner = std::make_unique<runner_core>(c);
+    // One bell per runner incarnation: its replacement starts with a silent one.
+    bell = shell.bell ? std::make_shared<commit_bell>() : nullptr;
+    pacer_ = progress_pacer{};
+    interpreter = std::make_unique<runner_interpreter>(*runner, ports_, bell.get());
   }
 
   // supervisor_actor's part, for the effects a runner crash produces here.
+  // As supervisor_actor does: in order, the unlock behind the publications before it.
   void apply_supervision(supervision_effects fx) {
-    for (auto& e : fx) std::visit([this](auto& x) { carry_out_supervision(x); }, e);
+    for (auto& e : fx) {
+      auto step = [this, e]() mutable { std::visit([this](auto& x) { carry_out_supervision(x); }, e); };
+      if (std::holds_alternative<sfx::unlock>(e)) supervisor_fence_.after_landed(std::move(step));
+      else supervisor_fence_.then(std::move(step));
+    }
   }
   void carry_out_supervision(sfx::spawn& s) {
     if (s.kind == child_kind::runner) spawn_runner(s.start_condemned);
@@ -347,7 +482,9 @@ class sim_pipeline final : public backend_host {
   }
   void carry_out_supervision(sfx::publish& p) {
     fx::publish x{p.state, p.reason, slot_readiness.rebuild_attempts};  // the slot keeps its count
-    carry_out(x);
+    judge(x);
+    supervisor_fence_.sent();
+    send_to_publisher([this, x] { store_publication(x); }, [this] { supervisor_fence_.landed(); });
   }
   void carry_out_supervision(sfx::unlock&) {
     note_unlock();
@@ -364,15 +501,9 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::request_lock& r) {
     if (lock_held) return;  // one runner per id here; a second would queue
     lock_held = true;
-    post([this, gen = r.gen] {
-      if (!runner) return effects{};
-      const bool was_owner = runner->owner();
-      auto out = runner->on_lock_acquired(gen, time.steady_now(), slot_gate);
-      if (!was_owner && runner->owner()) {  // the core took the grant
-        record.owner = true;
-        record.epoch = 0;
-      }
-      return out;
+    post([this, gen = r.gen]() -> std::optional<effects> {
+      if (runner) interpreter->on_lock_granted(gen);
+      return std::nullopt;
     });
   }
   void carry_out(fx::release_lock&) {
@@ -380,10 +511,7 @@ class sim_pipeline final : public backend_host {
     lock_held = false;
     record.owner = false;
   }
-  void carry_out(fx::mint_epoch&) {
-    record.epoch = ++slot_epoch;
-    apply(runner->on_epoch_minted(slot_epoch, time.steady_now()));
-  }
+  void carry_out(fx::mint_epoch&) {}  // the interpreter's: ports::mint_epoch
   void carry_out(fx::persist_epoch& p) {
     persisted_epoch = std::max(persisted_epoch, p.epoch);
     auto gen = p.gen;
@@ -410,7 +538,11 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::pull& p) {
     auto r = tailer->pull(budgets_, p.epoch, time, p.capture);
     auto gen = p.gen;
-    post([this, gen, r] { return runner ? runner->on_chunk(gen, r, time.steady_now()) : effects{}; });
+    post_after(shell.pull_hops, [this, gen, r] {
+      if (!runner) return effects{};
+      interpreter->before_pull_answer();
+      return runner->on_chunk(gen, r, time.steady_now());
+    });
     if (after_pull) after_pull();
   }
   void carry_out(fx::deliver& d) {
@@ -439,9 +571,9 @@ class sim_pipeline final : public backend_host {
       });
     }));
   }
-  void carry_out(fx::publish& p) {
-    publications.push_back(p);
-    // actors.md §6 invariant 5, judged at the moment of the publication.
+  void carry_out(fx::publish&) {}  // the interpreter's: ports::publish
+  // actors.md §6 invariant 5, judged at the moment the publication is sent.
+  void judge(const fx::publish& p) {
     if (p.state == readiness_state::needs_rebuild || p.state == readiness_state::rebuilding) condemned_ = true;
     if (p.state == readiness_state::ready && violation.empty()) {
       const auto& d = backend.durable();
@@ -454,6 +586,10 @@ class sim_pipeline final : public backend_host {
       }
       condemned_ = false;
     }
+  }
+  // The publisher stores a publication in the slot.
+  void store_publication(const fx::publish& p) {
+    publications.push_back(p);
     slot_readiness.state = p.state;
     slot_readiness.reason = p.reason;
     slot_readiness.rebuild_attempts = p.attempts;
@@ -471,6 +607,7 @@ class sim_pipeline final : public backend_host {
     }
   }
   void carry_out(fx::store_gate& g) {
+    check_fence("the gate was stored alone");
     slot_gate = g.value;
     gate_stores.emplace_back(g.value, publications.size());
   }
@@ -478,11 +615,9 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::read_meta& r) {
     auto gen = r.gen;
     auto records = meta;
-    auto slot = slot_readiness;
-    post_after(slow_meta ? 2 : 0, [this, gen, records, slot] {
-      if (!runner) return effects{};
-      const bool requested = runner->awaits_meta(gen) && std::exchange(slot_rebuild_request, false);
-      return runner ? runner->on_meta_state(gen, records, slot, time.steady_now(), requested) : effects{};
+    post_after(slow_meta ? 2 : 0, [this, gen, records]() -> std::optional<effects> {
+      if (runner) interpreter->on_meta_state(gen, records);  // reads the slot as it is then
+      return std::nullopt;
     });
   }
   void carry_out(fx::write_marker& w) {
@@ -506,7 +641,10 @@ class sim_pipeline final : public backend_host {
     auto gen = t.gen;
     timers_.emplace(time.steady_now() + t.delay, [this, kind, gen] { return runner ? runner->on_timer(kind, gen, time.steady_now()) : effects{}; });
   }
-  void carry_out(fx::stopped& s) { stopped = s.outcome; }
+  void carry_out(fx::stopped& s) {
+    check_fence("the stop was answered");
+    stopped = s.outcome;
+  }
   void carry_out(fx::reset& r) {
     auto gen = r.gen;
     backend.reset(r.epoch, completion([this, gen](result<void> done) {
@@ -522,7 +660,11 @@ class sim_pipeline final : public backend_host {
   void carry_out(fx::scan& x) {
     auto r = tailer->scan(budgets_, x.epoch, time);
     auto gen = x.gen;
-    post([this, gen, r] { return runner ? runner->on_scan_chunk(gen, r, time.steady_now()) : effects{}; });
+    post([this, gen, r] {
+      if (!runner) return effects{};
+      interpreter->before_pull_answer();
+      return runner->on_scan_chunk(gen, r, time.steady_now());
+    });
   }
 
   runner_options options_;
@@ -536,6 +678,15 @@ class sim_pipeline final : public backend_host {
   // The generations of the settles carried out whose answer the runner has not had yet: `ready`
   // must wait for a current one's (§10.4); an older generation's answer is dropped anyway.
   std::multiset<std::uint64_t> settles_in_flight_;
+  ports ports_{*this};
+  progress_pacer pacer_;  // as the runner actor paces the rebuild progress figures
+  struct pending_publication {
+    std::function<void()> store;
+    std::function<void()> answer;
+  };
+  std::deque<pending_publication> publisher_;  // the readiness publisher's mailbox
+  int publisher_wait_ = 0;                     // runner events before its next turn
+  publication_fence supervisor_fence_;         // the supervisor's unlock behind its publication
 };
 
 }  // namespace dix::test

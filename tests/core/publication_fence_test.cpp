@@ -1,4 +1,4 @@
-// [actor] actors/publication_fence.hpp (decision 0008:
+// [core] core/publication_fence.hpp (decision 0008:
 // an owner's unlock waits until every publication it sent has landed, and every effect after the
 // unlock waits behind it), driven with plain calls — the test plays the runner shell (it sends
 // publications and runs effects through the fence) and the publisher (it lands them).
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/publication_fence.hpp"
+#include "core/publication_fence.hpp"
 
 using namespace dix;
 
@@ -26,7 +26,7 @@ using names = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("publication fence: with nothing waiting an effect runs at once, publications in flight or not", "[actor][fence]") {
+TEST_CASE("publication fence: with nothing waiting an effect runs at once, publications in flight or not", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.then(j.note("a"));
@@ -37,7 +37,7 @@ TEST_CASE("publication fence: with nothing waiting an effect runs at once, publi
   CHECK(fence.in_flight() == 1);
 }
 
-TEST_CASE("publication fence: an unlock with no publication in flight runs at once", "[actor][fence]") {
+TEST_CASE("publication fence: an unlock with no publication in flight runs at once", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.sent();
@@ -47,7 +47,7 @@ TEST_CASE("publication fence: an unlock with no publication in flight runs at on
   CHECK(fence.in_flight() == 0);
 }
 
-TEST_CASE("publication fence: the unlock runs only when the publication in flight is acknowledged, and the effects after it wait behind it in order", "[actor][fence]") {
+TEST_CASE("publication fence: the unlock runs only when the publication in flight is acknowledged, and the effects after it wait behind it in order", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.sent();  // unavailable/backend-failed, say
@@ -61,7 +61,7 @@ TEST_CASE("publication fence: the unlock runs only when the publication in fligh
   CHECK(j.steps == names{"unlock", "stopped", "reply", "later"});
 }
 
-TEST_CASE("publication fence: with several publications in flight the unlock waits for the last acknowledgement", "[actor][fence]") {
+TEST_CASE("publication fence: with several publications in flight the unlock waits for the last acknowledgement", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.sent();
@@ -76,7 +76,7 @@ TEST_CASE("publication fence: with several publications in flight the unlock wai
   CHECK(j.steps == names{"unlock"});
 }
 
-TEST_CASE("publication fence: a publication sent by an effect released behind the unlock holds the next unlock back", "[actor][fence]") {
+TEST_CASE("publication fence: a publication sent by an effect released behind the unlock holds the next unlock back", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.sent();
@@ -94,7 +94,7 @@ TEST_CASE("publication fence: a publication sent by an effect released behind th
   CHECK(j.steps == names{"unlock 1", "publish", "unlock 2", "after"});
 }
 
-TEST_CASE("publication fence: an acknowledgement that arrives inside a step keeps the order of the waiting effects", "[actor][fence]") {
+TEST_CASE("publication fence: an acknowledgement that arrives inside a step keeps the order of the waiting effects", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.sent();
@@ -111,7 +111,7 @@ TEST_CASE("publication fence: an acknowledgement that arrives inside a step keep
   CHECK(fence.in_flight() == 0);
 }
 
-TEST_CASE("publication fence: an acknowledgement with nothing in flight changes nothing", "[actor][fence]") {
+TEST_CASE("publication fence: an acknowledgement with nothing in flight changes nothing", "[core][fence]") {
   publication_fence fence;
   journal j;
   fence.landed();
@@ -127,7 +127,7 @@ TEST_CASE("publication fence: an acknowledgement with nothing in flight changes 
 // its publisher's mailbox when the lock table hands the id to a new owner, whose own publisher is
 // idle. The model: the old owner's publication reaches the slot when the test lands it; the
 // handover runs the new owner, which publishes straight to the slot.
-TEST_CASE("publication fence: the old owner's late publication lands before the new owner gets the lock, so it never overwrites the new owner's", "[actor][fence]") {
+TEST_CASE("publication fence: the old owner's late publication lands before the new owner gets the lock, so it never overwrites the new owner's", "[core][fence]") {
   std::string slot = "ready (old owner)";
   std::deque<std::string> old_publisher;  // in flight, not yet in the slot
   publication_fence fence;

@@ -1,4 +1,4 @@
-#include "actors/publication_fence.hpp"
+#include "core/publication_fence.hpp"
 
 #include <utility>
 
