@@ -1036,11 +1036,24 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   if (non_durable_work()) arm_age_timer(out, now, false);
   if (rebuild_.boundary_pending()) {
     if (published_ != readiness_state::rebuilding) publish(readiness_state::rebuilding, rebuild_.trigger, out);
-  } else if (published_ != readiness_state::ready && settle_ != settle::writing_then_ready) {
-    // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5). A
-    // durable answer that overtook this opening may have ended the rebuild and sent the settle:
-    // then its answer publishes `ready`, after the marker is gone (§10.4).
-    publish(readiness_state::ready, readiness_reason::none, out);
+  } else if (published_ != readiness_state::ready) {
+    // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5) — and
+    // only once the registration record is written and the marker deleted (§10.4). A durable
+    // answer that overtook this opening may have ended the rebuild and sent the settle: its
+    // answer publishes `ready`. A settle whose answer a discard of progress dropped (a transient
+    // fault or lost work after the rebuild's durable advance) is wanted again: the durable cursor
+    // just installed is the rebuilt index's, so it is sent now and its answer publishes `ready`
+    // (found by the simulation's racing writer: `ready` went out before the settle's answer).
+    switch (settle_) {
+      case settle::done: publish(readiness_state::ready, readiness_reason::none, out); break;
+      case settle::wanted:
+        DIX_ASSERT(config_.fingerprint);  // only a build with a fingerprint wants a settle
+        to(settle::writing_then_ready);
+        out.push_back(fx::settle{gen_, *config_.fingerprint});
+        break;
+      case settle::writing: to(settle::writing_then_ready); break;
+      case settle::writing_then_ready: break;
+    }
   }
   set_state(working_state());
   drain_.more = true;

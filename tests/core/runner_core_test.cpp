@@ -1062,6 +1062,37 @@ TEST_CASE("runner: a condemnation while the settle that deletes the marker is in
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 
+TEST_CASE("runner: a tailer crash after the rebuild's settle was sent, its answer dropped, publishes ready only after the settle sent again is answered", "[core][runner][rebuild]") {
+  // Found by the simulation's racing writer (seeds 107, 371, 874): the reinstall's log opening
+  // published `ready` at once, before the registration record and the marker delete (§10.4).
+  sim_pipeline p;
+  p.slow_settle = true;
+  p.commit({test::put(sim_table, "a", "1")});  // cursor-missing: marker, reset, scan, boundary
+  while (!p.meta.fingerprint) REQUIRE(p.step());  // the settle carried out, its answer on the way
+  REQUIRE(p.slot_readiness.state != readiness_state::ready);
+  REQUIRE(p.settles_carried == 1);
+  // Transient: progress discarded, so the settle's answer is stale, and — a real tailer's crash —
+  // the settle may have gone with it. The retry reinstalls the durable (rebuilt) cursor.
+  p.child_respawned(child_kind::tailer);
+  std::size_t seen = p.publications.size();
+  std::size_t ready_at = 0;  // how many settles were carried out when `ready` was published
+  // Step through the retry (timers included) until `ready` is published, noting the settles.
+  for (int ms = 0; ms < 3000 && ready_at == 0; ++ms) {
+    for (int i = 0; i < 1000 && ready_at == 0 && p.step(); ++i) {
+      for (; seen < p.publications.size() && ready_at == 0; ++seen) {
+        if (p.publications[seen].state == readiness_state::ready) ready_at = p.settles_carried;
+      }
+    }
+    if (ready_at == 0) p.advance(milliseconds(1));
+  }
+  CHECK(ready_at == 2);  // the settle sent again first, then `ready` (after its answer)
+  CHECK(p.violation.empty());
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.meta.fingerprint);
+  CHECK_FALSE(p.meta.condemned);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
 TEST_CASE("runner: a peer's request while the owner is deferred, busy or idle gives exactly one reset, then ready", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.commit({test::put(sim_table, "a", "1")});

@@ -208,14 +208,12 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   }
   sim_pipeline p(o, shell);
   // A writer racing the tailer: a commit while a pull is on its way, its wake (or its ring) behind
-  // the pull's answer or, with pull_hops, before it (the bell then held through the pull).
-  // DIX_SIM_RACING=1 only, for now: it finds a runner_core order that publishes `ready` before the
-  // current settle's answer (§10.4; seeds 107, 371 and 874 of the first 3000, with or without the
-  // shells, and with the sim's own effect code of before decision 0052 too), which runner_core's
-  // owners are to fix; the bell held through a pull is covered by the test further down.
-  static const bool racing = std::getenv("DIX_SIM_RACING") != nullptr;
+  // the pull's answer or, with pull_hops, before it (the bell then held through the pull). It
+  // found a runner_core order that published `ready` before the current settle's answer (§10.4:
+  // a settle dropped by a discard of progress, then a reinstall's log opening published `ready`;
+  // seeds 107, 371 and 874 of the first 3000), fixed in runner_core::on_log_opened.
   p.after_pull = [&] {
-    if (!racing || shells() % 6 != 0) return;
+    if (shells() % 6 != 0) return;
     p.commit({test::put(sim_table, "k" + std::to_string(shells() % key_space), "racing")}, false, false);
   };
   p.backend.auto_barrier = pick(2) == 0;

@@ -272,6 +272,7 @@ class sim_pipeline final : public backend_host {
   bool slow_log_open = false;         // log_opened arrives after replies the backend sends meanwhile
   bool slow_flush_done = false;       // flush completions arrive two mailbox trips late
   bool slow_settle = false;           // a settle is carried out at once, its answer two trips late
+  std::size_t settles_carried = 0;    // settles (registration record + marker delete) carried out
   bool slow_meta = false;             // the marker's and the metadata read's answers two trips late
   meta_records meta;              // condemned/<id> and registration/<id> in the home store (synced)
   epoch_t persisted_epoch = 0;
@@ -631,6 +632,7 @@ class sim_pipeline final : public backend_host {
     meta.condemned = false;
     auto gen = x.gen;
     settles_in_flight_.insert(gen);
+    ++settles_carried;
     post_after(slow_settle ? 2 : 0, [this, gen] {
       settles_in_flight_.erase(settles_in_flight_.find(gen));
       return runner ? runner->on_settled(gen, result<void>{}, time.steady_now()) : effects{};
