@@ -196,6 +196,15 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
   }
   if (auto hook = coverage_.hook_due(offered_.front().ends, now)) {
     out.push_back(fx::publish_coverage{epoch_, hook->time, std::move(hook->positions)});
+  } else if (!hook_flush_outstanding_ && offered_.size() > 1 && !non_durable_work() &&
+             coverage_.hook_waits_for_barrier(offered_.front().ends)) {
+    // A durable write's coverage is owed to the hook (an index node admits its readers by it),
+    // and the capture that certifies it waits only for cursor-only progress to be durable —
+    // system transactions read after that write, whose barrier would otherwise wait for the
+    // cursor-only timer (minutes). One barrier, asked again only after the next durable advance
+    // (decision 0051, as an exceeded gate asks in 0025).
+    hook_flush_outstanding_ = true;
+    request_flush(flush_reason::age, out, now);
   }
 }
 
@@ -258,6 +267,7 @@ void runner_core::discard_progress() {
   coverage_.discard();
   coverage_flush_outstanding_ = false;
   gate_flush_outstanding_ = false;
+  hook_flush_outstanding_ = false;
   cut_delivered_ = false;
   refresh_due_ = false;
 }
@@ -1036,14 +1046,20 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     }
     auto index = static_cast<std::size_t>(match - offered_.begin());
     bool advanced = index > 0 || boundary_pending_;
+    // Whether this advance made a relevant write durable (a rebuild's boundary: its scan): the
+    // coverage hook then owes the backend a capture that reaches it.
+    bool wrote = boundary_pending_;
+    for (std::size_t i = 1; i <= index; ++i) wrote = wrote || offered_[i].mutations != 0 || offered_[i].completes_cut;
     offered_.erase(offered_.begin(), match);
     durable_ = d;
     DIX_ASSERT(!offered_.empty() && offered_.front().through == *durable_);  // durable: one of those offered
+    if (wrote) coverage_.owe_hook(offered_.front().ends);
     if (advanced) {
       gate_.on_durable_advance();
       transient_faults_ = 0;
       coverage_flush_outstanding_ = false;
       gate_flush_outstanding_ = false;
+      hook_flush_outstanding_ = false;
       boundary_pending_ = false;  // the rebuild is over: `ready` below (§11.7)
       if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.

@@ -500,6 +500,7 @@ class runner_core {
   std::optional<steady_time> last_turn_at_;
   bool coverage_flush_outstanding_ = false;
   bool gate_flush_outstanding_ = false;  // the barrier an exceeded gate asked for (gate_sample)
+  bool hook_flush_outstanding_ = false;  // the barrier an owed coverage hook asked for (publish_coverage)
   bool cut_delivered_ = false;  // an accepted batch left a transaction cut open: the next entry completes it
 };
 
