@@ -59,7 +59,23 @@ std::optional<coverage_capture> coverage_tracker::hook_due(const dix::positions&
   if (!covers(durable_ends, *last_published_)) return std::nullopt;
   hooked_time_ = last_published_->time;
   hooked_at_ = now;
+  if (!owed_.empty() && covers(last_published_->positions, coverage_capture{0, owed_})) owed_.clear();
   return last_published_;
+}
+
+void coverage_tracker::owe_hook(const dix::positions& durable_ends) {
+  for (const auto& [log, end] : durable_ends) {
+    if (end == 0) continue;  // nothing written in that log: nothing to reach
+    auto& owed = owed_[log];
+    owed = std::max(owed, end);
+  }
+}
+
+bool coverage_tracker::hook_waits_for_barrier(const dix::positions& durable_ends) const noexcept {
+  if (owed_.empty() || !last_published_ || last_published_->time <= hooked_time_) return false;
+  // A capture that does not reach the owed write yet needs a capture first (the next turn's).
+  if (!covers(last_published_->positions, coverage_capture{0, owed_})) return false;
+  return !covers(durable_ends, *last_published_);
 }
 
 }  // namespace dix

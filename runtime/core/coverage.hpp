@@ -84,6 +84,14 @@ class coverage_tracker {
   // published capture once `durable_ends` (the durable entry) covers it, at most once per
   // max_flush_age and never twice for one time. nullopt: nothing due.
   std::optional<coverage_capture> hook_due(const dix::positions& durable_ends, steady_time now);
+  // A relevant write became durable in the entry whose anchors end at `durable_ends`: the hook
+  // owes the backend a capture that reaches those ends (a reader of the backend's own, an index
+  // node's, waits for it). A hook whose capture's positions reach them pays the debt.
+  void owe_hook(const dix::positions& durable_ends);
+  // Whether a barrier is all the owed hook waits for: the last published capture reaches the owed
+  // ends, but the durable entry (`durable_ends`) does not cover it — only cursor-only progress
+  // lies beyond, which alone waits for the long cursor-only timer (decision 0051).
+  bool hook_waits_for_barrier(const dix::positions& durable_ends) const noexcept;
 
  private:
   std::chrono::milliseconds max_flush_age_;
@@ -98,6 +106,7 @@ class coverage_tracker {
   index_time_t demand_ = 0;
   std::optional<coverage_capture> last_published_;
   index_time_t hooked_time_ = 0;
+  dix::positions owed_;  // the ends a hook must reach (owe_hook); empty: nothing owed
   std::optional<steady_time> hooked_at_;
 };
 

@@ -3,13 +3,15 @@
 // (core/lag_gate.hpp, its own diagram), the backlog forecast the gate reads (decision 0027), the
 // figures of §13.1, the coverage refresh (§12.3) and the barriers asked for on their behalf.
 //
-// BARRIER ASKS — a flush asked for by coverage (§12.4: a demand waits only for a barrier) or by
-// an exceeded gate (§13.3 rule 2: it holds until a durable advance), at most one of each until
-// the next durable advance (or a discard of progress):
+// BARRIER ASKS — a flush asked for by coverage (§12.4: a demand waits only for a barrier), by an
+// exceeded gate (§13.3 rule 2: it holds until a durable advance) or by an owed coverage hook
+// (decision 0051: the capture that certifies a durable write waits only for cursor-only
+// progress), at most once per reason until the next durable advance (or a discard of progress).
+// The state is the set of reasons asked:
 //
-//   none ──coverage asks──► coverage ──gate asks──► both
-//     └───gate asks──────► gate ──coverage asks───────┘
-//   every ask ──durable advance, discard──► none
+//   {} ──a reason asks──► {reason} ──another asks──► {both} ──the third──► {all three}
+//   any set ──durable advance, discard──► {}
+//   a reason asking twice before the advance: illegal
 #pragma once
 
 #include <chrono>
@@ -26,7 +28,10 @@ namespace dix {
 
 class coverage_gate {
  public:
-  enum class barrier : std::uint8_t { none, coverage, gate, both };
+  // The reasons, as bits of the state.
+  enum class reason : std::uint8_t { coverage = 1, gate = 2, hook = 4 };
+  using barrier = std::uint8_t;  // a set of reasons; 0: none asked
+  static constexpr barrier none = 0;
 
   coverage_gate(const gate_policy& policy, std::chrono::milliseconds max_flush_age) : gate(policy), tracker(max_flush_age) {}
 
@@ -34,12 +39,15 @@ class coverage_gate {
   // Aborts on an illegal step, in every build.
   void to(barrier next) noexcept;
   barrier asks() const noexcept { return asks_; }
-  // Whether the coverage (or the gate) asked for a barrier since the last durable advance.
-  bool coverage_asked() const noexcept { return asks_ == barrier::coverage || asks_ == barrier::both; }
-  bool gate_asked() const noexcept { return asks_ == barrier::gate || asks_ == barrier::both; }
-  void coverage_asks() noexcept { to(asks_ == barrier::gate ? barrier::both : barrier::coverage); }
-  void gate_asks() noexcept { to(asks_ == barrier::coverage ? barrier::both : barrier::gate); }
-  void barrier_passed() noexcept { to(barrier::none); }
+  bool asked(reason r) const noexcept { return (asks_ & static_cast<barrier>(r)) != 0; }
+  void ask(reason r) noexcept { to(static_cast<barrier>(asks_ | static_cast<barrier>(r))); }
+  bool coverage_asked() const noexcept { return asked(reason::coverage); }
+  bool gate_asked() const noexcept { return asked(reason::gate); }
+  bool hook_asked() const noexcept { return asked(reason::hook); }
+  void coverage_asks() noexcept { ask(reason::coverage); }
+  void gate_asks() noexcept { ask(reason::gate); }
+  void hook_asks() noexcept { ask(reason::hook); }
+  void barrier_passed() noexcept { to(none); }
 
   lag_gate gate;
   coverage_tracker tracker;
@@ -54,7 +62,7 @@ class coverage_gate {
   std::optional<std::chrono::steady_clock::time_point> last_turn_at;
 
  private:
-  barrier asks_ = barrier::none;
+  barrier asks_ = none;
 };
 
 }  // namespace dix

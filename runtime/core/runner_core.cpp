@@ -148,6 +148,15 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
   }
   if (auto hook = cover_.tracker.hook_due(drain_.offered.front().ends, now)) {
     out.push_back(fx::publish_coverage{epoch_, hook->time, std::move(hook->positions)});
+  } else if (!cover_.hook_asked() && drain_.offered.size() > 1 && !non_durable_work() &&
+             cover_.tracker.hook_waits_for_barrier(drain_.offered.front().ends)) {
+    // A durable write's coverage is owed to the hook (an index node admits its readers by it),
+    // and the capture that certifies it waits only for cursor-only progress to be durable —
+    // system transactions read after that write, whose barrier would otherwise wait for the
+    // cursor-only timer (minutes). One barrier, asked again only after the next durable advance
+    // (decision 0051, as an exceeded gate asks in 0025).
+    cover_.hook_asks();
+    request_flush(flush_reason::age, out, now);
   }
 }
 
@@ -966,9 +975,16 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     }
     auto index = static_cast<std::size_t>(match - drain_.offered.begin());
     bool advanced = index > 0 || rebuild_.boundary_pending();
+    // Whether this advance made a relevant write durable (a rebuild's boundary: its scan): the
+    // coverage hook then owes the backend a capture that reaches it.
+    bool wrote = rebuild_.boundary_pending();
+    for (std::size_t i = 1; i <= index; ++i) {
+      wrote = wrote || drain_.offered[i].mutations != 0 || drain_.offered[i].completes_cut;
+    }
     drain_.offered.erase(drain_.offered.begin(), match);
     durable_ = d;
     DIX_ASSERT(!drain_.offered.empty() && drain_.offered.front().through == *durable_);  // durable: one of those offered
+    if (wrote) cover_.tracker.owe_hook(drain_.offered.front().ends);
     if (advanced) {
       cover_.gate.on_durable_advance();
       transient_faults_ = 0;

@@ -119,9 +119,11 @@ void rebuild_attempt::to(phase next) noexcept {
 // ---- coverage_gate --------------------------------------------------------------------------------
 
 bool coverage_gate::legal(barrier from, barrier to) noexcept {
-  using b = barrier;
-  return to == b::none || (from == b::none && (to == b::coverage || to == b::gate)) ||
-         ((from == b::coverage || from == b::gate) && to == b::both);
+  constexpr barrier all = 1 | 2 | 4;
+  if (to == none) return true;  // the durable advance, or a discard
+  // One more reason, never one asked already, and nothing outside the three.
+  const auto added = static_cast<barrier>(to & ~from);
+  return (to & ~all) == 0 && (from & ~to) == 0 && added != 0 && (added & (added - 1)) == 0;
 }
 
 void coverage_gate::to(barrier next) noexcept {

@@ -121,6 +121,59 @@ TEST_CASE("coverage: the publish_coverage hook is due once the durable entry cov
   REQUIRE(t.hook_due({{"main", 6}}, t0 + milliseconds(1000)));
 }
 
+TEST_CASE("coverage: a durable write owes the hook a capture that reaches it, and a barrier is all it waits for once such a capture is published beyond the durable entry (decision 0051)", "[core][coverage]") {
+  coverage_tracker t(milliseconds(1000));
+  const steady t0{};
+  t.add(capture(100, 5));
+  REQUIRE(t.publish({{"main", 5}}));
+  REQUIRE(t.hook_due({{"main", 5}}, t0));
+  CHECK_FALSE(t.hook_waits_for_barrier({{"main", 5}}));  // nothing owed
+  // A write at sequence 6 becomes durable; no capture after it is published yet.
+  t.owe_hook({{"main", 6}});
+  CHECK_FALSE(t.hook_waits_for_barrier({{"main", 6}}));  // a capture is missing, not a barrier
+  // A system transaction at 7 is read (cursor-only, not durable) and a capture after it published.
+  t.add(capture(200, 7));
+  REQUIRE(t.publish({{"main", 7}}));
+  CHECK_FALSE(t.hook_due({{"main", 6}}, t0 + milliseconds(5000)));  // the durable entry ends at 6
+  CHECK(t.hook_waits_for_barrier({{"main", 6}}));
+  // The barrier: the hook reaches the write and the debt is paid.
+  auto due = t.hook_due({{"main", 7}}, t0 + milliseconds(5000));
+  REQUIRE(due);
+  CHECK(due->time == 200);
+  t.add(capture(300, 8));
+  REQUIRE(t.publish({{"main", 8}}));
+  CHECK_FALSE(t.hook_waits_for_barrier({{"main", 7}}));  // unrelated progress alone owes nothing
+}
+
+TEST_CASE("runner: a write made durable before a capture certified it, then a system transaction: the publish_coverage hook reaches the write within a few max_flush_age with one barrier, not at the cursor-only timer (decision 0051)", "[core][coverage][runner]") {
+  // What an index node's `wait` reader sees (decision 0043): the node admits by the hook alone. The
+  // write's turn takes no capture (one was asked for just before), so the write's barrier hooks an
+  // older capture; a system transaction read afterwards (another index's registration record)
+  // leaves only cursor-only progress beyond the durable entry, and every later capture reaches it.
+  ready_pipeline r;
+  auto& p = r.p;
+  p.backend.auto_barrier = true;
+  const auto before = p.slot_coverage_time;
+  for (int ms = 0; ms < 3000 && p.slot_coverage_time == before; ++ms) p.advance(milliseconds(1));
+  REQUIRE(p.slot_coverage_time > before);  // an idle refresh turn captured just now
+  const auto [seq, written] = p.commit({test::put(sim_table, "ryw", "1")});
+  (void)seq;
+  const auto wrote_at = p.time.steady_now();
+  p.advance(milliseconds(999));  // the write is accepted; its age barrier is 1 ms away
+  p.store.commit({test::fake_op{op_kind::put, 0, "registration/other", "x", true}}, header_flag::system, true);
+  auto reached = [&] {
+    return std::any_of(p.coverage_hooks.begin(), p.coverage_hooks.end(),
+                       [&](const fx::publish_coverage& h) { return h.coverage_time >= written; });
+  };
+  const auto age_flushes = r.flushes(flush_reason::age);
+  for (int ms = 0; ms < 30000 && !reached(); ms += 10) p.advance(milliseconds(10));
+  CHECK(reached());
+  CHECK(p.time.steady_now() - wrote_at <= milliseconds(4000));  // not the cursor-only timer's minutes
+  CHECK(r.flushes(flush_reason::age) <= age_flushes + 2);  // the write's barrier and the hook's
+  CHECK(p.slot_coverage_time >= written);
+  CHECK(p.runner->state() == runner_state::idle);
+}
+
 TEST_CASE("runner: progress over unrelated commits certifies coverage without a barrier", "[core][coverage][runner]") {
   ready_pipeline r;
   auto& p = r.p;

@@ -163,24 +163,32 @@ TEST_CASE("rebuild attempt: backoff, quiesce, mint, reset, check, capture, scan,
 }
 
 TEST_CASE("coverage gate: a barrier asked once per reason until the durable advance", "[core][machines]") {
-  using b = coverage_gate::barrier;
+  using r = coverage_gate::reason;
   coverage_gate m(gate_policy{}, std::chrono::milliseconds(1000));
   CHECK_FALSE(m.coverage_asked());
   CHECK_FALSE(m.gate_asked());
+  CHECK_FALSE(m.hook_asked());
   m.coverage_asks();
   CHECK(m.coverage_asked());
   CHECK_FALSE(m.gate_asked());
   m.gate_asks();
-  CHECK(m.asks() == b::both);
+  m.hook_asks();
+  CHECK((m.coverage_asked() && m.gate_asked() && m.hook_asked()));
   m.barrier_passed();
-  CHECK(m.asks() == b::none);
-  m.gate_asks();
-  m.coverage_asks();
-  CHECK(m.asks() == b::both);
-  CHECK_FALSE(coverage_gate::legal(b::coverage, b::coverage));  // asked twice before the advance
-  CHECK_FALSE(coverage_gate::legal(b::gate, b::gate));
-  CHECK_FALSE(coverage_gate::legal(b::none, b::both));
-  CHECK_FALSE(coverage_gate::legal(b::both, b::coverage));
+  CHECK(m.asks() == coverage_gate::none);
+  m.hook_asks();
+  CHECK(m.hook_asked());
+  CHECK_FALSE(m.coverage_asked());
+  const auto c = static_cast<coverage_gate::barrier>(r::coverage), g = static_cast<coverage_gate::barrier>(r::gate),
+             h = static_cast<coverage_gate::barrier>(r::hook);
+  CHECK(coverage_gate::legal(coverage_gate::none, c));
+  CHECK(coverage_gate::legal(c, static_cast<coverage_gate::barrier>(c | h)));
+  CHECK(coverage_gate::legal(static_cast<coverage_gate::barrier>(c | g | h), coverage_gate::none));
+  CHECK_FALSE(coverage_gate::legal(c, c));  // asked twice before the advance
+  CHECK_FALSE(coverage_gate::legal(g, g));
+  CHECK_FALSE(coverage_gate::legal(coverage_gate::none, static_cast<coverage_gate::barrier>(c | g)));  // two at once
+  CHECK_FALSE(coverage_gate::legal(static_cast<coverage_gate::barrier>(c | g), c));  // a reason forgotten
+  CHECK_FALSE(coverage_gate::legal(coverage_gate::none, 8));  // no such reason
 }
 
 TEST_CASE("runner state: the steps of the lifecycle diagram are legal, the others are not", "[core][machines]") {
@@ -247,7 +255,7 @@ TEST_CASE("runner machines: an illegal step aborts in every build, naming the ma
      [] {
        coverage_gate m(gate_policy{}, std::chrono::milliseconds(1000));
        m.coverage_asks();
-       m.to(coverage_gate::barrier::coverage);
+       m.coverage_asks();  // twice before the durable advance
      }},
   };
   for (const auto& c : cases) {
