@@ -156,7 +156,7 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
     // cursor-only timer (minutes). One barrier, asked again only after the next durable advance
     // (decision 0051, as an exceeded gate asks in 0025).
     cover_.hook_asks();
-    request_flush(flush_reason::age, out, now);
+    request_flush(flush_reason::coverage, out, now);
   }
 }
 
