@@ -83,7 +83,7 @@ void coverage_waiters::add(const std::string& id, index_time_t since, millisecon
     done(std::move(ok));
     return;
   }
-  std::shared_ptr<registration_entry> e;
+  std::shared_ptr<registration_record> e;
   bool first = false;
   std::optional<error> refused;
   {
@@ -100,9 +100,9 @@ void coverage_waiters::add(const std::string& id, index_time_t since, millisecon
     } else {
       auto w = std::make_shared<waiter>();
       w->id = id;
-      w->token = e->token;
-      w->slot = e->slot;
-      w->rebuilds = e->rebuildable;
+      w->token = e->token();
+      w->slot = e->slot();
+      w->rebuilds = e->settings().runner.rebuildable;
       w->since = since;
       w->deadline = time_.steady_now() + timeout;  // fixed at the call, as since
       w->cancel = cancel;
@@ -171,17 +171,17 @@ void coverage_waiters::scan(bool timed_out) {
     // §12.4: a demand (this runtime's waiters' or another process's) wakes the local runner.
     const auto entries = registry_->all();
     for (auto it = demand_woken_.begin(); it != demand_woken_.end();) {
-      const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token == it->first; });
+      const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token() == it->first; });
       it = current ? std::next(it) : demand_woken_.erase(it);
     }
     for (const auto& e : entries) {
-      if (e->slot->coverage_demand() <= e->slot->coverage_time()) continue;
+      if (e->slot()->coverage_demand() <= e->slot()->coverage_time()) continue;
       auto r = e->runner();
       if (!r) continue;
-      const auto counter = e->slot->change_counter();
-      auto last = demand_woken_.find(e->token);
+      const auto counter = e->slot()->change_counter();
+      auto last = demand_woken_.find(e->token());
       if (!timed_out && last != demand_woken_.end() && last->second == counter) continue;
-      demand_woken_[e->token] = counter;
+      demand_woken_[e->token()] = counter;
       wakes.push_back(r);
     }
   }

@@ -7,6 +7,8 @@
 
 #include "actors/backend_proxy_actor.hpp"
 #include "actors/log_tailer_actor.hpp"
+#include "actors/ownership.hpp"
+#include "actors/state_change_relay.hpp"
 #include "core/tailer_core.hpp"
 
 namespace dix {
@@ -19,64 +21,40 @@ std::atomic<std::uint64_t> next_incarnation{1};
 
 }  // namespace
 
-std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys, id_wiring w) {
+std::shared_ptr<supervised_spec> wire_registration(caf::actor_system& sys,
+                                                   std::shared_ptr<const registration_settings> settings) {
+  const auto& s = *settings;
   auto deps = std::make_shared<tailer_deps>();
-  deps->id = w.id;
+  deps->settings = settings;
   std::vector<tailer_log> ports;
-  for (const auto& l : w.logs) {
-    ports.push_back(tailer_log{l.source.get(), l.reader.get(), l.wal_ttl_s});
-    deps->sources.push_back(l.source);
-    deps->readers.push_back(l.reader);
-  }
-  deps->core = std::make_unique<tailer_core>(std::move(ports), w.projections, w.attached);
-  deps->meta = w.meta;
-  deps->time = w.time;
-
-  auto record = std::make_shared<ownership>(w.id, w.token, w.lock);
-
-  runner_deps rd;
-  rd.id = w.id;
-  rd.config = w.runner;
-  rd.slot = w.slot;
-  rd.publisher = w.publisher;
-  rd.lock = w.lock;
-  rd.record = record;
-  rd.snapshot = w.snapshot;
-  rd.proof = w.proof;
-  rd.on_status = w.on_status;
-  rd.link = w.link;
-  rd.time = w.time;
+  for (const auto& l : s.logs) ports.push_back(tailer_log{l.source.get(), l.reader.get(), l.wal_ttl_s});
+  deps->core = std::make_unique<tailer_core>(std::move(ports), s.projections, s.attached);
 
   auto spec = std::make_shared<supervised_spec>();
-  spec->id = w.id;
-  spec->token = w.token;
-  spec->options = w.runner.options;
+  spec->settings = settings;
+  spec->record = std::make_shared<ownership>(s.id, s.token, s.lock);
   caf::actor_system* system = &sys;
-  const bool detached = w.detached;
-  spec->spawn_tailer = [system, deps, detached] { return spawn_log_tailer(*system, deps, detached); };
-  spec->spawn_proxy = [system, b = w.backend, relay = w.relay, detached] {
-    auto proxy = spawn_backend_proxy(*system, b, detached);
-    if (relay) relay->attach(proxy);
+  spec->spawn_tailer = [system, deps] { return spawn_log_tailer(*system, deps, deps->settings->detached); };
+  spec->spawn_proxy = [system, settings] {
+    auto proxy = spawn_backend_proxy(*system, settings->backend, settings->detached);
+    if (settings->relay) settings->relay->attach(proxy);
     return proxy;
   };
-  spec->spawn_runner = [system, rd, changed = w.runner_changed](log_tailer_actor t, backend_proxy_actor x,
+  spec->spawn_runner = [system, settings, record = spec->record](log_tailer_actor t, backend_proxy_actor x,
                                                                  std::optional<readiness_reason> condemned) {
-    auto d = rd;
+    runner_deps d;
+    d.settings = settings;
+    d.record = record;
     d.tailer = std::move(t);
     d.proxy = std::move(x);
-    d.config.start_condemned = condemned;
-    d.config.generation_base = next_incarnation.fetch_add(1) << 32;
+    d.start_condemned = condemned;
+    d.generation_base = next_incarnation.fetch_add(1) << 32;
     d.bell = std::make_shared<commit_bell>();  // one per incarnation (core/commit_bell.hpp)
     auto bell = d.bell;
     auto runner = spawn_runner(*system, std::move(d));
-    if (changed) changed(runner, std::move(bell));
+    settings->runner_now->set(runner, std::move(bell));
     return runner;
   };
-  spec->record = record;
-  spec->publisher = w.publisher;
-  spec->slot = w.slot;
-  spec->snapshot = w.snapshot;
-  spec->on_status = w.on_status;
   return spec;
 }
 

@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/registration_record.hpp"
 #include "core/tailer_core.hpp"
 
 namespace dix {
@@ -21,7 +22,8 @@ log_fault to_message(std::uint64_t gen, const tailer_fault& f) { return log_faul
 
 dix::positions anchor_positions(const tailer_deps& d, const std::vector<std::uint64_t>& ends) {
   dix::positions out;
-  for (std::size_t i = 0; i < ends.size() && i < d.sources.size(); ++i) out[d.sources[i]->log_name()] = ends[i];
+  const auto& logs = d.settings->logs;
+  for (std::size_t i = 0; i < ends.size() && i < logs.size(); ++i) out[logs[i].source->log_name()] = ends[i];
   return out;
 }
 
@@ -38,7 +40,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](log_pull& m) {
       auto& d = *self->state.deps;
-      auto out = d.core->pull(m.budgets, m.epoch, *d.time, m.capture);
+      auto out = d.core->pull(m.budgets, m.epoch, *d.settings->time, m.capture);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));
@@ -48,7 +50,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](boundary_capture& m) {
       auto& d = *self->state.deps;
-      auto out = d.core->capture_boundary(d.id, m.epoch, m.scan_bytes_per_s, *d.time);
+      auto out = d.core->capture_boundary(d.settings->id, m.epoch, m.scan_bytes_per_s, *d.settings->time);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));
@@ -58,7 +60,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     },
     [self](scan_pull& m) {
       auto& d = *self->state.deps;
-      auto out = d.core->scan(m.budgets, m.epoch, *d.time);
+      auto out = d.core->scan(m.budgets, m.epoch, *d.settings->time);
       auto to = sender_of(self);
       if (out.fault) {
         self->send(to, to_message(m.gen, *out.fault));
@@ -70,11 +72,11 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       auto& d = *self->state.deps;
       meta_written reply{m.gen, m.kind, m.value, caf::error{}};
       result<void> done = error{errc::not_supported, "no metadata store"};
-      if (d.meta) {
+      if (d.settings->meta) {
         switch (m.kind) {
-          case meta_kind::epoch: done = d.meta->persist_epoch(m.value); break;
-          case meta_kind::condemn: done = d.meta->write_marker(); break;
-          case meta_kind::settle: done = d.meta->settle(m.value); break;
+          case meta_kind::epoch: done = d.settings->meta->persist_epoch(m.value); break;
+          case meta_kind::condemn: done = d.settings->meta->write_marker(); break;
+          case meta_kind::settle: done = d.settings->meta->settle(m.value); break;
         }
       }
       if (!done) reply.error = make_error(done.error().value(), done.error().message());
@@ -83,7 +85,7 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
     [self](meta_read& m) {
       auto& d = *self->state.deps;
       meta_state reply{m.gen, false, std::nullopt, caf::error{}};
-      auto r = d.meta ? d.meta->read_records() : result<meta_records>{meta_records{}};
+      auto r = d.settings->meta ? d.settings->meta->read_records() : result<meta_records>{meta_records{}};
       if (!r) reply.error = make_error(r.error().value(), r.error().message());
       else {
         reply.condemned = r->condemned;

@@ -13,27 +13,20 @@
 #include <dix/options.hpp>
 #include <dix/result.hpp>
 
-#include "core/clock.hpp"
 #include "messages/interfaces.hpp"
-#include "ports/meta_store.hpp"
 
 namespace dix {
 
-class log_source;
-class primary_store;
-class store_reader;
+struct registration_settings;  // actors/registration_record.hpp
 class tailer_core;
 
 struct tailer_deps {
-  std::string id;                          // the backend id (names epoch/<id>)
-  std::unique_ptr<tailer_core> core;       // over the ports below
-  std::vector<std::shared_ptr<log_source>> sources;   // kept alive for the core
-  std::vector<std::shared_ptr<store_reader>> readers; // kept alive for the core
-  // The id's records in the home store (formats.md §5): production binds the RocksDB adapter
-  // (adapters/meta_records), actor tests a recorder. Null: every metadata command answers
-  // not_supported.
-  std::shared_ptr<meta_store> meta;
-  const clock* time = &system_clock();      // turn budgets (never null)
+  // The registration's settings (shared, never copied): the backend id (names epoch/<id>), the
+  // logs' ports (kept alive for the core), the id's records in the home store (formats.md §5;
+  // production binds the RocksDB adapter, actor tests a recorder; null: every metadata command
+  // answers not_supported) and the clock of the turn budgets.
+  std::shared_ptr<const registration_settings> settings;
+  std::unique_ptr<tailer_core> core;  // over the settings' logs
 };
 
 log_tailer_actor spawn_log_tailer(caf::actor_system& sys, std::shared_ptr<tailer_deps> deps, bool detached);

@@ -10,6 +10,8 @@
 #include "actors/coverage_waiters.hpp"
 #include "actors/diagnostics.hpp"
 #include "actors/ownership.hpp"
+#include "actors/registration_record.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "core/clock.hpp"
 #include "core/lag_pacer.hpp"
 #include "core/progress_pacer.hpp"
@@ -26,12 +28,12 @@ struct runner_state_data {
   turn_budgets budgets;  // made once from the options; every log_pull carries them
   std::vector<caf::typed_response_promise<stopped>> stop_promises;
   std::optional<stopped> outcome;  // the first stop's outcome: every stop gets the same one
-  std::optional<runner_status> reported;  // the status last passed to deps.on_status
+  std::optional<runner_status> reported;  // the status last passed to the settings' on_status
   progress_pacer pacer;     // when a rebuild's progress goes to the metrics segment
   lag_pacer lag;            // when the lag figures go there (decision 0021)
   std::optional<lag_figures> lag_ready;  // figures due, published with the next event's effects
   bool lag_due_armed = false;            // a lag_due is on its way to this actor
-  proof_latch proof;                     // what deps.proof holds, so it is stored only when it changes
+  proof_latch proof;  // what the settings' proof box holds, so it is stored only when it changes
   // The order of the effects — the publication fence, the commit bell — is the interpreter's
   // (core/runner_interpreter.hpp); `ports` below carries them out with CAF.
   std::unique_ptr<runner_ports> ports;
@@ -65,11 +67,12 @@ bool proxy_gone(runner_pointer self, const caf::error& err) {
 // (diagnostics.hpp) as `what` failing.
 template <class Reply, class Message>
 void send_counted(runner_pointer self, Message m, const char* what) {
-  self->request(self->state.deps.publisher, caf::infinite, std::move(m))
+  self->request(self->state.deps.settings->publisher, caf::infinite, std::move(m))
     .then([self](Reply&) { self->state.interp->landed(); },
           [self, what](caf::error& err) {
             report(self->system(), diagnostic_level::error,
-                   "runner of " + self->state.deps.id + ": " + what + " failed: " + error_text(err), self->id());
+                   "runner of " + self->state.deps.settings->id + ": " + what + " failed: " + error_text(err),
+                   self->id());
             self->state.interp->landed();
           });
 }
@@ -82,12 +85,12 @@ effects mint(runner_pointer self) {
   auto& d = s.deps;
   effects next;
   auto minted = [&] {
-    const auto epoch = d.slot->mint_epoch();  // refused, never wrapped, at 2^64-1
+    const auto epoch = d.settings->slot->mint_epoch();  // refused, never wrapped, at 2^64-1
     if (epoch) d.record->minted(*epoch);
     next = s.core->on_epoch_minted(epoch, now_of(self));
     return s.core->snapshot();
   };
-  if (d.snapshot) d.snapshot->store_with(minted);
+  if (d.settings->snapshot) d.settings->snapshot->store_with(minted);
   else minted();
   return next;
 }
@@ -108,7 +111,8 @@ void carry_out(runner_pointer self, effect& e) {
         });
       } else if constexpr (std::is_same_v<T, fx::release_lock>) {
         // Still the owner here: nothing else writes the slot's gate until the unlock.
-        if (x.gate_open_if_last && d.lock != nullptr && d.lock->registrations(d.id) == 0) d.slot->set_lag_gate(0);
+        const auto& r = *d.settings;
+        if (x.gate_open_if_last && r.lock != nullptr && r.lock->registrations(r.id) == 0) r.slot->set_lag_gate(0);
         d.record->release();
       } else if constexpr (std::is_same_v<T, fx::persist_epoch>) {
         self->send(d.tailer, meta_write{x.gen, meta_kind::epoch, x.epoch});
@@ -160,7 +164,7 @@ void carry_out(runner_pointer self, effect& e) {
       } else if constexpr (std::is_same_v<T, fx::store_gate>) {
         // Behind every publication before it (the interpreter runs it after they landed), so the
         // slot never holds an older gate than the core decided last (protocol.md §13.3).
-        d.slot->set_lag_gate(x.value);
+        d.settings->slot->set_lag_gate(x.value);
       } else if constexpr (std::is_same_v<T, fx::reset>) {
         self->request(d.proxy, caf::infinite, reset_request{x.gen, x.epoch})
           .then([self](reset_done& r) { apply(self, self->state.core->on_reset_done(r.gen, from_caf(r.error), now_of(self))); },
@@ -193,7 +197,7 @@ void carry_out(runner_pointer self, effect& e) {
 // single lag_due for when it is due.
 void pace_lag(runner_pointer self, const runner_snapshot& snap) {
   auto& s = self->state;
-  auto d = s.lag.next(snap, s.deps.config.options, now_of(self), s.deps.time->wall_now_ns());
+  auto d = s.lag.next(snap, s.deps.settings->runner.options, now_of(self), s.deps.settings->time->wall_now_ns());
   if (d.publish) s.lag_ready = std::move(d.publish);
   if (d.due_in && !s.lag_due_armed) {
     s.lag_due_armed = true;
@@ -206,22 +210,23 @@ std::optional<rebuild_progress> snapshot_event(runner_pointer self) {
   auto snap = s.core->snapshot();
   auto progress = s.pacer.next(snap, now_of(self));
   pace_lag(self, snap);
-  if (s.deps.proof) {
+  if (s.deps.settings->proof) {
     std::optional<coverage_proof> next;
     if (snap.owner && !snap.durable_ends.empty()) next = coverage_proof{snap.epoch, snap.durable_ends};
     if (s.proof.changed(next)) {
-      if (next) s.deps.proof->store(std::move(*next));
-      else s.deps.proof->clear();
+      if (next) s.deps.settings->proof->store(std::move(*next));
+      else s.deps.settings->proof->clear();
     }
   }
-  if (!s.deps.snapshot) return progress;
+  if (!s.deps.settings->snapshot) return progress;
   auto status = snap.status();
   const bool changed = !s.reported || s.reported->state != status.state || s.reported->reason != status.reason ||
                        s.reported->epoch != status.epoch;
-  s.deps.snapshot->store(std::move(snap));
+  s.deps.settings->snapshot->store(std::move(snap));
   if (!changed) return progress;
   s.reported = status;
-  if (s.deps.on_status) s.deps.on_status(status, s.deps.snapshot->load_versioned().second);
+  const auto& settings = *s.deps.settings;
+  if (settings.on_status) settings.on_status(status, settings.snapshot->load_versioned().second);
   return progress;
 }
 
@@ -230,7 +235,7 @@ std::optional<lag_figures> take_lag(runner_pointer self) {
   auto& s = self->state;
   if (!s.lag_ready) return std::nullopt;
   auto figures = *std::exchange(s.lag_ready, std::nullopt);
-  if (s.deps.link) figures.link = s.deps.link();
+  if (s.deps.settings->link) figures.link = s.deps.settings->link();
   return figures;
 }
 
@@ -249,21 +254,21 @@ class actor_ports final : public runner_ports {
   // publisher is gone: it is reported (diagnostics.hpp) and counted as landed, so a release is
   // not held forever behind a publication that will never land.
   void publish(const fx::publish& x) override {
-    send_counted<published>(self_, publication{deps().id, x.state, x.reason, x.attempts, x.coverage_time, x.lag_gate},
-                            "a publication");
+    send_counted<published>(
+      self_, publication{deps().settings->id, x.state, x.reason, x.attempts, x.coverage_time, x.lag_gate}, "a publication");
   }
   void publish_progress(const rebuild_progress& progress) override {
-    send_counted<metrics_published>(self_, metrics_publication{deps().id, progress}, "a metrics publication");
+    send_counted<metrics_published>(self_, metrics_publication{deps().settings->id, progress}, "a metrics publication");
   }
   void publish_lag(const lag_figures& lag) override {
-    send_counted<metrics_published>(self_, lag_publication{deps().id, lag}, "a lag publication");
+    send_counted<metrics_published>(self_, lag_publication{deps().settings->id, lag}, "a lag publication");
   }
-  epoch_t owner_epoch() override { return deps().slot->owner_epoch(); }
-  bool owns_lock() override { return deps().lock->owned(deps().id); }
-  bool consume_rebuild_request() override { return deps().slot->consume_rebuild_request(); }
-  index_time_t coverage_demand() override { return deps().slot->coverage_demand(); }
-  std::uint32_t lag_gate() override { return deps().slot->lag_gate(); }
-  dix::readiness read_slot() override { return deps().slot->read(); }
+  epoch_t owner_epoch() override { return deps().settings->slot->owner_epoch(); }
+  bool owns_lock() override { return deps().settings->lock->owned(deps().settings->id); }
+  bool consume_rebuild_request() override { return deps().settings->slot->consume_rebuild_request(); }
+  index_time_t coverage_demand() override { return deps().settings->slot->coverage_demand(); }
+  std::uint32_t lag_gate() override { return deps().settings->slot->lag_gate(); }
+  dix::readiness read_slot() override { return deps().settings->slot->read(); }
   void acquired() override { deps().record->acquired(); }
 
  private:
@@ -274,8 +279,11 @@ class actor_ports final : public runner_ports {
 runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
   auto& s = self->state;
   s.deps = std::move(deps);
-  s.core = std::make_unique<runner_core>(s.deps.config);
-  s.budgets = make_turn_budgets(s.deps.config.options);
+  auto config = s.deps.settings->runner;
+  config.start_condemned = s.deps.start_condemned;
+  config.generation_base = s.deps.generation_base;
+  s.core = std::make_unique<runner_core>(std::move(config));
+  s.budgets = make_turn_budgets(s.deps.settings->runner.options);
   s.ports = std::make_unique<actor_ports>(self);
   s.interp = std::make_unique<runner_interpreter>(*s.core, *s.ports, s.deps.bell.get());
   (void)snapshot_event(self);  // e.g. parked from the start; no scan ran yet
@@ -358,7 +366,8 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       auto promise = self->make_response_promise<stopped>();
       st.stop_promises.push_back(promise);
       // §13.4: the registration counts of the process (§9.1) say whether this was the last one.
-      const bool last = st.deps.lock == nullptr || st.deps.lock->registrations(st.deps.id) == 0;
+      const auto& settings = *st.deps.settings;
+      const bool last = settings.lock == nullptr || settings.lock->registrations(settings.id) == 0;
       apply(self, st.core->stop(now_of(self), last));
       return promise;
     },

@@ -32,6 +32,7 @@ namespace dix {
 class coverage_proof_box;  // actors/coverage_waiters.hpp
 
 class ownership;  // actors/ownership.hpp
+struct registration_settings;  // actors/registration_record.hpp
 
 // The latest runner_snapshot, shared with the runtime's status()/metrics(). `version` counts the
 // stores, so a reader can order what it saw (subscriptions drop an event older than the value
@@ -73,31 +74,22 @@ class snapshot_box {
   std::uint64_t version_ = 0;
 };
 
+// What one runner incarnation is given: the registration's settings (shared, never copied: its
+// id, runner config, slot, publisher, lock, snapshot and proof boxes, status callback, link
+// report and clock) and what is this incarnation's own.
 struct runner_deps {
-  std::string id;
-  runner_core::config config;
+  std::shared_ptr<const registration_settings> settings;
   log_tailer_actor tailer;
   backend_proxy_actor proxy;
-  std::shared_ptr<readiness_slot> slot;  // the epoch mint, the rebuild request, reads
-  readiness_publisher_actor publisher;   // the runtime's: every publication goes through it
-  runner_lock* lock = nullptr;           // owned(id) only; acquire and release go through `record`
-  std::shared_ptr<ownership> record;     // the registration's, lent by the supervisor
-  std::shared_ptr<snapshot_box> snapshot;
-  // Called after the snapshot is stored whenever the status (state, reason, epoch) changed, with
-  // the snapshot's version. Optional.
-  std::function<void(const runner_status&, std::uint64_t version)> on_status;
-  // Where the owner's proof for `current` coverage reads goes (protocol.md §12.5 step 3): its
-  // epoch and durable anchor ends after every event while it owns, cleared otherwise. Optional.
-  std::shared_ptr<coverage_proof_box> proof;
+  std::shared_ptr<ownership> record;  // the registration's ownership record, lent by the supervisor
+  // The core's config is the settings' runner config with these two (runner_core::config): a
+  // replacement after a crash starts condemned; each incarnation has generations of its own.
+  std::optional<readiness_reason> start_condemned;
+  std::uint64_t generation_base = 0;
   // This runner's commit bell (core/commit_bell.hpp): every wake it handles takes it, so the
   // commits rung since count as one commit wake. Optional: without one, commit wakes come as
   // messages of their own.
   std::shared_ptr<commit_bell> bell;
-  // A remote backend's last link report (backend_host_impl::link), published with the lag
-  // figures. Optional.
-  std::function<std::optional<link_figures>()> link;
-  // The runtime's clock (runtime_context::time): the lag figures' wall time.
-  const clock* time = &system_clock();
 };
 
 runner_actor spawn_runner(caf::actor_system& sys, runner_deps deps);

@@ -2,19 +2,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/id_wiring.hpp"
+#include "actors/ownership.hpp"
+#include "actors/registration_record.hpp"
+#include "actors/state_change_relay.hpp"
 #include "actors/readiness_publisher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/coverage_waiters.hpp"
@@ -24,6 +25,7 @@
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_hooks.hpp"
 #include "adapters/store_ports.hpp"
+#include "core/assert.hpp"
 #include "core/clock.hpp"
 #include "core/names.hpp"
 
@@ -71,22 +73,23 @@ struct runtime_state {
   supervisor_actor supervisor;
   readiness_publisher_actor publisher;   // every publication of this runtime's runners
   std::vector<std::uint64_t> listeners;  // one commit listener per store
-  // Unregistered, release pending; and released with a rejected shutdown, lock kept (§9.7).
-  std::map<std::uint64_t, std::shared_ptr<registration_entry>> releasing, held;
   std::vector<std::shared_ptr<backend_host_impl>> hosts;  // every host handed out: they outlive registrations
-  std::map<std::uint64_t, std::vector<caf::typed_response_promise<index_unregistered>>> unregister_waiters;
-  // Registrations of a backend object whose earlier registration (the key: its token) is still
-  // releasing: they proceed when it settled (api.md §5: one call into a backend at a time).
+  // A registration request for a backend object whose earlier registration is still releasing:
+  // it proceeds when that release settled (api.md §5: one call into a backend at a time).
   struct waiting_registration {
     registration value;
     caf::typed_response_promise<index_registered> promise;
   };
-  std::map<std::uint64_t, std::vector<waiting_registration>> waiting_registrations;
+  // One registration of this runtime, from register_one until its release settled for good: its
+  // record (where it stands: registered, releasing, held or retrying; actors/registration_record.hpp)
+  // and who waits for its release to settle.
+  struct tracked_registration {
+    std::shared_ptr<registration_record> record;
+    std::vector<caf::typed_response_promise<index_unregistered>> unregister_waiters;
+    std::vector<waiting_registration> waiting;  // registrations of the same backend object
+  };
+  std::map<std::uint64_t, tracked_registration> registrations;  // by token
   std::map<std::string, watched_id> watched;
-  // Registrations counted in the process lock table (protocol.md §9.1) and those with admission
-  // entries in the stores' write gates (§2.2, §13.5), by token: each is undone exactly once.
-  std::map<std::uint64_t, std::string> counted;
-  std::set<std::uint64_t> gated;
   // subscriber → its references: the ids it watches, plus one for a subscribe_all
   std::map<caf::actor_addr, std::size_t> monitored;
   // subscribe_all's subscribers (issue 29) and the events each asked for: each id registered
@@ -153,47 +156,46 @@ struct subscriber_entry;
 subscriber_entry& watch_for(runtime_pointer self, const std::string& id, const std::shared_ptr<segment_slot>& slot,
                             const caf::actor& who);
 
-// The registration leaves the process's count as its release starts (§2.4): a releasing owner
-// that finds no registration of its id left forces the gate open (§13.4).
-void uncount(runtime_state& st, std::uint64_t token) {
-  auto it = st.counted.find(token);
-  if (it == st.counted.end()) return;
-  st.ctx->locks->count_registration(it->second, -1);
-  st.counted.erase(it);
-}
-
-// Its admission entries go once the release settled (§2.4).
-void ungate(runtime_state& st, std::uint64_t token) {
-  if (st.gated.erase(token) == 0) return;
-  for (auto& s : st.ctx->stores) gate_of(*s).remove(token);
+// Moves `r` to `to`, giving back exactly once what its stage held and `to` does not (the record
+// decides): its count in the process lock table (protocol.md §9.1), which leaves as the release
+// starts (§2.4: a releasing owner that finds no registration of its id left forces the gate
+// open, §13.4), and its admission entries in the stores' write gates (§2.2, §13.5), which go once
+// the release settled (§2.4).
+void advance(runtime_state& st, registration_record& r, registration_stage to) {
+  const auto undo = r.transition(to);
+  if (undo.uncount) st.ctx->locks->count_registration(r.id(), -1);
+  if (undo.ungate) {
+    for (auto& s : st.ctx->stores) gate_of(*s).remove(r.token());
+  }
 }
 
 // A release settled (protocol.md §2.4): the subscription goes first, then the host ends, then the
 // waiters hear the outcome.
 void on_released(runtime_pointer self, std::uint64_t token, const caf::error& err) {
   auto& st = self->state;
-  auto it = st.releasing.find(token);
-  if (it == st.releasing.end()) return;
-  auto e = it->second;
-  st.releasing.erase(it);
-  ungate(st, token);
+  auto it = st.registrations.find(token);
+  if (it == st.registrations.end() || !it->second.record->releasing()) return;
+  auto e = it->second.record;
+  auto waiters = std::exchange(it->second.unregister_waiters, {});
+  // Registrations of the same backend object waited for this release.
+  auto registrations = std::exchange(it->second.waiting, {});
+  advance(st, *e, err ? registration_stage::held : registration_stage::released);
+  if (!err) st.registrations.erase(it);
   e->changes.reset();
   e->host->end();
-  if (err) st.held[token] = e;
-  auto waiters = std::move(st.unregister_waiters[token]);
-  st.unregister_waiters.erase(token);
   for (auto& w : waiters) {
-    if (err) w.deliver(make_error(errc::backend_failed, "the shutdown of " + e->id + " was rejected; its lock stays held (" +
-                                                            error_text(err) + ")"));
-    else w.deliver(index_unregistered{e->id});
+    if (err) {
+      w.deliver(make_error(errc::backend_failed, "the shutdown of " + e->id() + " was rejected; its lock stays held (" +
+                                                     error_text(err) + ")"));
+    } else {
+      w.deliver(index_unregistered{e->id()});
+    }
   }
-  // Registrations of the same backend object waited for this release.
-  auto registrations = std::move(st.waiting_registrations[token]);
-  st.waiting_registrations.erase(token);
   for (auto& w : registrations) {
     if (err) {
-      w.promise.deliver(make_error(errc::backend_failed, "backend " + e->id + " is still held by its previous registration, whose "
-                                                         "shutdown was rejected; request_rebuild retries that release"));
+      w.promise.deliver(make_error(errc::backend_failed, "backend " + e->id() +
+                                                         " is still held by its previous registration, whose shutdown "
+                                                         "was rejected; request_rebuild retries that release"));
       continue;
     }
     auto done = register_one(self, std::move(w.value));
@@ -203,10 +205,13 @@ void on_released(runtime_pointer self, std::uint64_t token, const caf::error& er
   check_stopped(self);
 }
 
-void release(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
-  uncount(self->state, e->token);
-  self->state.releasing[e->token] = e;
-  const auto token = e->token;
+// Starts the release of a registration the registry let go (→ releasing), or retries a held one's
+// (→ retrying, §9.7): the supervisor quiesces the backend and releases the lock.
+void release(runtime_pointer self, const std::shared_ptr<registration_record>& e) {
+  DIX_ASSERT(self->state.registrations.count(e->token()) != 0);
+  const bool retry = e->stage() == registration_stage::held;
+  advance(self->state, *e, retry ? registration_stage::retrying : registration_stage::releasing);
+  const auto token = e->token();
   self->request(self->state.supervisor, caf::infinite, unsupervise{token})
     .then([self, token](stopped& s) { on_released(self, token, s.error); },
           [self, token](caf::error& err) { on_released(self, token, err); });
@@ -215,9 +220,9 @@ void release(runtime_pointer self, const std::shared_ptr<registration_entry>& e)
 // protocol.md §2.4: the id leaves at once (the facade may have detached it already); its runner
 // releases behind it. Every registration detached so far is released, so none is left behind
 // by a stop that overtakes the facade's message.
-void start_unregister(runtime_pointer self, const std::shared_ptr<registration_entry>& e) {
+void start_unregister(runtime_pointer self, const std::shared_ptr<registration_record>& e) {
   auto& registry = *self->state.ctx->registry;
-  registry.detach(e->id, e->token);
+  registry.detach(e->id(), e->token());
   for (auto& detached : registry.take_all_detached()) release(self, detached);
 }
 
@@ -226,12 +231,14 @@ void start_unregister(runtime_pointer self, const std::shared_ptr<registration_e
 caf::result<index_unregistered> await_release(runtime_pointer self, std::uint64_t token, const std::string& id) {
   auto& st = self->state;
   if (auto e = st.ctx->registry->take_detached(token)) release(self, e);
-  if (st.releasing.count(token) != 0) {
+  auto it = st.registrations.find(token);
+  if (it == st.registrations.end()) return index_unregistered{id};
+  if (it->second.record->releasing()) {
     auto promise = self->make_response_promise<index_unregistered>();
-    st.unregister_waiters[token].push_back(promise);
+    it->second.unregister_waiters.push_back(promise);
     return promise;
   }
-  if (auto held = st.held.find(token); held != st.held.end()) {
+  if (it->second.record->stage() == registration_stage::held) {
     return make_error(errc::backend_failed, "the shutdown of " + id + " was rejected; its lock stays held");
   }
   return index_unregistered{id};
@@ -250,13 +257,13 @@ void clean_up(runtime_state& st) {
   if (st.finished) return;
   st.finished = true;
   auto& ctx = *st.ctx;
-  std::vector<std::shared_ptr<registration_entry>> unreleased;
-  for (auto* group : {&st.held, &st.releasing}) {
-    for (auto& [token, e] : *group) unreleased.push_back(e);
-  }
+  // Every registration not released for good: registered ones (current, or detached and not yet
+  // taken), releasing ones, held and retrying ones.
+  std::vector<std::shared_ptr<registration_record>> unreleased;
+  for (auto& [token, t] : st.registrations) unreleased.push_back(t.record);
   if (ctx.waiters) ctx.waiters->close();
-  for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id, e->token);
-  for (auto& e : ctx.registry->take_all_detached()) unreleased.push_back(e);
+  for (auto& e : ctx.registry->all()) ctx.registry->detach(e->id(), e->token());
+  (void)ctx.registry->take_all_detached();  // their records are among `unreleased` already
   // Fail what still waits here: the actor is ending (with its own `stopped` reason if it has one).
   // (A dix `stopped`, not an exit reason: CAF's user_shutdown and kill map to stopped too, but a
   // caller's error should keep dix's category and words.)
@@ -265,16 +272,13 @@ void clean_up(runtime_state& st) {
   auto ended = own ? *st.exit_reason : make_error(errc::stopped, "the runtime ended");
   for (auto& w : st.stop_waiters) w.deliver(ended);
   st.stop_waiters.clear();
-  for (auto& [token, waiters] : st.unregister_waiters) {
-    for (auto& w : waiters) w.deliver(ended);
+  for (auto& [token, t] : st.registrations) {
+    for (auto& w : std::exchange(t.unregister_waiters, {})) w.deliver(ended);
+    for (auto& w : std::exchange(t.waiting, {})) w.promise.deliver(ended);
   }
-  st.unregister_waiters.clear();
-  for (auto& [token, waiting] : st.waiting_registrations) {
-    for (auto& w : waiting) w.promise.deliver(ended);
-  }
-  st.waiting_registrations.clear();
-  while (!st.counted.empty()) uncount(st, st.counted.begin()->first);
-  while (!st.gated.empty()) ungate(st, *st.gated.begin());
+  // The counts and the gates each registration still holds go back, once.
+  for (auto& e : unreleased) advance(st, *e, registration_stage::abandoned);
+  st.registrations.clear();
   for (auto& [key, request] : st.coverage_requests) request.second.deliver(ended);
   st.coverage_requests.clear();
   for (auto& q : st.queries.drain()) q.promise.deliver(ended);
@@ -325,9 +329,14 @@ void lost_helper(runtime_pointer self, const char* which, const caf::error& reas
 
 void check_stopped(runtime_pointer self) {
   auto& st = self->state;
-  if (!st.stopping || st.stop_outcome || !st.releasing.empty()) return;
+  if (!st.stopping || st.stop_outcome) return;
+  for (const auto& [token, t] : st.registrations) {
+    if (t.record->releasing()) return;
+  }
   std::string failed;
-  for (const auto& [token, e] : st.held) failed += (failed.empty() ? "" : ", ") + e->id;
+  for (const auto& [token, t] : st.registrations) {
+    if (t.record->stage() == registration_stage::held) failed += (failed.empty() ? "" : ", ") + t.record->id();
+  }
   st.stop_outcome = failed.empty() ? caf::error{} : make_error(errc::backend_failed, "shutdown rejected by " + failed);
   for (auto& w : st.stop_waiters) {
     if (*st.stop_outcome) w.deliver(*st.stop_outcome);
@@ -343,7 +352,7 @@ void begin_stop(runtime_pointer self) {
   st.stopping = true;
   if (st.ctx->waiters) st.ctx->waiters->close();  // its waiters fail stopped, and later waits too
   auto& registry = *st.ctx->registry;
-  for (auto& e : registry.all()) registry.detach(e->id, e->token);
+  for (auto& e : registry.all()) registry.detach(e->id(), e->token());
   for (auto& e : registry.take_all_detached()) release(self, e);
   check_stopped(self);
 }
@@ -385,31 +394,28 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   // runner's first mint (which refuses it too).
   if (auto mintable = (*slot)->check_mintable(); !mintable) return make_error(mintable.error());
 
-  auto e = std::make_shared<registration_entry>();
-  e->id = id;
-  e->token = next_token.fetch_add(1);
-  e->backend = r.backend;
-  e->rebuildable = plan->rebuildable;
-  e->slot = *slot;
+  const auto token = next_token.fetch_add(1);
   caf::weak_actor_ptr me = self->ctrl();
-  e->host = std::make_shared<backend_host_impl>(e->slot, [me, id] {
+  auto host = std::make_shared<backend_host_impl>(*slot, [me, id] {
     if (auto strong = me.lock()) caf::anon_send(caf::actor_cast<runtime_actor>(strong), rebuild_index{id});
   });
-  e->host->set_coverage(coverage_services_for(st.ctx, id));
-  st.hosts.push_back(e->host);
-  e->relay = std::make_shared<state_change_relay>();
-  // Counted in the process (§9.1) before attach, as §2.2 orders it.
+  host->set_coverage(coverage_services_for(st.ctx, id));
+  st.hosts.push_back(host);
+  auto relay = std::make_shared<state_change_relay>();
+  // Counted in the process (§9.1) before attach, as §2.2 orders it. The record starts registered
+  // (counted and gated), so until it is made a failure here gives the count back itself.
   ctx.locks->count_registration(id, +1);
-  st.counted[e->token] = id;
   // attach and the subscription are part of the registration: either fails, nothing remains.
-  if (auto failed = backend_call(id, "attach", [&] { r.backend->attach(*e->host); })) {
-    e->host->end();
-    uncount(st, e->token);
+  if (auto failed = backend_call(id, "attach", [&] { r.backend->attach(*host); })) {
+    host->end();
+    ctx.locks->count_registration(id, -1);
     return *failed;
   }
-  if (auto failed = backend_call(id, "on_state_change", [&] { e->changes = subscribe_state_changes(*r.backend, e->relay); })) {
-    e->host->end();
-    uncount(st, e->token);
+  subscription changes;
+  if (auto failed =
+        backend_call(id, "on_state_change", [&] { changes = subscribe_state_changes(*r.backend, relay); })) {
+    host->end();
+    ctx.locks->count_registration(id, -1);
     return *failed;
   }
   // The projected tables join each store's admission check (§2.2, §13.5); a refusal wakes this
@@ -418,21 +424,22 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   for (const auto& [ref, fn] : r.projections) {
     for (std::size_t i = 0; i < ctx.attached.size(); ++i) {
       if (ctx.attached[i].name != ref.log) continue;
-      gate_of(*ctx.stores[i]).add(ref.table, write_gate::entry{id, e->token, e->slot, [weak_registry, id] {
+      gate_of(*ctx.stores[i]).add(ref.table, write_gate::entry{id, token, *slot, [weak_registry, id] {
                                     if (auto reg = weak_registry.lock()) reg->wake(id, wake_flag::commit);
                                   }});
     }
   }
-  st.gated.insert(e->token);
 
-  id_wiring w;
+  // The registration's settings, made once: its record, its wiring and its actors share them.
+  auto settings = std::make_shared<registration_settings>();
+  auto& w = *settings;
   w.id = id;
-  w.token = e->token;
+  w.token = token;
   w.backend = r.backend;
   w.projections = r.projections;
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
-    e->log_stores.push_back(store);
+    w.log_stores.push_back(store);
     w.logs.push_back(wired_log{make_rocksdb_log_source(store), make_rocksdb_store_reader(store),
                                ctx.attached[index].wal_ttl_s});
   }
@@ -445,32 +452,30 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.runner.cursor_flush_age = plan->cursor_flush_age;
   w.runner.gate = gate_policy{plan->options.max_lag, plan->options.max_flush_age, r.backend->min_barrier_interval(),
                               ctx.options.max_write_delay};
-  e->wal_sample_interval = std::chrono::milliseconds(w.runner.gate.lag_tick_ms());
-  w.slot = e->slot;
+  w.slot = *slot;
   w.publisher = st.publisher;
   w.lock = ctx.locks.get();
-  w.snapshot = e->snapshot;
-  w.proof = e->proof;
-  w.link = [host = std::weak_ptr<backend_host_impl>(e->host)]() -> std::optional<link_figures> {
-    auto h = host.lock();
+  w.proof = std::make_shared<coverage_proof_box>();
+  w.link = [weak_host = std::weak_ptr<backend_host_impl>(host)]() -> std::optional<link_figures> {
+    auto h = weak_host.lock();
     return h ? h->link() : std::nullopt;
   };
-  w.relay = e->relay;
-  w.on_status = [me, id, token = e->token](const runner_status& s, std::uint64_t version) {
+  w.relay = relay;
+  w.on_status = [me, id, token](const runner_status& s, std::uint64_t version) {
     if (auto strong = me.lock()) {
       caf::anon_send(caf::actor_cast<runtime_actor_impl>(strong), runner_status_observed{id, token, version, s});
     }
   };
-  std::weak_ptr<registration_entry> weak_entry = e;
-  w.runner_changed = [weak_entry](const runner_actor& runner, std::shared_ptr<commit_bell> bell) {
-    if (auto entry = weak_entry.lock()) entry->set_runner(runner, std::move(bell));
-  };
   w.detached = ctx.detached;
-  auto spec = wire_registration(self->home_system(), std::move(w));
+  auto e = std::make_shared<registration_record>(std::move(settings));
+  e->host = std::move(host);
+  e->changes = std::move(changes);
+  auto spec = wire_registration(self->home_system(), e->shared_settings());
   e->owner = spec->record;
+  st.registrations[token].record = e;
   ctx.registry->put(e);
   // subscribe_all's subscribers hear this id too, from its first change (issue 29).
-  for (auto& [addr, sub] : st.all_subscribers) watch_for(self, id, e->slot, sub.first).through_all = true;
+  for (auto& [addr, sub] : st.all_subscribers) watch_for(self, id, e->slot(), sub.first).through_all = true;
   // The supervisor spawns the actors and wakes the runner as by a non-system commit (§2.2).
   self->send(st.supervisor, supervise{std::move(spec)});
   return index_registered{id};
@@ -482,8 +487,9 @@ caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::stri
   auto& st = self->state;
   // First row: a runner of the id unregistered or stopped while a rejected shutdown keeps its
   // lock retries only its release (§9.7), then is released for good when that settles.
-  for (auto& [token, e] : st.held) {
-    if (e->id != id) continue;
+  for (auto& [token, t] : st.registrations) {
+    const auto& e = t.record;
+    if (e->stage() != registration_stage::held || e->id() != id) continue;
     auto runner = e->runner();
     if (!runner) continue;
     auto promise = self->make_response_promise<rebuild_requested>();
@@ -491,17 +497,17 @@ caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::stri
     self->request(runner, caf::infinite, rebuild_request{rebuild_source::local_call})
       .then(
         [self, promise, held](bool retried) mutable {
-          if (retried && self->state.held.erase(held->token) != 0) release(self, held);
-          promise.deliver(rebuild_requested{held->id, retried});
+          if (retried && held->stage() == registration_stage::held) release(self, held);
+          promise.deliver(rebuild_requested{held->id(), retried});
         },
         [promise, id](caf::error&) mutable { promise.deliver(rebuild_requested{id, false}); });
     return promise;
   }
   if (st.stopping) return rebuild_requested{id, false};
   auto e = st.ctx->registry->find(id);
-  if (!e || !e->rebuildable) return rebuild_requested{id, false};
-  e->slot->request_rebuild();  // stores the flag and notifies: the watchers of every runtime see it
-  self->send(st.supervisor, revive{e->token});  // an escalated registration gets its children back
+  if (!e || !e->settings().runner.rebuildable) return rebuild_requested{id, false};
+  e->slot()->request_rebuild();  // stores the flag and notifies: the watchers of every runtime see it
+  self->send(st.supervisor, revive{e->token()});  // an escalated registration gets its children back
   if (auto r = e->runner()) self->send(r, wake{wake_flag::rebuild});
   return rebuild_requested{id, true};
 }
@@ -571,10 +577,10 @@ std::pair<readiness, std::optional<runner_status>> values_now(runtime_pointer se
   }
   std::optional<runner_status> status;
   if (auto e = st.ctx->registry->find(id)) {
-    auto [snap, version] = e->snapshot->load_versioned();
+    auto [snap, version] = e->snapshot()->load_versioned();
     status = snap.status();
-    if (e->token != w.status_token || version >= w.status_version) {
-      w.status_token = e->token;
+    if (e->token() != w.status_token || version >= w.status_version) {
+      w.status_token = e->token();
       w.status_version = version;
       w.status = status;
     }
@@ -615,11 +621,11 @@ caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const sub
   it->second.second = m.events;
   subscribed_all out;
   for (auto& e : st.ctx->registry->all()) {
-    watch_for(self, e->id, e->slot, who).through_all = true;
-    auto [value, status] = values_now(self, e->id, e->slot);
-    if ((m.events & subscribe_readiness) != 0) caf::anon_send(who, readiness_changed{e->id, value});
-    if ((m.events & subscribe_runner_state) != 0 && status) caf::anon_send(who, runner_state_changed{e->id, *status});
-    out.ids.push_back(e->id);
+    watch_for(self, e->id(), e->slot(), who).through_all = true;
+    auto [value, status] = values_now(self, e->id(), e->slot());
+    if ((m.events & subscribe_readiness) != 0) caf::anon_send(who, readiness_changed{e->id(), value});
+    if ((m.events & subscribe_runner_state) != 0 && status) caf::anon_send(who, runner_state_changed{e->id(), *status});
+    out.ids.push_back(e->id());
   }
   return out;
 }
@@ -741,7 +747,8 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
     return make_error(errc::timeout, "query_index: " + std::to_string(st.waiting_queries.size()) +
                                          " wait queries already wait for their coverage; try again");
   }
-  runtime_state::pending_query p{std::move(m), e->backend, self->make_response_promise<index_rows>(), std::nullopt};
+  runtime_state::pending_query p{std::move(m), e->settings().backend, self->make_response_promise<index_rows>(),
+                                 std::nullopt};
   auto promise = p.promise;
   if (p.request.mode != coverage_kind::wait) {
     admit_query(self, std::move(p));
@@ -837,16 +844,18 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       for (auto& d : rs.ctx->registry->take_all_detached()) release(self, d);
       if (rs.stopping) return make_error(errc::stopped, "the runtime is stopped");  // §2.1: stopped first
       const auto* object = m.value.backend.get();
-      for (auto& [token, e] : rs.held) {
-        if (e->backend.get() == object) {
-          return make_error(errc::backend_failed, "backend " + e->id + " is still held by its previous registration, whose shutdown "
-                                                  "was rejected; request_rebuild retries that release");
+      for (auto& [token, t] : rs.registrations) {
+        const auto& e = *t.record;
+        if (e.stage() == registration_stage::held && e.settings().backend.get() == object) {
+          return make_error(errc::backend_failed, "backend " + e.id() +
+                                                    " is still held by its previous registration, whose shutdown "
+                                                    "was rejected; request_rebuild retries that release");
         }
       }
-      for (auto& [token, e] : rs.releasing) {
-        if (e->backend.get() != object || !object) continue;
+      for (auto& [token, t] : rs.registrations) {
+        if (!t.record->releasing() || t.record->settings().backend.get() != object || !object) continue;
         auto promise = self->make_response_promise<index_registered>();
-        rs.waiting_registrations[token].push_back({std::move(m.value), promise});
+        t.waiting.push_back({std::move(m.value), promise});
         return promise;
       }
       auto done = register_one(self, std::move(m.value));
@@ -858,7 +867,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       if (!e && self->state.stopping) return make_error(errc::stopped, "the runtime is stopped");  // §15
       if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
       start_unregister(self, e);
-      return await_release(self, e->token, m.id);
+      return await_release(self, e->token(), m.id);
     },
     [self](unregister_registration& m) -> caf::result<index_unregistered> {
       return await_release(self, m.token, m.id);
@@ -866,7 +875,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     [self](query_status& m) -> status_report {
       auto e = self->state.ctx->registry->find(m.id);
       if (!e) return {m.id, std::nullopt};
-      return {m.id, e->snapshot->load().status()};
+      return {m.id, e->snapshot()->load().status()};
     },
     [self](query_metrics& m) -> metrics_report {
       auto e = self->state.ctx->registry->find(m.id);
@@ -949,7 +958,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       auto w = self->state.watched.find(m.id);
       if (w == self->state.watched.end()) return;
       auto e = self->state.ctx->registry->find(m.id);
-      if (!e || e->token != m.token) return;  // an earlier registration of the id
+      if (!e || e->token() != m.token) return;  // an earlier registration of the id
       auto& x = w->second;
       if (x.status_token == m.token && m.version <= x.status_version) return;
       x.status_token = m.token;

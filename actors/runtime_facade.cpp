@@ -100,7 +100,7 @@ result<registration_handle> runtime::register_index(registration r) {
     .receive(
       [&](index_registered& ok) {
         auto e = f.ctx->registry->find(ok.id);
-        out = registration_handle(facade_, ok.id, e ? e->token : 0);
+        out = registration_handle(facade_, ok.id, e ? e->token() : 0);
       },
       [&](caf::error& err) { out = result<registration_handle>(to_dix_error(err)); });
   return std::move(*out);
@@ -127,7 +127,7 @@ void runtime::wake() { facade_->ctx->registry->wake_all(wake_flag::commit); }
 std::optional<runner_status> runtime::status(std::string_view id) const {
   auto e = facade_->ctx->registry->find(id);
   if (!e) return std::nullopt;
-  return e->snapshot->load().status();
+  return e->snapshot()->load().status();
 }
 
 result<dix::readiness> runtime::readiness(std::string_view id) const {

@@ -8,39 +8,22 @@
 
 namespace dix {
 
-registration_entry::registration_entry() : proof(std::make_shared<coverage_proof_box>()) {}
-
-void registration_entry::set_runner(const runner_actor& r, std::shared_ptr<commit_bell> bell) {
-  std::atomic_store(&runner_, std::make_shared<const runner_ref>(runner_ref{r, std::move(bell)}));
-}
-
-runner_actor registration_entry::runner() const { return std::atomic_load(&runner_)->actor; }
-
-void registration_entry::commit_wake(bool system) const {
-  auto current = std::atomic_load(&runner_);
-  if (!current->actor) return;
-  if (!current->bell) {
-    caf::anon_send(current->actor, dix::wake{static_cast<std::uint8_t>(wake_flag::commit | (system ? wake_flag::system : 0))});
-  } else if (current->bell->ring(system)) {
-    caf::anon_send(current->actor, dix::wake{0});  // the runner takes the bell
-  }
-}
-
-runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uint64_t wall_now_ns) {
-  auto m = e.snapshot->load().metrics(now);
-  m.readiness = e.slot->read();
+runner_metrics metrics_of(const registration_record& e, steady_time now, std::uint64_t wall_now_ns) {
+  const auto& slot = *e.slot();
+  auto m = e.snapshot()->load().metrics(now);
+  m.readiness = slot.read();
   m.rebuild_attempts = m.readiness.rebuild_attempts;
-  m.lag_gate = e.slot->lag_gate();
-  m.coverage_time = e.slot->coverage_time();
+  m.lag_gate = slot.lag_gate();
+  m.coverage_time = slot.coverage_time();
   // A wall clock stepped back would give a negative age: it reads 0 (protocol.md §14.2).
   if (m.coverage_time != 0 && wall_now_ns > m.coverage_time) m.coverage_age_ms = (wall_now_ns - m.coverage_time) / 1'000'000;
   m.unindexable_records += e.host->unindexable();
   // protocol.md §13.2: the WAL figures per log, from each store's shared sample, aged by the
   // caller's wall clock like the coverage age above (one reading for both).
   for (auto& l : m.logs) {
-    for (const auto& store : e.log_stores) {
+    for (const auto& store : e.settings().log_stores) {
       if (store->log_name() != l.log) continue;
-      auto r = sampled_retention(*store, l.durable_sequence, wall_now_ns, now, e.wal_sample_interval);
+      auto r = sampled_retention(*store, l.durable_sequence, wall_now_ns, now, e.settings().wal_sample_interval());
       if (!r) break;  // a closed store: the figures stay unknown
       l.wal_retained_bytes = r->wal_retained_bytes;
       l.wal_oldest_sequence = r->wal_oldest_sequence;
@@ -52,15 +35,15 @@ runner_metrics metrics_of(const registration_entry& e, steady_time now, std::uin
   return m;
 }
 
-std::shared_ptr<registration_entry> runtime_registry::find(std::string_view id) const {
+std::shared_ptr<registration_record> runtime_registry::find(std::string_view id) const {
   std::lock_guard g(mutex_);
   auto it = current_.find(id);
   return it == current_.end() ? nullptr : it->second;
 }
 
-std::vector<std::shared_ptr<registration_entry>> runtime_registry::all() const {
+std::vector<std::shared_ptr<registration_record>> runtime_registry::all() const {
   std::lock_guard g(mutex_);
-  std::vector<std::shared_ptr<registration_entry>> out;
+  std::vector<std::shared_ptr<registration_record>> out;
   out.reserve(current_.size());
   for (const auto& [id, e] : current_) out.push_back(e);
   return out;
@@ -72,10 +55,10 @@ void runtime_registry::publish_list() {
   std::atomic_store(&list_, std::shared_ptr<const entry_list>(std::move(list)));
 }
 
-void runtime_registry::put(std::shared_ptr<registration_entry> e) {
-  publish_proof_box(e->token, e->proof);
+void runtime_registry::put(std::shared_ptr<registration_record> e) {
+  publish_proof_box(e->token(), e->settings().proof);
   std::lock_guard g(mutex_);
-  auto id = e->id;
+  auto id = e->id();
   current_[std::move(id)] = std::move(e);
   publish_list();
 }
@@ -85,7 +68,7 @@ bool runtime_registry::detach(std::string_view id, std::uint64_t token) {
   {
     std::lock_guard g(mutex_);
     auto it = current_.find(id);
-    if (it == current_.end() || it->second->token != token) return false;
+    if (it == current_.end() || it->second->token() != token) return false;
     detached_[token] = std::move(it->second);
     current_.erase(it);
     publish_list();
@@ -100,7 +83,7 @@ void runtime_registry::set_detach_listener(std::function<void(std::uint64_t toke
   on_detach_ = std::move(listener);
 }
 
-std::shared_ptr<registration_entry> runtime_registry::take_detached(std::uint64_t token) {
+std::shared_ptr<registration_record> runtime_registry::take_detached(std::uint64_t token) {
   std::lock_guard g(mutex_);
   auto it = detached_.find(token);
   if (it == detached_.end()) return nullptr;
@@ -109,9 +92,9 @@ std::shared_ptr<registration_entry> runtime_registry::take_detached(std::uint64_
   return e;
 }
 
-std::vector<std::shared_ptr<registration_entry>> runtime_registry::take_all_detached() {
+std::vector<std::shared_ptr<registration_record>> runtime_registry::take_all_detached() {
   std::lock_guard g(mutex_);
-  std::vector<std::shared_ptr<registration_entry>> out;
+  std::vector<std::shared_ptr<registration_record>> out;
   for (auto& [token, e] : detached_) out.push_back(std::move(e));
   detached_.clear();
   return out;

@@ -9,6 +9,8 @@
 
 #include "actors/diagnostics.hpp"
 #include "actors/ownership.hpp"
+#include "actors/registration_record.hpp"
+#include "adapters/readiness_segment.hpp"
 #include "core/publication_fence.hpp"
 #include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
@@ -94,6 +96,7 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
                supervision_effect& effect) {
   auto& e = *ep;
   const auto& spec = *e.spec;
+  const auto& settings = *spec.settings;
   std::visit(
     [&](auto& x) {
       using T = std::decay_t<decltype(x)>;
@@ -151,26 +154,28 @@ void carry_out(supervisor_pointer self, std::uint64_t token, const std::shared_p
       } else if constexpr (std::is_same_v<T, sfx::publish>) {
         // The snapshot first, as the runner stores its own before its effects: whoever sees the
         // publication in the segment must not find metrics claiming the released ownership.
-        if (spec.snapshot) {
+        if (settings.snapshot) {
           runner_status status;
-          const auto version = spec.snapshot->update([&](runner_snapshot last) {
+          const auto version = settings.snapshot->update([&](runner_snapshot last) {
             auto snap = released_for_dead_runner(std::move(last), x.state, x.reason);
             status = snap.status();
             return snap;
           });
-          if (spec.on_status) spec.on_status(status, version);
+          if (settings.on_status) settings.on_status(status, version);
         }
         // As the runner's: an error cannot mean anything but a bug or a dead publisher; it is
         // reported and counted as landed, so the unlock is not held forever.
-        const std::uint32_t attempts = spec.slot ? spec.slot->read().rebuild_attempts : 0;
+        const std::uint32_t attempts = settings.slot ? settings.slot->read().rebuild_attempts : 0;
         e.fence.sent();
         // A dead runner's index is needs-rebuild or unavailable: the gate is forced open with it
         // (protocol.md §13.4), so no writer waits for an index nobody drives.
-        self->request(spec.publisher, caf::infinite, publication{spec.id, x.state, x.reason, attempts, std::nullopt, 0u})
+        self->request(settings.publisher, caf::infinite,
+                      publication{settings.id, x.state, x.reason, attempts, std::nullopt, 0u})
           .then([ep](published&) { ep->fence.landed(); },
                 [self, ep](caf::error& err) {
                   report(self->system(), diagnostic_level::error,
-                         "supervisor of " + ep->spec->id + ": a publication failed: " + error_text(err), self->id());
+                         "supervisor of " + ep->spec->settings->id + ": a publication failed: " + error_text(err),
+                         self->id());
                   ep->fence.landed();
                 });
       } else if constexpr (std::is_same_v<T, sfx::unlock>) {
@@ -237,11 +242,12 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
   });
   return {
     [self](supervise& m) {
-      if (!m.spec || self->state.ids.count(m.spec->token) != 0) return;
-      const auto token = m.spec->token;
+      if (!m.spec || self->state.ids.count(m.spec->settings->token) != 0) return;
+      const auto token = m.spec->settings->token;
       auto e = std::make_shared<supervised_id>();
       e->spec = std::move(m.spec);
-      e->core = std::make_unique<supervisor_core>(supervisor_core::config{e->spec->id, e->spec->options});
+      const auto& settings = *e->spec->settings;
+      e->core = std::make_unique<supervisor_core>(supervisor_core::config{settings.id, settings.runner.options});
       e->incarnation = self->state.next_incarnation++;
       self->state.ids[token] = e;
       apply(self, token, e->core->start());

@@ -31,27 +31,25 @@
 
 namespace dix {
 
+struct registration_settings;  // actors/registration_record.hpp
+
 // What the supervisor needs of one registration (actors/id_wiring.cpp makes it).
 struct supervised_spec {
-  std::string id;
-  std::uint64_t token = 0;  // the registration's requester in the lock table (its ownership record)
-  runner_options options;   // max_rebuild_attempts, rebuild_backoff, max_rebuild_backoff
+  // The registration's settings (shared, never copied): its id and token (the requester in the
+  // lock table), its runner options (max_rebuild_attempts, rebuild_backoff, max_rebuild_backoff),
+  // the runtime's readiness publisher (a dead runner's publications), its slot (a dead runner's
+  // publication keeps its rebuild_attempts: a suspect fault keeps the count, protocol.md §10.3,
+  // and the next owner continues it, §11.3), its snapshot box (before a publication for a dead
+  // runner the supervisor stores there what it publishes, so status never lags the segment) and
+  // on_status, told of that status as the runner's own changes are (optional).
+  std::shared_ptr<const registration_settings> settings;
   std::function<log_tailer_actor()> spawn_tailer;
   std::function<backend_proxy_actor()> spawn_proxy;
   // start_condemned: a replacement after a runner crash starts in needs-rebuild with this reason
   // (and rebuilds once woken, or stays parked when the backend cannot reset).
   std::function<runner_actor(log_tailer_actor, backend_proxy_actor, std::optional<readiness_reason> start_condemned)>
     spawn_runner;
-  std::shared_ptr<ownership> record;    // the registration's ownership record, lent to its runners
-  readiness_publisher_actor publisher;  // the runtime's: a dead runner's publications
-  // The registration's slot: a dead runner's publication keeps its rebuild_attempts (a suspect
-  // fault keeps the count, protocol.md §10.3, and the next owner continues it, §11.3). Optional.
-  std::shared_ptr<readiness_slot> slot;
-  // The registration's snapshot box (status()/metrics() read it): before a publication for a dead
-  // runner the supervisor stores there what it publishes, so status never lags the segment.
-  // Optional, as is `on_status`, told of that status as the runner's own changes are.
-  std::shared_ptr<snapshot_box> snapshot;
-  std::function<void(const runner_status&, std::uint64_t version)> on_status;
+  std::shared_ptr<ownership> record;  // the registration's ownership record, lent to its runners
 };
 
 supervisor_actor spawn_supervisor(caf::actor_system& sys);

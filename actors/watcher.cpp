@@ -56,19 +56,19 @@ void watcher::scan(bool timed_out) {
   const auto entries = registry_->all();
   // Registrations that ended are forgotten.
   for (auto it = woken_.begin(); it != woken_.end();) {
-    const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token == it->first; });
+    const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token() == it->first; });
     it = current ? std::next(it) : woken_.erase(it);
   }
   auto supervisor = caf::actor_cast<caf::actor>(supervisor_.lock());
   for (const auto& e : entries) {
-    if (!e->slot->rebuild_requested()) continue;
+    if (!e->slot()->rebuild_requested()) continue;
     auto r = e->runner();  // none yet, or none to come (escalated): the supervisor is told
-    const auto counter = e->slot->change_counter();
+    const auto counter = e->slot()->change_counter();
     const auto runner = r ? r.address() : caf::actor_addr{};
-    auto last = woken_.find(e->token);
+    auto last = woken_.find(e->token());
     if (!timed_out && last != woken_.end() && last->second.runner == runner && last->second.counter == counter) continue;
-    woken_[e->token] = {runner, counter};
-    if (supervisor) caf::anon_send(supervisor, revive{e->token});
+    woken_[e->token()] = {runner, counter};
+    if (supervisor) caf::anon_send(supervisor, revive{e->token()});
     if (r) caf::anon_send(r, wake{wake_flag::rebuild});
   }
   auto observer = caf::actor_cast<caf::actor>(observer_.lock());

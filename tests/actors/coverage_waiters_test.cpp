@@ -30,7 +30,7 @@ struct fixture {
   manual_clock clock{1'700'000'000'000'000'000ull};
   std::shared_ptr<runtime_context> ctx = std::make_shared<runtime_context>();
   std::shared_ptr<segment_slot> slot;
-  std::shared_ptr<registration_entry> entry = std::make_shared<registration_entry>();
+  std::shared_ptr<registration_record> entry;
   static inline std::uint64_t next_token = 1u << 30;
 
   fixture() {
@@ -42,9 +42,25 @@ struct fixture {
     prepare_coverage(*ctx);
     slot = ctx->segment->claim("idx").value();
     REQUIRE(slot->mint_epoch());
-    entry->id = "idx";
-    entry->token = ++next_token;
-    entry->slot = slot;
+    register_entry(++next_token, false);
+  }
+  // Registers "idx" as registration `token` over `slot`, with only what the readers use (its
+  // proof box, whether it rebuilds). A registration's settings are fixed: set_rebuildable
+  // registers the same registration again with the one setting changed.
+  void register_entry(std::uint64_t token, bool rebuildable) {
+    auto s = std::make_shared<registration_settings>();
+    s->id = "idx";
+    s->token = token;
+    s->slot = slot;
+    s->proof = std::make_shared<coverage_proof_box>();
+    s->runner.rebuildable = rebuildable;
+    entry = std::make_shared<registration_record>(std::move(s));
+    ctx->registry->put(entry);
+  }
+  void set_rebuildable(bool yes) {
+    auto s = std::make_shared<registration_settings>(entry->settings());
+    s->runner.rebuildable = yes;
+    entry = std::make_shared<registration_record>(std::move(s));
     ctx->registry->put(entry);
   }
   coverage_waiters& waiters() { return *ctx->waiters; }
@@ -118,7 +134,7 @@ TEST_CASE("runtime wait_for_coverage: index_lagging at the deadline, not before,
 // waits through all of them and succeeds once the built index covers its since.
 TEST_CASE("runtime wait_for_coverage: a wait made at registration waits through unknown, needs-rebuild and rebuilding to ready", "[adapter][coverage][waiters]") {
   fixture f;
-  f.entry->rebuildable = true;
+  f.set_rebuildable(true);
   const auto t = f.now_time();
   auto a = f.wait(t, 30000ms);
   f.waiters().scan(false);  // unknown
@@ -138,7 +154,7 @@ TEST_CASE("runtime wait_for_coverage: a wait made at registration waits through 
 
 TEST_CASE("runtime wait_for_coverage: still being built at the deadline is rebuilding, unavailable and an index nothing rebuilds end it at once", "[adapter][coverage][waiters]") {
   fixture f;
-  f.entry->rebuildable = true;
+  f.set_rebuildable(true);
   const auto t = f.now_time();
   auto a = f.wait(t, 100ms);
   f.state(readiness_state::rebuilding);
@@ -156,7 +172,7 @@ TEST_CASE("runtime wait_for_coverage: still being built at the deadline is rebui
   f.waiters().scan(false);
   CHECK(code_of(b) == errc::unavailable);
   // A backend that cannot reset: its needs-rebuild index waits for an operator, not for time.
-  f.entry->rebuildable = false;
+  f.set_rebuildable(false);
   auto c = f.wait(t, 30000ms);
   f.state(readiness_state::needs_rebuild);
   f.waiters().scan(false);
@@ -168,16 +184,12 @@ TEST_CASE("runtime wait_for_coverage: unregister fails the id's waiters stopped,
   const auto t = f.now_time();
   f.ready(t);
   auto first = f.wait(t + 1, 30000ms);
-  REQUIRE(f.ctx->registry->detach("idx", f.entry->token));  // unregister: the id leaves at once
+  REQUIRE(f.ctx->registry->detach("idx", f.entry->token()));  // unregister: the id leaves at once
   REQUIRE(resolved(first));
   CHECK(code_of(first) == errc::stopped);
   auto gone = f.wait(t + 1, 30000ms);
   CHECK(code_of(gone) == errc::not_registered);
-  f.entry = std::make_shared<registration_entry>();
-  f.entry->id = "idx";
-  f.entry->token = ++fixture::next_token;
-  f.entry->slot = f.slot;
-  f.ctx->registry->put(f.entry);
+  f.register_entry(++fixture::next_token, false);
   auto second = f.wait(t + 1, 30000ms);
   CHECK_FALSE(resolved(second));
   f.waiters().close();  // stop
@@ -252,7 +264,7 @@ TEST_CASE("runtime read_coverage: current when the owner's proof covers every lo
   auto commit = test::put_records(*f.store, "k", 2);
   const auto latest = commit.sequence + 1;  // two puts and the header: sequences end at +1 or beyond
   std::promise<void> granted;
-  f.ctx->locks->acquire("idx", f.entry->token, [&](result<void>, bool) { granted.set_value(); });
+  f.ctx->locks->acquire("idx", f.entry->token(), [&](result<void>, bool) { granted.set_value(); });
   granted.get_future().wait();
   auto read = [&](std::chrono::milliseconds tolerance) {
     return read_coverage_here(*f.ctx->segment, *f.ctx->locks, f.ctx->stores, "idx", tolerance, f.clock);
@@ -261,17 +273,17 @@ TEST_CASE("runtime read_coverage: current when the owner's proof covers every lo
   const auto epoch = f.slot->owner_epoch();
   const auto durable_end = latest_sequence(*f.store);
   REQUIRE(durable_end >= latest);
-  f.entry->proof->store(coverage_proof{epoch, {{"main", durable_end}}});
+  f.entry->settings().proof->store(coverage_proof{epoch, {{"main", durable_end}}});
   auto c = read(0ms);
   CHECK(c.state == coverage_state::current);
   CHECK(c.lag_upper_bound == 0ms);
   test::put_records(*f.store, "later", 1);  // committed, not yet durable in the index
   CHECK(read(0ms).state == coverage_state::unknown);
-  f.entry->proof->store(coverage_proof{epoch + 1, {{"main", latest_sequence(*f.store)}}});
+  f.entry->settings().proof->store(coverage_proof{epoch + 1, {{"main", latest_sequence(*f.store)}}});
   CHECK(read(0ms).state == coverage_state::unknown);  // another owner's proof
-  f.entry->proof->store(coverage_proof{epoch, {{"main", latest_sequence(*f.store)}}});
+  f.entry->settings().proof->store(coverage_proof{epoch, {{"main", latest_sequence(*f.store)}}});
   CHECK(read(0ms).state == coverage_state::current);
-  f.ctx->locks->release("idx", f.entry->token);
+  f.ctx->locks->release("idx", f.entry->token());
   CHECK(read(0ms).state == coverage_state::unknown);  // no owner in this process
 }
 
@@ -313,13 +325,13 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
 
   // strict admitted: the owner's proof covers the store's latest sequence.
   std::promise<void> granted;
-  f.ctx->locks->acquire("idx", f.entry->token, [&](result<void>, bool) { granted.set_value(); });
+  f.ctx->locks->acquire("idx", f.entry->token(), [&](result<void>, bool) { granted.set_value(); });
   granted.get_future().wait();
-  f.entry->proof->store(coverage_proof{f.slot->owner_epoch(), {{"main", latest_sequence(*f.store)}}});
+  f.entry->settings().proof->store(coverage_proof{f.slot->owner_epoch(), {{"main", latest_sequence(*f.store)}}});
   auto current = h.admit_query(strict);
   REQUIRE(current);
   CHECK(current->state == coverage_state::current);
-  f.ctx->locks->release("idx", f.entry->token);
+  f.ctx->locks->release("idx", f.entry->token());
 
   // wait: blocks on the runtime's waiter until the coverage reaches since.
   const auto since = f.now_time();
@@ -347,7 +359,7 @@ TEST_CASE("query admission: strict needs current, bounded needs bounded or curre
 
 TEST_CASE("query admission: a wait query waits through unknown, needs-rebuild and rebuilding, admitted once ready covers since, rebuilding if still built at its deadline", "[adapter][coverage][query]") {
   admission_fixture f;
-  f.entry->rebuildable = true;
+  f.set_rebuildable(true);
   backend_host& h = f.host;
   const auto since = f.now_time();
   coverage_mode wait{coverage_kind::wait, 3000ms, since, 30000ms};

@@ -180,7 +180,7 @@ struct rocksdb_pipeline : spawned {
     auto w = unwired();
     w.logs = {wired_log{std::make_shared<rocksdb_log_source>(primary), std::make_shared<rocksdb_store_reader>(primary)}};
     w.attached = {attached_log{"main", primary->identity()}};
-    spawn(wire_registration(sys, std::move(w)));
+    spawn(wire(std::move(w)));
     write(1, "a");
     advance(1000ms);
     REQUIRE(slot->read().state == readiness_state::ready);

@@ -1,4 +1,4 @@
-// [actor] The runtime's registrations (actors/runtime_registry.hpp): current entries by id,
+// [actor] The runtime's registrations (actors/runtime_registry.hpp): current records by id,
 // detached ones by token until the runtime actor takes them, wakes to every current runner, and
 // metrics_of. Hand-made entries over a real readiness segment with recording runners on CAF's
 // test coordinator (support/registered_ids.hpp).
@@ -17,9 +17,9 @@ using namespace dix;
 
 namespace {
 
-std::vector<std::string> ids_of(const std::vector<std::shared_ptr<registration_entry>>& entries) {
+std::vector<std::string> ids_of(const std::vector<std::shared_ptr<registration_record>>& entries) {
   std::vector<std::string> out;
-  for (const auto& e : entries) out.push_back(e->id);
+  for (const auto& e : entries) out.push_back(e->id());
   return out;
 }
 
@@ -162,9 +162,9 @@ TEST_CASE("runtime registry: a respawned runner replaces the entry's runner, and
 TEST_CASE("runtime registry: metrics_of reads the slot's fields now and adds the host's unindexable count to the runner's", "[actor][registry][metrics]") {
   test::registered_ids f;
   auto e = f.put("idx", 1);
-  e->host = std::make_shared<backend_host_impl>(e->slot, nullptr);
-  REQUIRE(e->slot->mint_epoch());
-  segment_slot& slot = *e->slot;
+  e->host = std::make_shared<backend_host_impl>(e->slot(), nullptr);
+  REQUIRE(e->slot()->mint_epoch());
+  segment_slot& slot = *e->slot();
   slot_publication p;
   p.state = readiness_state::ready;
   p.attempts = 2;

@@ -466,14 +466,19 @@ TEST_CASE("supervision: a runner whose proxy escalates publishes unavailable and
 
 TEST_CASE("supervision: a new runner whose bell already rang for a system commit still evaluates the index at the supervisor's commit wake (a non-system commit outranks it)", "[actor][supervision][bell]") {
   test::wired_id f;
-  auto w = f.unwired();
+  auto spec = f.wiring();
   std::shared_ptr<commit_bell> bell;
-  w.runner_changed = [&bell](const runner_actor&, std::shared_ptr<commit_bell> b) {
-    // Another index's epoch write lands between the spawn and the runner's first wake.
+  spec->spawn_runner = [&bell, spawn = spec->spawn_runner, settings = spec->settings](
+                         log_tailer_actor t, backend_proxy_actor x, std::optional<readiness_reason> condemned) {
+    auto runner = spawn(std::move(t), std::move(x), condemned);
+    // Another index's epoch write lands between the spawn and the runner's first wake: it rings
+    // the bell the wiring set as the registration's current runner's.
+    auto b = settings->runner_now->bell();
     if (b->ring(true)) bell = std::move(b);
+    return runner;
   };
   auto sup = spawn_supervisor(f.sys);
-  caf::anon_send(sup, supervise{wire_registration(f.sys, std::move(w))});
+  caf::anon_send(sup, supervise{spec});
   f.run();
   REQUIRE(bell);  // the ring found the new bell silent: a wake of its own went too
   CHECK(bell->take() == 0);  // the supervisor's wake took it

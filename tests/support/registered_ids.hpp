@@ -13,6 +13,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
+#include "actors/coverage_waiters.hpp"
 #include "actors/runtime_registry.hpp"
 #include "adapters/readiness_segment.hpp"
 #include "support/caf_fixture.hpp"
@@ -37,12 +38,14 @@ struct registered_ids : caf_fixture {
 
   std::shared_ptr<segment_slot> slot_of(const std::string& id) { return segment->claim(id).value(); }
 
-  // Puts an entry for `id` with `token` and its claimed slot, without a runner yet.
-  std::shared_ptr<registration_entry> put(const std::string& id, std::uint64_t token) {
-    auto e = std::make_shared<registration_entry>();
-    e->id = id;
-    e->token = token;
-    e->slot = slot_of(id);
+  // Puts a record for `id` with `token` and its claimed slot, without a runner yet.
+  std::shared_ptr<registration_record> put(const std::string& id, std::uint64_t token) {
+    auto s = std::make_shared<registration_settings>();
+    s->id = id;
+    s->token = token;
+    s->slot = slot_of(id);
+    s->proof = std::make_shared<coverage_proof_box>();
+    auto e = std::make_shared<registration_record>(std::move(s));
     registry->put(e);
     return e;
   }

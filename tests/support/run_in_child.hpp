@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
 #include <functional>
 #include <string>
 
@@ -14,8 +16,9 @@
 
 namespace dix::test {
 
+// How a child of run_in_child ended, and what it wrote on stderr.
 struct death {
-  bool aborted = false;
+  bool aborted = false;  // ended by SIGABRT
   std::string stderr_text;
 };
 
@@ -23,9 +26,13 @@ struct death {
 inline death run_in_child(const std::function<void()>& body) {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
+  std::fflush(nullptr);  // nothing buffered before the fork is written twice
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    // The abort ends the child at once: Catch's fatal-signal handler would report it as a
+    // failure of the parent's test on the shared stdout.
+    std::signal(SIGABRT, SIG_DFL);
     ::dup2(fds[1], STDERR_FILENO);
     ::close(fds[0]);
     body();

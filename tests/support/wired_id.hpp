@@ -1,11 +1,12 @@
-// One registration of the id "idx" for actor tests, wired by the production function wire_registration()
-// (actors/id_wiring.hpp) over fakes that behave like the real things and the real things where
-// they run on the test coordinator: a fake store (log "main", table 1, identity projection), the
-// simulated backend, a real readiness segment in a temporary directory with the slot of "idx"
-// claimed and a readiness publisher over it (spawned here, as the runtime actor spawns one per
-// runtime; its observer records every publication as applied, for publications()), the real
-// process lock table in the same directory, and a fake metadata store. The backend is attached to a host over the slot and subscribed through the
-// registration's relay, as the runtime actor does.
+// One registration of the id "idx" for actor tests: its settings (actors/registration_record.hpp)
+// wired by the production function wire_registration() (actors/id_wiring.hpp) over fakes that
+// behave like the real things and the real things where they run on the test coordinator: a fake
+// store (log "main", table 1, identity projection), the simulated backend, a real readiness
+// segment in a temporary directory with the slot of "idx" claimed and a readiness publisher over
+// it (spawned here, as the runtime actor spawns one per runtime; its observer records every
+// publication as applied, for publications()), the real process lock table in the same
+// directory, and a fake metadata store. The backend is attached to a host over the slot and
+// subscribed through the registration's relay, as the runtime actor does.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "actors/id_wiring.hpp"
+#include "actors/ownership.hpp"
+#include "actors/state_change_relay.hpp"
 #include "actors/readiness_publisher_actor.hpp"
 #include "adapters/process_lock_table.hpp"
 #include "adapters/readiness_segment.hpp"
@@ -60,12 +63,12 @@ struct wired_id : caf_fixture {
   // marker before it condemns and the record (deleting the marker) before a rebuild's `ready`.
   std::shared_ptr<supervised_spec> wiring(const runner_options& o = {}, std::uint64_t token = 1,
                                           std::optional<std::uint64_t> fingerprint = std::nullopt) {
-    return wire_registration(sys, unwired(o, token, fingerprint));
+    return wire(unwired(o, token, fingerprint));
   }
-  // The same before wire_registration, for a test that replaces a part (the logs, say).
-  id_wiring unwired(const runner_options& o = {}, std::uint64_t token = 1,
-                    std::optional<std::uint64_t> fingerprint = std::nullopt) {
-    id_wiring w;
+  // The settings before wire_registration, for a test that replaces a part (the logs, say).
+  registration_settings unwired(const runner_options& o = {}, std::uint64_t token = 1,
+                                std::optional<std::uint64_t> fingerprint = std::nullopt) {
+    registration_settings w;
     w.id = "idx";
     w.token = token;
     w.backend = backend;
@@ -86,6 +89,10 @@ struct wired_id : caf_fixture {
     w.relay = relay;
     w.detached = false;  // the test coordinator runs them
     return w;
+  }
+  // wire_registration over `settings`, shared from here on.
+  std::shared_ptr<supervised_spec> wire(registration_settings settings) {
+    return wire_registration(sys, std::make_shared<const registration_settings>(std::move(settings)));
   }
 
   // How many publications changed the readiness read back (a coverage publication republishes
