@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -120,8 +119,10 @@ class file_map_backend final : public dix::applier_backend {
       for (const auto& field : {key.log, std::to_string(key.table), key.record_id, std::to_string(version)}) put(text, field);
     }
     const auto temp = file_.string() + ".tmp";
-    if (!(std::ofstream(temp, std::ios::binary | std::ios::trunc) << text) || !sync_path(temp, O_RDONLY) ||
-        std::rename(temp.c_str(), file_.c_str()) != 0 || !sync_path(file_.parent_path(), O_RDONLY | O_DIRECTORY)) {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text, out.close();  // written out before the fsync and the rename, not when `out` dies
+    if (!out || !sync_path(temp, O_RDONLY) || std::rename(temp.c_str(), file_.c_str()) != 0 ||
+        !sync_path(file_.parent_path(), O_RDONLY | O_DIRECTORY)) {
       return dix::error{dix::errc::io_error, file_.string() + ": write, sync or rename failed"};
     }
     return {};
@@ -146,5 +147,4 @@ dix::testing::backend_subject file_map_subject() {
 }
 
 }  // namespace
-
 DIX_BACKEND_CONFORMANCE("applier example conformance", file_map_subject)
