@@ -23,7 +23,7 @@ void ownership::minted(epoch_t epoch) {
 
 void ownership::quiesced(epoch_t epoch) {
   std::lock_guard g(mutex_);
-  record_.quiesced = epoch;
+  if (epoch > record_.quiesced) record_.quiesced = epoch;  // epochs only rise: a late answer never lowers it
 }
 
 void ownership::release() {

@@ -86,8 +86,9 @@ effects mint(runner_pointer self) {
   effects next;
   auto minted = [&] {
     const auto epoch = d.settings->slot->mint_epoch();  // refused, never wrapped, at 2^64-1
-    if (epoch) d.record->minted(*epoch);
     next = s.core->on_epoch_minted(epoch, now_of(self));
+    // The record holds the epoch the core holds: one the core refused (it went back) is not ours.
+    if (epoch && s.core->epoch() == *epoch) d.record->minted(*epoch);
     return s.core->snapshot();
   };
   if (d.settings->snapshot) d.settings->snapshot->store_with(minted);

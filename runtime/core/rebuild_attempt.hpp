@@ -66,7 +66,11 @@ class rebuild_attempt {
   // does a new attempt behind a failed one (held).
   std::optional<std::uint64_t> reset_in_flight;
   bool release_after_reset = false;
-  bool quiesced = false;  // a shutdown of the runner's current epoch succeeded (§11.4 step 1)
+  // Step 1's shutdown on its way (§11.4): its epoch, until it is answered or its proxy dies. A
+  // release waits for it (release_after_quiesce) and then begins over the epoch as the answer
+  // left it — quiesced (no second shutdown, §9.6) or to be shut down again.
+  std::optional<epoch_t> quiesce_in_flight;
+  bool release_after_quiesce = false;
   // The scan (§11.6): its rate from the last completed scan (for the retention fit, §11.5), the
   // bytes and records of this one, the projected tables' estimated records, and when it ran.
   std::uint64_t scan_bytes_per_s = 64u << 20;

@@ -1,6 +1,7 @@
 #include "core/runner_core.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/assert.hpp"
 #include "core/runner_lifecycle.hpp"
@@ -280,10 +281,15 @@ void runner_core::begin_release(effects& out) {
     rebuild_.release_after_reset = true;
     return;
   }
+  if (rebuild_.quiesce_in_flight) {
+    rebuild_.release_after_quiesce = true;
+    return;
+  }
   // A successful shutdown ends with the unlock, a rejected one is retried through retry_release().
-  // (An epoch a rebuild's first step shut down and whose mint then failed is shut down again
-  // here: the release's own shutdown decides, as before any rebuild.)
-  carry_release(release_.begin(epoch_, proxy_up_, false), out, steady_time{});  // a proxy down: on_child_up starts it
+  // An epoch already shut down (a rebuild's step 1 quiesced it and the attempt failed before a new
+  // epoch was minted) is flushed and unlocked without a second shutdown (§9.6: at most one
+  // successful shutdown per epoch), exactly as the supervisor releases it from the record.
+  carry_release(release_.begin(epoch_, proxy_up_, epoch_quiesced()), out, steady_time{});  // a proxy down: on_child_up starts it
 }
 
 // What a step of the release sequence is in this runner's effects. Unlocking ends the ownership.
@@ -517,13 +523,14 @@ void runner_core::start_attempt(effects& out, steady_time now) {
   rebuild_.rebuilt_records = rebuild_.estimated_records = rebuild_.scanned_bytes = 0;
   rebuild_.scan_started_at.reset();
   rebuild_.scan_ended_at.reset();
-  if (rebuild_.quiesced) {
+  if (epoch_quiesced()) {  // an earlier attempt's step 1 shut this epoch down
     rebuild_.to(rebuild::minting);
     out.push_back(fx::mint_epoch{});
     return;
   }
   rebuild_.to(rebuild::quiescing);
   quiescence_since_ = now;
+  rebuild_.quiesce_in_flight = epoch_;
   out.push_back(fx::shutdown{epoch_});
 }
 
@@ -722,7 +729,6 @@ effects runner_core::on_rebuild_requested(steady_time now) {
     // index is rebuilt under a new one.
     release_ = release_sequence{};
     parked_ = false;
-    rebuild_.quiesced = false;
     rebuild_.attempts = 0;
     condemn(readiness_reason::rebuild_requested, "a rebuild was requested: the held epoch is shut down again", out, now);
     return out;
@@ -757,7 +763,6 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::u
   to(marker::unknown);
   to(settle::done);
   rebuild_.to(rebuild::none);
-  rebuild_.quiesced = false;
   set_state(runner_state::running);
   cover_.unread_since.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
   cover_.backlog.reset();
@@ -861,7 +866,6 @@ effects runner_core::epoch_minted(const result<epoch_t>& epoch, steady_time now)
       return out;
     }
     epoch_ = *epoch;
-    rebuild_.quiesced = false;
     out.push_back(fx::persist_epoch{epoch_, gen_});  // step 2: no backend call before it is durable
     return out;
   }
@@ -1258,7 +1262,9 @@ effects runner_core::on_flush_done(std::uint64_t gen, const result<void>& outcom
   if (release_.current() == release_sequence::phase::flushing) {
     // An error here is logged only; the shutdown decides (§9.6).
     if (!outcome) message_ = "flush(shutdown): " + outcome.error().message();
-    carry_release(release_.on_flush_done(outcome), out, now);
+    const auto step = release_.on_flush_done(outcome);
+    if (step == release_sequence::step::unlock) release_done(step, out, now);  // begun over a quiesced epoch
+    else carry_release(step, out, now);
     return out;
   }
   if (release_.holding()) return out;
@@ -1356,6 +1362,16 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
 
 effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome, steady_time now) {
   effects out;
+  // As the actor records it in the ownership record, in the same handler (ownership::quiesced).
+  if (outcome && epoch > quiesced_) quiesced_ = epoch;
+  if (rebuild_.quiesce_in_flight == epoch) {
+    rebuild_.quiesce_in_flight.reset();
+    if (std::exchange(rebuild_.release_after_quiesce, false)) {
+      if (rebuild_.current() == rebuild::quiescing) rebuild_.to(rebuild::none);
+      begin_release(out);  // quiesced: flush and unlock; rejected: its own shutdown retries
+      return out;
+    }
+  }
   if (epoch != epoch_) return out;
   if (rebuild_.current() == rebuild::quiescing && owner_now() && !release_.holding()) {
     if (!outcome) {
@@ -1369,7 +1385,6 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
       publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
       return out;
     }
-    rebuild_.quiesced = true;
     rebuild_.to(rebuild::minting);
     out.push_back(fx::mint_epoch{});
     return out;
@@ -1382,15 +1397,21 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
     return out;
   }
   if (step != release_sequence::step::unlock) return out;
+  release_done(step, out, now);
+  return out;
+}
+
+// A release that quiesced its epoch ends (the shutdown accepted, or the flush of an epoch a
+// shutdown quiesced already): the unlock, then stopped or dormant.
+void runner_core::release_done(release_sequence::step unlock, effects& out, steady_time now) {
   ++gen_;
-  carry_release(step, out, now);
+  carry_release(unlock, out, now);
   if (stopping_) {
     set_state(runner_state::stopped);
     out.push_back(fx::stopped{result<void>{}});
   } else if (!parked_) {
     set_state(runner_state::dormant);  // parked: stays needs_rebuild or unavailable
   }
-  return out;
 }
 
 effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time now) {
@@ -1399,6 +1420,15 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
   if (kind == child_kind::runner || state_ == runner_state::stopped) return out;
   const bool was_up = up;
   up = false;
+  if (kind == child_kind::proxy && rebuild_.quiesce_in_flight) {
+    // As a reset's below: the shutdown's answer went with the proxy.
+    rebuild_.quiesce_in_flight.reset();
+    if (std::exchange(rebuild_.release_after_quiesce, false) && !escalated) {
+      if (rebuild_.current() == rebuild::quiescing) rebuild_.to(rebuild::none);
+      begin_release(out);
+      return out;
+    }
+  }
   if (kind == child_kind::proxy && rebuild_.reset_in_flight) {
     // Its answer went with the proxy (the runner actor drops a dead proxy's errors): what waited
     // for it goes on now — a release then awaits the replacement proxy, or is abandoned below.

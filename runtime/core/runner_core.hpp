@@ -354,6 +354,7 @@ class runner_core {
   void exhaust(effects& out);
   // A shutdown rejected while the lock is kept (§9.7): request_rebuild revives the runner.
   bool revivable() const noexcept;
+  void release_done(release_sequence::step unlock, effects& out, steady_time now);
 
   config config_;
   runner_state state_ = runner_state::dormant;  // written only by set_state
@@ -362,6 +363,11 @@ class runner_core {
   std::string message_;
   std::uint64_t gen_ = 0;
   epoch_t epoch_ = 0;
+  // The last epoch a shutdown of this runner's quiesced (§9.6, §11.4 step 1): the same fact, in
+  // the same form and set in the same handler, as ownership_record::quiesced, from which the
+  // supervisor releases a dead runner's epoch. epoch_quiesced(): the current epoch was shut down.
+  epoch_t quiesced_ = 0;
+  bool epoch_quiesced() const noexcept { return epoch_ != 0 && quiesced_ == epoch_; }
   // The machines (each header draws its diagram; each aborts on an illegal step).
   acquisition acq_;           // core/acquisition.hpp: this ownership's steps (§9.2)
   release_sequence release_;  // core/release_sequence.hpp: its release; a new one at every grant

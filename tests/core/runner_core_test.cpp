@@ -1203,6 +1203,54 @@ TEST_CASE("runner: request_rebuild on a registered id whose shutdown was rejecte
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
 
+TEST_CASE("runner: an epoch a rebuild quiesced whose mint then failed is released without a second shutdown, as the supervisor would release it", "[core][runner][rebuild][stop]") {
+  runner_options o;
+  o.rebuild_backoff = milliseconds(100);
+  sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto held_epoch = p.runner->epoch();
+  // The rebuild's first step quiesces the epoch; the mint then reads an epoch that went back (a
+  // slot re-created under us): the attempt fails, the lock and the quiesced epoch are kept.
+  p.next_mint = held_epoch;
+  p.store_rebuild_request();
+  CHECK(p.backend.shutdowns_accepted[held_epoch] == 1);
+  CHECK(p.record.quiesced == held_epoch);
+  CHECK(p.runner->epoch() == held_epoch);
+  REQUIRE(p.lock_held);
+  // The release flushes and unlocks: no second successful shutdown of the epoch (§9.6).
+  const auto flushes = p.flush_requests.size();
+  p.stop();
+  REQUIRE(p.stopped);
+  CHECK(p.stopped->has_value());
+  CHECK_FALSE(p.lock_held);
+  REQUIRE(p.flush_requests.size() == flushes + 1);
+  CHECK(p.flush_requests.back() == flush_reason::shutdown);
+  CHECK(p.backend.shutdowns_accepted[held_epoch] == 1);
+  CHECK(p.backend.violation.empty());
+}
+
+TEST_CASE("runner: a failed attempt's next attempt does not shut down again the epoch the first one quiesced", "[core][runner][rebuild]") {
+  runner_options o;
+  o.rebuild_backoff = milliseconds(100);
+  sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1")});
+  p.advance(milliseconds(1000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto held_epoch = p.runner->epoch();
+  p.next_mint = held_epoch;
+  p.store_rebuild_request();
+  REQUIRE(p.backend.shutdowns_accepted[held_epoch] == 1);
+  // After the backoff the next attempt mints at once, over the quiesced epoch, and rebuilds.
+  p.advance(milliseconds(2000));
+  CHECK(p.runner->epoch() > held_epoch);
+  CHECK(p.backend.shutdowns_accepted[held_epoch] == 1);
+  CHECK(p.backend.violation.empty());
+  CHECK(p.publications.back().state == readiness_state::ready);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+}
+
 TEST_CASE("runner: a durable answer that overtakes the log's opening at the boundary is a reconciliation, not a lost rebuild", "[core][runner][rebuild]") {
   // Found by dix bench rebuild: a scan chunk's threshold flush completed after the boundary chunk
   // was accepted and before the tailer's log_opened; its reconciliation's durable_cursor()

@@ -96,6 +96,10 @@ class sim_backend final : public backend {
       it = (*it)->epoch == epoch ? queue_.erase(it) : std::next(it);
     }
     apply_queue();
+    // backends.md §0, protocol.md §9.6: at most one successful shutdown per epoch.
+    if (++shutdowns_accepted[epoch] > 1 && violation.empty()) {
+      violation = "a second successful shutdown of epoch " + std::to_string(epoch);
+    }
     std::move(done)(result<void>{});
   }
   bool supports_reset() const noexcept override { return can_reset; }
@@ -205,7 +209,8 @@ class sim_backend final : public backend {
   std::vector<std::shared_ptr<const batch>> seen;  // every deliver() call's batch
   std::uint64_t dropped_batches = 0;
   std::vector<epoch_t> applied_epochs;
-  std::string violation;  // the first call made while a reset ran
+  std::string violation;  // the first call made while a reset ran, or a second shutdown of an epoch
+  std::map<epoch_t, int> shutdowns_accepted;  // successful shutdowns per epoch
 
  private:
   void during_reset(const char* what) {

@@ -21,7 +21,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/commit_bell.hpp"
@@ -261,6 +263,7 @@ class sim_pipeline final : public backend_host {
   std::size_t progress_publications = 0;  // rebuild progress figures sent (the progress pacer's)
   std::unique_ptr<supervisor_core> supervisor;
   ownership_record record;  // as the runner keeps it: acquired, minted, quiesced, released
+  std::optional<epoch_t> next_mint;  // the next mint reads this epoch from the slot (once)
   static constexpr std::uint64_t sim_fingerprint = 0x51305130u;
   epoch_t slot_epoch = 0;
   dix::readiness slot_readiness;  // the slot as the segment holds it: lost only when every process dies
@@ -385,8 +388,14 @@ class sim_pipeline final : public backend_host {
     }
     effects mint_epoch() override {
       p_.check_fence("an epoch was minted");
-      p_.record.epoch = ++p_.slot_epoch;
-      return p_.runner->on_epoch_minted(p_.slot_epoch, now());
+      if (auto e = std::exchange(p_.next_mint, std::nullopt)) {  // a slot re-created under us
+        p_.slot_epoch = *e;
+      } else {
+        ++p_.slot_epoch;
+      }
+      auto out = p_.runner->on_epoch_minted(p_.slot_epoch, now());
+      if (p_.runner->epoch() == p_.slot_epoch) p_.record.epoch = p_.slot_epoch;  // as the actor records it
+      return out;
     }
     void publish(const fx::publish& x) override {
       p_.judge(x);
@@ -468,7 +477,7 @@ class sim_pipeline final : public backend_host {
     auto round = s.round;
     backend.shutdown(s.epoch, completion([this, round, epoch = s.epoch](result<void> r) {
       post([this, round, epoch, r] {
-        if (r) record.quiesced = epoch;  // as the supervisor actor records it
+        if (r && epoch > record.quiesced) record.quiesced = epoch;  // as the supervisor actor records it
         apply_supervision(supervisor->on_shutdown_done(round, r));
         return effects{};
       });
@@ -567,7 +576,7 @@ class sim_pipeline final : public backend_host {
     backend.shutdown(epoch, completion([this, epoch](result<void> r) {
       post([this, epoch, r] {
         if (!runner) return effects{};
-        if (r) record.quiesced = epoch;  // as the runner actor records it
+        if (r && epoch > record.quiesced) record.quiesced = epoch;  // as the runner actor records it
         return runner->on_shutdown_done(epoch, r, time.steady_now());
       });
     }));
