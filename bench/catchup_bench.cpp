@@ -156,7 +156,7 @@ int run_catchup(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
   auto a = tool::args::parse_command(
       argv,
-      {{"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler", "memory-mb"}, {}},
+      {{"records", "dir", "json", "timeout", "turn-ms", "chunk-records", "actor-threads", "scheduler", "memory-mb"}, {"no-digest"}},
       "dix bench catchup", usage("catchup"), status);
   if (!a) return status;
   std::string problem;
@@ -193,6 +193,7 @@ int run_catchup(const std::vector<std::string>& argv) {
 
     rocksdb_index_options io;
     io.path = scratch.path() / "index";
+    io.digest = !a->has("no-digest");
     auto index = rocksdb_index_backend::create("catchup", io).value();
     system_options sys;
     sys.actor_threads = static_cast<std::uint32_t>(*actor_threads);
@@ -248,7 +249,7 @@ int run_catchup(const std::vector<std::string>& argv) {
          << ",\"budget_peak_memtable_mb\":" << static_cast<double>(budget_peak.memtable_bytes) / (1 << 20)
          << ",\"baseline_peak_rss_mb\":" << plain.peak_rss_mb << ",\"tuned_baseline_peak_rss_mb\":" << tuned.peak_rss_mb
          << ",\"turn_ms\":" << *turn_ms
-         << ",\"chunk_records\":" << *chunk_records
+         << ",\"chunk_records\":" << *chunk_records << ",\"digest\":" << (io.digest ? "true" : "false")
          << ",\"scheduler\":\"" << (*scheduler == 0 ? "sharing" : "stealing") << "\"}\n";
     if (!report.write(json.str(), problem)) {
       std::cerr << "dix bench catchup: " << problem << "\n";

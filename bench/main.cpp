@@ -23,10 +23,11 @@ constexpr entry benchmarks[] = {
          commit_transaction messages beside blocking ones (Release builds only).
 )"},
     {"catchup", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--turn-ms MS] [--chunk-records N]
-         [--actor-threads T] [--scheduler sharing|stealing] [--memory-mb M]
+         [--actor-threads T] [--scheduler sharing|stealing] [--memory-mb M] [--no-digest]
          Time for a new RocksDB index to catch up with a backlog of N records, beside two raw
          RocksDB ingests of the same entries in child processes (RocksDB's defaults; the
          backend's own options in dix's batch sizes); peak RSS of each; memory budget M MiB.
+         --no-digest: the index keeps no digest (formats.md §7), to measure what it costs.
 )"},
     {"rebuild", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--writer-rate R] [--writer-ms MS]
          Time for a new RocksDB index to be built over an N-record store and become ready,

@@ -64,7 +64,8 @@ constexpr std::size_t max_dimension = 4096;
 constexpr auto max_spacing = std::chrono::milliseconds(60000);
 constexpr std::string_view cursor_magic = "DIXHNSWC";
 constexpr std::string_view labels_magic = "DIXHNSWL";
-constexpr std::uint32_t format_version = 1;
+constexpr std::uint32_t format_version = 1;         // the cursor file's; labels files written before digests
+constexpr std::uint32_t labels_format_hashed = 2;   // labels with each record's entry hash and the digest
 constexpr const char* cursor_name = "cursor";
 constexpr const char* cursor_tmp_name = "cursor.tmp";
 
@@ -199,6 +200,7 @@ using ref_key = std::tuple<std::string, std::uint32_t, std::string>;  // log, ta
 struct slot {
   std::uint64_t label = 0;
   std::uint64_t version = 0;
+  hash128 hash;  // the record's entry hash (formats.md §7); unset in a map read from format 1
 };
 
 // What the cursor file says.
@@ -241,23 +243,32 @@ std::optional<cursor_file> decode_cursor_file(std::string_view in) {
   return c;
 }
 
-// The label map as a barrier writes it.
+// The label map as a barrier writes it. `hashed`: every slot carries its entry hash and
+// `digest` is their sum (formats.md §6.4, §7); false only for a map read from a format 1 file,
+// written before digests, until a reset empties it.
 struct label_map {
   std::uint64_t next_label = 0;
   std::map<ref_key, slot> by_ref;
+  bool hashed = true;
+  index_digest digest;
 };
 
 std::string encode_labels(const label_map& m, std::size_t dimension, hnsw_space space) {
   std::string out(labels_magic);
-  put_le<std::uint32_t>(out, format_version);
+  put_le<std::uint32_t>(out, m.hashed ? labels_format_hashed : format_version);
   put_le<std::uint32_t>(out, static_cast<std::uint32_t>(dimension));
   out.push_back(static_cast<char>(space));
   put_le<std::uint64_t>(out, m.next_label);
   put_le<std::uint64_t>(out, m.by_ref.size());
+  if (m.hashed) out += m.digest.encode();
   for (const auto& [key, s] : m.by_ref) {
     const auto& [log, table, record_id] = key;
     put_le<std::uint64_t>(out, s.label);
     put_le<std::uint64_t>(out, s.version);
+    if (m.hashed) {
+      put_le<std::uint64_t>(out, s.hash.lo);
+      put_le<std::uint64_t>(out, s.hash.hi);
+    }
     out.push_back(static_cast<char>(log.size()));
     out += log;
     put_le<std::uint32_t>(out, table);
@@ -270,18 +281,32 @@ std::string encode_labels(const label_map& m, std::size_t dimension, hnsw_space 
 std::optional<label_map> decode_labels(std::string_view in, std::size_t dimension, hnsw_space space) {
   constexpr std::size_t header = 8 + 4 + 4 + 1 + 8 + 8;
   if (in.size() < header || in.substr(0, 8) != labels_magic) return std::nullopt;
-  if (get_le<std::uint32_t>(in, 8) != format_version || get_le<std::uint32_t>(in, 12) != dimension ||
+  const auto format = get_le<std::uint32_t>(in, 8);
+  if ((format != format_version && format != labels_format_hashed) || get_le<std::uint32_t>(in, 12) != dimension ||
       static_cast<std::uint8_t>(in[16]) != static_cast<std::uint8_t>(space)) {
     return std::nullopt;
   }
   label_map m;
+  m.hashed = format == labels_format_hashed;
   m.next_label = get_le<std::uint64_t>(in, 17);
   const auto count = get_le<std::uint64_t>(in, 25);
   std::size_t at = header;
+  index_digest stored;
+  if (m.hashed) {
+    if (in.size() - at < index_digest::encoded_size) return std::nullopt;
+    stored = *index_digest::decode(in.substr(at, index_digest::encoded_size));
+    at += index_digest::encoded_size;
+  }
+  const std::size_t hash_bytes = m.hashed ? 16 : 0;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (in.size() - at < 8 + 8 + 1) return std::nullopt;
-    slot s{get_le<std::uint64_t>(in, at), get_le<std::uint64_t>(in, at + 8)};
+    if (in.size() - at < 8 + 8 + hash_bytes + 1) return std::nullopt;
+    slot s{get_le<std::uint64_t>(in, at), get_le<std::uint64_t>(in, at + 8), {}};
     at += 16;
+    if (m.hashed) {
+      s.hash = hash128{get_le<std::uint64_t>(in, at), get_le<std::uint64_t>(in, at + 8)};
+      at += 16;
+      m.digest.add(s.hash);
+    }
     const auto log_length = static_cast<std::uint8_t>(in[at++]);
     if (in.size() - at < log_length + 4u + 4u) return std::nullopt;
     std::string log(in.substr(at, log_length));
@@ -296,6 +321,7 @@ std::optional<label_map> decode_labels(std::string_view in, std::size_t dimensio
     if (!m.by_ref.emplace(ref_key{std::move(log), table, std::move(record_id)}, s).second) return std::nullopt;
   }
   if (at != in.size()) return std::nullopt;
+  if (m.hashed && m.digest != stored) return std::nullopt;  // the digest is the sum of the hashes it stores
   return m;
 }
 
@@ -731,16 +757,20 @@ result<void> hnsw_backend::impl::apply(const batch& b) {
       }
       ref_key key{r.log, r.table, r.record_id};
       auto it = labels.by_ref.find(key);
+      if (labels.hashed && it != labels.by_ref.end()) labels.digest.remove(it->second.hash);
       if (vector) {
+        const auto h = labels.hashed ? entry_hash(r.log, r.table, r.record_id, r.state.version, r.state.projection) : hash128{};
+        if (labels.hashed) labels.digest.add(h);
         if (it != labels.by_ref.end()) {
           graph->addPoint(vector->data(), it->second.label);  // an existing label: replaced in place
           it->second.version = r.state.version;
+          it->second.hash = h;
         } else {
           if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(std::max<std::size_t>(1, 2 * graph->max_elements_));
           const auto label = labels.next_label;
           graph->addPoint(vector->data(), label);
           ++labels.next_label;
-          auto placed = labels.by_ref.emplace(std::move(key), slot{label, r.state.version}).first;
+          auto placed = labels.by_ref.emplace(std::move(key), slot{label, r.state.version, h}).first;
           by_label.emplace(label, &placed->first);
         }
         dirty = true;
@@ -1019,6 +1049,56 @@ result<query_result<std::vector<scored_ref>>> hnsw_backend::knn(const float* que
 result<query_rows> hnsw_backend::query(const index_query& q) {
   if (q.kind != query_kind::knn) return error{errc::not_supported, "an hnsw index answers knn only"};
   return knn(q.vector.data(), q.vector.size(), q.limit, q.mode, q.ef);
+}
+
+namespace {
+
+class labels_digest_view final : public digest_view {
+ public:
+  const std::optional<cursor>& through() const noexcept override { return through_; }
+  const index_digest& digest() const noexcept override { return digest_; }
+  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
+    digest_entry e;
+    for (const auto& [key, s] : labels_.by_ref) {  // ordered by (log, table, record id)
+      std::tie(e.log, e.table, e.record_id) = key;
+      e.version = s.version;
+      e.hash = s.hash;
+      if (!each(e)) break;
+    }
+    return {};
+  }
+
+  std::optional<cursor> through_;
+  index_digest digest_;
+  label_map labels_;
+};
+
+}  // namespace
+
+// Read from the committed generation's files, never from the graph in memory (which holds applied
+// work not yet durable): the cursor file, then the labels file it names, verified by its CRC-32.
+result<std::unique_ptr<digest_view>> hnsw_backend::open_digest() {
+  const auto& p = *impl_;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto view = std::make_unique<labels_digest_view>();
+    auto c = read_committed(p.options.state_dir);
+    if (!c) return c.error();
+    if (!*c) return std::unique_ptr<digest_view>(std::move(view));  // cursorless: an empty index
+    auto bytes = read_whole(labels_path(p.options.state_dir, (*c)->file.generation));
+    if (!bytes) return bytes.error();
+    if (!*bytes) continue;  // a barrier replaced the generation meanwhile: read the newer one
+    if (file_check{(*bytes)->size(), crc32_ieee(**bytes)} != (*c)->file.labels) continue;
+    auto map = decode_labels(**bytes, p.options.dimension, p.options.space);
+    if (!map) return error{errc::io_error, "hnsw index " + p.id + ": its labels file does not decode"};
+    if (!map->hashed) {
+      return error{errc::not_supported, "hnsw index " + p.id + " was written before digests (formats.md §7): a rebuild adds them"};
+    }
+    view->through_ = std::move((*c)->position);
+    view->digest_ = map->digest;
+    view->labels_ = std::move(*map);
+    return std::unique_ptr<digest_view>(std::move(view));
+  }
+  return error{errc::io_error, "hnsw index " + p.id + ": its generation changed under every attempt to read its digest"};
 }
 
 result<std::vector<record_ref>> hnsw_backend::stored_records() {

@@ -46,6 +46,10 @@ constexpr std::string_view coverage_key = "coverage";
 // the synced batch that deletes the cursor, before any family is dropped, so a reader's secondary
 // instance learns that its family handles may name dropped families (decision 0028).
 constexpr std::string_view resets_key = "resets";
+// The digest of the entries (<dix/digest.hpp>, formats.md §7): 24 bytes, written in every batch's
+// WriteBatch beside its entries and cursor, so it is exactly as durable as they are. Absent in a
+// database written before digests: computed once from `reverse` when first needed.
+constexpr std::string_view digest_key = "digest";
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -251,6 +255,11 @@ struct rocksdb_index_backend::impl final : applier_engine {
   // appending_logger, so retries leave no LOG.old.* behind (docs/operations.md).
   bool open_failed = false;
 
+  // The digest of what the database holds, as its `digest` key has it: known on the applier
+  // thread only (apply, reset), loaded (or computed from `reverse`) at the first batch after an
+  // open; forgotten when the database closes.
+  std::optional<index_digest> digest;
+
   // Last member: destroyed (its thread stopped) before the database it applies to.
   std::unique_ptr<applier> skeleton;
 
@@ -272,6 +281,8 @@ struct rocksdb_index_backend::impl final : applier_engine {
   }
   result<std::optional<std::string>> read_cursor_read_only();
   result<void> apply(const batch& b);
+  // Caller holds db_mutex (shared is enough): the stored digest, or one computed from `reverse`.
+  result<index_digest> read_digest(const rocksdb::Snapshot* at) const;
   result<void> run_reset();
   result<void> open_or_replace();
   static std::uint64_t weight(const batch& b) { return std::max<std::uint64_t>(b.bytes, 1); }
@@ -369,6 +380,7 @@ void rocksdb_index_backend::impl::close_db() {
   for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   handles.clear();
   entries = reverse = meta = nullptr;
+  digest.reset();
   db->Close().PermitUncheckedError();
   db.reset();
 }
@@ -408,12 +420,22 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
   std::vector<std::string> reverse_values(n);  // per record: its reverse value; absent: deleted
   std::vector<bool> reverse_put(n, false);
   std::vector<std::string> old_entries;
+  const bool keep_digest = options.digest;
+  if (keep_digest && !digest) {
+    auto stored = read_digest(nullptr);
+    if (!stored) return stored.error();
+    digest = *stored;
+  }
+  auto next_digest = keep_digest ? *digest : index_digest{};  // kept only if the batch is written
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = b.records[i];
     const auto& ref = refs[i];
     const auto& s = statuses[i];
     auto old_value = old_values[i].ToStringView();
     old_entries.clear();
+    if (keep_digest && s.ok() && old_value.size() >= 8) {
+      next_digest.remove(entry_hash(r.log, r.table, r.record_id, get_le<std::uint64_t>(old_value, 0), old_value.substr(8)));
+    }
     if (s.ok() && old_value.size() >= 8) {
       if (auto old_keys = decode_keys(old_value.substr(8))) {
         for (const auto& k : *old_keys) old_entries.push_back(entry_key(k, ref));
@@ -445,6 +467,7 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
       put_le<std::uint64_t>(value, r.state.version);
       value += r.state.projection;
       reverse_put[i] = true;
+      if (keep_digest) next_digest.add(entry_hash(r.log, r.table, r.record_id, r.state.version, r.state.projection));
     }
     for (auto& old : old_entries) {
       if (!old.empty()) entry_writes.push_back(entry_write{std::move(old), false});
@@ -471,11 +494,37 @@ result<void> rocksdb_index_backend::impl::apply(const batch& b) {
     else wb.Delete(reverse, refs[i]).PermitUncheckedError();
   }
   if (b.through) wb.Put(meta, slice(cursor_key), slice(b.through->bytes())).PermitUncheckedError();
+  if (keep_digest) wb.Put(meta, slice(digest_key), next_digest.encode()).PermitUncheckedError();
+  else wb.Delete(meta, slice(digest_key)).PermitUncheckedError();
   rocksdb::WriteOptions wo;
   wo.sync = false;
   auto s = db->Write(wo, &wb);
   if (!s.ok()) return {errc::io_error, "index " + id + ": writing a batch: " + s.ToString()};
+  if (keep_digest) digest = next_digest;
   return {};
+}
+
+result<index_digest> rocksdb_index_backend::impl::read_digest(const rocksdb::Snapshot* at) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = at;
+  std::string value;
+  auto s = db->Get(ro, meta, slice(digest_key), &value);
+  if (s.ok()) {
+    if (auto d = index_digest::decode(value)) return *d;
+    return error{errc::io_error, "index " + id + ": its stored digest is " + std::to_string(value.size()) + " bytes, not 24"};
+  }
+  if (!s.IsNotFound()) return error{errc::io_error, "index " + id + ": reading the digest: " + s.ToString()};
+  // Written before digests: every reverse entry is one indexed record.
+  index_digest d;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, reverse));
+  record_ref ref;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const auto value_view = it->value().ToStringView();
+    if (!decode_ref(it->key().ToStringView(), ref) || value_view.size() < 8) continue;
+    d.add(entry_hash(ref.log, ref.table, ref.record_id, get_le<std::uint64_t>(value_view, 0), value_view.substr(8)));
+  }
+  if (!it->status().ok()) return error{errc::io_error, "index " + id + ": computing the digest: " + it->status().ToString()};
+  return d;
 }
 
 // A closed database has applied nothing since it was (shut down or never) opened, so there is
@@ -566,6 +615,8 @@ result<void> rocksdb_index_backend::impl::run_reset() {
   gone.Put(meta, slice(resets_key), resets_value).PermitUncheckedError();
   gone.Delete(meta, slice(cursor_key)).PermitUncheckedError();
   gone.Delete(meta, slice(coverage_key)).PermitUncheckedError();
+  gone.Delete(meta, slice(digest_key)).PermitUncheckedError();
+  digest.reset();  // whatever follows: read again (empty once the families are recreated)
   s = db->Write(sync, &gone);
   if (!s.ok()) return fail(reset_step::delete_cursor, s.ToString());
   // From here on no cursor exists on disk; the skeleton forgets its own after any outcome (a
@@ -820,6 +871,82 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::
   auto scan = range_scan(begin, end);
   if (!scan) return scan.error();
   return query_entries(*impl_, mode, *scan, limit);
+}
+
+namespace {
+
+// A digest_view over a snapshot: the cursor, the digest and the reverse entries of one write.
+class rocksdb_digest_view final : public digest_view {
+ public:
+  rocksdb_digest_view(std::shared_lock<std::shared_mutex> lock, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* reverse, std::string id)
+      : lock_(std::move(lock)), db_(db), reverse_(reverse), snapshot_(db->GetSnapshot()), id_(std::move(id)) {}
+  ~rocksdb_digest_view() override { db_->ReleaseSnapshot(snapshot_); }
+  rocksdb_digest_view(const rocksdb_digest_view&) = delete;
+  rocksdb_digest_view& operator=(const rocksdb_digest_view&) = delete;
+
+  const std::optional<cursor>& through() const noexcept override { return through_; }
+  const index_digest& digest() const noexcept override { return digest_; }
+  // Reverse keys are record refs (u8 log length, log, u32 big-endian table, id): each (log, table)
+  // is contiguous and its ids ascend bytewise.
+  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, reverse_));
+    record_ref ref;
+    digest_entry e;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const auto value = it->value().ToStringView();
+      if (!decode_ref(it->key().ToStringView(), ref) || value.size() < 8) {
+        return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
+      }
+      e.log = std::move(ref.log);
+      e.table = ref.table;
+      e.record_id = std::move(ref.record_id);
+      e.version = get_le<std::uint64_t>(value, 0);
+      e.hash = entry_hash(e.log, e.table, e.record_id, e.version, value.substr(8));
+      if (!each(e)) return {};
+    }
+    if (!it->status().ok()) return error{errc::io_error, "index " + id_ + ": reading its entries: " + it->status().ToString()};
+    return {};
+  }
+
+  const rocksdb::Snapshot* snapshot() const noexcept { return snapshot_; }
+  std::optional<cursor> through_;
+  index_digest digest_;
+
+ private:
+  std::shared_lock<std::shared_mutex> lock_;
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* reverse_;
+  const rocksdb::Snapshot* snapshot_;
+  std::string id_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<digest_view>> rocksdb_index_backend::open_digest() {
+  auto& p = *impl_;
+  if (auto ok = p.ensure_open(); !ok) return ok.error();
+  std::shared_lock lock(p.db_mutex);
+  if (!p.db) return error{errc::io_error, "index " + p.id + " closed while its digest was opened"};
+  auto* db = p.db.get();
+  auto view = std::make_unique<rocksdb_digest_view>(std::move(lock), db, p.reverse, p.id);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = view->snapshot();
+  std::string bytes;
+  auto s = db->Get(ro, p.meta, slice(cursor_key), &bytes);
+  if (s.ok()) {
+    auto c = cursor::decode(bytes);
+    if (!c) return c.error();
+    view->through_ = std::move(*c);
+  } else if (!s.IsNotFound()) {
+    return error{errc::io_error, "index " + p.id + ": reading the cursor: " + s.ToString()};
+  }
+  auto d = p.read_digest(view->snapshot());
+  if (!d) return d.error();
+  view->digest_ = *d;
+  return std::unique_ptr<digest_view>(std::move(view));
 }
 
 result<query_rows> rocksdb_index_backend::query(const index_query& q) {

@@ -10,7 +10,10 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include <xapian.h>
 
@@ -25,6 +28,23 @@ namespace {
 
 constexpr std::size_t max_term_bytes = 245;  // Xapian's limit on a term's length
 constexpr const char* cursor_key = "dix.cursor";
+// The index digest (formats.md §7), written in the transaction of the documents it counts;
+// absent with no document (a fresh or reset database). Each document carries its entry hash in
+// value slot 0 (16 bytes: lo, hi, little-endian), so an update or a delete can take it out.
+constexpr const char* digest_key = "dix.digest";
+constexpr Xapian::valueno entry_hash_slot = 0;
+
+std::string encode_hash(const hash128& h) {
+  std::string out;
+  put_le<std::uint64_t>(out, h.lo);
+  put_le<std::uint64_t>(out, h.hi);
+  return out;
+}
+
+std::optional<hash128> decode_hash(std::string_view bytes) {
+  if (bytes.size() != 16) return std::nullopt;
+  return hash128{get_le<std::uint64_t>(bytes, 0), get_le<std::uint64_t>(bytes, 8)};
+}
 constexpr std::chrono::milliseconds first_lock_retry{10};
 constexpr std::chrono::milliseconds max_lock_retry{1000};
 constexpr int max_errors_without_barrier = 3;
@@ -346,6 +366,13 @@ struct xapian_backend::impl final : applier_engine {
   int injected_failures = 0;
 
   // Applier-only state.
+  // The digest of the writer's view (the open transaction included): unloaded until the first
+  // batch after the writer opened or a transaction was cancelled; unknown for a database written
+  // before digests (documents without their entry hash), until a reset empties it.
+  enum class digest_state : std::uint8_t { unloaded, known, unknown };
+  digest_state digest_is = digest_state::unloaded;
+  index_digest digest;
+  void load_digest();  // throws Xapian::Error
   std::unique_ptr<Xapian::WritableDatabase> writer;
   bool in_transaction = false;
   epoch_t transaction_epoch = 0;  // the epoch whose batches the open transaction holds
@@ -461,9 +488,23 @@ void xapian_backend::impl::open_writer() {
   writer = std::make_unique<Xapian::WritableDatabase>(options.path.string(), Xapian::DB_CREATE_OR_OPEN);
 }
 
+void xapian_backend::impl::load_digest() {
+  const auto bytes = writer->get_metadata(digest_key);
+  if (auto stored = index_digest::decode(bytes)) {
+    digest = *stored;
+    digest_is = digest_state::known;
+  } else if (bytes.empty() && writer->get_doccount() == 0) {
+    digest = index_digest{};
+    digest_is = digest_state::known;
+  } else {
+    digest_is = digest_state::unknown;
+  }
+}
+
 void xapian_backend::impl::cancel_transaction() noexcept {
   if (!in_transaction) return;
   in_transaction = false;
+  digest_is = digest_state::unloaded;  // the writer is back at its last commit
   {
     std::lock_guard lock(mutex);
     transaction_bytes = 0;
@@ -478,6 +519,7 @@ void xapian_backend::impl::cancel_transaction() noexcept {
 
 bool xapian_backend::impl::apply_failed(epoch_t epoch) {
   cancel_transaction();
+  digest_is = digest_state::unloaded;
   if (writer) {
     try {
       writer->close();
@@ -578,6 +620,8 @@ void xapian_backend::impl::apply(const batch& b) {
       inject = true;
     }
   }
+  if (digest_is == digest_state::unloaded) load_digest();
+  const bool counting = digest_is == digest_state::known;
   Xapian::TermGenerator generator;
   generator.set_stemmer(Xapian::Stem(options.stemmer));
   for (const auto& r : b.records) {
@@ -586,6 +630,13 @@ void xapian_backend::impl::apply(const batch& b) {
       // No document can carry this id, so there is none to remove either.
       if (auto* h = host(); h != nullptr) h->note_unindexable("id_too_long");
       continue;
+    }
+    if (counting) {  // the document this record replaces or deletes leaves the digest
+      if (auto old = writer->postlist_begin(term); old != writer->postlist_end(term)) {
+        const auto stored = decode_hash(writer->get_document(*old, Xapian::DOC_ASSUME_VALID).get_value(entry_hash_slot));
+        if (!stored) throw Xapian::DatabaseCorruptError("a document of " + id + " without its entry hash");
+        digest.remove(*stored);
+      }
     }
     std::optional<std::vector<std::pair<std::string, std::string>>> fields;
     if (r.state.kind == state_kind::record) {
@@ -611,12 +662,16 @@ void xapian_backend::impl::apply(const batch& b) {
       }
       doc.set_data(xapian_document_data(record_ref{r.log, r.table, r.record_id, r.state.version}));
       doc.add_boolean_term(term);
+      const auto h = entry_hash(r.log, r.table, r.record_id, r.state.version, r.state.projection);
+      doc.add_value(entry_hash_slot, encode_hash(h));
+      if (counting) digest.add(h);
       writer->replace_document(term, doc);
     }
     if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
   }
   if (inject) throw Xapian::DatabaseError("injected apply failure (xapian_probe)");
   if (b.through) writer->set_metadata(cursor_key, b.through->bytes());
+  if (counting) writer->set_metadata(digest_key, digest.encode());
 }
 
 // The skeleton asked is_owner_epoch for the transaction's epoch (its last applied batch's) just
@@ -646,6 +701,7 @@ result<bool> xapian_backend::impl::commit(const std::optional<cursor>&, epoch_t)
 
 result<void> xapian_backend::impl::run_shutdown() {
   cancel_transaction();
+  digest_is = digest_state::unloaded;
   if (writer) {
     try {
       writer->close();
@@ -779,6 +835,71 @@ result<query_result<std::vector<scored_ref>>> xapian_backend::search(std::string
 result<query_rows> xapian_backend::query(const index_query& q) {
   if (q.kind != query_kind::search) return error{errc::not_supported, "a Xapian index answers search only"};
   return search(q.text, q.offset, q.limit, q.mode);
+}
+
+namespace {
+
+class loaded_digest_view final : public digest_view {
+ public:
+  const std::optional<cursor>& through() const noexcept override { return through_; }
+  const index_digest& digest() const noexcept override { return digest_; }
+  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
+    for (const auto& e : entries_) {
+      if (!each(e)) break;
+    }
+    return {};
+  }
+
+  std::optional<cursor> through_;
+  index_digest digest_;
+  std::vector<digest_entry> entries_;  // sorted by (log, table, record id)
+};
+
+}  // namespace
+
+result<std::unique_ptr<digest_view>> xapian_backend::open_digest() {
+  const auto& p = *impl_;
+  // A long read may outlive the revision it started on (the writer commits twice meanwhile):
+  // it starts again on the newer one.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto view = std::make_unique<loaded_digest_view>();
+    if (!database_exists(p.options.path)) return std::unique_ptr<digest_view>(std::move(view));
+    try {
+      Xapian::Database db(p.options.path.string());
+      if (const auto bytes = db.get_metadata(cursor_key); !bytes.empty()) {
+        auto c = cursor::decode(bytes);
+        if (!c) return c.error();
+        view->through_ = std::move(*c);
+      }
+      const auto bytes = db.get_metadata(digest_key);
+      if (auto stored = index_digest::decode(bytes)) {
+        view->digest_ = *stored;
+      } else if (!bytes.empty() || db.get_doccount() != 0) {
+        return error{errc::not_supported, "index " + p.id + " was written before digests (formats.md §7): a rebuild adds them"};
+      }
+      view->entries_.reserve(db.get_doccount());
+      for (auto it = db.postlist_begin(""); it != db.postlist_end(""); ++it) {
+        const auto doc = db.get_document(*it);
+        record_ref ref;
+        const auto hash = decode_hash(doc.get_value(entry_hash_slot));
+        if (!decode_document_data(doc.get_data(), ref) || !hash) {
+          return error{errc::io_error, "index " + p.id + ": document " + std::to_string(*it) + " lacks its record or its entry hash"};
+        }
+        view->entries_.push_back(digest_entry{std::move(ref.log), ref.table, std::move(ref.record_id), ref.version, *hash});
+      }
+      std::sort(view->entries_.begin(), view->entries_.end(), [](const digest_entry& a, const digest_entry& b) {
+        return std::tie(a.log, a.table, a.record_id) < std::tie(b.log, b.table, b.record_id);
+      });
+      return std::unique_ptr<digest_view>(std::move(view));
+    } catch (const Xapian::DatabaseModifiedError&) {
+      continue;
+    } catch (const Xapian::DatabaseCorruptError& e) {
+      return p.damaged(e);
+    } catch (const Xapian::Error& e) {
+      return error{errc::io_error, "index " + p.id + ": reading the digest of " + p.options.path.string() + ": " + e.get_description()};
+    }
+  }
+  return error{errc::io_error, "index " + p.id + ": its database changed under every attempt to read its digest"};
 }
 
 result<std::vector<record_ref>> xapian_backend::stored_records() const { return list_records(impl_->id, impl_->options.path); }

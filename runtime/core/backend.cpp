@@ -29,6 +29,10 @@ result<query_rows> backend::query(const index_query& q) {
   return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") answers no queries"};
 }
 
+result<std::unique_ptr<digest_view>> backend::open_digest() {
+  return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") keeps no digest"};
+}
+
 std::string normalize_unindexable_reason(std::string_view reason) {
   bool ok = !reason.empty() && reason.size() <= 48;
   for (char c : reason) {

@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <dix/testing/backend_conformance.hpp>
 
@@ -423,6 +425,53 @@ struct session {
     INFO("model:  " << render(model));
     CHECK(rows == model);
     require_finds(model, n);
+    require_digest(model, n);
+  }
+  // For a backend that keeps a digest (backend::open_digest, formats.md §7): the view's cursor is
+  // cursor n, its digest the model's, and its entries exactly the model's records, each (log,
+  // table) contiguous with ascending ids, each with its version and entry hash. A backend without
+  // one answers not_supported.
+  void require_digest(const stored_records& model, std::uint64_t n) {
+    auto opened = b->open_digest();
+    if (!opened && opened.error().value() == errc::not_supported) return;
+    INFO("open_digest(): " << (opened ? std::string("ok") : opened.error().message()));
+    REQUIRE(opened);
+    const auto view = std::move(*opened);
+    CHECK(describe(view->through()) == describe(n == 0 ? std::optional<cursor>{} : cursor_at(n)));
+    index_digest want;
+    std::map<stored_key, std::pair<std::uint64_t, hash128>> want_entries;
+    for (const auto& [key, version] : model) {
+      const auto h = entry_hash(key.log, key.table, key.record_id, version, subject.projection(version));
+      want.add(h);
+      want_entries[key] = {version, h};
+    }
+    INFO("digest: " << to_hex(view->digest().sum) << " over " << view->digest().records << " record(s); the model's "
+                    << to_hex(want.sum) << " over " << want.records);
+    CHECK(view->digest() == want);
+    std::map<stored_key, std::pair<std::uint64_t, hash128>> got;
+    std::set<std::pair<std::string, std::uint32_t>> groups_done;
+    std::optional<stored_key> last;
+    std::string order_error;
+    auto scanned = view->for_each_entry([&](const digest_entry& e) {
+      stored_key key{e.log, e.table, e.record_id};
+      if (last && (last->log != e.log || last->table != e.table)) groups_done.insert({last->log, last->table});
+      if (order_error.empty() && groups_done.count({e.log, e.table}) > 0) {
+        order_error = "the entries of " + e.log + "/" + std::to_string(e.table) + " are not contiguous";
+      }
+      if (order_error.empty() && last && last->log == e.log && last->table == e.table && !(last->record_id < e.record_id)) {
+        order_error = "record ids do not ascend: " + last->record_id + " then " + e.record_id;
+      }
+      if (order_error.empty() && !got.emplace(key, std::make_pair(e.version, e.hash)).second) {
+        order_error = "an entry listed twice: " + e.record_id;
+      }
+      last = key;
+      return true;
+    });
+    INFO("for_each_entry(): " << (scanned ? std::string("ok") : scanned.error().message()));
+    REQUIRE(scanned);
+    INFO(order_error);
+    CHECK(order_error.empty());
+    CHECK(got == want_entries);
   }
   // With the subject's `finds`: for each n ≤ last, a query for projection(n) answers exactly the
   // records the model holds at version n (records the kit writes carry projection(n) at version n).

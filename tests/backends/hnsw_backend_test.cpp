@@ -316,6 +316,77 @@ TEST_CASE("hnsw index: queries of the wrong dimension are invalid_argument, and 
   }
 }
 
+namespace {
+
+// Generation g's labels file rewritten as format 1 (formats.md 6.4: no digest, no entry hashes),
+// and the cursor file's labels length and CRC-32 (and its own CRC-32) made to match: what a
+// dix from before digests left.
+void downgrade_labels(const std::filesystem::path& dir, std::uint64_t g) {
+  const auto lp = dir / ("labels." + std::to_string(g));
+  const auto v2 = test::read_file(lp);
+  REQUIRE(get_le<std::uint32_t>(v2, 8) == 2);
+  std::string v1 = v2.substr(0, 33);
+  v1[8] = 1;
+  const auto count = get_le<std::uint64_t>(v2, 25);
+  std::size_t at = 33 + 24;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    v1 += v2.substr(at, 16);  // label, version
+    at += 32;                 // and the hash, left out
+    const auto log_length = static_cast<std::uint8_t>(v2[at]);
+    const auto id_length = get_le<std::uint32_t>(v2, at + 1 + log_length + 4);
+    const auto rest = 1 + log_length + 4 + 4 + id_length;
+    v1 += v2.substr(at, rest);
+    at += rest;
+  }
+  REQUIRE(at == v2.size());
+  test::replace_file(lp, v1);
+  auto c = test::read_file(dir / "cursor");
+  std::string fixed = c.substr(0, 32);
+  put_le<std::uint64_t>(fixed, v1.size());
+  put_le<std::uint32_t>(fixed, crc32_ieee(v1));
+  fixed += c.substr(44, c.size() - 44 - 4);
+  put_le<std::uint32_t>(fixed, crc32_ieee(fixed));
+  test::replace_file(dir / "cursor", fixed);
+}
+
+}  // namespace
+
+TEST_CASE("hnsw index: a generation written before digests (labels format 1) still loads, keeps format 1 and reports no digest until a reset (formats.md 6.4)",
+          "[adapter][backend][hnsw][digest]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 2}, 7), entry("b", {3, 4}, 7)}, 5)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  const auto current = f.index->open_digest().value();
+  CHECK(current->digest().records == 2);
+  f.sub.reset();
+  f.index.reset();
+  downgrade_labels(f.state(), 1);
+  f.index = f.open();
+  CHECK(*f.index->durable_cursor().value() == make_cursor(5));  // loads: not cursorless
+  CHECK(f.nearest({1, 2}, 1) == std::vector<std::string>{"a"});
+  auto old = f.index->open_digest();
+  REQUIRE_FALSE(old);
+  CHECK(old.error().value() == errc::not_supported);
+  // Work goes on over it, in format 1.
+  REQUIRE(f.index->deliver(make_batch(1, {entry("c", {5, 6}, 8), absent("a")}, 6)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  CHECK(get_le<std::uint32_t>(test::read_file(f.state() / "labels.2"), 8) == 1);
+  CHECK_FALSE(f.index->open_digest());
+  // A reset empties it: digests from then on.
+  test::waiter done;
+  f.index->reset(1, done.make());
+  REQUIRE(done.wait());
+  REQUIRE(f.index->deliver(make_batch(1, {entry("d", {7, 8}, 9)}, 7)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  const auto fresh = f.index->open_digest().value();
+  CHECK(fresh->digest().records == 1);
+  index_digest want;
+  want.add(entry_hash("main", 1, "d", 9, encode_vector(vec{7, 8}.data(), 2)));
+  CHECK(fresh->digest() == want);
+  REQUIRE(fresh->through());
+  CHECK(*fresh->through() == make_cursor(7));
+}
+
 TEST_CASE("hnsw index: a barrier writes generation files and a cursor file naming them with their lengths and CRC-32s",
           "[adapter][backend][hnsw][barrier]") {
   fixture f;
@@ -348,13 +419,19 @@ TEST_CASE("hnsw index: a barrier writes generation files and a cursor file namin
     return labels;
   };
   const auto labels = check_cursor_file(1, 5);
-  // The labels file: magic, format 1, dimension, space, next label, count, then the entries.
+  // The labels file: magic, format 2, dimension, space, next label, count, the digest, then the
+  // entries (formats.md 6.4).
   CHECK(labels.substr(0, 8) == "DIXHNSWL");
+  CHECK(get_le<std::uint32_t>(labels, 8) == 2);
   CHECK(get_le<std::uint32_t>(labels, 12) == 2);
   CHECK(labels[16] == static_cast<char>(hnsw_space::l2));
   CHECK(get_le<std::uint64_t>(labels, 17) == 1);
   CHECK(get_le<std::uint64_t>(labels, 25) == 1);
-  CHECK(labels.size() == 33 + 8 + 8 + 1 + 4 + 4 + 4 + 1);  // label, version, "main", table, "a"
+  // label, version, entry hash, "main", table, "a"
+  CHECK(labels.size() == 33 + 24 + 8 + 8 + 16 + 1 + 4 + 4 + 4 + 1);
+  // One entry: the digest is its hash, counted once.
+  CHECK(labels.substr(33, 16) == labels.substr(33 + 24 + 16, 16));
+  CHECK(get_le<std::uint64_t>(labels, 49) == 1);
 
   // A change makes the next generation; the older one goes.
   REQUIRE(f.index->deliver(make_batch(1, {entry("b", {3, 4}, 8)}, 6)) == delivery_result::accepted);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -456,6 +457,86 @@ TEST_CASE("rocksdb index: reset removes the cursor durably and empties the index
   REQUIRE(f.index->deliver(make_batch(1, {entry("b", {"k"}, 2)}, 2)) == delivery_result::accepted);
   REQUIRE(f.barrier());
   CHECK(f.lookup("k") == std::vector<std::string>{"b"});
+}
+
+namespace {
+
+// The digest a view reports, and the digest of the entries it lists (their hashes summed).
+std::pair<index_digest, index_digest> digest_and_sum(rocksdb_index_backend& index, std::optional<cursor>* through = nullptr) {
+  auto view = index.open_digest().value();
+  if (through) *through = view->through();
+  index_digest sum;
+  REQUIRE(view->for_each_entry([&](const digest_entry& e) {
+    CHECK(e.hash == entry_hash(e.log, e.table, e.record_id, e.version, encode_keys({"k" + std::to_string(e.version % 5)})));
+    sum.add(e.hash);
+    return true;
+  }));
+  return {view->digest(), sum};
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb index: the stored digest is always the sum of its entries: random batches, reopens, a digest turned off and on again, and a reset (formats.md 6.2, 7)", "[adapter][backend][digest]") {
+  temp_dir dir;
+  std::mt19937_64 rng(31);
+  std::map<std::string, std::uint64_t> model;  // id → version; projection encode_keys({"k" + version % 5})
+  std::uint64_t version = 0, sequence = 0;
+  test::fake_host host;  // outlives every instance (the returned one included)
+  auto run = [&](bool keep_digest, int batches) {
+    rocksdb_index_options o;
+    o.path = dir / "index";
+    o.digest = keep_digest;
+    auto index = rocksdb_index_backend::create("by-category", o).value();
+    index->attach(host);
+    for (int b = 0; b < batches; ++b) {
+      std::vector<record_entry> records;
+      std::set<std::string> ids;
+      for (int i = 0; i < 20; ++i) {
+        auto id = "r" + std::to_string(rng() % 40);
+        if (!ids.insert(id).second) continue;
+        if (rng() % 4 == 0) {
+          records.push_back(absent(id));
+          model.erase(id);
+        } else if (rng() % 10 == 0) {
+          auto bad = entry(id, {}, ++version);
+          bad.state.projection = "ab";  // unindexable: removed, not an entry
+          records.push_back(bad);
+          model.erase(id);
+        } else {
+          ++version;
+          records.push_back(test::present(id, encode_keys({"k" + std::to_string(version % 5)}), version));
+          model[id] = version;
+        }
+      }
+      REQUIRE(index->deliver(make_batch(1, records, ++sequence)) == delivery_result::accepted);
+    }
+    test::waiter w;
+    index->flush(flush_reason::age, w.make());
+    REQUIRE(w.wait());
+    std::optional<cursor> through;
+    const auto [digest, sum] = digest_and_sum(*index, &through);
+    CHECK(digest == sum);
+    CHECK(digest.records == model.size());
+    index_digest want;
+    for (const auto& [id, v] : model) want.add(entry_hash("main", 1, id, v, encode_keys({"k" + std::to_string(v % 5)})));
+    CHECK(digest == want);
+    REQUIRE(through);
+    CHECK(*through == make_cursor(sequence));
+    return index;
+  };
+  run(true, 30);
+  run(true, 10);   // reopened: the stored digest goes on from where it was
+  run(false, 10);  // no digest kept: each batch deletes it; a view computes it from `reverse`
+  auto index = run(true, 10);  // kept again: computed once, then maintained
+  test::waiter done;
+  index->reset(1, done.make());
+  REQUIRE(done.wait());
+  const auto [digest, sum] = digest_and_sum(*index);
+  CHECK(digest == index_digest{});
+  CHECK(sum == index_digest{});
+  index.reset();
+  model.clear();
+  run(true, 5);  // after a reset the digest starts from empty
 }
 
 TEST_CASE("rocksdb index: reset heals a database that cannot be opened (a corrupt CURRENT) by removing its own files by name, and leaves a file it did not write", "[adapter][backend][reset]") {

@@ -44,6 +44,7 @@
 
 #include <dix/batch.hpp>
 #include <dix/cursor.hpp>
+#include <dix/digest.hpp>
 #include <dix/query.hpp>
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
@@ -172,6 +173,31 @@ class backend_host {
   }
 };
 
+// One entry of an index as its digest counts it (<dix/digest.hpp>): a record the index holds,
+// its version and entry_hash(log, table, record_id, version, projection).
+struct digest_entry {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t version = 0;
+  hash128 hash;
+};
+
+// What backend::open_digest returns: a pinned view, usable from any one thread at a time for as
+// long as its backend object lives (the kit and dix verify destroy it first).
+class digest_view {
+ public:
+  virtual ~digest_view() = default;
+  // The cursor stored with the digest (none: a fresh or reset index, whose digest is empty).
+  virtual const std::optional<cursor>& through() const noexcept = 0;
+  virtual const index_digest& digest() const noexcept = 0;
+  // Every entry the digest counts, exactly once: within each (log, table) in ascending bytewise
+  // order of record id, each (log, table) contiguous (the groups in any order). `each` answers
+  // false to stop early. May run long (it reads the whole index); errors are the index's read
+  // errors.
+  virtual result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) = 0;
+};
+
 // An index backend (api.md §5, backends.md §0). See THREADS, BLOCKING, CALLBACKS and EXCEPTIONS
 // at the top of this file for what holds for every member.
 class backend {
@@ -279,6 +305,14 @@ class backend {
   // otherwise change the index. A kind the backend does not answer: not_supported. Default: every
   // query not_supported.
   virtual result<query_rows> query(const index_query& q);
+  // Optional (issue 31, formats.md §7): a consistent view of the index's digest — the cursor,
+  // the digest stored with it in the same atomic write, and the entries they summarise — pinned
+  // when the view opens (a snapshot, a revision) and unchanged by later work. The digest must be
+  // exactly as durable as the cursor: a reset removes both, a restart finds both, and after any
+  // crash the stored digest is the digest of the stored entries. Called on the proxy's thread or a
+  // query thread, concurrently with every other call (thread-safe); may block briefly to pin the
+  // view. Must never change the index. Default: not_supported (the index cannot be verified).
+  virtual result<std::unique_ptr<digest_view>> open_digest();
 };
 
 }  // namespace dix

@@ -103,6 +103,10 @@ class hnsw_backend final : public backend {
                                                      const coverage_mode& mode = {}, std::size_t ef = 64);
   // backend::query: knn (q.vector, k = q.limit, q.ef).
   result<query_rows> query(const index_query& q) override;
+  // The digest (formats.md §7) of the committed generation, read from its files (the cursor file
+  // and the labels file it names), never from the graph in memory. not_supported for a generation
+  // written before digests (labels format 1; a rebuild adds them).
+  result<std::unique_ptr<digest_view>> open_digest() override;
   // Every record the index holds with its version, in (log, table, record_id) order. No
   // admission (for tests and the conformance kit); opens the index if needed.
   result<std::vector<record_ref>> stored_records();

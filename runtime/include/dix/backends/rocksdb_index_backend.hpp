@@ -37,6 +37,10 @@ struct rocksdb_index_options {
   // and `changed` follows when space returns; below half of it accepted batches wait to be
   // applied and the database is not opened for writing. Default: 0
   std::uint64_t free_space_reserve_bytes = 0;
+  // Keeps the index digest (formats.md §7) in every batch's write, which open_digest() reads and
+  // dix verify needs. Off (only to measure its cost: `dix bench catchup --no-digest`), each batch
+  // deletes the stored digest instead, so turning it on again recomputes it. Default: true
+  bool digest = true;
 };
 result<void> validate(const rocksdb_index_options& options);
 
@@ -102,6 +106,9 @@ class rocksdb_index_backend final : public backend {
                                                       std::size_t limit, const coverage_mode& mode = {});
   // backend::query: lookup (q.text) and range ([q.text, q.end)), q.limit rows, score 0.
   result<query_rows> query(const index_query& q) override;
+  // The digest (formats.md §7) at a snapshot of the database (opened if needed). The view holds
+  // the database open: a shutdown or reset waits until it is destroyed.
+  result<std::unique_ptr<digest_view>> open_digest() override;
 
   struct impl;
 

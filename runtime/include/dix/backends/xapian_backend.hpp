@@ -105,6 +105,11 @@ class xapian_backend final : public backend {
                                                        std::size_t limit, const coverage_mode& mode = {});
   // backend::query: search (q.text, q.offset, q.limit).
   result<query_rows> query(const index_query& q) override;
+  // The digest (formats.md §7) of the last committed revision, read through a read-only Database
+  // with its entries (each document's entry hash, value slot 0) loaded and sorted: the view holds
+  // them in memory (about 40 bytes and the ids per document). not_supported for a database written
+  // before digests (a rebuild adds them); io_error when unreadable.
+  result<std::unique_ptr<digest_view>> open_digest() override;
   // Every committed document's record ref and version, ordered by (log, table, record_id). For
   // tests, tools and the conformance kit: needs no attach and no admission, and works before the
   // first and after the last owner (a missing database has none). io_error when unreadable.
