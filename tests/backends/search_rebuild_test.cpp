@@ -14,7 +14,9 @@
 #include <dix/backends/xapian_backend.hpp>
 #include <dix/runtime.hpp>
 
+#include "adapters/rocksdb_store_reader.hpp"
 #include "adapters/test_support.hpp"
+#include "core/projection_digest.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace dix;
@@ -71,6 +73,31 @@ answers ask(rocksdb_index_backend& keys, xapian_backend& text, hnsw_backend& vec
   return a;
 }
 
+// The digest each backend stores (formats.md §7) is the digest of the primary store's projection:
+// computed from a snapshot of the store with the index's own projection, entry by entry.
+void check_digest(const std::shared_ptr<primary_store>& store, backend& b, const projection& fn) {
+  INFO("index " << b.id());
+  auto view = b.open_digest();
+  INFO((view ? std::string() : view.error().to_string()));
+  REQUIRE(view);
+  rocksdb_store_reader reader(store);
+  auto snapshot = reader.snapshot().value();
+  index_digest want;
+  std::map<std::string, std::pair<std::uint64_t, hash128>> primary, index;
+  REQUIRE(add_projection_digest(*snapshot, "main", 1, fn, want, [&](const digest_entry& e) {
+    primary[e.record_id] = {e.version, e.hash};
+    return true;
+  }));
+  REQUIRE((*view)->for_each_entry([&](const digest_entry& e) {
+    index[e.record_id] = {e.version, e.hash};
+    return true;
+  }));
+  CHECK(index == primary);
+  INFO("index digest " << to_hex((*view)->digest().sum) << ", the projection's " << to_hex(want.sum));
+  CHECK((*view)->digest() == want);
+  CHECK(want.records > 50);
+}
+
 void check_same(const scored& before, const scored& after) {
   REQUIRE(before.size() == after.size());
   for (const auto& [id, vs] : before) {
@@ -102,17 +129,20 @@ TEST_CASE("rebuild: each shipped backend (RocksDB, Xapian, hnsw) ends ready with
   ho.dimension = dimension;
   auto vectors = hnsw_backend::create("vectors", ho).value();
 
-  REQUIRE(rt->register_index(with(keys, [](std::string_view p, const record_info&) -> projection_result {
-                return encode_keys({number_of(p) % 2 == 0 ? "even" : "odd"});
-              })));
-  REQUIRE(rt->register_index(with(text, [](std::string_view p, const record_info&) -> projection_result {
-                const int i = number_of(p);
-                return encode_fields({{"body", std::string(words[i % 5]) + " " + words[(i / 5) % 5] + " item"}});
-              })));
-  REQUIRE(rt->register_index(with(vectors, [](std::string_view p, const record_info&) -> projection_result {
-                const auto v = vector_of(number_of(p));
-                return encode_vector(v.data(), v.size());
-              })));
+  const projection key_of = [](std::string_view p, const record_info&) -> projection_result {
+    return encode_keys({number_of(p) % 2 == 0 ? "even" : "odd"});
+  };
+  const projection text_of = [](std::string_view p, const record_info&) -> projection_result {
+    const int i = number_of(p);
+    return encode_fields({{"body", std::string(words[i % 5]) + " " + words[(i / 5) % 5] + " item"}});
+  };
+  const projection vector_of_record = [](std::string_view p, const record_info&) -> projection_result {
+    const auto v = vector_of(number_of(p));
+    return encode_vector(v.data(), v.size());
+  };
+  REQUIRE(rt->register_index(with(keys, key_of)));
+  REQUIRE(rt->register_index(with(text, text_of)));
+  REQUIRE(rt->register_index(with(vectors, vector_of_record)));
 
   // 150 records, a third of them updated to another number, every seventh deleted.
   for (int batch = 0; batch < 3; ++batch) {
@@ -132,6 +162,10 @@ TEST_CASE("rebuild: each shipped backend (RocksDB, Xapian, hnsw) ends ready with
   REQUIRE(!before.lookup.empty());
   REQUIRE(!before.search.empty());
   REQUIRE(before.knn.size() == 10);
+  // Each query waited for coverage of its start, so every index is durable through the last write.
+  check_digest(store, *keys, key_of);
+  check_digest(store, *text, text_of);
+  check_digest(store, *vectors, vector_of_record);
 
   std::string history;  // the states each rebuild's wait saw, for a failure below
   for (const char* id : {"keys", "text", "vectors"}) {
@@ -162,5 +196,13 @@ TEST_CASE("rebuild: each shipped backend (RocksDB, Xapian, hnsw) ends ready with
   CHECK(after.lookup == before.lookup);
   check_same(before.search, after.search);
   check_same(before.knn, after.knn);
+  // A rebuild recomputes each digest: the same as the projection's again.
+  check_digest(store, *keys, key_of);
+  check_digest(store, *text, text_of);
+  check_digest(store, *vectors, vector_of_record);
   REQUIRE(rt->stop().get());
+  // And after the owner let go (a shutdown, its release's flush), as any later owner finds them.
+  check_digest(store, *keys, key_of);
+  check_digest(store, *text, text_of);
+  check_digest(store, *vectors, vector_of_record);
 }
