@@ -1057,20 +1057,25 @@ class labels_digest_view final : public digest_view {
  public:
   const std::optional<cursor>& through() const noexcept override { return through_; }
   const index_digest& digest() const noexcept override { return digest_; }
-  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
-    digest_entry e;
-    for (const auto& [key, s] : labels_.by_ref) {  // ordered by (log, table, record id)
-      std::tie(e.log, e.table, e.record_id) = key;
-      e.version = s.version;
-      e.hash = s.hash;
-      if (!each(e)) break;
-    }
-    return {};
+  result<const digest_entry*> next() override {  // by_ref is ordered by (log, table, record id)
+    if (!started_) at_ = labels_.by_ref.begin();
+    else if (at_ != labels_.by_ref.end()) ++at_;
+    started_ = true;
+    if (at_ == labels_.by_ref.end()) return static_cast<const digest_entry*>(nullptr);
+    std::tie(e_.log, e_.table, e_.record_id) = at_->first;
+    e_.version = at_->second.version;
+    e_.hash = at_->second.hash;
+    return &e_;
   }
 
   std::optional<cursor> through_;
   index_digest digest_;
   label_map labels_;
+
+ private:
+  std::map<ref_key, slot>::const_iterator at_;
+  bool started_ = false;
+  digest_entry e_;
 };
 
 }  // namespace

@@ -880,35 +880,41 @@ class rocksdb_digest_view final : public digest_view {
  public:
   rocksdb_digest_view(std::shared_lock<std::shared_mutex> lock, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* reverse, std::string id)
       : lock_(std::move(lock)), db_(db), reverse_(reverse), snapshot_(db->GetSnapshot()), id_(std::move(id)) {}
-  ~rocksdb_digest_view() override { db_->ReleaseSnapshot(snapshot_); }
+  ~rocksdb_digest_view() override {
+    it_.reset();
+    db_->ReleaseSnapshot(snapshot_);
+  }
   rocksdb_digest_view(const rocksdb_digest_view&) = delete;
   rocksdb_digest_view& operator=(const rocksdb_digest_view&) = delete;
 
   const std::optional<cursor>& through() const noexcept override { return through_; }
   const index_digest& digest() const noexcept override { return digest_; }
-  // Reverse keys are record refs (u8 log length, log, u32 big-endian table, id): each (log, table)
-  // is contiguous and its ids ascend bytewise.
-  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snapshot_;
-    ro.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, reverse_));
-    record_ref ref;
-    digest_entry e;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const auto value = it->value().ToStringView();
-      if (!decode_ref(it->key().ToStringView(), ref) || value.size() < 8) {
-        return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
-      }
-      e.log = std::move(ref.log);
-      e.table = ref.table;
-      e.record_id = std::move(ref.record_id);
-      e.version = get_le<std::uint64_t>(value, 0);
-      e.hash = entry_hash(e.log, e.table, e.record_id, e.version, value.substr(8));
-      if (!each(e)) return {};
+  // Reverse keys are record refs (u8 log length, log, u32 big-endian table, id): each log's
+  // entries together, its tables ascending, each table's ids ascending.
+  result<const digest_entry*> next() override {
+    if (!it_) {
+      rocksdb::ReadOptions ro;
+      ro.snapshot = snapshot_;
+      ro.fill_cache = false;
+      it_.reset(db_->NewIterator(ro, reverse_));
+      it_->SeekToFirst();
+    } else if (it_->Valid()) {
+      it_->Next();
     }
-    if (!it->status().ok()) return error{errc::io_error, "index " + id_ + ": reading its entries: " + it->status().ToString()};
-    return {};
+    if (!it_->Valid()) {
+      if (!it_->status().ok()) return error{errc::io_error, "index " + id_ + ": reading its entries: " + it_->status().ToString()};
+      return static_cast<const digest_entry*>(nullptr);
+    }
+    const auto value = it_->value().ToStringView();
+    if (!decode_ref(it_->key().ToStringView(), ref_) || value.size() < 8) {
+      return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
+    }
+    e_.log = std::move(ref_.log);
+    e_.table = ref_.table;
+    e_.record_id = std::move(ref_.record_id);
+    e_.version = get_le<std::uint64_t>(value, 0);
+    e_.hash = entry_hash(e_.log, e_.table, e_.record_id, e_.version, value.substr(8));
+    return &e_;
   }
 
   const rocksdb::Snapshot* snapshot() const noexcept { return snapshot_; }
@@ -921,6 +927,9 @@ class rocksdb_digest_view final : public digest_view {
   rocksdb::ColumnFamilyHandle* reverse_;
   const rocksdb::Snapshot* snapshot_;
   std::string id_;
+  std::unique_ptr<rocksdb::Iterator> it_;  // destroyed before the snapshot is released
+  record_ref ref_;
+  digest_entry e_;
 };
 
 }  // namespace

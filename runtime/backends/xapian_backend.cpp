@@ -843,16 +843,15 @@ class loaded_digest_view final : public digest_view {
  public:
   const std::optional<cursor>& through() const noexcept override { return through_; }
   const index_digest& digest() const noexcept override { return digest_; }
-  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) override {
-    for (const auto& e : entries_) {
-      if (!each(e)) break;
-    }
-    return {};
+  result<const digest_entry*> next() override {
+    if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
+    return &entries_[at_++];
   }
 
   std::optional<cursor> through_;
   index_digest digest_;
   std::vector<digest_entry> entries_;  // sorted by (log, table, record id)
+  std::size_t at_ = 0;
 };
 
 }  // namespace

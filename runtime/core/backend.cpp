@@ -29,6 +29,14 @@ result<query_rows> backend::query(const index_query& q) {
   return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") answers no queries"};
 }
 
+result<void> digest_view::for_each_entry(const std::function<bool(const digest_entry&)>& each) {
+  for (;;) {
+    auto e = next();
+    if (!e) return e.error();
+    if (*e == nullptr || !each(**e)) return {};
+  }
+}
+
 result<std::unique_ptr<digest_view>> backend::open_digest() {
   return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") keeps no digest"};
 }

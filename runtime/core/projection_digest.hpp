@@ -1,12 +1,13 @@
-// The digest an index should have (issue 31, formats.md §7), computed from the primary store: a
-// snapshot's records of one projected table, in id order, each projected exactly as the tailer
-// projects it for a batch (tailer_core::project). A record whose stored value is corrupt, or
-// whose projection is unindexable, is not an entry — as it is not in the index. What `dix verify`
-// compares with a backend's digest_view at the same cursor.
+// What an index should hold (issue 31, formats.md §7), computed from the primary store: a
+// snapshot's records of a log's projected tables, each table in id order, each record projected
+// exactly as the tailer projects it for a batch (tailer_core::project). A record whose stored value
+// is corrupt, or whose projection is unindexable, is not an entry — as it is not in the index.
+// What `dix verify` merges with a backend's digest_view at the same cursor (core/drift.hpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include <dix/backend.hpp>  // digest_entry
@@ -14,14 +15,30 @@
 #include <dix/projection.hpp>
 #include <dix/result.hpp>
 
+#include "core/drift.hpp"
 #include "ports/store_reader.hpp"
 
 namespace dix {
 
+// The entries of log `log`'s projected `tables` at `snapshot`, in merge order: the tables
+// ascending, each read in id order. Errors: the snapshot's read errors, and invalid_argument
+// naming the table when a projection throws (the runtime treats that as runner-failed).
+class projection_entries final : public entry_source {
+ public:
+  projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables);
+  result<const digest_entry*> next() override;
+
+ private:
+  store_snapshot& snapshot_;
+  std::map<std::uint32_t, projection> tables_;
+  std::map<std::uint32_t, projection>::const_iterator table_;
+  bool sought_ = false;
+  digest_entry e_;
+};
+
 // Adds the entries of `table` of log `log` at `snapshot`, projected with `fn`, to `into`, and
 // hands each to `each` (if set) in ascending id order; `each` answering false stops the scan
-// (`into` then holds a part). Errors: the snapshot's read errors, and invalid_argument naming the
-// table when the projection throws (the runtime treats that as runner-failed).
+// (`into` then holds a part). Errors as projection_entries'.
 result<void> add_projection_digest(store_snapshot& snapshot, const std::string& log, std::uint32_t table,
                                    const projection& fn, index_digest& into,
                                    const std::function<bool(const digest_entry&)>& each = {});

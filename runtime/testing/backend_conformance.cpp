@@ -428,9 +428,9 @@ struct session {
     require_digest(model, n);
   }
   // For a backend that keeps a digest (backend::open_digest, formats.md §7): the view's cursor is
-  // cursor n, its digest the model's, and its entries exactly the model's records, each (log,
-  // table) contiguous with ascending ids, each with its version and entry hash. A backend without
-  // one answers not_supported.
+  // cursor n, its digest the model's, and its entries exactly the model's records in next()'s
+  // order (each log together, tables ascending, ids ascending), each with its version and entry
+  // hash. A backend without one answers not_supported.
   void require_digest(const stored_records& model, std::uint64_t n) {
     auto opened = b->open_digest();
     if (!opened && opened.error().value() == errc::not_supported) return;
@@ -449,17 +449,19 @@ struct session {
                     << to_hex(want.sum) << " over " << want.records);
     CHECK(view->digest() == want);
     std::map<stored_key, std::pair<std::uint64_t, hash128>> got;
-    std::set<std::pair<std::string, std::uint32_t>> groups_done;
+    std::set<std::string> logs_done;
     std::optional<stored_key> last;
     std::string order_error;
     auto scanned = view->for_each_entry([&](const digest_entry& e) {
       stored_key key{e.log, e.table, e.record_id};
-      if (last && (last->log != e.log || last->table != e.table)) groups_done.insert({last->log, last->table});
-      if (order_error.empty() && groups_done.count({e.log, e.table}) > 0) {
-        order_error = "the entries of " + e.log + "/" + std::to_string(e.table) + " are not contiguous";
+      if (last && last->log != e.log) logs_done.insert(last->log);
+      if (order_error.empty() && logs_done.count(e.log) > 0) {
+        order_error = "the entries of log " + e.log + " are not together";
       }
-      if (order_error.empty() && last && last->log == e.log && last->table == e.table && !(last->record_id < e.record_id)) {
-        order_error = "record ids do not ascend: " + last->record_id + " then " + e.record_id;
+      if (order_error.empty() && last && last->log == e.log &&
+          (e.table < last->table || (e.table == last->table && !(last->record_id < e.record_id)))) {
+        order_error = "not ascending by table, then record id: " + render(std::set<stored_key>{*last}) + " then " +
+                      render(std::set<stored_key>{key});
       }
       if (order_error.empty() && !got.emplace(key, std::make_pair(e.version, e.hash)).second) {
         order_error = "an entry listed twice: " + e.record_id;

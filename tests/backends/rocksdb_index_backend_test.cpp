@@ -11,11 +11,18 @@
 #include <set>
 #include <string>
 
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
 #include <dix/backends/rocksdb_index_backend.hpp>
 
 #include "backends/rocksdb_index_probe.hpp"
 
 #include "adapters/test_support.hpp"
+#include "core/bytes.hpp"
+#include "core/drift.hpp"
+#include "core/projection_digest.hpp"
+#include "support/fake_store.hpp"
 #include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
@@ -537,6 +544,107 @@ TEST_CASE("rocksdb index: the stored digest is always the sum of its entries: ra
   index.reset();
   model.clear();
   run(true, 5);  // after a reset the digest starts from empty
+}
+
+namespace {
+
+// A record ref as the backend keys `reverse` (formats.md 6.2): u8 log length, log, u32
+// big-endian table, record id.
+std::string reverse_key(const std::string& log, std::uint32_t table, const std::string& id) {
+  std::string out(1, static_cast<char>(log.size()));
+  out += log;
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((table >> shift) & 0xFF));
+  return out + id;
+}
+
+std::string reverse_value(std::uint64_t version, const std::string& projection) {
+  std::string out;
+  put_le<std::uint64_t>(out, version);
+  return out + projection;
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb index: drift planted in its files with the backend closed is found, each record by its kind and no other, and its entries no longer sum to its stored digest (issue 31)", "[adapter][backend][digest][verify]") {
+  temp_dir dir;
+  test::fake_store store("main", "identity-1");
+  const projection fn = [](std::string_view payload, const record_info&) -> projection_result {
+    return encode_keys({std::string(payload)});
+  };
+  // The primary: r1..r6; the index: exactly their projection, delivered and made durable.
+  std::map<std::string, std::uint64_t> versions;
+  for (int i = 1; i <= 6; ++i) {
+    const auto id = "r" + std::to_string(i);
+    versions[id] = store.commit({test::put(1, id, "k" + std::to_string(i))}).second;
+  }
+  {
+    test::fake_host host;
+    rocksdb_index_options o;
+    o.path = dir / "index";
+    auto index = rocksdb_index_backend::create("by-key", o).value();
+    index->attach(host);
+    std::vector<record_entry> records;
+    for (const auto& [id, version] : versions) records.push_back(test::present(id, encode_keys({"k" + id.substr(1)}), version));
+    REQUIRE(index->deliver(make_batch(1, records, 6)) == delivery_result::accepted);
+    test::waiter w;
+    index->flush(flush_reason::age, w.make());
+    REQUIRE(w.wait());
+    test::waiter down;
+    index->shutdown(1, down.make());
+    REQUIRE(down.wait());
+  }
+  auto verify = [&](backend& b) {
+    auto view = b.open_digest().value();
+    test::fake_store::reader reader{store};
+    auto snapshot = reader.snapshot().value();
+    auto primary_of = [&](const std::string& log) -> result<std::unique_ptr<entry_source>> {
+      return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*snapshot, log, std::map<std::uint32_t, projection>{{1, fn}}));
+    };
+    struct view_source final : entry_source {
+      digest_view& v;
+      explicit view_source(digest_view& view) : v(view) {}
+      result<const digest_entry*> next() override { return v.next(); }
+    } source(*view);
+    auto report = find_drift(source, {"main"}, primary_of, 100).value();
+    return std::make_pair(view->digest(), report);
+  };
+  {
+    auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    const auto [stored, clean] = verify(*index);
+    CHECK(clean.differences == 0);
+    CHECK(clean.index == clean.primary);
+    CHECK(stored == clean.index);
+  }
+  // Plant one drift of each kind in `reverse`, as a disk fault or a stray tool could.
+  {
+    rocksdb::DBOptions o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    rocksdb_index_open_options(o, families);
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(o, (dir / "index").string(), families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    auto* reverse = handles[2];
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    REQUIRE(db->Delete(wo, reverse, reverse_key("main", 1, "r2")).ok());                                  // removed
+    REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r9"), reverse_value(3, encode_keys({"k9"}))).ok());  // added
+    REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r3"), reverse_value(1, encode_keys({"k3"}))).ok());  // stale
+    REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r4"), reverse_value(versions["r4"], encode_keys({"kX"}))).ok());  // wrong
+    for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
+    REQUIRE(db->Close().ok());
+  }
+  auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+  const auto [stored, report] = verify(*index);
+  std::vector<std::string> found;
+  for (const auto& d : report.drifts) found.push_back(std::string(to_string(d.kind)) + " " + d.record_id);
+  CHECK(found == std::vector<std::string>{"missing r2", "stale r3", "wrong-projection r4", "extra r9"});
+  CHECK(report.differences == 4);
+  CHECK(report.drifts[1].index_version == 1);
+  CHECK(report.drifts[1].primary_version == versions["r3"]);
+  // The stored digest still describes what the backend wrote: the entries read no longer sum to it.
+  CHECK(report.index != stored);
+  CHECK(stored == report.primary);
 }
 
 TEST_CASE("rocksdb index: reset heals a database that cannot be opened (a corrupt CURRENT) by removing its own files by name, and leaves a file it did not write", "[adapter][backend][reset]") {

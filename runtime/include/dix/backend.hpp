@@ -183,19 +183,21 @@ struct digest_entry {
   hash128 hash;
 };
 
-// What backend::open_digest returns: a pinned view, usable from any one thread at a time for as
-// long as its backend object lives (the kit and dix verify destroy it first).
+// What backend::open_digest returns: a pinned view, read by one thread at a time for as long as
+// its backend object lives (the kit and dix verify destroy it first).
 class digest_view {
  public:
   virtual ~digest_view() = default;
   // The cursor stored with the digest (none: a fresh or reset index, whose digest is empty).
   virtual const std::optional<cursor>& through() const noexcept = 0;
   virtual const index_digest& digest() const noexcept = 0;
-  // Every entry the digest counts, exactly once: within each (log, table) in ascending bytewise
-  // order of record id, each (log, table) contiguous (the groups in any order). `each` answers
-  // false to stop early. May run long (it reads the whole index); errors are the index's read
-  // errors.
-  virtual result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each) = 0;
+  // The next entry the digest counts (nullptr after the last), valid until the next call. Each
+  // entry comes exactly once, in the order a merge with a primary scan reads: each log's entries
+  // together (the logs in any order), within a log the tables ascending, within a table the
+  // record ids ascending bytewise. May read the index (a long scan); errors are its read errors.
+  virtual result<const digest_entry*> next() = 0;
+  // Calls `each` for every entry still to come, in next()'s order, until it answers false.
+  result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each);
 };
 
 // An index backend (api.md §5, backends.md §0). See THREADS, BLOCKING, CALLBACKS and EXCEPTIONS

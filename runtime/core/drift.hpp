@@ -1,0 +1,63 @@
+// Where an index and its primary's projection differ (issue 31, `dix verify`'s localisation): a
+// merge of the index's entries (a digest_view) with the projection's (projection_entries), read
+// once each, in digest_view::next()'s order — each log's entries together, its tables ascending,
+// each table's record ids ascending bytewise. The merge also sums both sides' entry hashes, so one
+// pass proves equality (the two digests agree, no difference) or names the differing records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/backend.hpp>  // digest_entry
+#include <dix/digest.hpp>
+#include <dix/result.hpp>
+
+namespace dix {
+
+enum class drift_kind : std::uint8_t {
+  missing,           // the primary projects the record; the index lacks it
+  extra,             // the index holds a record the primary does not project
+  stale,             // both hold it, at different versions
+  wrong_projection,  // both hold it at the same version, with different entry hashes
+};
+std::string_view to_string(drift_kind k) noexcept;
+
+struct drift {
+  drift_kind kind = drift_kind::missing;
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t index_version = 0;    // 0 when missing
+  std::uint64_t primary_version = 0;  // 0 when extra
+};
+
+// Entries in merge order, one at a time (nullptr after the last); each valid until the next call.
+class entry_source {
+ public:
+  virtual ~entry_source() = default;
+  virtual result<const digest_entry*> next() = 0;
+};
+
+struct drift_report {
+  index_digest index;         // the sum of the index entries read (not the digest it stores)
+  index_digest primary;       // the projection's
+  std::uint64_t differences = 0;
+  std::vector<drift> drifts;  // the first `limit` differences, in merge order
+};
+
+// The primary side of one log: its entries in merge order (the log's projected tables ascending).
+using primary_source_of = std::function<result<std::unique_ptr<entry_source>>(const std::string& log)>;
+
+// Merges `index` (every log, each together) with the projection of each log in `logs` (the logs
+// the registration projects), keeping the first `limit` differences. A log of the index's that is
+// not projected is all extra; a projected log the index lacks is all missing. io_error when either
+// side breaks the order (a backend or a store out of contract), or their read errors.
+result<drift_report> find_drift(entry_source& index, const std::vector<std::string>& logs,
+                                const primary_source_of& primary_of, std::size_t limit);
+
+}  // namespace dix
