@@ -24,7 +24,7 @@ const projection upper = [](std::string_view payload, const record_info&) -> pro
 
 }  // namespace
 
-TEST_CASE("projection digest: the entries are the projected records in id order, with their versions; unindexable and corrupt records are not entries", "[core][digest]") {
+TEST_CASE("projection digest: the entries are the projected records in id order, with their versions, and unindexable and corrupt records are not entries", "[core][digest]") {
   fake_store store("main", "identity-1");
   const auto [s1, t1] = store.commit({test::put(1, "b", "two"), test::put(1, "a", "one"), test::put(2, "z", "other table")});
   const auto [s2, t2] = store.commit({test::put(1, "c", "!skip"), test::put(1, "a", "one again"), test::del(1, "b")});
