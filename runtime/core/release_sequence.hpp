@@ -67,9 +67,9 @@ class release_sequence {
 
   // Starts the release of the ownership of `epoch`. `proxy_up`: a proxy can take the flush now;
   // otherwise the sequence waits for on_proxy_up(). `quiesced`: a shutdown(epoch) succeeded
-  // already (the other holder's release got that far, the ownership record says): the flush
-  // still runs, then the unlock — no second shutdown of the epoch (§9.6: at most one successful
-  // shutdown per epoch).
+  // already (the other holder's release, or the runner's own rebuild, got that far: the ownership
+  // record's and runner_core's quiesced epoch): the flush still runs, then the unlock — no second
+  // shutdown of the epoch (§9.6: at most one successful shutdown per epoch).
   step begin(epoch_t epoch, bool proxy_up, bool quiesced);
   step on_proxy_down();
   step on_proxy_up();
