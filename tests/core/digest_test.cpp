@@ -141,3 +141,23 @@ TEST_CASE("digest: the codec round-trips and refuses any other length", "[core][
   CHECK_FALSE(index_digest::decode(bytes + "x"));
   CHECK_FALSE(index_digest::decode(""));
 }
+
+TEST_CASE("digest: an entry's hash is SipHash-2-4-128 of formats.md 7's layout under its key, for short and long entries alike", "[core][digest]") {
+  auto layout = [](std::string_view log, std::uint32_t table, std::string_view id, std::uint64_t version, std::string_view projection) {
+    std::string m(1, static_cast<char>(log.size()));
+    m += log;
+    for (int i = 0; i < 4; ++i) m.push_back(static_cast<char>((table >> (8 * i)) & 0xFF));
+    for (int i = 0; i < 4; ++i) m.push_back(static_cast<char>((id.size() >> (8 * i)) & 0xFF));
+    m += id;
+    for (int i = 0; i < 8; ++i) m.push_back(static_cast<char>((version >> (8 * i)) & 0xFF));
+    m += projection;
+    return m;
+  };
+  // Short entries are hashed in one pass of a buffer, long ones (over 512 bytes) piece by piece.
+  for (const std::size_t projection_size : {std::size_t{0}, std::size_t{14}, std::size_t{480}, std::size_t{600}, std::size_t{5000}}) {
+    const std::string projection(projection_size, 'p');
+    siphash128 h(0x7869642d64696765ull, 0x2e31762d74736564ull);
+    h.update(layout("main", 0x01020304, "record-7", 0x1122334455667788ull, projection));
+    CHECK(entry_hash("main", 0x01020304, "record-7", 0x1122334455667788ull, projection) == h.finish());
+  }
+}
