@@ -30,8 +30,8 @@ struct hash128 {
   friend bool operator!=(const hash128& a, const hash128& b) noexcept { return !(a == b); }
   // Modulo 2^128.
   friend hash128 operator+(const hash128& a, const hash128& b) noexcept {
-    const std::uint64_t lo = a.lo + b.lo;
-    return {lo, a.hi + b.hi + (lo < a.lo ? 1u : 0u)};
+    const std::uint64_t low = a.lo + b.lo;
+    return {low, a.hi + b.hi + (low < a.lo ? 1u : 0u)};
   }
   friend hash128 operator-(const hash128& a, const hash128& b) noexcept {
     return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo ? 1u : 0u)};
