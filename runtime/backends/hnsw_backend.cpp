@@ -1080,6 +1080,16 @@ class labels_digest_view final : public digest_view {
 
 }  // namespace
 
+// As apply() decides: a projection that does not decode as a vector of the index's dimension, or
+// does not validate (check_vector), is skipped.
+std::optional<std::string> hnsw_backend::skips(const record_entry& r) const {
+  if (r.state.kind != state_kind::record) return std::nullopt;
+  auto decoded = decode_vector(r.state.projection);
+  const char* code = decoded ? check_vector(*decoded, impl_->options.dimension, impl_->options.space) : "dimension";
+  if (code == nullptr) return std::nullopt;
+  return std::string(code);
+}
+
 // Read from the committed generation's files, never from the graph in memory (which holds applied
 // work not yet durable): the cursor file, then the labels file it names, verified by its CRC-32.
 result<std::unique_ptr<digest_view>> hnsw_backend::open_digest() {

@@ -934,6 +934,14 @@ class rocksdb_digest_view final : public digest_view {
 
 }  // namespace
 
+// As apply() decides: a projection that does not decode as keys is skipped.
+std::optional<std::string> rocksdb_index_backend::skips(const record_entry& r) const {
+  if (r.state.kind != state_kind::record) return std::nullopt;
+  auto decoded = decode_keys(r.state.projection);
+  if (decoded) return std::nullopt;
+  return decoded.error().message();
+}
+
 result<std::unique_ptr<digest_view>> rocksdb_index_backend::open_digest() {
   auto& p = *impl_;
   if (auto ok = p.ensure_open(); !ok) return ok.error();

@@ -856,6 +856,20 @@ class loaded_digest_view final : public digest_view {
 
 }  // namespace
 
+// As apply() decides: an id too long for a term, projected fields that do not decode, or a field
+// the options do not name.
+std::optional<std::string> xapian_backend::skips(const record_entry& r) const {
+  if (r.state.kind != state_kind::record) return std::nullopt;
+  if (xapian_id_term(r.log, r.table, r.record_id).size() > max_term_bytes) return std::string("id_too_long");
+  auto decoded = decode_fields(r.state.projection);
+  if (!decoded) return decoded.error().message();
+  const auto& known = impl_->options.fields;
+  if (!std::all_of(decoded->begin(), decoded->end(), [&](const auto& f) { return known.count(f.first) != 0; })) {
+    return std::string("unknown_field");
+  }
+  return std::nullopt;
+}
+
 result<std::unique_ptr<digest_view>> xapian_backend::open_digest() {
   const auto& p = *impl_;
   // A long read may outlive the revision it started on (the writer commits twice meanwhile):

@@ -41,6 +41,8 @@ result<std::unique_ptr<digest_view>> backend::open_digest() {
   return error{errc::not_supported, "backend " + id() + " (" + std::string(kind()) + ") keeps no digest"};
 }
 
+std::optional<std::string> backend::skips(const record_entry&) const { return std::nullopt; }
+
 std::string normalize_unindexable_reason(std::string_view reason) {
   bool ok = !reason.empty() && reason.size() <= 48;
   for (char c : reason) {

@@ -7,9 +7,12 @@
 
 namespace dix {
 
-projection_entries::projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables)
-    : snapshot_(snapshot), tables_(std::move(tables)), table_(tables_.begin()) {
+projection_entries::projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables,
+                                       skip_filter skipped)
+    : snapshot_(snapshot), tables_(std::move(tables)), table_(tables_.begin()), skipped_(std::move(skipped)) {
   e_.log = std::move(log);
+  record_.log = e_.log;
+  record_.state.kind = state_kind::record;
 }
 
 result<const digest_entry*> projection_entries::next() {
@@ -38,6 +41,16 @@ result<const digest_entry*> projection_entries::next() {
     }
     const auto* bytes = std::get_if<std::string>(&projected);
     if (bytes == nullptr) continue;  // unindexable: not an entry
+    if (skipped_) {
+      record_.table = table;
+      record_.record_id.assign(record.id);
+      record_.state.version = value->version;
+      record_.state.projection.assign(*bytes);
+      if (skipped_(record_)) {
+        ++skipped_count_;
+        continue;
+      }
+    }
     e_.table = table;
     e_.record_id.assign(record.id);
     e_.version = value->version;

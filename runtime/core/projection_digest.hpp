@@ -21,19 +21,29 @@
 namespace dix {
 
 // The entries of log `log`'s projected `tables` at `snapshot`, in merge order: the tables
-// ascending, each read in id order. Errors: the snapshot's read errors, and invalid_argument
-// naming the table when a projection throws (the runtime treats that as runner-failed).
+// ascending, each read in id order. `skipped` (if set) is asked of every projected record, as
+// the record the tailer would deliver: answering true leaves it out, as the backend leaves out
+// what it skips as unindexable (backend::skips). Errors: the snapshot's read errors, and
+// invalid_argument naming the table when a projection throws (the runtime treats that as
+// runner-failed).
 class projection_entries final : public entry_source {
  public:
-  projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables);
+  using skip_filter = std::function<bool(const record_entry&)>;
+  projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables,
+                     skip_filter skipped = {});
   result<const digest_entry*> next() override;
+  // Records the projection delivers that `skipped` left out, so far.
+  std::uint64_t skipped() const noexcept { return skipped_count_; }
 
  private:
   store_snapshot& snapshot_;
   std::map<std::uint32_t, projection> tables_;
   std::map<std::uint32_t, projection>::const_iterator table_;
+  skip_filter skipped_;
   bool sought_ = false;
+  std::uint64_t skipped_count_ = 0;
   digest_entry e_;
+  record_entry record_;  // what the tailer would deliver, for skipped_ (its buffers reused)
 };
 
 // Adds the entries of `table` of log `log` at `snapshot`, projected with `fn`, to `into`, and

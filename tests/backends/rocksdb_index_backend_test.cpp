@@ -647,6 +647,57 @@ TEST_CASE("rocksdb index: drift planted in its files with the backend closed is 
   CHECK(stored == report.primary);
 }
 
+TEST_CASE("rocksdb index: a record the backend skips as unindexable is no drift once the primary side asks backend::skips, and is missing without it (issue 31)", "[adapter][backend][digest][verify]") {
+  temp_dir dir;
+  test::fake_store store("main", "identity-1");
+  // The projection hands the backend bytes it cannot decode for a payload "bad".
+  const projection fn = [](std::string_view payload, const record_info&) -> projection_result {
+    if (payload == "bad") return std::string("\x01");
+    return encode_keys({std::string(payload)});
+  };
+  std::vector<record_entry> records;
+  for (const char* payload : {"k1", "bad", "k3"}) {
+    const auto id = "r" + std::to_string(records.size() + 1);
+    const auto version = store.commit({test::put(1, id, payload)}).second;
+    auto projected = fn(payload, record_info{"main", 1, id, version, 0});
+    records.push_back(test::present(id, std::get<std::string>(projected), version));
+  }
+  test::fake_host host;
+  auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+  index->attach(host);
+  CHECK_FALSE(index->skips(records[0]));
+  CHECK(index->skips(records[1]) == std::optional<std::string>("bad_encoding"));
+  REQUIRE(index->deliver(make_batch(1, records, 3)) == delivery_result::accepted);
+  test::waiter w;
+  index->flush(flush_reason::age, w.make());
+  REQUIRE(w.wait());
+  auto verify = [&](bool ask_backend) {
+    auto view = index->open_digest().value();
+    test::fake_store::reader reader{store};
+    auto snapshot = reader.snapshot().value();
+    projection_entries::skip_filter skipped;
+    if (ask_backend) skipped = [&](const record_entry& r) { return index->skips(r).has_value(); };
+    auto primary_of = [&](const std::string& log) -> result<std::unique_ptr<entry_source>> {
+      return std::unique_ptr<entry_source>(
+          std::make_unique<projection_entries>(*snapshot, log, std::map<std::uint32_t, projection>{{1, fn}}, skipped));
+    };
+    struct view_source final : entry_source {
+      digest_view& v;
+      explicit view_source(digest_view& dv) : v(dv) {}
+      result<const digest_entry*> next() override { return v.next(); }
+    } source(*view);
+    return find_drift(source, {"main"}, primary_of, 10).value();
+  };
+  const auto asked = verify(true);
+  CHECK(asked.differences == 0);
+  CHECK(asked.index.records == 2);
+  CHECK(asked.primary == asked.index);
+  const auto blind = verify(false);
+  REQUIRE(blind.differences == 1);
+  CHECK(blind.drifts[0].kind == drift_kind::missing);
+  CHECK(blind.drifts[0].record_id == "r2");
+}
+
 TEST_CASE("rocksdb index: reset heals a database that cannot be opened (a corrupt CURRENT) by removing its own files by name, and leaves a file it did not write", "[adapter][backend][reset]") {
   fixture f;
   REQUIRE(f.index->deliver(make_batch(1, {entry("a", {"k"}, 1)}, 1)) == delivery_result::accepted);

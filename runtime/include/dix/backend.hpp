@@ -315,6 +315,13 @@ class backend {
   // query thread, concurrently with every other call (thread-safe); may block briefly to pin the
   // view. Must never change the index. Default: not_supported (the index cannot be verified).
   virtual result<std::unique_ptr<digest_view>> open_digest();
+  // With open_digest (issue 31, formats.md §7): whether apply() keeps a delivered record
+  // (state_kind::record) as an entry — nullopt — or skips it as unindexable, answering the code it
+  // notes (note_unindexable). Decided from the record alone, exactly as apply() decides (a backend
+  // should call it there), never from the index's state: dix verify leaves the records it skips
+  // out of the projection's side, so a disagreement reads as drift. Any thread, concurrently with
+  // every other call; never blocks. Default: every record is kept.
+  virtual std::optional<std::string> skips(const record_entry& r) const;
 };
 
 }  // namespace dix

@@ -107,6 +107,7 @@ class hnsw_backend final : public backend {
   // and the labels file it names), never from the graph in memory. not_supported for a generation
   // written before digests (labels format 1; a rebuild adds them).
   result<std::unique_ptr<digest_view>> open_digest() override;
+  std::optional<std::string> skips(const record_entry& r) const override;
   // Every record the index holds with its version, in (log, table, record_id) order. No
   // admission (for tests and the conformance kit); opens the index if needed.
   result<std::vector<record_ref>> stored_records();

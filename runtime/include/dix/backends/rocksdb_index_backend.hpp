@@ -109,6 +109,7 @@ class rocksdb_index_backend final : public backend {
   // The digest (formats.md §7) at a snapshot of the database (opened if needed). The view holds
   // the database open: a shutdown or reset waits until it is destroyed.
   result<std::unique_ptr<digest_view>> open_digest() override;
+  std::optional<std::string> skips(const record_entry& r) const override;
 
   struct impl;
 

@@ -110,6 +110,7 @@ class xapian_backend final : public backend {
   // them in memory (about 40 bytes and the ids per document). not_supported for a database written
   // before digests (a rebuild adds them); io_error when unreadable.
   result<std::unique_ptr<digest_view>> open_digest() override;
+  std::optional<std::string> skips(const record_entry& r) const override;
   // Every committed document's record ref and version, ordered by (log, table, record_id). For
   // tests, tools and the conformance kit: needs no attach and no admission, and works before the
   // first and after the last owner (a missing database has none). io_error when unreadable.
