@@ -116,7 +116,7 @@ typename Inspector::result_type inspect(Inspector& f, tailer_chunk& x) {
   batch_msg delivery{x.delivery};
   return f(caf::meta::type_name("dix.tailer_chunk"), delivery, x.cut_open, x.end_of_log, x.bytes_read,
            x.transactions_read, x.primary_reads, x.unindexable, x.wal_syncs, x.log_reopens, x.logs,
-           x.through_ends, wire::opt(x.capture), caf::meta::load_callback([&x, &delivery] {
+           x.through_ends, wire::opt(x.capture), x.fence_reached, caf::meta::load_callback([&x, &delivery] {
              x.delivery = std::move(delivery.value);
              return caf::error{};
            }));

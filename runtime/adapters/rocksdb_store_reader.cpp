@@ -18,11 +18,11 @@ result<std::optional<std::string>> rocksdb_store_reader::read(std::uint32_t tabl
   return std::optional<std::string>{std::move(value)};
 }
 
-result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
-    std::uint32_t table, const std::vector<std::string_view>& ids) {
-  auto& p = primary_store_access::get(*store_);
-  std::shared_lock lock(p.lifecycle);
-  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+namespace {
+
+// MultiGet of `ids` in `table` under `ro`; the caller holds the lifecycle lock, the store open.
+result<std::vector<std::optional<std::string>>> multi_get(primary_store::impl& p, const rocksdb::ReadOptions& ro,
+                                                          std::uint32_t table, const std::vector<std::string_view>& ids) {
   std::vector<std::optional<std::string>> out(ids.size());
   auto family = p.tables.find(table);
   if (family == p.tables.end() || ids.empty()) return out;
@@ -31,13 +31,23 @@ result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
   for (auto id : ids) keys.emplace_back(id.data(), id.size());
   std::vector<rocksdb::PinnableSlice> values(ids.size());
   std::vector<rocksdb::Status> statuses(ids.size());
-  p.db->MultiGet(rocksdb::ReadOptions{}, family->second, ids.size(), keys.data(), values.data(), statuses.data());
+  p.db->MultiGet(ro, family->second, ids.size(), keys.data(), values.data(), statuses.data());
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (statuses[i].IsNotFound()) continue;
     if (!statuses[i].ok()) return error{errc::io_error, "reading table " + std::to_string(table) + ": " + statuses[i].ToString()};
     out[i] = values[i].ToString();
   }
   return out;
+}
+
+}  // namespace
+
+result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
+    std::uint32_t table, const std::vector<std::string_view>& ids) {
+  auto& p = primary_store_access::get(*store_);
+  std::shared_lock lock(p.lifecycle);
+  if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  return multi_get(p, rocksdb::ReadOptions{}, table, ids);
 }
 
 result<std::uint64_t> rocksdb_store_reader::latest_sequence() {
@@ -73,6 +83,7 @@ class rocksdb_snapshot final : public store_snapshot {
   void take(primary_store::impl& p) {
     db_ = p.db.get();
     snapshot_ = db_->GetSnapshot();
+    sequence_ = snapshot_->GetSequenceNumber();
     close_listener_ = add_close_listener(*store_, [this] { drop(); });
   }
 
@@ -116,6 +127,18 @@ class rocksdb_snapshot final : public store_snapshot {
     return std::optional<scan_entry>{scan_entry{{k.data(), k.size()}, {v.data(), v.size()}}};
   }
 
+  std::uint64_t sequence() const noexcept override { return sequence_; }
+
+  result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
+                                                            const std::vector<std::string_view>& ids) override {
+    auto& p = primary_store_access::get(*store_);
+    std::shared_lock lock(p.lifecycle);
+    if (!p.open || !snapshot_) return closed(p);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    return multi_get(p, ro, table, ids);
+  }
+
  private:
   void drop() noexcept {
     iterator_.reset();
@@ -123,7 +146,7 @@ class rocksdb_snapshot final : public store_snapshot {
     snapshot_ = nullptr;
   }
   error closed(const primary_store::impl& p) const {
-    return error{errc::io_error, "primary store " + p.path.string() + " closed during a rebuild scan"};
+    return error{errc::io_error, "primary store " + p.path.string() + " closed while a snapshot of it was read"};
   }
   result<void> status_of(const primary_store::impl& p) const {
     if (!iterator_ || iterator_->status().ok()) return {};
@@ -134,6 +157,7 @@ class rocksdb_snapshot final : public store_snapshot {
   std::shared_ptr<primary_store> store_;
   rocksdb::DB* db_ = nullptr;
   const rocksdb::Snapshot* snapshot_ = nullptr;
+  std::uint64_t sequence_ = 0;
   std::unique_ptr<rocksdb::Iterator> iterator_;
   std::uint64_t close_listener_ = 0;
   std::uint32_t table_ = 0;

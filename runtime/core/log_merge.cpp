@@ -16,7 +16,8 @@ result<std::optional<merged_transaction>> log_merge::next() {
       }
       pending_[i] = std::move(*pulled);
     }
-    if (pending_[i] && (!best || pending_[i]->time < pending_[*best]->time)) best = i;
+    if (!pending_[i] || (!hold_.empty() && pending_[i]->sequence > hold_[i])) continue;
+    if (!best || pending_[i]->time < pending_[*best]->time) best = i;
   }
   if (!best) return std::optional<merged_transaction>{};
   merged_transaction out{*best, std::move(*pending_[*best])};

@@ -61,6 +61,7 @@ install_outcome tailer_core::install(const cursor& c) {
   install_outcome out;
   installed_ = false;
   scan_.reset();  // an abandoned rebuild's scan: its snapshots are released (never resumed)
+  fence_.reset();  // a fence dies with the reading it fenced
   carried_.clear();
   carried_op_keys_.clear();
   carried_key_hashes_.clear();
@@ -110,6 +111,7 @@ install_outcome tailer_core::install(const cursor& c) {
 install_outcome tailer_core::install_from_start() {
   install_outcome out;
   scan_.reset();
+  fence_.reset();
   std::vector<log_position> start;
   for (std::size_t i = 0; i < logs_.size(); ++i) {
     auto& l = logs_[i];
@@ -187,8 +189,41 @@ pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const
   if (!out.fault) out.fault = resolve(t, out.chunk);
   if (!out.fault) out.fault = cut(t, epoch, out.chunk);
   if (!out.fault) out.fault = sync(t, out.chunk);
-  if (out.fault) installed_ = false;
+  if (out.fault) {
+    installed_ = false;
+    fence_.reset();
+  }
   return out;
+}
+
+result<std::vector<std::uint64_t>> tailer_core::fence() {
+  if (!installed_ || scan_) return error{errc::invalid_argument, "the tailer can fence only while it reads the logs"};
+  if (fence_) return error{errc::invalid_argument, "the tailer is already fenced"};
+  fence_state state;
+  std::vector<std::uint64_t> last;
+  for (const auto& l : logs_) {
+    auto snapshot = l.port.store->snapshot();
+    if (!snapshot) return error{errc::io_error, "log " + l.name + ": taking the verify snapshot: " + snapshot.error().message()};
+    const auto sequence = (*snapshot)->sequence();
+    // What was read is in the snapshot only when the WAL shows nothing the snapshot lacks.
+    if (l.read_end > sequence) {
+      return error{errc::io_error, "log " + l.name + ": the tailer read up to sequence " + std::to_string(l.read_end) +
+                                       ", beyond the snapshot's " + std::to_string(sequence) + ": fence again later"};
+    }
+    last.push_back(sequence);
+    state.snapshots.push_back(std::move(*snapshot));
+  }
+  merge_->hold(last);
+  fence_ = std::move(state);
+  return last;
+}
+
+std::vector<std::unique_ptr<store_snapshot>> tailer_core::lift_fence() {
+  if (!fence_) return {};
+  auto snapshots = std::move(fence_->snapshots);
+  fence_.reset();
+  if (merge_) merge_->hold({});
+  return snapshots;
 }
 
 std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
@@ -294,7 +329,9 @@ std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
       }
       group_ids_.clear();
       for (auto g = k; g < group_end; ++g) group_ids_.push_back(keys_[g].id);
-      auto group = l.port.store->read_many(key.table, group_ids_);
+      // Fenced, at the fence's snapshot: nothing beyond it may reach the index (fence()).
+      auto group = fence_ ? fence_->snapshots[key.log]->read_many(key.table, group_ids_)
+                          : l.port.store->read_many(key.table, group_ids_);
       ++chunk.primary_reads;
       logs_read_[key.log] = true;
       if (!group) {
@@ -435,6 +472,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
     chunk.log_reopens += l.port.source->reopens();
   }
   chunk.end_of_log = carried_.empty() && all_caught_up_;
+  chunk.fence_reached = fence_ && chunk.end_of_log;
   // Only now, with what it read synced, is the batch handed out.
   chunk.delivery = std::move(t.delivery);
   return std::nullopt;
@@ -447,6 +485,7 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
   boundary_outcome out;
   installed_ = false;
   scan_.reset();
+  fence_.reset();
   carried_.clear();
   carried_op_keys_.clear();
   carried_key_hashes_.clear();

@@ -93,6 +93,9 @@ struct tailer_chunk {
   dix::positions through_ends;
   // The coverage capture taken at the start of this turn, when pull() was asked for one (§12.1).
   std::optional<coverage_capture> capture;
+  // The verify fence is reached: every transaction up to the fence's snapshots is delivered and
+  // nothing is carried, so `through` stands exactly at the fence (tailer_core::fence).
+  bool fence_reached = false;
 };
 
 // The delivery compares by value (same_batch, <dix/batch.hpp>).
@@ -101,7 +104,7 @@ inline bool operator==(const tailer_chunk& a, const tailer_chunk& b) {
          && a.bytes_read == b.bytes_read && a.transactions_read == b.transactions_read
          && a.primary_reads == b.primary_reads && a.unindexable == b.unindexable && a.wal_syncs == b.wal_syncs
          && a.log_reopens == b.log_reopens && a.logs == b.logs && a.through_ends == b.through_ends
-         && a.capture == b.capture;
+         && a.capture == b.capture && a.fence_reached == b.fence_reached;
 }
 inline bool operator!=(const tailer_chunk& a, const tailer_chunk& b) { return !(a == b); }
 
@@ -194,6 +197,22 @@ class tailer_core {
   // snapshots are released. A fault ends the scan (capture_boundary again).
   scan_outcome scan(const turn_budgets& budgets, epoch_t epoch, const clock& time);
 
+  // The verify fence (issue 31, decision 0056): takes one snapshot per log (attach order) and
+  // from then on reads no transaction beyond its snapshot's sequence, and resolves every key at
+  // its snapshot instead of the latest state. So once a chunk says fence_reached, an index that
+  // applied every chunk holds exactly the registration's projection of the snapshots, at
+  // through(): what dix verify compares. Writers are never blocked; the tailer only stops
+  // reading at the fence until lift_fence(). Returns the snapshots' sequences (attach order).
+  // invalid_argument when not installed, during a rebuild scan, or already fenced; io_error when
+  // a snapshot cannot be taken, or when the tailer already read beyond it (a store whose WAL
+  // shows a transaction its snapshot does not hold yet: fence again later). install(),
+  // install_from_start() and capture_boundary() lift it; so does any fault of a pull.
+  result<std::vector<std::uint64_t>> fence();
+  bool fenced() const noexcept { return fence_.has_value(); }
+  // Lifts the fence and hands over its snapshots (attach order; empty when not fenced): the
+  // verify scans them while the tailer reads on.
+  std::vector<std::unique_ptr<store_snapshot>> lift_fence();
+
   // The cursor the last batch advanced to (the installed one before any batch).
   const std::optional<cursor>& through() const noexcept { return through_; }
 
@@ -261,6 +280,11 @@ class tailer_core {
     std::optional<cursor> boundary;
   };
   std::optional<scan_state> scan_;
+  // The verify fence: one snapshot per log, attach order (fence()).
+  struct fence_state {
+    std::vector<std::unique_ptr<store_snapshot>> snapshots;
+  };
+  std::optional<fence_state> fence_;
 
   std::vector<log_state> logs_;
   std::vector<attached_log> attached_;

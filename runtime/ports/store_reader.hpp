@@ -33,6 +33,12 @@ class store_snapshot {
   virtual result<void> seek(std::uint32_t table, std::string_view after) = 0;
   // The next record of the table sought, or nullopt at its end.
   virtual result<std::optional<scan_entry>> next() = 0;
+  // The snapshot's sequence: it holds exactly the transactions whose sequences are ≤ it.
+  virtual std::uint64_t sequence() const noexcept = 0;
+  // Point reads at the snapshot, as store_reader::read_many reads the latest state (issue 31's
+  // verify fence resolves at it); independent of the scan's position.
+  virtual result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
+                                                                    const std::vector<std::string_view>& ids) = 0;
 };
 
 // RocksDB's estimates for one table family (rocksdb.estimate-num-keys and

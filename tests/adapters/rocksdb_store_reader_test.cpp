@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <random>
+#include <thread>
+
 #include "adapters/rocksdb_log_source.hpp"
 #include "adapters/rocksdb_store_reader.hpp"
 #include "adapters/meta_records.hpp"
@@ -347,4 +351,129 @@ TEST_CASE("store reader: estimates are zeros for a table the store lacks and cou
   auto missing = reader.estimate(77).value();
   CHECK(missing.keys == 0);
   CHECK(missing.live_bytes == 0);
+}
+
+TEST_CASE("store reader: a snapshot names its sequence and reads values at it, as the fake store's does (issue 31's verify fence)",
+          "[adapter][verify][snapshot]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  rocksdb_store_reader real(s);
+  test::fake_store fake_store("main", "fake-identity");
+  test::fake_store::reader fake(fake_store);
+  for (const auto& t : before_snapshot) {
+    commit_real(*s, t);
+    commit_fake(fake_store, t);
+  }
+  auto real_snap = real.snapshot().value();
+  auto fake_snap = fake.snapshot().value();
+  CHECK(real_snap->sequence() == real.latest_sequence().value());
+  CHECK(fake_snap->sequence() == fake.latest_sequence().value());
+  const std::vector<std::string_view> ids{"c", "m", "q", "missing"};
+  const auto real_before = real.read_many(1, ids).value();
+  for (const auto& t : after_snapshot) {
+    commit_real(*s, t);
+    commit_fake(fake_store, t);
+  }
+  CHECK(real.read_many(1, ids).value() != real_before);  // the latest state moved on
+  CHECK(real_snap->read_many(1, ids).value() == real_before);
+  CHECK(real_snap->read_many(77, ids).value() == std::vector<std::optional<std::string>>(ids.size()));
+  // The same presence and payloads in the fake (its version stamps are its own clock's).
+  const auto fake_at = fake_snap->read_many(1, ids).value();
+  REQUIRE(fake_at.size() == real_before.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    INFO("id " << ids[i]);
+    REQUIRE(fake_at[i].has_value() == real_before[i].has_value());
+    if (fake_at[i]) CHECK(fake_at[i]->substr(8) == real_before[i]->substr(8));
+  }
+  REQUIRE(s->close());
+  CHECK(real_snap->read_many(1, ids).error().value() == errc::io_error);
+}
+
+TEST_CASE("store reader: the tailer fenced over real RocksDB under a concurrent writer stands, at each fence reached, exactly at the projection of the fence's snapshot",
+          "[adapter][tailer][verify]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto anchor = test::put_records(*s, "seed", 1);
+  rocksdb_log_source source(s);
+  rocksdb_store_reader reader(s);
+  std::map<table_ref, projection> projections{
+      {table_ref{"main", 1}, [](std::string_view p, const record_info&) -> projection_result { return "P" + std::string(p); }}};
+  tailer_core core({{&source, &reader}}, projections, {{s->log_name(), s->identity()}});
+  REQUIRE_FALSE(core.install(cursor::make({log_position{"main", s->identity(), anchor.sequence, anchor.time}}).value()).fault);
+  using entries = std::map<std::string, std::pair<std::uint64_t, std::string>>;
+  entries index{{"seed0", {anchor.time, "Pvalue-0"}}};
+  // The writer: small transactions of puts and deletes over 40 ids, until told to stop, at most
+  // `allowed` of them (each round allows 200 more: the tailer, cutting small chunks, keeps up).
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> commits{0}, allowed{200};
+  std::thread writer([&] {
+    std::mt19937 rng(7);
+    while (!stop.load()) {
+      if (commits.load() >= allowed.load()) {
+        std::this_thread::yield();
+        continue;
+      }
+      auto txn = s->begin();
+      for (int i = 0; i < 3; ++i) {
+        const auto id = "r" + std::to_string(rng() % 40);
+        if (rng() % 4 == 0) txn.del(1, id);
+        else txn.put(1, id, "w" + std::to_string(commits.load()) + "-" + std::to_string(i));
+      }
+      if (!txn.commit()) return;
+      commits.fetch_add(1);
+    }
+  });
+  manual_clock time;
+  turn_budgets small;
+  small.max_chunk_records = 7;  // transactions cut, remainders carried across the fence
+  auto pull = [&] {
+    auto r = core.pull(small, 1, time);
+    if (r.fault) FAIL("unexpected fault: " << r.fault->text);
+    if (r.chunk.delivery) {
+      for (const auto& rec : r.chunk.delivery->records) {
+        if (rec.state.kind == state_kind::record) index[rec.record_id] = {rec.state.version, rec.state.projection};
+        else index.erase(rec.record_id);
+      }
+    }
+    return r.chunk;
+  };
+  int fences = 0;
+  for (int round = 0; round < 20; ++round) {
+    allowed.fetch_add(200);
+    for (int i = 0; i < 3; ++i) pull();
+    auto fenced = core.fence();
+    if (!fenced) {  // the WAL showed a commit its snapshot lacked: a retryable refusal only
+      CHECK(fenced.error().value() == errc::io_error);
+      continue;
+    }
+    // Beyond the fence, whatever the writer did meanwhile: every id the writer touches changes
+    // after the snapshot, so a key resolved at the latest state instead of the fence's shows.
+    test::put_records(*s, "r", 40);
+    bool reached = false;
+    tailer_chunk last;
+    for (int i = 0; i < 100000 && !reached; ++i) {
+      last = pull();
+      reached = last.fence_reached;
+    }
+    INFO("fence " << (*fenced)[0] << " through " << core.through()->find("main")->sequence << " read " << last.logs[0].read_sequence
+                  << " latest " << last.logs[0].latest_sequence << " end_of_log " << last.end_of_log << " cut_open "
+                  << last.cut_open << " txns " << last.transactions_read);
+    REQUIRE(reached);
+    CHECK(core.through()->find("main")->sequence <= (*fenced)[0]);
+    auto snapshots = core.lift_fence();
+    REQUIRE(snapshots.size() == 1);
+    entries want;
+    REQUIRE(snapshots[0]->seek(1, {}));
+    for (;;) {
+      auto e = snapshots[0]->next().value();
+      if (!e) break;
+      want[std::string(e->id)] = {get_le<std::uint64_t>(e->value, 0), "P" + std::string(e->value.substr(8))};
+    }
+    CHECK(index == want);
+    ++fences;
+  }
+  stop = true;
+  writer.join();
+  CHECK(fences > 0);
+  CHECK(commits.load() > 0);
 }

@@ -186,6 +186,7 @@ dix::log_chunk full_chunk() {
   chunk.logs = {{"main", 43, 50}, {"aux", 5, 5}};
   chunk.through_ends = {{"main", 41}, {"aux", 5}};
   chunk.capture = dix::coverage_capture{1'700'000'000'000'000'123ull, {{"main", 50}, {"aux", 0}}};
+  chunk.fence_reached = true;
   return m;
 }
 
@@ -209,6 +210,7 @@ void check_full_chunk(const dix::tailer_chunk& chunk) {
   REQUIRE(chunk.capture);
   CHECK(chunk.capture->time == 1'700'000'000'000'000'123ull);
   CHECK(chunk.capture->positions == dix::positions{{"main", 50}, {"aux", 0}});
+  CHECK(chunk.fence_reached);
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ class fake_store {
 
   class fake_snapshot final : public store_snapshot {
    public:
-    explicit fake_snapshot(fake_store& s) : s_(s) {
+    explicit fake_snapshot(fake_store& s) : s_(s), sequence_(s.latest_) {
       ++s.live_snapshots;
       for (const auto& [table, rows] : s.tables_) {
         auto& copy = tables_[table];
@@ -204,9 +204,27 @@ class fake_store {
       ++s_.scanned_;
       return std::optional<scan_entry>{e};
     }
+    std::uint64_t sequence() const noexcept override { return sequence_; }
+    result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
+                                                              const std::vector<std::string_view>& ids) override {
+      if (s_.fail_reads) return error{errc::io_error, "read failed (injected)"};
+      ++s_.reads_;
+      std::vector<std::optional<std::string>> out;
+      const auto t = tables_.find(table);
+      for (auto id : ids) {
+        if (t == tables_.end()) {
+          out.emplace_back();
+          continue;
+        }
+        const auto v = t->second.find(std::string(id));
+        out.push_back(v == t->second.end() ? std::nullopt : std::optional<std::string>(v->second));
+      }
+      return out;
+    }
 
    private:
     fake_store& s_;
+    std::uint64_t sequence_;
     std::map<std::uint32_t, std::map<std::string, std::string>> tables_;
     std::map<std::string, std::string>* rows_ = nullptr;
     std::map<std::string, std::string>::iterator at_;
