@@ -115,6 +115,21 @@ bool decode_ref(std::string_view bytes, record_ref& out) {
   return true;
 }
 
+// One `reverse` entry (formats.md §6.2: record ref → u64 version + projection) as the digest
+// counts it (§7), into `out` (its buffers reused); false when the entry is malformed.
+bool reverse_entry(std::string_view key, std::string_view value, digest_entry& out) {
+  record_ref ref;
+  ref.log = std::move(out.log);
+  ref.record_id = std::move(out.record_id);
+  if (!decode_ref(key, ref) || value.size() < 8) return false;
+  out.log = std::move(ref.log);
+  out.table = ref.table;
+  out.record_id = std::move(ref.record_id);
+  out.version = get_le<std::uint64_t>(value, 0);
+  out.hash = entry_hash(out.log, out.table, out.record_id, out.version, value.substr(8));
+  return true;
+}
+
 // Index key escaped (0x00 → 0x00 0xFF) so a terminator 0x00 0x01 keeps key order for ranges.
 std::string escape_key(std::string_view key) {
   std::string out;
@@ -517,11 +532,12 @@ result<index_digest> rocksdb_index_backend::impl::read_digest(const rocksdb::Sna
   // Written before digests: every reverse entry is one indexed record.
   index_digest d;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, reverse));
-  record_ref ref;
+  digest_entry e;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const auto value_view = it->value().ToStringView();
-    if (!decode_ref(it->key().ToStringView(), ref) || value_view.size() < 8) continue;
-    d.add(entry_hash(ref.log, ref.table, ref.record_id, get_le<std::uint64_t>(value_view, 0), value_view.substr(8)));
+    if (!reverse_entry(it->key().ToStringView(), it->value().ToStringView(), e)) {
+      return error{errc::io_error, "index " + id + ": a malformed reverse entry"};
+    }
+    d.add(e.hash);
   }
   if (!it->status().ok()) return error{errc::io_error, "index " + id + ": computing the digest: " + it->status().ToString()};
   return d;
@@ -905,15 +921,9 @@ class rocksdb_digest_view final : public digest_view {
       if (!it_->status().ok()) return error{errc::io_error, "index " + id_ + ": reading its entries: " + it_->status().ToString()};
       return static_cast<const digest_entry*>(nullptr);
     }
-    const auto value = it_->value().ToStringView();
-    if (!decode_ref(it_->key().ToStringView(), ref_) || value.size() < 8) {
+    if (!reverse_entry(it_->key().ToStringView(), it_->value().ToStringView(), e_)) {
       return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
     }
-    e_.log = std::move(ref_.log);
-    e_.table = ref_.table;
-    e_.record_id = std::move(ref_.record_id);
-    e_.version = get_le<std::uint64_t>(value, 0);
-    e_.hash = entry_hash(e_.log, e_.table, e_.record_id, e_.version, value.substr(8));
     return &e_;
   }
 
@@ -928,7 +938,6 @@ class rocksdb_digest_view final : public digest_view {
   const rocksdb::Snapshot* snapshot_;
   std::string id_;
   std::unique_ptr<rocksdb::Iterator> it_;  // destroyed before the snapshot is released
-  record_ref ref_;
   digest_entry e_;
 };
 

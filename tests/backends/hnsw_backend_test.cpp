@@ -318,6 +318,19 @@ TEST_CASE("hnsw index: queries of the wrong dimension are invalid_argument, and 
 
 namespace {
 
+// Generation g's labels file replaced by `labels`, and the cursor file's labels length and CRC-32
+// (and its own CRC-32) made to match, so only the labels' content can refuse it.
+void replace_labels(const std::filesystem::path& dir, std::uint64_t g, const std::string& labels) {
+  test::replace_file(dir / ("labels." + std::to_string(g)), labels);
+  auto c = test::read_file(dir / "cursor");
+  std::string fixed = c.substr(0, 32);
+  put_le<std::uint64_t>(fixed, labels.size());
+  put_le<std::uint32_t>(fixed, crc32_ieee(labels));
+  fixed += c.substr(44, c.size() - 44 - 4);
+  put_le<std::uint32_t>(fixed, crc32_ieee(fixed));
+  test::replace_file(dir / "cursor", fixed);
+}
+
 // Generation g's labels file rewritten as format 1 (formats.md 6.4: no digest, no entry hashes),
 // and the cursor file's labels length and CRC-32 (and its own CRC-32) made to match: what a
 // dix from before digests left.
@@ -339,14 +352,17 @@ void downgrade_labels(const std::filesystem::path& dir, std::uint64_t g) {
     at += rest;
   }
   REQUIRE(at == v2.size());
-  test::replace_file(lp, v1);
-  auto c = test::read_file(dir / "cursor");
-  std::string fixed = c.substr(0, 32);
-  put_le<std::uint64_t>(fixed, v1.size());
-  put_le<std::uint32_t>(fixed, crc32_ieee(v1));
-  fixed += c.substr(44, c.size() - 44 - 4);
-  put_le<std::uint32_t>(fixed, crc32_ieee(fixed));
-  test::replace_file(dir / "cursor", fixed);
+  replace_labels(dir, g, v1);
+}
+
+// Generation g's labels (format 2) with the first record's entry hash changed and everything else
+// kept, CRC-32s made to match: the stored digest is no longer the sum of the stored hashes.
+void break_labels_digest(const std::filesystem::path& dir, std::uint64_t g) {
+  auto labels = test::read_file(dir / ("labels." + std::to_string(g)));
+  REQUIRE(get_le<std::uint32_t>(labels, 8) == 2);
+  REQUIRE(get_le<std::uint64_t>(labels, 25) >= 1);
+  labels[33 + 24 + 16] = static_cast<char>(labels[33 + 24 + 16] ^ 0x01);  // header, digest, label and version
+  replace_labels(dir, g, labels);
 }
 
 }  // namespace
@@ -385,6 +401,29 @@ TEST_CASE("hnsw index: a generation written before digests (labels format 1) sti
   CHECK(fresh->digest() == want);
   REQUIRE(fresh->through());
   CHECK(*fresh->through() == make_cursor(7));
+}
+
+TEST_CASE("hnsw index: a generation whose labels' digest is not the sum of their entry hashes does not load: the index is cursorless, never trusted with a wrong digest",
+          "[adapter][backend][hnsw][digest]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 2}, 7), entry("b", {3, 4}, 7)}, 5)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  f.sub.reset();
+  f.index.reset();
+  // Control: rewriting the same bytes through the helper keeps the generation loadable.
+  replace_labels(f.state(), 1, test::read_file(f.state() / "labels.1"));
+  f.index = f.open();
+  REQUIRE(f.index->durable_cursor().value());
+  f.sub.reset();
+  f.index.reset();
+  break_labels_digest(f.state(), 1);
+  f.index = f.open();
+  CHECK_FALSE(f.index->durable_cursor().value());  // cursorless: the runtime condemns and rebuilds
+  // The digest view reads the same committed files, and refuses them.
+  auto view = f.index->open_digest();
+  REQUIRE_FALSE(view);
+  CHECK(view.error().value() == errc::io_error);
+  CHECK_THAT(view.error().message(), Catch::Contains("labels file does not decode"));
 }
 
 TEST_CASE("hnsw index: a barrier writes generation files and a cursor file naming them with their lengths and CRC-32s",

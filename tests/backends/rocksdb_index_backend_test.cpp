@@ -647,6 +647,52 @@ TEST_CASE("rocksdb index: drift planted in its files with the backend closed is 
   CHECK(stored == report.primary);
 }
 
+TEST_CASE("rocksdb index: a stored digest of the wrong size, or a malformed reverse entry, makes open_digest an io_error naming it, never a wrong digest (issue 31)", "[adapter][backend][digest]") {
+  temp_dir dir;
+  {
+    test::fake_host host;
+    auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    index->attach(host);
+    REQUIRE(index->deliver(make_batch(1, {test::present("r1", encode_keys({"k1"}), 1)}, 1)) == delivery_result::accepted);
+    test::waiter w;
+    index->flush(flush_reason::age, w.make());
+    REQUIRE(w.wait());
+    REQUIRE(index->open_digest().value()->digest().records == 1);
+  }
+  auto plant = [&](const std::function<void(rocksdb::DB&, const std::vector<rocksdb::ColumnFamilyHandle*>&)>& change) {
+    rocksdb::DBOptions o;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    rocksdb_index_open_options(o, families);
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    REQUIRE(rocksdb::DB::Open(o, (dir / "index").string(), families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    change(*db, handles);
+    for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
+    REQUIRE(db->Close().ok());
+  };
+  plant([](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+    REQUIRE(db.Put(rocksdb::WriteOptions{}, h[3], "digest", "short").ok());  // meta: 5 bytes, not 24
+  });
+  {
+    auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    auto opened = index->open_digest();
+    REQUIRE_FALSE(opened);
+    CHECK(opened.error().value() == errc::io_error);
+    CHECK_THAT(opened.error().message(), Catch::Contains("5 bytes, not 24"));
+  }
+  // No stored digest: it is computed from `reverse`, where a malformed entry is an error too.
+  plant([](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+    REQUIRE(db.Delete(rocksdb::WriteOptions{}, h[3], "digest").ok());
+    REQUIRE(db.Put(rocksdb::WriteOptions{}, h[2], std::string("\x09main"), "x").ok());  // a ref cut short
+  });
+  auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+  auto opened = index->open_digest();
+  REQUIRE_FALSE(opened);
+  CHECK(opened.error().value() == errc::io_error);
+  CHECK_THAT(opened.error().message(), Catch::Contains("malformed reverse entry"));
+}
+
 TEST_CASE("rocksdb index: a record the backend skips as unindexable is no drift once the primary side asks backend::skips, and is missing without it (issue 31)", "[adapter][backend][digest][verify]") {
   temp_dir dir;
   test::fake_store store("main", "identity-1");

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <dix/backends/xapian_backend.hpp>
+#include <xapian.h>
 
 #include "backends/xapian_probe.hpp"
 
@@ -674,4 +675,48 @@ TEST_CASE("xapian: below its free-space reserve a delivery is deferred with noth
   CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::none});
   REQUIRE(barrier(*f.index));
   CHECK(f.search("k").size() == 2);
+}
+
+TEST_CASE("xapian: a database written before digests answers open_digest not_supported and keeps indexing without one, until a reset starts an empty digest (issue 31)", "[adapter][backend][xapian][digest]") {
+  temp_dir dir;
+  const auto path = dir / "index";
+  {
+    test::fake_host host;
+    auto index = xapian_backend::create("products", options_at(path)).value();
+    index->attach(host);
+    REQUIRE(index->deliver(make_batch(1, {entry("p1", {{"title", "red shoes"}}, 11)}, 1)) == delivery_result::accepted);
+    REQUIRE(barrier(*index));
+    REQUIRE(index->open_digest().value()->digest().records == 1);
+    REQUIRE(shut(*index, 1));
+  }
+  {  // As a version before digests left it: documents and cursor, no dix.digest.
+    Xapian::WritableDatabase db(path.string(), Xapian::DB_OPEN);
+    db.set_metadata("dix.digest", "");
+    db.commit();
+  }
+  test::fake_host host;
+  auto index = xapian_backend::create("products", options_at(path)).value();
+  index->attach(host);
+  auto refused = index->open_digest();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::not_supported);
+  CHECK_THAT(refused.error().message(), Catch::Contains("rebuild"));
+  // It keeps indexing, without a digest it cannot vouch for.
+  REQUIRE(index->deliver(make_batch(1, {entry("p2", {{"title", "blue hat"}}, 12)}, 2)) == delivery_result::accepted);
+  REQUIRE(barrier(*index));
+  CHECK(stored(*index) == std::map<std::string, std::uint64_t>{{"p1", 11}, {"p2", 12}});
+  CHECK(index->open_digest().error().value() == errc::not_supported);
+  // A reset empties it: the digest starts from nothing and counts again.
+  REQUIRE(reset(*index, 1));
+  CHECK(index->open_digest().value()->digest() == index_digest{});
+  REQUIRE(index->deliver(make_batch(1, {entry("p3", {{"title", "green boots"}}, 13)}, 3)) == delivery_result::accepted);
+  REQUIRE(barrier(*index));
+  auto view = index->open_digest().value();
+  CHECK(view->digest().records == 1);
+  index_digest sum;
+  REQUIRE(view->for_each_entry([&](const digest_entry& e) {
+    sum.add(e.hash);
+    return true;
+  }));
+  CHECK(sum == view->digest());
 }
