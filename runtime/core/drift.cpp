@@ -1,6 +1,7 @@
 #include "core/drift.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -72,73 +73,157 @@ class reporter {
   std::size_t limit_;
 };
 
-// The rest of a projected log the index has nothing (more) of: missing.
-result<void> drain_missing(side& primary, reporter& report) {
-  while (primary.has()) {
-    report.note(drift_kind::missing, primary.current(), 0, primary.current().version);
-    auto more = primary.advance();
-    if (!more) return more.error();
+}  // namespace
+
+struct drift_merge::state {
+  enum class phase : std::uint8_t { begin, next_log, extra_log, merge_log, drain, leftover, complete };
+
+  state(entry_source& index, std::vector<std::string> logs_in, primary_source_of primary_of_in, std::size_t limit)
+      : logs(std::move(logs_in)),
+        projected(logs.begin(), logs.end()),
+        primary_of(std::move(primary_of_in)),
+        report(out, limit),
+        idx(index, "index", out.index) {}
+
+  drift_report out;
+  std::vector<std::string> logs;
+  std::set<std::string> projected;
+  primary_source_of primary_of;
+  reporter report;
+  side idx;
+  phase at = phase::begin;
+  std::set<std::string> done;      // logs merged (or begun)
+  std::string log;                 // the log being merged
+  std::unique_ptr<entry_source> primary_source;
+  std::optional<side> primary;
+  std::size_t leftover = 0;        // the next of `logs` to look at once the index is read
+  std::uint64_t read = 0;
+
+  result<bool> advance(side& s) {
+    ++read;
+    return s.advance();
   }
-  return {};
+  result<void> open_primary(const std::string& of) {
+    primary.reset();
+    auto source = primary_of(of);
+    if (!source) return source.error();
+    primary_source = std::move(*source);
+    primary.emplace(*primary_source, "projection", out.primary);
+    if (auto ok = advance(*primary); !ok) return ok.error();
+    return {};
+  }
+
+  // One unit of work: at most two entries read.
+  result<void> turn() {
+    switch (at) {
+      case phase::begin:
+        if (auto ok = advance(idx); !ok) return ok.error();
+        at = phase::next_log;
+        return {};
+      case phase::next_log:
+        if (!idx.has()) {
+          at = phase::leftover;
+          return {};
+        }
+        log = idx.current().log;
+        if (!done.insert(log).second) return error{errc::io_error, "the index's entries of log " + log + " are not together"};
+        if (projected.count(log) == 0) {  // a log the registration does not project: all extra
+          at = phase::extra_log;
+          return {};
+        }
+        if (auto ok = open_primary(log); !ok) return ok.error();
+        at = phase::merge_log;
+        return {};
+      case phase::extra_log:
+        if (!idx.has() || idx.current().log != log) {
+          at = phase::next_log;
+          return {};
+        }
+        report.note(drift_kind::extra, idx.current(), idx.current().version, 0);
+        if (auto ok = advance(idx); !ok) return ok.error();
+        return {};
+      case phase::merge_log: {
+        if (!idx.has() || idx.current().log != log) {
+          at = phase::drain;
+          return {};
+        }
+        const auto& i = idx.current();
+        const int c = primary->has() ? compare(i, primary->current()) : -1;
+        if (c < 0) {
+          report.note(drift_kind::extra, i, i.version, 0);
+          if (auto ok = advance(idx); !ok) return ok.error();
+          return {};
+        }
+        const auto& p = primary->current();
+        if (c > 0) {
+          report.note(drift_kind::missing, p, 0, p.version);
+        } else if (i.version != p.version) {
+          report.note(drift_kind::stale, i, i.version, p.version);
+        } else if (i.hash != p.hash) {
+          report.note(drift_kind::wrong_projection, i, i.version, p.version);
+        }
+        if (c == 0) {
+          if (auto ok = advance(idx); !ok) return ok.error();
+        }
+        if (auto ok = advance(*primary); !ok) return ok.error();
+        return {};
+      }
+      case phase::drain:  // the rest of a projected log the index has nothing (more) of: missing
+        if (!primary->has()) {
+          primary.reset();
+          primary_source.reset();
+          at = idx.has() ? phase::next_log : phase::leftover;
+          return {};
+        }
+        report.note(drift_kind::missing, primary->current(), 0, primary->current().version);
+        if (auto ok = advance(*primary); !ok) return ok.error();
+        return {};
+      case phase::leftover:  // projected logs the index holds nothing of
+        while (leftover < logs.size() && done.count(logs[leftover]) != 0) ++leftover;
+        if (leftover == logs.size()) {
+          at = phase::complete;
+          return {};
+        }
+        done.insert(logs[leftover]);
+        if (auto ok = open_primary(logs[leftover]); !ok) return ok.error();
+        at = phase::drain;
+        return {};
+      case phase::complete:
+        return {};
+    }
+    return {};
+  }
+};
+
+drift_merge::drift_merge(entry_source& index, std::vector<std::string> logs, primary_source_of primary_of, std::size_t limit)
+    : state_(std::make_unique<state>(index, std::move(logs), std::move(primary_of), limit)) {}
+
+drift_merge::~drift_merge() = default;
+
+result<bool> drift_merge::step(std::uint64_t entries) {
+  if (failed_) return error{errc::io_error, "the merge failed before"};
+  auto& st = *state_;
+  constexpr auto most = ~std::uint64_t{0};
+  const auto until = entries > most - st.read ? most : st.read + entries;
+  while (st.at != state::phase::complete && st.read < until) {
+    if (auto ok = st.turn(); !ok) {
+      failed_ = true;
+      return ok.error();
+    }
+  }
+  return st.at == state::phase::complete;
 }
 
-}  // namespace
+bool drift_merge::done() const noexcept { return state_->at == state::phase::complete; }
+std::uint64_t drift_merge::read() const noexcept { return state_->read; }
+const drift_report& drift_merge::report() const noexcept { return state_->out; }
 
 result<drift_report> find_drift(entry_source& index, const std::vector<std::string>& logs,
                                 const primary_source_of& primary_of, std::size_t limit) {
-  drift_report out;
-  reporter report(out, limit);
-  const std::set<std::string> projected(logs.begin(), logs.end());
-  std::set<std::string> done;
-  side idx(index, "index", out.index);
-  if (auto ok = idx.advance(); !ok) return ok.error();
-  while (idx.has()) {
-    const std::string log = idx.current().log;
-    if (!done.insert(log).second) return error{errc::io_error, "the index's entries of log " + log + " are not together"};
-    if (projected.count(log) == 0) {  // a log the registration does not project: all extra
-      while (idx.has() && idx.current().log == log) {
-        report.note(drift_kind::extra, idx.current(), idx.current().version, 0);
-        if (auto ok = idx.advance(); !ok) return ok.error();
-      }
-      continue;
-    }
-    auto source = primary_of(log);
-    if (!source) return source.error();
-    side primary(**source, "projection", out.primary);
-    if (auto ok = primary.advance(); !ok) return ok.error();
-    while (idx.has() && idx.current().log == log) {
-      const auto& i = idx.current();
-      const int c = primary.has() ? compare(i, primary.current()) : -1;
-      if (c < 0) {
-        report.note(drift_kind::extra, i, i.version, 0);
-        if (auto ok = idx.advance(); !ok) return ok.error();
-        continue;
-      }
-      const auto& p = primary.current();
-      if (c > 0) {
-        report.note(drift_kind::missing, p, 0, p.version);
-      } else if (i.version != p.version) {
-        report.note(drift_kind::stale, i, i.version, p.version);
-      } else if (i.hash != p.hash) {
-        report.note(drift_kind::wrong_projection, i, i.version, p.version);
-      }
-      if (c == 0) {
-        if (auto ok = idx.advance(); !ok) return ok.error();
-      }
-      if (auto ok = primary.advance(); !ok) return ok.error();
-    }
-    if (auto ok = drain_missing(primary, report); !ok) return ok.error();
-  }
-  for (const auto& log : logs) {  // projected logs the index holds nothing of
-    if (done.count(log) != 0) continue;
-    done.insert(log);
-    auto source = primary_of(log);
-    if (!source) return source.error();
-    side primary(**source, "projection", out.primary);
-    if (auto ok = primary.advance(); !ok) return ok.error();
-    if (auto ok = drain_missing(primary, report); !ok) return ok.error();
-  }
-  return out;
+  drift_merge merge(index, logs, primary_of, limit);
+  auto done = merge.step(~std::uint64_t{0});
+  if (!done) return done.error();
+  return merge.report();
 }
 
 }  // namespace dix

@@ -53,6 +53,28 @@ struct drift_report {
 // The primary side of one log: its entries in merge order (the log's projected tables ascending).
 using primary_source_of = std::function<result<std::unique_ptr<entry_source>>(const std::string& log)>;
 
+// The merge of find_drift, a bounded step at a time, for a verify that reads at a given rate and
+// reports its progress. Each step reads up to `entries` more entries (both sides together; a step
+// may read one more); step() answers true once the merge is complete, and report() then holds the
+// whole outcome (before, what was found so far). An error ends it: later steps fail too.
+class drift_merge {
+ public:
+  drift_merge(entry_source& index, std::vector<std::string> logs, primary_source_of primary_of, std::size_t limit);
+  ~drift_merge();
+  drift_merge(const drift_merge&) = delete;
+  drift_merge& operator=(const drift_merge&) = delete;
+
+  result<bool> step(std::uint64_t entries);
+  bool done() const noexcept;
+  std::uint64_t read() const noexcept;  // entries read so far, both sides
+  const drift_report& report() const noexcept;
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
+  bool failed_ = false;
+};
+
 // Merges `index` (every log, each together) with the projection of each log in `logs` (the logs
 // the registration projects), keeping the first `limit` differences. A log of the index's that is
 // not projected is all extra; a projected log the index lacks is all missing. io_error when either

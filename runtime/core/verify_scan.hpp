@@ -1,0 +1,58 @@
+// The scan of `dix verify` (issue 31, decision 0056): the drift merge of an index's digest view
+// with the projection of the fence's snapshots (core/drift.hpp), read at a rate so that a verify
+// of a large index leaves the store's bandwidth to its users, with the progress and ETA a watcher
+// shows. Pure: whoever runs it (a worker thread) feeds it the time and waits until resume_at.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dix/result.hpp>
+
+#include "core/clock.hpp"
+#include "core/drift.hpp"
+
+namespace dix {
+
+struct verify_progress {
+  std::uint64_t read = 0;      // entries read, both sides
+  std::uint64_t expected = 0;  // the entries both sides are expected to hold (grows if exceeded)
+  std::optional<std::chrono::milliseconds> eta;  // none before a rate is known
+};
+
+struct verify_step {
+  bool done = false;
+  // Not done: when to step again (the rate's next allowance); nullopt: at once (the turn's
+  // maximum was read).
+  std::optional<clock::steady_time> resume_at;
+};
+
+class verify_scan {
+ public:
+  // `expected`: the entries both sides are expected to hold together (e.g. twice the index
+  // digest's count), for progress only. `entries_per_s`: the rate (0: unbounded); reading may run
+  // ahead of it by a burst of a tenth of a second's worth, at least 64 entries.
+  verify_scan(entry_source& index, std::vector<std::string> logs, primary_source_of primary_of, std::size_t limit,
+              std::uint64_t expected, std::uint64_t entries_per_s, clock::steady_time start);
+
+  // Reads what the rate allows by `now`, at most `max_entries` (one turn of its worker).
+  result<verify_step> step(clock::steady_time now, std::uint64_t max_entries);
+  verify_progress progress(clock::steady_time now) const;
+  bool done() const noexcept { return merge_.done(); }
+  const drift_report& report() const noexcept { return merge_.report(); }
+
+ private:
+  // Entries the rate allows by `now` in total.
+  std::uint64_t allowed(clock::steady_time now) const;
+
+  drift_merge merge_;
+  std::uint64_t expected_;
+  std::uint64_t rate_;
+  std::uint64_t burst_;
+  clock::steady_time start_;
+};
+
+}  // namespace dix

@@ -1,0 +1,132 @@
+// The verify's scan (core/verify_scan.*): the drift merge read at a rate on an injected clock,
+// its steps, its wake-up times and its progress.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/verify_scan.hpp"
+
+using namespace dix;
+using namespace std::chrono_literals;
+
+namespace {
+
+class vector_source final : public entry_source {
+ public:
+  explicit vector_source(std::vector<digest_entry> entries) : entries_(std::move(entries)) {}
+  result<const digest_entry*> next() override {
+    if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
+    return &entries_[at_++];
+  }
+
+ private:
+  std::vector<digest_entry> entries_;
+  std::size_t at_ = 0;
+};
+
+std::vector<digest_entry> entries(std::size_t n) {
+  std::vector<digest_entry> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    digest_entry e;
+    e.log = "main";
+    e.table = 1;
+    e.record_id = "r" + std::to_string(100000 + i);
+    e.version = 1;
+    e.hash = entry_hash(e.log, e.table, e.record_id, e.version, "p");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+primary_source_of primary(std::size_t n) {
+  return [n](const std::string&) -> result<std::unique_ptr<entry_source>> {
+    return std::unique_ptr<entry_source>(std::make_unique<vector_source>(entries(n)));
+  };
+}
+
+}  // namespace
+
+TEST_CASE("verify scan: at 1 000 entries/s it reads a burst at once, then keeps to the rate, waking when the next entry is allowed, and ends equal", "[core][verify]") {
+  manual_clock time;
+  const auto start = time.steady_now();
+  vector_source index(entries(300));
+  verify_scan scan(index, {"main"}, primary(300), 10, 600, 1000, start);
+  auto first = scan.step(time.steady_now(), 1000).value();
+  CHECK_FALSE(first.done);
+  REQUIRE(first.resume_at);
+  const auto burst = scan.progress(time.steady_now()).read;
+  CHECK(burst >= 100);  // a tenth of a second's worth
+  CHECK(burst <= 102);
+  CHECK(*first.resume_at > start);
+  // Early: nothing more is read.
+  const auto early = scan.step(*first.resume_at - 1us, 1000).value();
+  CHECK_FALSE(early.done);
+  CHECK(scan.progress(time.steady_now()).read == burst);
+  int wakes = 0;
+  auto step = first;
+  while (!step.done) {
+    REQUIRE(step.resume_at);
+    REQUIRE(*step.resume_at >= time.steady_now());
+    time.advance(*step.resume_at - time.steady_now());
+    const auto before = scan.progress(time.steady_now()).read;
+    step = scan.step(time.steady_now(), 1000).value();
+    CHECK((scan.progress(time.steady_now()).read > before || step.done));  // each wake reads or ends
+    REQUIRE(++wakes < 2000);
+    // Never ahead of the rate plus the burst (one pair may finish over it).
+    const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.steady_now() - start).count();
+    CHECK(scan.progress(time.steady_now()).read <= static_cast<std::uint64_t>(elapsed_ms) + 100 + 2);
+  }
+  const auto took = time.steady_now() - start;
+  CHECK(took >= 480ms);  // about (602 − 100) / 1 000 s
+  CHECK(took <= 520ms);
+  CHECK(scan.report().differences == 0);
+  CHECK(scan.report().index == scan.report().primary);
+  CHECK(scan.report().index.records == 300);
+  const auto p = scan.progress(time.steady_now());
+  CHECK(p.read == p.expected);
+  CHECK(p.eta == 0ms);
+}
+
+TEST_CASE("verify scan: unbounded, it reads in turns of the given maximum and goes on at once, and its ETA follows the pace read so far", "[core][verify]") {
+  manual_clock time;
+  vector_source index(entries(250));
+  verify_scan scan(index, {"main"}, primary(250), 10, 500, 0, time.steady_now());
+  CHECK_FALSE(scan.progress(time.steady_now()).eta);  // no pace known yet
+  time.advance(100ms);
+  auto step = scan.step(time.steady_now(), 100).value();
+  CHECK_FALSE(step.done);
+  CHECK_FALSE(step.resume_at);
+  const auto p = scan.progress(time.steady_now());
+  CHECK(p.read >= 100);
+  CHECK(p.read <= 101);
+  CHECK(p.expected == 500);
+  REQUIRE(p.eta);
+  // 100 entries in 100 ms: the other ~400 in about 400 ms.
+  CHECK(*p.eta >= 390ms);
+  CHECK(*p.eta <= 400ms);
+  int turns = 1;
+  while (!step.done) {
+    step = scan.step(time.steady_now(), 100).value();
+    REQUIRE(++turns < 100);
+  }
+  CHECK(turns >= 5);
+  CHECK(scan.done());
+  CHECK(scan.report().differences == 0);
+}
+
+TEST_CASE("verify scan: a difference is reported as the merge names it, and the expected count grows when exceeded", "[core][verify]") {
+  manual_clock time;
+  auto index_entries = entries(10);
+  index_entries.erase(index_entries.begin() + 3);
+  vector_source index(index_entries);
+  verify_scan scan(index, {"main"}, primary(10), 10, 4, 0, time.steady_now());
+  while (!scan.step(time.steady_now(), 3).value().done) {
+  }
+  REQUIRE(scan.report().differences == 1);
+  CHECK(scan.report().drifts[0].kind == drift_kind::missing);
+  CHECK(scan.report().drifts[0].record_id == "r100003");
+  CHECK(scan.progress(time.steady_now()).expected == scan.progress(time.steady_now()).read);
+}
