@@ -38,7 +38,7 @@ typename Inspector::result_type inspect(Inspector& f, lag_figures& x) {
              if (auto err = wire::check_enum("dix.lag_figures.state", x.state, runner_state::dormant, runner_state::stopped))
                return err;
              return wire::check_enum("dix.lag_figures.last_fault", x.last_fault, readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 

@@ -42,7 +42,7 @@ typename Inspector::result_type inspect(Inspector& f, publication& x) {
                return err;
              return wire::check_enum("dix.publication.reason", x.reason,
                                      readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 

@@ -153,7 +153,7 @@ typename Inspector::result_type inspect(Inspector& f, log_fault& x) {
   return f(caf::meta::type_name("dix.log_fault"), x.gen, x.transient, x.reason, x.text,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.log_fault.reason", x.reason, readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 

@@ -212,7 +212,7 @@ metrics_block load_fields(unsigned char* b, bool names) {
   const auto state = load<std::uint8_t>(b, b_runner_state, __ATOMIC_RELAXED);
   l.state = state <= static_cast<std::uint8_t>(runner_state::stopped) ? static_cast<runner_state>(state) : runner_state::running;
   const auto fault = load<std::uint8_t>(b, b_last_fault, __ATOMIC_RELAXED);
-  l.last_fault = fault <= static_cast<std::uint8_t>(readiness_reason::registration_changed) ? static_cast<readiness_reason>(fault)
+  l.last_fault = fault <= static_cast<std::uint8_t>(last_readiness_reason) ? static_cast<readiness_reason>(fault)
                                                                                      : readiness_reason::none;
   l.stalled_growing = (lag_flags & lag_stalled_growing) != 0;
   l.unread_growing = (lag_flags & lag_unread_growing) != 0;

@@ -51,7 +51,7 @@ static_assert(s_id + max_id_bytes == slot_bytes);
 static_assert(h_reserved + 80 == header_bytes);
 
 constexpr std::uint32_t highest_state = static_cast<std::uint32_t>(readiness_state::unavailable);
-constexpr std::uint32_t highest_reason = static_cast<std::uint32_t>(readiness_reason::registration_changed);
+constexpr std::uint32_t highest_reason = static_cast<std::uint32_t>(last_readiness_reason);
 
 using mapped::field;
 using mapped::load;

@@ -7,6 +7,7 @@ log_merge::log_merge(std::vector<log_source*> sources)
 
 result<std::optional<merged_transaction>> log_merge::next() {
   std::optional<std::size_t> best;
+  holding_ = false;
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     if (!pending_[i]) {
       auto pulled = sources_[i]->next();
@@ -16,7 +17,11 @@ result<std::optional<merged_transaction>> log_merge::next() {
       }
       pending_[i] = std::move(*pulled);
     }
-    if (!pending_[i] || (!hold_.empty() && pending_[i]->sequence > hold_[i])) continue;
+    if (!pending_[i]) continue;
+    if (!hold_.empty() && pending_[i]->end_sequence() > hold_[i]) {
+      holding_ = true;
+      continue;
+    }
     if (!best || pending_[i]->time < pending_[*best]->time) best = i;
   }
   if (!best) return std::optional<merged_transaction>{};

@@ -26,15 +26,18 @@ class log_merge {
   // the log it came from; the merge must then be rebuilt from freshly opened sources.
   result<std::optional<merged_transaction>> next();
 
-  // Holds back, per source, every transaction whose sequence is beyond `last[i]`: such a source
-  // counts as caught up until hold() is lifted (an empty vector). What was read ahead stays
-  // pending, so nothing is lost or read twice. tailer_core's verify fence (issue 31).
+  // Holds back, per source, every transaction that ends beyond `last[i]`: such a source counts as
+  // caught up until hold() is lifted (an empty vector). What was read ahead stays pending, so
+  // nothing is lost or read twice. tailer_core's verify fence (issue 31).
   void hold(std::vector<std::uint64_t> last) { hold_ = std::move(last); }
+  // Whether the last next() left a transaction pending because it is held back.
+  bool holding() const noexcept { return holding_; }
 
  private:
   std::vector<log_source*> sources_;
   std::vector<std::optional<wal_transaction>> pending_;  // one look-ahead per source
   std::vector<std::uint64_t> hold_;                      // empty: nothing held back
+  bool holding_ = false;
 };
 
 }  // namespace dix

@@ -13,10 +13,12 @@ std::string_view to_string(readiness_state s) noexcept {
 }
 
 std::string_view to_string(readiness_reason r) noexcept {
-  static constexpr std::array<std::string_view, 15> names{
+  static constexpr std::array<std::string_view, 16> names{
       "none",          "cursor-missing",  "cursor-unoffered", "log-missing",      "log-retention",
       "log-corrupt",   "reload",          "backend-failed",   "runner-failed",    "condemned",
-      "shutdown-failed", "rebuild-failed", "rebuild-exhausted", "rebuild-requested", "registration-changed"};
+      "shutdown-failed", "rebuild-failed", "rebuild-exhausted", "rebuild-requested", "registration-changed",
+      "verify-failed"};
+  static_assert(names.size() == static_cast<std::size_t>(last_readiness_reason) + 1);
   auto i = static_cast<std::size_t>(r);
   return i < names.size() ? names[i] : names[0];
 }

@@ -177,6 +177,7 @@ pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const
       if (!point) {
         out.fault = transient("log " + l.name + ": coverage capture: " + point.error().message());
         installed_ = false;
+        fence_.reset();
         return out;
       }
       c.time = c.time == 0 ? point->time : std::min(c.time, point->time);
@@ -471,8 +472,18 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
     chunk.through_ends[l.name] = l.through_end;
     chunk.log_reopens += l.port.source->reopens();
   }
-  chunk.end_of_log = carried_.empty() && all_caught_up_;
-  chunk.fence_reached = fence_ && chunk.end_of_log;
+  const bool drained = carried_.empty() && all_caught_up_;
+  // Caught up only when nothing waits beyond a fence: a fenced tailer is not at the end of its logs.
+  chunk.end_of_log = drained && !merge_->holding();
+  // Reached when every transaction up to each snapshot is read and delivered: a source may answer
+  // "nothing yet" (a WAL switch, a reopen) before it has shown all of them, and the WAL's
+  // continuity makes "read up to the snapshot's sequence" exact.
+  if (fence_ && drained) {
+    chunk.fence_reached = true;
+    for (std::size_t i = 0; i < logs_.size(); ++i) {
+      if (logs_[i].read_end < fence_->snapshots[i]->sequence()) chunk.fence_reached = false;
+    }
+  }
   // Only now, with what it read synced, is the batch handed out.
   chunk.delivery = std::move(t.delivery);
   return std::nullopt;

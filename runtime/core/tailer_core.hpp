@@ -93,8 +93,10 @@ struct tailer_chunk {
   dix::positions through_ends;
   // The coverage capture taken at the start of this turn, when pull() was asked for one (§12.1).
   std::optional<coverage_capture> capture;
-  // The verify fence is reached: every transaction up to the fence's snapshots is delivered and
-  // nothing is carried, so `through` stands exactly at the fence (tailer_core::fence).
+  // The verify fence is reached: every log is read up to its fence snapshot's sequence, and
+  // everything read is delivered (nothing carried), so `through` stands exactly at the fence
+  // (tailer_core::fence). A fenced chunk is not end_of_log while commits wait beyond the fence: a
+  // runner stops pulling at fence_reached until it lifts the fence.
   bool fence_reached = false;
 };
 

@@ -7,7 +7,7 @@ namespace dix {
 
 namespace {
 
-constexpr std::uint64_t most = ~std::uint64_t{0};
+constexpr std::int64_t micro = 1'000'000;
 
 }  // namespace
 
@@ -16,38 +16,46 @@ verify_scan::verify_scan(entry_source& index, std::vector<std::string> logs, pri
                          clock::steady_time start)
     : merge_(index, std::move(logs), std::move(primary_of), limit),
       expected_(expected),
-      rate_(entries_per_s),
-      burst_(std::max<std::uint64_t>(entries_per_s / 10, 64)),
-      start_(start) {}
+      // Beyond 10^11 entries a second the rate is no bound: unbounded (and rate × 10 s fits).
+      rate_(entries_per_s > 100'000'000'000ull ? 0 : entries_per_s),
+      burst_micro_(static_cast<std::int64_t>(std::max<std::uint64_t>(rate_ / 10, 64)) * micro),
+      credit_micro_(burst_micro_),
+      start_(start),
+      last_(start) {}
 
-std::uint64_t verify_scan::allowed(clock::steady_time now) const {
-  if (rate_ == 0) return most;
-  const auto elapsed_us =
-      static_cast<std::uint64_t>(std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count()));
-  // rate × elapsed without overflow: whole seconds and the rest apart.
-  const auto seconds = elapsed_us / 1'000'000, rest_us = elapsed_us % 1'000'000;
-  if (seconds != 0 && rate_ > most / seconds) return most;
-  const auto by_time = rate_ * seconds + (rest_us * rate_) / 1'000'000;
-  return by_time > most - burst_ ? most : by_time + burst_;
+void verify_scan::refill(clock::steady_time now) {
+  if (now <= last_) return;
+  // Credit is capped at the burst, so no elapsed time beyond the burst's refill matters:
+  // capping it first keeps rate × elapsed within 64 bits.
+  const auto elapsed_us = std::min<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count(),
+                                                 10 * micro);
+  credit_micro_ = std::min(burst_micro_, credit_micro_ + static_cast<std::int64_t>(rate_) * elapsed_us);
+  last_ = now;
 }
 
 result<verify_step> verify_scan::step(clock::steady_time now, std::uint64_t max_entries) {
   verify_step out;
-  const auto read = merge_.read();
-  const auto allowance = allowed(now);
-  const auto budget = std::min(allowance > read ? allowance - read : 0, max_entries);
+  out.done = merge_.done();
+  if (out.done) return out;
+  max_entries = std::max<std::uint64_t>(max_entries, 1);
+  std::uint64_t budget = max_entries;
+  if (rate_ != 0) {
+    refill(now);
+    budget = credit_micro_ <= 0 ? 0 : std::min<std::uint64_t>(static_cast<std::uint64_t>(credit_micro_ / micro), max_entries);
+  }
   if (budget > 0) {
+    const auto before = merge_.read();
     auto done = merge_.step(budget);
     if (!done) return done.error();
     out.done = *done;
+    if (rate_ != 0) credit_micro_ -= static_cast<std::int64_t>(merge_.read() - before) * micro;
   }
   if (out.done) return out;
-  if (budget == max_entries) return out;  // the turn's maximum: go on at once
-  // The rate's next allowance: when `read + 1` entries are allowed.
-  const auto next = merge_.read() + 1;
-  const auto owed = next > burst_ ? next - burst_ : 0;
-  const auto us = rate_ == 0 ? 0 : (owed * 1'000'000 + rate_ - 1) / rate_;
-  out.resume_at = start_ + std::chrono::microseconds(static_cast<std::int64_t>(us));
+  if (rate_ == 0 || budget == max_entries) return out;  // the turn's maximum: go on at once
+  // The next whole entry's credit: (1 entry − credit) at the rate, rounded up.
+  const auto owed = micro - credit_micro_;
+  const auto us = (owed + static_cast<std::int64_t>(rate_) - 1) / static_cast<std::int64_t>(rate_);
+  out.resume_at = now + std::chrono::microseconds(us);
   return out;
 }
 

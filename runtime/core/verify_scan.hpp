@@ -33,26 +33,32 @@ struct verify_step {
 class verify_scan {
  public:
   // `expected`: the entries both sides are expected to hold together (e.g. twice the index
-  // digest's count), for progress only. `entries_per_s`: the rate (0: unbounded); reading may run
-  // ahead of it by a burst of a tenth of a second's worth, at least 64 entries.
+  // digest's count), for progress only. `entries_per_s`: the rate (0: unbounded), kept as a token
+  // bucket: credit accrues at the rate up to a burst of a tenth of a second's worth (at least 64
+  // entries) and reading spends it, so after a stall the scan never reads more than the burst at
+  // once.
   verify_scan(entry_source& index, std::vector<std::string> logs, primary_source_of primary_of, std::size_t limit,
               std::uint64_t expected, std::uint64_t entries_per_s, clock::steady_time start);
 
-  // Reads what the rate allows by `now`, at most `max_entries` (one turn of its worker).
+  // Reads what the rate allows by `now`, at most `max_entries` (one turn of its worker; at least
+  // 1). A step may read one entry more than it was allowed (the merge finishes a pair); the
+  // credit then goes below zero and the next allowance waits for it.
   result<verify_step> step(clock::steady_time now, std::uint64_t max_entries);
   verify_progress progress(clock::steady_time now) const;
   bool done() const noexcept { return merge_.done(); }
   const drift_report& report() const noexcept { return merge_.report(); }
 
  private:
-  // Entries the rate allows by `now` in total.
-  std::uint64_t allowed(clock::steady_time now) const;
+  // The bucket, in millionths of an entry: credit_ as of last_.
+  void refill(clock::steady_time now);
 
   drift_merge merge_;
   std::uint64_t expected_;
   std::uint64_t rate_;
-  std::uint64_t burst_;
+  std::int64_t burst_micro_;
+  std::int64_t credit_micro_;
   clock::steady_time start_;
+  clock::steady_time last_;
 };
 
 }  // namespace dix

@@ -113,7 +113,7 @@ TEST_CASE("tailer fence: fenced, a key changed after the fence is delivered with
   auto chunk = h.pull();
   REQUIRE(chunk.delivery);
   CHECK(chunk.fence_reached);
-  CHECK(chunk.end_of_log);
+  CHECK_FALSE(chunk.end_of_log);  // commits wait beyond the fence
   REQUIRE(chunk.delivery->records.size() == 1);
   CHECK(chunk.delivery->records[0].state.projection == "v1");  // the latest is v2: read at the fence
   CHECK(chunk.delivery->records[0].state.version == ta1);
@@ -122,6 +122,7 @@ TEST_CASE("tailer fence: fenced, a key changed after the fence is delivered with
   auto again = h.pull();
   CHECK_FALSE(again.delivery);
   CHECK(again.fence_reached);
+  CHECK_FALSE(again.end_of_log);
   CHECK(h.core.through()->find("one")->sequence == a1);
   // Lifted: the snapshots are handed over, and the tailer reads on.
   auto snapshots = h.core.lift_fence();
@@ -237,4 +238,114 @@ TEST_CASE("tailer fence: under random commits, cuts and fences in two logs, the 
     CHECK(h.index == want);
   }
   CHECK(fences > 300);  // the property was checked often
+}
+
+namespace {
+
+// A log source that answers "nothing yet" for its next `stutters` calls, as the RocksDB one may
+// around a WAL switch or a failed reopen, before it shows what its log holds.
+class stuttering_source final : public log_source {
+ public:
+  explicit stuttering_source(fake_store& s) : inner_(s) {}
+  int stutters = 0;
+  const std::string& log_name() const noexcept override { return inner_.log_name(); }
+  const std::string& identity() const noexcept override { return inner_.identity(); }
+  result<wal_transaction> open(std::uint64_t sequence, index_time_t time) override { return inner_.open(sequence, time); }
+  result<std::optional<wal_transaction>> next() override {
+    if (stutters > 0) {
+      --stutters;
+      return std::optional<wal_transaction>{};
+    }
+    return inner_.next();
+  }
+  result<std::uint64_t> latest_sequence() const override { return inner_.latest_sequence(); }
+  result<wal_retention> retention(std::uint64_t anchor, std::uint64_t now_ns) const override {
+    return inner_.retention(anchor, now_ns);
+  }
+  std::uint64_t reopens() const noexcept override { return inner_.reopens(); }
+
+ private:
+  fake_store::source inner_;
+};
+
+// A reader whose snapshots claim one sequence less than they hold: what a store whose WAL shows a
+// commit before its sequence is published would look like to the fence.
+class lagging_reader final : public store_reader {
+ public:
+  explicit lagging_reader(fake_store& s) : inner_(s) {}
+  result<std::optional<std::string>> read(std::uint32_t table, std::string_view id) override { return inner_.read(table, id); }
+  result<std::uint64_t> latest_sequence() override { return inner_.latest_sequence(); }
+  result<coverage_point> capture_coverage() override { return inner_.capture_coverage(); }
+  std::uint64_t synced_sequence() const noexcept override { return inner_.synced_sequence(); }
+  result<std::uint64_t> sync_wal() override { return inner_.sync_wal(); }
+  result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override {
+    return inner_.commit_boundary(id, epoch);
+  }
+  result<std::unique_ptr<store_snapshot>> snapshot() override {
+    auto s = inner_.snapshot();
+    if (!s) return s.error();
+    return std::unique_ptr<store_snapshot>(std::make_unique<lagging>(std::move(*s)));
+  }
+  result<table_estimate> estimate(std::uint32_t table) override { return inner_.estimate(table); }
+
+ private:
+  struct lagging final : store_snapshot {
+    explicit lagging(std::unique_ptr<store_snapshot> s) : inner(std::move(s)) {}
+    result<void> seek(std::uint32_t table, std::string_view after) override { return inner->seek(table, after); }
+    result<std::optional<scan_entry>> next() override { return inner->next(); }
+    std::uint64_t sequence() const noexcept override { return inner->sequence() - 1; }
+    result<std::vector<std::optional<std::string>>> read_many(std::uint32_t table,
+                                                              const std::vector<std::string_view>& ids) override {
+      return inner->read_many(table, ids);
+    }
+    std::unique_ptr<store_snapshot> inner;
+  };
+  fake_store::reader inner_;
+};
+
+}  // namespace
+
+TEST_CASE("tailer fence: a source that answers nothing yet before it has shown every transaction up to the snapshot does not reach the fence early", "[core][tailer][verify]") {
+  fake_store store{"main", "id-main"};
+  store.commit({test::put(products, "seed", "s")}, 0, true);
+  stuttering_source source{store};
+  fake_store::reader reader{store};
+  tailer_core core({{&source, &reader}}, {{table_ref{"main", products}, echo()}}, {{"main", "id-main"}});
+  const auto first = store.transactions().front();
+  REQUIRE_FALSE(core.install(cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value()).fault);
+  auto [a, ta] = store.commit({test::put(products, "a", "1")});
+  REQUIRE(core.fence());
+  source.stutters = 2;
+  manual_clock time;
+  for (int i = 0; i < 2; ++i) {
+    auto r = core.pull(turn_budgets{}, 1, time);
+    REQUIRE_FALSE(r.fault);
+    CHECK_FALSE(r.chunk.delivery);
+    CHECK_FALSE(r.chunk.fence_reached);  // "a" is not read yet
+  }
+  auto r = core.pull(turn_budgets{}, 1, time);
+  REQUIRE_FALSE(r.fault);
+  REQUIRE(r.chunk.delivery);
+  CHECK(r.chunk.fence_reached);
+  CHECK(core.through()->find("main")->sequence == a);
+  (void)ta;
+}
+
+TEST_CASE("tailer fence: refused, and retryable, when the tailer already read a transaction its snapshot does not hold", "[core][tailer][verify]") {
+  fake_store store{"main", "id-main"};
+  store.commit({test::put(products, "seed", "s")}, 0, true);
+  fake_store::source source{store};
+  lagging_reader reader{store};
+  tailer_core core({{&source, &reader}}, {{table_ref{"main", products}, echo()}}, {{"main", "id-main"}});
+  const auto first = store.transactions().front();
+  REQUIRE_FALSE(core.install(cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value()).fault);
+  store.commit({test::put(products, "a", "1")});
+  manual_clock time;
+  REQUIRE_FALSE(core.pull(turn_budgets{}, 1, time).fault);  // read up to the latest sequence
+  auto refused = core.fence();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().value() == errc::io_error);
+  CHECK_THAT(refused.error().message(), Catch::Contains("fence again later"));
+  CHECK_FALSE(core.fenced());
+  CHECK(store.live_snapshots == 0);
 }

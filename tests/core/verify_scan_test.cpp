@@ -130,3 +130,31 @@ TEST_CASE("verify scan: a difference is reported as the merge names it, and the 
   CHECK(scan.report().drifts[0].record_id == "r100003");
   CHECK(scan.progress(time.steady_now()).expected == scan.progress(time.steady_now()).read);
 }
+
+TEST_CASE("verify scan: after a stall it reads no more than its burst at once, then keeps to the rate again, and a finished scan stays done", "[core][verify]") {
+  manual_clock time;
+  vector_source index(entries(2000));
+  verify_scan scan(index, {"main"}, primary(2000), 10, 4000, 1000, time.steady_now());
+  REQUIRE_FALSE(scan.step(time.steady_now(), 100000).value().done);
+  const auto burst = scan.progress(time.steady_now()).read;
+  CHECK(burst <= 101);
+  time.advance(10s);  // a paused worker
+  auto step = scan.step(time.steady_now(), 100000).value();
+  CHECK_FALSE(step.done);
+  CHECK(scan.progress(time.steady_now()).read - burst <= 101);  // the burst, not ten seconds' worth
+  REQUIRE(step.resume_at);
+  CHECK(*step.resume_at - time.steady_now() <= 2ms);
+  // A turn's maximum of 0 is taken as 1: it still moves.
+  time.advance(*step.resume_at - time.steady_now());
+  const auto before = scan.progress(time.steady_now()).read;
+  REQUIRE_FALSE(scan.step(time.steady_now(), 0).value().done);
+  CHECK(scan.progress(time.steady_now()).read > before);
+  // Unbounded, a finished scan answers done at every later step.
+  vector_source small(entries(3));
+  verify_scan quick(small, {"main"}, primary(3), 10, 6, 0, time.steady_now());
+  while (!quick.step(time.steady_now(), 2).value().done) {
+  }
+  const auto again = quick.step(time.steady_now(), 2).value();
+  CHECK(again.done);
+  CHECK_FALSE(again.resume_at);
+}

@@ -653,7 +653,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: out-of-range enums and record indices 
     caf::binary_serializer sink{sys, bytes};
     std::string id = "idx";
     std::uint8_t state = 1;
-    std::uint8_t reason = 15;  // one past registration_changed
+    std::uint8_t reason = 16;  // one past last_readiness_reason (verify_failed)
     std::uint32_t attempts = 0;
     bool absent = false;
     REQUIRE(!sink(id, state, reason, attempts, absent, absent));
@@ -661,7 +661,7 @@ TEST_CASE_METHOD(wire_fixture, "messages: out-of-range enums and record indices 
     auto err = load(bytes, out);
     REQUIRE(err);
     CHECK(dix::to_errc(err) == errc::message_invalid);
-    CHECK(dix::error_text(err) == "dix.publication.reason = 15: must be in [0, 14]");
+    CHECK(dix::error_text(err) == "dix.publication.reason = 16: must be in [0, 15]");
   }
   SECTION("observed readiness state") {
     buffer bytes;

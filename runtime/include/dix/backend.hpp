@@ -317,10 +317,11 @@ class backend {
   virtual result<std::unique_ptr<digest_view>> open_digest();
   // With open_digest (issue 31, formats.md §7): whether apply() keeps a delivered record
   // (state_kind::record) as an entry — nullopt — or skips it as unindexable, answering the code it
-  // notes (note_unindexable). Decided from the record alone, exactly as apply() decides (a backend
-  // should call it there), never from the index's state: dix verify leaves the records it skips
-  // out of the projection's side, so a disagreement reads as drift. Any thread, concurrently with
-  // every other call; never blocks. Default: every record is kept.
+  // notes (note_unindexable). Decided from the record alone, exactly as apply() decides (the
+  // conformance kit checks that they agree, codes included), never from the index's state: dix
+  // verify leaves the records it skips out of the projection's side, so a disagreement reads as
+  // drift. Any thread, concurrently with every other call; never blocks. Default: every record is
+  // kept.
   virtual std::optional<std::string> skips(const record_entry& r) const;
 };
 

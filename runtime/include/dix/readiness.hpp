@@ -20,7 +20,9 @@ enum class readiness_state : std::uint8_t { unknown, ready, rebuilding, needs_re
 enum class readiness_reason : std::uint8_t {
   none, cursor_missing, cursor_unoffered, log_missing, log_retention, log_corrupt, reload,
   backend_failed, runner_failed, condemned, shutdown_failed, rebuild_failed, rebuild_exhausted,
-  rebuild_requested, registration_changed };
+  rebuild_requested, registration_changed, verify_failed };
+// The highest reason code: a reader of the segment or a message takes codes up to it.
+inline constexpr readiness_reason last_readiness_reason = readiness_reason::verify_failed;
 
 // "ready", "needs-rebuild"; "log-retention", "registration-changed" (formats.md §4.5 spellings).
 std::string_view to_string(readiness_state s) noexcept;

@@ -115,7 +115,7 @@ typename Inspector::result_type inspect(Inspector& f, readiness& x) {
                                              readiness_state::unavailable))
                return err;
              return wire::check_enum("dix.readiness.reason", x.reason, readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 
@@ -128,7 +128,7 @@ typename Inspector::result_type inspect(Inspector& f, runner_status& x) {
                return err;
              return wire::check_enum("dix.runner_status.reason", x.reason,
                                      readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 
@@ -151,7 +151,7 @@ typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.runner_metrics.last_fault", x.last_fault,
                                      readiness_reason::none,
-                                     readiness_reason::registration_changed);
+                                     last_readiness_reason);
            }));
 }
 
