@@ -283,6 +283,13 @@ TEST_CASE("hnsw index: a wrong length is unindexable `dimension`, a non-finite v
     REQUIRE(f.barrier());
     CHECK(f.host.unindexable() == std::vector<std::string>{"dimension", "non_finite", "non_finite", "dimension"});
     CHECK(stored_of(*f.index) == stored_map{{"zero", 1}});  // a zero vector is fine under l2
+    // skips() says the same of the same records (issue 31).
+    std::vector<std::string> skipped;
+    for (const auto& r : {entry("a", {1, 1, 1}, 2), entry("b", {nan, 0}, 2), entry("c", {inf, 0}, 2), raw_entry("d", "abcde", 2)}) {
+      skipped.push_back(f.index->skips(r).value_or("kept"));
+    }
+    CHECK(skipped == f.host.unindexable());
+    CHECK_FALSE(f.index->skips(entry("zero", {0, 0}, 1)));
   }
   SECTION("cosine: a zero vector has no direction") {
     fixture f([](hnsw_options& o) { o.space = hnsw_space::cosine; });
@@ -291,6 +298,8 @@ TEST_CASE("hnsw index: a wrong length is unindexable `dimension`, a non-finite v
     REQUIRE(f.barrier());
     CHECK(f.host.unindexable() == std::vector<std::string>{"non_finite"});
     CHECK(stored_of(*f.index) == stored_map{{"tiny", 1}});
+    CHECK(f.index->skips(entry("zero", {0, 0}, 1)) == std::optional<std::string>("non_finite"));
+    CHECK_FALSE(f.index->skips(entry("tiny", {1e-30f, 0}, 1)));
   }
 }
 

@@ -251,6 +251,11 @@ TEST_CASE("xapian: unindexable projections remove the document, note their code 
   REQUIRE(barrier(*f.index));
   CHECK(stored(*f.index) == std::map<std::string, std::uint64_t>{{fits.record_id, 2}});
   CHECK(f.host.unindexable() == std::vector<std::string>{"bad_encoding", "unknown_field", "id_too_long"});
+  // skips() names the same records with the same codes, and keeps the one that fits (issue 31).
+  CHECK(f.index->skips(bad) == std::optional<std::string>("bad_encoding"));
+  CHECK(f.index->skips(unknown) == std::optional<std::string>("unknown_field"));
+  CHECK(f.index->skips(long_id) == std::optional<std::string>("id_too_long"));
+  CHECK_FALSE(f.index->skips(fits));
   CHECK(*f.index->durable_cursor().value() == make_cursor(2));
   // A record the runtime found unindexable is removed too (its code is the runtime's to note).
   auto runtime_unindexable = absent(fits.record_id);
