@@ -128,6 +128,14 @@ void commit_fake(test::fake_store& s, const std::vector<scenario_op>& ops) {
 
 // Before the snapshot: ids out of order, an overwrite, a delete, a record put and deleted in one
 // transaction's wake. After it: a put, an overwrite, a delete and a new table.
+// The same transactions in the real store and in the fake one.
+void commit_both(primary_store& real, test::fake_store& fake, const std::vector<std::vector<scenario_op>>& transactions) {
+  for (const auto& t : transactions) {
+    commit_real(real, t);
+    commit_fake(fake, t);
+  }
+}
+
 const std::vector<std::vector<scenario_op>> before_snapshot{
     {{1, "m", "m1"}, {1, "c", "c1"}, {1, "x", "x1"}, {1, "a", "a1"}},
     {{1, "c", "c2"}, {1, "q", "q1"}},
@@ -203,16 +211,10 @@ TEST_CASE("store reader: the fake store's snapshot behaves like the RocksDB one 
   rocksdb_store_reader real(s);
   test::fake_store fake_store("main", "fake-identity");
   test::fake_store::reader fake(fake_store);
-  for (const auto& t : before_snapshot) {
-    commit_real(*s, t);
-    commit_fake(fake_store, t);
-  }
+  commit_both(*s, fake_store, before_snapshot);
   auto real_snap = real.snapshot().value();
   auto fake_snap = fake.snapshot().value();
-  for (const auto& t : after_snapshot) {
-    commit_real(*s, t);
-    commit_fake(fake_store, t);
-  }
+  commit_both(*s, fake_store, after_snapshot);
   auto r = views_of(*real_snap);
   auto f = views_of(*fake_snap);
   CHECK(r.table1 == expected_table1);
@@ -360,20 +362,14 @@ TEST_CASE("store reader: a snapshot names its sequence and reads values at it, a
   rocksdb_store_reader real(s);
   test::fake_store fake_store("main", "fake-identity");
   test::fake_store::reader fake(fake_store);
-  for (const auto& t : before_snapshot) {
-    commit_real(*s, t);
-    commit_fake(fake_store, t);
-  }
+  commit_both(*s, fake_store, before_snapshot);
   auto real_snap = real.snapshot().value();
   auto fake_snap = fake.snapshot().value();
   CHECK(real_snap->sequence() == real.latest_sequence().value());
   CHECK(fake_snap->sequence() == fake.latest_sequence().value());
   const std::vector<std::string_view> ids{"c", "m", "q", "missing"};
   const auto real_before = real.read_many(1, ids).value();
-  for (const auto& t : after_snapshot) {
-    commit_real(*s, t);
-    commit_fake(fake_store, t);
-  }
+  commit_both(*s, fake_store, after_snapshot);
   CHECK(real.read_many(1, ids).value() != real_before);  // the latest state moved on
   CHECK(real_snap->read_many(1, ids).value() == real_before);
   CHECK(real_snap->read_many(77, ids).value() == std::vector<std::optional<std::string>>(ids.size()));

@@ -563,6 +563,22 @@ std::string reverse_value(std::uint64_t version, const std::string& projection) 
   return out + projection;
 }
 
+// Opens the closed index at `path` as a plain RocksDB database with its families (default,
+// entries, reverse, meta) and hands it to `change`: what a disk fault or a stray tool could do.
+void tamper(const std::filesystem::path& path,
+            const std::function<void(rocksdb::DB&, const std::vector<rocksdb::ColumnFamilyHandle*>&)>& change) {
+  rocksdb::DBOptions o;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  rocksdb_index_open_options(o, families);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  change(*db, handles);
+  for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
+  REQUIRE(db->Close().ok());
+}
+
 }  // namespace
 
 TEST_CASE("rocksdb index: drift planted in its files with the backend closed is found, each record by its kind and no other, and its entries no longer sum to its stored digest (issue 31)", "[adapter][backend][digest][verify]") {
@@ -616,14 +632,8 @@ TEST_CASE("rocksdb index: drift planted in its files with the backend closed is 
     CHECK(stored == clean.index);
   }
   // Plant one drift of each kind in `reverse`, as a disk fault or a stray tool could.
-  {
-    rocksdb::DBOptions o;
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    rocksdb_index_open_options(o, families);
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* raw = nullptr;
-    REQUIRE(rocksdb::DB::Open(o, (dir / "index").string(), families, &handles, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
+  tamper(dir / "index", [&](rocksdb::DB& raw, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+    auto* db = &raw;
     auto* reverse = handles[2];
     rocksdb::WriteOptions wo;
     wo.sync = true;
@@ -631,9 +641,7 @@ TEST_CASE("rocksdb index: drift planted in its files with the backend closed is 
     REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r9"), reverse_value(3, encode_keys({"k9"}))).ok());  // added
     REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r3"), reverse_value(1, encode_keys({"k3"}))).ok());  // stale
     REQUIRE(db->Put(wo, reverse, reverse_key("main", 1, "r4"), reverse_value(versions["r4"], encode_keys({"kX"}))).ok());  // wrong
-    for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
-    REQUIRE(db->Close().ok());
-  }
+  });
   auto index = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
   const auto [stored, report] = verify(*index);
   std::vector<std::string> found;
@@ -659,19 +667,7 @@ TEST_CASE("rocksdb index: a stored digest of the wrong size, or a malformed reve
     REQUIRE(w.wait());
     REQUIRE(index->open_digest().value()->digest().records == 1);
   }
-  auto plant = [&](const std::function<void(rocksdb::DB&, const std::vector<rocksdb::ColumnFamilyHandle*>&)>& change) {
-    rocksdb::DBOptions o;
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    rocksdb_index_open_options(o, families);
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* raw = nullptr;
-    REQUIRE(rocksdb::DB::Open(o, (dir / "index").string(), families, &handles, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    change(*db, handles);
-    for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
-    REQUIRE(db->Close().ok());
-  };
-  plant([](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+  tamper(dir / "index", [](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
     REQUIRE(db.Put(rocksdb::WriteOptions{}, h[3], "digest", "short").ok());  // meta: 5 bytes, not 24
   });
   {
@@ -682,7 +678,7 @@ TEST_CASE("rocksdb index: a stored digest of the wrong size, or a malformed reve
     CHECK_THAT(opened.error().message(), Catch::Contains("5 bytes, not 24"));
   }
   // No stored digest: it is computed from `reverse`, where a malformed entry is an error too.
-  plant([](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+  tamper(dir / "index", [](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& h) {
     REQUIRE(db.Delete(rocksdb::WriteOptions{}, h[3], "digest").ok());
     REQUIRE(db.Put(rocksdb::WriteOptions{}, h[2], std::string("\x09main"), "x").ok());  // a ref cut short
   });

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/drift.hpp"
+#include "support/vector_entry_source.hpp"
 
 using namespace dix;
 
@@ -25,18 +26,7 @@ digest_entry entry(std::string log, std::uint32_t table, std::string id, std::ui
   return e;
 }
 
-class vector_source final : public entry_source {
- public:
-  explicit vector_source(std::vector<digest_entry> entries) : entries_(std::move(entries)) {}
-  result<const digest_entry*> next() override {
-    if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
-    return &entries_[at_++];
-  }
-
- private:
-  std::vector<digest_entry> entries_;
-  std::size_t at_ = 0;
-};
+using vector_source = test::vector_entry_source;
 
 // The primary's entries per log.
 primary_source_of primaries(std::map<std::string, std::vector<digest_entry>> by_log) {

@@ -8,24 +8,14 @@
 #include <vector>
 
 #include "core/verify_scan.hpp"
+#include "support/vector_entry_source.hpp"
 
 using namespace dix;
 using namespace std::chrono_literals;
 
 namespace {
 
-class vector_source final : public entry_source {
- public:
-  explicit vector_source(std::vector<digest_entry> entries) : entries_(std::move(entries)) {}
-  result<const digest_entry*> next() override {
-    if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
-    return &entries_[at_++];
-  }
-
- private:
-  std::vector<digest_entry> entries_;
-  std::size_t at_ = 0;
-};
+using vector_source = test::vector_entry_source;
 
 std::vector<digest_entry> entries(std::size_t n) {
   std::vector<digest_entry> out;
