@@ -1,9 +1,8 @@
 #include "core/projection_digest.hpp"
 
 #include <utility>
-#include <variant>
 
-#include "core/txn_header.hpp"  // decode_value
+#include "core/record_projection.hpp"
 
 namespace dix {
 
@@ -12,7 +11,6 @@ projection_entries::projection_entries(store_snapshot& snapshot, std::string log
     : snapshot_(snapshot), tables_(std::move(tables)), table_(tables_.begin()), skipped_(std::move(skipped)) {
   e_.log = std::move(log);
   record_.log = e_.log;
-  record_.state.kind = state_kind::record;
 }
 
 result<const digest_entry*> projection_entries::next() {
@@ -29,32 +27,22 @@ result<const digest_entry*> projection_entries::next() {
       continue;
     }
     const auto& record = **next;
-    auto value = decode_value(record.value);
-    if (!value) continue;  // record-corrupt: unindexable, as the tailer delivers it
     const auto table = table_->first;
-    const record_info info{e_.log, table, record.id, value->version, record.value.size()};
-    projection_result projected;
-    try {
-      projected = table_->second(value->payload, info);
-    } catch (...) {
+    record_.table = table;
+    record_.record_id.assign(record.id);
+    if (!project_stored(table_->second, e_.log, table, record.id, record.value, record_.state)) {
       return error{errc::invalid_argument, "the projection of log " + e_.log + " table " + std::to_string(table) + " threw"};
     }
-    const auto* bytes = std::get_if<std::string>(&projected);
-    if (bytes == nullptr) continue;  // unindexable: not an entry
-    if (skipped_) {
-      record_.table = table;
-      record_.record_id.assign(record.id);
-      record_.state.version = value->version;
-      record_.state.projection.assign(*bytes);
-      if (skipped_(record_)) {
-        ++skipped_count_;
-        continue;
-      }
+    // Record-corrupt or unindexable: not an entry, as the tailer delivers it.
+    if (record_.state.kind != state_kind::record) continue;
+    if (skipped_ && skipped_(record_)) {
+      ++skipped_count_;
+      continue;
     }
     e_.table = table;
     e_.record_id.assign(record.id);
-    e_.version = value->version;
-    e_.hash = entry_hash(e_.log, table, e_.record_id, e_.version, *bytes);
+    e_.version = record_.state.version;
+    e_.hash = entry_hash(e_.log, table, e_.record_id, e_.version, record_.state.projection);
     return &e_;
   }
   return static_cast<const digest_entry*>(nullptr);

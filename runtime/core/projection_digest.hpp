@@ -43,7 +43,7 @@ class projection_entries final : public entry_source {
   bool sought_ = false;
   std::uint64_t skipped_count_ = 0;
   digest_entry e_;
-  record_entry record_;  // what the tailer would deliver, for skipped_ (its buffers reused)
+  record_entry record_;  // what the tailer would deliver (core/record_projection.hpp; its buffers reused)
 };
 
 // Adds the entries of `table` of log `log` at `snapshot`, projected with `fn`, to `into`, and

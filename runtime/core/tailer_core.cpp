@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/assert.hpp"
+#include "core/record_projection.hpp"
 #include "core/txn_header.hpp"
 
 namespace dix {
@@ -363,35 +364,11 @@ std::optional<tailer_fault> tailer_core::project(std::size_t log, std::uint32_t 
   e.log = l.name;
   e.table = table;
   e.record_id = std::string(id);
-  if (!stored) {
-    e.state.kind = state_kind::absent;
-    return std::nullopt;
-  }
-  auto value = decode_value(*stored);
-  if (!value) {
-    e.state.kind = state_kind::unindexable;
-    e.state.reason = "record-corrupt";
-    ++unindexable_count;
-    return std::nullopt;
-  }
-  e.state.version = value->version;
-  const auto& fn = *projection_of(log, table);
-  record_info info{l.name, table, id, value->version, stored->size()};
-  projection_result projected_value;
-  try {
-    projected_value = fn(value->payload, info);
-  } catch (...) {
+  if (!project_stored(*projection_of(log, table), l.name, table, id, stored, e.state)) {
     return suspect(readiness_reason::runner_failed,
                    "the projection of log " + l.name + " table " + std::to_string(table) + " threw");
   }
-  if (auto* bytes = std::get_if<std::string>(&projected_value)) {
-    e.state.kind = state_kind::record;
-    e.state.projection = std::move(*bytes);
-  } else {
-    e.state.kind = state_kind::unindexable;
-    e.state.reason = normalize_unindexable_reason(std::get<unindexable>(projected_value).reason);
-    ++unindexable_count;
-  }
+  if (e.state.kind == state_kind::unindexable) ++unindexable_count;
   return std::nullopt;
 }
 
