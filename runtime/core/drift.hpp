@@ -43,6 +43,16 @@ class entry_source {
   virtual result<const digest_entry*> next() = 0;
 };
 
+// A backend's digest view (backend::open_digest) read as the merge's index side.
+class view_entries final : public entry_source {
+ public:
+  explicit view_entries(digest_view& view) : view_(view) {}
+  result<const digest_entry*> next() override { return view_.next(); }
+
+ private:
+  digest_view& view_;
+};
+
 struct drift_report {
   index_digest index;         // the sum of the index entries read (not the digest it stores)
   index_digest primary;       // the projection's

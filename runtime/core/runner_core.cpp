@@ -191,7 +191,8 @@ bool runner_core::non_durable_work() const noexcept {
   return drain_.non_durable_work() || rebuild_.boundary_pending();
 }
 
-void runner_core::discard_progress() {
+void runner_core::discard_progress(effects& out) {
+  interrupt_verify(out);
   ++gen_;
   // Replies to metadata writes of the old generation are dropped: a settle is retried at the
   // next durable advance (it stays wanted), a pending condemnation publishes now.
@@ -245,6 +246,7 @@ void runner_core::reconcile(effects& out) {
 void runner_core::next_turn(effects& out, steady_time now) {
   if (!owner_now() || drain_.current() != drain::open || stopping_ || parked_) return;
   if (drain_.held) return;
+  if (verify_.holds_pulls()) return;  // brought to the verify's fence: no turn until it is lifted
   if (state_ == runner_state::deferred || state_ == runner_state::waiting_durable) return;
   if (!drain_.more) return;
   drain_.more = false;
@@ -323,7 +325,7 @@ void runner_core::condemn(readiness_reason reason, std::string message, effects&
   }
   last_fault_ = reason;
   message_ = std::move(message);
-  discard_progress();
+  discard_progress(out);
   parked_ = true;
   set_state(runner_state::needs_rebuild);
   condemn_reason_ = reason;
@@ -411,7 +413,7 @@ effects runner_core::on_meta_state(std::uint64_t gen, const result<meta_records>
   if (slot.state == readiness_state::unavailable) {
     message_ = "the slot says unavailable (" + std::string(to_string(slot.reason)) + ")";
     last_fault_ = slot.reason;
-    discard_progress();
+    discard_progress(out);
     parked_ = true;
     set_state(runner_state::unavailable);
     published_ = readiness_state::unavailable;
@@ -451,7 +453,7 @@ void runner_core::transient_fault(bool from_durable, std::string message, effect
   // after its newest entry, so nothing accepted is delivered again and the durable cursor the
   // backend reports later is still one of ours. Only what the tailer carried is dropped.
   auto accepted = std::move(drain_.offered);
-  discard_progress();
+  discard_progress(out);
   drain_.offered = std::move(accepted);
   set_state(runner_state::running);
   auto delay = backoff_delay(transient_faults_, config_.options.rebuild_backoff, config_.options.max_rebuild_backoff);
@@ -515,7 +517,7 @@ void runner_core::start_attempt(effects& out, steady_time now) {
     rebuild_.to(rebuild::held);  // a failed attempt's reset still runs: its answer starts this one
     return;
   }
-  discard_progress();
+  discard_progress(out);
   rebuild_.drop_boundary();
   ++rebuild_.attempts;
   set_state(runner_state::rebuilding);
@@ -558,7 +560,7 @@ void runner_core::fail_attempt(readiness_reason reason, std::string message, eff
   (void)now;
   last_fault_ = reason;
   message_ = "rebuild attempt " + std::to_string(rebuild_.attempts) + " failed: " + message;
-  discard_progress();
+  discard_progress(out);
   rebuild_.to(rebuild::none);
   if (rebuild_.attempts >= config_.options.max_rebuild_attempts) {
     exhaust(out);
@@ -1008,6 +1010,10 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       }
     }
   }
+  if (verify_.current() == vphase::barrier && durable_ == verify_.target) {
+    verify_.to(vphase::opening);  // the index is durable exactly at the fence
+    out.push_back(fx::open_digest{gen_});
+  }
   if (state_ == runner_state::waiting_durable && !drain_.cut_open &&
       drain_.offered.size() - 1 < config_.options.max_accepted_batches_ahead) {
     set_state(working_state());
@@ -1129,6 +1135,9 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
     }
   }
   if (!chunk.end_of_log) drain_.more = true;
+  // The verify's fence: everything up to it is read and in this chunk; once its delivery is
+  // accepted (on_delivery), the last offered entry is the barrier's target.
+  if (verify_.current() == vphase::to_fence && chunk.fence_reached) verify_.to(vphase::at_fence);
   if (chunk.delivery) {
     drain_.issue(chunk.delivery, chunk.through_ends);
     out.push_back(fx::deliver{gen_, drain_.in_flight});
@@ -1142,6 +1151,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   demand_flush(out, now);
   if (!non_durable_work() && !drain_.more) set_state(runner_state::idle);
   else if (non_durable_work()) arm_age_timer(out, now, false);
+  if (verify_.current() == vphase::at_fence) reach_fence(out, now);
   next_turn(out, now);
   return out;
 }
@@ -1243,6 +1253,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     return out;
   }
   reconcile(out);
+  if (verify_.current() == vphase::at_fence) reach_fence(out, now);
   if (!drain_.cut_open && drain_.offered.size() - 1 >= config_.options.max_accepted_batches_ahead) {
     set_state(runner_state::waiting_durable);
     drain_.stalled_since = now;
@@ -1298,7 +1309,7 @@ effects runner_core::on_state_change(state_change change, steady_time now) {
       // replay, which would reinstall the condemned cursor and publish `ready` (§11.7).
       if (rebuild_.current() == rebuild::backoff || rebuild_.current() == rebuild::held) break;
       // Replay everything after the durable cursor (§5.7).
-      discard_progress();
+      discard_progress(out);
       query_durable(out);
       break;
     case state_change_kind::failed:
@@ -1316,6 +1327,16 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
     if (gen != cover_.lag_tick_id || !owner_now() || stopping_ || state_ == runner_state::stopped) return out;
     gate_sample(out, now);
     out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), cover_.lag_tick_id});
+    return out;
+  }
+  if (kind == timer_kind::verify_deadline) {
+    // That verify's only (its number): it bounds the way to the fence and the view, not the scan.
+    if (gen == verify_.number && verify_.before_scan()) {
+      abandon_verify(errc::timeout,
+                     "the index did not reach the verify's fence within " + std::to_string(verify_.request.deadline.count()) +
+                       " ms",
+                     out, now);
+    }
     return out;
   }
   if (gen != gen_ || stopping_ || parked_) return out;
@@ -1343,7 +1364,8 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
     case timer_kind::rebuild_backoff:
       if (owner_now() && rebuild_.current() == rebuild::backoff && !release_.holding()) start_attempt(out, now);
       break;
-    case timer_kind::lag_tick: break;  // handled above
+    case timer_kind::lag_tick: break;         // handled above
+    case timer_kind::verify_deadline: break;  // handled above
     case timer_kind::coverage_refresh:
       cover_.refresh_armed_gen.reset();
       if (!owner_now() || release_.holding() || drain_.current() == drain::closed) break;
@@ -1379,7 +1401,7 @@ effects runner_core::on_shutdown_done(epoch_t epoch, const result<void>& outcome
       // request_rebuild revives the runner, a stop retries the release.
       rebuild_.to(rebuild::none);
       message_ = "shutdown rejected: " + outcome.error().message();
-      discard_progress();
+      discard_progress(out);
       parked_ = true;
       set_state(runner_state::unavailable);
       publish(readiness_state::unavailable, readiness_reason::shutdown_failed, out);
@@ -1420,6 +1442,7 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
   if (kind == child_kind::runner || state_ == runner_state::stopped) return out;
   const bool was_up = up;
   up = false;
+  interrupt_verify(out);  // what the child held for it (the fence, the view) went with it
   if (kind == child_kind::proxy && rebuild_.quiesce_in_flight) {
     // As a reset's below: the shutdown's answer went with the proxy.
     rebuild_.quiesce_in_flight.reset();
@@ -1448,7 +1471,7 @@ effects runner_core::on_child_down(child_kind kind, bool escalated, steady_time 
     const auto reason = kind == child_kind::proxy ? readiness_reason::backend_failed : readiness_reason::runner_failed;
     last_fault_ = reason;
     message_ = kind == child_kind::proxy ? "the backend proxy kept failing" : "the log tailer kept failing";
-    discard_progress();
+    discard_progress(out);
     parked_ = true;
     if (!owner_now()) {
       if (state_ == runner_state::waiting_lock) out.push_back(fx::release_lock{});
@@ -1554,11 +1577,174 @@ effects runner_core::stop(steady_time now, bool last_registration) {
     to(marker::unknown);
     publish(readiness_state::needs_rebuild, condemn_reason_, out);
   }
-  discard_progress();
+  discard_progress(out);
   rebuild_.to(rebuild::none);
   set_state(runner_state::releasing);
   if (last_registration) force_gate_open(out);  // §13.4: no registration of the id is left here
   begin_release(out);
+  return out;
+}
+
+// ---- the verify (issue 31, core/verify_attempt.hpp) -------------------------------------------------
+
+verify_outcome runner_core::verify_failed(errc code, std::string message) const {
+  verify_outcome o;
+  o.what = verify_outcome::kind::failed;
+  o.through = verify_.target;
+  o.code = code;
+  o.message = std::move(message);
+  return o;
+}
+
+void runner_core::end_verify(verify_outcome outcome, effects& out) {
+  verify_.to(vphase::none);
+  verify_.target.reset();
+  out.push_back(fx::verify_ended{std::move(outcome)});
+}
+
+void runner_core::interrupt_verify(effects& out) {
+  if (!verify_.running()) return;
+  // The next install drops a fence too; a runner that releases instead installs nothing, and
+  // the fence's snapshots would pin the store's old versions until then.
+  if (verify_.fenced()) out.push_back(fx::lift_fence{gen_, false});
+  verify_outcome o;
+  o.what = verify_outcome::kind::interrupted;
+  o.through = verify_.target;
+  o.code = errc::cancelled;
+  o.message = message_.empty() ? std::string("the runner discarded its progress") : "interrupted: " + message_;
+  end_verify(std::move(o), out);
+}
+
+void runner_core::abandon_verify(errc code, std::string message, effects& out, steady_time now) {
+  if (verify_.fenced()) out.push_back(fx::lift_fence{gen_, false});
+  const bool held = verify_.holds_pulls();
+  end_verify(verify_failed(code, std::move(message)), out);
+  if (held) {
+    drain_.more = true;
+    next_turn(out, now);
+  }
+}
+
+void runner_core::reach_fence(effects& out, steady_time now) {
+  DIX_ASSERT(!drain_.offered.empty());
+  verify_.target = drain_.offered.back().through;
+  verify_.to(vphase::barrier);
+  if (durable_ == verify_.target) {
+    verify_.to(vphase::opening);
+    out.push_back(fx::open_digest{gen_});
+    return;
+  }
+  // A barrier as a waiting reader's (flush_reason::coverage): the flush makes every accepted
+  // entry durable, the last offered one included.
+  request_flush(flush_reason::coverage, out, now);
+}
+
+effects runner_core::on_verify_request(const verify_request& request, steady_time now) {
+  effects out;
+  auto refuse = [&out](errc code, std::string message) {
+    verify_outcome o;
+    o.what = verify_outcome::kind::refused;
+    o.code = code;
+    o.message = std::move(message);
+    out.push_back(fx::verify_refused{std::move(o)});
+    return out;
+  };
+  if (stopping_ || state_ == runner_state::stopped) return refuse(errc::stopped, "the runner is stopping");
+  if (!owner_now()) return refuse(errc::unavailable, "this runner does not own the index");
+  if (attempt_running() || rebuild_.waiting()) return refuse(errc::rebuilding, "the index is being rebuilt: verify it once it is ready");
+  if (parked_ || release_.holding() || published_ != readiness_state::ready) {
+    return refuse(errc::unavailable, "the index is not ready (" + std::string(to_string(published_)) + ")");
+  }
+  if (drain_.current() == drain::closed) return refuse(errc::io_error, "the runner is reinstalling its cursor: retry");
+  if (verify_.running()) {
+    if (verify_.request.report_only != request.report_only) {
+      return refuse(errc::invalid_argument, std::string("a verify ") + (verify_.request.report_only ? "with" : "without") +
+                                              " --report-only is running: wait for it");
+    }
+    return out;  // joins it: answered with its outcome
+  }
+  if (request.deadline.count() <= 0) return refuse(errc::invalid_argument, "the verify's deadline must be positive");
+  verify_.request = request;
+  verify_.number = ++verify_numbers_;
+  verify_.target.reset();
+  verify_.to(vphase::fencing);
+  out.push_back(fx::fence{gen_});
+  out.push_back(fx::arm_timer{timer_kind::verify_deadline, request.deadline, verify_.number});
+  (void)now;
+  return out;
+}
+
+effects runner_core::on_fence_taken(std::uint64_t gen, const result<void>& taken, steady_time now) {
+  effects out;
+  if (!current(gen) || verify_.current() != vphase::fencing) return out;
+  if (!taken) {
+    // A refused fence holds nothing to lift.
+    end_verify(verify_failed(taken.error().value(), "the log tailer could not fence: " + taken.error().message()), out);
+    return out;
+  }
+  verify_.to(vphase::to_fence);
+  // A caught-up runner takes no turn by itself: one turn reads up to the fence (or says so).
+  drain_.more = true;
+  next_turn(out, now);
+  return out;
+}
+
+effects runner_core::on_digest_opened(std::uint64_t gen, const result<std::optional<cursor>>& through, steady_time now) {
+  effects out;
+  if (!current(gen) || verify_.current() != vphase::opening) return out;
+  if (!through) {
+    abandon_verify(through.error().value(), "the backend's digest: " + through.error().message(), out, now);
+    return out;
+  }
+  if (*through != verify_.target) {
+    // Out of contract: the view must be the durable state, and nothing was delivered since.
+    abandon_verify(errc::backend_failed,
+                   "the backend's digest is at " + (*through ? (*through)->to_json() : std::string("no cursor")) +
+                     ", not at the verify's fence " + verify_.target->to_json(),
+                   out, now);
+    return out;
+  }
+  verify_.to(vphase::lifting);
+  out.push_back(fx::lift_fence{gen_, true});
+  return out;
+}
+
+effects runner_core::on_fence_lifted(std::uint64_t gen, steady_time now) {
+  effects out;
+  if (!current(gen) || verify_.current() != vphase::lifting) return out;
+  verify_.to(vphase::scanning);
+  out.push_back(fx::start_verify{gen_, verify_.request, *verify_.target});
+  drain_.more = true;  // the drain goes on during the scan
+  next_turn(out, now);
+  return out;
+}
+
+effects runner_core::on_verify_scanned(std::uint64_t gen, const result<verify_outcome>& scanned, steady_time now) {
+  effects out;
+  if (!current(gen) || verify_.current() != vphase::scanning) return out;
+  if (!scanned) {
+    end_verify(verify_failed(scanned.error().value(), "the verify's scan: " + scanned.error().message()), out);
+    return out;
+  }
+  auto o = *scanned;
+  o.through = verify_.target;
+  o.code = errc::none;
+  if (o.differences == 0) {
+    o.what = verify_outcome::kind::verified;
+    verified_ = verify_.target;
+    verified_at_ = now;
+    end_verify(std::move(o), out);
+    return out;
+  }
+  o.what = verify_outcome::kind::drift;
+  ++verify_failures_;
+  const bool condemns = !verify_.request.report_only;
+  o.condemned = condemns;
+  const auto text = std::to_string(o.differences) + " record" + (o.differences == 1 ? "" : "s") +
+                    " of the index differ from the primary store's projection at " + verify_.target->to_json();
+  o.message = text;
+  end_verify(std::move(o), out);
+  if (condemns) condemn(readiness_reason::verify_failed, "verify: " + text, out, now);
   return out;
 }
 
@@ -1599,6 +1785,10 @@ runner_snapshot runner_core::snapshot() const {
   s.estimated_records = rebuild_.estimated_records;
   s.scan_started_at = rebuild_.scan_started_at;
   s.scan_ended_at = rebuild_.scan_ended_at;
+  s.verifying = verify_.running();
+  s.verified = verified_;
+  s.verified_at = verified_at_;
+  s.verify_failures = verify_failures_;
   return s;
 }
 

@@ -60,6 +60,7 @@
 #include "core/restart_policy.hpp"
 #include "core/runner_types.hpp"  // wake_flag, timer_kind, child_kind
 #include "core/tailer_core.hpp"
+#include "core/verify_attempt.hpp"
 #include "ports/meta_store.hpp"  // meta_records
 
 namespace dix {
@@ -114,12 +115,27 @@ struct stopped { result<void> outcome; };
 struct reset { std::uint64_t gen; epoch_t epoch; };
 struct capture_boundary { std::uint64_t gen; epoch_t epoch; std::uint64_t scan_bytes_per_s; };
 struct scan { std::uint64_t gen; epoch_t epoch; };
+// The verify (issue 31, core/verify_attempt.hpp). The tailer takes its fence (on_fence_taken);
+// the proxy opens the backend's digest view and keeps it (on_digest_opened, with the view's
+// cursor); the tailer lifts its fence (`scan`: hands the snapshots to the verify, on_fence_lifted;
+// otherwise drops them, unanswered — the verify ended); the proxy merges the view it keeps with
+// the projection of the snapshots (on_verify_scanned). `verify_ended` answers every requester of
+// the verify and drops what the proxy keeps for it (the view, the snapshots, the scan);
+// `verify_refused` answers the one request that caused it.
+struct fence { std::uint64_t gen; };
+struct open_digest { std::uint64_t gen; };
+struct lift_fence { std::uint64_t gen; bool scan = false; };
+struct start_verify { std::uint64_t gen; verify_request request; cursor through; };
+struct verify_ended { verify_outcome outcome; };
+struct verify_refused { verify_outcome outcome; };
 }  // namespace fx
 
 using effect = std::variant<fx::request_lock, fx::release_lock, fx::mint_epoch, fx::persist_epoch,
                             fx::query_durable, fx::open_log, fx::pull, fx::deliver, fx::flush, fx::shutdown,
                             fx::publish, fx::arm_timer, fx::stopped, fx::read_meta, fx::write_marker, fx::settle,
-                            fx::reset, fx::capture_boundary, fx::scan, fx::store_gate, fx::publish_coverage>;
+                            fx::reset, fx::capture_boundary, fx::scan, fx::store_gate, fx::publish_coverage,
+                            fx::fence, fx::open_digest, fx::lift_fence, fx::start_verify, fx::verify_ended,
+                            fx::verify_refused>;
 using effects = std::vector<effect>;
 
 // What status() and metrics() report (protocol.md §14), taken after every event. Ages are not
@@ -153,6 +169,12 @@ struct runner_snapshot {
   std::uint64_t rebuilt_records = 0, estimated_records = 0;
   std::optional<steady_time> scan_started_at;
   std::optional<steady_time> scan_ended_at;  // the boundary chunk was accepted
+  // The verify (issue 31): whether one runs, the cursor the last successful one proved, when it
+  // ended, and the verifies that found a difference since the registration.
+  bool verifying = false;
+  std::optional<cursor> verified;
+  std::optional<steady_time> verified_at;
+  std::uint64_t verify_failures = 0;
 
   runner_status status() const;
   // The public metrics at `now`. The slot's fields (readiness, lag_gate, rebuild_attempts,
@@ -285,6 +307,20 @@ class runner_core {
   bool holds_rejected_release() const noexcept { return release_.held() && stopping_; }
   // The slot's rebuild_attempts as this owner keeps it (§11.3).
   std::uint32_t attempts() const noexcept { return rebuild_.attempts; }
+  // The verify (issue 31, core/verify_attempt.hpp). A request starts one (fx::fence), joins the
+  // one running when it asks the same, or is refused (fx::verify_refused: not the owner, not
+  // ready, rebuilding, stopping, reinstalling, or a running verify that asks otherwise). Every
+  // verify ends with one fx::verify_ended. The answers below are dropped unless they are of the
+  // current generation and the phase that awaits them.
+  effects on_verify_request(const verify_request& request, steady_time now);
+  effects on_fence_taken(std::uint64_t gen, const result<void>& taken, steady_time now);
+  // The proxy opened the digest view (its cursor) and keeps it, or could not.
+  effects on_digest_opened(std::uint64_t gen, const result<std::optional<cursor>>& through, steady_time now);
+  effects on_fence_lifted(std::uint64_t gen, steady_time now);
+  // The scan's result: the differences found and the entries read, or why it could not finish.
+  effects on_verify_scanned(std::uint64_t gen, const result<verify_outcome>& scanned, steady_time now);
+  verify_attempt::phase verify_phase() const noexcept { return verify_.current(); }
+
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a
   // failed request before the supervisor tells it.
@@ -312,13 +348,23 @@ class runner_core {
   using drain = drain_pipeline::phase;
   using dq = drain_pipeline::durable_query;
   using rebuild = rebuild_attempt::phase;
+  using vphase = verify_attempt::phase;
 
   bool owner_now() const noexcept { return acq_.owner(); }
   bool current(std::uint64_t gen) const noexcept { return gen == gen_ && owner_now() && state_ != runner_state::stopped; }
   void to(marker next) noexcept;
   void to(settle next) noexcept;
   void set_state(runner_state next) noexcept;  // the one writer of state_ (core/runner_lifecycle.hpp)
-  void discard_progress();
+  // Every discard of progress ends a verify as interrupted (it emits the verify's end).
+  void discard_progress(effects& out);
+  // The verify: the fence reached and its chunk delivered (the barrier's target set); its end.
+  void reach_fence(effects& out, steady_time now);
+  void end_verify(verify_outcome outcome, effects& out);
+  // Ends a verify that cannot go on (failed): the fence lifted and dropped, the drain resumed.
+  void abandon_verify(errc code, std::string message, effects& out, steady_time now);
+  // Ends a running verify as interrupted, the fence lifted and dropped (a discard of progress).
+  void interrupt_verify(effects& out);
+  verify_outcome verify_failed(errc code, std::string message) const;
   void next_turn(effects& out, steady_time now);
   // §12.3, §12.4 (core/coverage.hpp): publish the newest capture the certifying entry covers,
   // call the backend's hook when due, ask for flush(coverage) when a demand waits for a barrier.
@@ -374,6 +420,11 @@ class runner_core {
   drain_pipeline drain_;      // core/drain_pipeline.hpp: offered, in flight, held, cut, flush timers
   rebuild_attempt rebuild_;   // core/rebuild_attempt.hpp: the attempt, its count and its scan (§11)
   coverage_gate cover_;       // core/coverage_gate.hpp: coverage, the gate, their barrier asks (§12, §13)
+  verify_attempt verify_;     // core/verify_attempt.hpp: the verify under way (issue 31)
+  std::optional<cursor> verified_;
+  std::optional<steady_time> verified_at_;
+  std::uint64_t verify_failures_ = 0;
+  std::uint64_t verify_numbers_ = 0;  // the last verify's number (verify_attempt::number)
   marker marker_ = marker::unknown;
   settle settle_ = settle::done;
   bool stopping_ = false;  // stop() was called: the first outcome stands

@@ -16,8 +16,10 @@ void runner_interpreter::apply(effects out) {
     // The unlock, and the answer that the release is over, wait for the publications before
     // them: whoever hears `stopped` reads in the slot what the release published. A gate store
     // waits too, so the slot never holds an older gate than the core decided last (§13.3).
+    // A verify's answer waits likewise: a requester told of a condemnation finds what was
+    // published before it.
     if (std::holds_alternative<fx::release_lock>(e) || std::holds_alternative<fx::stopped>(e) ||
-        std::holds_alternative<fx::store_gate>(e)) {
+        std::holds_alternative<fx::store_gate>(e) || std::holds_alternative<fx::verify_ended>(e)) {
       // The figures go behind the event's other effects, but never behind the unlock.
       if (progress) publish_progress(*std::exchange(progress, std::nullopt));
       publish_lag_due();

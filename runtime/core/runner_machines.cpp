@@ -1,11 +1,12 @@
 // The legal steps of runner_core's machines (core/acquisition.hpp, core/drain_pipeline.hpp,
-// core/rebuild_attempt.hpp, core/coverage_gate.hpp): each header draws its diagram, each legal()
+// core/rebuild_attempt.hpp, core/coverage_gate.hpp, core/verify_attempt.hpp): each header draws its diagram, each legal()
 // here is that diagram, and each to() aborts on a step outside it in every build.
 #include "core/acquisition.hpp"
 #include "core/coverage_gate.hpp"
 #include "core/drain_pipeline.hpp"
 #include "core/rebuild_attempt.hpp"
 #include "core/release_sequence.hpp"  // check_transition
+#include "core/verify_attempt.hpp"
 
 namespace dix {
 
@@ -113,6 +114,21 @@ bool rebuild_attempt::legal(phase from, phase to) noexcept {
 
 void rebuild_attempt::to(phase next) noexcept {
   check_transition(legal(phase_, next), "rebuild attempt", static_cast<int>(phase_), static_cast<int>(next));
+  phase_ = next;
+}
+
+// ---- verify_attempt -------------------------------------------------------------------------------
+
+bool verify_attempt::legal(phase from, phase to) noexcept {
+  using v = phase;
+  return (to == v::none && from != v::none) || (from == v::none && to == v::fencing) ||
+         (from == v::fencing && to == v::to_fence) || (from == v::to_fence && to == v::at_fence) ||
+         (from == v::at_fence && to == v::barrier) || (from == v::barrier && to == v::opening) ||
+         (from == v::opening && to == v::lifting) || (from == v::lifting && to == v::scanning);
+}
+
+void verify_attempt::to(phase next) noexcept {
+  check_transition(legal(phase_, next), "verify attempt", static_cast<int>(phase_), static_cast<int>(next));
   phase_ = next;
 }
 

@@ -30,7 +30,11 @@ constexpr std::uint8_t merge(std::uint8_t a, std::uint8_t b) noexcept {
 // coverage_refresh: an idle owner that ran no turn for max_flush_age runs a coverage refresh turn (§12.3).
 // lag_tick: the gate's periodic lag sample while owning (protocol.md §13.3); it carries the tick
 // chain's id, not the generation, so a discard of progress does not end the chain.
-enum class timer_kind : std::uint8_t { flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick, coverage_refresh };
+// verify_deadline: bounds a verify's fencing … lifting (core/verify_attempt.hpp); it carries the
+// verify's number, not the generation.
+enum class timer_kind : std::uint8_t {
+  flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick, coverage_refresh, verify_deadline
+};
 
 // The actors of one registered id that its supervisor restarts (actors.md §3).
 enum class child_kind : std::uint8_t { tailer, proxy, runner };

@@ -23,7 +23,8 @@ std::string name_of(const effect& e) {
   static const char* const kinds[] = {"request_lock", "release_lock", "mint_epoch", "persist_epoch", "query_durable",
                                       "open_log", "pull", "deliver", "flush", "shutdown", "publish", "arm_timer",
                                       "stopped", "read_meta", "write_marker", "settle", "reset", "capture_boundary",
-                                      "scan", "store_gate", "publish_coverage"};
+                                      "scan", "store_gate", "publish_coverage", "fence", "open_digest", "lift_fence",
+                                      "start_verify", "verify_ended", "verify_refused"};
   static_assert(sizeof(kinds) / sizeof(kinds[0]) == std::variant_size_v<effect>);
   return kinds[e.index()];
 }

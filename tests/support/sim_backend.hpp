@@ -11,14 +11,17 @@
 // Single-threaded: the test decides when barriers run.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <dix/backend.hpp>
+#include <dix/digest.hpp>
 
 namespace dix::test {
 
@@ -197,6 +200,43 @@ class sim_backend final : public backend {
     applied_[key] = e;
   }
   const index_map& durable_index() const { return durable_; }
+  // Drift planted in the index (its files changed behind the runtime's back): the runtime cannot
+  // see it, only a verify can. An entry of nullopt is removed.
+  void plant_drift(const std::string& key, std::optional<index_entry> e) {
+    for (auto* m : {&durable_, &applied_}) {
+      if (e) (*m)[key] = *e;
+      else m->erase(key);
+    }
+  }
+  // The digest view of the durable state (formats.md §7), as a real backend reads its committed
+  // files: the durable cursor, and the durable entries in merge order (logs apart, tables
+  // ascending, ids bytewise), each hashed over its key, version and projection.
+  result<std::unique_ptr<digest_view>> open_digest() override {
+    ++digest_opens;
+    if (digest_error) return *digest_error;
+    auto view = std::make_unique<entries_view>();
+    view->through_ = durable_cursor_;
+    for (const auto& [key, e] : durable_) {
+      const auto slash = key.find('/');
+      const auto second = key.find('/', slash + 1);
+      digest_entry d;
+      d.log = key.substr(0, slash);
+      d.table = static_cast<std::uint32_t>(std::stoul(key.substr(slash + 1, second - slash - 1)));
+      d.record_id = key.substr(second + 1);
+      d.version = e.version;
+      d.hash = entry_hash(d.log, d.table, d.record_id, d.version, e.projection);
+      view->digest_.add(d.hash);
+      view->entries_.push_back(std::move(d));
+    }
+    std::sort(view->entries_.begin(), view->entries_.end(), [](const digest_entry& a, const digest_entry& b) {
+      return std::tie(a.log, a.table, a.record_id) < std::tie(b.log, b.table, b.record_id);
+    });
+    if (digest_cursor_skew) view->through_ = std::nullopt;
+    return std::unique_ptr<digest_view>(std::move(view));
+  }
+  std::optional<error> digest_error;  // open_digest fails with it
+  bool digest_cursor_skew = false;    // out of contract: the view's cursor is not the durable one
+  std::size_t digest_opens = 0;
   bool subscribed() const { return static_cast<bool>(callback_); }  // a state-change subscriber is held
   backend_host* host() const { return host_; }                      // the last host attach() was given
   const std::optional<cursor>& durable() const { return durable_cursor_; }
@@ -231,6 +271,19 @@ class sim_backend final : public backend {
   void emit(state_change c) {
     if (callback_) callback_(c);
   }
+  class entries_view final : public digest_view {
+   public:
+    const std::optional<cursor>& through() const noexcept override { return through_; }
+    const index_digest& digest() const noexcept override { return digest_; }
+    result<const digest_entry*> next() override {
+      if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
+      return &entries_[at_++];
+    }
+    std::optional<cursor> through_;
+    index_digest digest_;
+    std::vector<digest_entry> entries_;
+    std::size_t at_ = 0;
+  };
   std::string id_ = "sim-index";
   backend_host* host_ = nullptr;
   std::deque<std::shared_ptr<const batch>> queue_;

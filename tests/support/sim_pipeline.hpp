@@ -28,6 +28,7 @@
 
 #include "core/commit_bell.hpp"
 #include "core/progress_pacer.hpp"
+#include "core/projection_digest.hpp"
 #include "core/publication_fence.hpp"
 #include "core/runner_core.hpp"
 #include "core/runner_interpreter.hpp"
@@ -297,6 +298,15 @@ class sim_pipeline final : public backend_host {
   std::function<void()> after_pull;
   std::string violation;                // the first publication that broke invariant 5 or §10.4's order, or the fence
   std::size_t log_opens = 0;
+  std::vector<verify_outcome> verify_outcomes;  // every verify's end and every refusal, in order
+  drift_report last_drift;                      // the last scan's report
+
+  // A verify request (runtime::verify), as the runner actor hands it to the core.
+  void request_verify(verify_request r = {}, bool run_now = true) {
+    post([this, r] { return runner ? runner->on_verify_request(r, time.steady_now()) : effects{}; });
+    if (run_now) run();
+  }
+  bool tailer_fenced() const { return tailer && tailer->fenced(); }
 
  private:
   // A mailbox entry: the effects of the runner core's answer, which go through the interpreter,
@@ -677,6 +687,62 @@ class sim_pipeline final : public backend_host {
       return runner->on_scan_chunk(gen, r, time.steady_now());
     });
   }
+
+  // The verify (issue 31), as the runner actor carries it out: the fence and its lift by the
+  // tailer, the digest view kept by the proxy (here: the pipeline), the scan at once (no rate).
+  void carry_out(fx::fence& f) {
+    auto taken = tailer->fence();
+    result<void> r = taken ? result<void>{} : result<void>(taken.error());
+    auto gen = f.gen;
+    post([this, gen, r] { return runner ? runner->on_fence_taken(gen, r, time.steady_now()) : effects{}; });
+  }
+  void carry_out(fx::open_digest& o) {
+    verify_view_.reset();
+    auto opened = backend.open_digest();
+    result<std::optional<cursor>> through = opened ? result<std::optional<cursor>>((*opened)->through())
+                                                   : result<std::optional<cursor>>(opened.error());
+    if (opened) verify_view_ = std::move(*opened);
+    auto gen = o.gen;
+    post([this, gen, through] { return runner ? runner->on_digest_opened(gen, through, time.steady_now()) : effects{}; });
+  }
+  void carry_out(fx::lift_fence& l) {
+    auto snapshots = tailer->lift_fence();
+    if (!l.scan) return;  // dropped: the verify ended
+    verify_snapshots_ = std::move(snapshots);
+    auto gen = l.gen;
+    post([this, gen] { return runner ? runner->on_fence_lifted(gen, time.steady_now()) : effects{}; });
+  }
+  void carry_out(fx::start_verify& v) {
+    auto gen = v.gen;
+    result<verify_outcome> scanned = error{errc::io_error, "the verify's view or snapshots are gone"};
+    if (verify_view_ && verify_snapshots_.size() == 1) {
+      std::map<std::uint32_t, projection> tables{{sim_table, identity_projection()}};
+      primary_source_of primary = [&](const std::string& log) -> result<std::unique_ptr<entry_source>> {
+        return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*verify_snapshots_[0], log, tables));
+      };
+      view_entries index(*verify_view_);
+      auto report = find_drift(index, {store.log_name()}, primary, v.request.limit);
+      if (report) {
+        verify_outcome o;
+        o.records = report->index.records;
+        o.differences = report->differences;
+        last_drift = *report;
+        scanned = o;
+      } else {
+        scanned = report.error();
+      }
+    }
+    post([this, gen, scanned] { return runner ? runner->on_verify_scanned(gen, scanned, time.steady_now()) : effects{}; });
+  }
+  void carry_out(fx::verify_ended& e) {
+    verify_view_.reset();
+    verify_snapshots_.clear();
+    verify_outcomes.push_back(e.outcome);
+  }
+  void carry_out(fx::verify_refused& r) { verify_outcomes.push_back(r.outcome); }
+
+  std::unique_ptr<digest_view> verify_view_;
+  std::vector<std::unique_ptr<store_snapshot>> verify_snapshots_;
 
   runner_options options_;
   turn_budgets budgets_;  // made once from options_, as the runner actor does
