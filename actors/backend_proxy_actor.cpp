@@ -7,6 +7,9 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "core/projection_digest.hpp"
+#include "core/verify_scan.hpp"
+
 namespace dix {
 namespace {
 
@@ -22,8 +25,22 @@ struct proxy_state {
   // The runner's core waits for its reset itself; this keeps a supervisor releasing for a dead
   // runner, whose reset is still running, from doing otherwise (protocol.md §9.6, §11.4).
   std::vector<std::function<void()>> after_reset;
+  // The verify (messages/verify.hpp): the digest view opened for the runner's generation `gen`,
+  // then the job and the paced scan over both. Declared after `b`, and destroyed before every
+  // reset and shutdown: a view pins the backend's state (the RocksDB index's holds its lock).
+  struct verify_state {
+    std::uint64_t gen = 0;
+    std::unique_ptr<digest_view> view;
+    std::shared_ptr<verify_job> job;
+    std::unique_ptr<view_entries> index;
+    std::unique_ptr<verify_scan> scan;  // last: destroyed first, before what it reads
+  };
+  std::optional<verify_state> verify;
   static inline const char* name = "dix.backend_proxy";
 };
+
+// Entries a verify tick reads at most: a bounded stall of the backend's other calls.
+constexpr std::uint64_t verify_tick_entries = 4096;
 
 using proxy_pointer = backend_proxy_actor::stateful_pointer<proxy_state>;
 
@@ -58,6 +75,60 @@ void deliver_pending(std::map<epoch_t, caf::typed_response_promise<Done>>& pendi
 // from the supervisor standing in for a dead runner, whose address must not receive state changes.
 void remember_runner(proxy_pointer self) {
   if (auto r = caf::actor_cast<runner_actor>(self->current_sender())) self->state.runner = r;
+}
+
+void end_verify(proxy_pointer self, caf::error err, std::shared_ptr<const drift_report> report = nullptr) {
+  auto& v = *self->state.verify;
+  if (self->state.runner) self->send(self->state.runner, verify_scanned{v.gen, std::move(report), std::move(err)});
+  self->state.verify.reset();
+}
+
+// The scan over the view kept since digest_open and the job's snapshots: the primary's side of
+// each log projects its snapshot as the tailer does, leaving out what the backend skips.
+void start_scan(proxy_pointer self, std::shared_ptr<verify_job> job) {
+  auto& v = *self->state.verify;
+  v.job = std::move(job);
+  v.index = std::make_unique<view_entries>(*v.view);
+  std::vector<std::string> names;
+  for (const auto& l : v.job->logs) names.push_back(l.name);
+  auto* j = v.job.get();
+  auto backend_of = self->state.b;
+  primary_source_of primary = [j, backend_of](const std::string& name) -> result<std::unique_ptr<entry_source>> {
+    for (auto& l : j->logs) {
+      if (l.name != name || !l.snapshot) continue;
+      auto skipped = [backend_of](const record_entry& r) { return backend_of->skips(r).has_value(); };
+      return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*l.snapshot, l.name, l.tables, skipped));
+    }
+    return error{errc::log_missing, "the verify has no snapshot of log " + name};
+  };
+  const auto expected = v.view->digest().records * 2;
+  v.scan = std::make_unique<verify_scan>(*v.index, std::move(names), std::move(primary), j->request.limit, expected,
+                                         j->request.entries_per_s, self->clock().now());
+}
+
+void tick(proxy_pointer self) {
+  auto& v = *self->state.verify;
+  const auto now = self->clock().now();
+  result<verify_step> step = error{errc::backend_failed, "the verify's scan threw"};
+  try {
+    step = v.scan->step(now, verify_tick_entries);
+  } catch (const std::exception& e) {
+    step = error{errc::backend_failed, std::string("the verify's scan threw: ") + e.what()};
+  } catch (...) {
+  }
+  if (!step) {
+    end_verify(self, make_error(step.error().value(), step.error().message()));
+    return;
+  }
+  if (step->done) {
+    end_verify(self, caf::error{}, std::make_shared<const drift_report>(v.scan->report()));
+    return;
+  }
+  if (step->resume_at && *step->resume_at > now) {
+    self->delayed_send(self, *step->resume_at - now, verify_tick{v.gen});
+  } else {
+    self->send(self, verify_tick{v.gen});
+  }
 }
 
 backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<backend> b) {
@@ -104,7 +175,41 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
       });
       return promise;
     },
+    [self](digest_open& m) -> digest_opened {
+      remember_runner(self);
+      self->state.verify.reset();
+      try {
+        auto view = self->state.b->open_digest();
+        if (!view) return {m.gen, std::nullopt, make_error(view.error().value(), view.error().message())};
+        auto through = (*view)->through();
+        self->state.verify.emplace();
+        self->state.verify->gen = m.gen;
+        self->state.verify->view = std::move(*view);
+        return {m.gen, std::move(through), caf::error{}};
+      } catch (const std::exception& e) {
+        return {m.gen, std::nullopt, make_error(errc::backend_failed, std::string("open_digest threw: ") + e.what())};
+      } catch (...) {
+        return {m.gen, std::nullopt, make_error(errc::backend_failed, "open_digest threw")};
+      }
+    },
+    [self](verify_run& m) {
+      remember_runner(self);
+      auto& v = self->state.verify;
+      if (!v || v->gen != m.gen || !v->view) {
+        if (self->state.runner) {
+          self->send(self->state.runner, verify_scanned{m.gen, nullptr, make_error(errc::io_error, "the proxy keeps no digest view for this verify")});
+        }
+        return;
+      }
+      start_scan(self, std::move(m.job));
+      self->send(self, verify_tick{m.gen});
+    },
+    [self](verify_tick& m) {
+      if (self->state.verify && self->state.verify->gen == m.gen && self->state.verify->scan) tick(self);
+    },
+    [self](verify_drop&) { self->state.verify.reset(); },
     [self, me](shutdown_request& m) -> caf::result<quiescence> {
+      self->state.verify.reset();  // the view pins the backend's state: gone before it shuts down
       auto promise = self->make_response_promise<quiescence>();
       self->state.shutdowns[m.epoch] = promise;
       after_any_reset(self, [self, me, epoch = m.epoch] {
@@ -122,6 +227,7 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
     },
     [self, me](reset_request& m) -> caf::result<reset_done> {
       remember_runner(self);
+      self->state.verify.reset();  // as before a shutdown: no view while the index is destroyed
       auto promise = self->make_response_promise<reset_done>();
       auto token = self->state.next_token++;
       self->state.resets.emplace(token, std::make_pair(m.gen, promise));

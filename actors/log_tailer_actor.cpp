@@ -82,6 +82,19 @@ log_tailer_actor::behavior_type tailer(log_tailer_actor::stateful_pointer<tailer
       if (!done) reply.error = make_error(done.error().value(), done.error().message());
       self->send(sender_of(self), reply);  // the runner, or the supervisor standing in for a dead one
     },
+    [self](log_fence& m) {
+      auto taken = self->state.deps->core->fence();
+      fence_taken reply{m.gen, caf::error{}};
+      if (!taken) reply.error = make_error(taken.error().value(), taken.error().message());
+      self->send(sender_of(self), reply);
+    },
+    [self](log_lift& m) {
+      // Lifts whatever fence is up: a later fence is only taken after this message (one sender).
+      auto snapshots = self->state.deps->core->lift_fence();
+      if (!m.scan) return;
+      auto handed = std::make_shared<std::vector<std::unique_ptr<store_snapshot>>>(std::move(snapshots));
+      self->send(sender_of(self), fence_lifted{m.gen, std::move(handed)});
+    },
     [self](meta_read& m) {
       auto& d = *self->state.deps;
       meta_state reply{m.gen, false, std::nullopt, caf::error{}};

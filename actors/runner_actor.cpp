@@ -34,6 +34,11 @@ struct runner_state_data {
   std::optional<lag_figures> lag_ready;  // figures due, published with the next event's effects
   bool lag_due_armed = false;            // a lag_due is on its way to this actor
   proof_latch proof;  // what the settings' proof box holds, so it is stored only when it changes
+  // The verify (messages/verify.hpp): its requesters, the snapshots the tailer handed over until
+  // start_verify takes them, and the last scan's report.
+  std::vector<caf::typed_response_promise<verify_answer>> verify_promises;
+  std::shared_ptr<std::vector<std::unique_ptr<store_snapshot>>> lifted;
+  std::shared_ptr<const drift_report> verify_report;
   // The order of the effects — the publication fence, the commit bell — is the interpreter's
   // (core/runner_interpreter.hpp); `ports` below carries them out with CAF.
   std::unique_ptr<runner_ports> ports;
@@ -94,6 +99,30 @@ effects mint(runner_pointer self) {
   if (d.settings->snapshot) d.settings->snapshot->store_with(minted);
   else minted();
   return next;
+}
+
+// The scan's job: per log (attach order) its name, the fence's snapshot the tailer handed over and
+// its projected tables; the proxy runs it over the digest view it kept.
+void start_verify(runner_pointer self, const fx::start_verify& x) {
+  auto& s = self->state;
+  const auto& settings = *s.deps.settings;
+  auto lifted = std::exchange(s.lifted, nullptr);
+  if (!lifted || lifted->size() != settings.logs.size()) {
+    self->send(self, verify_scanned{x.gen, nullptr, make_error(errc::io_error, "the fence's snapshots did not come")});
+    return;
+  }
+  auto job = std::make_shared<verify_job>();
+  job->request = x.request;
+  for (std::size_t i = 0; i < settings.logs.size(); ++i) {
+    verify_job::log l;
+    l.name = settings.logs[i].source->log_name();
+    l.snapshot = std::move((*lifted)[i]);
+    for (const auto& [ref, fn] : settings.projections) {
+      if (ref.log == l.name) l.tables.emplace(ref.table, fn);
+    }
+    job->logs.push_back(std::move(l));
+  }
+  self->send(s.deps.proxy, verify_run{x.gen, std::move(job)});
 }
 
 void carry_out(runner_pointer self, effect& e) {
@@ -177,6 +206,33 @@ void carry_out(runner_pointer self, effect& e) {
         self->send(d.tailer, boundary_capture{x.gen, x.epoch, x.scan_bytes_per_s});
       } else if constexpr (std::is_same_v<T, fx::scan>) {
         self->send(d.tailer, scan_pull{x.gen, x.epoch, s.budgets});
+      } else if constexpr (std::is_same_v<T, fx::fence>) {
+        self->send(d.tailer, log_fence{x.gen});
+      } else if constexpr (std::is_same_v<T, fx::lift_fence>) {
+        self->send(d.tailer, log_lift{x.gen, x.scan});
+      } else if constexpr (std::is_same_v<T, fx::open_digest>) {
+        self->request(d.proxy, caf::infinite, digest_open{x.gen})
+          .then(
+            [self](digest_opened& r) {
+              result<std::optional<cursor>> through = r.error ? result<std::optional<cursor>>(from_caf(r.error).error())
+                                                              : result<std::optional<cursor>>(r.through);
+              apply(self, self->state.core->on_digest_opened(r.gen, through, now_of(self)));
+            },
+            [self, gen = x.gen](caf::error& err) {
+              if (proxy_gone(self, err)) return;
+              apply(self, self->state.core->on_digest_opened(gen, from_caf(err).error(), now_of(self)));
+            });
+      } else if constexpr (std::is_same_v<T, fx::start_verify>) {
+        start_verify(self, x);
+      } else if constexpr (std::is_same_v<T, fx::verify_ended>) {
+        verify_answer answer{x.outcome, nullptr};
+        const bool scanned = x.outcome.what == verify_outcome::kind::verified || x.outcome.what == verify_outcome::kind::drift;
+        if (scanned) answer.report = s.verify_report;
+        for (auto& p : s.verify_promises) p.deliver(answer);
+        s.verify_promises.clear();
+        s.verify_report.reset();
+        s.lifted.reset();
+        self->send(d.proxy, verify_drop{});  // the view and the scan, whatever is left of them
       } else if constexpr (std::is_same_v<T, fx::publish_coverage>) {
         self->send(d.proxy, coverage_publish{x.epoch, x.coverage_time, std::move(x.positions)});
       } else if constexpr (std::is_same_v<T, fx::arm_timer>) {
@@ -360,6 +416,42 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       if (m.kind == child_kind::tailer) d.tailer = caf::actor_cast<log_tailer_actor>(m.handle);
       if (m.kind == child_kind::proxy) d.proxy = caf::actor_cast<backend_proxy_actor>(m.handle);
       apply(self, self->state.core->on_child_up(m.kind, now_of(self)));
+    },
+    [self](fence_taken& m) { apply(self, self->state.core->on_fence_taken(m.gen, from_caf(m.error), now_of(self))); },
+    [self](fence_lifted& m) {
+      self->state.lifted = std::move(m.snapshots);  // start_verify takes them
+      apply(self, self->state.core->on_fence_lifted(m.gen, now_of(self)));
+    },
+    [self](verify_scanned& m) {
+      auto& st = self->state;
+      result<verify_outcome> scanned = error{errc::io_error, "no report"};
+      if (m.error) {
+        scanned = from_caf(m.error).error();
+      } else if (m.report) {
+        verify_outcome o;
+        o.records = m.report->index.records;
+        o.differences = m.report->differences;
+        scanned = o;
+        if (st.core->verify_phase() == verify_attempt::phase::scanning) st.verify_report = m.report;
+      }
+      apply(self, st.core->on_verify_scanned(m.gen, scanned, now_of(self)));
+    },
+    [self](verify_index& m) -> caf::result<verify_answer> {
+      auto& st = self->state;
+      auto out = st.core->on_verify_request(m.request, now_of(self));
+      // A refusal answers this request alone; otherwise it waits for the verify's end (joined).
+      for (auto it = out.begin(); it != out.end(); ++it) {
+        if (auto* refused = std::get_if<fx::verify_refused>(&*it)) {
+          verify_answer answer{refused->outcome, nullptr};
+          out.erase(it);
+          apply(self, std::move(out));
+          return answer;
+        }
+      }
+      auto promise = self->make_response_promise<verify_answer>();
+      st.verify_promises.push_back(promise);
+      apply(self, std::move(out));
+      return promise;
     },
     [self](stop&) -> caf::result<stopped> {
       auto& st = self->state;

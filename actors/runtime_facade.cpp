@@ -19,7 +19,9 @@
 #include "actors/runtime_root.hpp"
 #include "core/clock.hpp"
 #include "core/names.hpp"
+#include "messages/errors.hpp"
 #include "messages/type_ids.hpp"
+#include "messages/verify.hpp"
 
 namespace dix {
 
@@ -150,6 +152,44 @@ bool runtime::request_rebuild(std::string_view id) {
   self->request(f.actor, caf::infinite, rebuild_index{std::string(id)})
     .receive([&](rebuild_requested& r) { accepted = r.accepted; }, [](caf::error&) {});
   return accepted;
+}
+
+result<verify_result> runtime::verify(std::string_view id, const verify_options& options) {
+  if (auto ok = check_backend_id(id); !ok) return ok.error();
+  auto& f = *facade_;
+  auto e = f.ctx->registry->find(id);
+  if (!e) return error{errc::not_registered, "backend id " + std::string(id) + " is not registered in this runtime"};
+  auto runner = e->runner();
+  if (!runner) return error{errc::unavailable, "backend id " + std::string(id) + " has no runner now"};
+  verify_request request;
+  request.report_only = options.report_only;
+  request.entries_per_s = options.entries_per_s;
+  request.limit = options.limit;
+  request.deadline = options.deadline;
+  result<verify_result> out = error{errc::stopped, "the runner of " + std::string(id) + " stopped before it answered"};
+  caf::scoped_actor self{*f.sys};
+  self->request(runner, caf::infinite, verify_index{request})
+    .receive(
+      [&](verify_answer& a) {
+        const auto& o = a.outcome;
+        if (o.what != verify_outcome::kind::verified && o.what != verify_outcome::kind::drift) {
+          out = error{o.code, o.message};
+          return;
+        }
+        verify_result r;
+        r.equal = o.what == verify_outcome::kind::verified;
+        r.through = o.through;
+        r.records = a.report ? a.report->index.records : o.records;
+        r.differences = o.differences;
+        r.condemned = o.condemned;
+        if (a.report) r.drifts = a.report->drifts;
+        out = std::move(r);
+      },
+      [&](caf::error& err) {
+        if (err == caf::sec::request_receiver_down) return;  // stopped before it answered
+        out = to_dix_error(err);
+      });
+  return out;
 }
 
 future<void> runtime::wait_for_coverage(std::string_view id, index_time_t since, milliseconds timeout,

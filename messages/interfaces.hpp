@@ -54,6 +54,7 @@
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
 #include "messages/tailer.hpp"
+#include "messages/verify.hpp"
 
 namespace dix {
 
@@ -63,7 +64,9 @@ using log_tailer_actor = caf::typed_actor<caf::reacts_to<log_open>,
                                           caf::reacts_to<boundary_capture>,
                                           caf::reacts_to<scan_pull>,
                                           caf::reacts_to<meta_write>,
-                                          caf::reacts_to<meta_read>>;
+                                          caf::reacts_to<meta_read>,
+                                          caf::reacts_to<log_fence>,
+                                          caf::reacts_to<log_lift>>;
 
 // The backend proxy of one id: the only caller of the backend object. The last four entries
 // are its own mailbox: a backend's state changes and completions (any thread) are sent to the proxy
@@ -75,6 +78,10 @@ using backend_proxy_actor =
                    caf::replies_to<flush_request>::with<flush_done>,
                    caf::replies_to<shutdown_request>::with<quiescence>,
                    caf::replies_to<reset_request>::with<reset_done>,
+                   caf::replies_to<digest_open>::with<digest_opened>,
+                   caf::reacts_to<verify_run>,
+                   caf::reacts_to<verify_drop>,
+                   caf::reacts_to<verify_tick>,
                    caf::reacts_to<coverage_publish>,
                    caf::reacts_to<state_change_msg>,
                    caf::reacts_to<flush_done>,
@@ -97,7 +104,11 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::replies_to<rebuild_request>::with<bool>,
                                       caf::replies_to<stop>::with<stopped>,
                                       caf::reacts_to<child_down>,
-                                      caf::reacts_to<child_up>>;
+                                      caf::reacts_to<child_up>,
+                                      caf::reacts_to<fence_taken>,
+                                      caf::reacts_to<fence_lifted>,
+                                      caf::reacts_to<verify_scanned>,
+                                      caf::replies_to<verify_index>::with<verify_answer>>;
 
 // The readiness publisher of one runtime: performs its runners' publications (it owns the
 // segment mapping). Applies publications in arrival order, answers `published` (or the

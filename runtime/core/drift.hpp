@@ -16,25 +16,9 @@
 #include <dix/backend.hpp>  // digest_entry
 #include <dix/digest.hpp>
 #include <dix/result.hpp>
+#include <dix/verify.hpp>  // drift, drift_kind
 
 namespace dix {
-
-enum class drift_kind : std::uint8_t {
-  missing,           // the primary projects the record; the index lacks it
-  extra,             // the index holds a record the primary does not project
-  stale,             // both hold it, at different versions
-  wrong_projection,  // both hold it at the same version, with different entry hashes
-};
-std::string_view to_string(drift_kind k) noexcept;
-
-struct drift {
-  drift_kind kind = drift_kind::missing;
-  std::string log;
-  std::uint32_t table = 0;
-  std::string record_id;
-  std::uint64_t index_version = 0;    // 0 when missing
-  std::uint64_t primary_version = 0;  // 0 when extra
-};
 
 // Entries in merge order, one at a time (nullptr after the last); each valid until the next call.
 class entry_source {

@@ -15,6 +15,7 @@
 #include <rocksdb/options.h>
 
 #include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/runtime.hpp>
 
 #include "backends/rocksdb_index_probe.hpp"
 
@@ -616,11 +617,7 @@ TEST_CASE("rocksdb index: drift planted in its files with the backend closed is 
     auto primary_of = [&](const std::string& log) -> result<std::unique_ptr<entry_source>> {
       return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*snapshot, log, std::map<std::uint32_t, projection>{{1, fn}}));
     };
-    struct view_source final : entry_source {
-      digest_view& v;
-      explicit view_source(digest_view& view) : v(view) {}
-      result<const digest_entry*> next() override { return v.next(); }
-    } source(*view);
+    view_entries source(*view);
     auto report = find_drift(source, {"main"}, primary_of, 100).value();
     return std::make_pair(view->digest(), report);
   };
@@ -1151,4 +1148,88 @@ TEST_CASE("rocksdb index: publish_coverage stores the positions beside the curso
   REQUIRE(w.wait());
   CHECK_FALSE(f.index->durable_cursor().value());
   CHECK_FALSE(f.index->stored_coverage().value());  // gone with the cursor
+}
+
+TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift planted in its files while the runtime was stopped, condemns it, and proves the rebuilt index equal (issue 31)", "[adapter][backend][verify]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  const projection fn = [](std::string_view payload, const record_info&) -> projection_result {
+    return encode_keys({std::string(payload)});
+  };
+  auto make_registration = [&] {
+    registration r;
+    r.backend = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    r.projections[table_ref{"main", 1}] = fn;
+    return r;
+  };
+  {
+    auto store = test::open_store(home);
+    auto rt = runtime::create({store}).value();
+    REQUIRE(rt->register_index(make_registration()));
+    auto txn = store->begin();
+    for (int i = 1; i <= 6; ++i) txn.put(1, "r" + std::to_string(i), "k" + std::to_string(i));
+    const auto committed = txn.commit().value();
+    REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+    auto proof = rt->verify("by-key");
+    INFO((proof ? std::string() : proof.error().to_string()));
+    REQUIRE(proof);
+    CHECK(proof->equal);
+    CHECK(proof->records == 6);
+    CHECK(proof->differences == 0);
+    REQUIRE(proof->through);
+    CHECK(proof->through->find("main")->sequence >= committed.sequence);
+    CHECK_FALSE(rt->verify("nobody"));
+    CHECK(rt->verify("nobody").error().value() == errc::not_registered);
+    REQUIRE(rt->stop().get());
+  }
+  // One drift of each kind planted in `reverse` while nothing runs.
+  tamper(dir / "index", [&](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+    auto* reverse = handles[2];
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    REQUIRE(db.Delete(wo, reverse, reverse_key("main", 1, "r2")).ok());
+    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r9"), reverse_value(3, encode_keys({"k9"}))).ok());
+    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r3"), reverse_value(1, encode_keys({"k3"}))).ok());
+    std::string r4;  // its version kept, its projection changed
+    REQUIRE(db.Get(rocksdb::ReadOptions{}, reverse, reverse_key("main", 1, "r4"), &r4).ok());
+    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r4"), r4.substr(0, 8) + encode_keys({"kX"})).ok());
+  });
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  REQUIRE(rt->register_index(make_registration()));
+  REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+  verify_options report_only;
+  report_only.report_only = true;
+  auto found = rt->verify("by-key", report_only);
+  INFO((found ? std::string() : found.error().to_string()));
+  REQUIRE(found);
+  CHECK_FALSE(found->equal);
+  CHECK(found->differences == 4);
+  CHECK_FALSE(found->condemned);
+  std::vector<std::string> named;
+  for (const auto& d : found->drifts) named.push_back(std::string(to_string(d.kind)) + " " + d.record_id);
+  CHECK(named == std::vector<std::string>{"missing r2", "stale r3", "wrong-projection r4", "extra r9"});
+  CHECK(rt->readiness("by-key").value().state == readiness_state::ready);  // report-only
+  const auto epoch = rt->readiness("by-key").value().owner_epoch;
+
+  auto condemning = rt->verify("by-key");
+  REQUIRE(condemning);
+  CHECK(condemning->differences == 4);
+  CHECK(condemning->condemned);
+  // Condemned with verify-failed, rebuilt under a new epoch, and equal again.
+  std::string seen;
+  REQUIRE(test::wait_readiness(home, "by-key", [&](const readiness& r) {
+    seen += std::string(to_string(r.state)) + "/" + std::string(to_string(r.reason)) + " ";
+    return r.state == readiness_state::ready && r.owner_epoch > epoch;
+  }));
+  INFO(seen);
+  const auto m = rt->metrics("by-key");
+  REQUIRE(m);
+  CHECK(m->last_fault == readiness_reason::verify_failed);
+  auto again = rt->verify("by-key");
+  INFO((again ? std::string() : again.error().to_string()));
+  REQUIRE(again);
+  CHECK(again->equal);
+  CHECK(again->records == 6);
+  REQUIRE(rt->stop().get());
 }

@@ -4,9 +4,11 @@
 // (reset, scan, boundary, drain) and answers its queries again under its new epoch.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dix/backends/hnsw_backend.hpp>
@@ -205,4 +207,71 @@ TEST_CASE("rebuild: each shipped backend (RocksDB, Xapian, hnsw) ends ready with
   check_digest(store, *keys, key_of);
   check_digest(store, *text, text_of);
   check_digest(store, *vectors, vector_of_record);
+}
+
+TEST_CASE("verify: each shipped backend (RocksDB, Xapian, hnsw) is proven equal to its projection while a writer commits all along (issue 31)",
+          "[adapter][verify][search]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  rocksdb_index_options ro;
+  ro.path = dir / "keys";
+  xapian_options xo;
+  xo.path = dir / "text";
+  xo.fields = {{"body", {"", 1}}};
+  hnsw_options ho;
+  ho.state_dir = dir / "vectors";
+  ho.dimension = dimension;
+  const projection key_of = [](std::string_view p, const record_info&) -> projection_result {
+    return encode_keys({number_of(p) % 2 == 0 ? "even" : "odd"});
+  };
+  const projection text_of = [](std::string_view p, const record_info&) -> projection_result {
+    return encode_fields({{"body", std::string(words[number_of(p) % 5]) + " item"}});
+  };
+  const projection vector_of_record = [](std::string_view p, const record_info&) -> projection_result {
+    const auto v = vector_of(number_of(p));
+    return encode_vector(v.data(), v.size());
+  };
+  REQUIRE(rt->register_index(with(rocksdb_index_backend::create("keys", ro).value(), key_of)));
+  REQUIRE(rt->register_index(with(xapian_backend::create("text", xo).value(), text_of)));
+  REQUIRE(rt->register_index(with(hnsw_backend::create("vectors", ho).value(), vector_of_record)));
+  {
+    auto txn = store->begin();
+    for (int i = 0; i < 200; ++i) txn.put(1, "r" + std::to_string(i), std::to_string(i));
+    REQUIRE(txn.commit());
+  }
+  for (const char* id : {"keys", "text", "vectors"}) REQUIRE(test::wait_readiness(home, id, test::is_ready));
+
+  // The writer: puts and deletes over 300 ids, one per commit, until told to stop (bounded, so
+  // the run's length does not depend on the machine's speed).
+  std::atomic<bool> done{false};
+  std::atomic<int> commits{0};
+  std::thread writer([&] {
+    for (int n = 0; n < 200000 && !done.load(); ++n) {
+      auto txn = store->begin();
+      const auto id = "r" + std::to_string((n * 7919) % 300);
+      if (n % 5 == 4) txn.del(1, id);
+      else txn.put(1, id, std::to_string(n));
+      if (!txn.commit()) break;
+      commits.fetch_add(1);
+    }
+  });
+  std::vector<std::string> outcomes;
+  for (int round = 0; round < 3; ++round) {
+    for (const char* id : {"keys", "text", "vectors"}) {
+      auto proof = rt->verify(id);
+      outcomes.push_back(std::string(id) + ": " +
+                         (proof ? (proof->equal ? "equal" : std::to_string(proof->differences) + " differ") : proof.error().to_string()));
+    }
+  }
+  done.store(true);
+  writer.join();
+  INFO("commits during the verifies: " << commits.load());
+  for (const auto& o : outcomes) {
+    INFO(o);
+    CHECK(o.find(": equal") != std::string::npos);
+  }
+  CHECK(commits.load() > 0);
+  REQUIRE(rt->stop().get());
 }

@@ -51,6 +51,12 @@ dix::backend_proxy_actor::behavior_type fake_proxy(
     [](const dix::reset_request& r) { return dix::reset_done{r.gen, r.epoch, caf::error{}}; },
     [](const dix::reset_done&) {},
     [](const dix::coverage_publish&) {},
+    [](const dix::digest_open& o) {
+      return dix::digest_opened{o.gen, std::nullopt, dix::make_error(dix::errc::not_supported, "no digest (test)")};
+    },
+    [](const dix::verify_run&) {},
+    [](const dix::verify_drop&) {},
+    [](const dix::verify_tick&) {},
   };
 }
 

@@ -27,6 +27,7 @@
 #include <dix/readiness.hpp>
 #include <dix/result.hpp>
 #include <dix/status.hpp>
+#include <dix/verify.hpp>
 
 namespace dix {
 
@@ -91,6 +92,16 @@ class runtime {
   // acquisition. For an id unregistered or stopped while a rejected shutdown keeps its lock, it
   // retries that release only and returns true.
   bool request_rebuild(std::string_view id);
+  // Issue 31 (protocol.md §4.9): proves that index `id`, registered and owned here, equals the
+  // projection of the primary store at a sequence, or names where it does not. Blocks until the
+  // owner's verify ended: the index made durable at a fence of its log (writers go on), its
+  // digest view compared with a scan of the store at that fence at `options.entries_per_s`. A
+  // result with differences condemned the index (needs-rebuild, verify-failed) unless
+  // report-only. Fails not_registered (not registered here), unavailable (not owned here, or not
+  // ready), rebuilding, stopped, invalid_argument (another verify with other options runs),
+  // not_supported (the backend keeps no digest), timeout (the fence was not durable within
+  // options.deadline), cancelled (a fault or lost work interrupted it: retry), io_error.
+  result<verify_result> verify(std::string_view id, const verify_options& options = {});
   // protocol.md §12.6: resolves once backend `id` covers index time `since` (fixed at the call;
   // later commits never move it). The runtime's watcher thread looks at every segment change:
   // the future holds success when the slot shows `ready` with coverage_time ≥ since. It waits

@@ -1,0 +1,60 @@
+// dix verify (issue 31, protocol.md §4.9, decision 0057): the proof, online, that an index equals
+// the projection of its primary store at a sequence, or the records where it does not.
+// runtime::verify asks the index's owner in this process; `dix verify` asks it from any process.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dix/cursor.hpp>
+
+namespace dix {
+
+struct verify_options {
+  // Differences are reported only; by default they condemn the index (needs-rebuild,
+  // verify-failed), and the rebuild that follows makes it equal again.
+  bool report_only = false;
+  // The scan's pace in entries per second, the index's and the primary's together (0: as fast as
+  // it goes).
+  std::uint64_t entries_per_s = 0;
+  std::uint32_t limit = 100;  // differing records named, at most (all are counted)
+  // How long the index may take to become durable at the verify's fence and open its digest
+  // (writers are never blocked meanwhile); the scan itself is bounded by its pace.
+  std::chrono::milliseconds deadline{60000};
+};
+
+// One record where index and projection differ (core/drift.hpp finds them).
+enum class drift_kind : std::uint8_t {
+  missing,           // the primary projects the record; the index lacks it
+  extra,             // the index holds a record the primary does not project
+  stale,             // both hold it, at different versions
+  wrong_projection,  // both hold it at the same version, with different entry hashes
+};
+std::string_view to_string(drift_kind k) noexcept;  // "missing", "extra", "stale", "wrong-projection"
+
+struct drift {
+  drift_kind kind = drift_kind::missing;
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t index_version = 0;    // 0 when missing
+  std::uint64_t primary_version = 0;  // 0 when extra
+};
+
+// A verify that ran to its end. Equal: the index holds exactly `records` entries, the projection
+// of the primary store at `through`. Otherwise `differences` records differ, the first `limit` of
+// them named; `condemned` unless report-only.
+struct verify_result {
+  bool equal = false;
+  std::optional<cursor> through;  // the fence: set in every result
+  std::uint64_t records = 0;  // the index's entries
+  std::uint64_t differences = 0;
+  std::vector<drift> drifts;
+  bool condemned = false;
+};
+
+}  // namespace dix
