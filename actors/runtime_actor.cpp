@@ -25,6 +25,7 @@
 #include "adapters/meta_records.hpp"
 #include "adapters/primary_store_hooks.hpp"
 #include "adapters/store_ports.hpp"
+#include "adapters/verify_files.hpp"
 #include "core/assert.hpp"
 #include "core/clock.hpp"
 #include "core/names.hpp"
@@ -482,6 +483,42 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
 }
 
 // -- rebuild requests (protocol.md §11.2) ------------------------------------------------------
+
+// A `dix verify` from another process (formats.md §8), for a registration this process owns: the
+// runner's answer becomes the report the requester waits for, and the request is taken.
+void serve_verify_request(runtime_pointer self, const verify_requested& m) {
+  auto& st = self->state;
+  auto it = st.registrations.find(m.token);
+  if (it == st.registrations.end()) return;
+  auto runner = it->second.record->runner();
+  if (!runner) return;
+  verify_request request;
+  request.report_only = m.options.report_only;
+  request.entries_per_s = m.options.entries_per_s;
+  request.limit = m.options.limit;
+  request.deadline = m.options.deadline;
+  auto segment = st.ctx->segment;
+  auto slot = it->second.record->slot();
+  auto finish = [segment, slot, id = m.id, nonce = m.nonce, self](const result<verify_result>& r) {
+    verify_report written;
+    written.nonce = nonce;
+    if (r) {
+      written.result = *r;
+    } else {
+      written.code = r.error().value();
+      written.message = r.error().message();
+    }
+    if (auto ok = write_verify_report(segment->directory(), id, written); !ok) {
+      report(self->system(), diagnostic_level::error, "the report of a dix verify of " + id + ": " + ok.error().to_string(),
+             self->id());
+    }
+    remove_verify_request(segment->directory(), id, nonce);
+    slot->poke();  // the requester waits on the segment's change counter
+  };
+  self->request(runner, caf::infinite, verify_index{request})
+    .then([finish](verify_answer& a) { finish(result_of(a)); },
+          [finish](caf::error& err) { finish(result<verify_result>(to_dix_error(err))); });
+}
 
 caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::string& id) {
   auto& st = self->state;
@@ -942,6 +979,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       if (m.outcome) promise.deliver(m.outcome);
       else promise.deliver(coverage_reached{request.id, request.since});
     },
+    [self](verify_requested& m) { serve_verify_request(self, m); },
     [self](readiness_observed& m) {
       auto w = self->state.watched.find(m.id);
       if (w == self->state.watched.end()) return;

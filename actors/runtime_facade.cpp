@@ -170,21 +170,7 @@ result<verify_result> runtime::verify(std::string_view id, const verify_options&
   caf::scoped_actor self{*f.sys};
   self->request(runner, caf::infinite, verify_index{request})
     .receive(
-      [&](verify_answer& a) {
-        const auto& o = a.outcome;
-        if (o.what != verify_outcome::kind::verified && o.what != verify_outcome::kind::drift) {
-          out = error{o.code, o.message};
-          return;
-        }
-        verify_result r;
-        r.equal = o.what == verify_outcome::kind::verified;
-        r.through = o.through;
-        r.records = a.report ? a.report->index.records : o.records;
-        r.differences = o.differences;
-        r.condemned = o.condemned;
-        if (a.report) r.drifts = a.report->drifts;
-        out = std::move(r);
-      },
+      [&](verify_answer& a) { out = result_of(a); },
       [&](caf::error& err) {
         if (err == caf::sec::request_receiver_down) return;  // stopped before it answered
         out = to_dix_error(err);

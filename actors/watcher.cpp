@@ -7,8 +7,10 @@
 #include <caf/send.hpp>
 
 #include "actors/coverage_waiters.hpp"
+#include "adapters/verify_files.hpp"
 #include "messages/publication.hpp"
 #include "messages/runner.hpp"
+#include "messages/verify.hpp"
 
 namespace dix {
 
@@ -72,6 +74,21 @@ void watcher::scan(bool timed_out) {
     if (r) caf::anon_send(r, wake{wake_flag::rebuild});
   }
   auto observer = caf::actor_cast<caf::actor>(observer_.lock());
+  for (auto it = verify_forwarded_.begin(); it != verify_forwarded_.end();) {
+    const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token() == it->first; });
+    it = current ? std::next(it) : verify_forwarded_.erase(it);
+  }
+  for (const auto& e : entries) {
+    // Only the owner's runtime takes a verify request (a standby's runner would refuse it).
+    const auto& settings = e->settings();
+    if (settings.lock == nullptr || !settings.lock->owned(settings.id)) continue;
+    auto request = read_verify_request(segment_->directory(), settings.id);
+    if (!request || !*request) continue;  // none, or unreadable: the requester's timeout says so
+    auto& forwarded = verify_forwarded_[e->token()];
+    if (forwarded == (*request)->nonce) continue;
+    forwarded = (*request)->nonce;
+    if (observer) caf::anon_send(observer, verify_requested{e->token(), settings.id, (*request)->nonce, (*request)->options});
+  }
   for (auto& [id, o] : observed_) {
     // The counter first: the fields read after it are at least as new as that counter says.
     const auto counter = o.slot->change_counter();

@@ -125,7 +125,7 @@ using readiness_publisher_actor =
 // application the public part only.
 using runtime_actor_impl =
   runtime_actor::extend<caf::reacts_to<readiness_observed>, caf::reacts_to<runner_status_observed>,
-                        caf::reacts_to<coverage_waited>,
+                        caf::reacts_to<coverage_waited>, caf::reacts_to<verify_requested>,
                         caf::replies_to<unregister_registration>::with<index_unregistered>>;
 
 // The supervisor of one runtime. Down messages of its children are system messages and need no

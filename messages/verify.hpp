@@ -10,6 +10,7 @@
 //                                                      proxy ── verify_scanned ──► runner
 //   runner ── verify_drop ──► proxy   (the verify ended: the view and the scan go)
 //   runtime ── verify_index ──► runner ─(reply) verify_answer
+//   watcher ── verify_requested ──► runtime (a dix verify request file of an owned id)
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@
 
 #include <dix/cursor.hpp>
 #include <dix/projection.hpp>
+#include <dix/result.hpp>
+#include <dix/verify.hpp>
 
 #include "core/drift.hpp"           // drift_report
 #include "core/verify_attempt.hpp"  // verify_request, verify_outcome
@@ -92,6 +95,29 @@ struct verify_answer {
   std::shared_ptr<const drift_report> report;
 };
 
+// What a requester learns: the result of a verify that ran to its end, or why it did not.
+inline result<verify_result> result_of(const verify_answer& a) {
+  const auto& o = a.outcome;
+  if (o.what != verify_outcome::kind::verified && o.what != verify_outcome::kind::drift) return error{o.code, o.message};
+  verify_result r;
+  r.equal = o.what == verify_outcome::kind::verified;
+  r.through = o.through;
+  r.records = a.report ? a.report->index.records : o.records;
+  r.differences = o.differences;
+  r.condemned = o.condemned;
+  if (a.report) r.drifts = a.report->drifts;
+  return r;
+}
+
+// watcher → runtime actor: a `dix verify` request file for a registration this process owns
+// (formats.md §8); the runtime asks the runner and writes the report.
+struct verify_requested {
+  std::uint64_t token = 0;
+  std::string id;
+  std::string nonce;
+  verify_options options;
+};
+
 // By identity or by value, as CAF's message comparisons need.
 #define DIX_VERIFY_EQ(T, expr)                                                \
   inline bool operator==(const T& a, const T& b) { return expr; }            \
@@ -108,6 +134,7 @@ DIX_VERIFY_EQ(verify_scanned, a.gen == b.gen && a.report == b.report && a.error 
 DIX_VERIFY_EQ(verify_drop, ((void)a, (void)b, true))
 DIX_VERIFY_EQ(verify_index, &a == &b)
 DIX_VERIFY_EQ(verify_answer, &a == &b)
+DIX_VERIFY_EQ(verify_requested, a.token == b.token && a.nonce == b.nonce)
 #undef DIX_VERIFY_EQ
 
 }  // namespace dix
@@ -124,3 +151,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_scanned)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_drop)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_index)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_answer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_requested)

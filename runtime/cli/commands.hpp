@@ -20,6 +20,8 @@ int run_write(const std::vector<std::string>& argv);
 int run_demo(const std::vector<std::string>& argv);
 int run_status(const std::vector<std::string>& argv);
 int run_rebuild(const std::vector<std::string>& argv);
+// 0 equal, 1 different, 2 bad arguments, 3 no owner attached, 4 not verified (cmd_verify.cpp).
+int run_verify(const std::vector<std::string>& argv);
 int run_serve(const std::vector<std::string>& argv);
 int run_serve_backend(const std::vector<std::string>& argv);
 int run_query(const std::vector<std::string>& argv);

@@ -10,7 +10,7 @@
 namespace {
 
 bool is_command(const std::string& name) {
-  for (const char* known : {"wal", "write", "demo", "status", "rebuild", "serve", "serve-backend", "query", "bench"}) {
+  for (const char* known : {"wal", "write", "demo", "status", "rebuild", "verify", "serve", "serve-backend", "query", "bench"}) {
     if (name == known) return true;
   }
   return false;
@@ -23,6 +23,7 @@ std::optional<int> dispatch(const std::string& command, const std::vector<std::s
   if (command == "demo") return dix::cli::run_demo(args);
   if (command == "status") return dix::cli::run_status(args);
   if (command == "rebuild") return dix::cli::run_rebuild(args);
+  if (command == "verify") return dix::cli::run_verify(args);
   if (command == "serve") return dix::cli::run_serve(args);
   if (command == "serve-backend") return dix::cli::run_serve_backend(args);
   if (command == "query") return dix::cli::run_query(args);

@@ -58,6 +58,16 @@ constexpr entry commands[] = {
          when ID has no slot, and with --wait when no runtime is attached, the rebuild fails
          (needs-rebuild, unavailable: the reason is named) or SECONDS pass.
 )"},
+    {"verify", R"(--db PATH ID [--rate ENTRIES_PER_S] [--limit N] [--report-only] [--json] [--timeout SECONDS]
+         Asks the owner of index ID, in whichever process, to prove that the index equals the
+         projection of the primary store at a sequence: the owner makes it durable at a fence of
+         the log (writers go on), then merges its digest view with a scan of the store at that
+         fence, at ENTRIES_PER_S (default: as fast as it goes). Prints `verified ID through
+         LOG:SEQ: N records` (exit 0), or the records that differ, up to N (default 100; exit 1):
+         the index is condemned (needs-rebuild, verify-failed) and rebuilt, unless --report-only.
+         Exit 3 when no owner is attached, 4 when nothing could be proven (a rebuild running, not
+         ready, a fault, SECONDS passed; default 3600). Never opens the store.
+)"},
     {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
          [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing] [--metrics-listen ADDR]
          [--backend-host ID=HOST:PORT[,ID=HOST:PORT...] [--tls-cert F --tls-key F --tls-ca F]]

@@ -5,12 +5,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <dix/cursor.hpp>
+#include <dix/errc.hpp>
+#include <dix/result.hpp>
 
 namespace dix {
 
@@ -56,5 +59,28 @@ struct verify_result {
   std::vector<drift> drifts;
   bool condemned = false;
 };
+
+// -- from any process (dix verify; formats.md §8) --------------------------------------------
+
+// What the owner wrote when a verify asked by request_verify ended: `result` when it ran to its
+// end (equal or not), otherwise why it did not (`code`, `message`: refused, failed, interrupted).
+struct verify_report {
+  std::string nonce;  // request_verify's
+  std::optional<verify_result> result;
+  errc code = errc::none;
+  std::string message;
+};
+
+// Asks the owner of backend `id`, in whichever process holds its runner lock, for a verify: writes
+// the request to `<home_db>/dix/verify/<id>.request` (a newer request replaces one not taken yet)
+// and notifies the watchers through the id's slot. Returns the request's nonce, which the owner's
+// report repeats. Fails invalid_argument (id outside the name rules), not_registered (no segment,
+// or no slot for `id`), segment_layout_mismatch, io_error. It does not check that an owner is
+// attached: dix verify reads the segment first.
+result<std::string> request_verify(const std::filesystem::path& home_db, std::string_view id, const verify_options& options);
+
+// The owner's last report for `id` (`<home_db>/dix/verify/<id>.report`), or nullopt when there is
+// none. Fails io_error (unreadable), record_corrupt (not a report).
+result<std::optional<verify_report>> read_verify_report(const std::filesystem::path& home_db, std::string_view id);
 
 }  // namespace dix

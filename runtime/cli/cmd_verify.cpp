@@ -1,0 +1,177 @@
+// `dix verify --db PATH ID [--rate ENTRIES_PER_S] [--limit N] [--report-only] [--json]
+// [--timeout SECONDS]` (issue 31, protocol.md §4.10, formats.md §8): asks the owner of backend ID,
+// in whichever process holds its runner lock, to prove that the index equals the projection of
+// the primary store at a sequence, and prints what it proved or the records that differ. It reads
+// the readiness segment first (no owner attached: exit 3; a rebuild running or the index not
+// ready: refused, exit 4), leaves a request for the owner's watcher (request_verify) and waits on
+// the segment's change counter for the owner's report with its nonce. It never opens the store.
+//
+// Exit: 0 equal; 1 different (condemned unless --report-only); 2 bad arguments; 3 no owner
+// attached; 4 not verified (refused, failed, interrupted or SECONDS passed: nothing is known).
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <dix/free_functions.hpp>
+#include <dix/names.hpp>
+#include <dix/segment.hpp>
+#include <dix/verify.hpp>
+
+#include "commands.hpp"
+#include "paths.hpp"
+#include "usage.hpp"
+#include "tool/args.hpp"
+#include "tool/json.hpp"
+
+namespace dix::cli {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr int exit_different = 1;
+constexpr int exit_no_owner = 3;
+constexpr int exit_not_verified = 4;
+
+int not_verified(const std::string& text) {
+  std::cerr << "dix verify: " << text << "\n";
+  return exit_not_verified;
+}
+
+std::string printable(const std::string& bytes) {
+  const bool plain = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
+  if (plain) return bytes;
+  static const char* const digits = "0123456789abcdef";
+  std::string out = "0x";
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// "main:42" per log, as `through` names the fence.
+std::string sequences(const verify_result& r) {
+  if (!r.through) return "?";
+  std::string out;
+  for (const auto& l : r.through->logs()) out += (out.empty() ? "" : ",") + l.log + ":" + std::to_string(l.sequence);
+  return out;
+}
+
+std::string json_of(const std::string& id, const verify_report& report) {
+  std::ostringstream out;
+  out << "{\"id\":" << tool::json_string(id);
+  if (!report.result) {
+    out << ",\"verified\":false,\"code\":" << tool::json_string(std::string(to_string(report.code)))
+        << ",\"message\":" << tool::json_string(report.message) << "}";
+    return out.str();
+  }
+  const auto& r = *report.result;
+  out << ",\"verified\":true,\"equal\":" << (r.equal ? "true" : "false") << ",\"through\":{";
+  if (r.through) {
+    bool first = true;
+    for (const auto& l : r.through->logs()) {
+      out << (first ? "" : ",") << tool::json_string(l.log) << ":" << l.sequence;
+      first = false;
+    }
+  }
+  out << "},\"records\":" << r.records << ",\"differences\":" << r.differences
+      << ",\"condemned\":" << (r.condemned ? "true" : "false") << ",\"drifts\":[";
+  for (std::size_t i = 0; i < r.drifts.size(); ++i) {
+    const auto& d = r.drifts[i];
+    out << (i ? "," : "") << "{\"kind\":" << tool::json_string(std::string(to_string(d.kind)))
+        << ",\"log\":" << tool::json_string(d.log) << ",\"table\":" << d.table
+        << ",\"record_id\":" << tool::json_string(printable(d.record_id)) << ",\"index_version\":" << d.index_version
+        << ",\"primary_version\":" << d.primary_version << "}";
+  }
+  out << "]}";
+  return out.str();
+}
+
+void print_plain(const std::string& id, const verify_result& r) {
+  if (r.equal) {
+    std::cout << "verified " << id << " through " << sequences(r) << ": " << r.records << " records\n";
+    return;
+  }
+  std::cout << id << " differs from its projection at " << sequences(r) << ": " << r.differences << " record"
+            << (r.differences == 1 ? "" : "s") << " (" << r.records << " index entries read)\n";
+  for (const auto& d : r.drifts) {
+    std::cout << "  " << to_string(d.kind) << " " << d.log << "/" << d.table << "/" << printable(d.record_id);
+    if (d.kind == drift_kind::stale) std::cout << " (index version " << d.index_version << ", primary " << d.primary_version << ")";
+    std::cout << "\n";
+  }
+  if (r.differences > r.drifts.size()) std::cout << "  … and " << r.differences - r.drifts.size() << " more\n";
+  std::cout << (r.condemned ? id + " is condemned (needs-rebuild, verify-failed): its owner rebuilds it\n"
+                            : std::string("--report-only: nothing was condemned\n"));
+}
+
+}  // namespace
+
+int run_verify(const std::vector<std::string>& argv) {
+  int status = exit_usage;
+  auto a = tool::args::parse_command(argv, {{"db", "rate", "limit", "timeout"}, {"report-only", "json"}, 1, 1, "backend id"},
+                                     "dix verify", command_usage("verify"), status);
+  if (!a) return status;
+  std::string problem;
+  if (!a->has("db")) problem = "--db PATH is required";
+  verify_options options;
+  options.report_only = a->has("report-only");
+  if (problem.empty()) options.entries_per_s = a->number("rate", 0, 1, 1000000000000ull, problem).value_or(0);
+  if (problem.empty()) options.limit = static_cast<std::uint32_t>(a->number("limit", 100, 0, 1000000, problem).value_or(100));
+  std::uint64_t timeout_s = 0;
+  if (problem.empty()) timeout_s = a->number("timeout", 3600, 1, 86400 * 365, problem).value_or(3600);
+  if (!problem.empty()) return tool::refuse("dix verify", problem);
+  if (auto wrong = existing_directory_problem(a->get("db"))) return tool::refuse("dix verify", "--db " + a->get("db") + ": " + *wrong);
+  const auto& id = a->positional().front();
+  if (!is_valid_backend_id(id)) return tool::refuse("dix verify", "\"" + id + "\" is not a valid backend id");
+  const auto db = store_dir(a->get("db")).path;
+
+  // Is there an owner to ask? The segment says whether a runtime is attached and how the index
+  // stands (only a ready index can be verified).
+  auto reader = segment_reader::open(db);
+  if (!reader) return not_verified(reader.error().to_string());
+  if (!*reader) {
+    std::cerr << "dix verify: " << db.string() << " has no readiness segment: no owner of " << id << " is attached\n";
+    return exit_no_owner;
+  }
+  auto table = (*reader)->read();
+  if (!table) return not_verified(table.error().to_string());
+  auto entry = std::find_if(table->entries.begin(), table->entries.end(), [&](const readiness_entry& e) { return e.id == id; });
+  if (entry == table->entries.end()) return not_verified("not_registered: backend id \"" + id + "\" has no slot in " + db.string());
+  if (!table->attached) {
+    std::cerr << "dix verify: no runtime is attached to " << db.string() << ": no owner of " << id
+              << " to ask (start it, e.g. dix serve)\n";
+    return exit_no_owner;
+  }
+  const auto state = entry->readiness.state;
+  if (state == readiness_state::rebuilding) return not_verified(id + " is being rebuilt: verify it once it is ready");
+  if (state != readiness_state::ready) {
+    return not_verified(id + " is " + std::string(to_string(state)) + " (" + std::string(to_string(entry->readiness.reason)) +
+                        "): only a ready index can be verified");
+  }
+
+  auto nonce = request_verify(db, id, options);
+  if (!nonce) return not_verified(nonce.error().to_string());
+  if (!a->has("json")) std::cout << "verifying " << id << " (its owner makes it durable at a fence, then scans)" << std::endl;
+  const auto deadline = clock_type::now() + std::chrono::seconds(timeout_s);
+  for (;;) {
+    const auto seen = (*reader)->change_counter();  // before the report: a later one wakes the wait
+    auto report = read_verify_report(db, id);
+    if (!report) return not_verified(report.error().to_string());
+    if (*report && (*report)->nonce == *nonce) {
+      const auto& r = **report;
+      if (a->has("json")) std::cout << json_of(id, r) << "\n";
+      if (!r.result) {
+        return not_verified(id + " was not verified: " + std::string(to_string(r.code)) + ": " + r.message);
+      }
+      if (!a->has("json")) print_plain(id, *r.result);
+      return r.result->equal ? exit_ok : exit_different;
+    }
+    const auto now = clock_type::now();
+    if (now >= deadline) return not_verified("no report from " + id + "'s owner within " + std::to_string(timeout_s) + " s");
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(1000)));
+  }
+}
+
+}  // namespace dix::cli
