@@ -484,8 +484,8 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
 
 // -- rebuild requests (protocol.md §11.2) ------------------------------------------------------
 
-// A `dix verify` from another process (formats.md §8), for a registration this process owns: the
-// runner's answer becomes the report the requester waits for, and the request is taken.
+// A `dix verify` from another process (formats.md §8), for a registration this process owns (the
+// watcher took its request): the runner's answer becomes the report the requester waits for.
 void serve_verify_request(runtime_pointer self, const verify_requested& m) {
   auto& st = self->state;
   auto it = st.registrations.find(m.token);
@@ -512,7 +512,6 @@ void serve_verify_request(runtime_pointer self, const verify_requested& m) {
       report(self->system(), diagnostic_level::error, "the report of a dix verify of " + id + ": " + ok.error().to_string(),
              self->id());
     }
-    remove_verify_request(segment->directory(), id, nonce);
     slot->poke();  // the requester waits on the segment's change counter
   };
   self->request(runner, caf::infinite, verify_index{request})

@@ -85,9 +85,11 @@ void watcher::scan(bool timed_out) {
     auto request = read_verify_request(segment_->directory(), settings.id);
     if (!request || !*request) continue;  // none, or unreadable: the requester's timeout says so
     auto& forwarded = verify_forwarded_[e->token()];
-    if (forwarded == (*request)->nonce) continue;
+    if (forwarded == (*request)->nonce || !observer) continue;
+    // Taken: the requester sees the file gone (an owner runs) and waits for the report.
+    if (!take_verify_request(segment_->directory(), settings.id, (*request)->nonce)) continue;
     forwarded = (*request)->nonce;
-    if (observer) caf::anon_send(observer, verify_requested{e->token(), settings.id, (*request)->nonce, (*request)->options});
+    caf::anon_send(observer, verify_requested{e->token(), settings.id, (*request)->nonce, (*request)->options});
   }
   for (auto& [id, o] : observed_) {
     // The counter first: the fields read after it are at least as new as that counter says.

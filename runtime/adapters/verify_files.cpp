@@ -192,11 +192,6 @@ result<void> write_verify_request(const fs::path& dix_dir, std::string_view id, 
   return write_aside(dix_dir, std::string(id) + ".request", out.str());
 }
 
-void remove_verify_request(const fs::path& dix_dir, std::string_view id, std::string_view nonce) {
-  auto r = read_verify_request(dix_dir, id);
-  if (r && *r && (*r)->nonce == nonce) ::unlink((verify_dir(dix_dir) / (std::string(id) + ".request")).c_str());
-}
-
 result<void> write_verify_report(const fs::path& dix_dir, std::string_view id, const verify_report& r) {
   std::ostringstream out;
   out << report_magic << "\n"
@@ -295,12 +290,42 @@ result<std::string> request_verify(const fs::path& home_db, std::string_view id,
   return r.nonce;
 }
 
-result<std::optional<verify_report>> read_verify_report(const fs::path& home_db, std::string_view id) {
-  if (auto ok = check_backend_id(id, "read_verify_report"); !ok) return ok.error();
+namespace {
+
+result<fs::path> dix_dir_of(const fs::path& home_db, std::string_view id, const char* context) {
+  if (auto ok = check_backend_id(id, context); !ok) return ok.error();
   std::error_code ec;
   const auto home = fs::canonical(home_db, ec);
   if (ec) return posix_error(subject, "resolving", home_db, ec.value());
-  return read_verify_report_at(home / "dix", id);
+  return home / "dix";
+}
+
+}  // namespace
+
+result<std::optional<verify_report>> read_verify_report(const fs::path& home_db, std::string_view id) {
+  auto dir = dix_dir_of(home_db, id, "read_verify_report");
+  if (!dir) return dir.error();
+  return read_verify_report_at(*dir, id);
+}
+
+result<bool> verify_request_waiting(const fs::path& home_db, std::string_view id, std::string_view nonce) {
+  auto dir = dix_dir_of(home_db, id, "verify_request_waiting");
+  if (!dir) return dir.error();
+  auto r = read_verify_request(*dir, id);
+  if (!r) return r.error();
+  return *r && (*r)->nonce == nonce;
+}
+
+result<bool> withdraw_verify_request(const fs::path& home_db, std::string_view id, std::string_view nonce) {
+  auto dir = dix_dir_of(home_db, id, "withdraw_verify_request");
+  if (!dir) return dir.error();
+  return take_verify_request(*dir, id, nonce);
+}
+
+bool take_verify_request(const fs::path& dix_dir, std::string_view id, std::string_view nonce) {
+  auto r = read_verify_request(dix_dir, id);
+  if (!r || !*r || (*r)->nonce != nonce) return false;
+  return ::unlink((verify_dir(dix_dir) / (std::string(id) + ".request")).c_str()) == 0;
 }
 
 

@@ -23,8 +23,9 @@ struct verify_file_request {
 // The request waiting for `id`, or nullopt (none). A malformed request is record_corrupt.
 result<std::optional<verify_file_request>> read_verify_request(const std::filesystem::path& dix_dir, std::string_view id);
 result<void> write_verify_request(const std::filesystem::path& dix_dir, std::string_view id, const verify_file_request& r);
-// Removes the request for `id` if it is still the one with `nonce` (a newer one stays).
-void remove_verify_request(const std::filesystem::path& dix_dir, std::string_view id, std::string_view nonce);
+// Takes (removes) the request for `id` if it is still the one with `nonce` (a newer one stays);
+// true when this call removed it.
+bool take_verify_request(const std::filesystem::path& dix_dir, std::string_view id, std::string_view nonce);
 result<void> write_verify_report(const std::filesystem::path& dix_dir, std::string_view id, const verify_report& r);
 result<std::optional<verify_report>> read_verify_report_at(const std::filesystem::path& dix_dir, std::string_view id);
 

@@ -4,7 +4,8 @@
 // the primary store at a sequence, and prints what it proved or the records that differ. It reads
 // the readiness segment first (no owner attached: exit 3; a rebuild running or the index not
 // ready: refused, exit 4), leaves a request for the owner's watcher (request_verify) and waits on
-// the segment's change counter for the owner's report with its nonce. It never opens the store.
+// the segment's change counter for the owner's report with its nonce; a request no owner took
+// within 10 s (or --timeout, if shorter) is withdrawn: exit 3. It never opens the store.
 //
 // Exit: 0 equal; 1 different (condemned unless --report-only); 2 bad arguments; 3 no owner
 // attached; 4 not verified (refused, failed, interrupted or SECONDS passed: nothing is known).
@@ -32,6 +33,8 @@ using clock_type = std::chrono::steady_clock;
 constexpr int exit_different = 1;
 constexpr int exit_no_owner = 3;
 constexpr int exit_not_verified = 4;
+// How long an owner's watcher may take to take a request (it does at the poke, in milliseconds).
+constexpr std::chrono::seconds owner_take_s{10};
 
 int not_verified(const std::string& text) {
   std::cerr << "dix verify: " << text << "\n";
@@ -153,7 +156,12 @@ int run_verify(const std::vector<std::string>& argv) {
   auto nonce = request_verify(db, id, options);
   if (!nonce) return not_verified(nonce.error().to_string());
   if (!a->has("json")) std::cout << "verifying " << id << " (its owner makes it durable at a fence, then scans)" << std::endl;
-  const auto deadline = clock_type::now() + std::chrono::seconds(timeout_s);
+  const auto start = clock_type::now();
+  const auto deadline = start + std::chrono::seconds(timeout_s);
+  // The owner's watcher takes a request at once; one nobody took soon means no owner runs (a
+  // runtime attached may own nothing: stopped, or a standby).
+  const auto take_by = start + std::min<std::chrono::seconds>(owner_take_s, std::chrono::seconds(timeout_s));
+  bool taken = false;
   for (;;) {
     const auto seen = (*reader)->change_counter();  // before the report: a later one wakes the wait
     auto report = read_verify_report(db, id);
@@ -167,10 +175,25 @@ int run_verify(const std::vector<std::string>& argv) {
       if (!a->has("json")) print_plain(id, *r.result);
       return r.result->equal ? exit_ok : exit_different;
     }
+    if (!taken) {
+      auto waiting = verify_request_waiting(db, id, *nonce);
+      if (!waiting) return not_verified(waiting.error().to_string());
+      taken = !*waiting;
+    }
     const auto now = clock_type::now();
+    if (!taken && now >= take_by) {
+      auto withdrawn = withdraw_verify_request(db, id, *nonce);
+      if (withdrawn && *withdrawn) {
+        std::cerr << "dix verify: no owner of " << id << " took the request within "
+                  << std::chrono::duration_cast<std::chrono::seconds>(take_by - start).count()
+                  << " s: no runtime owns it now (stopped, or only standbys attached)\n";
+        return exit_no_owner;
+      }
+      taken = true;  // taken just now
+    }
     if (now >= deadline) return not_verified("no report from " + id + "'s owner within " + std::to_string(timeout_s) + " s");
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(1000)));
+    (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(taken ? 1000 : 100)));
   }
 }
 

@@ -27,6 +27,7 @@
 #include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
+#include "support/rocksdb_tamper.hpp"
 #include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
 #include "support/fake_space.hpp"
@@ -547,40 +548,9 @@ TEST_CASE("rocksdb index: the stored digest is always the sum of its entries: ra
   run(true, 5);  // after a reset the digest starts from empty
 }
 
-namespace {
-
-// A record ref as the backend keys `reverse` (formats.md 6.2): u8 log length, log, u32
-// big-endian table, record id.
-std::string reverse_key(const std::string& log, std::uint32_t table, const std::string& id) {
-  std::string out(1, static_cast<char>(log.size()));
-  out += log;
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((table >> shift) & 0xFF));
-  return out + id;
-}
-
-std::string reverse_value(std::uint64_t version, const std::string& projection) {
-  std::string out;
-  put_le<std::uint64_t>(out, version);
-  return out + projection;
-}
-
-// Opens the closed index at `path` as a plain RocksDB database with its families (default,
-// entries, reverse, meta) and hands it to `change`: what a disk fault or a stray tool could do.
-void tamper(const std::filesystem::path& path,
-            const std::function<void(rocksdb::DB&, const std::vector<rocksdb::ColumnFamilyHandle*>&)>& change) {
-  rocksdb::DBOptions o;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  rocksdb_index_open_options(o, families);
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  REQUIRE(rocksdb::DB::Open(o, path.string(), families, &handles, &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
-  change(*db, handles);
-  for (auto* h : handles) REQUIRE(db->DestroyColumnFamilyHandle(h).ok());
-  REQUIRE(db->Close().ok());
-}
-
-}  // namespace
+using test::reverse_key;
+using test::reverse_value;
+using test::tamper;
 
 TEST_CASE("rocksdb index: drift planted in its files with the backend closed is found, each record by its kind and no other, and its entries no longer sum to its stored digest (issue 31)", "[adapter][backend][digest][verify]") {
   temp_dir dir;
@@ -1182,18 +1152,7 @@ TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift 
     CHECK(rt->verify("nobody").error().value() == errc::not_registered);
     REQUIRE(rt->stop().get());
   }
-  // One drift of each kind planted in `reverse` while nothing runs.
-  tamper(dir / "index", [&](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
-    auto* reverse = handles[2];
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    REQUIRE(db.Delete(wo, reverse, reverse_key("main", 1, "r2")).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r9"), reverse_value(3, encode_keys({"k9"}))).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r3"), reverse_value(1, encode_keys({"k3"}))).ok());
-    std::string r4;  // its version kept, its projection changed
-    REQUIRE(db.Get(rocksdb::ReadOptions{}, reverse, reverse_key("main", 1, "r4"), &r4).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r4"), r4.substr(0, 8) + encode_keys({"kX"})).ok());
-  });
+  test::plant_four_drifts(dir / "index");  // while nothing runs
   auto store = test::open_store(home);
   auto rt = runtime::create({store}).value();
   REQUIRE(rt->register_index(make_registration()));

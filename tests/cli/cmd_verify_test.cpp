@@ -1,0 +1,105 @@
+// `dix verify` (runtime/cli/cmd_verify.cpp) as a user runs it, against an owner runtime in this
+// test process (issue 31): exit 3 while no owner is attached, 0 with the proof, 1 with the records
+// drift planted in the RocksDB index's files while nothing ran (named, then condemned and rebuilt),
+// 2 for bad arguments, --json.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include <dix/backends/rocksdb_index_backend.hpp>
+#include <dix/runtime.hpp>
+
+#include "cli/dix_cli.hpp"
+#include "support/rocksdb_tamper.hpp"
+
+using namespace dix;
+using dix::test::dix_cli;
+using dix::test::temp_dir;
+
+namespace {
+
+registration by_key(const std::filesystem::path& path) {
+  registration r;
+  r.backend = rocksdb_index_backend::create("by-key", rocksdb_index_options{path}).value();
+  r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
+    return encode_keys({std::string(payload)});
+  };
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift planted in the index's files (condemned, then rebuilt and proven), 2 for bad arguments",
+          "[system][cli][verify]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  const auto db = home.string();
+  {
+    auto store = test::open_store(home);
+    // No runtime has attached: no segment, nobody to ask.
+    auto none = dix_cli(dir, {"verify", "--db", db, "by-key"});
+    CHECK(none.exit_code == 3);
+    CHECK(none.err.find("no owner") != std::string::npos);
+
+    auto rt = runtime::create({store}).value();
+    REQUIRE(rt->register_index(by_key(dir / "index")));
+    auto txn = store->begin();
+    for (int i = 1; i <= 6; ++i) txn.put(1, "r" + std::to_string(i), "k" + std::to_string(i));
+    REQUIRE(txn.commit());
+    REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+
+    auto proof = dix_cli(dir, {"verify", "--db", db, "by-key"});
+    INFO(proof.out << proof.err);
+    CHECK(proof.exit_code == 0);
+    CHECK(proof.out.find("verified by-key through main:") != std::string::npos);
+    CHECK(proof.out.find(": 6 records") != std::string::npos);
+    auto json = dix_cli(dir, {"verify", "--db", db, "by-key", "--json", "--rate", "1000"});
+    INFO(json.out << json.err);
+    CHECK(json.exit_code == 0);
+    CHECK(json.out.find("\"equal\":true") != std::string::npos);
+    CHECK(json.out.find("\"records\":6") != std::string::npos);
+
+    CHECK(dix_cli(dir, {"verify", "by-key"}).exit_code == 2);                          // no --db
+    CHECK(dix_cli(dir, {"verify", "--db", db, "no such id!"}).exit_code == 2);         // not a backend id
+    CHECK(dix_cli(dir, {"verify", "--db", db, "by-key", "--rate", "0"}).exit_code == 2);  // out of range
+    CHECK(dix_cli(dir, {"verify", "--db", db, "nobody"}).exit_code == 4);             // no slot
+    REQUIRE(rt->stop().get());
+    // Still attached, the slot still `ready`, but nobody owns the index: the request is not taken.
+    auto stopped = dix_cli(dir, {"verify", "--db", db, "by-key", "--timeout", "1"});
+    CHECK(stopped.exit_code == 3);
+    CHECK(stopped.err.find("no owner of by-key took the request") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(home / "dix" / "verify" / "by-key.request"));  // withdrawn
+  }
+  test::plant_four_drifts(dir / "index");
+
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  REQUIRE(rt->register_index(by_key(dir / "index")));
+  REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+  auto found = dix_cli(dir, {"verify", "--db", db, "by-key", "--report-only"});
+  INFO(found.out << found.err);
+  CHECK(found.exit_code == 1);
+  CHECK(found.out.find("4 records") != std::string::npos);
+  for (const char* line : {"  missing main/1/r2\n", "  stale main/1/r3 (index version 1", "  wrong-projection main/1/r4\n",
+                           "  extra main/1/r9\n", "--report-only: nothing was condemned"}) {
+    CHECK(found.out.find(line) != std::string::npos);
+  }
+  CHECK(rt->readiness("by-key").value().state == readiness_state::ready);
+  const auto epoch = rt->readiness("by-key").value().owner_epoch;
+
+  auto condemning = dix_cli(dir, {"verify", "--db", db, "by-key", "--json"});
+  INFO(condemning.out << condemning.err);
+  CHECK(condemning.exit_code == 1);
+  CHECK(condemning.out.find("\"differences\":4") != std::string::npos);
+  CHECK(condemning.out.find("\"condemned\":true") != std::string::npos);
+  CHECK(condemning.out.find("{\"kind\":\"missing\",\"log\":\"main\",\"table\":1,\"record_id\":\"r2\"") != std::string::npos);
+  REQUIRE(test::wait_readiness(home, "by-key", [&](const readiness& r) {
+    return r.state == readiness_state::ready && r.owner_epoch > epoch;
+  }));
+  auto again = dix_cli(dir, {"verify", "--db", db, "by-key"});
+  INFO(again.out << again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find(": 6 records") != std::string::npos);
+  REQUIRE(rt->stop().get());
+}
