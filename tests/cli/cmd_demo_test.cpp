@@ -31,6 +31,10 @@ TEST_CASE("dix demo: verifies, resumes from the durable cursor, and survives a S
   REQUIRE(first.exit_code == 0);
   CHECK_THAT(first.out, Catch::Contains("verify by-category: OK"));
   CHECK_THAT(first.out, Catch::Contains("verify by-brand: OK"));
+  // The owner's proof of each of the four indexes (dix verify, issue 31), at one sequence.
+  for (const char* id : {"by-category", "by-brand", "fulltext", "similar"}) {
+    CHECK_THAT(first.out, Catch::Contains(std::string("dix verify ") + id + ": verified through main:"));
+  }
 
   auto second = dix::test::run({DIX_BINARY, "demo", "--dir", demo_dir, "--records", "300", "--rate", "0"}, dir.path());
   INFO(second.out << second.err);
