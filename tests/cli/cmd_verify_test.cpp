@@ -4,6 +4,7 @@
 // 2 for bad arguments, --json.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include <dix/runtime.hpp>
 
 #include "cli/dix_cli.hpp"
+#include "harness/child_process.hpp"
 #include "support/rocksdb_tamper.hpp"
 
 using namespace dix;
@@ -102,4 +104,45 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
   CHECK(again.exit_code == 0);
   CHECK(again.out.find(": 6 records") != std::string::npos);
   REQUIRE(rt->stop().get());
+}
+
+TEST_CASE("dix verify: a SIGKILL of the owner during a verify proves nothing either way, and the next owner's verify of every index is equal while its writer goes on",
+          "[system][cli][verify][kill]") {
+  using namespace std::chrono_literals;
+  temp_dir dir;
+  const auto demo = dir / "serve";
+  const auto home = demo / "primary";
+  const auto db = home.string();
+  const std::vector<std::string> ids{"by-category", "by-brand", "fulltext", "similar"};
+  auto serve = [&] { return cli::child_process::spawn({DIX_BINARY, "serve", "--dir", demo.string(), "--rate", "2000"}); };
+  auto owner = serve();
+  REQUIRE(owner);
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  REQUIRE(owner->wait_line("serve: owner of", deadline));
+  REQUIRE(cli::wait_ready(home, ids, 0, deadline));
+  REQUIRE(owner->wait_line("similar ready", deadline));
+
+  // A slow verify (its scan paced at 100 entries/s), the owner killed once it was asked.
+  auto slow = cli::child_process::spawn({DIX_BINARY, "verify", "--db", db, "by-brand", "--rate", "100", "--timeout", "5"});
+  REQUIRE(slow);
+  REQUIRE(slow->wait_line("verifying by-brand", deadline));
+  owner->reap(SIGKILL);
+  const int status = slow->reap(0);
+  REQUIRE(WIFEXITED(status));
+  // No report came: not verified (4), or the request was never taken (3). Never a difference.
+  CHECK((WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4));
+
+  // The next owner resumes every index from its durable cursor; each is proven equal.
+  owner = serve();
+  REQUIRE(owner);
+  deadline = std::chrono::steady_clock::now() + 120s;
+  REQUIRE(owner->wait_line("serve: owner of", deadline));
+  REQUIRE(cli::wait_ready(home, ids, 0, deadline));
+  for (const auto& id : ids) {
+    auto proof = dix_cli(dir, {"verify", "--db", db, id, "--timeout", "100"});
+    INFO(id << ": " << proof.out << proof.err);
+    CHECK(proof.exit_code == 0);
+    CHECK(proof.out.find("verified " + id + " through main:") != std::string::npos);
+  }
+  owner->reap(SIGTERM);
 }
