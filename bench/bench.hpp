@@ -20,6 +20,7 @@ int run_catchup(const std::vector<std::string>& argv);
 int run_catchup_baseline(const std::vector<std::string>& argv);
 int run_failover(const std::vector<std::string>& argv);
 int run_rebuild(const std::vector<std::string>& argv);
+int run_verify(const std::vector<std::string>& argv);
 // The baseline of run_rebuild, which runs it as `dix-bench rebuild-baseline` in a child process.
 int run_rebuild_baseline(const std::vector<std::string>& argv);
 

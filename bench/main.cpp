@@ -35,6 +35,11 @@ constexpr entry benchmarks[] = {
          child process); a writer's p99 commit wait at R transactions/s (default 2000) alone
          and during a rebuild; peak RSS.
 )"},
+    {"verify", R"([--records N] [--dir DIR] [--json FILE] [--timeout S] [--pairs P]
+         dix verify of a RocksDB index over an N-record store at full rate, beside a bare scan of
+         the same table in the same sitting, P pairs alternating (default 3): each pair's rates,
+         their medians and the median ratio (verify records/s over scan records/s).
+)"},
     {"failover", R"([--kills N] [--rate R] [--interval-ms MS] [--dir DIR] [--json FILE]
          [--write-buffer-kib K] [--max-wal-kib W] [--flush-age-ms MS] [--scheduler sharing|stealing]
          An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
@@ -154,6 +159,7 @@ int main(int argc, char** argv) {
     if (args[0] == "rebuild") return dix::bench::run_rebuild(rest);
     // The baseline of `rebuild`, in a process of its own; not listed in the usage.
     if (args[0] == "rebuild-baseline") return dix::bench::run_rebuild_baseline(rest);
+    if (args[0] == "verify") return dix::bench::run_verify(rest);
     if (args[0] == "ryw") return dix::bench::run_ryw(rest);
     if (args[0] == "ryw-reader") return dix::bench::run_ryw_reader(rest);  // not listed either
     if (args[0] == "sustained") return dix::bench::run_sustained(rest);

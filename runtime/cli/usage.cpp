@@ -113,7 +113,7 @@ constexpr entry commands[] = {
          (LOG/TABLE/ID version V score S), then the count and the coverage. Exit 1 when the
          node refuses (index_lagging, unavailable, …) or cannot be reached.
 )"},
-    {"bench", R"(wal|catchup|rebuild|failover|ryw|sustained|fulltext|vector|remote [options]
+    {"bench", R"(wal|catchup|rebuild|verify|failover|ryw|sustained|fulltext|vector|remote [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index
          catching up with a backlog or rebuilt, failover takeovers, read-your-writes latency,
          sustained write rates with indexes and under the writer gate, a full-text (Xapian) and

@@ -155,6 +155,19 @@ TEST_CASE("dix bench catchup: reports dix beside both baselines, each measured i
   CHECK(number("baseline_peak_rss_mb") < number("peak_rss_mb"));
 }
 
+TEST_CASE("dix bench verify: a verify of a RocksDB index beside a bare scan of its table, pair by pair, and the median ratio (issue 31)",
+          "[system][cli][bench][verify]") {
+  temp_dir dir;
+  auto scratch = (dir / "scratch").string();
+  std::filesystem::create_directories(scratch);
+  auto ran = dix_cli(dir, {"bench", "verify", "--records", "2000", "--pairs", "2", "--dir", scratch});
+  INFO(ran.out << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK_THAT(ran.out, Catch::Contains("\"bench\":\"verify\"") && Catch::Contains("\"verified_records\":2000,") &&
+                        Catch::Contains("\"pairs\":2,") && Catch::Contains("\"ratio\":"));
+  CHECK(dix_cli(dir, {"bench", "verify", "--pairs", "0"}).exit_code == 2);
+}
+
 TEST_CASE("dix bench: every benchmark the unknown-name refusal lists has a usage of its own, and dix help lists the same names",
           "[system][cli][bench]") {
   temp_dir dir;
