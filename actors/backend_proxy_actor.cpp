@@ -30,12 +30,14 @@ struct proxy_state {
   // reset and shutdown: a view pins the backend's state (the RocksDB index's holds its lock).
   struct verify_state {
     std::uint64_t gen = 0;
+    std::uint64_t serial = 0;  // this proxy's count of views opened: a tick of an earlier one is ignored
     std::unique_ptr<digest_view> view;
     std::shared_ptr<verify_job> job;
     std::unique_ptr<view_entries> index;
     std::unique_ptr<verify_scan> scan;  // last: destroyed first, before what it reads
   };
   std::optional<verify_state> verify;
+  std::uint64_t verify_serial = 0;
   static inline const char* name = "dix.backend_proxy";
 };
 
@@ -125,9 +127,9 @@ void tick(proxy_pointer self) {
     return;
   }
   if (step->resume_at && *step->resume_at > now) {
-    self->delayed_send(self, *step->resume_at - now, verify_tick{v.gen});
+    self->delayed_send(self, *step->resume_at - now, verify_tick{v.serial});
   } else {
-    self->send(self, verify_tick{v.gen});
+    self->send(self, verify_tick{v.serial});
   }
 }
 
@@ -184,6 +186,7 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
         auto through = (*view)->through();
         self->state.verify.emplace();
         self->state.verify->gen = m.gen;
+        self->state.verify->serial = ++self->state.verify_serial;
         self->state.verify->view = std::move(*view);
         return {m.gen, std::move(through), caf::error{}};
       } catch (const std::exception& e) {
@@ -202,10 +205,10 @@ backend_proxy_actor::behavior_type proxy(proxy_pointer self, std::shared_ptr<bac
         return;
       }
       start_scan(self, std::move(m.job));
-      self->send(self, verify_tick{m.gen});
+      self->send(self, verify_tick{v->serial});
     },
     [self](verify_tick& m) {
-      if (self->state.verify && self->state.verify->gen == m.gen && self->state.verify->scan) tick(self);
+      if (self->state.verify && self->state.verify->serial == m.gen && self->state.verify->scan) tick(self);
     },
     [self](verify_drop&) { self->state.verify.reset(); },
     [self, me](shutdown_request& m) -> caf::result<quiescence> {

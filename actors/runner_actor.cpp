@@ -1,6 +1,7 @@
 #include "actors/runner_actor.hpp"
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -36,7 +37,8 @@ struct runner_state_data {
   proof_latch proof;  // what the settings' proof box holds, so it is stored only when it changes
   // The verify (messages/verify.hpp): its requesters, the snapshots the tailer handed over until
   // start_verify takes them, and the last scan's report.
-  std::vector<caf::typed_response_promise<verify_answer>> verify_promises;
+  // By the verify's number: an answer held behind a publication goes to its own requesters only.
+  std::map<std::uint64_t, std::vector<caf::typed_response_promise<verify_answer>>> verify_promises;
   std::shared_ptr<std::vector<std::unique_ptr<store_snapshot>>> lifted;
   std::shared_ptr<const drift_report> verify_report;
   // The order of the effects — the publication fence, the commit bell — is the interpreter's
@@ -228,8 +230,10 @@ void carry_out(runner_pointer self, effect& e) {
         verify_answer answer{x.outcome, nullptr};
         const bool scanned = x.outcome.what == verify_outcome::kind::verified || x.outcome.what == verify_outcome::kind::drift;
         if (scanned) answer.report = s.verify_report;
-        for (auto& p : s.verify_promises) p.deliver(answer);
-        s.verify_promises.clear();
+        if (auto waiting = s.verify_promises.find(x.number); waiting != s.verify_promises.end()) {
+          for (auto& p : waiting->second) p.deliver(answer);
+          s.verify_promises.erase(waiting);
+        }
         s.verify_report.reset();
         s.lifted.reset();
         self->send(d.proxy, verify_drop{});  // the view and the scan, whatever is left of them
@@ -419,8 +423,12 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
     },
     [self](fence_taken& m) { apply(self, self->state.core->on_fence_taken(m.gen, from_caf(m.error), now_of(self))); },
     [self](fence_lifted& m) {
-      self->state.lifted = std::move(m.snapshots);  // start_verify takes them
-      apply(self, self->state.core->on_fence_lifted(m.gen, now_of(self)));
+      auto& st = self->state;
+      // Only the lift the core awaits hands snapshots over (start_verify takes them); a late one
+      // of a verify that ended drops them here, or they would pin the store's old versions.
+      if (m.gen != st.core->generation() || st.core->verify_phase() != verify_attempt::phase::lifting) return;
+      st.lifted = std::move(m.snapshots);
+      apply(self, st.core->on_fence_lifted(m.gen, now_of(self)));
     },
     [self](verify_scanned& m) {
       auto& st = self->state;
@@ -449,7 +457,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
         }
       }
       auto promise = self->make_response_promise<verify_answer>();
-      st.verify_promises.push_back(promise);
+      st.verify_promises[st.core->verify_number()].push_back(promise);  // started or joined
       apply(self, std::move(out));
       return promise;
     },

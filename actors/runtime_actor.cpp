@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -438,6 +439,16 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
   w.token = token;
   w.backend = r.backend;
   w.projections = r.projections;
+  // Projections run on one thread at a time per registration (<dix/projection.hpp>): the tailer
+  // calls them, and so does a verify's scan on the proxy's thread (decision 0057), so every call
+  // takes the registration's lock (uncontended but for a verify).
+  auto one_at_a_time = std::make_shared<std::mutex>();
+  for (auto& [ref, fn] : w.projections) {
+    fn = [one_at_a_time, inner = fn](std::string_view payload, const record_info& info) {
+      std::lock_guard<std::mutex> hold(*one_at_a_time);
+      return inner(payload, info);
+    };
+  }
   for (auto index : plan->logs) {
     const auto& store = ctx.stores[index];
     w.log_stores.push_back(store);
@@ -488,17 +499,9 @@ caf::expected<index_registered> register_one(runtime_pointer self, registration 
 // watcher took its request): the runner's answer becomes the report the requester waits for.
 void serve_verify_request(runtime_pointer self, const verify_requested& m) {
   auto& st = self->state;
-  auto it = st.registrations.find(m.token);
-  if (it == st.registrations.end()) return;
-  auto runner = it->second.record->runner();
-  if (!runner) return;
-  verify_request request;
-  request.report_only = m.options.report_only;
-  request.entries_per_s = m.options.entries_per_s;
-  request.limit = m.options.limit;
-  request.deadline = m.options.deadline;
   auto segment = st.ctx->segment;
-  auto slot = it->second.record->slot();
+  auto it = st.registrations.find(m.token);
+  auto slot = it == st.registrations.end() ? nullptr : it->second.record->slot();
   auto finish = [segment, slot, id = m.id, nonce = m.nonce, self](const result<verify_result>& r) {
     verify_report written;
     written.nonce = nonce;
@@ -512,9 +515,16 @@ void serve_verify_request(runtime_pointer self, const verify_requested& m) {
       report(self->system(), diagnostic_level::error, "the report of a dix verify of " + id + ": " + ok.error().to_string(),
              self->id());
     }
-    slot->poke();  // the requester waits on the segment's change counter
+    if (slot) slot->poke();  // the requester waits on the segment's change counter
+    else if (auto found = segment->find(id)) found->poke();
   };
-  self->request(runner, caf::infinite, verify_index{request})
+  // The request was taken: every way out writes its report.
+  auto runner = it == st.registrations.end() ? runner_actor{} : it->second.record->runner();
+  if (!runner) {
+    finish(error{errc::unavailable, "the registration of " + m.id + " ended before its verify started"});
+    return;
+  }
+  self->request(runner, caf::infinite, verify_index{request_of(m.options)})
     .then([finish](verify_answer& a) { finish(result_of(a)); },
           [finish](caf::error& err) { finish(result<verify_result>(to_dix_error(err))); });
 }

@@ -161,11 +161,7 @@ result<verify_result> runtime::verify(std::string_view id, const verify_options&
   if (!e) return error{errc::not_registered, "backend id " + std::string(id) + " is not registered in this runtime"};
   auto runner = e->runner();
   if (!runner) return error{errc::unavailable, "backend id " + std::string(id) + " has no runner now"};
-  verify_request request;
-  request.report_only = options.report_only;
-  request.entries_per_s = options.entries_per_s;
-  request.limit = options.limit;
-  request.deadline = options.deadline;
+  const auto request = request_of(options);
   result<verify_result> out = error{errc::stopped, "the runner of " + std::string(id) + " stopped before it answered"};
   caf::scoped_actor self{*f.sys};
   self->request(runner, caf::infinite, verify_index{request})

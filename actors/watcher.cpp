@@ -74,22 +74,27 @@ void watcher::scan(bool timed_out) {
     if (r) caf::anon_send(r, wake{wake_flag::rebuild});
   }
   auto observer = caf::actor_cast<caf::actor>(observer_.lock());
-  for (auto it = verify_forwarded_.begin(); it != verify_forwarded_.end();) {
-    const bool current = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e->token() == it->first; });
-    it = current ? std::next(it) : verify_forwarded_.erase(it);
-  }
   for (const auto& e : entries) {
-    // Only the owner's runtime takes a verify request (a standby's runner would refuse it).
+    // Only the owner takes a verify request (another registration's runner would refuse it): the
+    // registration's own runner, as its last snapshot says.
     const auto& settings = e->settings();
-    if (settings.lock == nullptr || !settings.lock->owned(settings.id)) continue;
-    auto request = read_verify_request(segment_->directory(), settings.id);
-    if (!request || !*request) continue;  // none, or unreadable: the requester's timeout says so
-    auto& forwarded = verify_forwarded_[e->token()];
-    if (forwarded == (*request)->nonce || !observer) continue;
-    // Taken: the requester sees the file gone (an owner runs) and waits for the report.
-    if (!take_verify_request(segment_->directory(), settings.id, (*request)->nonce)) continue;
-    forwarded = (*request)->nonce;
-    caf::anon_send(observer, verify_requested{e->token(), settings.id, (*request)->nonce, (*request)->options});
+    if (!observer || !settings.snapshot || !settings.snapshot->load().owner) continue;
+    for (const auto& nonce : waiting_verify_requests(segment_->directory(), settings.id)) {
+      // Taken by a rename: a requester that withdrew first, or another taker, wins instead.
+      auto request = take_verify_request(segment_->directory(), settings.id, nonce);
+      if (!request) {
+        // Malformed (and gone): its requester's report says so.
+        verify_report rejected;
+        rejected.nonce = nonce;
+        rejected.code = request.error().value();
+        rejected.message = request.error().message();
+        (void)write_verify_report(segment_->directory(), settings.id, rejected);
+        e->slot()->poke();
+        continue;
+      }
+      if (!*request) continue;
+      caf::anon_send(observer, verify_requested{e->token(), settings.id, nonce, (*request)->options});
+    }
   }
   for (auto& [id, o] : observed_) {
     // The counter first: the fields read after it are at least as new as that counter says.

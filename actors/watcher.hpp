@@ -6,8 +6,8 @@
 //    the supervisor a `revive` (an escalated registration gets its children back, actors.md §3) —
 //    again only when the slot changed since, or the wait timed out (a busy runner that leaves the
 //    flag publishes when done);
-//  * a registered id this process owns (its runner lock) with a `dix verify` request file
-//    (formats.md §8) not forwarded yet: the runtime gets verify_requested;
+//  * a registered id whose runner owns it, with `dix verify` request files (formats.md §8): each
+//    is taken (renamed away) and the runtime gets verify_requested;
 //  * an observed id (one with subscribers): when its slot's change counter moved, the runtime
 //    gets readiness_observed with the slot as read now.
 //
@@ -76,7 +76,6 @@ class watcher {
   std::atomic<bool> stop_{false};
 
   std::mutex mutex_;  // guards what follows; scan() holds it
-  std::map<std::uint64_t, std::string> verify_forwarded_;  // by token: the last request's nonce sent
   struct observed {
     std::shared_ptr<segment_slot> slot;
     std::uint64_t counter = 0;  // the change counter of the last observation sent

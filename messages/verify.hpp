@@ -77,7 +77,7 @@ struct verify_run {
   std::shared_ptr<verify_job> job;
 };
 struct verify_tick {
-  std::uint64_t gen = 0;
+  std::uint64_t gen = 0;  // the proxy's serial of the view it scans, not the runner's generation
 };
 struct verify_scanned {
   std::uint64_t gen = 0;
@@ -94,6 +94,15 @@ struct verify_answer {
   verify_outcome outcome;
   std::shared_ptr<const drift_report> report;
 };
+
+inline verify_request request_of(const verify_options& o) {
+  verify_request r;
+  r.report_only = o.report_only;
+  r.entries_per_s = o.entries_per_s;
+  r.limit = o.limit;
+  r.deadline = o.deadline;
+  return r;
+}
 
 // What a requester learns: the result of a verify that ran to its end, or why it did not.
 inline result<verify_result> result_of(const verify_answer& a) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -155,12 +156,13 @@ std::string new_nonce() {
 
 }  // namespace
 
-result<std::optional<verify_file_request>> read_verify_request(const fs::path& dix_dir, std::string_view id) {
-  const auto path = verify_dir(dix_dir) / (std::string(id) + ".request");
-  auto lines = read_lines(path);
-  if (!lines) return lines.error();
-  if (!*lines) return std::optional<verify_file_request>{};
-  const auto& l = **lines;
+namespace {
+
+fs::path request_path(const fs::path& dix_dir, std::string_view id, std::string_view nonce, const char* suffix) {
+  return verify_dir(dix_dir) / (std::string(id) + "." + std::string(nonce) + suffix);
+}
+
+result<verify_file_request> parse_request(const fs::path& path, const std::vector<std::string>& l) {
   if (l.size() < 6 || l[0] != request_magic) return corrupt(path, "not a verify request");
   verify_file_request r;
   auto nonce = value_of(l[1], "nonce");
@@ -178,7 +180,49 @@ result<std::optional<verify_file_request>> read_verify_request(const fs::path& d
   r.options.entries_per_s = *number(*rate);
   r.options.limit = static_cast<std::uint32_t>(*number(*limit));
   r.options.deadline = std::chrono::milliseconds(*number(*deadline));
-  return std::optional<verify_file_request>(std::move(r));
+  return r;
+}
+
+bool is_nonce(std::string_view text) {
+  return text.size() == 16 && std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+}  // namespace
+
+std::vector<std::string> waiting_verify_requests(const fs::path& dix_dir, std::string_view id) {
+  std::vector<std::string> nonces;
+  std::error_code ec;
+  const std::string prefix = std::string(id) + ".";
+  const std::string suffix = ".request";
+  for (fs::directory_iterator it(verify_dir(dix_dir), ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.size() != prefix.size() + 16 + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const auto nonce = name.substr(prefix.size(), 16);
+    if (is_nonce(nonce)) nonces.push_back(nonce);
+  }
+  return nonces;
+}
+
+result<std::optional<verify_file_request>> take_verify_request(const fs::path& dix_dir, std::string_view id,
+                                                               std::string_view nonce) {
+  const auto waiting = request_path(dix_dir, id, nonce, ".request");
+  const auto taken = request_path(dix_dir, id, nonce, ".taken");
+  // The rename is the take: of a watcher and the requester withdrawing, exactly one succeeds.
+  if (::rename(waiting.c_str(), taken.c_str()) != 0) {
+    if (errno == ENOENT) return std::optional<verify_file_request>{};
+    return posix_error(subject, "taking", waiting, errno);
+  }
+  auto lines = read_lines(taken);
+  ::unlink(taken.c_str());
+  if (!lines) return lines.error();
+  if (!*lines) return std::optional<verify_file_request>{};
+  auto r = parse_request(taken, **lines);
+  if (!r) return r.error();
+  if (r->nonce != nonce) return corrupt(taken, "its nonce is not its name's");
+  return std::optional<verify_file_request>(std::move(*r));
 }
 
 result<void> write_verify_request(const fs::path& dix_dir, std::string_view id, const verify_file_request& r) {
@@ -189,7 +233,7 @@ result<void> write_verify_request(const fs::path& dix_dir, std::string_view id, 
       << "entries_per_s " << r.options.entries_per_s << "\n"
       << "limit " << r.options.limit << "\n"
       << "deadline_ms " << r.options.deadline.count() << "\n";
-  return write_aside(dix_dir, std::string(id) + ".request", out.str());
+  return write_aside(dix_dir, std::string(id) + "." + r.nonce + ".request", out.str());
 }
 
 result<void> write_verify_report(const fs::path& dix_dir, std::string_view id, const verify_report& r) {
@@ -210,23 +254,25 @@ result<void> write_verify_report(const fs::path& dix_dir, std::string_view id, c
           << d.index_version << " " << d.primary_version << "\n";
     }
   }
-  return write_aside(dix_dir, std::string(id) + ".report", out.str());
+  return write_aside(dix_dir, std::string(id) + "." + r.nonce + ".report", out.str());
 }
 
-result<std::optional<verify_report>> read_verify_report_at(const fs::path& dix_dir, std::string_view id) {
-  const auto path = verify_dir(dix_dir) / (std::string(id) + ".report");
+result<std::optional<verify_report>> read_verify_report_at(const fs::path& dix_dir, std::string_view id,
+                                                          std::string_view nonce) {
+  const auto path = request_path(dix_dir, id, nonce, ".report");
   auto lines = read_lines(path);
   if (!lines) return lines.error();
   if (!*lines) return std::optional<verify_report>{};
   const auto& l = **lines;
   if (l.size() < 5 || l[0] != report_magic) return corrupt(path, "not a verify report");
   verify_report r;
-  auto nonce = value_of(l[1], "nonce");
+  auto stored_nonce = value_of(l[1], "nonce");
   auto outcome = value_of(l[2], "outcome");
   auto code = value_of(l[3], "code");
   auto message = l[4].rfind("message", 0) == 0 ? std::optional<std::string>(l[4].size() > 8 ? l[4].substr(8) : "") : std::nullopt;
-  if (!nonce || !outcome || !code || !errc_named(*code) || !message) return corrupt(path, "a field is missing");
-  r.nonce = *nonce;
+  if (!stored_nonce || !outcome || !code || !errc_named(*code) || !message) return corrupt(path, "a field is missing");
+  if (*stored_nonce != nonce) return corrupt(path, "its nonce is not its name's");
+  r.nonce = *stored_nonce;
   r.code = *errc_named(*code);
   r.message = *message;
   if (*outcome == "not-verified") return std::optional<verify_report>(std::move(r));
@@ -302,31 +348,32 @@ result<fs::path> dix_dir_of(const fs::path& home_db, std::string_view id, const 
 
 }  // namespace
 
-result<std::optional<verify_report>> read_verify_report(const fs::path& home_db, std::string_view id) {
-  auto dir = dix_dir_of(home_db, id, "read_verify_report");
+result<std::optional<verify_report>> take_verify_report(const fs::path& home_db, std::string_view id,
+                                                       std::string_view nonce) {
+  auto dir = dix_dir_of(home_db, id, "take_verify_report");
   if (!dir) return dir.error();
-  return read_verify_report_at(*dir, id);
+  auto r = read_verify_report_at(*dir, id, nonce);
+  if (r && *r) ::unlink(request_path(*dir, id, nonce, ".report").c_str());
+  return r;
 }
 
 result<bool> verify_request_waiting(const fs::path& home_db, std::string_view id, std::string_view nonce) {
   auto dir = dix_dir_of(home_db, id, "verify_request_waiting");
   if (!dir) return dir.error();
-  auto r = read_verify_request(*dir, id);
-  if (!r) return r.error();
-  return *r && (*r)->nonce == nonce;
+  struct ::stat st {};
+  const auto path = request_path(*dir, id, nonce, ".request");
+  if (::lstat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT) return false;
+  return posix_error(subject, "looking at", path, errno);
 }
 
 result<bool> withdraw_verify_request(const fs::path& home_db, std::string_view id, std::string_view nonce) {
   auto dir = dix_dir_of(home_db, id, "withdraw_verify_request");
   if (!dir) return dir.error();
-  return take_verify_request(*dir, id, nonce);
+  const auto path = request_path(*dir, id, nonce, ".request");
+  if (::unlink(path.c_str()) == 0) return true;
+  if (errno == ENOENT) return false;  // taken
+  return posix_error(subject, "withdrawing", path, errno);
 }
-
-bool take_verify_request(const fs::path& dix_dir, std::string_view id, std::string_view nonce) {
-  auto r = read_verify_request(dix_dir, id);
-  if (!r || !*r || (*r)->nonce != nonce) return false;
-  return ::unlink((verify_dir(dix_dir) / (std::string(id) + ".request")).c_str()) == 0;
-}
-
 
 }  // namespace dix

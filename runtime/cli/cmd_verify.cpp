@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -35,22 +36,29 @@ constexpr int exit_no_owner = 3;
 constexpr int exit_not_verified = 4;
 // How long an owner's watcher may take to take a request (it does at the poke, in milliseconds).
 constexpr std::chrono::seconds owner_take_s{10};
+// How long a report may still come after the owner's epoch moved or its runtime detached.
+constexpr std::chrono::seconds owner_gone_grace{5};
 
 int not_verified(const std::string& text) {
   std::cerr << "dix verify: " << text << "\n";
   return exit_not_verified;
 }
 
-std::string printable(const std::string& bytes) {
-  const bool plain = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
-  if (plain) return bytes;
+std::string hex(const std::string& bytes) {
   static const char* const digits = "0123456789abcdef";
-  std::string out = "0x";
+  std::string out;
   for (unsigned char c : bytes) {
     out += digits[c >> 4];
     out += digits[c & 15];
   }
   return out;
+}
+
+// A record id as typed when it is printable ASCII, else its bytes in hex after "0x" (--json also
+// gives record_id_hex, which is never ambiguous).
+std::string printable(const std::string& bytes) {
+  const bool plain = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
+  return plain ? bytes : "0x" + hex(bytes);
 }
 
 // "main:42" per log, as `through` names the fence.
@@ -84,7 +92,7 @@ std::string json_of(const std::string& id, const verify_report& report) {
     const auto& d = r.drifts[i];
     out << (i ? "," : "") << "{\"kind\":" << tool::json_string(std::string(to_string(d.kind)))
         << ",\"log\":" << tool::json_string(d.log) << ",\"table\":" << d.table
-        << ",\"record_id\":" << tool::json_string(printable(d.record_id)) << ",\"index_version\":" << d.index_version
+        << ",\"record_id\":" << tool::json_string(printable(d.record_id)) << ",\"record_id_hex\":\"" << hex(d.record_id) << "\",\"index_version\":" << d.index_version
         << ",\"primary_version\":" << d.primary_version << "}";
   }
   out << "]}";
@@ -156,25 +164,24 @@ int run_verify(const std::vector<std::string>& argv) {
   auto nonce = request_verify(db, id, options);
   if (!nonce) return not_verified(nonce.error().to_string());
   if (!a->has("json")) std::cout << "verifying " << id << " (its owner makes it durable at a fence, then scans)" << std::endl;
+  auto finish = [&](const verify_report& r) {
+    if (a->has("json")) std::cout << json_of(id, r) << "\n";
+    if (!r.result) return not_verified(id + " was not verified: " + std::string(to_string(r.code)) + ": " + r.message);
+    if (!a->has("json")) print_plain(id, *r.result);
+    return r.result->equal ? exit_ok : exit_different;
+  };
   const auto start = clock_type::now();
   const auto deadline = start + std::chrono::seconds(timeout_s);
   // The owner's watcher takes a request at once; one nobody took soon means no owner runs (a
   // runtime attached may own nothing: stopped, or a standby).
   const auto take_by = start + std::min<std::chrono::seconds>(owner_take_s, std::chrono::seconds(timeout_s));
   bool taken = false;
+  std::optional<clock_type::time_point> owner_changed_at;
   for (;;) {
     const auto seen = (*reader)->change_counter();  // before the report: a later one wakes the wait
-    auto report = read_verify_report(db, id);
+    auto report = take_verify_report(db, id, *nonce);
     if (!report) return not_verified(report.error().to_string());
-    if (*report && (*report)->nonce == *nonce) {
-      const auto& r = **report;
-      if (a->has("json")) std::cout << json_of(id, r) << "\n";
-      if (!r.result) {
-        return not_verified(id + " was not verified: " + std::string(to_string(r.code)) + ": " + r.message);
-      }
-      if (!a->has("json")) print_plain(id, *r.result);
-      return r.result->equal ? exit_ok : exit_different;
-    }
+    if (*report) return finish(**report);
     if (!taken) {
       auto waiting = verify_request_waiting(db, id, *nonce);
       if (!waiting) return not_verified(waiting.error().to_string());
@@ -183,7 +190,8 @@ int run_verify(const std::vector<std::string>& argv) {
     const auto now = clock_type::now();
     if (!taken && now >= take_by) {
       auto withdrawn = withdraw_verify_request(db, id, *nonce);
-      if (withdrawn && *withdrawn) {
+      if (!withdrawn) return not_verified(withdrawn.error().to_string());
+      if (*withdrawn) {
         std::cerr << "dix verify: no owner of " << id << " took the request within "
                   << std::chrono::duration_cast<std::chrono::seconds>(take_by - start).count()
                   << " s: no runtime owns it now (stopped, or only standbys attached)\n";
@@ -192,8 +200,24 @@ int run_verify(const std::vector<std::string>& argv) {
       taken = true;  // taken just now
     }
     if (now >= deadline) return not_verified("no report from " + id + "'s owner within " + std::to_string(timeout_s) + " s");
+    // An owner that died or handed over meanwhile will not report: no runtime attached any more,
+    // or the slot's epoch moved. (A verify that condemned its index is followed by a rebuild under
+    // a new epoch, and its report may land just after the mint: a grace of owner_gone_grace.)
+    if (taken && !owner_changed_at) {
+      auto now_table = (*reader)->read();
+      if (!now_table) return not_verified(now_table.error().to_string());
+      auto now_entry = std::find_if(now_table->entries.begin(), now_table->entries.end(),
+                                    [&](const readiness_entry& e) { return e.id == id; });
+      if (!now_table->attached || now_entry == now_table->entries.end() ||
+          now_entry->readiness.owner_epoch != entry->readiness.owner_epoch) {
+        owner_changed_at = now;
+      }
+    }
+    if (owner_changed_at && now >= *owner_changed_at + owner_gone_grace) {
+      return not_verified("the owner of " + id + " stopped or changed during the verify: nothing was proven");
+    }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(taken ? 1000 : 100)));
+    (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(taken && !owner_changed_at ? 1000 : 100)));
   }
 }
 

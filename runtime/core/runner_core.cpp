@@ -1599,7 +1599,7 @@ verify_outcome runner_core::verify_failed(errc code, std::string message) const 
 void runner_core::end_verify(verify_outcome outcome, effects& out) {
   verify_.to(vphase::none);
   verify_.target.reset();
-  out.push_back(fx::verify_ended{std::move(outcome)});
+  out.push_back(fx::verify_ended{std::move(outcome), verify_.number});
 }
 
 void runner_core::interrupt_verify(effects& out) {
@@ -1743,8 +1743,14 @@ effects runner_core::on_verify_scanned(std::uint64_t gen, const result<verify_ou
   const auto text = std::to_string(o.differences) + " record" + (o.differences == 1 ? "" : "s") +
                     " of the index differ from the primary store's projection at " + verify_.target->to_json();
   o.message = text;
-  end_verify(std::move(o), out);
+  // The condemnation's effects first, then the answer (which the interpreter holds until the
+  // publications before it landed; the condemnation's own publication follows its marker's
+  // write). The verify is over before condemn() discards progress, so it is not "interrupted".
+  const auto number = verify_.number;
+  verify_.to(vphase::none);
+  verify_.target.reset();
   if (condemns) condemn(readiness_reason::verify_failed, "verify: " + text, out, now);
+  out.push_back(fx::verify_ended{std::move(o), number});
   return out;
 }
 

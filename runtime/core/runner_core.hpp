@@ -126,7 +126,7 @@ struct fence { std::uint64_t gen; };
 struct open_digest { std::uint64_t gen; };
 struct lift_fence { std::uint64_t gen; bool scan = false; };
 struct start_verify { std::uint64_t gen; verify_request request; cursor through; };
-struct verify_ended { verify_outcome outcome; };
+struct verify_ended { verify_outcome outcome; std::uint64_t number = 0; };  // the verify's number
 struct verify_refused { verify_outcome outcome; };
 }  // namespace fx
 
@@ -320,6 +320,8 @@ class runner_core {
   // The scan's result: the differences found and the entries read, or why it could not finish.
   effects on_verify_scanned(std::uint64_t gen, const result<verify_outcome>& scanned, steady_time now);
   verify_attempt::phase verify_phase() const noexcept { return verify_.current(); }
+  // The running verify's number (what its fx::verify_ended carries); 0 when none runs.
+  std::uint64_t verify_number() const noexcept { return verify_.running() ? verify_.number : 0; }
 
   // Supervision (actors.md §3): a tailer or proxy of this id died (`escalated`: it will not be
   // restarted), or its replacement is up. Idempotent: the runner may learn of a dead proxy from a

@@ -75,8 +75,11 @@ class verify_attempt {
   bool holds_pulls() const noexcept {
     return phase_ == phase::at_fence || phase_ == phase::barrier || phase_ == phase::opening || phase_ == phase::lifting;
   }
-  // The deadline bounds fencing … lifting.
-  bool before_scan() const noexcept { return fenced(); }
+  // The deadline bounds the way to a durable fence (fencing … barrier): opening the view and
+  // lifting the fence are the backend's and the tailer's own work, bounded by them.
+  bool before_scan() const noexcept {
+    return phase_ == phase::fencing || phase_ == phase::to_fence || phase_ == phase::at_fence || phase_ == phase::barrier;
+  }
 
   verify_request request;
   std::optional<cursor> target;  // at_fence on: the last offered entry, which must become durable

@@ -72,23 +72,23 @@ struct verify_report {
 };
 
 // Asks the owner of backend `id`, in whichever process holds its runner lock, for a verify: writes
-// the request to `<home_db>/dix/verify/<id>.request` (a newer request replaces one not taken yet)
-// and notifies the watchers through the id's slot. The owner's watcher takes the request (removes
-// the file) at once and the owner writes its report when the verify ended; a request nobody takes
-// means no owner runs. Returns the request's nonce, which the owner's
-// report repeats. Fails invalid_argument (id outside the name rules), not_registered (no segment,
-// or no slot for `id`), segment_layout_mismatch, io_error. It does not check that an owner is
-// attached: dix verify reads the segment first.
+// the request to `<home_db>/dix/verify/<id>.<nonce>.request` and notifies the watchers through the
+// id's slot. The owner's watcher takes the request (renames it away) at once and the owner writes
+// `<id>.<nonce>.report` when the verify ended; a request nobody takes means no owner runs. Returns
+// the nonce. Fails invalid_argument (id outside the name rules, options out of range),
+// not_registered (no segment, or no slot for `id`), segment_layout_mismatch, io_error. It does
+// not check that an owner is attached: dix verify reads the segment first.
 result<std::string> request_verify(const std::filesystem::path& home_db, std::string_view id, const verify_options& options);
 
-// Whether the request with `nonce` still waits for an owner (true), or an owner's watcher took
-// it (false: the report follows when the verify ends). Fails io_error.
+// Whether the request `nonce` still waits for an owner (true), or an owner took it (false: its
+// report follows when the verify ends). Fails io_error.
 result<bool> verify_request_waiting(const std::filesystem::path& home_db, std::string_view id, std::string_view nonce);
-// Withdraws the request with `nonce` unless an owner took it already; true when withdrawn.
+// Withdraws the request `nonce` unless an owner took it already; true when withdrawn.
 result<bool> withdraw_verify_request(const std::filesystem::path& home_db, std::string_view id, std::string_view nonce);
 
-// The owner's last report for `id` (`<home_db>/dix/verify/<id>.report`), or nullopt when there is
-// none. Fails io_error (unreadable), record_corrupt (not a report).
-result<std::optional<verify_report>> read_verify_report(const std::filesystem::path& home_db, std::string_view id);
+// The owner's report for the request `nonce`, removed once read; nullopt while there is none.
+// Fails io_error (unreadable), record_corrupt (not a report).
+result<std::optional<verify_report>> take_verify_report(const std::filesystem::path& home_db, std::string_view id,
+                                                       std::string_view nonce);
 
 }  // namespace dix
