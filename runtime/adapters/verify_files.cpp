@@ -201,7 +201,9 @@ std::vector<std::string> waiting_verify_requests(const fs::path& dix_dir, std::s
       continue;
     }
     const auto nonce = name.substr(prefix.size(), 16);
-    if (is_nonce(nonce)) nonces.push_back(nonce);
+    // Only a regular file of dix's naming is a request: a directory, a symlink or another name
+    // planted here is never renamed or removed.
+    if (is_nonce(nonce) && it->symlink_status(ec).type() == fs::file_type::regular) nonces.push_back(nonce);
   }
   return nonces;
 }
@@ -215,13 +217,14 @@ result<std::optional<verify_file_request>> take_verify_request(const fs::path& d
     if (errno == ENOENT) return std::optional<verify_file_request>{};
     return posix_error(subject, "taking", waiting, errno);
   }
+  // Removed only once read as a request: anything else stays, as `.taken`, for the operator.
   auto lines = read_lines(taken);
-  ::unlink(taken.c_str());
   if (!lines) return lines.error();
   if (!*lines) return std::optional<verify_file_request>{};
   auto r = parse_request(taken, **lines);
   if (!r) return r.error();
   if (r->nonce != nonce) return corrupt(taken, "its nonce is not its name's");
+  ::unlink(taken.c_str());
   return std::optional<verify_file_request>(std::move(*r));
 }
 
