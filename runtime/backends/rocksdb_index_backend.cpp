@@ -12,6 +12,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 
 #include <rocksdb/db.h>
@@ -891,13 +892,43 @@ result<query_result<std::vector<record_ref>>> rocksdb_index_backend::range(std::
 
 namespace {
 
+// The expected `entries` keys of one `reverse` entry (formats.md §6.2): one per distinct key of
+// its projection, sorted; none when the projection does not decode (no such entry is written).
+void expected_entries(std::string_view ref, std::string_view reverse_value, std::vector<std::string>& out) {
+  out.clear();
+  if (reverse_value.size() < 8) return;
+  auto keys = decode_keys(reverse_value.substr(8));
+  if (!keys) return;
+  for (const auto& k : *keys) out.push_back(entry_key(k, ref));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 // A digest_view over a snapshot: the cursor, the digest and the reverse entries of one write.
+//
+// `reverse` holds what the digest counts, but queries read `entries`: an entry lost from
+// `entries` alone hides a record from every lookup while `reverse` (and the digest) still count
+// it. So prepare() first checks that the two families agree — each `entries` key is one of its
+// record's `reverse` keys and each of those is in `entries` — without holding either in memory:
+// per bucket of record refs it sums a hash of every `entries` key and subtracts one of every key
+// `reverse` expects. Only when a bucket does not come to zero are the keys of that bucket's
+// records collected, and the records whose families disagree named: next() then hands out each
+// with its hash altered (the merge calls it wrong-projection, or stale at version 0 for a record
+// `entries` names but `reverse` lacks) and a ref only `entries` holds as an entry of its own.
 class rocksdb_digest_view final : public digest_view {
  public:
-  rocksdb_digest_view(std::shared_lock<std::shared_mutex> lock, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* reverse, std::string id)
-      : lock_(std::move(lock)), db_(db), reverse_(reverse), snapshot_(db->GetSnapshot()), id_(std::move(id)) {}
+  rocksdb_digest_view(std::shared_lock<std::shared_mutex> lock, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* entries,
+                      rocksdb::ColumnFamilyHandle* reverse, std::string id)
+      : lock_(std::move(lock)),
+        db_(db),
+        entries_(entries),
+        reverse_(reverse),
+        snapshot_(db->GetSnapshot()),
+        id_(std::move(id)),
+        next_extra_(only_entries_.begin()) {}
   ~rocksdb_digest_view() override {
     it_.reset();
+    check_it_.reset();
     db_->ReleaseSnapshot(snapshot_);
   }
   rocksdb_digest_view(const rocksdb_digest_view&) = delete;
@@ -905,25 +936,53 @@ class rocksdb_digest_view final : public digest_view {
 
   const std::optional<cursor>& through() const noexcept override { return through_; }
   const index_digest& digest() const noexcept override { return digest_; }
+
+  result<std::uint64_t> prepare(std::uint64_t units) override {
+    std::uint64_t did = 0;
+    units = std::max<std::uint64_t>(units, 1);
+    while (phase_ != check_phase::ready && did < units) {
+      auto step = check(units - did);
+      if (!step) return step.error();
+      did += *step;
+    }
+    return did;
+  }
+
   // Reverse keys are record refs (u8 log length, log, u32 big-endian table, id): each log's
   // entries together, its tables ascending, each table's ids ascending.
   result<const digest_entry*> next() override {
+    if (phase_ != check_phase::ready) {
+      if (auto ok = prepare(~std::uint64_t{0}); !ok) return ok.error();
+    }
     if (!it_) {
-      rocksdb::ReadOptions ro;
-      ro.snapshot = snapshot_;
-      ro.fill_cache = false;
-      it_.reset(db_->NewIterator(ro, reverse_));
+      it_ = iterator(reverse_);
       it_->SeekToFirst();
-    } else if (it_->Valid()) {
+    } else if (it_->Valid() && !emitted_extra_) {
       it_->Next();
     }
-    if (!it_->Valid()) {
-      if (!it_->status().ok()) return error{errc::io_error, "index " + id_ + ": reading its entries: " + it_->status().ToString()};
-      return static_cast<const digest_entry*>(nullptr);
+    emitted_extra_ = false;
+    if (!it_->Valid() && !it_->status().ok()) {
+      return error{errc::io_error, "index " + id_ + ": reading its entries: " + it_->status().ToString()};
     }
-    if (!reverse_entry(it_->key().ToStringView(), it_->value().ToStringView(), e_)) {
+    // A ref only `entries` holds, before the next `reverse` entry in ref order.
+    if (next_extra_ != only_entries_.end() && (!it_->Valid() || *next_extra_ < it_->key().ToStringView())) {
+      record_ref ref;
+      if (!decode_ref(*next_extra_, ref)) return error{errc::io_error, "index " + id_ + ": a malformed entries key"};
+      e_.log = std::move(ref.log);
+      e_.table = ref.table;
+      e_.record_id = std::move(ref.record_id);
+      e_.version = 0;
+      e_.hash = altered(entry_hash(e_.log, e_.table, e_.record_id, 0, {}));
+      ++next_extra_;
+      emitted_extra_ = true;
+      return &e_;
+    }
+    if (!it_->Valid()) return static_cast<const digest_entry*>(nullptr);
+    const auto key = it_->key().ToStringView();
+    if (!reverse_entry(key, it_->value().ToStringView(), e_)) {
       return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
     }
+    if (!disagree_.empty() && disagree_.count(std::string(key)) != 0) e_.hash = altered(e_.hash);
     return &e_;
   }
 
@@ -932,12 +991,132 @@ class rocksdb_digest_view final : public digest_view {
   index_digest digest_;
 
  private:
+  enum class check_phase : std::uint8_t { sum_entries, sum_reverse, collect_entries, compare_reverse, ready };
+
+  static hash128 altered(hash128 h) noexcept {
+    h.lo ^= 0x9e3779b97f4a7c15ULL;  // never the hash the primary's side computes for the record
+    return h;
+  }
+  static std::uint64_t key_hash(std::string_view bytes) noexcept {
+    siphash128 h(0x646978656e747269ULL, 0x6573636865636b31ULL);
+    h.update(bytes);
+    return h.finish().lo;
+  }
+  std::size_t bucket_of(std::string_view ref) const noexcept {
+    siphash128 h(0x6469787265667331ULL, 0x6275636b65747331ULL);
+    h.update(ref);
+    return static_cast<std::size_t>(h.finish().lo & (buckets_.size() - 1));
+  }
+  std::unique_ptr<rocksdb::Iterator> iterator(rocksdb::ColumnFamilyHandle* family) const {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    ro.fill_cache = false;
+    return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(ro, family));
+  }
+  result<void> check_status(const char* what) const {
+    if (check_it_->status().ok()) return {};
+    return error{errc::io_error, "index " + id_ + ": " + what + ": " + check_it_->status().ToString()};
+  }
+
+  // One slice of the check, up to `units` rows: the rows read.
+  result<std::uint64_t> check(std::uint64_t units) {
+    std::uint64_t did = 0;
+    if (!check_it_) {
+      if (buckets_.empty()) {
+        // About four records a bucket: a drifted record shares its bucket with few others.
+        std::size_t n = 256;
+        while (n < (std::size_t{1} << 20) && n * 4 < digest_.records) n *= 2;
+        buckets_.assign(n, 0);
+      }
+      const bool of_entries = phase_ == check_phase::sum_entries || phase_ == check_phase::collect_entries;
+      check_it_ = iterator(of_entries ? entries_ : reverse_);
+      check_it_->SeekToFirst();
+    }
+    for (; check_it_->Valid() && did < units; check_it_->Next(), ++did) {
+      const auto key = check_it_->key().ToStringView();
+      switch (phase_) {
+        case check_phase::sum_entries:
+          buckets_[bucket_of(ref_of_entry(key))] += key_hash(key);
+          break;
+        case check_phase::sum_reverse: {
+          auto& b = buckets_[bucket_of(key)];
+          expected_entries(key, check_it_->value().ToStringView(), keys_);
+          for (const auto& k : keys_) b -= key_hash(k);
+          break;
+        }
+        case check_phase::collect_entries: {
+          const auto ref = ref_of_entry(key);
+          if (ref.empty()) return error{errc::io_error, "index " + id_ + ": its entries family holds a malformed key"};
+          if (buckets_[bucket_of(ref)] != 0) found_[std::string(ref)].emplace_back(key);
+          break;
+        }
+        case check_phase::compare_reverse: {
+          if (buckets_[bucket_of(key)] == 0) break;
+          expected_entries(key, check_it_->value().ToStringView(), keys_);
+          auto at = found_.find(std::string(key));
+          if (at == found_.end()) {
+            if (!keys_.empty()) disagree_.emplace(key);  // none of its entries is there
+            break;
+          }
+          std::sort(at->second.begin(), at->second.end());
+          if (at->second != keys_) disagree_.emplace(key);
+          found_.erase(at);
+          break;
+        }
+        case check_phase::ready:
+          break;
+      }
+    }
+    if (check_it_->Valid()) return did;
+    if (auto ok = check_status("checking its entries against its records"); !ok) return ok.error();
+    check_it_.reset();
+    switch (phase_) {
+      case check_phase::sum_entries:
+        phase_ = check_phase::sum_reverse;
+        break;
+      case check_phase::sum_reverse:
+        phase_ = std::all_of(buckets_.begin(), buckets_.end(), [](std::uint64_t b) { return b == 0; })
+                     ? check_phase::ready
+                     : check_phase::collect_entries;
+        break;
+      case check_phase::collect_entries:
+        phase_ = check_phase::compare_reverse;
+        break;
+      case check_phase::compare_reverse:
+        // What is left was found in `entries` under refs `reverse` does not hold.
+        for (auto& [ref, keys] : found_) only_entries_.insert(ref);
+        found_.clear();
+        if (disagree_.empty() && only_entries_.empty()) {
+          // A bucket off zero, yet every record agrees: only a hash collision (about 2^-64).
+          return error{errc::io_error, "index " + id_ + ": its entries and records disagree, and no record could be named"};
+        }
+        phase_ = check_phase::ready;
+        break;
+      case check_phase::ready:
+        break;
+    }
+    next_extra_ = only_entries_.begin();
+    return did;
+  }
+
   std::shared_lock<std::shared_mutex> lock_;
   rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* entries_;
   rocksdb::ColumnFamilyHandle* reverse_;
   const rocksdb::Snapshot* snapshot_;
   std::string id_;
-  std::unique_ptr<rocksdb::Iterator> it_;  // destroyed before the snapshot is released
+  // The check (prepare): per bucket of refs, Σ hash(entries key) − Σ hash(expected key), mod 2^64.
+  check_phase phase_ = check_phase::sum_entries;
+  std::vector<std::uint64_t> buckets_;
+  std::vector<std::string> keys_;
+  std::map<std::string, std::vector<std::string>> found_;  // ref → its `entries` keys, off-zero buckets only
+  std::set<std::string> disagree_;                         // refs `reverse` holds whose entries differ
+  std::set<std::string> only_entries_;                     // refs only `entries` names
+  std::set<std::string>::const_iterator next_extra_;
+  bool emitted_extra_ = false;  // the last entry handed out came from only_entries_, not it_
+  // Destroyed before the snapshot is released.
+  std::unique_ptr<rocksdb::Iterator> check_it_;
+  std::unique_ptr<rocksdb::Iterator> it_;
   digest_entry e_;
 };
 
@@ -957,7 +1136,7 @@ result<std::unique_ptr<digest_view>> rocksdb_index_backend::open_digest() {
   std::shared_lock lock(p.db_mutex);
   if (!p.db) return error{errc::io_error, "index " + p.id + " closed while its digest was opened"};
   auto* db = p.db.get();
-  auto view = std::make_unique<rocksdb_digest_view>(std::move(lock), db, p.reverse, p.id);
+  auto view = std::make_unique<rocksdb_digest_view>(std::move(lock), db, p.entries, p.reverse, p.id);
   rocksdb::ReadOptions ro;
   ro.snapshot = view->snapshot();
   std::string bytes;

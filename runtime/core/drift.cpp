@@ -78,18 +78,21 @@ class reporter {
 struct drift_merge::state {
   enum class phase : std::uint8_t { begin, next_log, extra_log, merge_log, drain, leftover, complete };
 
-  state(entry_source& index, std::vector<std::string> logs_in, primary_source_of primary_of_in, std::size_t limit)
+  state(entry_source& index_in, std::vector<std::string> logs_in, primary_source_of primary_of_in, std::size_t limit)
       : logs(std::move(logs_in)),
         projected(logs.begin(), logs.end()),
         primary_of(std::move(primary_of_in)),
         report(out, limit),
-        idx(index, "index", out.index) {}
+        index(index_in),
+        idx(index_in, "index", out.index) {}
 
   drift_report out;
   std::vector<std::string> logs;
   std::set<std::string> projected;
   primary_source_of primary_of;
   reporter report;
+  entry_source& index;
+  std::uint64_t slice = 1;  // the preparation's share of the running step
   side idx;
   phase at = phase::begin;
   std::set<std::string> done;      // logs merged (or begun)
@@ -116,10 +119,16 @@ struct drift_merge::state {
   // One unit of work: at most two entries read.
   result<void> turn() {
     switch (at) {
-      case phase::begin:
+      case phase::begin: {
+        // The index side's preparation first, a slice of the step's allowance at a time.
+        auto did = index.prepare(slice);
+        if (!did) return did.error();
+        read += *did;
+        if (*did != 0) return {};
         if (auto ok = advance(idx); !ok) return ok.error();
         at = phase::next_log;
         return {};
+      }
       case phase::next_log:
         if (!idx.has()) {
           at = phase::leftover;
@@ -206,6 +215,7 @@ result<bool> drift_merge::step(std::uint64_t entries) {
   constexpr auto most = ~std::uint64_t{0};
   const auto until = entries > most - st.read ? most : st.read + entries;
   while (st.at != state::phase::complete && st.read < until) {
+    st.slice = until - st.read;
     if (auto ok = st.turn(); !ok) {
       failed_ = true;
       return ok.error();

@@ -25,6 +25,11 @@ class entry_source {
  public:
   virtual ~entry_source() = default;
   virtual result<const digest_entry*> next() = 0;
+  // As digest_view::prepare: rows read before the first entry, a slice at a time; 0 once ready.
+  virtual result<std::uint64_t> prepare(std::uint64_t units) {
+    (void)units;
+    return std::uint64_t{0};
+  }
 };
 
 // A backend's digest view (backend::open_digest) read as the merge's index side.
@@ -32,6 +37,7 @@ class view_entries final : public entry_source {
  public:
   explicit view_entries(digest_view& view) : view_(view) {}
   result<const digest_entry*> next() override { return view_.next(); }
+  result<std::uint64_t> prepare(std::uint64_t units) override { return view_.prepare(units); }
 
  private:
   digest_view& view_;
@@ -49,7 +55,7 @@ using primary_source_of = std::function<result<std::unique_ptr<entry_source>>(co
 
 // The merge of find_drift, a bounded step at a time, for a verify that reads at a given rate and
 // reports its progress. Each step reads up to `entries` more entries (both sides together; a step
-// may read one more); step() answers true once the merge is complete, and report() then holds the
+// may read one more; the index side's preparation, entry_source::prepare, counts its rows alike); step() answers true once the merge is complete, and report() then holds the
 // whole outcome (before, what was found so far). An error ends it: later steps fail too.
 class drift_merge {
  public:

@@ -269,6 +269,11 @@ TEST_CASE("dix demo: a verification MISMATCH counts the entries the index holds,
   auto expected = number_after(line, " entries, expected ");
   CHECK(held == expected + 1);
   CHECK_THAT(line, Catch::Contains(": 0 missing, 1 not expected;"));
+  // The owner's proof names it too, though only `entries` holds it (no `reverse` entry).
+  at = second.out.find("dix verify by-category: MISMATCH at ");
+  REQUIRE(at != std::string::npos);
+  line = second.out.substr(at, second.out.find('\n', at) - at);
+  CHECK_THAT(line, Catch::EndsWith(": 1 records differ (extra none)"));
 }
 
 TEST_CASE("dix demo: on a filesystem that fills up the writer stops at the store's free-space reserve with one line of io_error and exit 1, dix status and a restart say so, and once space is freed a run resumes and verifies (decision 0013)", "[system][cli][demo][space]") {

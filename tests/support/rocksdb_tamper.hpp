@@ -1,5 +1,5 @@
-// Drift planted in a closed RocksDB index (issue 31): its `reverse` keys and values as formats.md
-// §6.2 lays them out, and the database opened raw with its column families, as a disk fault or a
+// Drift planted in a closed RocksDB index (issue 31): its `entries` and `reverse` keys and values
+// as formats.md §6.2 lays them out, and the database opened raw with its column families, as a disk fault or a
 // stray tool could change it.
 #pragma once
 
@@ -50,19 +50,48 @@ inline void tamper(const std::filesystem::path& path,
   REQUIRE(db->Close().ok());
 }
 
-// One drift of each kind in the `reverse` of index `path` (table 1 of log "main"): r2 removed,
-// r9 added, r3 at version 1 (stale), r4's projection replaced at its version.
+// An `entries` key: the index key escaped (0x00 → 0x00 0xFF), 0x00 0x01, the record ref.
+inline std::string entries_key(const std::string& index_key, const std::string& ref) {
+  std::string out;
+  for (char c : index_key) {
+    out.push_back(c);
+    if (c == '\0') out.push_back('\xFF');
+  }
+  out.push_back('\0');
+  out.push_back('\x01');
+  return out + ref;
+}
+
+// Writes record `id` (table 1 of log "main") as the backend would, in both families: its
+// `reverse` entry (version, projection `key`) and its one `entries` key. `old_key`, when given, is
+// the entry it had, removed.
+inline void put_record(rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles, const std::string& id,
+                       std::uint64_t version, const std::string& key, const std::string& old_key = {}) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  const auto ref = reverse_key("main", 1, id);
+  if (!old_key.empty()) REQUIRE(db.Delete(wo, handles[1], entries_key(old_key, ref)).ok());
+  REQUIRE(db.Put(wo, handles[1], entries_key(key, ref), rocksdb::Slice()).ok());
+  REQUIRE(db.Put(wo, handles[2], ref, reverse_value(version, encode_keys({key}))).ok());
+}
+
+// One drift of each kind in index `path` (table 1 of log "main", each record's one key "k<n>"),
+// both families changed alike as a stray tool could: r2 removed, r9 added, r3 at version 1
+// (stale), r4's projection replaced at its version.
 inline void plant_four_drifts(const std::filesystem::path& path) {
   tamper(path, [](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
     auto* reverse = handles[2];
     rocksdb::WriteOptions wo;
     wo.sync = true;
     REQUIRE(db.Delete(wo, reverse, reverse_key("main", 1, "r2")).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r9"), reverse_value(3, encode_keys({"k9"}))).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r3"), reverse_value(1, encode_keys({"k3"}))).ok());
+    REQUIRE(db.Delete(wo, handles[1], entries_key("k2", reverse_key("main", 1, "r2"))).ok());
+    put_record(db, handles, "r9", 3, "k9");
+    put_record(db, handles, "r3", 1, "k3");
     std::string r4;  // its version kept, its projection changed
     REQUIRE(db.Get(rocksdb::ReadOptions{}, reverse, reverse_key("main", 1, "r4"), &r4).ok());
-    REQUIRE(db.Put(wo, reverse, reverse_key("main", 1, "r4"), r4.substr(0, 8) + encode_keys({"kX"})).ok());
+    std::uint64_t version = 0;
+    for (int i = 7; i >= 0; --i) version = (version << 8) | static_cast<std::uint8_t>(r4[static_cast<std::size_t>(i)]);
+    put_record(db, handles, "r4", version, "kX", "k4");
   });
 }
 

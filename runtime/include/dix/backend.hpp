@@ -198,6 +198,16 @@ class digest_view {
   virtual result<const digest_entry*> next() = 0;
   // Calls `each` for every entry still to come, in next()'s order, until it answers false.
   result<void> for_each_entry(const std::function<bool(const digest_entry&)>& each);
+  // Work the view does before its first entry (e.g. checking that the index's own structures
+  // agree, so that next() can name a record they disagree on), a bounded slice at a time: up to
+  // about `units` rows read; answers the rows read, 0 once there is nothing left to do. dix verify
+  // calls it until 0 before its first next(), counting the rows at its rate, so a large index's
+  // check never stalls the backend's other calls for long; a next() before then does whatever is
+  // left at once. Errors are its read errors. Default: nothing to do.
+  virtual result<std::uint64_t> prepare(std::uint64_t units) {
+    (void)units;
+    return std::uint64_t{0};
+  }
 };
 
 // An index backend (api.md §5, backends.md §0). See THREADS, BLOCKING, CALLBACKS and EXCEPTIONS
