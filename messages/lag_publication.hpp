@@ -20,7 +20,8 @@ namespace dix {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_lag_figures& x) {
-  return f(caf::meta::type_name("dix.log_lag_figures"), x.sequence_lag, x.read_per_s, x.retention_headroom_ms, x.log);
+  return f(caf::meta::type_name("dix.log_lag_figures"), x.sequence_lag, x.read_per_s, x.retention_headroom_ms, x.log,
+           x.verified_sequence);
 }
 
 template <class Inspector>
@@ -34,7 +35,8 @@ typename Inspector::result_type inspect(Inspector& f, lag_figures& x) {
   return f(caf::meta::type_name("dix.lag_figures"), x.epoch, x.taken_wall_ns, x.state, x.lag_ms, x.cursor_lag_ms,
            x.stalled_ms, x.unread_age_ms, x.oldest_accepted_age_ms, x.stalled_growing, x.unread_growing,
            x.oldest_accepted_growing, x.accepted_batches, x.max_accepted_batches_ahead, x.max_flush_age_ms, x.lag_gate,
-           x.transient_faults, x.last_fault, x.log_count, x.logs, wire::opt(x.link), caf::meta::load_callback([&x]() -> caf::error {
+           x.transient_faults, x.last_fault, x.log_count, x.logs, wire::opt(x.link), x.verifying, x.verified,
+           x.verified_records, x.verified_age_ms, x.verify_failures, caf::meta::load_callback([&x]() -> caf::error {
              if (auto err = wire::check_enum("dix.lag_figures.state", x.state, runner_state::dormant, runner_state::stopped))
                return err;
              return wire::check_enum("dix.lag_figures.last_fault", x.last_fault, readiness_reason::none,

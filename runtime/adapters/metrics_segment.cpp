@@ -79,6 +79,18 @@ constexpr std::size_t name_bytes = 64;
 constexpr std::size_t b_names_reserved = 392;
 static_assert(b_name_lengths + lag_log_slots <= b_names && b_names + lag_log_slots * name_bytes == b_names_reserved &&
               b_names_reserved + 120 == block_bytes);
+// The verify part (48 bytes from offset 392, issue 31), written with the lag part. Zero (an older
+// writer: the bytes were reserved) reads as no verify figures.
+constexpr std::size_t b_verify_flags = 392;  // u32: bit 0 present, bit 1 verifying, bit 2 verified
+constexpr std::size_t b_verify_failures = 400;
+constexpr std::size_t b_verified_records = 408;
+constexpr std::size_t b_verified_age_ms = 416;
+constexpr std::size_t b_verified_sequences = 424;  // lag_log_slots × u64, the logs of the lag part
+constexpr std::size_t b_verify_reserved = 440;
+static_assert(b_verified_sequences + lag_log_slots * 8 == b_verify_reserved && b_verify_reserved + 72 == block_bytes);
+constexpr std::uint32_t verify_present = 1u << 0;
+constexpr std::uint32_t verify_running = 1u << 1;
+constexpr std::uint32_t verify_verified = 1u << 2;
 
 constexpr std::uint8_t lag_present = 1u << 0;
 constexpr std::uint8_t lag_stalled_growing = 1u << 1;
@@ -161,7 +173,14 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
     store<std::uint64_t>(b, at + 8, g.read_per_s, __ATOMIC_RELAXED);
     store<std::uint64_t>(b, at + 16, static_cast<std::uint64_t>(g.retention_headroom_ms), __ATOMIC_RELAXED);
     store_name(b, i, g.log);
+    store<std::uint64_t>(b, b_verified_sequences + i * 8, g.verified_sequence, __ATOMIC_RELAXED);
   }
+  store<std::uint32_t>(b, b_verify_flags,
+                       (m.lag ? verify_present : 0) | (l.verifying ? verify_running : 0) | (l.verified ? verify_verified : 0),
+                       __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verify_failures, l.verify_failures, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verified_records, l.verified_records, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verified_age_ms, l.verified_age_ms, __ATOMIC_RELAXED);
   const auto& k = l.link.value_or(link_figures{});
   store<std::uint32_t>(b, b_link_flags, (l.link ? link_present : 0) | (k.connected ? link_connected : 0), __ATOMIC_RELAXED);
   store<std::uint32_t>(b, b_link_window_batches, k.window_batches, __ATOMIC_RELAXED);
@@ -223,6 +242,15 @@ metrics_block load_fields(unsigned char* b, bool names) {
     l.logs.push_back(log_lag_figures{load<std::uint64_t>(b, at, __ATOMIC_RELAXED), load<std::uint64_t>(b, at + 8, __ATOMIC_RELAXED),
                                      static_cast<std::int64_t>(load<std::uint64_t>(b, at + 16, __ATOMIC_RELAXED)),
                                      names ? load_name(b, i) : std::string()});
+    if (names) l.logs.back().verified_sequence = load<std::uint64_t>(b, b_verified_sequences + i * 8, __ATOMIC_RELAXED);
+  }
+  const auto verify_flags = names ? load<std::uint32_t>(b, b_verify_flags, __ATOMIC_RELAXED) : 0;
+  if ((verify_flags & verify_present) != 0) {
+    l.verifying = (verify_flags & verify_running) != 0;
+    l.verified = (verify_flags & verify_verified) != 0;
+    l.verify_failures = load<std::uint64_t>(b, b_verify_failures, __ATOMIC_RELAXED);
+    l.verified_records = load<std::uint64_t>(b, b_verified_records, __ATOMIC_RELAXED);
+    l.verified_age_ms = load<std::uint64_t>(b, b_verified_age_ms, __ATOMIC_RELAXED);
   }
   const auto link_flags = load<std::uint32_t>(b, b_link_flags, __ATOMIC_RELAXED);
   if ((link_flags & link_present) != 0) {

@@ -87,6 +87,21 @@ void add_lag(tool::metrics_text& out, const std::string& id, const lag_figures& 
               "Time before the WAL file holding the durable anchor ages out (protocol.md 13.2)", log,
               static_cast<double>(g.retention_headroom_ms) / 1000.0);
     }
+    if (l.verified && g.verified_sequence > 0) {
+      out.add("dix_verified_sequence", metric_type::gauge,
+              "The log's sequence the last successful verify proved the index equal to its projection at", log,
+              static_cast<double>(g.verified_sequence));
+    }
+  }
+  // The verify (issue 31): failures count since the owner registered the index.
+  out.add("dix_verify_failures_total", metric_type::counter, "Verifies that found the index different from its projection",
+          index, static_cast<double>(l.verify_failures));
+  out.add("dix_verify_running", metric_type::gauge, "1 while a verify of the index runs", index, l.verifying ? 1 : 0);
+  if (l.verified) {
+    out.add("dix_verified_records", metric_type::gauge, "Records the last successful verify proved", index,
+            static_cast<double>(l.verified_records));
+    out.add("dix_verified_age_seconds", metric_type::gauge, "Time since the last successful verify ended", index,
+            seconds(l.verified_age_ms));
   }
   if (l.link) {
     // A remote backend's link to its index node (issue 28).

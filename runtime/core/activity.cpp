@@ -41,6 +41,7 @@ lag_figures lag_figures::aged_at(std::uint64_t now_wall_ns) const {
   if (stalled_growing) out.stalled_ms += passed_ms;
   if (unread_growing) out.unread_age_ms += passed_ms;
   if (oldest_accepted_growing) out.oldest_accepted_age_ms += passed_ms;
+  if (verified) out.verified_age_ms += passed_ms;
   out.lag_ms = std::max({out.lag_ms, out.cursor_lag_ms, out.stalled_ms, out.unread_age_ms, out.oldest_accepted_age_ms});
   return out;
 }
@@ -64,7 +65,12 @@ lag_figures lag_figures_of(const runner_metrics& m, runner_state state, const ru
   l.transient_faults = m.transient_faults;
   l.last_fault = m.last_fault;
   l.log_count = static_cast<std::uint32_t>(m.logs.size());
-  for (const auto& g : m.logs) l.logs.push_back(log_lag_figures{g.sequence_lag, 0, -1, g.log});
+  for (const auto& g : m.logs) l.logs.push_back(log_lag_figures{g.sequence_lag, 0, -1, g.log, g.verified_sequence});
+  l.verifying = m.verifying;
+  l.verified = m.verified;
+  l.verified_records = m.verified_records;
+  l.verified_age_ms = m.verified_age_ms;
+  l.verify_failures = m.verify_failures;
   return l;
 }
 

@@ -50,6 +50,10 @@ class lag_pacer {
     std::uint32_t transient_faults = 0;
     readiness_reason last_fault = readiness_reason::none;
     std::vector<std::uint64_t> sequence_lags;
+    // The verify's figures (issue 31): a start, an end, a proof or a failure is worth telling.
+    bool verifying = false;
+    std::optional<steady_time> verified_at;
+    std::uint64_t verify_failures = 0;
     bool operator==(const shape& o) const;
   };
   struct told {

@@ -1733,6 +1733,7 @@ effects runner_core::on_verify_scanned(std::uint64_t gen, const result<verify_ou
     o.what = verify_outcome::kind::verified;
     verified_ = verify_.target;
     verified_at_ = now;
+    verified_records_ = o.records;
     end_verify(std::move(o), out);
     return out;
   }
@@ -1794,6 +1795,7 @@ runner_snapshot runner_core::snapshot() const {
   s.verifying = verify_.running();
   s.verified = verified_;
   s.verified_at = verified_at_;
+  s.verified_records = verified_records_;
   s.verify_failures = verify_failures_;
   return s;
 }
@@ -1842,6 +1844,11 @@ runner_metrics runner_snapshot::metrics(steady_time now) const {
   m.last_fault = last_fault;
   m.rebuilt_records = rebuilt_records;
   m.estimated_records = estimated_records;
+  m.verifying = verifying;
+  m.verified = verified_at.has_value();
+  m.verified_records = verified_records;
+  m.verified_age_ms = age(verified_at);
+  m.verify_failures = verify_failures;
   if (scan_started_at) {
     const auto took = ms_between(*scan_started_at, scan_ended_at.value_or(now));
     if (took > 0) m.scan_records_per_s = rebuilt_records * 1000 / took;
@@ -1858,6 +1865,9 @@ runner_metrics runner_snapshot::metrics(steady_time now) const {
       if (const auto* entry = durable->find(l.log)) lm.durable_sequence = entry->sequence;
     }
     lm.sequence_lag = lm.latest_sequence > lm.durable_sequence ? lm.latest_sequence - lm.durable_sequence : 0;
+    if (verified) {
+      if (const auto* entry = verified->find(l.log)) lm.verified_sequence = entry->sequence;
+    }
     m.logs.push_back(std::move(lm));
   }
   return m;

@@ -174,6 +174,7 @@ struct runner_snapshot {
   bool verifying = false;
   std::optional<cursor> verified;
   std::optional<steady_time> verified_at;
+  std::uint64_t verified_records = 0;
   std::uint64_t verify_failures = 0;
 
   runner_status status() const;
@@ -425,6 +426,7 @@ class runner_core {
   verify_attempt verify_;     // core/verify_attempt.hpp: the verify under way (issue 31)
   std::optional<cursor> verified_;
   std::optional<steady_time> verified_at_;
+  std::uint64_t verified_records_ = 0;
   std::uint64_t verify_failures_ = 0;
   std::uint64_t verify_numbers_ = 0;  // the last verify's number (verify_attempt::number)
   marker marker_ = marker::unknown;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "adapters/mapped_file.hpp"
@@ -385,6 +386,56 @@ TEST_CASE("metrics segment: a file renamed over metrics.seg after its validated 
   CHECK(readiness_segment::attach(home, 2));  // without the swap it maps
 }
 
+TEST_CASE("metrics segment: the verify part lands at its documented offsets with the lag part and reads back whole; a block an older writer wrote reads no verify figures (issue 31)", "[adapter][metrics][verify]") {
+  temp_dir dir;
+  auto home = make_home(dir);
+  auto s = attach(home, 2);
+  auto& m = s->metrics();
+  lag_figures l;
+  l.epoch = 3;
+  l.taken_wall_ns = 1'700'000'000'000'000'000ull;
+  l.log_count = 2;
+  l.logs = {log_lag_figures{0, 0, -1, "main", 4242}, log_lag_figures{0, 0, -1, "side", 77}};
+  l.verifying = true;
+  l.verified = true;
+  l.verified_records = 1'000'000;
+  l.verified_age_ms = 1500;
+  l.verify_failures = 2;
+  m.write(0, metrics_block{9, std::nullopt, l});
+  auto bytes = read_file(metrics_file(home));
+  const std::size_t at = 128;
+  CHECK(get_le<std::uint32_t>(bytes, at + 392) == 7u);        // present, verifying, verified
+  CHECK(get_le<std::uint32_t>(bytes, at + 396) == 0u);
+  CHECK(get_le<std::uint64_t>(bytes, at + 400) == 2u);        // verify_failures
+  CHECK(get_le<std::uint64_t>(bytes, at + 408) == 1'000'000u);  // verified_records
+  CHECK(get_le<std::uint64_t>(bytes, at + 416) == 1500u);     // verified_age_ms
+  CHECK(get_le<std::uint64_t>(bytes, at + 424) == 4242u);     // log 0's verified sequence
+  CHECK(get_le<std::uint64_t>(bytes, at + 432) == 77u);       // log 1's
+  CHECK(bytes.substr(at + 440, 72) == std::string(72, '\0'));
+  auto got = open_reader(home, 2)->read(0);
+  REQUIRE(got);
+  REQUIRE(got->lag);
+  CHECK(*got->lag == l);
+  // Read later, the age has grown by the time since the figures were taken.
+  CHECK(got->lag->aged_at(l.taken_wall_ns + 2'000'000'000ull).verified_age_ms == 3500);
+  // Bytes an older writer left zero (it reserved them): no verify figures, nothing else lost.
+  {
+    std::fstream f(metrics_file(home), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at + 392));
+    const std::string zeros(48, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    REQUIRE(f.good());
+  }
+  got = open_reader(home, 2)->read(0);
+  REQUIRE(got);
+  REQUIRE(got->lag);
+  CHECK_FALSE(got->lag->verified);
+  CHECK_FALSE(got->lag->verifying);
+  CHECK(got->lag->verify_failures == 0);
+  CHECK(got->lag->logs.at(0).verified_sequence == 0);
+  CHECK(got->lag->logs.at(0).log == "main");
+}
+
 TEST_CASE("metrics segment: the lag part lands at its documented offsets beside the progress and reads back whole, with the owner's flush age, and a block without it reads no lag figures", "[adapter][metrics][lag]") {
   temp_dir dir;
   auto home = make_home(dir);
@@ -442,7 +493,8 @@ TEST_CASE("metrics segment: the lag part lands at its documented offsets beside 
   CHECK(bytes.substr(at + 258, 6) == std::string(6, '\0'));
   CHECK(bytes.substr(at + 264, 64) == "a" + std::string(63, '\0'));
   CHECK(bytes.substr(at + 328, 64) == long_name);
-  CHECK(bytes.substr(at + 392, 120) == std::string(120, '\0'));
+  CHECK(get_le<std::uint32_t>(bytes, at + 392) == 1u);          // the verify part: present, nothing verified
+  CHECK(bytes.substr(at + 396, 116) == std::string(116, '\0'));
 
   auto got = open_reader(home, 2)->read(1);
   REQUIRE(got);

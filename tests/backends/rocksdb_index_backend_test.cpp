@@ -1218,6 +1218,14 @@ TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift 
     CHECK(proof->differences == 0);
     REQUIRE(proof->through);
     CHECK(proof->through->find("main")->sequence >= committed.sequence);
+    // The metrics say what was proven (issue 31 item 3).
+    const auto proven = rt->metrics("by-key").value();
+    CHECK(proven.verified);
+    CHECK_FALSE(proven.verifying);
+    CHECK(proven.verified_records == 6);
+    CHECK(proven.verify_failures == 0);
+    REQUIRE(proven.logs.size() == 1);
+    CHECK(proven.logs[0].verified_sequence == proof->through->find("main")->sequence);
     CHECK_FALSE(rt->verify("nobody"));
     CHECK(rt->verify("nobody").error().value() == errc::not_registered);
     REQUIRE(rt->stop().get());
@@ -1239,6 +1247,12 @@ TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift 
   for (const auto& d : found->drifts) named.push_back(std::string(to_string(d.kind)) + " " + d.record_id);
   CHECK(named == std::vector<std::string>{"missing r2", "stale r3", "wrong-projection r4", "extra r9"});
   CHECK(rt->readiness("by-key").value().state == readiness_state::ready);  // report-only
+  {
+    const auto failed = rt->metrics("by-key").value();
+    CHECK(failed.verify_failures == 1);
+    CHECK_FALSE(failed.verified);  // not since this registration
+    CHECK(failed.logs.at(0).verified_sequence == 0);
+  }
   const auto epoch = rt->readiness("by-key").value().owner_epoch;
 
   auto condemning = rt->verify("by-key");
@@ -1260,5 +1274,10 @@ TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift 
   REQUIRE(again);
   CHECK(again->equal);
   CHECK(again->records == 6);
+  const auto after = rt->metrics("by-key").value();
+  CHECK(after.verify_failures == 2);  // the report-only one and the condemning one
+  CHECK(after.verified);
+  CHECK(after.verified_records == 6);
+  CHECK(after.logs.at(0).verified_sequence == again->through->find("main")->sequence);
   REQUIRE(rt->stop().get());
 }

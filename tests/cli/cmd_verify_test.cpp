@@ -13,6 +13,7 @@
 
 #include "cli/dix_cli.hpp"
 #include "harness/child_process.hpp"
+#include "support/lag_wait.hpp"
 #include "support/rocksdb_tamper.hpp"
 
 using namespace dix;
@@ -61,6 +62,20 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
     CHECK(json.exit_code == 0);
     CHECK(json.out.find("\"equal\":true") != std::string::npos);
     CHECK(json.out.find("\"records\":6") != std::string::npos);
+    // Any process sees the proof in dix status (plain, --json, --prometheus) once the owner
+    // published it in the metrics segment.
+    REQUIRE(test::wait_lag(home, "by-key", [](const lag_figures& l) { return l.verified && l.verified_records == 6; }));
+    auto status = dix_cli(dir, {"status", "--db", db});
+    INFO(status.out << status.err);
+    CHECK(status.out.find("verify by-key: verified through main:") != std::string::npos);
+    CHECK(status.out.find(" (6 records) ") != std::string::npos);
+    auto status_json = dix_cli(dir, {"status", "--db", db, "--json"});
+    CHECK(status_json.out.find("\"verified_records\":6") != std::string::npos);
+    CHECK(status_json.out.find("\"verify_failures\":0") != std::string::npos);
+    CHECK(status_json.out.find("\"verified_sequence\":") != std::string::npos);
+    auto prom = dix_cli(dir, {"status", "--db", db, "--prometheus"});
+    CHECK(prom.out.find("dix_verified_sequence{index=\"by-key\",log=\"main\"} ") != std::string::npos);
+    CHECK(prom.out.find("dix_verify_failures_total{index=\"by-key\"} 0") != std::string::npos);
 
     CHECK(dix_cli(dir, {"verify", "by-key"}).exit_code == 2);                          // no --db
     CHECK(dix_cli(dir, {"verify", "--db", db, "no such id!"}).exit_code == 2);         // not a backend id
@@ -91,6 +106,10 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
     CHECK(found.out.find(line) != std::string::npos);
   }
   CHECK(rt->readiness("by-key").value().state == readiness_state::ready);
+  REQUIRE(test::wait_lag(home, "by-key", [](const lag_figures& l) { return l.verify_failures == 1; }));
+  auto failed = dix_cli(dir, {"status", "--db", db, "--prometheus"});
+  CHECK(failed.out.find("dix_verify_failures_total{index=\"by-key\"} 1") != std::string::npos);
+  CHECK(dix_cli(dir, {"status", "--db", db}).out.find("verify by-key: never verified since the owner registered it; 1 verify found a difference") != std::string::npos);
   const auto epoch = rt->readiness("by-key").value().owner_epoch;
 
   auto condemning = dix_cli(dir, {"verify", "--db", db, "by-key", "--json"});

@@ -79,6 +79,38 @@ TEST_CASE("lag pacer: changes at most every 250 ms, a held-back one due at the i
   CHECK_FALSE(pacer.next(owner(500, 1000), options, t0 + milliseconds(900), wall0).publish);
 }
 
+TEST_CASE("lag pacer: a verify's start, its proof (records, age, each log's sequence) and a failure are each told; the proof's age then grows without a write (issue 31)", "[core][lag][verify]") {
+  lag_pacer pacer;
+  auto s = owner(100, 100);
+  REQUIRE(pacer.next(s, options, t0, wall0).publish);
+  CHECK_FALSE(pacer.next(s, options, t0 + milliseconds(300), wall0).publish);
+  s.verifying = true;
+  auto started = pacer.next(s, options, t0 + milliseconds(600), wall0);
+  REQUIRE(started.publish);
+  CHECK(started.publish->verifying);
+  CHECK_FALSE(started.publish->verified);
+  s.verifying = false;
+  s.verified = cursor::make({log_position{"main", "identity-1", 90, 1000}}).value();
+  s.verified_at = t0 + milliseconds(900);
+  s.verified_records = 1234;
+  auto proven = pacer.next(s, options, t0 + milliseconds(1000), wall0 + 400'000'000);
+  REQUIRE(proven.publish);
+  const auto& l = *proven.publish;
+  CHECK_FALSE(l.verifying);
+  CHECK(l.verified);
+  CHECK(l.verified_records == 1234);
+  CHECK(l.verified_age_ms == 100);
+  REQUIRE(l.logs.size() == 1);
+  CHECK(l.logs[0].verified_sequence == 90);
+  CHECK(l.aged_at(wall0 + 2'400'000'000).verified_age_ms == 2100);  // a reader ages it
+  CHECK_FALSE(pacer.next(s, options, t0 + milliseconds(5000), wall0 + 4'400'000'000).publish);
+  s.verify_failures = 1;
+  auto failed = pacer.next(s, options, t0 + milliseconds(6000), wall0);
+  REQUIRE(failed.publish);
+  CHECK(failed.publish->verify_failures == 1);
+  CHECK(failed.publish->verified);  // the last proof stays
+}
+
 TEST_CASE("lag pacer: a new epoch is told at once, whatever the interval", "[core][lag]") {
   lag_pacer pacer;
   REQUIRE(pacer.next(owner(0, 10), options, t0, wall0).publish);

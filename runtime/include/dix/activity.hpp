@@ -25,11 +25,14 @@ struct log_lag_figures {
   // The log's name (1…64 bytes of the name rules, decision 0030); empty only in figures read
   // from a metrics segment of layout 1, whose writer stored no names.
   std::string log = {};
+  // The log's sequence the last successful verify proved the index equal at (issue 31); 0: none.
+  std::uint64_t verified_sequence = 0;
 };
 
 inline bool operator==(const log_lag_figures& a, const log_lag_figures& b) {
   return a.sequence_lag == b.sequence_lag && a.read_per_s == b.read_per_s
-         && a.retention_headroom_ms == b.retention_headroom_ms && a.log == b.log;
+         && a.retention_headroom_ms == b.retention_headroom_ms && a.log == b.log
+         && a.verified_sequence == b.verified_sequence;
 }
 inline bool operator!=(const log_lag_figures& a, const log_lag_figures& b) { return !(a == b); }
 
@@ -55,6 +58,10 @@ struct lag_figures {
   std::uint32_t log_count = 0;          // the registration's logs (may exceed logs.size())
   std::vector<log_lag_figures> logs;    // at most lag_log_slots, attach order
   std::optional<link_figures> link;     // a remote backend's link (issue 28); absent otherwise
+  // The verify (issue 31) as runner_metrics has it: one running, the last successful one (its
+  // records and age, growing; each log's sequence in `logs`), verifies that found a difference.
+  bool verifying = false, verified = false;
+  std::uint64_t verified_records = 0, verified_age_ms = 0, verify_failures = 0;
 
   // The figures as they stand at `now_wall_ns`: every growing age advanced by the time since
   // taken_wall_ns (never backwards), lag_ms the largest component again.
@@ -70,7 +77,9 @@ inline bool operator==(const lag_figures& a, const lag_figures& b) {
          && a.max_accepted_batches_ahead == b.max_accepted_batches_ahead
          && a.max_flush_age_ms == b.max_flush_age_ms && a.lag_gate == b.lag_gate
          && a.transient_faults == b.transient_faults && a.last_fault == b.last_fault
-         && a.log_count == b.log_count && a.logs == b.logs && a.link == b.link;
+         && a.log_count == b.log_count && a.logs == b.logs && a.link == b.link && a.verifying == b.verifying
+         && a.verified == b.verified && a.verified_records == b.verified_records
+         && a.verified_age_ms == b.verified_age_ms && a.verify_failures == b.verify_failures;
 }
 inline bool operator!=(const lag_figures& a, const lag_figures& b) { return !(a == b); }
 

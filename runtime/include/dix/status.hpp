@@ -55,6 +55,8 @@ struct log_metrics {
   // the size limit − archived bytes (−1: no limit). Headroom near 0: `log-retention` is coming.
   std::uint64_t wal_retained_bytes = 0, wal_oldest_sequence = 0;
   std::int64_t retention_headroom_ms = -1, retention_headroom_bytes = -1;
+  // The log's sequence the last successful verify proved the index equal at (issue 31); 0: none.
+  std::uint64_t verified_sequence = 0;
 };
 
 inline bool operator==(const log_metrics& a, const log_metrics& b) {
@@ -62,7 +64,7 @@ inline bool operator==(const log_metrics& a, const log_metrics& b) {
          && a.latest_sequence == b.latest_sequence && a.sequence_lag == b.sequence_lag
          && a.wal_retained_bytes == b.wal_retained_bytes && a.wal_oldest_sequence == b.wal_oldest_sequence
          && a.retention_headroom_ms == b.retention_headroom_ms
-         && a.retention_headroom_bytes == b.retention_headroom_bytes;
+         && a.retention_headroom_bytes == b.retention_headroom_bytes && a.verified_sequence == b.verified_sequence;
 }
 inline bool operator!=(const log_metrics& a, const log_metrics& b) { return !(a == b); }
 
@@ -97,6 +99,11 @@ struct runner_metrics {
   // rate, and the time left at that rate (0 when the scan is over or nothing is known yet).
   std::uint64_t rebuilt_records = 0, estimated_records = 0, scan_records_per_s = 0, rebuild_eta_ms = 0;
   std::vector<log_metrics> logs;           // the registration's logs, attach order
+  // The verify (issue 31, `dix verify`): whether one runs; whether one succeeded since the
+  // registration, and then the records it proved, how long ago it ended and each log's sequence
+  // (log_metrics::verified_sequence); the verifies that found a difference since the registration.
+  bool verifying = false, verified = false;
+  std::uint64_t verified_records = 0, verified_age_ms = 0, verify_failures = 0;
 };
 
 inline bool operator==(const runner_metrics& a, const runner_metrics& b) {
@@ -113,7 +120,9 @@ inline bool operator==(const runner_metrics& a, const runner_metrics& b) {
          && a.transient_faults == b.transient_faults && a.last_fault == b.last_fault
          && a.rebuilt_records == b.rebuilt_records && a.estimated_records == b.estimated_records
          && a.scan_records_per_s == b.scan_records_per_s && a.rebuild_eta_ms == b.rebuild_eta_ms
-         && a.logs == b.logs;
+         && a.logs == b.logs && a.verifying == b.verifying && a.verified == b.verified
+         && a.verified_records == b.verified_records && a.verified_age_ms == b.verified_age_ms
+         && a.verify_failures == b.verify_failures;
 }
 inline bool operator!=(const runner_metrics& a, const runner_metrics& b) { return !(a == b); }
 

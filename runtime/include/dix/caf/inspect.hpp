@@ -136,7 +136,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_metrics& x) {
   return f(caf::meta::type_name("dix.log_metrics"), x.log, x.read_sequence, x.durable_sequence,
            x.latest_sequence, x.sequence_lag, x.wal_retained_bytes, x.wal_oldest_sequence,
-           x.retention_headroom_ms, x.retention_headroom_bytes);
+           x.retention_headroom_ms, x.retention_headroom_bytes, x.verified_sequence);
 }
 
 template <class Inspector>
@@ -148,6 +148,7 @@ typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
            x.delivered_batches, x.delivered_records, x.flushes, x.wal_syncs,
            x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault,
            x.rebuilt_records, x.estimated_records, x.scan_records_per_s, x.rebuild_eta_ms, x.logs,
+           x.verifying, x.verified, x.verified_records, x.verified_age_ms, x.verify_failures,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.runner_metrics.last_fault", x.last_fault,
                                      readiness_reason::none,
