@@ -99,6 +99,8 @@ const option_spec specs[] = {
   DIX_RUNNER_OPTION("max-rebuild-backoff", max_rebuild_backoff, duration, "[rebuild-backoff, 24h]"),
   DIX_RUNNER_OPTION("max-rebuild-attempts", max_rebuild_attempts, count, "[1, 1000]"),
   DIX_RUNNER_OPTION("max-lag", max_lag, duration, "writer gate, 0 = none, else [1ms, 24h]"),
+  DIX_RUNNER_OPTION("verify-every", verify_every, duration, "scheduled verify, 0 = none, else [1s, 30d]"),
+  DIX_RUNNER_OPTION("verify-entries-per-s", verify_entries_per_s, count, "the scheduled verify's pace, [1, 10^9]"),
 };
 
 #undef DIX_RUNTIME_OPTION

@@ -72,6 +72,8 @@ result<void> validate(const runner_options& o) {
                      86'400'000));
   DIX_CHECK(in_range<std::uint32_t>(s, "max_rebuild_attempts", o.max_rebuild_attempts, 1, 1000));
   DIX_CHECK(in_range(s, "max_lag", o.max_lag, 0, 86'400'000));
+  if (o.verify_every.count() != 0) DIX_CHECK(in_range(s, "verify_every", o.verify_every, 1000, 2'592'000'000));
+  DIX_CHECK(in_range<std::uint64_t>(s, "verify_entries_per_s", o.verify_entries_per_s, 1, 1'000'000'000));
   return {};
 }
 

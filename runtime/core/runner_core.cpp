@@ -775,6 +775,11 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::u
     cover_.lag_tick_id = gen_;
     out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), cover_.lag_tick_id});
   }
+  // Scheduled verification (runner_options::verify_every): a chain of this ownership.
+  if (config_.options.verify_every.count() > 0) {
+    verify_schedule_id_ = gen_;
+    out.push_back(fx::arm_timer{timer_kind::verify_schedule, config_.options.verify_every, verify_schedule_id_});
+  }
   out.push_back(fx::mint_epoch{});
   return out;
 }
@@ -1329,6 +1334,19 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
     out.push_back(fx::arm_timer{timer_kind::lag_tick, std::chrono::milliseconds(config_.gate.lag_tick_ms()), cover_.lag_tick_id});
     return out;
   }
+  if (kind == timer_kind::verify_schedule) {
+    if (gen != verify_schedule_id_ || !owner_now() || stopping_ || state_ == runner_state::stopped) return out;
+    out.push_back(fx::arm_timer{timer_kind::verify_schedule, config_.options.verify_every, verify_schedule_id_});
+    // Its turn is skipped while a verify runs or the index may not be verified (not ready,
+    // rebuilding, …): the next turn tries again.
+    verify_request scheduled;
+    scheduled.entries_per_s = config_.options.verify_entries_per_s;
+    if (!verify_.running() && !verify_refusal(scheduled)) {
+      begin_verify(scheduled, out);
+    }
+    (void)now;
+    return out;
+  }
   if (kind == timer_kind::verify_deadline) {
     // That verify's only (its number): it bounds the way to the fence and the view, not the scan.
     if (gen == verify_.number && verify_.before_scan()) {
@@ -1366,6 +1384,7 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
       break;
     case timer_kind::lag_tick: break;         // handled above
     case timer_kind::verify_deadline: break;  // handled above
+    case timer_kind::verify_schedule: break;  // handled above
     case timer_kind::coverage_refresh:
       cover_.refresh_armed_gen.reset();
       if (!owner_now() || release_.holding() || drain_.current() == drain::closed) break;
@@ -1641,13 +1660,22 @@ void runner_core::reach_fence(effects& out, steady_time now) {
 
 effects runner_core::on_verify_request(const verify_request& request, steady_time now) {
   effects out;
-  auto refuse = [&out](errc code, std::string message) {
+  if (auto refused = verify_refusal(request)) {
+    out.push_back(fx::verify_refused{std::move(*refused)});
+    return out;
+  }
+  if (!verify_.running()) begin_verify(request, out);  // else it joins the running one
+  (void)now;
+  return out;
+}
+
+std::optional<verify_outcome> runner_core::verify_refusal(const verify_request& request) const {
+  auto refuse = [](errc code, std::string message) {
     verify_outcome o;
     o.what = verify_outcome::kind::refused;
     o.code = code;
     o.message = std::move(message);
-    out.push_back(fx::verify_refused{std::move(o)});
-    return out;
+    return std::optional<verify_outcome>(std::move(o));
   };
   if (stopping_ || state_ == runner_state::stopped) return refuse(errc::stopped, "the runner is stopping");
   if (!owner_now()) return refuse(errc::unavailable, "this runner does not own the index");
@@ -1661,17 +1689,20 @@ effects runner_core::on_verify_request(const verify_request& request, steady_tim
       return refuse(errc::invalid_argument, std::string("a verify ") + (verify_.request.report_only ? "with" : "without") +
                                               " --report-only is running: wait for it");
     }
-    return out;  // joins it: answered with its outcome
+    return std::nullopt;  // joins it: answered with its outcome
   }
   if (request.deadline.count() <= 0) return refuse(errc::invalid_argument, "the verify's deadline must be positive");
+  return std::nullopt;
+}
+
+void runner_core::begin_verify(const verify_request& request, effects& out) {
+  DIX_ASSERT(!verify_.running());
   verify_.request = request;
   verify_.number = ++verify_numbers_;
   verify_.target.reset();
   verify_.to(vphase::fencing);
   out.push_back(fx::fence{gen_});
   out.push_back(fx::arm_timer{timer_kind::verify_deadline, request.deadline, verify_.number});
-  (void)now;
-  return out;
 }
 
 effects runner_core::on_fence_taken(std::uint64_t gen, const result<void>& taken, steady_time now) {

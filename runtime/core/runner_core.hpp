@@ -367,6 +367,10 @@ class runner_core {
   void abandon_verify(errc code, std::string message, effects& out, steady_time now);
   // Ends a running verify as interrupted, the fence lifted and dropped (a discard of progress).
   void interrupt_verify(effects& out);
+  // Why `request` may not start (or join) a verify now (refused), or nothing; then begin_verify
+  // starts it unless one runs (it joins that one).
+  std::optional<verify_outcome> verify_refusal(const verify_request& request) const;
+  void begin_verify(const verify_request& request, effects& out);
   verify_outcome verify_failed(errc code, std::string message) const;
   void next_turn(effects& out, steady_time now);
   // §12.3, §12.4 (core/coverage.hpp): publish the newest capture the certifying entry covers,
@@ -429,6 +433,7 @@ class runner_core {
   std::uint64_t verified_records_ = 0;
   std::uint64_t verify_failures_ = 0;
   std::uint64_t verify_numbers_ = 0;  // the last verify's number (verify_attempt::number)
+  std::uint64_t verify_schedule_id_ = 0;  // the scheduled verify's chain of this ownership (0: none)
   marker marker_ = marker::unknown;
   settle settle_ = settle::done;
   bool stopping_ = false;  // stop() was called: the first outcome stands

@@ -33,7 +33,8 @@ constexpr std::uint8_t merge(std::uint8_t a, std::uint8_t b) noexcept {
 // verify_deadline: bounds a verify's fencing … lifting (core/verify_attempt.hpp); it carries the
 // verify's number, not the generation.
 enum class timer_kind : std::uint8_t {
-  flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick, coverage_refresh, verify_deadline
+  flush_age, cursor_flush, transient_retry, deferral_retry, rebuild_backoff, lag_tick, coverage_refresh, verify_deadline,
+  verify_schedule
 };
 
 // The actors of one registered id that its supervisor restarts (actors.md §3).

@@ -54,6 +54,7 @@ const char* const count_options[] = {
   "dix.runner.flush-after-mutations",
   "dix.runner.flush-after-bytes",
   "dix.runner.max-rebuild-attempts",
+  "dix.runner.verify-entries-per-s",
 };
 const char* const duration_options[] = {
   "dix.max-coverage-wait",
@@ -63,6 +64,7 @@ const char* const duration_options[] = {
   "dix.runner.rebuild-backoff",
   "dix.runner.max-rebuild-backoff",
   "dix.runner.max-lag",
+  "dix.runner.verify-every",
 };
 
 bool same(const runtime_options& a, const runtime_options& b) {

@@ -386,7 +386,7 @@ TEST_CASE("metrics segment: a file renamed over metrics.seg after its validated 
   CHECK(readiness_segment::attach(home, 2));  // without the swap it maps
 }
 
-TEST_CASE("metrics segment: the verify part lands at its documented offsets with the lag part and reads back whole; a block an older writer wrote reads no verify figures (issue 31)", "[adapter][metrics][verify]") {
+TEST_CASE("metrics segment: the verify part lands at its documented offsets with the lag part and reads back whole, and a block an older writer wrote reads no verify figures (issue 31)", "[adapter][metrics][verify]") {
   temp_dir dir;
   auto home = make_home(dir);
   auto s = attach(home, 2);

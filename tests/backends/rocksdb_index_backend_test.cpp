@@ -27,6 +27,7 @@
 #include "support/backend_batches.hpp"
 #include "support/child.hpp"
 #include "support/dir_snapshot.hpp"
+#include "support/lag_wait.hpp"
 #include "support/rocksdb_tamper.hpp"
 #include "support/backend_batches.hpp"
 #include "support/fake_host.hpp"
@@ -1279,5 +1280,48 @@ TEST_CASE("rocksdb index: runtime::verify proves it equal, then names the drift 
   CHECK(after.verified);
   CHECK(after.verified_records == 6);
   CHECK(after.logs.at(0).verified_sequence == again->through->find("main")->sequence);
+  REQUIRE(rt->stop().get());
+}
+
+TEST_CASE("rocksdb index: with runner_options::verify_every the owner verifies by itself, and any process reads the proof in the metrics segment, and drift planted while it was stopped is condemned by the scheduled verify and rebuilt (issue 31)", "[adapter][backend][verify]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto make_registration = [&] {
+    registration r;
+    r.backend = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
+      return encode_keys({std::string(payload)});
+    };
+    runner_options o;
+    o.verify_every = std::chrono::milliseconds(1000);
+    r.options = o;
+    return r;
+  };
+  {
+    auto store = test::open_store(home);
+    auto rt = runtime::create({store}).value();
+    REQUIRE(rt->register_index(make_registration()));
+    auto txn = store->begin();
+    for (int i = 1; i <= 6; ++i) txn.put(1, "r" + std::to_string(i), "k" + std::to_string(i));
+    REQUIRE(txn.commit());
+    auto proven = test::wait_lag(home, "by-key", [](const lag_figures& l) { return l.verified && l.verified_records == 6; });
+    REQUIRE(proven);
+    CHECK(proven->verify_failures == 0);
+    CHECK(proven->logs.at(0).verified_sequence > 0);
+    REQUIRE(rt->stop().get());
+  }
+  test::plant_four_drifts(dir / "index");
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  REQUIRE(rt->register_index(make_registration()));
+  // The first scheduled verify of this ownership finds the drift and condemns; the rebuild's new
+  // ownership verifies again, equal.
+  const auto first_epoch = rt->readiness("by-key").value().owner_epoch;
+  auto rebuilt = test::wait_lag(home, "by-key", [](const lag_figures& l) {
+    return l.verify_failures == 1 && l.verified && l.verified_records == 6;
+  });
+  REQUIRE(rebuilt);
+  CHECK(rebuilt->epoch > first_epoch);
+  CHECK(rt->metrics("by-key").value().last_fault == readiness_reason::verify_failed);
   REQUIRE(rt->stop().get());
 }

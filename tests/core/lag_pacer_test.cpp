@@ -79,7 +79,7 @@ TEST_CASE("lag pacer: changes at most every 250 ms, a held-back one due at the i
   CHECK_FALSE(pacer.next(owner(500, 1000), options, t0 + milliseconds(900), wall0).publish);
 }
 
-TEST_CASE("lag pacer: a verify's start, its proof (records, age, each log's sequence) and a failure are each told; the proof's age then grows without a write (issue 31)", "[core][lag][verify]") {
+TEST_CASE("lag pacer: a verify's start, its proof (records, age, each log's sequence) and a failure are each told, and the proof's age then grows without a write (issue 31)", "[core][lag][verify]") {
   lag_pacer pacer;
   auto s = owner(100, 100);
   REQUIRE(pacer.next(s, options, t0, wall0).publish);

@@ -64,6 +64,8 @@ std::vector<range_case> range_cases() {
        [](O& o, long long v) { o.runner.max_rebuild_attempts = narrow<std::uint32_t>(v); }},
       {"runner_options", "max_lag", 0, 86'400'000,
        [](O& o, long long v) { o.runner.max_lag = milliseconds{v}; }},
+      {"runner_options", "verify_entries_per_s", 1, 1'000'000'000,
+       [](O& o, long long v) { o.runner.verify_entries_per_s = narrow<std::uint64_t>(v); }},
       {"runtime_options", "max_coverage_wait", 0, 600'000,
        [](O& o, long long v) { o.max_coverage_wait = milliseconds{v}; }},
       {"runtime_options", "max_write_delay", 1, 1000,
@@ -91,6 +93,20 @@ TEST_CASE("options: default runner and runtime options are valid", "[core][optio
   CHECK(dix::validate(dix::runner_options{}));
   CHECK(dix::validate(dix::runtime_options{}));
   CHECK(dix::validate(dix::system_options{}));
+}
+
+TEST_CASE("options: verify_every is 0 (never) or 1 s … 30 days", "[core][options][verify]") {
+  dix::runner_options o;
+  for (long long ok : {0ll, 1000ll, 2'592'000'000ll}) {
+    o.verify_every = milliseconds{ok};
+    CHECK(dix::validate(o));
+  }
+  for (long long bad : {1ll, 999ll, 2'592'000'001ll, -1ll}) {
+    o.verify_every = milliseconds{bad};
+    auto refused = dix::validate(o);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message() == "runner_options.verify_every = " + std::to_string(bad) + ": must be in [1000, 2592000000]");
+  }
 }
 
 TEST_CASE("options: the facade's system options name the field out of range", "[core][options]") {

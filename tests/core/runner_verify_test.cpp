@@ -178,6 +178,59 @@ TEST_CASE("runner verify: planted drift is named and condemns the index, unless 
   CHECK(p.verify_outcomes[2].records == 6);
 }
 
+TEST_CASE("runner verify: runner_options::verify_every verifies in the background at its pace, once a turn, skips a turn while the index is not ready, and a difference it finds condemns the index, which a later turn proves rebuilt", "[core][runner][verify]") {
+  runner_options o;
+  o.verify_every = milliseconds(10000);
+  o.verify_entries_per_s = 1234;
+  sim_pipeline p(o);
+  build(p, 5);
+  CHECK(p.verify_outcomes.empty());  // not due before verify_every
+  p.advance(milliseconds(9500));
+  REQUIRE(p.verify_outcomes.size() == 1);
+  CHECK(p.verify_outcomes[0].what == kind::verified);
+  CHECK(p.verify_outcomes[0].records == 5);
+  REQUIRE(p.verify_starts.size() == 1);
+  CHECK(p.verify_starts[0].entries_per_s == 1234);
+  CHECK_FALSE(p.verify_starts[0].report_only);  // a scheduled verify condemns
+  CHECK(p.runner->snapshot().verified == p.verify_outcomes[0].through);
+  // Writes go on; the next turn proves a later cursor.
+  p.commit({test::put(sim_table, "r7", "v7")});
+  p.advance(milliseconds(10000));
+  REQUIRE(p.verify_outcomes.size() == 2);
+  CHECK(p.verify_outcomes[1].what == kind::verified);
+  CHECK(p.verify_outcomes[1].records == 6);
+  CHECK(p.verify_outcomes[1].through != p.verify_outcomes[0].through);
+  // Drift planted between turns: the next turn finds it and condemns the index.
+  p.backend.plant_drift(key("r1"), std::nullopt);
+  p.advance(milliseconds(10000));
+  REQUIRE(p.verify_outcomes.size() == 3);
+  CHECK(p.verify_outcomes[2].what == kind::drift);
+  CHECK(p.verify_outcomes[2].condemned);
+  CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::verify_failed));
+  CHECK(p.runner->snapshot().verify_failures == 1);
+  // Rebuilt under a new ownership, whose own chain verifies it again.
+  p.advance(milliseconds(5000));
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  const auto before = p.verify_outcomes.size();
+  p.advance(milliseconds(20000));
+  REQUIRE(p.verify_outcomes.size() > before);
+  for (auto i = before; i < p.verify_outcomes.size(); ++i) {
+    INFO(p.verify_outcomes[i].message);
+    CHECK(p.verify_outcomes[i].what == kind::verified);
+    CHECK(p.verify_outcomes[i].records == 6);
+  }
+  // Never more than one a turn: at most one per 10 s of the 55.5 s simulated.
+  CHECK(p.verify_starts.size() <= 6);
+}
+
+TEST_CASE("runner verify: with verify_every off no verify ever starts by itself", "[core][runner][verify]") {
+  sim_pipeline p;
+  build(p, 3);
+  p.advance(milliseconds(600000));
+  CHECK(p.verify_outcomes.empty());
+  CHECK(p.verify_starts.empty());
+}
+
 TEST_CASE("runner verify: refused while not ready or rebuilding, joined when asked again alike", "[core][runner][verify]") {
   sim_pipeline p;
   // A fresh index is rebuilt: its boundary waits for a barrier.

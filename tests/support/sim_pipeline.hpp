@@ -299,6 +299,7 @@ class sim_pipeline final : public backend_host {
   std::string violation;                // the first publication that broke invariant 5 or §10.4's order, or the fence
   std::size_t log_opens = 0;
   std::vector<verify_outcome> verify_outcomes;  // every verify's end and every refusal, in order
+  std::vector<verify_request> verify_starts;    // the request of every verify whose scan started
   drift_report last_drift;                      // the last scan's report
 
   // A verify request (runtime::verify), as the runner actor hands it to the core.
@@ -713,6 +714,7 @@ class sim_pipeline final : public backend_host {
     post([this, gen] { return runner ? runner->on_fence_lifted(gen, time.steady_now()) : effects{}; });
   }
   void carry_out(fx::start_verify& v) {
+    verify_starts.push_back(v.request);
     auto gen = v.gen;
     result<verify_outcome> scanned = error{errc::io_error, "the verify's view or snapshots are gone"};
     if (verify_view_ && verify_snapshots_.size() == 1) {

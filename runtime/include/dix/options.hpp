@@ -50,6 +50,13 @@ struct runner_options {
   milliseconds max_rebuild_backoff{300000};  // [rebuild_backoff, 86 400 000]. Default: 300 000 ms
   std::uint32_t max_rebuild_attempts = 8;  // [1, 1000]. Default: 8
   milliseconds max_lag{0};  // 0 = no writer gate, else [1, 86 400 000]. Default: 0
+  // Scheduled verification (issue 31, protocol.md §4.10): every verify_every the owner verifies
+  // its index in the background — condemning it on a difference, as `dix verify` does — with its
+  // scan paced at verify_entries_per_s (the index's and the primary's entries together). A
+  // verify already running, or an index not ready, skips that turn. 0 = never, else
+  // [1 000, 2 592 000 000] (1 s … 30 days). Default: 0
+  milliseconds verify_every{0};
+  std::uint64_t verify_entries_per_s = 100'000;  // [1, 1 000 000 000]. Default: 100 000
 };
 
 inline bool operator==(const runner_options& a, const runner_options& b) {
@@ -60,7 +67,8 @@ inline bool operator==(const runner_options& a, const runner_options& b) {
          && a.max_accepted_batches_ahead == b.max_accepted_batches_ahead && a.max_flush_age == b.max_flush_age
          && a.flush_after_mutations == b.flush_after_mutations && a.flush_after_bytes == b.flush_after_bytes
          && a.rebuild_backoff == b.rebuild_backoff && a.max_rebuild_backoff == b.max_rebuild_backoff
-         && a.max_rebuild_attempts == b.max_rebuild_attempts && a.max_lag == b.max_lag;
+         && a.max_rebuild_attempts == b.max_rebuild_attempts && a.max_lag == b.max_lag
+         && a.verify_every == b.verify_every && a.verify_entries_per_s == b.verify_entries_per_s;
 }
 inline bool operator!=(const runner_options& a, const runner_options& b) { return !(a == b); }
 
