@@ -123,7 +123,9 @@ void tick(proxy_pointer self) {
     return;
   }
   if (step->done) {
-    end_verify(self, caf::error{}, std::make_shared<const drift_report>(v.scan->report()));
+    auto report = std::make_shared<drift_report>(v.scan->report());
+    report->stored = v.view->digest();
+    end_verify(self, caf::error{}, std::move(report));
     return;
   }
   if (step->resume_at && *step->resume_at > now) {

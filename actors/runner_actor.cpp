@@ -439,6 +439,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
         verify_outcome o;
         o.records = m.report->index.records;
         o.differences = m.report->differences;
+        o.digest_agrees = !m.report->stored || *m.report->stored == m.report->index;
+        o.stored_digest = m.report->stored.value_or(m.report->index);
+        o.entries_digest = m.report->index;
         scanned = o;
         if (st.core->verify_phase() == verify_attempt::phase::scanning) st.verify_report = m.report;
       }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct drift_report {
   index_digest primary;       // the projection's
   std::uint64_t differences = 0;
   std::vector<drift> drifts;  // the first `limit` differences, in merge order
+  // The digest the index stores (digest_view::digest), which the verify's caller sets: it must be
+  // `index`, the sum of the entries read, or the backend's digest is out of contract.
+  std::optional<index_digest> stored;
 };
 
 // The primary side of one log: its entries in merge order (the log's projected tables ascending).

@@ -1760,6 +1760,17 @@ effects runner_core::on_verify_scanned(std::uint64_t gen, const result<verify_ou
   auto o = *scanned;
   o.through = verify_.target;
   o.code = errc::none;
+  if (o.differences == 0 && !o.digest_agrees) {
+    // The entries equal the projection, but the digest stored beside them does not sum them: the
+    // backend's digest is out of contract (it is not what the next verify's merge can trust).
+    end_verify(verify_failed(errc::backend_failed,
+                             "the index's entries equal the projection, but the digest it stores (" +
+                               std::to_string(o.stored_digest.records) + " records, sum " + to_hex(o.stored_digest.sum) +
+                               ") is not theirs (" + std::to_string(o.entries_digest.records) + " records, sum " +
+                               to_hex(o.entries_digest.sum) + "): the backend's digest is out of contract"),
+               out);
+    return out;
+  }
   if (o.differences == 0) {
     o.what = verify_outcome::kind::verified;
     verified_ = verify_.target;

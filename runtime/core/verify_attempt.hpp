@@ -30,6 +30,7 @@
 #include <string>
 
 #include <dix/cursor.hpp>
+#include <dix/digest.hpp>
 #include <dix/errc.hpp>
 
 namespace dix {
@@ -54,6 +55,9 @@ struct verify_outcome {
   kind what = kind::failed;
   std::optional<cursor> through;  // the fence: what the index was compared at
   std::uint64_t records = 0;      // the index's entries (verified) or both sides' entries read
+  // Whether the digest the index stores is the sum of the entries the scan read (both given).
+  bool digest_agrees = true;
+  index_digest stored_digest, entries_digest;
   std::uint64_t differences = 0;
   bool condemned = false;  // a drift that condemned the index (needs-rebuild, verify-failed)
   errc code = errc::none;

@@ -1325,3 +1325,57 @@ TEST_CASE("rocksdb index: with runner_options::verify_every the owner verifies b
   CHECK(rt->metrics("by-key").value().last_fault == readiness_reason::verify_failed);
   REQUIRE(rt->stop().get());
 }
+
+TEST_CASE("rocksdb index: a stored digest that is not the sum of the index's entries fails runtime::verify as backend_failed naming both, though the entries equal the projection, and a rebuild recomputes it (issue 31)", "[adapter][backend][verify][digest]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  auto make_registration = [&] {
+    registration r;
+    r.backend = rocksdb_index_backend::create("by-key", rocksdb_index_options{dir / "index"}).value();
+    r.projections[table_ref{"main", 1}] = [](std::string_view payload, const record_info&) -> projection_result {
+      return encode_keys({std::string(payload)});
+    };
+    return r;
+  };
+  {
+    auto store = test::open_store(home);
+    auto rt = runtime::create({store}).value();
+    REQUIRE(rt->register_index(make_registration()));
+    auto txn = store->begin();
+    for (int i = 1; i <= 6; ++i) txn.put(1, "r" + std::to_string(i), "k" + std::to_string(i));
+    REQUIRE(txn.commit());
+    REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+    REQUIRE(rt->verify("by-key"));
+    REQUIRE(rt->stop().get());
+  }
+  // The stored digest, 24 bytes beside the cursor (formats.md §6.2, §7), says 7 records.
+  tamper(dir / "index", [](rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+    std::string digest;
+    REQUIRE(db.Get(rocksdb::ReadOptions{}, handles[3], "digest", &digest).ok());
+    REQUIRE(digest.size() == 24);
+    digest[16] = 7;
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    REQUIRE(db.Put(wo, handles[3], "digest", digest).ok());
+  });
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  REQUIRE(rt->register_index(make_registration()));
+  REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+  auto failed = rt->verify("by-key");
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().value() == errc::backend_failed);
+  CHECK_THAT(failed.error().message(), Catch::Contains("(7 records, sum ") && Catch::Contains("(6 records, sum ") &&
+                                           Catch::Contains("out of contract"));
+  CHECK(rt->readiness("by-key").value().state == readiness_state::ready);  // nothing condemned
+  const auto epoch = rt->readiness("by-key").value().owner_epoch;
+  REQUIRE(rt->request_rebuild("by-key"));
+  REQUIRE(test::wait_readiness(home, "by-key", [&](const readiness& r) {
+    return r.state == readiness_state::ready && r.owner_epoch > epoch;
+  }));
+  auto again = rt->verify("by-key");
+  INFO((again ? std::string() : again.error().to_string()));
+  REQUIRE(again);
+  CHECK(again->equal);
+  REQUIRE(rt->stop().get());
+}

@@ -728,6 +728,9 @@ class sim_pipeline final : public backend_host {
         verify_outcome o;
         o.records = report->index.records;
         o.differences = report->differences;
+        o.digest_agrees = verify_view_->digest() == report->index;
+        o.stored_digest = verify_view_->digest();
+        o.entries_digest = report->index;
         last_drift = *report;
         scanned = o;
       } else {
