@@ -128,6 +128,10 @@ void tick(proxy_pointer self) {
     end_verify(self, caf::error{}, std::move(report));
     return;
   }
+  if (self->state.runner) {
+    const auto p = v.scan->progress(now);
+    self->send(self->state.runner, verify_progressed{v.gen, p.read, p.expected, p.eta ? p.eta->count() : -1});
+  }
   if (step->resume_at && *step->resume_at > now) {
     self->delayed_send(self, *step->resume_at - now, verify_tick{v.serial});
   } else {

@@ -430,6 +430,9 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       st.lifted = std::move(m.snapshots);
       apply(self, st.core->on_fence_lifted(m.gen, now_of(self)));
     },
+    [self](verify_progressed& m) {
+      apply(self, self->state.core->on_verify_progress(m.gen, m.read, m.expected, m.eta_ms));
+    },
     [self](verify_scanned& m) {
       auto& st = self->state;
       result<verify_outcome> scanned = error{errc::io_error, "no report"};
@@ -447,7 +450,7 @@ runner_actor::behavior_type runner(runner_pointer self, runner_deps deps) {
       }
       apply(self, st.core->on_verify_scanned(m.gen, scanned, now_of(self)));
     },
-    [self](verify_index& m) -> caf::result<verify_answer> {
+    [self](runner_verify& m) -> caf::result<verify_answer> {
       auto& st = self->state;
       auto out = st.core->on_verify_request(m.request, now_of(self));
       // A refusal answers this request alone; otherwise it waits for the verify's end (joined).

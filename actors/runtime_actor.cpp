@@ -524,9 +524,33 @@ void serve_verify_request(runtime_pointer self, const verify_requested& m) {
     finish(error{errc::unavailable, "the registration of " + m.id + " ended before its verify started"});
     return;
   }
-  self->request(runner, caf::infinite, verify_index{request_of(m.options)})
+  self->request(runner, caf::infinite, runner_verify{request_of(m.options)})
     .then([finish](verify_answer& a) { finish(result_of(a)); },
           [finish](caf::error& err) { finish(result<verify_result>(to_dix_error(err))); });
+}
+
+// A verify_index from a CAF application or, through the gate, another process (issue 31): asks the
+// id's runner as runtime::verify does and answers with its result once the verify ended.
+caf::result<index_verified> verify_one(runtime_pointer self, const verify_index& m) {
+  auto& st = self->state;
+  if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());
+  auto e = st.ctx->registry->find(m.id);
+  if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
+  auto runner = e->runner();
+  if (!runner) return make_error(errc::unavailable, "backend id " + m.id + " has no runner now");
+  auto promise = self->make_response_promise<index_verified>();
+  self->request(runner, caf::infinite, runner_verify{request_of(m.options)})
+    .then(
+      [promise, id = m.id](verify_answer& a) mutable {
+        auto r = result_of(a);
+        if (r) promise.deliver(index_verified{id, std::move(*r)});
+        else promise.deliver(make_error(r.error()));
+      },
+      [promise, id = m.id](caf::error& err) mutable {
+        if (err == caf::sec::request_receiver_down) err = make_error(errc::stopped, "the runner of " + id + " stopped before it answered");
+        promise.deliver(std::move(err));
+      });
+  return promise;
 }
 
 caf::result<rebuild_requested> rebuild_one(runtime_pointer self, const std::string& id) {
@@ -935,6 +959,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       return readiness_report{m.id, slot->read()};
     },
     [self](rebuild_index& m) -> caf::result<rebuild_requested> { return rebuild_one(self, m.id); },
+    [self](verify_index& m) -> caf::result<index_verified> { return verify_one(self, m); },
     [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m); },
     [self](unsubscribe& m) -> unsubscribed {
       if (auto sender = self->current_sender()) drop_subscriber(self, m.id, sender->address(), subscription_part::explicit_only);

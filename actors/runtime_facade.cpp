@@ -164,7 +164,7 @@ result<verify_result> runtime::verify(std::string_view id, const verify_options&
   const auto request = request_of(options);
   result<verify_result> out = error{errc::stopped, "the runner of " + std::string(id) + " stopped before it answered"};
   caf::scoped_actor self{*f.sys};
-  self->request(runner, caf::infinite, verify_index{request})
+  self->request(runner, caf::infinite, runner_verify{request})
     .receive(
       [&](verify_answer& a) { out = result_of(a); },
       [&](caf::error& err) {

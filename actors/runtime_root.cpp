@@ -108,6 +108,7 @@ runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor 
       [=](query_metrics& m) { return self->delegate(rt, std::move(m)); },
       [=](query_readiness& m) { return self->delegate(rt, std::move(m)); },
       [=](rebuild_index& m) { return self->delegate(rt, std::move(m)); },
+      [=](verify_index& m) { return self->delegate(rt, std::move(m)); },
       [=](subscribe& m) { return self->delegate(rt, std::move(m)); },
       [=](unsubscribe& m) { return self->delegate(rt, std::move(m)); },
       [=](subscribe_all& m) { return self->delegate(rt, std::move(m)); },

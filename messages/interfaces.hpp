@@ -108,7 +108,8 @@ using runner_actor = caf::typed_actor<caf::reacts_to<wake>,
                                       caf::reacts_to<fence_taken>,
                                       caf::reacts_to<fence_lifted>,
                                       caf::reacts_to<verify_scanned>,
-                                      caf::replies_to<verify_index>::with<verify_answer>>;
+                                      caf::reacts_to<verify_progressed>,
+                                      caf::replies_to<runner_verify>::with<verify_answer>>;
 
 // The readiness publisher of one runtime: performs its runners' publications (it owns the
 // segment mapping). Applies publications in arrival order, answers `published` (or the

@@ -36,7 +36,8 @@ typename Inspector::result_type inspect(Inspector& f, lag_figures& x) {
            x.stalled_ms, x.unread_age_ms, x.oldest_accepted_age_ms, x.stalled_growing, x.unread_growing,
            x.oldest_accepted_growing, x.accepted_batches, x.max_accepted_batches_ahead, x.max_flush_age_ms, x.lag_gate,
            x.transient_faults, x.last_fault, x.log_count, x.logs, wire::opt(x.link), x.verifying, x.verified,
-           x.verified_records, x.verified_age_ms, x.verify_failures, caf::meta::load_callback([&x]() -> caf::error {
+           x.verified_records, x.verified_age_ms, x.verify_failures, x.verify_read_entries,
+           x.verify_expected_entries, x.verify_eta_ms, caf::meta::load_callback([&x]() -> caf::error {
              if (auto err = wire::check_enum("dix.lag_figures.state", x.state, runner_state::dormant, runner_state::stopped))
                return err;
              return wire::check_enum("dix.lag_figures.last_fault", x.last_fault, readiness_reason::none,

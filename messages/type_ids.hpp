@@ -138,6 +138,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(dix, (dix::subscribed_all))
   CAF_ADD_TYPE_ID(dix, (dix::unsubscribe_all))
   CAF_ADD_TYPE_ID(dix, (dix::unsubscribed_all))
+  // verify requests (<dix/caf/messages.hpp>, issue 31)
+  CAF_ADD_TYPE_ID(dix, (dix::verify_index))
+  CAF_ADD_TYPE_ID(dix, (dix::index_verified))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

@@ -39,37 +39,6 @@ namespace wire {
 // Every mutation names a record of the batch (protocol.md §4.6).
 caf::error check_batch(const batch& b);
 
-// message_invalid naming the cursor rule that failed.
-caf::error cursor_load_error(const dix::error& decode_error);
-
-template <class Inspector>
-constexpr bool is_printer = std::is_void<typename Inspector::result_type>::value;
-
-// Optional cursors: the encoding when saving, the JSON rendering when printing, a decode when
-// loading (cursor has no default state, so it never loads in place).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, optional_field<cursor>& x) {
-  if constexpr (Inspector::reads_state) {
-    bool present = x.value->has_value();
-    if (!present) return f(present);
-    std::string text = is_printer<Inspector> ? (*x.value)->to_json() : (*x.value)->encode();
-    return f(present, text);
-  } else {
-    bool present = false;
-    if (auto err = f(present)) return err;
-    if (!present) {
-      x.value->reset();
-      return caf::error{};
-    }
-    std::string bytes;
-    if (auto err = f(bytes)) return err;
-    auto decoded = cursor::decode(bytes);
-    if (!decoded) return cursor_load_error(decoded.error());
-    *x.value = std::move(*decoded);
-    return caf::error{};
-  }
-}
-
 }  // namespace wire
 
 // -- inspect() for the public value types (found by ADL) -------------------------------------

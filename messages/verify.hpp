@@ -8,8 +8,9 @@
 //   runner ── log_lift ──► tailer ── fence_lifted (the snapshots) ──► runner   (only when `scan`)
 //   runner ── verify_run (snapshots, projections) ──► proxy ── verify_tick ──► itself (paced)
 //                                                      proxy ── verify_scanned ──► runner
+//                                                      proxy ── verify_progressed ──► runner (each tick)
 //   runner ── verify_drop ──► proxy   (the verify ended: the view and the scan go)
-//   runtime ── verify_index ──► runner ─(reply) verify_answer
+//   runtime ── runner_verify ──► runner ─(reply) verify_answer
 //   watcher ── verify_requested ──► runtime (a dix verify request file of an owned id)
 #pragma once
 
@@ -85,9 +86,15 @@ struct verify_scanned {
   caf::error error;
 };
 struct verify_drop {};
+// proxy → runner, after each tick of the scan: how far it read (verify_scan::progress).
+struct verify_progressed {
+  std::uint64_t gen = 0;
+  std::uint64_t read = 0, expected = 0;
+  std::int64_t eta_ms = -1;  // −1: no rate known yet
+};
 
 // runtime::verify → the runner: its outcome, with the scan's report when one ran.
-struct verify_index {
+struct runner_verify {
   verify_request request;
 };
 struct verify_answer {
@@ -141,7 +148,7 @@ DIX_VERIFY_EQ(verify_run, a.gen == b.gen && a.job == b.job)
 DIX_VERIFY_EQ(verify_tick, a.gen == b.gen)
 DIX_VERIFY_EQ(verify_scanned, a.gen == b.gen && a.report == b.report && a.error == b.error)
 DIX_VERIFY_EQ(verify_drop, ((void)a, (void)b, true))
-DIX_VERIFY_EQ(verify_index, &a == &b)
+DIX_VERIFY_EQ(runner_verify, &a == &b)
 DIX_VERIFY_EQ(verify_answer, &a == &b)
 DIX_VERIFY_EQ(verify_requested, a.token == b.token && a.nonce == b.nonce)
 #undef DIX_VERIFY_EQ
@@ -158,6 +165,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_run)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_scanned)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_drop)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_index)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_progressed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::runner_verify)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_answer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::verify_requested)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <thread>
 
 #include "adapters/mapped_file.hpp"
@@ -86,11 +87,15 @@ constexpr std::size_t b_verify_failures = 400;
 constexpr std::size_t b_verified_records = 408;
 constexpr std::size_t b_verified_age_ms = 416;
 constexpr std::size_t b_verified_sequences = 424;  // lag_log_slots × u64, the logs of the lag part
-constexpr std::size_t b_verify_reserved = 440;
-static_assert(b_verified_sequences + lag_log_slots * 8 == b_verify_reserved && b_verify_reserved + 72 == block_bytes);
+constexpr std::size_t b_verify_read = 440;      // the running scan's entries read
+constexpr std::size_t b_verify_expected = 448;  // … and expected
+constexpr std::size_t b_verify_eta_ms = 456;    // when verify_eta_known
+constexpr std::size_t b_verify_reserved = 464;
+static_assert(b_verified_sequences + lag_log_slots * 8 == b_verify_read && b_verify_reserved + 48 == block_bytes);
 constexpr std::uint32_t verify_present = 1u << 0;
 constexpr std::uint32_t verify_running = 1u << 1;
 constexpr std::uint32_t verify_verified = 1u << 2;
+constexpr std::uint32_t verify_eta_known = 1u << 3;
 
 constexpr std::uint8_t lag_present = 1u << 0;
 constexpr std::uint8_t lag_stalled_growing = 1u << 1;
@@ -176,11 +181,16 @@ void store_fields(unsigned char* b, const metrics_block& m) noexcept {
     store<std::uint64_t>(b, b_verified_sequences + i * 8, g.verified_sequence, __ATOMIC_RELAXED);
   }
   store<std::uint32_t>(b, b_verify_flags,
-                       (m.lag ? verify_present : 0) | (l.verifying ? verify_running : 0) | (l.verified ? verify_verified : 0),
+                       (m.lag ? verify_present : 0) | (l.verifying ? verify_running : 0) | (l.verified ? verify_verified : 0) |
+                         (l.verify_eta_ms >= 0 ? verify_eta_known : 0),
                        __ATOMIC_RELAXED);
   store<std::uint64_t>(b, b_verify_failures, l.verify_failures, __ATOMIC_RELAXED);
   store<std::uint64_t>(b, b_verified_records, l.verified_records, __ATOMIC_RELAXED);
   store<std::uint64_t>(b, b_verified_age_ms, l.verified_age_ms, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verify_read, l.verify_read_entries, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verify_expected, l.verify_expected_entries, __ATOMIC_RELAXED);
+  store<std::uint64_t>(b, b_verify_eta_ms, l.verify_eta_ms >= 0 ? static_cast<std::uint64_t>(l.verify_eta_ms) : 0,
+                       __ATOMIC_RELAXED);
   const auto& k = l.link.value_or(link_figures{});
   store<std::uint32_t>(b, b_link_flags, (l.link ? link_present : 0) | (k.connected ? link_connected : 0), __ATOMIC_RELAXED);
   store<std::uint32_t>(b, b_link_window_batches, k.window_batches, __ATOMIC_RELAXED);
@@ -251,6 +261,12 @@ metrics_block load_fields(unsigned char* b, bool names) {
     l.verify_failures = load<std::uint64_t>(b, b_verify_failures, __ATOMIC_RELAXED);
     l.verified_records = load<std::uint64_t>(b, b_verified_records, __ATOMIC_RELAXED);
     l.verified_age_ms = load<std::uint64_t>(b, b_verified_age_ms, __ATOMIC_RELAXED);
+    l.verify_read_entries = load<std::uint64_t>(b, b_verify_read, __ATOMIC_RELAXED);
+    l.verify_expected_entries = load<std::uint64_t>(b, b_verify_expected, __ATOMIC_RELAXED);
+    if ((verify_flags & verify_eta_known) != 0) {
+      l.verify_eta_ms = static_cast<std::int64_t>(
+        std::min<std::uint64_t>(load<std::uint64_t>(b, b_verify_eta_ms, __ATOMIC_RELAXED), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    }
   }
   const auto link_flags = load<std::uint32_t>(b, b_link_flags, __ATOMIC_RELAXED);
   if ((link_flags & link_present) != 0) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include <dix/activity.hpp>
 #include <dix/free_functions.hpp>
 #include <dix/names.hpp>
 #include <dix/segment.hpp>
@@ -24,10 +25,26 @@
 #include "commands.hpp"
 #include "paths.hpp"
 #include "usage.hpp"
+#include "wording.hpp"
 #include "tool/args.hpp"
 #include "tool/json.hpp"
 
 namespace dix::cli {
+namespace {
+
+// "61440/200000 entries (30%), ETA 2.1 s": both sides' entries read of those expected (the percent
+// capped at 99 until the report: the expected count is an estimate), the time left once known.
+std::string verify_progress_text(const lag_figures& l) {
+  std::string text = std::to_string(l.verify_read_entries) + "/" + std::to_string(l.verify_expected_entries) + " entries";
+  if (l.verify_expected_entries > 0) {
+    const auto percent = std::min<std::uint64_t>(99, l.verify_read_entries * 100 / l.verify_expected_entries);
+    text += " (" + std::to_string(percent) + "%)";
+  }
+  if (l.verify_eta_ms >= 0) text += ", ETA " + duration_text(static_cast<std::uint64_t>(l.verify_eta_ms));
+  return text;
+}
+
+}  // namespace
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -177,6 +194,7 @@ int run_verify(const std::vector<std::string>& argv) {
   const auto take_by = start + std::min<std::chrono::seconds>(owner_take_s, std::chrono::seconds(timeout_s));
   bool taken = false;
   std::optional<clock_type::time_point> owner_changed_at;
+  std::uint64_t shown_read = 0;  // the scan's progress last printed
   for (;;) {
     const auto seen = (*reader)->change_counter();  // before the report: a later one wakes the wait
     auto report = take_verify_report(db, id, *nonce);
@@ -211,6 +229,14 @@ int run_verify(const std::vector<std::string>& argv) {
       if (!now_table->attached || now_entry == now_table->entries.end() ||
           now_entry->readiness.owner_epoch != entry->readiness.owner_epoch) {
         owner_changed_at = now;
+      } else if (!a->has("json") && now_entry->lag && now_entry->lag->epoch == entry->readiness.owner_epoch) {
+        // The owner's scan as it publishes it (the metrics segment's verify part), like dix
+        // rebuild --wait: "progress by-brand: 61440/200000 entries (30%), ETA 2.1 s".
+        const auto l = *now_entry->lag;
+        if (l.verifying && l.verify_read_entries > shown_read) {
+          shown_read = l.verify_read_entries;
+          std::cout << "progress " << id << ": " << verify_progress_text(l) << std::endl;
+        }
       }
     }
     if (owner_changed_at && now >= *owner_changed_at + owner_gone_grace) {

@@ -71,6 +71,9 @@ lag_figures lag_figures_of(const runner_metrics& m, runner_state state, const ru
   l.verified_records = m.verified_records;
   l.verified_age_ms = m.verified_age_ms;
   l.verify_failures = m.verify_failures;
+  l.verify_read_entries = m.verify_read_entries;
+  l.verify_expected_entries = m.verify_expected_entries;
+  l.verify_eta_ms = m.verify_eta_ms;
   return l;
 }
 

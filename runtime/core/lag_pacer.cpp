@@ -9,7 +9,8 @@ bool lag_pacer::shape::operator==(const shape& o) const {
          oldest_accepted_at == o.oldest_accepted_at && stalled_since == o.stalled_since &&
          unread_since == o.unread_since && accepted_batches == o.accepted_batches &&
          transient_faults == o.transient_faults && last_fault == o.last_fault && sequence_lags == o.sequence_lags &&
-         verifying == o.verifying && verified_at == o.verified_at && verify_failures == o.verify_failures;
+         verifying == o.verifying && verified_at == o.verified_at && verify_failures == o.verify_failures &&
+         verify_read == o.verify_read;
 }
 
 lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_options& options, steady_time now,
@@ -17,7 +18,7 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_optio
   if (!s.owner) return {};
   const auto m = s.metrics(now);
   shape current{s.epoch, s.state, s.cursor_lag_ms, s.oldest_accepted_at, s.stalled_since, s.unread_since,
-                s.accepted_batches, s.transient_faults, s.last_fault, {}, s.verifying, s.verified_at, s.verify_failures};
+                s.accepted_batches, s.transient_faults, s.last_fault, {}, s.verifying, s.verified_at, s.verify_failures, s.verify_read};
   std::vector<std::uint64_t> read_sequences;
   for (const auto& l : m.logs) {
     current.sequence_lags.push_back(l.sequence_lag);

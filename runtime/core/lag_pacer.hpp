@@ -54,6 +54,7 @@ class lag_pacer {
     bool verifying = false;
     std::optional<steady_time> verified_at;
     std::uint64_t verify_failures = 0;
+    std::uint64_t verify_read = 0;  // the scan's progress: told at most every min_interval
     bool operator==(const shape& o) const;
   };
   struct told {

@@ -1697,6 +1697,8 @@ std::optional<verify_outcome> runner_core::verify_refusal(const verify_request& 
 
 void runner_core::begin_verify(const verify_request& request, effects& out) {
   DIX_ASSERT(!verify_.running());
+  verify_read_ = verify_expected_ = 0;
+  verify_eta_ms_ = -1;
   verify_.request = request;
   verify_.number = ++verify_numbers_;
   verify_.target.reset();
@@ -1748,6 +1750,14 @@ effects runner_core::on_fence_lifted(std::uint64_t gen, steady_time now) {
   drain_.more = true;  // the drain goes on during the scan
   next_turn(out, now);
   return out;
+}
+
+effects runner_core::on_verify_progress(std::uint64_t gen, std::uint64_t read, std::uint64_t expected, std::int64_t eta_ms) {
+  if (!current(gen) || verify_.current() != vphase::scanning) return {};
+  verify_read_ = read;
+  verify_expected_ = std::max(expected, read);
+  verify_eta_ms_ = eta_ms;
+  return {};
 }
 
 effects runner_core::on_verify_scanned(std::uint64_t gen, const result<verify_outcome>& scanned, steady_time now) {
@@ -1838,6 +1848,11 @@ runner_snapshot runner_core::snapshot() const {
   s.verified = verified_;
   s.verified_at = verified_at_;
   s.verified_records = verified_records_;
+  if (verify_.current() == vphase::scanning) {
+    s.verify_read = verify_read_;
+    s.verify_expected = verify_expected_;
+    s.verify_eta_ms = verify_eta_ms_;
+  }
   s.verify_failures = verify_failures_;
   return s;
 }
@@ -1891,6 +1906,9 @@ runner_metrics runner_snapshot::metrics(steady_time now) const {
   m.verified_records = verified_records;
   m.verified_age_ms = age(verified_at);
   m.verify_failures = verify_failures;
+  m.verify_read_entries = verify_read;
+  m.verify_expected_entries = verify_expected;
+  m.verify_eta_ms = verify_eta_ms;
   if (scan_started_at) {
     const auto took = ms_between(*scan_started_at, scan_ended_at.value_or(now));
     if (took > 0) m.scan_records_per_s = rebuilt_records * 1000 / took;

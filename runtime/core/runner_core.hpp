@@ -172,6 +172,8 @@ struct runner_snapshot {
   // The verify (issue 31): whether one runs, the cursor the last successful one proved, when it
   // ended, and the verifies that found a difference since the registration.
   bool verifying = false;
+  std::uint64_t verify_read = 0, verify_expected = 0;  // the running verify's scan (0: not scanning)
+  std::int64_t verify_eta_ms = -1;
   std::optional<cursor> verified;
   std::optional<steady_time> verified_at;
   std::uint64_t verified_records = 0;
@@ -320,6 +322,9 @@ class runner_core {
   effects on_fence_lifted(std::uint64_t gen, steady_time now);
   // The scan's result: the differences found and the entries read, or why it could not finish.
   effects on_verify_scanned(std::uint64_t gen, const result<verify_outcome>& scanned, steady_time now);
+  // The scan's progress (both sides' entries read, expected; the time left, −1 unknown): kept
+  // for the metrics while it scans.
+  effects on_verify_progress(std::uint64_t gen, std::uint64_t read, std::uint64_t expected, std::int64_t eta_ms);
   verify_attempt::phase verify_phase() const noexcept { return verify_.current(); }
   // The running verify's number (what its fx::verify_ended carries); 0 when none runs.
   std::uint64_t verify_number() const noexcept { return verify_.running() ? verify_.number : 0; }
@@ -431,6 +436,8 @@ class runner_core {
   std::optional<cursor> verified_;
   std::optional<steady_time> verified_at_;
   std::uint64_t verified_records_ = 0;
+  std::uint64_t verify_read_ = 0, verify_expected_ = 0;  // the running scan's progress
+  std::int64_t verify_eta_ms_ = -1;
   std::uint64_t verify_failures_ = 0;
   std::uint64_t verify_numbers_ = 0;  // the last verify's number (verify_attempt::number)
   std::uint64_t verify_schedule_id_ = 0;  // the scheduled verify's chain of this ownership (0: none)

@@ -172,6 +172,18 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
           return rebuild_requested{m.id, !s.stopped && it != s.ids.end() && it->second.registered};
         });
       },
+      [st](verify_index& m) {
+        return answer(st, m, [&](fake_runtime::state& s) -> result<index_verified> {
+          if (s.stopped) return error{errc::stopped, "the runtime stopped"};
+          auto it = s.ids.find(m.id);
+          if (it == s.ids.end() || !it->second.registered) {
+            return error{errc::not_registered, "backend id " + m.id + " is not registered in this runtime"};
+          }
+          verify_result r;
+          r.equal = true;
+          return index_verified{m.id, r};
+        });
+      },
       [self, st](subscribe& m) {
         auto sender = self->current_sender();
         bool added = false;

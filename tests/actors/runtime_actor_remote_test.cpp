@@ -182,6 +182,40 @@ TEST_CASE("runtime actor: a subscriber in another actor system hears over the mi
   CHECK(f.ask<runtime_stopped>(self, stop_runtime{}));
 }
 
+TEST_CASE("runtime actor: verify_index from another actor system over the middleman proves the index equal through a cursor, and names the errors of an unknown id", "[adapter][runtime][remote][verify]") {
+  rocksdb_index_options o;
+  temp_dir index_dir;
+  o.path = index_dir / "idx";
+  remote_runtime f(rocksdb_index_backend::create("idx", o).value(),
+                   [](std::string_view p) -> projection_result { return encode_keys({std::string(p)}); });
+  caf::scoped_actor self{f.client};
+  verify_options report_only;
+  report_only.report_only = true;
+  report_only.entries_per_s = 1000;
+  auto proof = f.ask<index_verified>(self, verify_index{"idx", report_only});
+  REQUIRE(proof);
+  CHECK(proof->id == "idx");
+  CHECK(proof->result.equal);
+  CHECK(proof->result.records == 3);
+  CHECK(proof->result.differences == 0);
+  REQUIRE(proof->result.through);  // the cursor crossed the wire whole
+  CHECK(proof->result.through->find("main") != nullptr);
+  CHECK(proof->result.through->find("main")->sequence >= 1);
+  caf::error missing;
+  self->request(f.remote, 30s, verify_index{"nobody", {}}).receive([](index_verified&) {}, [&](caf::error& e) { missing = e; });
+  CHECK(to_errc(missing) == errc::not_registered);
+  caf::error bad;
+  self->request(f.remote, 30s, verify_index{"no such id!", {}}).receive([](index_verified&) {}, [&](caf::error& e) { bad = e; });
+  CHECK(to_errc(bad) == errc::invalid_argument);
+  // In the runtime's own process the same message answers alike.
+  caf::scoped_actor local{f.server};
+  std::optional<index_verified> here;
+  local->request(f.rt, 30s, verify_index{"idx", {}}).receive([&](index_verified& v) { here = std::move(v); }, [](caf::error&) {});
+  REQUIRE(here);
+  CHECK(here->result.equal);
+  CHECK(here->result.records == 3);
+}
+
 TEST_CASE("runtime actor: a peer's exit messages and errors sent to the published gate stop nothing, and a kill ends "
           "the gate only",
           "[adapter][runtime][remote]") {

@@ -401,17 +401,23 @@ TEST_CASE("metrics segment: the verify part lands at its documented offsets with
   l.verified_records = 1'000'000;
   l.verified_age_ms = 1500;
   l.verify_failures = 2;
+  l.verify_read_entries = 61440;
+  l.verify_expected_entries = 200000;
+  l.verify_eta_ms = 2100;
   m.write(0, metrics_block{9, std::nullopt, l});
   auto bytes = read_file(metrics_file(home));
   const std::size_t at = 128;
-  CHECK(get_le<std::uint32_t>(bytes, at + 392) == 7u);        // present, verifying, verified
+  CHECK(get_le<std::uint32_t>(bytes, at + 392) == 15u);       // present, verifying, verified, ETA known
   CHECK(get_le<std::uint32_t>(bytes, at + 396) == 0u);
   CHECK(get_le<std::uint64_t>(bytes, at + 400) == 2u);        // verify_failures
   CHECK(get_le<std::uint64_t>(bytes, at + 408) == 1'000'000u);  // verified_records
   CHECK(get_le<std::uint64_t>(bytes, at + 416) == 1500u);     // verified_age_ms
   CHECK(get_le<std::uint64_t>(bytes, at + 424) == 4242u);     // log 0's verified sequence
   CHECK(get_le<std::uint64_t>(bytes, at + 432) == 77u);       // log 1's
-  CHECK(bytes.substr(at + 440, 72) == std::string(72, '\0'));
+  CHECK(get_le<std::uint64_t>(bytes, at + 440) == 61440u);    // the scan's entries read
+  CHECK(get_le<std::uint64_t>(bytes, at + 448) == 200000u);   // … expected
+  CHECK(get_le<std::uint64_t>(bytes, at + 456) == 2100u);     // its ETA
+  CHECK(bytes.substr(at + 464, 48) == std::string(48, '\0'));
   auto got = open_reader(home, 2)->read(0);
   REQUIRE(got);
   REQUIRE(got->lag);
@@ -422,7 +428,7 @@ TEST_CASE("metrics segment: the verify part lands at its documented offsets with
   {
     std::fstream f(metrics_file(home), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(at + 392));
-    const std::string zeros(48, '\0');
+    const std::string zeros(72, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
     REQUIRE(f.good());
   }
@@ -432,6 +438,7 @@ TEST_CASE("metrics segment: the verify part lands at its documented offsets with
   CHECK_FALSE(got->lag->verified);
   CHECK_FALSE(got->lag->verifying);
   CHECK(got->lag->verify_failures == 0);
+  CHECK(got->lag->verify_eta_ms == -1);
   CHECK(got->lag->logs.at(0).verified_sequence == 0);
   CHECK(got->lag->logs.at(0).log == "main");
 }

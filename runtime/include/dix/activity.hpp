@@ -62,6 +62,8 @@ struct lag_figures {
   // records and age, growing; each log's sequence in `logs`), verifies that found a difference.
   bool verifying = false, verified = false;
   std::uint64_t verified_records = 0, verified_age_ms = 0, verify_failures = 0;
+  std::uint64_t verify_read_entries = 0, verify_expected_entries = 0;  // the running scan's
+  std::int64_t verify_eta_ms = -1;                                    // −1: not known
 
   // The figures as they stand at `now_wall_ns`: every growing age advanced by the time since
   // taken_wall_ns (never backwards), lag_ms the largest component again.
@@ -79,7 +81,9 @@ inline bool operator==(const lag_figures& a, const lag_figures& b) {
          && a.transient_faults == b.transient_faults && a.last_fault == b.last_fault
          && a.log_count == b.log_count && a.logs == b.logs && a.link == b.link && a.verifying == b.verifying
          && a.verified == b.verified && a.verified_records == b.verified_records
-         && a.verified_age_ms == b.verified_age_ms && a.verify_failures == b.verify_failures;
+         && a.verified_age_ms == b.verified_age_ms && a.verify_failures == b.verify_failures
+         && a.verify_read_entries == b.verify_read_entries && a.verify_expected_entries == b.verify_expected_entries
+         && a.verify_eta_ms == b.verify_eta_ms;
 }
 inline bool operator!=(const lag_figures& a, const lag_figures& b) { return !(a == b); }
 

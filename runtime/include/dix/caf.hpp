@@ -46,6 +46,7 @@ using runtime_actor = caf::typed_actor<caf::replies_to<register_index>::with<ind
                                        caf::replies_to<query_metrics>::with<metrics_report>,
                                        caf::replies_to<query_readiness>::with<readiness_report>,
                                        caf::replies_to<rebuild_index>::with<rebuild_requested>,
+                                       caf::replies_to<verify_index>::with<index_verified>,
                                        caf::replies_to<subscribe>::with<subscribed>,
                                        caf::replies_to<unsubscribe>::with<unsubscribed>,
                                        caf::replies_to<subscribe_all>::with<subscribed_all>,

@@ -104,6 +104,10 @@ struct runner_metrics {
   // (log_metrics::verified_sequence); the verifies that found a difference since the registration.
   bool verifying = false, verified = false;
   std::uint64_t verified_records = 0, verified_age_ms = 0, verify_failures = 0;
+  // While a verify scans: the entries read (index and primary together), those expected, and the
+  // time left at the pace so far (−1: not known yet). 0, 0, −1 otherwise.
+  std::uint64_t verify_read_entries = 0, verify_expected_entries = 0;
+  std::int64_t verify_eta_ms = -1;
 };
 
 inline bool operator==(const runner_metrics& a, const runner_metrics& b) {
@@ -122,7 +126,8 @@ inline bool operator==(const runner_metrics& a, const runner_metrics& b) {
          && a.scan_records_per_s == b.scan_records_per_s && a.rebuild_eta_ms == b.rebuild_eta_ms
          && a.logs == b.logs && a.verifying == b.verifying && a.verified == b.verified
          && a.verified_records == b.verified_records && a.verified_age_ms == b.verified_age_ms
-         && a.verify_failures == b.verify_failures;
+         && a.verify_failures == b.verify_failures && a.verify_read_entries == b.verify_read_entries
+         && a.verify_expected_entries == b.verify_expected_entries && a.verify_eta_ms == b.verify_eta_ms;
 }
 inline bool operator!=(const runner_metrics& a, const runner_metrics& b) { return !(a == b); }
 

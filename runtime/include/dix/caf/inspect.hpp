@@ -17,6 +17,7 @@
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <dix/cursor.hpp>
 #include <dix/readiness.hpp>
 #include <dix/status.hpp>
 
@@ -68,6 +69,37 @@ typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
     T loaded{};
     if (auto err = f(loaded)) return err;
     *x.value = std::move(loaded);
+    return caf::error{};
+  }
+}
+
+// message_invalid naming the cursor rule that failed.
+caf::error cursor_load_error(const dix::error& decode_error);
+
+template <class Inspector>
+constexpr bool is_printer = std::is_void<typename Inspector::result_type>::value;
+
+// Optional cursors: the encoding when saving, the JSON rendering when printing, a decode when
+// loading (cursor has no default state, so it never loads in place).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optional_field<cursor>& x) {
+  if constexpr (Inspector::reads_state) {
+    bool present = x.value->has_value();
+    if (!present) return f(present);
+    std::string text = is_printer<Inspector> ? (*x.value)->to_json() : (*x.value)->encode();
+    return f(present, text);
+  } else {
+    bool present = false;
+    if (auto err = f(present)) return err;
+    if (!present) {
+      x.value->reset();
+      return caf::error{};
+    }
+    std::string bytes;
+    if (auto err = f(bytes)) return err;
+    auto decoded = cursor::decode(bytes);
+    if (!decoded) return cursor_load_error(decoded.error());
+    *x.value = std::move(*decoded);
     return caf::error{};
   }
 }
@@ -149,6 +181,7 @@ typename Inspector::result_type inspect(Inspector& f, runner_metrics& x) {
            x.unindexable_records, x.log_reopens, x.transient_faults, x.last_fault,
            x.rebuilt_records, x.estimated_records, x.scan_records_per_s, x.rebuild_eta_ms, x.logs,
            x.verifying, x.verified, x.verified_records, x.verified_age_ms, x.verify_failures,
+           x.verify_read_entries, x.verify_expected_entries, x.verify_eta_ms,
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.runner_metrics.last_fault", x.last_fault,
                                      readiness_reason::none,

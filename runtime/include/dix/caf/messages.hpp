@@ -4,7 +4,7 @@
 // "dix" category (<dix/caf/error.hpp>: to_errc, error_text).
 //
 // All of them but register_index serialize (inspect() below), so a runtime actor published over
-// the CAF middleman answers status, metrics, readiness, rebuild, subscription and stop requests
+// the CAF middleman answers status, metrics, readiness, rebuild, verify, subscription and stop requests
 // from another process. register_index carries the backend object and the projections, which
 // only exist in the runtime's process.
 //
@@ -35,6 +35,8 @@
 #include <dix/readiness.hpp>
 #include <dix/runtime.hpp>
 #include <dix/status.hpp>
+#include <dix/verify.hpp>
+#include <dix/caf/error.hpp>
 
 namespace dix {
 
@@ -230,6 +232,85 @@ inline bool operator==(const rebuild_requested& a, const rebuild_requested& b) {
   return a.id == b.id && a.accepted == b.accepted;
 }
 inline bool operator!=(const rebuild_requested& a, const rebuild_requested& b) { return !(a == b); }
+
+// -- verify (protocol.md §4.10, issue 31) ----------------------------------------------------
+
+// As runtime::verify(id, options): the owner makes index `id` durable at a fence, compares it with
+// the projection of the primary store there and answers once the verify ran to its end — equal
+// (`result.equal`, through `result.through`) or the records that differ (condemned unless
+// report-only). → index_verified. Errors: not_registered, unavailable (this runtime does not own
+// the index, or it is not ready), rebuilding, stopped, invalid_argument, timeout (the fence was
+// not durable within options.deadline), cancelled (interrupted), backend_failed, io_error. A
+// verify may take long (its scan is paced): ask with a generous timeout, or caf::infinite.
+struct verify_index {
+  std::string id;
+  verify_options options;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, verify_options& x) {
+  auto deadline_ms = static_cast<std::int64_t>(x.deadline.count());
+  return f(caf::meta::type_name("dix.verify_options"), x.report_only, x.entries_per_s, x.limit, deadline_ms,
+           caf::meta::load_callback([&]() -> caf::error {
+             if (auto err = wire::check_range("dix.verify_options.deadline", deadline_ms, 1, 86'400'000)) return err;
+             x.deadline = std::chrono::milliseconds(deadline_ms);
+             return caf::none;
+           }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, drift& x) {
+  return f(caf::meta::type_name("dix.drift"), x.kind, x.log, x.table, x.record_id, x.index_version, x.primary_version,
+           caf::meta::load_callback([&x]() -> caf::error {
+             return wire::check_enum("dix.drift.kind", x.kind, drift_kind::missing, drift_kind::wrong_projection);
+           }));
+}
+
+// The fence's cursor travels as its encoding (formats.md §3) and is decoded on load.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, verify_result& x) {
+  return f(caf::meta::type_name("dix.verify_result"), x.equal, wire::opt(x.through), x.records, x.differences, x.drifts,
+           x.condemned);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, verify_index& x) {
+  return f(caf::meta::type_name("dix.verify_index"), x.id, x.options);
+}
+
+inline bool operator==(const verify_index& a, const verify_index& b) {
+  return a.id == b.id && a.options.report_only == b.options.report_only &&
+         a.options.entries_per_s == b.options.entries_per_s && a.options.limit == b.options.limit &&
+         a.options.deadline == b.options.deadline;
+}
+inline bool operator!=(const verify_index& a, const verify_index& b) { return !(a == b); }
+
+struct index_verified {
+  std::string id;
+  verify_result result;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, index_verified& x) {
+  return f(caf::meta::type_name("dix.index_verified"), x.id, x.result);
+}
+
+inline bool operator==(const index_verified& a, const index_verified& b) {
+  const auto& x = a.result;
+  const auto& y = b.result;
+  if (a.id != b.id || x.equal != y.equal || x.through != y.through || x.records != y.records ||
+      x.differences != y.differences || x.condemned != y.condemned || x.drifts.size() != y.drifts.size())
+    return false;
+  for (std::size_t i = 0; i < x.drifts.size(); ++i) {
+    const auto& d = x.drifts[i];
+    const auto& e = y.drifts[i];
+    if (d.kind != e.kind || d.log != e.log || d.table != e.table || d.record_id != e.record_id ||
+        d.index_version != e.index_version || d.primary_version != e.primary_version)
+      return false;
+  }
+  return true;
+}
+inline bool operator!=(const index_verified& a, const index_verified& b) { return !(a == b); }
 
 // -- subscriptions ----------------------------------------------------------------------------
 

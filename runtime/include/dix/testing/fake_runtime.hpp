@@ -59,6 +59,8 @@ struct reply_of<query_readiness> { using type = readiness_report; };
 template <>
 struct reply_of<rebuild_index> { using type = rebuild_requested; };
 template <>
+struct reply_of<verify_index> { using type = index_verified; };
+template <>
 struct reply_of<subscribe> { using type = subscribed; };
 template <>
 struct reply_of<unsubscribe> { using type = unsubscribed; };
@@ -106,6 +108,9 @@ class fake_runtime {
   // query_readiness  → readiness_report of an id with a slot (registered once, or set_readiness);
   //                  not_registered otherwise.
   // rebuild_index    → rebuild_requested, accepted for a registered id before a stop.
+  // verify_index     → index_verified, equal with no records and no cursor (the fake holds no
+  //                  index), for a registered id; not_registered otherwise, stopped after a stop.
+  //                  Script a difference or a cursor with answer<verify_index>(…).
   // subscribe        the sender receives the id's events it asked for (subscribe::events) until
   //                  unsubscribe or its end → subscribed with the values now; not_registered for
   //                  an id without a slot; invalid_argument for bad events.
