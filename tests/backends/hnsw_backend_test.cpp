@@ -17,6 +17,9 @@
 
 #include "backends/hnsw_probe.hpp"
 #include "core/crc32.hpp"
+#include "support/vector_entry_source.hpp"
+#include "core/bytes.hpp"
+#include "core/drift.hpp"
 
 #include "support/backend_batches.hpp"
 #include "support/child.hpp"
@@ -991,4 +994,110 @@ TEST_CASE("hnsw index: a delivery is deferred while a new generation of the save
   CHECK(f.host.holds().back() == std::pair<epoch_t, backend_hold>{1, backend_hold::none});
   REQUIRE(f.barrier());
   CHECK(stored_of(*f.index).size() == 8001);
+}
+
+TEST_CASE("hnsw index: drift planted in its labels file by a tool that rewrites it whole (checksums and digest made consistent: a label removed, one added, one at an older version, one with another vector's hash) is found, each record by its kind and no other (issue 31)", "[adapter][backend][hnsw][digest][verify]") {
+  fixture f;
+  std::map<std::string, std::uint64_t> versions;
+  std::vector<record_entry> records;
+  for (int i = 1; i <= 6; ++i) {
+    const auto id = "p" + std::to_string(i);
+    versions[id] = 10 + static_cast<std::uint64_t>(i);
+    records.push_back(entry(id, vec{static_cast<float>(i), 1.0f}, versions[id]));
+  }
+  REQUIRE(f.index->deliver(make_batch(1, records, 6)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  // The primary's side: the same six records as a digest counts them, in merge order.
+  auto primary = [&] {
+    std::vector<digest_entry> out;
+    for (const auto& r : records) {
+      digest_entry e;
+      e.log = r.log;
+      e.table = r.table;
+      e.record_id = r.record_id;
+      e.version = r.state.version;
+      e.hash = entry_hash(r.log, r.table, r.record_id, r.state.version, r.state.projection);
+      out.push_back(e);
+    }
+    return out;
+  }();
+  auto verify = [&] {
+    auto view = f.index->open_digest().value();
+    view_entries source(*view);
+    auto report = find_drift(source, {"main"}, [&](const std::string&) -> result<std::unique_ptr<entry_source>> {
+                    return std::unique_ptr<entry_source>(std::make_unique<test::vector_entry_source>(primary));
+                  }, 100).value();
+    std::vector<std::string> found;
+    for (const auto& d : report.drifts) found.push_back(std::string(to_string(d.kind)) + " " + d.record_id);
+    return std::make_pair(found, report.differences);
+  };
+  CHECK(verify().second == 0);
+
+  // The tool: the labels file of the committed generation (formats.md §6.4) read, changed and
+  // written whole with its count and digest made consistent, and the cursor file's length and
+  // CRC-32 of it and its own CRC-32 fixed, so every check the backend makes still passes.
+  const auto dir = f.state();
+  const auto cursor_bytes = test::read_file(dir / "cursor");
+  const auto generation = get_le<std::uint64_t>(cursor_bytes, 12);
+  const auto labels_file = dir / ("labels." + std::to_string(generation));
+  const auto labels = test::read_file(labels_file);
+  struct row {
+    std::uint64_t label, version;
+    hash128 hash;
+    std::string id;
+  };
+  std::map<std::string, row> rows;
+  std::size_t at = 8 + 4 + 4 + 1 + 8 + 8 + 24;
+  const std::string header = labels.substr(0, 8 + 4 + 4 + 1 + 8);
+  while (at < labels.size()) {
+    row r;
+    r.label = get_le<std::uint64_t>(labels, at);
+    r.version = get_le<std::uint64_t>(labels, at + 8);
+    r.hash.lo = get_le<std::uint64_t>(labels, at + 16);
+    r.hash.hi = get_le<std::uint64_t>(labels, at + 24);
+    at += 32;
+    const auto log_len = static_cast<std::uint8_t>(labels[at]);
+    REQUIRE(labels.substr(at + 1, log_len) == "main");
+    at += 1 + log_len + 4;
+    const auto id_len = get_le<std::uint32_t>(labels, at);
+    r.id = labels.substr(at + 4, id_len);
+    at += 4 + id_len;
+    rows[r.id] = r;
+  }
+  REQUIRE(rows.size() == 6);
+  const auto freed = rows.at("p2").label;  // labels stay below next_label: p9 takes p2's
+  rows.erase("p2");                                                                                   // removed
+  rows["p9"] = row{freed, 3, entry_hash("main", 1, "p9", 3, encode_vector(vec{9, 1}.data(), 2)), "p9"};  // added
+  rows["p3"].version = 1;                                                                          // older
+  rows["p4"].hash = entry_hash("main", 1, "p4", versions["p4"], encode_vector(vec{0, 0.5f}.data(), 2));  // another vector
+  std::string rewritten = header;
+  put_le<std::uint64_t>(rewritten, rows.size());
+  index_digest digest;
+  for (const auto& [id, r] : rows) digest.add(r.hash);
+  rewritten += digest.encode();
+  for (const auto& [id, r] : rows) {
+    put_le<std::uint64_t>(rewritten, r.label);
+    put_le<std::uint64_t>(rewritten, r.version);
+    put_le<std::uint64_t>(rewritten, r.hash.lo);
+    put_le<std::uint64_t>(rewritten, r.hash.hi);
+    rewritten.push_back('\x04');
+    rewritten += "main";
+    put_le<std::uint32_t>(rewritten, 1);
+    put_le<std::uint32_t>(rewritten, static_cast<std::uint32_t>(id.size()));
+    rewritten += id;
+  }
+  test::replace_file(labels_file, rewritten);
+  std::string cursor_file = cursor_bytes.substr(0, cursor_bytes.size() - 4);
+  std::string length;
+  put_le<std::uint64_t>(length, rewritten.size());
+  cursor_file.replace(32, 8, length);
+  std::string crc;
+  put_le<std::uint32_t>(crc, crc32_ieee(rewritten));
+  cursor_file.replace(40, 4, crc);
+  put_le<std::uint32_t>(cursor_file, crc32_ieee(cursor_file));
+  test::replace_file(dir / "cursor", cursor_file);
+
+  const auto [found, differences] = verify();
+  CHECK(found == std::vector<std::string>{"missing p2", "stale p3", "wrong-projection p4", "extra p9"});
+  CHECK(differences == 4);
 }
