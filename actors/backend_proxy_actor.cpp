@@ -34,6 +34,7 @@ struct proxy_state {
     std::unique_ptr<digest_view> view;
     std::shared_ptr<verify_job> job;
     std::unique_ptr<view_entries> index;
+    std::optional<caf::actor_clock::time_point> progress_sent;  // the last verify_progressed
     std::unique_ptr<verify_scan> scan;  // last: destroyed first, before what it reads
   };
   std::optional<verify_state> verify;
@@ -103,7 +104,7 @@ void start_scan(proxy_pointer self, std::shared_ptr<verify_job> job) {
     }
     return error{errc::log_missing, "the verify has no snapshot of log " + name};
   };
-  const auto expected = v.view->digest().records * 2;
+  const auto expected = v.view->digest().records * 2 + v.view->preparation_rows();
   v.scan = std::make_unique<verify_scan>(*v.index, std::move(names), std::move(primary), j->request.limit, expected,
                                          j->request.entries_per_s, self->clock().now());
 }
@@ -128,7 +129,9 @@ void tick(proxy_pointer self) {
     end_verify(self, caf::error{}, std::move(report));
     return;
   }
-  if (self->state.runner) {
+  // The progress at most every 100 ms: a scan at full speed ticks far more often.
+  if (self->state.runner && (!v.progress_sent || now - *v.progress_sent >= std::chrono::milliseconds(100))) {
+    v.progress_sent = now;
     const auto p = v.scan->progress(now);
     self->send(self->state.runner, verify_progressed{v.gen, p.read, p.expected, p.eta ? p.eta->count() : -1});
   }

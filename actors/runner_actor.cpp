@@ -233,6 +233,16 @@ void carry_out(runner_pointer self, effect& e) {
         if (auto waiting = s.verify_promises.find(x.number); waiting != s.verify_promises.end()) {
           for (auto& p : waiting->second) p.deliver(answer);
           s.verify_promises.erase(waiting);
+        } else if (x.outcome.what != verify_outcome::kind::verified) {
+          // A scheduled verify (runner_options::verify_every) has nobody to answer: what it did not
+          // prove goes to the diagnostics, a difference (which also condemned) as an error.
+          const bool drift = x.outcome.what == verify_outcome::kind::drift;
+          report(self->system(), drift ? diagnostic_level::error : diagnostic_level::warning,
+                 "runner of " + d.settings->id + ": the scheduled verify " +
+                   (drift ? "found " + std::to_string(x.outcome.differences) + " records differing: "
+                          : std::string("proved nothing: ") + std::string(to_string(x.outcome.code)) + ": ") +
+                   x.outcome.message,
+                 self->id());
         }
         s.verify_report.reset();
         s.lifted.reset();

@@ -534,6 +534,16 @@ void serve_verify_request(runtime_pointer self, const verify_requested& m) {
 caf::result<index_verified> verify_one(runtime_pointer self, const verify_index& m) {
   auto& st = self->state;
   if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());
+  // Checked here, not in the message's load: CAF drops a frame it cannot load without an answer.
+  const auto deadline = m.options.deadline.count();
+  if (deadline < 1 || deadline > 86'400'000) {
+    return make_error(errc::invalid_argument, "verify_index.options.deadline = " + std::to_string(deadline) +
+                                                " ms: must be in [1, 86400000]");
+  }
+  if (m.options.limit > 1'000'000) {
+    return make_error(errc::invalid_argument,
+                      "verify_index.options.limit = " + std::to_string(m.options.limit) + ": must be at most 1000000");
+  }
   auto e = st.ctx->registry->find(m.id);
   if (!e) return make_error(errc::not_registered, "backend id " + m.id + " is not registered in this runtime");
   auto runner = e->runner();

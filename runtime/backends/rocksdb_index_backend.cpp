@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -266,6 +267,9 @@ struct rocksdb_index_backend::impl final : applier_engine {
   // The test point before each step of reset (rocksdb_index_probe); empty in production.
   std::mutex hook_mutex;
   std::function<bool(reset_step)> reset_hook;
+  // The digest view's bound on what it keeps to name records whose families disagree
+  // (2^18; a test lowers it through rocksdb_index_probe).
+  std::atomic<std::size_t> max_named{std::size_t{1} << 18};
 
   // Set by a failed open, cleared by a successful one: the next attempt logs through an
   // appending_logger, so retries leave no LOG.old.* behind (docs/operations.md).
@@ -937,6 +941,10 @@ class rocksdb_digest_view final : public digest_view {
   const std::optional<cursor>& through() const noexcept override { return through_; }
   const index_digest& digest() const noexcept override { return digest_; }
 
+  // Each family once (more only when they disagree): `reverse` has a row per record, `entries`
+  // about one per record.
+  std::uint64_t preparation_rows() const noexcept override { return 2 * digest_.records; }
+
   result<std::uint64_t> prepare(std::uint64_t units) override {
     std::uint64_t did = 0;
     units = std::max<std::uint64_t>(units, 1);
@@ -977,14 +985,32 @@ class rocksdb_digest_view final : public digest_view {
       emitted_extra_ = true;
       return &e_;
     }
-    if (!it_->Valid()) return static_cast<const digest_entry*>(nullptr);
+    if (!it_->Valid()) {
+      if (approximate_ && altered_ == 0) {
+        // Every disagreement is of refs `reverse` lacks, too many to name: never "equal".
+        return error{errc::io_error, "index " + id_ + ": its entries family names more records its reverse family lacks "
+                                     "than a verify names (over " + std::to_string(max_named) + "): rebuild it"};
+      }
+      return static_cast<const digest_entry*>(nullptr);
+    }
     const auto key = it_->key().ToStringView();
     if (!reverse_entry(key, it_->value().ToStringView(), e_)) {
       return error{errc::io_error, "index " + id_ + ": a malformed reverse entry"};
     }
-    if (!disagree_.empty() && disagree_.count(std::string(key)) != 0) e_.hash = altered(e_.hash);
+    const bool differs = approximate_ ? buckets_[bucket_of(key)] != 0
+                                      : !disagree_.empty() && disagree_.count(std::string(key)) != 0;
+    if (differs) {
+      e_.hash = altered(e_.hash);
+      ++altered_;
+    }
     return &e_;
   }
+
+  // The entries keys and refs the check keeps to name disagreeing records, at most (2^18 unless a
+  // test lowers it): beyond it the view names every record of a bucket that disagrees (its
+  // innocent neighbours too, about four a bucket), so memory stays bounded when the two families
+  // differ everywhere.
+  std::size_t max_named = std::size_t{1} << 18;
 
   const rocksdb::Snapshot* snapshot() const noexcept { return snapshot_; }
   std::optional<cursor> through_;
@@ -1018,6 +1044,18 @@ class rocksdb_digest_view final : public digest_view {
     return error{errc::io_error, "index " + id_ + ": " + what + ": " + check_it_->status().ToString()};
   }
 
+  // Too many records disagree to name each: the stream alters every record of a bucket off zero.
+  result<std::uint64_t> give_up_naming(std::uint64_t did) {
+    approximate_ = true;
+    found_.clear();
+    disagree_.clear();
+    only_entries_.clear();
+    check_it_.reset();
+    phase_ = check_phase::ready;
+    next_extra_ = only_entries_.begin();
+    return did + 1;
+  }
+
   // One slice of the check, up to `units` rows: the rows read.
   result<std::uint64_t> check(std::uint64_t units) {
     std::uint64_t did = 0;
@@ -1047,7 +1085,10 @@ class rocksdb_digest_view final : public digest_view {
         case check_phase::collect_entries: {
           const auto ref = ref_of_entry(key);
           if (ref.empty()) return error{errc::io_error, "index " + id_ + ": its entries family holds a malformed key"};
-          if (buckets_[bucket_of(ref)] != 0) found_[std::string(ref)].emplace_back(key);
+          if (buckets_[bucket_of(ref)] != 0) {
+            found_[std::string(ref)].emplace_back(key);
+            if (++named_ > max_named) return give_up_naming(did);
+          }
           break;
         }
         case check_phase::compare_reverse: {
@@ -1055,11 +1096,17 @@ class rocksdb_digest_view final : public digest_view {
           expected_entries(key, check_it_->value().ToStringView(), keys_);
           auto at = found_.find(std::string(key));
           if (at == found_.end()) {
-            if (!keys_.empty()) disagree_.emplace(key);  // none of its entries is there
+            if (!keys_.empty()) {
+              disagree_.emplace(key);  // none of its entries is there
+              if (++named_ > max_named) return give_up_naming(did);
+            }
             break;
           }
           std::sort(at->second.begin(), at->second.end());
-          if (at->second != keys_) disagree_.emplace(key);
+          if (at->second != keys_) {
+            disagree_.emplace(key);
+            ++named_;
+          }
           found_.erase(at);
           break;
         }
@@ -1114,6 +1161,9 @@ class rocksdb_digest_view final : public digest_view {
   std::set<std::string> only_entries_;                     // refs only `entries` names
   std::set<std::string>::const_iterator next_extra_;
   bool emitted_extra_ = false;  // the last entry handed out came from only_entries_, not it_
+  std::size_t named_ = 0;       // keys and refs kept to name disagreeing records
+  bool approximate_ = false;    // over max_named: every record of a bucket off zero is named
+  std::uint64_t altered_ = 0;   // records handed out with their hash altered
   // Destroyed before the snapshot is released.
   std::unique_ptr<rocksdb::Iterator> check_it_;
   std::unique_ptr<rocksdb::Iterator> it_;
@@ -1137,6 +1187,7 @@ result<std::unique_ptr<digest_view>> rocksdb_index_backend::open_digest() {
   if (!p.db) return error{errc::io_error, "index " + p.id + " closed while its digest was opened"};
   auto* db = p.db.get();
   auto view = std::make_unique<rocksdb_digest_view>(std::move(lock), db, p.entries, p.reverse, p.id);
+  view->max_named = p.max_named.load();
   rocksdb::ReadOptions ro;
   ro.snapshot = view->snapshot();
   std::string bytes;
@@ -1392,6 +1443,8 @@ std::string_view to_string(reset_step step) noexcept {
   }
   return "unknown";
 }
+
+void rocksdb_index_probe::set_verify_name_cap(rocksdb_index_backend& b, std::size_t cap) { b.impl_->max_named = cap; }
 
 void rocksdb_index_probe::set_space_probe(rocksdb_index_backend& b, space_probe probe, std::chrono::milliseconds max_age) {
   b.impl_->space->set_probe(std::move(probe), max_age);

@@ -38,6 +38,9 @@ struct rocksdb_index_probe {
   // fail with io_error instead (a fault point: off unless a test sets a hook). Set it before the
   // reset is requested.
   static void on_reset_step(rocksdb_index_backend& b, std::function<bool(reset_step)> hook);
+  // How many keys and refs a digest view's check keeps to name records whose entries and reverse
+  // families disagree, before it names whole buckets instead (default 2^18; decision 0058).
+  static void set_verify_name_cap(rocksdb_index_backend& b, std::size_t cap);
   // Replaces the reading of the index directory's filesystem (statvfs) and how long one serves.
   static void set_space_probe(rocksdb_index_backend& b, space_probe probe, std::chrono::milliseconds max_age);
 };

@@ -207,6 +207,12 @@ TEST_CASE("runtime actor: verify_index from another actor system over the middle
   caf::error bad;
   self->request(f.remote, 30s, verify_index{"no such id!", {}}).receive([](index_verified&) {}, [&](caf::error& e) { bad = e; });
   CHECK(to_errc(bad) == errc::invalid_argument);
+  // Options out of range are answered (a frame the middleman could not load would not be).
+  verify_options no_deadline;
+  no_deadline.deadline = std::chrono::milliseconds(0);
+  caf::error refused;
+  self->request(f.remote, 30s, verify_index{"idx", no_deadline}).receive([](index_verified&) {}, [&](caf::error& e) { refused = e; });
+  CHECK(to_errc(refused) == errc::invalid_argument);
   // In the runtime's own process the same message answers alike.
   caf::scoped_actor local{f.server};
   std::optional<index_verified> here;

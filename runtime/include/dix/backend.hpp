@@ -208,6 +208,8 @@ class digest_view {
     (void)units;
     return std::uint64_t{0};
   }
+  // About how many rows prepare() reads in all (for a verify's progress and ETA); 0: none.
+  virtual std::uint64_t preparation_rows() const noexcept { return 0; }
 };
 
 // An index backend (api.md §5, backends.md §0). See THREADS, BLOCKING, CALLBACKS and EXCEPTIONS
