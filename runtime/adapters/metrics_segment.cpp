@@ -80,7 +80,7 @@ constexpr std::size_t name_bytes = 64;
 constexpr std::size_t b_names_reserved = 392;
 static_assert(b_name_lengths + lag_log_slots <= b_names && b_names + lag_log_slots * name_bytes == b_names_reserved &&
               b_names_reserved + 120 == block_bytes);
-// The verify part (48 bytes from offset 392, issue 31), written with the lag part. Zero (an older
+// The verify part (72 bytes from offset 392, issue 31), written with the lag part. Zero (an older
 // writer: the bytes were reserved) reads as no verify figures.
 constexpr std::size_t b_verify_flags = 392;  // u32: bit 0 present, bit 1 verifying, bit 2 verified
 constexpr std::size_t b_verify_failures = 400;
