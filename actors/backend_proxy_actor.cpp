@@ -96,10 +96,17 @@ void start_scan(proxy_pointer self, std::shared_ptr<verify_job> job) {
   for (const auto& l : v.job->logs) names.push_back(l.name);
   auto* j = v.job.get();
   auto backend_of = self->state.b;
-  primary_source_of primary = [j, backend_of](const std::string& name) -> result<std::unique_ptr<entry_source>> {
+  auto* view = v.view.get();
+  primary_source_of primary = [j, backend_of, view](const std::string& name) -> result<std::unique_ptr<entry_source>> {
     for (auto& l : j->logs) {
       if (l.name != name || !l.snapshot) continue;
-      auto skipped = [backend_of](const record_entry& r) { return backend_of->skips(r).has_value(); };
+      // The view answers for a backend whose skips() is elsewhere (a remote node's).
+      auto skipped = [backend_of, view](const record_entry& r) -> result<bool> {
+        auto answer = view->skips(r);
+        if (!answer) return answer.error();
+        if (*answer) return **answer;
+        return backend_of->skips(r).has_value();
+      };
       return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*l.snapshot, l.name, l.tables, skipped));
     }
     return error{errc::log_missing, "the verify has no snapshot of log " + name};

@@ -12,6 +12,7 @@
 // a new owner epoch (then a new hello goes out on the same connection).
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -125,6 +126,14 @@ struct remote_backend::impl {
   std::optional<std::pair<epoch_t, completion>> reset_waiting;
   std::map<std::uint64_t, std::function<void(state_change)>> subscribers;
   std::uint64_t next_subscriber = 1;
+  // The digest views open (dix verify), by their number: the node's answers not yet taken, and
+  // whether the session they were opened in ended.
+  struct digest_channel {
+    std::uint64_t session = 0;
+    std::deque<rb_digest_reply> replies;
+    bool lost = false;
+  };
+  std::map<std::uint64_t, std::shared_ptr<digest_channel>> digests;
 
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -145,6 +154,7 @@ struct remote_backend::impl {
     // the session's end is woken. A host call under the lock: set_hold is a store into the
     // segment that calls nothing back.
     if (session != 0) note_reachable(false);
+    for (auto& [id, channel] : digests) channel->lost = true;
     link.lost(now);
     session = 0;
     pending_session = 0;
@@ -309,6 +319,8 @@ void tick(client_actor* self) {
       } else if (p.pending_session == 0 && p.wanted_epoch != 0 && p.wanted_epoch != p.session_epoch) {
         // A new owner epoch: a new session on the same connection.
         if (p.session != 0) {
+          for (auto& [id, channel] : p.digests) channel->lost = true;
+          p.cv.notify_all();
           p.link.new_session(now);  // the host fences the older epoch's work at this hello
           p.replay_pending = false;  // an older epoch's replay is moot
           p.session = 0;
@@ -483,6 +495,14 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
           }
         }
         p.run(p, std::move(calls));
+      },
+      [self](rb_digest_reply& m) {
+        auto& p = *self->state.shared;
+        std::lock_guard lock(p.mutex);
+        auto it = p.digests.find(m.view);
+        if (it == p.digests.end() || it->second->lost || m.session != it->second->session) return;
+        it->second->replies.push_back(std::move(m));
+        p.cv.notify_all();
       },
       [self](rb_refused& m) {
         auto& p = *self->state.shared;
@@ -677,6 +697,159 @@ void remote_backend::publish_coverage(const positions& pos, index_time_t coverag
   } catch (...) {
     // Coverage is advisory for the node's readers: a lost publication only delays their admission.
   }
+}
+
+namespace {
+
+// A digest view of the node's wrapped backend, read through the session it was opened in: each
+// step is a message to the node and an answer within request_timeout; reads go ahead by one
+// (the next batch of entries is asked for as soon as one arrives).
+class remote_digest_view final : public digest_view {
+ public:
+  remote_digest_view(std::shared_ptr<remote_backend::impl> p, std::shared_ptr<remote_backend::impl::digest_channel> channel,
+                     std::uint64_t id, epoch_t epoch)
+      : p_(std::move(p)), channel_(std::move(channel)), id_(id), epoch_(epoch) {}
+
+  ~remote_digest_view() override {
+    auto& p = *p_;
+    std::lock_guard lock(p.mutex);
+    if (!channel_->lost && p.gate && p.session == channel_->session) {
+      caf::send_as(p.client, p.gate, rb_digest{channel_->session, epoch_, id_, rb_digest_op::close, 0, {}});
+    }
+    p.digests.erase(id_);
+  }
+
+  // Sends the open and waits for its answer.
+  result<void> open() {
+    if (auto sent = send(rb_digest_op::open, 0, {}); !sent) return sent.error();
+    auto r = await(rb_digest_op::open);
+    if (!r) return r.error();
+    through_ = std::move(r->through);
+    digest_.sum = hash128{r->sum_lo, r->sum_hi};
+    digest_.records = r->records;
+    preparation_ = r->amount;
+    return {};
+  }
+
+  const std::optional<cursor>& through() const noexcept override { return through_; }
+  const index_digest& digest() const noexcept override { return digest_; }
+  std::uint64_t preparation_rows() const noexcept override { return preparation_; }
+
+  result<std::uint64_t> prepare(std::uint64_t units) override {
+    if (prepared_) return std::uint64_t{0};
+    if (auto sent = send(rb_digest_op::prepare, std::min(units, max_rows), {}); !sent) return sent.error();
+    auto r = await(rb_digest_op::prepare);
+    if (!r) return r.error();
+    if (r->amount == 0) prepared_ = true;
+    return r->amount;
+  }
+
+  result<const digest_entry*> next() override {
+    while (at_ == entries_.size()) {
+      if (end_) return static_cast<const digest_entry*>(nullptr);
+      if (!read_pending_) {
+        if (auto sent = send(rb_digest_op::read, max_entries, {}); !sent) return sent.error();
+      }
+      read_pending_ = false;
+      auto r = await(rb_digest_op::read);
+      if (!r) return r.error();
+      entries_.clear();
+      at_ = 0;
+      for (auto& row : r->entries) {
+        entries_.push_back(digest_entry{std::move(row.log), row.table, std::move(row.record_id), row.version,
+                                        hash128{row.hash_lo, row.hash_hi}});
+      }
+      end_ = r->end;
+      if (!end_) {
+        if (auto sent = send(rb_digest_op::read, max_entries, {}); !sent) return sent.error();
+        read_pending_ = true;
+      }
+    }
+    return &entries_[at_++];
+  }
+
+  result<std::optional<bool>> skips(const record_entry& r) override {
+    if (auto sent = send(rb_digest_op::skips, 0, {r}); !sent) return sent.error();
+    auto answer = await(rb_digest_op::skips);
+    if (!answer) return answer.error();
+    if (answer->left_out.size() != 1) {
+      return error{errc::message_invalid, "remote host: a skips answer for " + std::to_string(answer->left_out.size()) +
+                                              " records, not 1"};
+    }
+    return std::optional<bool>{answer->left_out[0] != '\0'};
+  }
+
+ private:
+  static constexpr std::uint64_t max_entries = 4096;
+  static constexpr std::uint64_t max_rows = 1u << 20;
+
+  error gone() const {
+    return error{errc::unavailable, "remote host " + p_->address + ": the session of the digest view ended"};
+  }
+
+  result<void> send(rb_digest_op op, std::uint64_t amount, std::vector<record_entry> records) {
+    auto& p = *p_;
+    std::lock_guard lock(p.mutex);
+    if (channel_->lost || !p.gate || p.session != channel_->session) return gone();
+    caf::send_as(p.client, p.gate, rb_digest{channel_->session, epoch_, id_, op, amount, std::move(records)});
+    return {};
+  }
+
+  // The node's answer to the oldest step of kind `op` not yet answered (a view's steps are
+  // answered in order; a read asked ahead may come before a later step's answer).
+  result<rb_digest_reply> await(rb_digest_op op) {
+    auto& p = *p_;
+    std::unique_lock lock(p.mutex);
+    std::optional<rb_digest_reply> answer;
+    auto arrived = [&] {
+      auto& q = channel_->replies;
+      auto it = std::find_if(q.begin(), q.end(), [op](const rb_digest_reply& r) { return r.op == op; });
+      if (it == q.end()) return channel_->lost;
+      answer = std::move(*it);
+      q.erase(it);
+      return true;
+    };
+    if (!p.cv.wait_for(lock, p.options.request_timeout, arrived)) {
+      return error{errc::timeout, "remote host " + p.address + ": no answer to a digest view's step within " +
+                                      std::to_string(p.options.request_timeout.count()) + " ms"};
+    }
+    if (!answer) return gone();
+    if (answer->code != 0) return remote_detail::error_of(answer->code, "remote host: " + answer->text);
+    return std::move(*answer);
+  }
+
+  std::shared_ptr<remote_backend::impl> p_;
+  std::shared_ptr<remote_backend::impl::digest_channel> channel_;
+  std::uint64_t id_;
+  epoch_t epoch_;
+  std::optional<cursor> through_;
+  index_digest digest_;
+  std::uint64_t preparation_ = 0;
+  bool prepared_ = false;
+  std::vector<digest_entry> entries_;
+  std::size_t at_ = 0;
+  bool end_ = false;
+  bool read_pending_ = false;
+};
+
+}  // namespace
+
+result<std::unique_ptr<digest_view>> remote_backend::open_digest() {
+  auto& p = *impl_;
+  std::unique_ptr<remote_digest_view> view;
+  {
+    std::lock_guard lock(p.mutex);
+    if (p.session == 0 || !p.gate) {
+      return error{errc::unavailable, "remote host unreachable: " + p.address + " (a digest view needs its session)"};
+    }
+    auto channel = std::make_shared<impl::digest_channel>();
+    channel->session = p.session;
+    const auto id = p.next_op++;
+    p.digests.emplace(id, channel);
+    view = std::make_unique<remote_digest_view>(impl_, std::move(channel), id, p.session_epoch);
+  }
+  if (auto opened = view->open(); !opened) return opened.error();
+  return std::unique_ptr<digest_view>(std::move(view));
 }
 
 bool remote_backend::wait_connected(bool connected, std::chrono::milliseconds timeout) const {

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -35,6 +36,7 @@
 #include <dix/query_host.hpp>
 #include <dix/remote.hpp>
 
+#include "actors/remote_digest.hpp"
 #include "actors/remote_system.hpp"
 #include "adapters/posix_files.hpp"
 #include "core/coverage_read.hpp"
@@ -274,6 +276,8 @@ struct host_state {
     std::uint64_t queued_bytes = 0;  // of its deliveries not yet taken by the wrapped backend
   };
   std::optional<session_t> session;
+  // The session's digest views (dix verify), each in its reader actor, by the owner's number.
+  std::map<std::uint64_t, caf::actor> views;
 
   struct work {
     caf::actor client;
@@ -311,6 +315,13 @@ void refuse(host_actor* self, const caf::actor& to, std::uint64_t session, const
 
 void pump(host_actor* self);
 
+// Ends the digest views' readers (their session ended, or the host stops): a view pins the
+// wrapped backend's state, and the owner's next verify opens a new one.
+void close_views(host_state& st) {
+  for (auto& [id, reader] : st.views) caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
+  st.views.clear();
+}
+
 // A wrapped completion that comes back to the host actor as a message (any thread may run it).
 completion completes_to(host_actor* self) {
   auto token = ++self->state.token;
@@ -347,6 +358,7 @@ void welcome(host_actor* self, const host_state::work& w) {
   auto& st = self->state;
   // Its loss is noticed (a diagnostic: fencing never depends on it).
   if (!st.session || st.session->client != w.client || st.session->lost) self->monitor(w.client);
+  close_views(st);
   st.session = host_state::session_t{w.hello->session, w.client, w.hello->epoch, 1, 0};
   count(st, &remote_host_stats::sessions);
   auto d = durable_now(st, 0);
@@ -636,6 +648,49 @@ void take_coverage(host_actor* self, const caf::actor& client, const rb_coverage
   }
 }
 
+// A step on a digest view (dix verify, remote_digest.hpp): only the current session's owner,
+// at its epoch, may take one; the view's reader answers it. Close is never answered.
+void take_digest(host_actor* self, const caf::actor& client, const rb_digest& m) {
+  auto& st = self->state;
+  auto answer_error = [&](const error& e) {
+    if (m.op == rb_digest_op::close) return;
+    rb_digest_reply r;
+    r.session = m.session;
+    r.view = m.view;
+    r.op = m.op;
+    r.code = code_of(e);
+    r.text = e.message();
+    caf::anon_send(client, std::move(r));
+  };
+  if (!st.session || m.session != st.session->id || client != st.session->client || m.epoch != st.session->epoch ||
+      !st.fence.is_owner_epoch(m.epoch)) {
+    answer_error(error{errc::stopped, "digest view: not this index node's current session and owner epoch"});
+    return;
+  }
+  auto it = st.views.find(m.view);
+  if (m.op == rb_digest_op::open) {
+    if (it != st.views.end()) {
+      answer_error(error{errc::message_invalid, "digest view " + std::to_string(m.view) + " is open already"});
+      return;
+    }
+    if (st.views.size() >= max_remote_digest_views) {
+      answer_error(error{errc::invalid_argument, "digest view: at most " + std::to_string(max_remote_digest_views) +
+                                                     " are open per session"});
+      return;
+    }
+    it = st.views.emplace(m.view, spawn_digest_reader(self->system(), st.shared->wrapped, client, m.session, m.view)).first;
+  } else if (it == st.views.end()) {
+    answer_error(error{errc::message_invalid, "digest view " + std::to_string(m.view) + " is not open"});
+    return;
+  } else if (m.op == rb_digest_op::skips && m.records.size() > max_remote_digest_entries) {
+    answer_error(error{errc::invalid_argument, "digest view: at most " + std::to_string(max_remote_digest_entries) +
+                                                   " records per skips question"});
+    return;
+  }
+  self->send(it->second, m);
+  if (m.op == rb_digest_op::close) st.views.erase(it);
+}
+
 constexpr std::size_t max_query_rows = 10000;
 constexpr std::size_t max_query_text = 64 * 1024;
 constexpr std::size_t max_query_dimensions = 65536;
@@ -737,6 +792,7 @@ caf::behavior gate_fun(caf::event_based_actor* self, caf::actor host) {
       [=](rb_op& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
       [=](rb_coverage& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
       [=](rb_query& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
+      [=](rb_digest& m) { self->send(host, from_atom::value, self->current_sender(), caf::make_message(std::move(m))); },
   };
 }
 
@@ -789,6 +845,7 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
       // The owner is gone or unreachable. Reported only: the session stays as it is until a new
       // hello (the same owner reconnecting, or a successor) supersedes it and its queued work.
       st.session->lost = true;
+      close_views(st);
       count(st, &remote_host_stats::sessions_lost);
       if (st.shared->options.on_session_lost) st.shared->options.on_session_lost(st.session->epoch);
     }
@@ -810,6 +867,9 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
           return;
         } else if (m.match_elements<rb_query>()) {
           start_query(self, client, m.get_as<rb_query>(0));
+          return;
+        } else if (m.match_elements<rb_digest>()) {
+          take_digest(self, client, m.get_as<rb_digest>(0));
           return;
         } else {
           return;
@@ -865,6 +925,7 @@ caf::behavior host_fun(host_actor* self, remote_backend_host::impl* shared, epoc
         }
         st.shared->coverage_cv.notify_all();
         st.queue.clear();
+        close_views(st);
         st.changes.reset();
         // The gate ignores every exit message but kill (a peer's must not end it).
         if (st.gate) caf::anon_send_exit(st.gate, caf::exit_reason::kill);

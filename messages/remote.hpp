@@ -361,4 +361,98 @@ inline bool operator==(const rb_refused& a, const rb_refused& b) {
 }
 inline bool operator!=(const rb_refused& a, const rb_refused& b) { return !(a == b); }
 
+// -- dix verify of a remote index (issue 31, backends.md §4.6) ----------------------------------
+
+// Owner → host: one step on a digest view of the wrapped backend (backend::open_digest), which
+// the owner names by a number of its choice and may use only in the session that opened it.
+// Every step is answered by an rb_digest_reply of the same view and op, and a view's steps are
+// answered in the order sent. A view ends with `close` (no answer), the session, or the host.
+enum class rb_digest_op : std::uint8_t {
+  open,     // open the view → its cursor, stored digest and preparation rows
+  prepare,  // digest_view::prepare(amount) → the rows read
+  read,     // up to `amount` entries of digest_view::next() → them, and whether the view ended
+  skips,    // backend::skips of each of `records` → one byte each in `left_out`
+  close,    // the view is no longer needed (not answered)
+};
+
+struct rb_digest {
+  std::uint64_t session = 0;
+  epoch_t epoch = 0;
+  std::uint64_t view = 0;
+  rb_digest_op op = rb_digest_op::open;
+  std::uint64_t amount = 0;
+  std::vector<record_entry> records;  // skips
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_digest& x) {
+  return f(caf::meta::type_name("dix.rb_digest"), x.session, x.epoch, x.view, x.op, x.amount, x.records,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rb_digest.op", x.op, rb_digest_op::open, rb_digest_op::close);
+           }));
+}
+
+inline bool operator==(const rb_digest& a, const rb_digest& b) {
+  return a.session == b.session && a.epoch == b.epoch && a.view == b.view && a.op == b.op && a.amount == b.amount
+         && a.records == b.records;
+}
+inline bool operator!=(const rb_digest& a, const rb_digest& b) { return !(a == b); }
+
+// One entry of a digest view, as digest_entry.
+struct rb_digest_row {
+  std::string log;
+  std::uint32_t table = 0;
+  std::string record_id;
+  std::uint64_t version = 0;
+  std::uint64_t hash_lo = 0;
+  std::uint64_t hash_hi = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_digest_row& x) {
+  return f(caf::meta::type_name("dix.rb_digest_row"), x.log, x.table, x.record_id, x.version, x.hash_lo, x.hash_hi);
+}
+
+inline bool operator==(const rb_digest_row& a, const rb_digest_row& b) {
+  return a.log == b.log && a.table == b.table && a.record_id == b.record_id && a.version == b.version
+         && a.hash_lo == b.hash_lo && a.hash_hi == b.hash_hi;
+}
+inline bool operator!=(const rb_digest_row& a, const rb_digest_row& b) { return !(a == b); }
+
+// Host → owner: the answer to an rb_digest (code 0: success, else an errc and its text; a failed
+// open leaves no view). open: `through`, the stored digest (`sum_lo`, `sum_hi`, `records`) and
+// `amount`, the preparation's rows; prepare: `amount`, the rows read; read: `entries`, and `end`
+// after the last; skips: `left_out`, one byte per record asked (1: left out).
+struct rb_digest_reply {
+  std::uint64_t session = 0;
+  std::uint64_t view = 0;
+  rb_digest_op op = rb_digest_op::open;
+  std::uint8_t code = 0;
+  std::string text;
+  std::optional<dix::cursor> through;
+  std::uint64_t sum_lo = 0;
+  std::uint64_t sum_hi = 0;
+  std::uint64_t records = 0;
+  std::uint64_t amount = 0;
+  std::vector<rb_digest_row> entries;
+  bool end = false;
+  std::string left_out;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rb_digest_reply& x) {
+  return f(caf::meta::type_name("dix.rb_digest_reply"), x.session, x.view, x.op, x.code, x.text, wire::opt(x.through),
+           x.sum_lo, x.sum_hi, x.records, x.amount, x.entries, x.end, x.left_out,
+           caf::meta::load_callback([&x] {
+             return wire::check_enum("dix.rb_digest_reply.op", x.op, rb_digest_op::open, rb_digest_op::close);
+           }));
+}
+
+inline bool operator==(const rb_digest_reply& a, const rb_digest_reply& b) {
+  return a.session == b.session && a.view == b.view && a.op == b.op && a.code == b.code && a.text == b.text
+         && a.through == b.through && a.sum_lo == b.sum_lo && a.sum_hi == b.sum_hi && a.records == b.records
+         && a.amount == b.amount && a.entries == b.entries && a.end == b.end && a.left_out == b.left_out;
+}
+inline bool operator!=(const rb_digest_reply& a, const rb_digest_reply& b) { return !(a == b); }
+
 }  // namespace dix

@@ -141,6 +141,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(dix, caf::first_custom_type_id)
   // verify requests (<dix/caf/messages.hpp>, issue 31)
   CAF_ADD_TYPE_ID(dix, (dix::verify_index))
   CAF_ADD_TYPE_ID(dix, (dix::index_verified))
+  // dix verify of a remote index (remote.hpp, issue 31)
+  CAF_ADD_TYPE_ID(dix, (dix::rb_digest))
+  CAF_ADD_TYPE_ID(dix, (dix::rb_digest_reply))
 
 CAF_END_TYPE_ID_BLOCK(dix)
 

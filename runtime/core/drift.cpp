@@ -116,6 +116,20 @@ struct drift_merge::state {
     return {};
   }
 
+  // The primary's current entry, which the index lacks: missing, unless the backend leaves it
+  // out (asked only here, so a backend's skips() costs nothing for the records it holds).
+  result<void> note_missing() {
+    auto out_of_index = primary_source->left_out();
+    if (!out_of_index) return out_of_index.error();
+    const auto& p = primary->current();
+    if (*out_of_index) {
+      out.primary.remove(p.hash);
+    } else {
+      report.note(drift_kind::missing, p, 0, p.version);
+    }
+    return {};
+  }
+
   // One unit of work: at most two entries read.
   result<void> turn() {
     switch (at) {
@@ -165,7 +179,7 @@ struct drift_merge::state {
         }
         const auto& p = primary->current();
         if (c > 0) {
-          report.note(drift_kind::missing, p, 0, p.version);
+          if (auto ok = note_missing(); !ok) return ok.error();
         } else if (i.version != p.version) {
           report.note(drift_kind::stale, i, i.version, p.version);
         } else if (i.hash != p.hash) {
@@ -184,7 +198,7 @@ struct drift_merge::state {
           at = idx.has() ? phase::next_log : phase::leftover;
           return {};
         }
-        report.note(drift_kind::missing, primary->current(), 0, primary->current().version);
+        if (auto ok = note_missing(); !ok) return ok.error();
         if (auto ok = advance(*primary); !ok) return ok.error();
         return {};
       case phase::leftover:  // projected logs the index holds nothing of

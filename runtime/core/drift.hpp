@@ -31,6 +31,11 @@ class entry_source {
     (void)units;
     return std::uint64_t{0};
   }
+  // Whether the entry the last next() answered is one the backend leaves out (backend::skips):
+  // the merge asks only of an entry the other side lacks, before it would name it missing, and
+  // leaves it out of its sum when true. Errors are the question's (a remote backend asks its
+  // node). Default: none is.
+  virtual result<bool> left_out() { return false; }
 };
 
 // A backend's digest view (backend::open_digest) read as the merge's index side.

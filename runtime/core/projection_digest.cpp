@@ -35,10 +35,6 @@ result<const digest_entry*> projection_entries::next() {
     }
     // Record-corrupt or unindexable: not an entry, as the tailer delivers it.
     if (record_.state.kind != state_kind::record) continue;
-    if (skipped_ && skipped_(record_)) {
-      ++skipped_count_;
-      continue;
-    }
     e_.table = table;
     e_.record_id.assign(record.id);
     e_.version = record_.state.version;
@@ -46,6 +42,13 @@ result<const digest_entry*> projection_entries::next() {
     return &e_;
   }
   return static_cast<const digest_entry*>(nullptr);
+}
+
+result<bool> projection_entries::left_out() {
+  if (!skipped_) return false;
+  auto out = skipped_(record_);
+  if (out && *out) ++skipped_count_;
+  return out;
 }
 
 result<void> add_projection_digest(store_snapshot& snapshot, const std::string& log, std::uint32_t table,

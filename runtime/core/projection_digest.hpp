@@ -21,18 +21,19 @@
 namespace dix {
 
 // The entries of log `log`'s projected `tables` at `snapshot`, in merge order: the tables
-// ascending, each read in id order. `skipped` (if set) is asked of every projected record, as
-// the record the tailer would deliver: answering true leaves it out, as the backend leaves out
-// what it skips as unindexable (backend::skips). Errors: the snapshot's read errors, and
-// invalid_argument naming the table when a projection throws (the runtime treats that as
-// runner-failed).
+// ascending, each read in id order. Every projected record is an entry; `skipped` (if set) is
+// asked by left_out() of the current one, as the record the tailer would deliver — true when the
+// backend leaves it out as unindexable (backend::skips) — so that the merge asks it only of the
+// records the index lacks. Errors: the snapshot's read errors, and invalid_argument naming the
+// table when a projection throws (the runtime treats that as runner-failed).
 class projection_entries final : public entry_source {
  public:
-  using skip_filter = std::function<bool(const record_entry&)>;
+  using skip_filter = std::function<result<bool>(const record_entry&)>;
   projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables,
                      skip_filter skipped = {});
   result<const digest_entry*> next() override;
-  // Records the projection delivers that `skipped` left out, so far.
+  result<bool> left_out() override;
+  // Records left_out() answered true for, so far.
   std::uint64_t skipped() const noexcept { return skipped_count_; }
 
  private:

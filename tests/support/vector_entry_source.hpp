@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,15 @@ class vector_entry_source final : public entry_source {
     if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
     return &entries_[at_++];
   }
+  // The record ids left_out() answers true for (as a backend's skips() would), and how often it
+  // was asked.
+  void leave_out(std::set<std::string> ids) { left_out_ = std::move(ids); }
+  std::size_t left_out_asked() const noexcept { return asked_; }
+  result<bool> left_out() override {
+    ++asked_;
+    if (at_ == 0) return error{errc::io_error, "left_out() before the first entry"};
+    return left_out_.count(entries_[at_ - 1].record_id) != 0;
+  }
   result<std::uint64_t> prepare(std::uint64_t units) override {
     const auto did = std::min(std::max<std::uint64_t>(units, 1), preparation_);
     preparation_ -= did;
@@ -33,6 +44,8 @@ class vector_entry_source final : public entry_source {
   std::vector<digest_entry> entries_;
   std::uint64_t preparation_;
   std::size_t at_ = 0;
+  std::set<std::string> left_out_;
+  std::size_t asked_ = 0;
 };
 
 }  // namespace dix::test

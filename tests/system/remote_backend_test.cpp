@@ -18,8 +18,10 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -39,6 +41,7 @@
 #include "support/index_registration.hpp"
 #include "support/lag_wait.hpp"
 #include "support/owner_process.hpp"
+#include "support/rocksdb_tamper.hpp"
 
 using dix::cli::child_process;
 using dix::test::temp_dir;
@@ -170,6 +173,109 @@ TEST_CASE("remote backend: a host process indexes the owner's writes, a barrier 
   check_index(dir / "host", m);
 }
 
+TEST_CASE("remote backend: a verify reads the node's digest view through the session — equal with a record the node's "
+          "backend skips, and after drift planted in the node's files each planted record named and no other",
+          "[system][remote][verify]") {
+  temp_dir dir;
+  // r0…r5 indexed under k0…k5; r7's projection is bytes the RocksDB index cannot decode, which it
+  // skips as unindexable: only the node's backend knows, and the verify must ask it there.
+  auto registration_for = [](std::shared_ptr<dix::backend> b) {
+    auto r = dix::test::index_registration(std::move(b));
+    r.projections[dix::table_ref{"main", 1}] = [](std::string_view payload, const dix::record_info&) -> dix::projection_result {
+      if (payload == "bad") return std::string("\xff\xff\xff");
+      return dix::encode_keys({std::string(payload)});
+    };
+    return r;
+  };
+  auto run_verify = [&](std::uint16_t port, bool write) {
+    auto store = dix::test::open_store(dir / "db");
+    auto rt = dix::runtime::create({store}).value();
+    auto remote = remote_to(port);
+    rt->register_index(registration_for(remote)).value();
+    REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+    dix::commit_info last{};
+    if (write) {  // the first run writes the records
+      for (int i = 0; i < 6; ++i) {
+        auto txn = store->begin();
+        txn.put(1, "r" + std::to_string(i), "k" + std::to_string(i));
+        last = txn.commit().value();
+      }
+      auto txn = store->begin();
+      txn.put(1, "r7", "bad");
+      last = txn.commit().value();
+      cover(*rt, last.time);
+    }
+    dix::verify_options o;
+    o.report_only = true;
+    auto r = rt->verify("by-value", o);
+    REQUIRE(rt->stop().get());
+    return r;
+  };
+  {
+    auto [host, port] = start_host(dir / "host");
+    auto equal = run_verify(port, true);
+    INFO((equal ? std::string() : equal.error().to_string()));
+    REQUIRE(equal);
+    CHECK(equal->equal);
+    CHECK(equal->records == 6);
+    CHECK(equal->through.has_value());
+    CHECK(host.reap(SIGTERM) == 0);
+  }
+  dix::test::plant_four_drifts(dir / "host" / "index");  // the node stopped
+  auto [host, port] = start_host(dir / "host");
+  auto found = run_verify(port, false);
+  INFO((found ? std::string() : found.error().to_string()));
+  REQUIRE(found);
+  CHECK_FALSE(found->equal);
+  CHECK(found->differences == 4);
+  std::set<std::string> named;
+  for (const auto& d : found->drifts) named.insert(std::string(dix::to_string(d.kind)) + " " + d.record_id);
+  CHECK(named == std::set<std::string>{"missing r2", "stale r3", "wrong-projection r4", "extra r9"});
+  CHECK(host.reap(SIGTERM) == 0);
+}
+
+TEST_CASE("remote backend: the index node SIGKILLed while a verify reads its digest view fails that verify with "
+          "the session, condemns nothing, and the next verify through the restarted node proves the index equal",
+          "[system][remote][verify]") {
+  temp_dir dir;
+  auto [host, port] = start_host(dir / "host");
+  auto owner = start_owner(dir, port);
+  auto& rt = owner.rt;
+  dix::commit_info last{};
+  for (int t = 0; t < 4; ++t) {
+    auto txn = owner.store->begin();
+    for (int i = 0; i < 100; ++i) txn.put(1, "r" + std::to_string(t * 100 + i), "k" + std::to_string(i));
+    last = txn.commit().value();
+  }
+  cover(*rt, last.time);
+  const auto epoch = rt->readiness("by-value")->owner_epoch;
+  const auto attempts = rebuild_attempts(*rt);
+  dix::verify_options slow;
+  slow.entries_per_s = 100;  // 800 entries: about 8 s, the node killed once the scan reads
+  auto verifying = std::async(std::launch::async, [&] { return rt->verify("by-value", slow); });
+  REQUIRE(dix::test::wait_lag(dir / "db", "by-value", [](const dix::lag_figures& l) { return l.verify_read_entries > 0; }));
+  host.reap(SIGKILL);
+  REQUIRE(verifying.wait_for(60s) == std::future_status::ready);  // failure guard only
+  auto failed = verifying.get();
+  REQUIRE_FALSE(failed);
+  INFO(failed.error().to_string());
+  CHECK((failed.error().value() == dix::errc::unavailable || failed.error().value() == dix::errc::timeout));
+  auto after = rt->readiness("by-value").value();
+  CHECK(after.state != dix::readiness_state::needs_rebuild);
+  CHECK(after.owner_epoch == epoch);
+
+  auto [again, again_port] = start_host(dir / "host", port);
+  REQUIRE(dix::test::wait_readiness(dir / "db", "by-value", dix::test::is_ready));
+  auto proven = rt->verify("by-value");
+  INFO((proven ? std::string() : proven.error().to_string()));
+  REQUIRE(proven);
+  CHECK(proven->equal);
+  CHECK(proven->records == 400);
+  CHECK(rebuild_attempts(*rt) == attempts);
+  REQUIRE(rt->stop().get());
+  CHECK(again.reap(SIGTERM) == 0);
+}
+
 TEST_CASE("remote backend: the host SIGKILLed 30 times at random points and restarted on its port loses nothing "
           "and applies nothing twice",
           "[system][remote]") {
@@ -268,6 +374,10 @@ struct hostile_peer {
                   [&](dix::rb_welcome&) { answer = "welcome"; }, [&](dix::rb_ack&) { answer = "ack"; },
                   [&](dix::rb_rows& r) {
                     answer = r.code == 0 ? "rows" : std::string(dix::to_string(static_cast<dix::errc>(r.code))) + ": " + r.text;
+                  },
+                  [&](dix::rb_digest_reply& r) {
+                    answer = r.code == 0 ? "digest " + std::to_string(r.entries.size()) + (r.end ? " end" : "")
+                                         : std::string(dix::to_string(static_cast<dix::errc>(r.code))) + ": " + r.text;
                   },
                   caf::after(10s) >> [] {});
     return answer;
@@ -368,7 +478,28 @@ TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs
   // A session of the owner's epoch (a trusted but confused peer): it takes the session over; its
   // sequence gap, an oversized batch and a batch of another epoch are refused. The owner's next
   // message is refused too, it opens a new session and replays.
+  auto digest = [&](std::uint64_t session, std::uint64_t view, dix::rb_digest_op op, std::uint64_t amount = 0,
+                    std::size_t records = 0) {
+    dix::rb_digest d{session, epoch, view, op, amount, std::vector<dix::record_entry>(records)};
+    return peer.ask(self, d).value_or("none");
+  };
+  // Digest views (dix verify): only in the current session, at its epoch.
+  CHECK_THAT(digest(12345, 5, dix::rb_digest_op::open), Catch::StartsWith("stopped: digest view: not this index node's current session"));
   CHECK(peer.ask(self, hello(epoch, 79)).value_or("none") == "welcome");
+  CHECK_THAT(digest(79, 5, dix::rb_digest_op::read, 10), Catch::StartsWith("message_invalid: digest view 5 is not open"));
+  CHECK(digest(79, 5, dix::rb_digest_op::open) == "digest 0");
+  CHECK_THAT(digest(79, 5, dix::rb_digest_op::open), Catch::StartsWith("message_invalid: digest view 5 is open already"));
+  CHECK(digest(79, 6, dix::rb_digest_op::open) == "digest 0");
+  CHECK_THAT(digest(79, 7, dix::rb_digest_op::open), Catch::StartsWith("invalid_argument: digest view: at most 2"));
+  CHECK_THAT(digest(79, 5, dix::rb_digest_op::skips, 0, 4097), Catch::StartsWith("invalid_argument: digest view: at most 4096 records"));
+  CHECK(digest(79, 5, dix::rb_digest_op::skips, 0, 2) == "digest 0");  // two empty records: answered
+  dix::rb_digest wrong_epoch{79, epoch + 1, 5, dix::rb_digest_op::read, 10, {}};
+  CHECK_THAT(peer.ask(self, wrong_epoch).value_or("none"), Catch::StartsWith("stopped: digest view"));
+  CHECK(digest(79, 5, dix::rb_digest_op::prepare, 1000) == "digest 0");
+  // A read asks for more than a step may read: at most 4096 entries, and this index is smaller.
+  CHECK_THAT(digest(79, 5, dix::rb_digest_op::read, 100000), Catch::EndsWith(" end"));
+  self->send(peer.gate, dix::rb_digest{79, epoch, 5, dix::rb_digest_op::close, 0, {}});
+  CHECK(digest(79, 7, dix::rb_digest_op::open) == "digest 0");  // 5 closed: room for another
   CHECK_THAT(peer.ask(self, dix::rb_deliver{79, epoch, 2, dix::batch_msg{b}}).value_or("none"),
              Catch::Contains("deliver: sequence 2 where the session expects 1"));
   auto big = std::make_shared<dix::batch>();

@@ -210,6 +210,14 @@ class digest_view {
   }
   // About how many rows prepare() reads in all (for a verify's progress and ETA); 0: none.
   virtual std::uint64_t preparation_rows() const noexcept { return 0; }
+  // For a view that answers for its backend's skips() (a remote backend's, whose node holds the
+  // backend that decides): whether the backend leaves `r` out, as skips() would. dix verify asks
+  // it only of the records the index lacks. nullopt: ask backend::skips (the default). Errors
+  // end the verify (a remote node's, unreachable).
+  virtual result<std::optional<bool>> skips(const record_entry& r) {
+    (void)r;
+    return std::optional<bool>{};
+  }
 };
 
 // An index backend (api.md §5, backends.md §0). See THREADS, BLOCKING, CALLBACKS and EXCEPTIONS

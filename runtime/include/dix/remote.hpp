@@ -208,6 +208,11 @@ class remote_backend final : public backend {
   std::chrono::milliseconds min_barrier_interval() const noexcept override;
   // Forwarded to the node (its readers' admission), while a session of `epoch` is open.
   void publish_coverage(const positions& p, index_time_t coverage_time, epoch_t epoch) noexcept override;
+  // The node's wrapped backend's digest view, read through the open session (dix verify; the
+  // node's answers are bounded by request_timeout each). The view also answers skips() for the
+  // node's backend: this object's own skips() keeps every record. unavailable without a session
+  // or once it ends; not_supported when the node's backend keeps no digest; timeout.
+  result<std::unique_ptr<digest_view>> open_digest() override;
 
   remote_link_status link_status() const;
   // Waits until a session is open (`connected`) or none is (!`connected`), at most `timeout`;
