@@ -144,7 +144,12 @@ int run_verify(const std::vector<std::string>& argv) {
   if (!a->has("db")) problem = "--db PATH is required";
   verify_options options;
   options.report_only = a->has("report-only");
-  if (problem.empty()) options.entries_per_s = a->number("rate", 0, 1, 1000000000000ull, problem).value_or(0);
+  // Default: a quarter of the rate the owner's scan measures; `max`: as fast as it goes.
+  if (problem.empty() && a->has("rate") && a->get("rate") == "max") {
+    options.entries_per_s = 0;
+  } else if (problem.empty() && a->has("rate")) {
+    options.entries_per_s = a->number("rate", 0, 1, 1000000000000ull, problem).value_or(0);
+  }
   if (problem.empty()) options.limit = static_cast<std::uint32_t>(a->number("limit", 100, 0, 1000000, problem).value_or(100));
   std::uint64_t timeout_s = 0;
   if (problem.empty()) timeout_s = a->number("timeout", 3600, 1, 86400 * 365, problem).value_or(3600);

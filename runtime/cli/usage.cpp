@@ -58,11 +58,12 @@ constexpr entry commands[] = {
          when ID has no slot, and with --wait when no runtime is attached, the rebuild fails
          (needs-rebuild, unavailable: the reason is named) or SECONDS pass.
 )"},
-    {"verify", R"(--db PATH ID [--rate ENTRIES_PER_S] [--limit N] [--report-only] [--json] [--timeout SECONDS]
+    {"verify", R"(--db PATH ID [--rate ENTRIES_PER_S|max] [--limit N] [--report-only] [--json] [--timeout SECONDS]
          Asks the owner of index ID, in whichever process, to prove that the index equals the
          projection of the primary store at a sequence: the owner makes it durable at a fence of
          the log (writers go on), then merges its digest view with a scan of the store at that
-         fence, at ENTRIES_PER_S (default: as fast as it goes). Prints `verified ID through
+         fence, at ENTRIES_PER_S (default: a quarter of the rate its first 65 536 entries were
+         read at unpaced; max: as fast as it goes). Prints `verified ID through
          LOG:SEQ: N records` (exit 0), or the records that differ, up to N (default 100; exit 1):
          the index is condemned (needs-rebuild, verify-failed) and rebuilt, unless --report-only.
          Exit 3 when no owner is attached, 4 when nothing could be proven (a rebuild running, not

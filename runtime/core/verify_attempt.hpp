@@ -32,13 +32,14 @@
 #include <dix/cursor.hpp>
 #include <dix/digest.hpp>
 #include <dix/errc.hpp>
+#include <dix/verify.hpp>
 
 namespace dix {
 
 // What one verify request asks (runtime::verify, `dix verify`).
 struct verify_request {
   bool report_only = false;                   // differences do not condemn the index
-  std::uint64_t entries_per_s = 0;            // the scan's rate, both sides' entries (0: unbounded)
+  std::uint64_t entries_per_s = verify_rate_measured;  // the scan's rate, both sides' entries (verify_options')
   std::uint32_t limit = 100;                  // differing records named, at most
   std::chrono::milliseconds deadline{60000};  // fencing … lifting, at most
 };

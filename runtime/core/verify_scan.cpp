@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include <dix/verify.hpp>
+
 namespace dix {
 
 namespace {
@@ -16,12 +18,27 @@ verify_scan::verify_scan(entry_source& index, std::vector<std::string> logs, pri
                          clock::steady_time start)
     : merge_(index, std::move(logs), std::move(primary_of), limit),
       expected_(expected),
-      // Beyond 10^11 entries a second the rate is no bound: unbounded (and rate × 10 s fits).
-      rate_(entries_per_s > 100'000'000'000ull ? 0 : entries_per_s),
-      burst_micro_(static_cast<std::int64_t>(std::max<std::uint64_t>(rate_ / 10, 64)) * micro),
-      credit_micro_(burst_micro_),
+      rate_(0),
+      measuring_(entries_per_s == verify_rate_measured),
+      burst_micro_(0),
+      credit_micro_(0),
       start_(start),
-      last_(start) {}
+      last_(start) {
+  set_rate(measuring_ ? 0 : entries_per_s, start);
+}
+
+void verify_scan::set_rate(std::uint64_t entries_per_s, clock::steady_time now) {
+  // Beyond 10^11 entries a second the rate is no bound: unbounded (and rate × 10 s fits).
+  rate_ = entries_per_s > 100'000'000'000ull ? 0 : entries_per_s;
+  burst_micro_ = static_cast<std::int64_t>(std::max<std::uint64_t>(rate_ / 10, 64)) * micro;
+  credit_micro_ = burst_micro_;
+  last_ = now;
+}
+
+std::optional<std::uint64_t> verify_scan::pace() const noexcept {
+  if (measuring_) return std::nullopt;
+  return rate_;
+}
 
 void verify_scan::refill(clock::steady_time now) {
   if (now <= last_) return;
@@ -37,6 +54,15 @@ result<verify_step> verify_scan::step(clock::steady_time now, std::uint64_t max_
   verify_step out;
   out.done = merge_.done();
   if (out.done) return out;
+  if (measuring_ && merge_.read() >= verify_calibration_entries) {
+    // What was read so far, as fast as it went, all read before `now`.
+    measuring_ = false;
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count();
+    if (us > 0) {
+      const auto measured = static_cast<double>(merge_.read()) * 1e6 / static_cast<double>(us);
+      set_rate(std::max<std::uint64_t>(static_cast<std::uint64_t>(measured / 4), 1000), now);
+    }
+  }
   max_entries = std::max<std::uint64_t>(max_entries, 1);
   std::uint64_t budget = max_entries;
   if (rate_ != 0) {

@@ -36,7 +36,9 @@ class verify_scan {
   // digest's count), for progress only. `entries_per_s`: the rate (0: unbounded), kept as a token
   // bucket: credit accrues at the rate up to a burst of a tenth of a second's worth (at least 64
   // entries) and reading spends it, so after a stall the scan never reads more than the burst at
-  // once.
+  // once. verify_rate_measured (<dix/verify.hpp>): unbounded for the first
+  // verify_calibration_entries entries, then a quarter of the rate they were read at (at least
+  // 1 000 a second; unbounded still if no time passed, as under a clock nobody advances).
   verify_scan(entry_source& index, std::vector<std::string> logs, primary_source_of primary_of, std::size_t limit,
               std::uint64_t expected, std::uint64_t entries_per_s, clock::steady_time start);
 
@@ -46,15 +48,20 @@ class verify_scan {
   result<verify_step> step(clock::steady_time now, std::uint64_t max_entries);
   verify_progress progress(clock::steady_time now) const;
   bool done() const noexcept { return merge_.done(); }
+  // The pace in entries per second (0: unbounded), once known: nullopt while a measured rate is
+  // still being measured.
+  std::optional<std::uint64_t> pace() const noexcept;
   const drift_report& report() const noexcept { return merge_.report(); }
 
  private:
   // The bucket, in millionths of an entry: credit_ as of last_.
   void refill(clock::steady_time now);
+  void set_rate(std::uint64_t entries_per_s, clock::steady_time now);
 
   drift_merge merge_;
   std::uint64_t expected_;
   std::uint64_t rate_;
+  bool measuring_;
   std::int64_t burst_micro_;
   std::int64_t credit_micro_;
   clock::steady_time start_;

@@ -148,3 +148,62 @@ TEST_CASE("verify scan: after a stall it reads no more than its burst at once, t
   CHECK(again.done);
   CHECK_FALSE(again.resume_at);
 }
+
+TEST_CASE("verify scan: by default it reads its first 65 536 entries unpaced, then keeps to a quarter of the rate it measured over them", "[core][verify]") {
+  manual_clock time;
+  const auto start = time.steady_now();
+  // 50 000 records a side: 100 000 entries, past the calibration.
+  vector_source index(entries(50000));
+  verify_scan scan(index, {"main"}, primary(50000), 10, 100000, verify_rate_measured, start);
+  CHECK_FALSE(scan.pace());
+  // Unpaced: each step reads its whole turn; the test's clock says each turn took 10 ms, so the
+  // first 65 536 entries were read at 409 600 entries/s.
+  std::uint64_t turns = 0;
+  while (scan.progress(time.steady_now()).read < verify_calibration_entries) {
+    auto step = scan.step(time.steady_now(), 4096).value();
+    CHECK_FALSE(step.resume_at);
+    time.advance(10ms);
+    ++turns;
+  }
+  CHECK(turns == 16);
+  CHECK_FALSE(scan.pace());  // measured at the next step, over what was read before it
+  const auto calibrated_at = scan.progress(time.steady_now()).read;
+  auto step = scan.step(time.steady_now(), 4096).value();
+  REQUIRE(scan.pace());
+  CHECK(*scan.pace() == 65536 * 100 / 16 / 4);  // 102 400 entries/s
+  // Paced from here on: a burst of a tenth of a second's worth (a few turns at once), then a
+  // wake-up.
+  while (!step.resume_at && !step.done) step = scan.step(time.steady_now(), 4096).value();
+  CHECK(scan.progress(time.steady_now()).read <= calibrated_at + 10240 + 2);
+  REQUIRE(step.resume_at);
+  const auto paced_from = time.steady_now();
+  const auto read_at = scan.progress(time.steady_now()).read;
+  while (!step.done) {
+    REQUIRE(step.resume_at);
+    time.advance(*step.resume_at - time.steady_now());
+    step = scan.step(time.steady_now(), 4096).value();
+  }
+  const auto seconds = std::chrono::duration<double>(time.steady_now() - paced_from).count();
+  CHECK(seconds == Approx(static_cast<double>(100000 - read_at) / 102400).epsilon(0.02));
+  CHECK(scan.report().differences == 0);
+}
+
+TEST_CASE("verify scan: by default a scan shorter than the calibration, or one whose clock never moved, is never paced", "[core][verify]") {
+  manual_clock time;
+  const auto start = time.steady_now();
+  vector_source small(entries(1000));
+  verify_scan short_scan(small, {"main"}, primary(1000), 10, 2000, verify_rate_measured, start);
+  auto step = short_scan.step(time.steady_now(), 100000).value();
+  CHECK(step.done);
+  CHECK_FALSE(short_scan.pace());
+
+  vector_source large(entries(50000));
+  verify_scan frozen(large, {"main"}, primary(50000), 10, 100000, verify_rate_measured, start);
+  do {
+    step = frozen.step(time.steady_now(), 4096).value();
+    CHECK_FALSE(step.resume_at);
+  } while (!step.done);
+  REQUIRE(frozen.pace());
+  CHECK(*frozen.pace() == 0);  // no time passed: nothing to measure, as fast as it goes
+  CHECK(frozen.report().index.records == 50000);
+}

@@ -17,13 +17,19 @@
 
 namespace dix {
 
+// verify_options::entries_per_s's default: a quarter of the rate the scan itself measures, read
+// as fast as it goes, over its first verify_calibration_entries entries (a verify that reads
+// fewer is never paced), so that a verify leaves most of the store's bandwidth to its users.
+inline constexpr std::uint64_t verify_rate_measured = ~std::uint64_t{0};
+inline constexpr std::uint64_t verify_calibration_entries = 65536;
+
 struct verify_options {
   // Differences are reported only; by default they condemn the index (needs-rebuild,
   // verify-failed), and the rebuild that follows makes it equal again.
   bool report_only = false;
-  // The scan's pace in entries per second, the index's and the primary's together (0: as fast as
-  // it goes).
-  std::uint64_t entries_per_s = 0;
+  // The scan's pace in entries per second, the index's and the primary's together: 0 as fast as
+  // it goes, verify_rate_measured (the default) a quarter of the rate it measures unpaced.
+  std::uint64_t entries_per_s = verify_rate_measured;
   std::uint32_t limit = 100;  // differing records named, at most (all are counted)
   // How long the index may take to become durable at the verify's fence and open its digest
   // (writers are never blocked meanwhile); the scan itself is bounded by its pace.
