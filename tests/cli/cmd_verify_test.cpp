@@ -131,6 +131,34 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
   REQUIRE(rt->stop().get());
 }
 
+TEST_CASE("dix verify: a paced verify prints its progress and ETA while the owner scans, then the proof; --json prints no progress",
+          "[system][cli][verify]") {
+  temp_dir dir;
+  const auto home = dir / "db";
+  const auto db = home.string();
+  auto store = test::open_store(home);
+  auto rt = runtime::create({store}).value();
+  REQUIRE(rt->register_index(by_key(dir / "index")));
+  auto txn = store->begin();
+  for (int i = 0; i < 300; ++i) txn.put(1, "r" + std::to_string(1000 + i), "k" + std::to_string(i));
+  REQUIRE(txn.commit());
+  REQUIRE(test::wait_readiness(home, "by-key", test::is_ready));
+  // About 1 200 entries (each side's 300, the family check's 600) at 500 a second: over two
+  // seconds, past the 64-entry burst, and the CLI looks at least once a second.
+  auto paced = dix_cli(dir, {"verify", "--db", db, "by-key", "--rate", "500"});
+  INFO(paced.out << paced.err);
+  CHECK(paced.exit_code == 0);
+  const auto at = paced.out.find("progress by-key: ");
+  REQUIRE(at != std::string::npos);
+  const auto line = paced.out.substr(at, paced.out.find('\n', at) - at);
+  CHECK_THAT(line, Catch::Matches("progress by-key: [0-9]+/[0-9]+ entries \\([0-9]+%\\)(, ETA .+)?"));
+  CHECK(at < paced.out.find("verified by-key through main:"));
+  auto json = dix_cli(dir, {"verify", "--db", db, "by-key", "--rate", "500", "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("progress") == std::string::npos);
+  REQUIRE(rt->stop().get());
+}
+
 TEST_CASE("dix verify: a SIGKILL of the owner during a verify proves nothing either way, and the next owner's verify of every index is equal while its writer goes on",
           "[system][cli][verify][kill]") {
   using namespace std::chrono_literals;
