@@ -17,7 +17,7 @@ projection_result project_key(std::string_view payload, const record_info&) {
   return encode_keys({std::string(payload.substr(0, 8))});
 }
 
-void register_ready(runtime& rt, const std::string& log, std::uint32_t table, const std::string& id,
+registration_handle register_ready(runtime& rt, const std::string& log, std::uint32_t table, const std::string& id,
                     const std::filesystem::path& dir, std::shared_ptr<backend> backend,
                     std::optional<runner_options> options, std::chrono::seconds timeout) {
   registration r;
@@ -29,11 +29,11 @@ void register_ready(runtime& rt, const std::string& log, std::uint32_t table, co
   r.backend = std::move(backend);
   r.projections[table_ref{log, table}] = project_key;
   r.options = options;
-  rt.register_index(std::move(r)).value();
+  auto handle = rt.register_index(std::move(r)).value();
   // A fresh index is built before it serves: the benchmarks measure the steady state after.
   for (auto deadline = std::chrono::steady_clock::now() + timeout;;) {
     auto m = rt.metrics(id);
-    if (m && m->readiness.state == readiness_state::ready) return;
+    if (m && m->readiness.state == readiness_state::ready) return handle;
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error("index " + id + " was not ready within " + std::to_string(timeout.count()) + " s");
     }

@@ -23,8 +23,8 @@ projection_result project_key(std::string_view payload, const record_info& info)
 
 // Registers `backend` (or, when null, a RocksDB index `id` with its defaults at `dir`) over
 // `table` of the runtime's store `log`, with `options` (the runtime's when absent), and waits
-// until it is ready; throws on a failure or after `timeout`.
-void register_ready(runtime& rt, const std::string& log, std::uint32_t table, const std::string& id,
+// until it is ready; throws on a failure or after `timeout`. Its handle (to unregister it).
+registration_handle register_ready(runtime& rt, const std::string& log, std::uint32_t table, const std::string& id,
                     const std::filesystem::path& dir, std::shared_ptr<backend> backend,
                     std::optional<runner_options> options, std::chrono::seconds timeout);
 

@@ -57,15 +57,17 @@ constexpr entry benchmarks[] = {
          T: the index's max_transactions_per_turn (default 256, the option's default).
 )"},
     {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--floor-commits N]
-         [--dir DIR] [--json FILE] [--plot FILE.png]
-         Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with three
-         RocksDB indexes registered (max_flush_age F ms, default 250), the rate stepped up while
-         their lag stays under 1 s, and the process's CPU per commit in both (cpu_bound_ratio:
-         what the usable cores allow at the second's CPU per commit, against the first's rate); then
+         [--indexes K] [--dir DIR] [--json FILE] [--plot FILE.png]
+         Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with K
+         RocksDB indexes registered (default 3, at most 16; max_flush_age F ms, default 250), the
+         rate stepped up while their lag stays under 1 s, and the process's CPU per commit in both
+         (cpu_bound_ratio: what the usable cores allow at the second's CPU per commit, against the
+         first's rate); the first index alone at the commit rate the K reached, and cost_growth,
+         the CPU per commit with K indexes over that with one; then
          unpaced against one more index slowed by US µs per record delivered (default 100) and
          gated with max_lag MS (default 1000): the longest write outage beside max_write_delay,
          throttled and refused commits, the lag series. --plot draws lag and commits/s over time
-         with gnuplot when it is installed. Last, the floor: the same writer and three indexes'
+         with gnuplot when it is installed. Last, the floor: the same writer and K indexes'
          least work in raw RocksDB over N commits (default 200000; 0 skips it), per commit, and
          the ratio no implementation of this design reaches past on these cores (floor.bound_ratio).
 )"},

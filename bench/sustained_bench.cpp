@@ -1,8 +1,10 @@
 // `dix bench sustained`: what the writer sustains with indexes in step. One store, one run, three
 // phases, each with the unpaced paced_writer (one thread, one put per transaction):
 //  (a) alone: no runtime, a table nobody projects;
-//  (b) with three RocksDB indexes (their defaults, no writer gate) registered on a runtime and
-//      projecting the table written; sampled every 100 ms: commits/s and each index's lag_ms;
+//  (b) with --indexes N RocksDB indexes (default three; their defaults, no writer gate) registered
+//      on a runtime and projecting the table written; sampled every 100 ms: commits/s and each
+//      index's lag_ms; then, all but the first unregistered, the first alone at the pace N
+//      sustained: cost_growth is the CPU per commit with N over that with one (issue 32 item 4);
 //  (c) overload: one more RocksDB index on a table of its own, slowed by a real sleep of
 //      --slow-us per record delivered (so it indexes at most 10⁶/slow-us records/s, below what
 //      the writer commits) and gated (max_lag --max-lag-ms): the writer gate throttles commits
@@ -45,7 +47,7 @@ using std::chrono::milliseconds;
 constexpr std::uint32_t indexed_table = 1;  // phase (b)
 constexpr std::uint32_t plain_table = 2;    // phase (a), never projected
 constexpr std::uint32_t slow_table = 3;     // phase (c)
-constexpr std::size_t index_count = 3;
+constexpr std::size_t max_indexes = 16;  // --indexes
 constexpr std::uint64_t steps = 5;          // phase (b): paced at k/steps of phase (a)'s rate, then unpaced
 constexpr std::uint64_t refine_steps = 2;   // phase (b): after a broken bound, halfway steps
 constexpr double lag_bound_ms = 1000;       // phase (b)'s bound on every index's lag
@@ -99,11 +101,17 @@ std::string lag_parts_json(const lag_parts& l) {
   return out.str();
 }
 
+constexpr std::array<double, max_indexes> no_lags() {
+  std::array<double, max_indexes> out{};
+  for (auto& l : out) l = NAN;
+  return out;
+}
+
 struct point {
   double t_ms = 0;
   char phase = 'a';
   double commits_per_s = 0;
-  std::array<double, index_count> lag_ms{NAN, NAN, NAN};  // NAN: no such index in this phase
+  std::array<double, max_indexes> lag_ms = no_lags();  // NAN: no such index in this phase
   bool throttled = false, exceeded = false;               // the gate (phase c)
 };
 
@@ -236,7 +244,7 @@ std::string number_or_null(double v) {
   return out.str();
 }
 
-std::string series_json(const std::vector<point>& series) {
+std::string series_json(const std::vector<point>& series, std::size_t index_count) {
   std::ostringstream out;
   out << "[";
   for (std::size_t i = 0; i < series.size(); ++i) {
@@ -251,31 +259,37 @@ std::string series_json(const std::vector<point>& series) {
 
 // Writes the samples and a gnuplot script beside `png`, runs gnuplot; one line when it cannot.
 // `budget_ms` is the slow index's gate budget B (operations.md, "The writer gate").
-void plot(const std::vector<point>& series, const std::string& png, std::uint64_t budget_ms) {
+void plot(const std::vector<point>& series, const std::string& png, std::uint64_t budget_ms, std::size_t index_count) {
   const std::string data = png + ".dat", script = png + ".gp";
   {
     std::ofstream d(data);
-    d << "# time_s commits_per_s lag_ms_1 lag_ms_2 lag_ms_3 (phase c: lag_ms_1 is the slow index)\n";
+    d << "# time_s commits_per_s lag_ms_1 … lag_ms_" << index_count << " (phase c: lag_ms_1 is the slow index)\n";
     for (std::size_t i = 0; i < series.size(); ++i) {
       const auto& p = series[i];
       if (i > 0 && p.t_ms - series[i - 1].t_ms > 300) d << "\n";  // a new phase: no line across the gap
       d << p.t_ms / 1000 << " " << p.commits_per_s;
-      for (auto l : p.lag_ms) d << " " << (std::isnan(l) ? std::string("NaN") : std::to_string(l));
+      for (std::size_t j = 0; j < index_count; ++j) {
+        const auto l = p.lag_ms[j];
+        d << " " << (std::isnan(l) ? std::string("NaN") : std::to_string(l));
+      }
       d << "\n";
     }
   }
   {
     std::ofstream g(script);
     g << "set terminal pngcairo size 1200,700 noenhanced\nset output '" << png << "'\n"
-      << "set title 'dix bench sustained: (a) writer alone, (b) three indexes, (c) overload, one slow gated index'\n"
+      << "set title 'dix bench sustained: (a) writer alone, (b) " << index_count
+      << " indexes, (c) overload, one slow gated index'\n"
       << "set xlabel 'time (s)'\nset ylabel 'lag (ms)'\nset y2label 'commits/s'\nset ytics nomirror\nset y2tics\n"
       << "set yrange [0:*]\nset logscale y2\nset y2range [1:*]\nset key outside bottom center horizontal\nset grid\n"
       << "set datafile missing 'NaN'\n"
       << "plot '" << data << "' using 1:2 axes x1y2 with lines lw 2 title 'commits/s (right, log scale; 0 not drawn)', "
-      << "'' using 1:3 with lines title 'lag index 1 / slow index (ms)', "
-      << "'' using 1:4 with lines title 'lag index 2 (ms)', '' using 1:5 with lines title 'lag index 3 (ms)', "
-      << budget_ms / 2 << " with lines dt 2 title 'slow index: H = B/2, the throttle starts', "
-      << budget_ms << " with lines dt 3 title 'slow index: B, refusals'\n";
+      << "'' using 1:3 with lines title 'lag index 1 / slow index (ms)', ";
+    for (std::size_t j = 2; j <= index_count; ++j) {
+      g << "'' using 1:" << j + 2 << " with lines title 'lag index " << j << " (ms)', ";
+    }
+    g << budget_ms / 2 << " with lines dt 2 title 'slow index: H = B/2, the throttle starts', " << budget_ms
+      << " with lines dt 3 title 'slow index: B, refusals'\n";
   }
   auto gnuplot = std::filesystem::path("/usr/bin/gnuplot");
   if (!std::filesystem::exists(gnuplot)) {
@@ -293,7 +307,7 @@ void plot(const std::vector<point>& series, const std::string& png, std::uint64_
 
 int run_sustained(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
-  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "floor-commits", "dir", "json", "plot"}, {}},
+  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "floor-commits", "indexes", "dir", "json", "plot"}, {}},
                                      "dix bench sustained", usage("sustained"), status);
   if (!a) return status;
   std::string problem;
@@ -306,7 +320,9 @@ int run_sustained(const std::vector<std::string>& argv) {
   auto flush_age = max_lag ? a->number("flush-age-ms", 250, 10, 60'000, problem) : std::nullopt;
   // The raw-RocksDB floor's commits (pipeline_floor.hpp); 0 skips it.
   auto floor_commits = flush_age ? a->number("floor-commits", 200'000, 0, 10'000'000, problem) : std::nullopt;
-  if (!seconds || !slow_us || !max_lag || !flush_age || !floor_commits || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
+  auto indexes = floor_commits ? a->number("indexes", 3, 1, max_indexes, problem) : std::nullopt;
+  if (!seconds || !slow_us || !max_lag || !flush_age || !floor_commits || !indexes || !check_scratch_base(*a, problem) ||
+      !report.open(*a, problem)) {
     return tool::refuse("dix bench sustained", problem);
   }
   try {
@@ -321,16 +337,18 @@ int run_sustained(const std::vector<std::string>& argv) {
     auto alone = run_phase(*store, {0, plain_table, "a", {}, {}}, total / 4, origin, 'a', nullptr, {}, series);
     std::cerr << "alone: " << alone.tps << " commits/s\n";
 
-    // (b) Three indexes in step.
+    const auto index_count = static_cast<std::size_t>(*indexes);
+    // (b) N indexes in step.
     runtime_options ro;
     auto rt = runtime::create({store}, ro).value();
     std::vector<std::string> ids;
+    std::vector<registration_handle> handles;
     runner_options in_step = ro.runner;
     in_step.max_flush_age = milliseconds(*flush_age);
     for (std::size_t i = 0; i < index_count; ++i) {
       ids.push_back("index-" + std::to_string(i + 1));
-      register_ready(*rt, store->log_name(), indexed_table, ids.back(), dir.path() / ids.back(), nullptr, in_step,
-                     std::chrono::seconds(60));
+      handles.push_back(register_ready(*rt, store->log_name(), indexed_table, ids.back(), dir.path() / ids.back(), nullptr,
+                                       in_step, std::chrono::seconds(60)));
     }
     settle(*rt, ids);
     // Stepped up: paced at a fifth, two fifths … of the lone writer's rate, then unpaced, each
@@ -396,6 +414,19 @@ int run_sustained(const std::vector<std::string>& argv) {
     }
     const double records_per_batch = delivered_batches > 0 ? delivered_records / delivered_batches : 1;
 
+    // (b) again with the first index alone, paced at the commit rate the N reached at their
+    // sustained step: the CPU per commit of one index's pipeline at the same commit rate.
+    phase_result one = with;
+    if (index_count > 1) {
+      for (std::size_t i = 1; i < index_count; ++i) handles[i].unregister().get().value();
+      settle(*rt, {ids[0]});
+      const auto pace = std::max<std::uint64_t>(static_cast<std::uint64_t>(with.tps), 1);
+      one = run_phase(*store, {pace, indexed_table, "b1-", {}, {}}, step, origin, 'b', rt.get(), {ids[0]}, series);
+      std::cerr << "with 1 index at " << pace << "/s: " << one.tps << " commits/s, " << one.cpu_us_per_commit
+                << " us/commit\n";
+    }
+    const double cost_growth = one.cpu_us_per_commit > 0 ? with.cpu_us_per_commit / one.cpu_us_per_commit : 0;
+
     // (c) Overload: an unthrottled writer, one slow index under the writer gate.
     rocksdb_index_options io;
     io.path = dir.path() / "slow";
@@ -440,6 +471,8 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"lag_bound_broken_paced_tps\":" << broke_paced_at
          << ",\"lag_bound_broken_parts\":" << lag_parts_json(broke_parts)
          << ",\"with_indexes_paced_tps\":" << with_paced_at << ",\"refined_steps\":" << refined
+         << ",\"one_index_tps\":" << static_cast<std::uint64_t>(one.tps)
+         << ",\"one_index_cpu_us_per_commit\":" << one.cpu_us_per_commit << ",\"cost_growth\":" << cost_growth
          << ",\"records_per_batch\":" << records_per_batch
          << ",\"wal_syncs_per_batch\":" << (delivered_batches > 0 ? wal_syncs / delivered_batches : 0)
          << ",\"floor\":{\"commits\":" << floor.commits << ",\"batch_records\":"
@@ -456,8 +489,8 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"commit_p99_ms\":" << quantile(over.written.waits_us, 0.99) / 1000
          << ",\"commits\":" << over.written.waits_us.size() << ",\"throttled_commits\":" << over.throttled
          << ",\"refused_commits\":" << over.written.refused << ",\"slow_index_max_lag_ms\":" << over.max_lag_ms
-         << "},\"series\":" << series_json(series) << "}\n";
-    if (a->has("plot")) plot(series, a->get("plot"), budget);
+         << "},\"series\":" << series_json(series, index_count) << "}\n";
+    if (a->has("plot")) plot(series, a->get("plot"), budget, index_count);
     if (!report.write(json.str(), problem)) throw std::runtime_error(problem);
     return 0;
   } catch (const std::exception& e) {
