@@ -525,6 +525,13 @@ remote_backend::remote_backend(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
 
 remote_backend::~remote_backend() {
   if (!impl_) return;
+  {
+    // A digest view holds the shared state too: once the actor system is gone it must not send.
+    std::lock_guard lock(impl_->mutex);
+    impl_->gate = nullptr;
+    for (auto& [id, channel] : impl_->digests) channel->lost = true;
+    impl_->cv.notify_all();
+  }
   caf::anon_send(impl_->client, bye_atom::value);
   impl_->sys.reset();
   impl_->cfg.reset();
