@@ -8,6 +8,10 @@
 
 namespace dix {
 
+// The forecast a verify names when its deadline passes is capped here (a day): the cap itself
+// means the reader made no progress while its log held more (backlog_forecast::drain_ms).
+constexpr std::uint64_t verify_backlog_cap_ms = 86'400'000;
+
 namespace {
 
 std::string epoch_went_back(epoch_t minted, epoch_t held) {
@@ -1350,9 +1354,18 @@ effects runner_core::on_timer(timer_kind kind, std::uint64_t gen, steady_time no
   if (kind == timer_kind::verify_deadline) {
     // That verify's only (its number): it bounds the way to the fence and the view, not the scan.
     if (gen == verify_.number && verify_.before_scan()) {
+      // A lagging index may need longer than the deadline only to read what it is behind by:
+      // say so, with the remedies.
+      std::string behind;
+      if (verify_.backlog_ms == verify_backlog_cap_ms) {
+        behind = "; when it began the index's reader had read nothing for a while though its log held more";
+      } else if (verify_.backlog_ms * 2 > static_cast<std::uint64_t>(verify_.request.deadline.count())) {
+        behind = "; when it began the index was about " + std::to_string(verify_.backlog_ms) +
+                 " ms of reading behind its log: give a longer deadline, or verify once it caught up";
+      }
       abandon_verify(errc::timeout,
                      "the index did not reach the verify's fence within " + std::to_string(verify_.request.deadline.count()) +
-                       " ms",
+                       " ms" + behind,
                      out, now);
     }
     return out;
@@ -1701,6 +1714,7 @@ void runner_core::begin_verify(const verify_request& request, effects& out) {
   verify_eta_ms_ = -1;
   verify_.request = request;
   verify_.number = ++verify_numbers_;
+  verify_.backlog_ms = cover_.backlog.drain_ms(verify_backlog_cap_ms);
   verify_.target.reset();
   verify_.to(vphase::fencing);
   out.push_back(fx::fence{gen_});

@@ -90,6 +90,9 @@ class verify_attempt {
   std::optional<cursor> target;  // at_fence on: the last offered entry, which must become durable
   // Each verify's number: its deadline timer carries it, so an earlier verify's timer is ignored.
   std::uint64_t number = 0;
+  // How long the index's unread backlog was forecast to take to read when the verify began
+  // (core/backlog_forecast; 0: none, or no rate known): named when the deadline passes.
+  std::uint64_t backlog_ms = 0;
 
  private:
   phase phase_ = phase::none;

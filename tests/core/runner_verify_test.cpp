@@ -278,6 +278,9 @@ TEST_CASE("runner verify: a barrier that does not come ends it at the deadline, 
   REQUIRE(p.verify_outcomes.size() == 1);
   CHECK(p.verify_outcomes[0].what == kind::failed);
   CHECK(p.verify_outcomes[0].code == errc::timeout);
+  // The index was not behind its log when the verify began: the message names no backlog.
+  CHECK(p.verify_outcomes[0].message.find("within 3000 ms") != std::string::npos);
+  CHECK(p.verify_outcomes[0].message.find("behind") == std::string::npos);
   CHECK_FALSE(p.tailer_fenced());
   CHECK(p.delivered.size() > delivered);  // the commit beyond the fence was read after the lift
   CHECK(p.publications.back().state == readiness_state::ready);  // a failed verify proves nothing either way
