@@ -100,13 +100,14 @@ void start_scan(proxy_pointer self, std::shared_ptr<verify_job> job) {
   primary_source_of primary = [j, backend_of, view](const std::string& name) -> result<std::unique_ptr<entry_source>> {
     for (auto& l : j->logs) {
       if (l.name != name || !l.snapshot) continue;
-      // The view answers for a backend whose skips() is elsewhere (a remote node's).
-      auto skipped = [backend_of, view](const record_entry& r) -> result<bool> {
-        auto answer = view->skips(r);
-        if (!answer) return answer.error();
-        if (*answer) return **answer;
-        return backend_of->skips(r).has_value();
-      };
+      if (view->answers_skips()) {
+        // The backend that decides is elsewhere (a remote node's): asked, in batches, only about
+        // the records the index lacks (decision 0059).
+        auto questions = [view](const std::vector<record_entry>& records) { return view->skips(records); };
+        return std::unique_ptr<entry_source>(
+            std::make_unique<projection_entries>(*l.snapshot, l.name, l.tables, projection_entries::skip_filter{}, questions));
+      }
+      auto skipped = [backend_of](const record_entry& r) { return backend_of->skips(r).has_value(); };
       return std::unique_ptr<entry_source>(std::make_unique<projection_entries>(*l.snapshot, l.name, l.tables, skipped));
     }
     return error{errc::log_missing, "the verify has no snapshot of log " + name};

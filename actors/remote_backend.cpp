@@ -726,10 +726,11 @@ class remote_digest_view final : public digest_view {
     p.digests.erase(id_);
   }
 
-  // Sends the open and waits for its answer.
+  // Sends the open and waits for its answer: ten times request_timeout, since a backend may read
+  // its whole index to open a view (Xapian's, hnsw's labels).
   result<void> open() {
     if (auto sent = send(rb_digest_op::open, 0, {}); !sent) return sent.error();
-    auto r = await(rb_digest_op::open);
+    auto r = await(rb_digest_op::open, 10);
     if (!r) return r.error();
     through_ = std::move(r->through);
     digest_.sum = hash128{r->sum_lo, r->sum_hi};
@@ -775,15 +776,21 @@ class remote_digest_view final : public digest_view {
     return &entries_[at_++];
   }
 
-  result<std::optional<bool>> skips(const record_entry& r) override {
-    if (auto sent = send(rb_digest_op::skips, 0, {r}); !sent) return sent.error();
+  bool answers_skips() const noexcept override { return true; }
+
+  result<std::vector<bool>> skips(const std::vector<record_entry>& records) override {
+    if (records.empty()) return std::vector<bool>{};
+    if (auto sent = send(rb_digest_op::skips, 0, records); !sent) return sent.error();
     auto answer = await(rb_digest_op::skips);
     if (!answer) return answer.error();
-    if (answer->left_out.size() != 1) {
+    if (answer->left_out.size() != records.size()) {
       return error{errc::message_invalid, "remote host: a skips answer for " + std::to_string(answer->left_out.size()) +
-                                              " records, not 1"};
+                                              " records, not " + std::to_string(records.size())};
     }
-    return std::optional<bool>{answer->left_out[0] != '\0'};
+    std::vector<bool> out;
+    out.reserve(records.size());
+    for (char c : answer->left_out) out.push_back(c != '\0');
+    return out;
   }
 
  private:
@@ -804,8 +811,9 @@ class remote_digest_view final : public digest_view {
 
   // The node's answer to the oldest step of kind `op` not yet answered (a view's steps are
   // answered in order; a read asked ahead may come before a later step's answer).
-  result<rb_digest_reply> await(rb_digest_op op) {
+  result<rb_digest_reply> await(rb_digest_op op, int timeouts = 1) {
     auto& p = *p_;
+    const auto bound = p.options.request_timeout * timeouts;
     std::unique_lock lock(p.mutex);
     std::optional<rb_digest_reply> answer;
     auto arrived = [&] {
@@ -816,9 +824,9 @@ class remote_digest_view final : public digest_view {
       q.erase(it);
       return true;
     };
-    if (!p.cv.wait_for(lock, p.options.request_timeout, arrived)) {
+    if (!p.cv.wait_for(lock, bound, arrived)) {
       return error{errc::timeout, "remote host " + p.address + ": no answer to a digest view's step within " +
-                                      std::to_string(p.options.request_timeout.count()) + " ms"};
+                                      std::to_string(bound.count()) + " ms"};
     }
     if (!answer) return gone();
     if (answer->code != 0) return remote_detail::error_of(answer->code, "remote host: " + answer->text);

@@ -25,6 +25,7 @@ struct reader_state {
   caf::actor client;
   std::uint64_t session = 0;
   std::uint64_t id = 0;
+  std::shared_ptr<std::atomic<bool>> cancelled;
 };
 
 using reader_actor = caf::stateful_actor<reader_state>;
@@ -72,7 +73,8 @@ void read(reader_state& st, std::uint64_t amount, rb_digest_reply& r) {
 
 void step(reader_actor* self, rb_digest& m) {
   auto& st = self->state;
-  if (m.op == rb_digest_op::close) {
+  if (m.op == rb_digest_op::close || st.cancelled->load()) {
+    st.view.reset();  // at once: it pins the backend's state
     self->quit();
     return;
   }
@@ -103,8 +105,9 @@ void step(reader_actor* self, rb_digest& m) {
 }
 
 caf::behavior reader_fun(reader_actor* self, std::shared_ptr<backend> b, caf::actor client, std::uint64_t session,
-                         std::uint64_t id) {
+                         std::uint64_t id, std::shared_ptr<std::atomic<bool>> cancelled) {
   auto& st = self->state;
+  st.cancelled = std::move(cancelled);
   st.b = std::move(b);
   st.client = std::move(client);
   st.session = session;
@@ -118,8 +121,8 @@ caf::behavior reader_fun(reader_actor* self, std::shared_ptr<backend> b, caf::ac
 }  // namespace
 
 caf::actor spawn_digest_reader(caf::actor_system& sys, std::shared_ptr<backend> b, caf::actor client,
-                               std::uint64_t session, std::uint64_t view) {
-  return sys.spawn<caf::detached>(reader_fun, std::move(b), std::move(client), session, view);
+                               std::uint64_t session, std::uint64_t view, std::shared_ptr<std::atomic<bool>> cancelled) {
+  return sys.spawn<caf::detached>(reader_fun, std::move(b), std::move(client), session, view, std::move(cancelled));
 }
 
 }  // namespace dix

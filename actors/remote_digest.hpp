@@ -5,6 +5,7 @@
 // the session and epoch of every step and forwards it; it ends the readers with their session.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,8 +29,10 @@ inline constexpr std::size_t max_remote_digest_bytes = 4u << 20;
 // A reader of view `view` of session `session` on the wrapped backend `b`, answering `client`
 // (rb_digest_reply). It takes rb_digest messages — the first must be `open` — and quits at
 // `close`, at an exit message, or with its actor system; its view is destroyed before its
-// reference to the backend.
+// reference to the backend. Once `cancelled` is set (the host sets it before it sends the close
+// or the exit, which queue behind the steps already sent) it takes no more steps: a step queued
+// behind the session's end never opens or reads the backend after the host shut it down.
 caf::actor spawn_digest_reader(caf::actor_system& sys, std::shared_ptr<backend> b, caf::actor client,
-                               std::uint64_t session, std::uint64_t view);
+                               std::uint64_t session, std::uint64_t view, std::shared_ptr<std::atomic<bool>> cancelled);
 
 }  // namespace dix

@@ -276,8 +276,13 @@ struct host_state {
     std::uint64_t queued_bytes = 0;  // of its deliveries not yet taken by the wrapped backend
   };
   std::optional<session_t> session;
-  // The session's digest views (dix verify), each in its reader actor, by the owner's number.
-  std::map<std::uint64_t, caf::actor> views;
+  // The session's digest views (dix verify), each in its reader actor with its cancel flag, by
+  // the owner's number.
+  struct view_reader {
+    caf::actor actor;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  std::map<std::uint64_t, view_reader> views;
 
   struct work {
     caf::actor client;
@@ -318,7 +323,10 @@ void pump(host_actor* self);
 // Ends the digest views' readers (their session ended, or the host stops): a view pins the
 // wrapped backend's state, and the owner's next verify opens a new one.
 void close_views(host_state& st) {
-  for (auto& [id, reader] : st.views) caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
+  for (auto& [id, reader] : st.views) {
+    reader.cancelled->store(true);  // first: the exit queues behind the steps already sent
+    caf::anon_send_exit(reader.actor, caf::exit_reason::user_shutdown);
+  }
   st.views.clear();
 }
 
@@ -662,8 +670,8 @@ void take_digest(host_actor* self, const caf::actor& client, const rb_digest& m)
     r.text = e.message();
     caf::anon_send(client, std::move(r));
   };
-  if (!st.session || m.session != st.session->id || client != st.session->client || m.epoch != st.session->epoch ||
-      !st.fence.is_owner_epoch(m.epoch)) {
+  if (!st.session || st.session->lost || m.session != st.session->id || client != st.session->client ||
+      m.epoch != st.session->epoch || !st.fence.is_owner_epoch(m.epoch)) {
     answer_error(error{errc::stopped, "digest view: not this index node's current session and owner epoch"});
     return;
   }
@@ -678,7 +686,9 @@ void take_digest(host_actor* self, const caf::actor& client, const rb_digest& m)
                                                      " are open per session"});
       return;
     }
-    it = st.views.emplace(m.view, spawn_digest_reader(self->system(), st.shared->wrapped, client, m.session, m.view)).first;
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto reader = spawn_digest_reader(self->system(), st.shared->wrapped, client, m.session, m.view, cancelled);
+    it = st.views.emplace(m.view, host_state::view_reader{std::move(reader), std::move(cancelled)}).first;
   } else if (it == st.views.end()) {
     answer_error(error{errc::message_invalid, "digest view " + std::to_string(m.view) + " is not open"});
     return;
@@ -687,8 +697,13 @@ void take_digest(host_actor* self, const caf::actor& client, const rb_digest& m)
                                                    " records per skips question"});
     return;
   }
-  self->send(it->second, m);
-  if (m.op == rb_digest_op::close) st.views.erase(it);
+  if (m.op == rb_digest_op::close) {
+    it->second.cancelled->store(true);  // the steps queued before it are not taken either
+    self->send(it->second.actor, m);
+    st.views.erase(it);
+    return;
+  }
+  self->send(it->second.actor, m);
 }
 
 constexpr std::size_t max_query_rows = 10000;

@@ -421,7 +421,8 @@ int run_sustained(const std::vector<std::string>& argv) {
       for (std::size_t i = 1; i < index_count; ++i) handles[i].unregister().get().value();
       settle(*rt, {ids[0]});
       const auto pace = std::max<std::uint64_t>(static_cast<std::uint64_t>(with.tps), 1);
-      one = run_phase(*store, {pace, indexed_table, "b1-", {}, {}}, step, origin, 'b', rt.get(), {ids[0]}, series);
+      // Its own record ids (step k writes "b<k>-…"): inserts, as the steps made.
+      one = run_phase(*store, {pace, indexed_table, "one-", {}, {}}, step, origin, 'b', rt.get(), {ids[0]}, series);
       std::cerr << "with 1 index at " << pace << "/s: " << one.tps << " commits/s, " << one.cpu_us_per_commit
                 << " us/commit\n";
     }

@@ -1039,7 +1039,7 @@ class rocksdb_digest_view final : public digest_view {
       h = (h << 29) | (h >> 35);
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, p, n);
+    if (n != 0) std::memcpy(&tail, p, n);
     h = (h ^ tail) * k;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;

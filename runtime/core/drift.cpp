@@ -107,6 +107,7 @@ struct drift_merge::state {
     return s.advance();
   }
   result<void> open_primary(const std::string& of) {
+    if (auto asked = ask(); !asked) return asked.error();  // the tickets are the old source's
     primary.reset();
     auto source = primary_of(of);
     if (!source) return source.error();
@@ -116,17 +117,57 @@ struct drift_merge::state {
     return {};
   }
 
+  // A difference found, in merge order: reported, or held behind a question still to ask.
+  struct held_note {
+    drift_kind kind;
+    digest_entry at;
+    std::uint64_t index_version = 0, primary_version = 0;
+    std::optional<std::uint64_t> ticket;  // a missing entry the backend may leave out
+  };
+  std::vector<held_note> held;
+  std::vector<std::uint64_t> tickets;
+
+  void note(drift_kind kind, const digest_entry& where, std::uint64_t index_version, std::uint64_t primary_version) {
+    if (held.empty()) report.note(kind, where, index_version, primary_version);
+    else held.push_back(held_note{kind, where, index_version, primary_version, std::nullopt});
+  }
   // The primary's current entry, which the index lacks: missing, unless the backend leaves it
-  // out (asked only here, so a backend's skips() costs nothing for the records it holds).
+  // out — a question the primary's source holds, asked with others (held_questions_max at most).
   result<void> note_missing() {
-    auto out_of_index = primary_source->left_out();
-    if (!out_of_index) return out_of_index.error();
     const auto& p = primary->current();
-    if (*out_of_index) {
-      out.primary.remove(p.hash);
-    } else {
-      report.note(drift_kind::missing, p, 0, p.version);
+    auto ticket = primary_source->hold();
+    if (!ticket) {
+      note(drift_kind::missing, p, 0, p.version);
+      return {};
     }
+    held.push_back(held_note{drift_kind::missing, p, 0, p.version, ticket});
+    tickets.push_back(*ticket);
+    if (tickets.size() >= held_questions_max) return ask();
+    return {};
+  }
+  // Asks the held questions and reports what they held back, in order.
+  result<void> ask() {
+    if (held.empty()) return {};
+    std::vector<bool> out_of_index;
+    if (!tickets.empty()) {
+      auto answers = primary_source->left_out(tickets);
+      if (!answers) return answers.error();
+      if (answers->size() != tickets.size()) {
+        return error{errc::io_error, "the backend answered " + std::to_string(answers->size()) + " questions of " +
+                                         std::to_string(tickets.size())};
+      }
+      out_of_index = std::move(*answers);
+    }
+    std::size_t next = 0;
+    for (auto& h : held) {
+      if (h.ticket && out_of_index[next++]) {
+        out.primary.remove(h.at.hash);  // left out: in neither sum
+      } else {
+        report.note(h.kind, h.at, h.index_version, h.primary_version);
+      }
+    }
+    held.clear();
+    tickets.clear();
     return {};
   }
 
@@ -162,7 +203,7 @@ struct drift_merge::state {
           at = phase::next_log;
           return {};
         }
-        report.note(drift_kind::extra, idx.current(), idx.current().version, 0);
+        note(drift_kind::extra, idx.current(), idx.current().version, 0);
         if (auto ok = advance(idx); !ok) return ok.error();
         return {};
       case phase::merge_log: {
@@ -173,7 +214,7 @@ struct drift_merge::state {
         const auto& i = idx.current();
         const int c = primary->has() ? compare(i, primary->current()) : -1;
         if (c < 0) {
-          report.note(drift_kind::extra, i, i.version, 0);
+          note(drift_kind::extra, i, i.version, 0);
           if (auto ok = advance(idx); !ok) return ok.error();
           return {};
         }
@@ -181,9 +222,9 @@ struct drift_merge::state {
         if (c > 0) {
           if (auto ok = note_missing(); !ok) return ok.error();
         } else if (i.version != p.version) {
-          report.note(drift_kind::stale, i, i.version, p.version);
+          note(drift_kind::stale, i, i.version, p.version);
         } else if (i.hash != p.hash) {
-          report.note(drift_kind::wrong_projection, i, i.version, p.version);
+          note(drift_kind::wrong_projection, i, i.version, p.version);
         }
         if (c == 0) {
           if (auto ok = advance(idx); !ok) return ok.error();
@@ -193,6 +234,7 @@ struct drift_merge::state {
       }
       case phase::drain:  // the rest of a projected log the index has nothing (more) of: missing
         if (!primary->has()) {
+          if (auto asked = ask(); !asked) return asked.error();
           primary.reset();
           primary_source.reset();
           at = idx.has() ? phase::next_log : phase::leftover;
@@ -234,6 +276,11 @@ result<bool> drift_merge::step(std::uint64_t entries) {
       failed_ = true;
       return ok.error();
     }
+  }
+  // Each step ends with its questions asked: report() is whole up to where it read.
+  if (auto asked = st.ask(); !asked) {
+    failed_ = true;
+    return asked.error();
   }
   return st.at == state::phase::complete;
 }

@@ -31,12 +31,21 @@ class entry_source {
     (void)units;
     return std::uint64_t{0};
   }
-  // Whether the entry the last next() answered is one the backend leaves out (backend::skips):
-  // the merge asks only of an entry the other side lacks, before it would name it missing, and
-  // leaves it out of its sum when true. Errors are the question's (a remote backend asks its
-  // node). Default: none is.
-  virtual result<bool> left_out() { return false; }
+  // For a source whose entries the backend may leave out, asked only of the entries the other
+  // side lacks (a remote backend's node answers: decision 0059). hold() keeps the question about
+  // the entry the last next() answered and returns its ticket, or nullopt when this source asks
+  // none (its entries are all kept, or it filtered them already); left_out(tickets) answers the
+  // held questions at once, in order (true: the backend leaves the entry out), and forgets them.
+  // The merge holds at most held_questions_max before it asks, and asks before it leaves a log.
+  // Errors are the question's. Default: no questions.
+  virtual std::optional<std::uint64_t> hold() { return std::nullopt; }
+  virtual result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& tickets) {
+    return std::vector<bool>(tickets.size(), false);
+  }
 };
+
+// Questions the merge holds before it asks them (entry_source::hold).
+inline constexpr std::size_t held_questions_max = 256;
 
 // A backend's digest view (backend::open_digest) read as the merge's index side.
 class view_entries final : public entry_source {

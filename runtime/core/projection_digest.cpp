@@ -7,8 +7,12 @@
 namespace dix {
 
 projection_entries::projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables,
-                                       skip_filter skipped)
-    : snapshot_(snapshot), tables_(std::move(tables)), table_(tables_.begin()), skipped_(std::move(skipped)) {
+                                       skip_filter skipped, skip_questions questions)
+    : snapshot_(snapshot),
+      tables_(std::move(tables)),
+      table_(tables_.begin()),
+      skipped_(std::move(skipped)),
+      questions_(std::move(questions)) {
   e_.log = std::move(log);
   record_.log = e_.log;
 }
@@ -35,6 +39,10 @@ result<const digest_entry*> projection_entries::next() {
     }
     // Record-corrupt or unindexable: not an entry, as the tailer delivers it.
     if (record_.state.kind != state_kind::record) continue;
+    if (skipped_ && skipped_(record_)) {
+      ++skipped_count_;
+      continue;
+    }
     e_.table = table;
     e_.record_id.assign(record.id);
     e_.version = record_.state.version;
@@ -44,11 +52,25 @@ result<const digest_entry*> projection_entries::next() {
   return static_cast<const digest_entry*>(nullptr);
 }
 
-result<bool> projection_entries::left_out() {
-  if (!skipped_) return false;
-  auto out = skipped_(record_);
-  if (out && *out) ++skipped_count_;
-  return out;
+std::optional<std::uint64_t> projection_entries::hold() {
+  if (!questions_) return std::nullopt;
+  held_.push_back(record_);
+  return held_.size() - 1;
+}
+
+result<std::vector<bool>> projection_entries::left_out(const std::vector<std::uint64_t>& tickets) {
+  std::vector<record_entry> asked;
+  asked.reserve(tickets.size());
+  for (auto t : tickets) {
+    if (t >= held_.size()) return error{errc::io_error, "a question about a record no longer held"};
+    asked.push_back(std::move(held_[t]));
+  }
+  held_.clear();
+  if (asked.empty()) return std::vector<bool>{};
+  auto answers = questions_(asked);
+  if (!answers) return answers.error();
+  for (bool out : *answers) skipped_count_ += out ? 1 : 0;
+  return answers;
 }
 
 result<void> add_projection_digest(store_snapshot& snapshot, const std::string& log, std::uint32_t table,

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <dix/backend.hpp>  // digest_entry
 #include <dix/digest.hpp>
@@ -21,19 +23,25 @@
 namespace dix {
 
 // The entries of log `log`'s projected `tables` at `snapshot`, in merge order: the tables
-// ascending, each read in id order. Every projected record is an entry; `skipped` (if set) is
-// asked by left_out() of the current one, as the record the tailer would deliver — true when the
-// backend leaves it out as unindexable (backend::skips) — so that the merge asks it only of the
-// records the index lacks. Errors: the snapshot's read errors, and invalid_argument naming the
-// table when a projection throws (the runtime treats that as runner-failed).
+// ascending, each read in id order. A backend's skips (unindexable records, backend::skips) are
+// left out in one of two ways, asked of the record the tailer would deliver:
+//   * `skipped` (the backend in this process): asked of every projected record, which is left out
+//     when it answers true, as apply() leaves it out;
+//   * `questions` (a backend that answers elsewhere, a remote node's: decision 0059): every
+//     projected record is an entry, and the merge asks, in batches, only about the records the
+//     index lacks (hold, left_out).
+// Errors: the snapshot's read errors, and invalid_argument naming the table when a projection
+// throws (the runtime treats that as runner-failed).
 class projection_entries final : public entry_source {
  public:
-  using skip_filter = std::function<result<bool>(const record_entry&)>;
+  using skip_filter = std::function<bool(const record_entry&)>;
+  using skip_questions = std::function<result<std::vector<bool>>(const std::vector<record_entry>&)>;
   projection_entries(store_snapshot& snapshot, std::string log, std::map<std::uint32_t, projection> tables,
-                     skip_filter skipped = {});
+                     skip_filter skipped = {}, skip_questions questions = {});
   result<const digest_entry*> next() override;
-  result<bool> left_out() override;
-  // Records left_out() answered true for, so far.
+  std::optional<std::uint64_t> hold() override;
+  result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& tickets) override;
+  // Records left out so far (by `skipped`, or answered true by `questions`).
   std::uint64_t skipped() const noexcept { return skipped_count_; }
 
  private:
@@ -41,6 +49,8 @@ class projection_entries final : public entry_source {
   std::map<std::uint32_t, projection> tables_;
   std::map<std::uint32_t, projection>::const_iterator table_;
   skip_filter skipped_;
+  skip_questions questions_;
+  std::vector<record_entry> held_;  // the records hold() kept, by ticket
   bool sought_ = false;
   std::uint64_t skipped_count_ = 0;
   digest_entry e_;

@@ -60,7 +60,7 @@ result<verify_step> verify_scan::step(clock::steady_time now, std::uint64_t max_
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count();
     if (us > 0) {
       const auto measured = static_cast<double>(merge_.read()) * 1e6 / static_cast<double>(us);
-      set_rate(std::max<std::uint64_t>(static_cast<std::uint64_t>(measured / 4), 1000), now);
+      set_rate(static_cast<std::uint64_t>(std::clamp(measured / 4, 1000.0, 1e11)), now);
     }
   }
   max_entries = std::max<std::uint64_t>(max_entries, 1);

@@ -769,7 +769,7 @@ TEST_CASE("rocksdb index: a record the backend skips as unindexable is no drift 
     test::fake_store::reader reader{store};
     auto snapshot = reader.snapshot().value();
     projection_entries::skip_filter skipped;
-    if (ask_backend) skipped = [&](const record_entry& r) -> result<bool> { return index->skips(r).has_value(); };
+    if (ask_backend) skipped = [&](const record_entry& r) { return index->skips(r).has_value(); };
     auto primary_of = [&](const std::string& log) -> result<std::unique_ptr<entry_source>> {
       return std::unique_ptr<entry_source>(
           std::make_unique<projection_entries>(*snapshot, log, std::map<std::uint32_t, projection>{{1, fn}}, skipped));

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
+#include <cstdio>
 #include <random>
 #include <memory>
 #include <string>
@@ -59,7 +61,7 @@ TEST_CASE("drift: equal sides prove equality, both digests summed from the entri
   CHECK(r.index.records == 3);
 }
 
-TEST_CASE("drift: a projected record the backend leaves out is no difference when the index lacks it, and the backend is asked only about the records the index lacks", "[core][digest][verify]") {
+TEST_CASE("drift: a projected record the backend leaves out is no difference when the index lacks it, and the backend is asked only about the records the index lacks, in one batch", "[core][digest][verify]") {
   // b and d are unindexable for the backend; the index lacks them (b inside the log, d at its
   // end, where the rest of the log drains). c is also named by skips but the index holds it,
   // as only apply() could have made it: it is not asked about.
@@ -72,7 +74,8 @@ TEST_CASE("drift: a projected record the backend leaves out is no difference whe
     struct borrowed final : entry_source {
       explicit borrowed(vector_source& s) : s_(s) {}
       result<const digest_entry*> next() override { return s_.next(); }
-      result<bool> left_out() override { return s_.left_out(); }
+      std::optional<std::uint64_t> hold() override { return s_.hold(); }
+      result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& t) override { return s_.left_out(t); }
       vector_source& s_;
     };
     return std::unique_ptr<entry_source>(std::make_unique<borrowed>(*source));
@@ -82,12 +85,80 @@ TEST_CASE("drift: a projected record the backend leaves out is no difference whe
   CHECK(r.index == r.primary);  // what was left out is out of the primary's sum too
   CHECK(r.primary.records == 2);
   CHECK(source->left_out_asked() == 2);
+  CHECK(source->left_out_batches() == 1);  // asked together, before the merge left the log
 
   // Without the backend leaving them out, b and d are missing.
   vector_source index2({primary[0], primary[2]});
   auto r2 = find_drift(index2, {"main"}, primaries({{"main", primary}}), 10).value();
   CHECK(describe(r2) == std::vector<std::string>{"missing main/1/b 0:2", "missing main/1/d 0:4"});
   CHECK(r2.primary.records == 4);
+}
+
+TEST_CASE("drift: differences found while questions are held are reported in merge order once answered, the questions asked in batches of at most 256, and every step ends with its questions answered", "[core][digest][verify]") {
+  // 600 records; the index holds the even ones, and a stale copy of r00001 (odd): the odd ones are
+  // questions, of which every third is left out.
+  std::vector<digest_entry> primary, held;
+  std::set<std::string> out;
+  for (int i = 0; i < 600; ++i) {
+    char id[8];
+    std::snprintf(id, sizeof id, "r%05d", i);
+    primary.push_back(entry("main", 1, id, 2));
+    if (i % 2 == 0) held.push_back(primary.back());
+    else if (i == 1) held.push_back(entry("main", 1, id, 1));
+    else if (i % 3 == 0) out.insert(id);
+  }
+  auto source = std::make_shared<vector_source>(primary);
+  source->leave_out(out);
+  primary_source_of of = [source](const std::string&) -> result<std::unique_ptr<entry_source>> {
+    struct borrowed final : entry_source {
+      explicit borrowed(vector_source& s) : s_(s) {}
+      result<const digest_entry*> next() override { return s_.next(); }
+      std::optional<std::uint64_t> hold() override { return s_.hold(); }
+      result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& t) override { return s_.left_out(t); }
+      vector_source& s_;
+    };
+    return std::unique_ptr<entry_source>(std::make_unique<borrowed>(*source));
+  };
+  vector_source index(held);
+  drift_merge merge(index, {"main"}, of, 1000);
+  std::size_t steps = 0;
+  std::uint64_t reported = 0;
+  for (;;) {
+    auto done = merge.step(97).value();
+    ++steps;
+    // After every step nothing is held back: each step of 97 entries reads about 32 odd records,
+    // so every step but the first reports some.
+    if (steps > 1 && !done) CHECK(merge.report().differences > reported);
+    reported = merge.report().differences;
+    if (done) break;
+    REQUIRE(steps < 100);
+  }
+  const auto& r = merge.report();
+  // 300 odd records: r00001 stale, 299 questions, of which those ≡ 0 mod 3 (100: 3, 9, … 597)
+  // are left out.
+  CHECK(out.size() == 100);
+  CHECK(source->left_out_asked() == 299);
+  CHECK(source->left_out_batches() >= 2);
+  CHECK(r.differences == 1 + 299 - 100);
+  REQUIRE_FALSE(r.drifts.empty());
+  CHECK(describe(r.drifts[0]) == "stale main/1/r00001 1:2");
+  for (std::size_t k = 1; k < r.drifts.size(); ++k) {
+    CHECK(r.drifts[k - 1].record_id < r.drifts[k].record_id);  // merge order
+    CHECK(r.drifts[k].kind == drift_kind::missing);
+    CHECK(out.count(r.drifts[k].record_id) == 0);
+  }
+  CHECK(r.primary.records == 600 - out.size());
+
+  // In one pass: 299 questions in batches of at most 256, and the same outcome.
+  auto again = std::make_shared<vector_source>(primary);
+  again->leave_out(out);
+  *source = std::move(*again);
+  vector_source index2(held);
+  auto whole = find_drift(index2, {"main"}, of, 1000).value();
+  CHECK(source->left_out_batches() == 2);
+  CHECK(source->left_out_largest_batch() == held_questions_max);
+  CHECK(whole.differences == r.differences);
+  CHECK(describe(whole) == describe(r));
 }
 
 TEST_CASE("drift: each kind is named at its record, with both versions, across tables", "[core][digest][verify]") {

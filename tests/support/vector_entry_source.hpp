@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,14 +26,30 @@ class vector_entry_source final : public entry_source {
     if (at_ == entries_.size()) return static_cast<const digest_entry*>(nullptr);
     return &entries_[at_++];
   }
-  // The record ids left_out() answers true for (as a backend's skips() would), and how often it
-  // was asked.
-  void leave_out(std::set<std::string> ids) { left_out_ = std::move(ids); }
+  // From here on the source asks questions (entry_source::hold): left_out answers true for the
+  // record ids in `ids`, as a backend's skips() would. How many it was asked, and in how many
+  // batches.
+  void leave_out(std::set<std::string> ids) {
+    left_out_ = std::move(ids);
+    asks_ = true;
+  }
   std::size_t left_out_asked() const noexcept { return asked_; }
-  result<bool> left_out() override {
-    ++asked_;
-    if (at_ == 0) return error{errc::io_error, "left_out() before the first entry"};
-    return left_out_.count(entries_[at_ - 1].record_id) != 0;
+  std::size_t left_out_batches() const noexcept { return batches_; }
+  std::size_t left_out_largest_batch() const noexcept { return largest_; }
+  std::optional<std::uint64_t> hold() override {
+    if (!asks_ || at_ == 0) return std::nullopt;
+    return at_ - 1;
+  }
+  result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& tickets) override {
+    ++batches_;
+    largest_ = std::max(largest_, tickets.size());
+    std::vector<bool> out;
+    for (auto t : tickets) {
+      if (t >= entries_.size()) return error{errc::io_error, "a ticket no entry has"};
+      ++asked_;
+      out.push_back(left_out_.count(entries_[t].record_id) != 0);
+    }
+    return out;
   }
   result<std::uint64_t> prepare(std::uint64_t units) override {
     const auto did = std::min(std::max<std::uint64_t>(units, 1), preparation_);
@@ -45,7 +62,10 @@ class vector_entry_source final : public entry_source {
   std::uint64_t preparation_;
   std::size_t at_ = 0;
   std::set<std::string> left_out_;
+  bool asks_ = false;
   std::size_t asked_ = 0;
+  std::size_t batches_ = 0;
+  std::size_t largest_ = 0;
 };
 
 }  // namespace dix::test

@@ -210,13 +210,14 @@ class digest_view {
   }
   // About how many rows prepare() reads in all (for a verify's progress and ETA); 0: none.
   virtual std::uint64_t preparation_rows() const noexcept { return 0; }
-  // For a view that answers for its backend's skips() (a remote backend's, whose node holds the
-  // backend that decides): whether the backend leaves `r` out, as skips() would. dix verify asks
-  // it only of the records the index lacks. nullopt: ask backend::skips (the default). Errors
-  // end the verify (a remote node's, unreachable).
-  virtual result<std::optional<bool>> skips(const record_entry& r) {
-    (void)r;
-    return std::optional<bool>{};
+  // Whether the view answers for its backend's skips() (a remote backend's, whose node holds the
+  // backend that decides). Then dix verify asks skips(records) only about the records the index
+  // lacks, in batches, instead of backend::skips about every record. Default: false.
+  virtual bool answers_skips() const noexcept { return false; }
+  // With answers_skips(): whether the backend leaves out each of `records` (one answer each, in
+  // order), as its skips() would. Errors end the verify (a remote node's, unreachable).
+  virtual result<std::vector<bool>> skips(const std::vector<record_entry>& records) {
+    return std::vector<bool>(records.size(), false);
   }
 };
 
