@@ -131,7 +131,7 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
   REQUIRE(rt->stop().get());
 }
 
-TEST_CASE("dix verify: a paced verify prints its progress and ETA while the owner scans, then the proof; --json prints no progress",
+TEST_CASE("dix verify: a paced verify prints its progress and ETA while the owner scans, then the proof, and with --json no progress",
           "[system][cli][verify]") {
   temp_dir dir;
   const auto home = dir / "db";
