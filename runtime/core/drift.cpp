@@ -125,7 +125,7 @@ struct drift_merge::state {
     std::optional<std::uint64_t> ticket;  // a missing entry the backend may leave out
   };
   std::vector<held_note> held;
-  std::vector<std::uint64_t> tickets;
+  std::size_t questions = 0;  // of `held`, those with a ticket
 
   void note(drift_kind kind, const digest_entry& where, std::uint64_t index_version, std::uint64_t primary_version) {
     if (held.empty()) report.note(kind, where, index_version, primary_version);
@@ -141,15 +141,19 @@ struct drift_merge::state {
       return {};
     }
     held.push_back(held_note{drift_kind::missing, p, 0, p.version, ticket});
-    tickets.push_back(*ticket);
-    if (tickets.size() >= held_questions_max) return ask();
+    if (++questions >= held_questions_max) return ask();
     return {};
   }
   // Asks the held questions and reports what they held back, in order.
   result<void> ask() {
     if (held.empty()) return {};
     std::vector<bool> out_of_index;
-    if (!tickets.empty()) {
+    if (questions != 0) {
+      std::vector<std::uint64_t> tickets;
+      tickets.reserve(questions);
+      for (const auto& h : held) {
+        if (h.ticket) tickets.push_back(*h.ticket);
+      }
       auto answers = primary_source->left_out(tickets);
       if (!answers) return answers.error();
       if (answers->size() != tickets.size()) {
@@ -167,7 +171,7 @@ struct drift_merge::state {
       }
     }
     held.clear();
-    tickets.clear();
+    questions = 0;
     return {};
   }
 

@@ -38,6 +38,21 @@ primary_source_of primaries(std::map<std::string, std::vector<digest_entry>> by_
   };
 }
 
+// The primary's side of every log: `source` itself (one log), asked its questions (hold,
+// left_out) as a backend's node would be, so a test can read what it was asked.
+primary_source_of asking(std::shared_ptr<vector_source> source) {
+  return [source](const std::string&) -> result<std::unique_ptr<entry_source>> {
+    struct borrowed final : entry_source {
+      explicit borrowed(vector_source& s) : s_(s) {}
+      result<const digest_entry*> next() override { return s_.next(); }
+      std::optional<std::uint64_t> hold() override { return s_.hold(); }
+      result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& t) override { return s_.left_out(t); }
+      vector_source& s_;
+    };
+    return std::unique_ptr<entry_source>(std::make_unique<borrowed>(*source));
+  };
+}
+
 std::string describe(const drift& d) {
   return std::string(to_string(d.kind)) + " " + d.log + "/" + std::to_string(d.table) + "/" + d.record_id + " " +
          std::to_string(d.index_version) + ":" + std::to_string(d.primary_version);
@@ -70,16 +85,7 @@ TEST_CASE("drift: a projected record the backend leaves out is no difference whe
   vector_source index({primary[0], primary[2]});
   auto source = std::make_shared<vector_source>(primary);
   source->leave_out({"b", "c", "d"});
-  primary_source_of of = [source](const std::string&) -> result<std::unique_ptr<entry_source>> {
-    struct borrowed final : entry_source {
-      explicit borrowed(vector_source& s) : s_(s) {}
-      result<const digest_entry*> next() override { return s_.next(); }
-      std::optional<std::uint64_t> hold() override { return s_.hold(); }
-      result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& t) override { return s_.left_out(t); }
-      vector_source& s_;
-    };
-    return std::unique_ptr<entry_source>(std::make_unique<borrowed>(*source));
-  };
+  auto of = asking(source);
   auto r = find_drift(index, {"main"}, of, 10).value();
   CHECK(describe(r).empty());
   CHECK(r.index == r.primary);  // what was left out is out of the primary's sum too
@@ -109,16 +115,7 @@ TEST_CASE("drift: differences found while questions are held are reported in mer
   }
   auto source = std::make_shared<vector_source>(primary);
   source->leave_out(out);
-  primary_source_of of = [source](const std::string&) -> result<std::unique_ptr<entry_source>> {
-    struct borrowed final : entry_source {
-      explicit borrowed(vector_source& s) : s_(s) {}
-      result<const digest_entry*> next() override { return s_.next(); }
-      std::optional<std::uint64_t> hold() override { return s_.hold(); }
-      result<std::vector<bool>> left_out(const std::vector<std::uint64_t>& t) override { return s_.left_out(t); }
-      vector_source& s_;
-    };
-    return std::unique_ptr<entry_source>(std::make_unique<borrowed>(*source));
-  };
+  auto of = asking(source);
   vector_source index(held);
   drift_merge merge(index, {"main"}, of, 1000);
   std::size_t steps = 0;
