@@ -554,6 +554,7 @@ result<std::shared_ptr<remote_backend>> remote_backend::create(remote_backend_op
   p->cfg = std::make_unique<caf::actor_system_config>();
   remote_detail::configure(*p->cfg, p->options.heartbeat, p->options.tls);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  remote_detail::ignore_broker_at_exit(*p->sys);
   p->client = p->sys->spawn(client_fun, p);
   return std::shared_ptr<remote_backend>(new remote_backend(std::move(p)));
 }

@@ -992,6 +992,7 @@ result<std::unique_ptr<remote_backend_host>> remote_backend_host::start(std::sha
   p->cfg = std::make_unique<caf::actor_system_config>();
   remote_detail::configure(*p->cfg, p->options.heartbeat, p->options.tls);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  remote_detail::ignore_broker_at_exit(*p->sys);
   p->host = p->sys->spawn(host_fun, p.get(), *persisted);
   // The first gate is published here, synchronously, so port() is known when start returns.
   auto gate = p->sys->spawn(gate_fun, p->host);

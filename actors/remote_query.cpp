@@ -50,6 +50,7 @@ result<std::unique_ptr<remote_query_client>> remote_query_client::connect(remote
   p->cfg = std::make_unique<caf::actor_system_config>();
   remote_detail::configure(*p->cfg, remote_heartbeat{}, p->options.tls);
   p->sys = std::make_unique<caf::actor_system>(*p->cfg);
+  remote_detail::ignore_broker_at_exit(*p->sys);
   std::optional<error> failure;
   {
     caf::scoped_actor self{*p->sys};
