@@ -10,7 +10,10 @@
 //      the writer commits) and gated (max_lag --max-lag-ms): the writer gate throttles commits
 //      (a wait of up to max_write_delay) and refuses them (index_lagging) at max_lag; the writer
 //      retries a refusal after max_write_delay. The longest interval between two consecutive
-//      successful commits is the write outage to compare with max_write_delay.
+//      successful commits is the write outage to compare with max_write_delay. Over (c)'s last
+//      half: the commit rate's coefficient of variation (of its 100 ms samples) and the slow
+//      index's lag range, which show whether the gate settles the writer or swings it (issue 32
+//      item 2), and the rate the slow index indexed at over (c).
 // --plot draws the samples (lag per index, commits/s) with gnuplot.
 #include <sched.h>
 #include <sys/wait.h>
@@ -244,6 +247,42 @@ std::string number_or_null(double v) {
   return out.str();
 }
 
+// Over the last half of phase (c)'s samples: how steady the commit rate was (its coefficient of
+// variation, standard deviation over mean, of the 100 ms rates) and the slow index's lag range
+// (issue 32 item 2: a gate that converges holds both steady; a bang-bang swings both).
+struct convergence {
+  std::size_t samples = 0;
+  double mean_tps = 0, cv = 0, lag_min_ms = 0, lag_max_ms = 0;
+};
+
+convergence last_half(const std::vector<point>& series, char phase) {
+  std::vector<const point*> in;
+  for (const auto& p : series) {
+    if (p.phase == phase) in.push_back(&p);
+  }
+  convergence out;
+  if (in.size() < 2) return out;
+  const auto from = in.size() / 2;
+  out.samples = in.size() - from;
+  double sum = 0, squares = 0;
+  out.lag_min_ms = INFINITY;
+  out.lag_max_ms = 0;
+  for (auto i = from; i < in.size(); ++i) {
+    sum += in[i]->commits_per_s;
+    squares += in[i]->commits_per_s * in[i]->commits_per_s;
+    if (!std::isnan(in[i]->lag_ms[0])) {
+      out.lag_min_ms = std::min(out.lag_min_ms, in[i]->lag_ms[0]);
+      out.lag_max_ms = std::max(out.lag_max_ms, in[i]->lag_ms[0]);
+    }
+  }
+  const auto n = static_cast<double>(out.samples);
+  out.mean_tps = sum / n;
+  const double variance = std::max(0.0, squares / n - out.mean_tps * out.mean_tps);
+  out.cv = out.mean_tps > 0 ? std::sqrt(variance) / out.mean_tps : 0;
+  if (std::isinf(out.lag_min_ms)) out.lag_min_ms = 0;
+  return out;
+}
+
 std::string series_json(const std::vector<point>& series, std::size_t index_count) {
   std::ostringstream out;
   out << "[";
@@ -436,10 +475,18 @@ int run_sustained(const std::vector<std::string>& argv) {
     gated.max_lag = milliseconds(*max_lag);
     register_ready(*rt, store->log_name(), slow_table, "slow", {}, slow, gated, std::chrono::seconds(60));
     settle(*rt, {"slow"});
+    const auto slow_before = rt->metrics("slow").value().delivered_records;
+    const auto over_start = clock_type::now();
     auto over = run_phase(*store, {0, slow_table, "c", ro.max_write_delay, {}}, total - total / 4 - total * 2 / 5,
                           origin, 'c', rt.get(), {"slow"}, series);
+    // What the slow index indexed over (c): the pace a converging gate settles the writer near.
+    const double slow_records_per_s =
+        static_cast<double>(rt->metrics("slow").value().delivered_records - slow_before) / seconds_since(over_start);
+    const auto settled = last_half(series, 'c');
     std::cerr << "overload: " << over.tps << " commits/s, longest outage " << over.written.longest_gap_ms << " ms, "
-              << over.written.refused << " refused\n";
+              << over.written.refused << " refused; last half: " << settled.mean_tps << " commits/s, cv " << settled.cv
+              << ", slow index lag " << settled.lag_min_ms << "-" << settled.lag_max_ms << " ms, it indexed "
+              << slow_records_per_s << " records/s\n";
     rt->stop().get().value();
     rt.reset();
     // The floor: the same work in raw RocksDB, nothing else running (pipeline_floor.hpp).
@@ -490,6 +537,9 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"commit_p99_ms\":" << quantile(over.written.waits_us, 0.99) / 1000
          << ",\"commits\":" << over.written.waits_us.size() << ",\"throttled_commits\":" << over.throttled
          << ",\"refused_commits\":" << over.written.refused << ",\"slow_index_max_lag_ms\":" << over.max_lag_ms
+         << ",\"slow_index_records_per_s\":" << slow_records_per_s << ",\"last_half\":{\"samples\":" << settled.samples
+         << ",\"tps\":" << settled.mean_tps << ",\"commit_rate_cv\":" << settled.cv
+         << ",\"slow_index_lag_min_ms\":" << settled.lag_min_ms << ",\"slow_index_lag_max_ms\":" << settled.lag_max_ms << "}"
          << "},\"series\":" << series_json(series, index_count) << "}\n";
     if (a->has("plot")) plot(series, a->get("plot"), budget, index_count);
     if (!report.write(json.str(), problem)) throw std::runtime_error(problem);
