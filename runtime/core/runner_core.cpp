@@ -1266,9 +1266,11 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (!drain_.cut_open && drain_.offered.size() - 1 >= config_.options.max_accepted_batches_ahead) {
     set_state(runner_state::waiting_durable);
     drain_.stalled_since = now;
-    // Only cursor-only progress fills the cap: no age timer runs for it, and waiting for the
-    // long cursor timer would stall the index, so ask for the barrier now.
-    if (!non_durable_work()) request_flush(flush_reason::age, out, now);
+    // The reader stops until a barrier: ask for it now. Waiting for the age (or, when only
+    // cursor-only progress fills the cap, the long cursor timer) would stall the index with work
+    // to do: a writer paced by the gate makes small batches and reaches the cap long before the
+    // age, and the stall then shows as lag (issue 32, decision 0060).
+    request_flush(non_durable_work() ? flush_reason::threshold : flush_reason::age, out, now);
     return out;
   }
   set_state(working_state());

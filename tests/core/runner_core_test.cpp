@@ -227,6 +227,28 @@ TEST_CASE("runner: waiting-durable is never entered while a transaction is cut o
   CHECK(p.delivered.size() > before);
 }
 
+TEST_CASE("runner: reaching the accepted-ahead cap with work to make durable asks for a barrier at once, not at the age",
+          "[core][runner]") {
+  runner_options o;
+  o.max_accepted_batches_ahead = 2;
+  o.max_flush_age = std::chrono::milliseconds(1000);
+  sim_pipeline p(o);
+  p.backend.auto_barrier = false;  // the barrier happens when the test says
+  p.commit({test::put(sim_table, "a", "1")});
+  p.backend.barrier();
+  p.run();
+  p.flush_requests.clear();
+  p.commit({test::put(sim_table, "b", "2")});
+  CHECK(p.flush_requests.empty());  // below the cap: the age decides
+  p.commit({test::put(sim_table, "c", "3")});
+  REQUIRE(p.runner->state() == runner_state::waiting_durable);
+  // Without advancing the clock: the cap asked for the barrier (a threshold), the reader waits on it.
+  CHECK(p.flush_requests == std::vector<flush_reason>{flush_reason::threshold});
+  p.backend.barrier();
+  p.run();
+  CHECK(p.runner->state() != runner_state::waiting_durable);
+}
+
 TEST_CASE("runner: after accepted-work-lost the next batch starts right after the durable cursor (behaviour 12)", "[core][runner]") {
   sim_pipeline p;
   p.backend.auto_barrier = false;
