@@ -12,6 +12,7 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
     readings_.clear();
   }
   unread_ = unread;
+  last_ = log_reading{now, read, unread};
   // Readings closer than 10 ms apart replace the newest one: at most ~100 readings per window.
   if (readings_.size() >= 2 && now - readings_[readings_.size() - 2].first < std::chrono::milliseconds(10)) {
     readings_.back() = {now, read};
@@ -25,6 +26,7 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
 void backlog_forecast::reset() noexcept {
   readings_.clear();
   unread_ = 0;
+  last_.reset();
 }
 
 std::optional<std::uint64_t> backlog_forecast::rate() const {

@@ -17,6 +17,14 @@
 
 namespace dix {
 
+// The owner's logs as one reading (decision 0060): when it was taken, the sum over the logs of
+// the read positions and of the sequences beyond them.
+struct log_reading {
+  std::chrono::steady_clock::time_point at{};
+  std::uint64_t read = 0, unread = 0;
+  std::uint64_t latest() const noexcept { return read + unread; }
+};
+
 class backlog_forecast {
  public:
   using steady_time = std::chrono::steady_clock::time_point;
@@ -39,10 +47,13 @@ class backlog_forecast {
   // evidence of a backlog the reader cannot keep up with), `cap_ms` when the reader read nothing
   // over the window while sequences wait.
   std::uint64_t drain_ms(std::uint64_t cap_ms) const;
+  // The newest reading observed; none since the last reset.
+  const std::optional<log_reading>& last() const noexcept { return last_; }
 
  private:
   std::deque<std::pair<steady_time, std::uint64_t>> readings_;  // (moment, read), oldest first
   std::uint64_t unread_ = 0;
+  std::optional<log_reading> last_;
 };
 
 }  // namespace dix

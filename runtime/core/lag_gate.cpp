@@ -1,6 +1,7 @@
 #include "core/lag_gate.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dix {
 
@@ -27,6 +28,23 @@ std::uint32_t throttle_delay_us(const gate_policy& p, std::uint64_t lag_ms) noex
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(delay, 1, d));
 }
 
+namespace {
+
+// The pace's constants (decision 0060). A backlog counts as saturating the reader from 64 entries
+// (and B/16 of reading time). The target stands at 90 % of the capacity with no backlog and no
+// lag, and falls to 5 % (a backlog drains at once); a reader that keeps up with a writer at 80 % of
+// the target or more raises the capacity by 1 % a step (the probe); one step moves the period by
+// at most 4 either way (half the correction, in the log); a reader that read nothing while
+// entries wait counts as 16 times too slow.
+constexpr std::uint64_t min_backlog_entries = 64;
+constexpr double headroom_k = 0.9, min_k = 0.05, keeps_up = 0.8, probe_raise = 1.01, max_ratio = 16, stalled_ratio = 16;
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double max_delay_us(const gate_policy& p) { return throttle_delay_us(p, p.budget_ms()); }  // D
+
+}  // namespace
+
 std::optional<std::uint32_t> lag_gate::store(std::uint32_t g) noexcept {
   if (g == stored_) return std::nullopt;
   if (g == gate_exceeded) tripped_at_ = ++clock_;
@@ -34,12 +52,28 @@ std::optional<std::uint32_t> lag_gate::store(std::uint32_t g) noexcept {
   return g;
 }
 
+std::optional<std::uint32_t> lag_gate::store_delay(double delay) noexcept {
+  const auto d = static_cast<std::uint32_t>(std::ceil(delay));
+  const bool throttled = stored_ != gate_open && stored_ != gate_exceeded;
+  if (throttled) {
+    // Rule 3's hysteresis: re-stored only on a change of 10 % or more.
+    const auto diff = d > stored_ ? d - stored_ : stored_ - d;
+    if (10 * static_cast<std::uint64_t>(diff) < static_cast<std::uint64_t>(stored_)) return std::nullopt;
+  }
+  return store(d);
+}
+
 std::optional<std::uint32_t> lag_gate::on_acquired(std::uint32_t inherited) noexcept {
   acquired_at_ = ++clock_;
   advanced_ = reached_end_ = false;
+  stepped_.reset();
+  quiet_since_.reset();
+  peaks_ = {0, 0};
+  capacity_ = 0;
   // A value read as exceeded counts as one (formats.md §4.3); its trip is at the latest now.
   stored_ = gate_refuses(inherited) ? gate_exceeded : inherited;
   if (stored_ == gate_exceeded) tripped_at_ = acquired_at_;
+  delay_ = stored_ == gate_exceeded ? 0 : stored_;
   if (!policy_.on()) return store(gate_open);  // §13.3: an owner without a policy stores 0
   return std::nullopt;
 }
@@ -51,31 +85,121 @@ void lag_gate::on_durable_advance() noexcept {
 
 void lag_gate::on_end_of_log() noexcept { reached_end_ = true; }
 
-std::optional<std::uint32_t> lag_gate::sample(std::uint64_t lag_ms, std::uint64_t backlog_ms) noexcept {
-  if (!policy_.on()) return std::nullopt;
-  const std::uint64_t b = policy_.budget_ms();
-  // Rule 1: refusals judge the lag alone.
-  if (lag_ms >= b) return store(gate_exceeded);
-  // Rule 2: only a durable advance after the later of the trip and this acquisition reopens it.
-  if (stored_ == gate_exceeded && advanced_at_ <= std::max(tripped_at_, acquired_at_)) return std::nullopt;
-  // Rules 3 and 4 judge the forecast (decision 0027); at or past B it throttles at D (the delay's
-  // clamp), since the lag itself is below B.
-  const std::uint64_t forecast = lag_ms + std::min(backlog_ms, b);
-  // Rule 3 (2·forecast ≥ B is forecast ≥ H exactly).
-  if (2 * forecast >= b) {
-    const auto delay = throttle_delay_us(policy_, forecast);
-    const bool throttled = stored_ != gate_open && stored_ != gate_exceeded;
-    if (throttled) {
-      const auto diff = delay > stored_ ? delay - stored_ : stored_ - delay;
-      if (10 * static_cast<std::uint64_t>(diff) < static_cast<std::uint64_t>(stored_)) return std::nullopt;
-    }
-    return store(delay);
-  }
-  // Rule 4.
-  if (stored_ == gate_open || caught_up()) return store(gate_open);
-  return store(1);
+std::uint64_t lag_gate::lag_peak() const noexcept { return std::max(peaks_[0], peaks_[1]); }
+
+double lag_gate::target_rate(std::uint64_t backlog_ms) const noexcept {
+  if (capacity_ <= 0) return 0;
+  const double budget = std::max(static_cast<double>(policy_.budget_ms()), 1.0);
+  // Below the capacity by `headroom`, so the reader keeps up and its chunks stay small; lower as
+  // the backlog's reading time grows (to the floor at B/2), and as the lag's recent peak (the top
+  // of its flush sawtooth) passes 5B/8 (to the floor at 7B/8): a backlog drains, and the lag the
+  // backlog does not show (slow barriers) stays clear of the refusals at B.
+  const double by_backlog = headroom_k - (headroom_k - min_k) * static_cast<double>(backlog_ms) / (budget / 2);
+  const double by_lag = headroom_k - (headroom_k - min_k) * (static_cast<double>(lag_peak()) - 5 * budget / 8) / (budget / 4);
+  return capacity_ * std::clamp(std::min(by_backlog, by_lag), min_k, headroom_k);
 }
 
-std::optional<std::uint32_t> lag_gate::force_open() noexcept { return store(gate_open); }
+std::uint32_t lag_gate::entry_delay(std::uint64_t forecast_ms, std::uint64_t backlog_ms) const noexcept {
+  // With a capacity known, the period that meets the target (one writer; the next step scales it
+  // for more); else rule 3's proportional delay.
+  const double w = target_rate(backlog_ms);
+  if (w <= 0) return throttle_delay_us(policy_, forecast_ms);
+  const double d = 1e6 / w;
+  return static_cast<std::uint32_t>(std::clamp(std::ceil(d), 1.0, max_delay_us(policy_)));
+}
+
+void lag_gate::pace_step(const gate_input& in) noexcept {
+  if (!in.logs) return;
+  const auto& now = *in.logs;
+  const auto spacing = std::min<std::chrono::milliseconds>(pace_spacing, std::chrono::milliseconds(policy_.lag_tick_ms()));
+  if (stepped_ && (now.at < stepped_->at + spacing)) return;
+  const auto before = stepped_;
+  stepped_ = now;
+  // The first reading, or the logs installed again (positions going back): a new history.
+  if (!before || now.read < before->read || now.latest() < before->latest()) return;
+  const double dt = seconds(now.at - before->at);
+  if (dt <= 0) return;
+  const double growth = static_cast<double>(now.latest() - before->latest()) / dt;
+  // The reader's rate over about a second when known (a step's own jumps with each chunk).
+  const double read = in.read_per_s > 0 ? static_cast<double>(in.read_per_s) : static_cast<double>(now.read - before->read) / dt;
+  if (read > 0 && now.unread >= min_backlog_entries && 16 * in.backlog_ms >= policy_.budget_ms()) {
+    // Saturated: a backlog of B/16 or more waited (and more than a few entries: at a trickle one
+    // entry unread is a long reading time), so the reader read as fast as the index goes.
+    // A moving average, a step moving it at most twofold.
+    capacity_ = capacity_ > 0 ? std::clamp((3 * capacity_ + read) / 4, capacity_ / 2, 2 * capacity_) : read;
+  } else if (capacity_ > 0 && growth >= keeps_up * target_rate(in.backlog_ms)) {
+    capacity_ *= probe_raise;  // kept up with a writer at the target: the index may go faster
+  }
+  if (stored_ == gate_open || stored_ == gate_exceeded || growth <= 0) return;  // nothing to steer
+  double ratio;
+  if (const double w = target_rate(in.backlog_ms); w > 0) {
+    ratio = growth / w;
+  } else if (read > 0) {
+    ratio = growth / (2 * read);  // no capacity yet: probe at twice the reader's rate
+  } else {
+    ratio = stalled_ratio;
+  }
+  // Half the correction (in the log) per step: the lag answers a step late, through the flush
+  // cycle. The period scaled is the one the writer saw: the pace's own (the stored value lags it
+  // by up to 10 %), or the guard's when that held the writer longer.
+  const double factor = std::sqrt(std::clamp(ratio, 1 / max_ratio, max_ratio));
+  const double seen = static_cast<double>(stored_) > 1.1 * delay_ ? static_cast<double>(stored_) : delay_;
+  delay_ = std::clamp(seen * factor, 1.0, max_delay_us(policy_));
+}
+
+std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
+  if (!policy_.on()) return std::nullopt;
+  const std::uint64_t b = policy_.budget_ms();
+  const double d_max = max_delay_us(policy_);
+  // The lag's peak over the last B/4 … B/2.
+  if (in.now >= peak_from_ + std::chrono::milliseconds(std::max<std::uint64_t>(1, b / 4))) {
+    peaks_ = {peaks_[1], 0};
+    peak_from_ = in.now;
+  }
+  peaks_[1] = std::max(peaks_[1], in.lag_ms);
+  pace_step(in);
+  if (in.logs && (!quiet_since_ || in.logs->latest() != seen_latest_)) {
+    seen_latest_ = in.logs->latest();
+    quiet_since_ = in.now;
+  }
+  // Rule 1: refusals judge the lag alone.
+  if (in.lag_ms >= b) return store(gate_exceeded);
+  const std::uint64_t forecast = in.lag_ms + std::min(in.backlog_ms, b);
+  // Rule 2: only a durable advance after the later of the trip and this acquisition reopens it.
+  if (stored_ == gate_exceeded) {
+    if (advanced_at_ <= std::max(tripped_at_, acquired_at_)) return std::nullopt;
+    // Reopened to the throttle at the pace's period (else rule 3's delay). The refused writers did
+    // not stop: they get a lag tick to come back before the throttle may end as idle.
+    delay_ = entry_delay(forecast, in.backlog_ms);
+    quiet_since_ = in.now;
+  }
+  const bool below_h = 2 * forecast < b;
+  if (stored_ == gate_open) {
+    if (below_h) return std::nullopt;
+    delay_ = entry_delay(forecast, in.backlog_ms);
+    return store_delay(delay_);
+  }
+  // Throttled (or reopened from exceeded). It ends below H with nothing unread, once the pace came
+  // down to 1 µs or the writer is gone: a lag of 0 (everything written is durable, §13.1) and a
+  // log that did not grow for a lag tick. Neither alone: right after a barrier a paced writer's
+  // lag is 0 for a moment, and a reader stopped at the accepted-ahead cap reads nothing while the
+  // writer goes on. Open with proven catch-up, else 1 µs (rule 4).
+  const bool nothing_unread = !in.logs || in.logs->unread == 0;
+  const bool idle = in.lag_ms == 0 && (!quiet_since_ || in.now >= *quiet_since_ + std::chrono::milliseconds(policy_.lag_tick_ms()));
+  if (below_h && nothing_unread && (delay_ <= 1 || idle)) {
+    delay_ = 0;
+    return store(caught_up() ? gate_open : 1);
+  }
+  // The guard: past 7B/8 the lag forces the stored delay up, to D at B; the pace keeps its own.
+  delay_ = std::max(delay_, 1.0);
+  double floor = 0;
+  if (8 * in.lag_ms > 7 * b) floor = std::min(d_max, d_max * static_cast<double>(8 * in.lag_ms - 7 * b) / static_cast<double>(b));
+  return store_delay(std::max(delay_, floor));
+}
+
+std::optional<std::uint32_t> lag_gate::force_open() noexcept {
+  delay_ = 0;
+  return store(gate_open);
+}
 
 }  // namespace dix

@@ -105,7 +105,9 @@ void runner_core::gate_sample(effects& out, steady_time now) {
       parked_ || release_.holding() || attempt_running() || state_ == runner_state::unavailable) {
     return;
   }
-  if (auto g = cover_.gate.sample(lag_ms(now), cover_.backlog.drain_ms(config_.gate.budget_ms()))) out.push_back(fx::store_gate{*g});
+  const gate_input in{lag_ms(now), cover_.backlog.drain_ms(config_.gate.budget_ms()), cover_.backlog.last(),
+                      cover_.backlog.rate().value_or(0), now};
+  if (auto g = cover_.gate.sample(in)) out.push_back(fx::store_gate{*g});
   // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
   // cursor-only progress (such as the system transactions the owner's own acquisition and settle
   // write), its flush waits for the cursor-only timer (up to 10 min) while every gated write is

@@ -3,6 +3,13 @@
 // max_write_delay 100 ms → D = 100 000 µs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "core/lag_gate.hpp"
 
 using namespace dix;
@@ -57,8 +64,10 @@ TEST_CASE("lag gate: behaviour 23 - no delay below B/2 once catch-up is proven, 
   CHECK_FALSE(g.sample(100));
   CHECK(g.stored() == gate_open);
   // Rule 3: proportional.
-  CHECK(g.sample(750) == std::optional<std::uint32_t>{50'000});
-  CHECK(g.sample(999) == std::optional<std::uint32_t>{99'800});
+  CHECK(g.sample(750) == std::optional<std::uint32_t>{50'000});  // entering: rule 3's delay (no capacity known)
+  CHECK_FALSE(g.sample(800));  // throttled: the pace keeps the delay; no readings here, so no step
+  // Past 7B/8 the lag forces the delay up, to D at B (decision 0060): 100 000 x (8 x 999 - 7 000) / 1000.
+  CHECK(g.sample(999) == std::optional<std::uint32_t>{99'200});
   // Rule 1: at B exceeded.
   CHECK(g.sample(1000) == std::optional<std::uint32_t>{gate_exceeded});
   CHECK(gate_refuses(g.stored()));
@@ -77,11 +86,11 @@ TEST_CASE("lag gate: behaviour 23 - no delay below B/2 once catch-up is proven, 
 TEST_CASE("lag gate: a throttled delay is re-stored only when it moves by 10 % or more", "[core][gate]") {
   auto g = caught_up_owner();
   CHECK(g.sample(750) == std::optional<std::uint32_t>{50'000});
-  CHECK_FALSE(g.sample(760));  // 54 000: +8 %
+  // The guard (lag past 7B/8) raises the delay it keeps: 100 000 x (8 x lag - 7 000) / 1000.
+  CHECK_FALSE(g.sample(880));  // 4 000, below the 50 000 kept
+  CHECK_FALSE(g.sample(938));  // 54 400: +8.8 %
   CHECK(g.stored() == 50'000);
-  CHECK(g.sample(775) == std::optional<std::uint32_t>{55'000});  // +10 %
-  CHECK_FALSE(g.sample(752));                                    // 50 400: −8.4 %
-  CHECK(g.sample(740) == std::optional<std::uint32_t>{48'000});  // −12.7 %
+  CHECK(g.sample(944) == std::optional<std::uint32_t>{55'200});  // +10.4 %
 }
 
 TEST_CASE("lag gate: behaviour 24 - an exceeded gate opens only after this owner advanced durably and reached the end of the log",
@@ -147,18 +156,19 @@ TEST_CASE("lag gate: a forced open stores 0 once, whatever the gate was", "[core
   CHECK_FALSE(g.sample(10));
 }
 
-TEST_CASE("lag gate: the backlog's reading time throttles below H, up to max_write_delay, but never refuses (decision 0027)",
+TEST_CASE("lag gate: the backlog's reading time throttles below H but never refuses (decision 0027)",
           "[core][gate][forecast]") {
   auto g = caught_up_owner();
   // A lag of 100 ms alone is open; with 450 ms of backlog to read, the forecast 550 ms is past H.
   CHECK_FALSE(g.sample(100, 0).has_value());
   CHECK(g.sample(100, 450) == throttle_delay_us(policy(), 550));
-  // A forecast at or past B with the lag below it throttles at D: only the lag refuses.
-  CHECK(g.sample(400, 5000) == 100'000u);
-  CHECK(g.stored() == 100'000u);
-  CHECK(g.sample(999, 5000) == std::nullopt);  // still D, not exceeded
+  // A forecast at or past B with the lag below it throttles; only the lag refuses.
+  CHECK_FALSE(g.sample(400, 5000).has_value());
+  CHECK_FALSE(gate_refuses(g.stored()));
+  CHECK(g.sample(999, 5000) == 99'200u);  // the guard, not exceeded
   CHECK(g.sample(1000, 0) == gate_exceeded);
-  // Once the backlog is read and the lag falls, the gate reopens as before (rule 2 first).
+  // Once the backlog is read and the lag falls, the gate reopens as before (rule 2 first); with no
+  // readings of the logs the writer counts as idle, so it opens at once.
   g.on_durable_advance();
   CHECK(g.sample(100, 0) == gate_open);
 }
@@ -170,4 +180,185 @@ TEST_CASE("lag gate: without a backlog the forecast is the lag, so section 13.3 
     CHECK(a.sample(lag) == b.sample(lag, 0));
     CHECK(a.stored() == b.stored());
   }
+}
+
+namespace {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+// A deterministic model of what the pace steers (decision 0060), stepped by 1 ms, shaped like the
+// runner's pipeline: `writers` writers that each commit as fast as the gate's delay allows
+// (writer_us of their own per commit); a reader that reads up to `chunk` entries and delivers them
+// to a backend applying `capacity` entries/s, one delivery at a time; a barrier once the oldest
+// accepted entry is `flush` old or `cap` deliveries wait to be made durable (the runner's
+// accepted-ahead cap), taking `barrier_ms` and stopping deliveries meanwhile; the runner's
+// readings, backlog forecast and lag (the age of the oldest entry not durable), sampled every
+// millisecond as the runner samples every turn.
+struct plant {
+  plant(lag_gate& g, double cap_per_s, double writer_count = 1) : gate(g), capacity(cap_per_s), writers(writer_count) {
+    (void)gate.on_acquired(gate_open);
+    gate.on_durable_advance();
+    gate.on_end_of_log();
+  }
+
+  void run(long ms) {
+    for (long i = 0; i < ms; ++i) step();
+  }
+
+  void step() {
+    now += milliseconds(1);
+    const auto g = gate.stored();
+    if (writing && gate_refuses(g)) ++refused_ms;
+    if (writing && !gate_refuses(g)) {
+      pending += writers * 1000.0 / (static_cast<double>(g) + writer_us);
+      const auto made = static_cast<std::uint64_t>(pending);
+      pending -= static_cast<double>(made);
+      if (made > 0) {
+        latest += made;
+        ages.emplace_back(latest, now);
+        bucket += made;
+      }
+    }
+    if (now >= busy_until) {
+      if (in_delivery > 0) {  // accepted
+        accepted += in_delivery;
+        in_delivery = 0;
+        ++waiting;
+        if (!accepted_since) accepted_since = now;
+      }
+      if (barrier) {  // done
+        barrier = false;
+        durable = accepted;
+        waiting = 0;
+        accepted_since.reset();
+        gate.on_durable_advance();
+        while (!ages.empty() && ages.front().first <= durable) ages.pop_front();
+      }
+      if (waiting > 0 && (waiting >= cap || now - *accepted_since >= flush)) {
+        barrier = true;
+        busy_until = now + milliseconds(barrier_ms);
+      } else if (latest > read) {
+        in_delivery = std::min<std::uint64_t>(chunk, latest - read);
+        read += in_delivery;
+        busy_until = now + std::chrono::microseconds(static_cast<long long>(static_cast<double>(in_delivery) * 1e6 / capacity));
+        forecast.observe(now, read, latest - read);
+        if (latest == read) gate.on_end_of_log();
+      }
+    }
+    const std::uint64_t lag = ages.empty() ? 0 : static_cast<std::uint64_t>((now - ages.front().second) / milliseconds(1));
+    if (counting) max_lag = std::max(max_lag, lag);
+    (void)gate.sample(gate_input{lag, forecast.drain_ms(gate.policy().budget_ms()), forecast.last(), forecast.rate().value_or(0), now});
+    if (++ticks % 100 == 0) {
+      rates.push_back(static_cast<double>(bucket) * 10);
+      bucket = 0;
+    }
+  }
+
+  // Mean and coefficient of variation of the last `n` 100 ms rates.
+  std::pair<double, double> last(std::size_t n) const {
+    const auto from = rates.size() - std::min(n, rates.size());
+    double sum = 0, squares = 0;
+    for (auto i = from; i < rates.size(); ++i) {
+      sum += rates[i];
+      squares += rates[i] * rates[i];
+    }
+    const double count = static_cast<double>(rates.size() - from), mean = sum / count;
+    return {mean, std::sqrt(std::max(0.0, squares / count - mean * mean)) / mean};
+  }
+
+  lag_gate& gate;
+  double capacity, writers, writer_us = 5;
+  std::uint64_t chunk = 1024, cap = 8, barrier_ms = 10;
+  milliseconds flush{500};
+  bool writing = true, counting = true;
+  backlog_forecast forecast;
+  steady_time now{}, busy_until{};
+  std::optional<steady_time> accepted_since;  // the oldest accepted entry not durable: since when
+  bool barrier = false;
+  double pending = 0;
+  std::uint64_t latest = 0, read = 0, in_delivery = 0, accepted = 0, waiting = 0, durable = 0, bucket = 0, ticks = 0,
+                refused_ms = 0, max_lag = 0;
+  std::deque<std::pair<std::uint64_t, steady_time>> ages;  // (last sequence of a commit batch, when)
+  std::vector<double> rates;
+};
+
+}  // namespace
+
+TEST_CASE("lag gate: the pace settles a writer that outruns the index near the index's rate, without refusals (decision 0060)",
+          "[core][gate][pace]") {
+  // B = 2000 ms, lag tick 500 ms. The writers alone: 50 000 commits/s, one of 20 us per commit or
+  // four of 80 us (the pace scales one period; four writers make it off by four, corrected by the
+  // next steps).
+  const double writers = GENERATE(1.0, 4.0);
+  CAPTURE(writers);
+  lag_gate g(policy(2000, 100));
+  plant p(g, 10'000, writers);
+  p.writer_us = 20 * writers;
+  // The first seconds: the writers ran free until the forecast knew a rate, a backlog of about 2 s
+  // of the index's work, which the pace drains; counted from 3 s on.
+  p.counting = false;
+  p.run(3'000);
+  p.counting = true;
+  const auto refused_at_start = p.refused_ms;
+  p.run(7'000);
+  // The last 5 s: near the index's rate (the target stands 10 % below the capacity and probes up),
+  // steady (the proportional rule swung between 1 us and D, a coefficient of variation above 1),
+  // the lag well under B and no refusal.
+  const auto [mean, cv] = p.last(50);
+  CHECK(mean > 8'000);
+  CHECK(mean < 11'500);
+  CHECK(cv < 0.15);
+  CHECK(p.refused_ms == refused_at_start);
+  CHECK(p.max_lag < 1500);
+  // The index becomes twice as fast: the probe finds it within seconds.
+  p.capacity = 20'000;
+  p.run(10'000);
+  const auto [faster, faster_cv] = p.last(30);
+  CHECK(faster > 17'000);
+  CHECK(faster < 23'000);
+  CHECK(faster_cv < 0.15);
+  // And half as fast again: slowed, still no refusal.
+  p.capacity = 10'000;
+  p.run(10'000);
+  const auto [slower, slower_cv] = p.last(30);
+  CHECK(slower > 8'000);
+  CHECK(slower < 11'500);
+  CHECK(slower_cv < 0.15);
+  CHECK(p.refused_ms == refused_at_start);
+  CHECK(p.max_lag < 2000);
+  // The writer stops: once everything is durable (a lag of 0) and the log did not grow for a lag
+  // tick, the gate opens (caught up), and a writer slower than the index then runs free.
+  p.writing = false;
+  p.run(2'000);
+  CHECK(g.stored() == gate_open);
+  p.writing = true;
+  p.writers = 0.1 * writers;  // 5 000 commits/s
+  p.run(3'000);
+  CHECK(g.stored() == gate_open);
+}
+
+TEST_CASE("lag gate: after a refusal the gate reopens at the pace, not open, and a new ownership measures again",
+          "[core][gate][pace]") {
+  lag_gate g(policy(2000, 100));
+  plant p(g, 10'000);
+  p.writer_us = 20;
+  p.run(5'000);
+  REQUIRE(g.capacity() > 9'000);
+  // The lag reaches B: refused (rule 1); the durable advance after it reopens (rule 2) at the
+  // pace's period, not at 0: with the lag's recent peak at B the target is the floor, 5 % of the
+  // capacity, 1e6 / (0.05 x capacity) us per commit.
+  const auto reading = p.forecast.last();
+  REQUIRE(g.sample(gate_input{2000, 0, reading, 0, p.now}) == gate_exceeded);
+  g.on_durable_advance();
+  const auto reopened = g.sample(gate_input{100, 0, reading, 0, p.now});
+  REQUIRE(reopened.has_value());
+  CHECK(*reopened == static_cast<std::uint32_t>(std::ceil(1e6 / (0.05 * g.capacity()))));
+  // The index reads the rest: still paced while anything is not durable (the writer may go on);
+  // once all is durable (a lag of 0) the throttle ends: open, catch-up being proven.
+  const log_reading all_read{p.now + milliseconds(100), reading->latest(), 0};
+  CHECK_FALSE(g.sample(gate_input{100, 0, all_read, 0, p.now + milliseconds(400)}).has_value());
+  CHECK(g.sample(gate_input{0, 0, all_read, 0, p.now + milliseconds(500)}) == gate_open);
+  // A new ownership knows nothing of the last one's pace.
+  (void)g.on_acquired(g.stored());
+  CHECK(g.capacity() == 0);
 }
