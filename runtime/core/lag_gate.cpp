@@ -120,8 +120,11 @@ void lag_gate::pace_step(const gate_input& in) noexcept {
   const double dt = seconds(now.at - before->at);
   if (dt <= 0) return;
   const double growth = static_cast<double>(now.latest() - before->latest()) / dt;
-  // The reader's rate over about a second when known (a step's own jumps with each chunk).
-  const double read = in.read_per_s > 0 ? static_cast<double>(in.read_per_s) : static_cast<double>(now.read - before->read) / dt;
+  // The reader's rate: the larger of the step's own (it jumps with each chunk) and the one over
+  // about a second (diluted by any idle time in that second, as when a writer just started). An
+  // estimate too high is pulled down within steps by the saturated readings and the backlog's
+  // k; one too low would only be probed up by 1 % a step.
+  const double read = std::max(static_cast<double>(in.read_per_s), static_cast<double>(now.read - before->read) / dt);
   if (read > 0 && now.unread >= min_backlog_entries && 16 * in.backlog_ms >= policy_.budget_ms()) {
     // Saturated: a backlog of B/16 or more waited (and more than a few entries: at a trickle one
     // entry unread is a long reading time), so the reader read as fast as the index goes.
