@@ -49,7 +49,8 @@ class write_gate {
   // The admission of a commit writing `tables` (protocol.md §13.5). `wake_on_reject`: a refusal
   // wakes the runners of every refusing id (a commit's admission); a bare check does not.
   admission admit(const std::vector<std::uint32_t>& tables, bool wake_on_reject) const;
-  // Waits `delay` on the calling thread (std::this_thread::sleep_for unless a test set another).
+  // Waits `delay` on the calling thread (std::this_thread::sleep_for unless a test set another);
+  // a delay under 1 ms is owed by the thread and slept 1 ms at a time once its debts add up.
   void wait(std::chrono::microseconds delay) const;
   // Tests: records or shortens the throttle's wait, so that a test asserts the delay asked for.
   void set_sleeper(sleeper s);

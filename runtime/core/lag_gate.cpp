@@ -34,8 +34,9 @@ namespace {
 // (and B/16 of reading time). The target stands at 90 % of the capacity with no backlog and no
 // lag, and falls to 5 % (a backlog drains at once); a reader that keeps up with a writer at 80 % of
 // the target or more raises the capacity by 1 % a step (the probe); one step moves the period by
-// at most 4 either way (half the correction, in the log); a reader that read nothing while
-// entries wait counts as 16 times too slow.
+// at most 4 either way (half the correction, in the log); with no capacity known yet the target is
+// twice the reader's rate, and a reader that read nothing while the log grew counts as 16 times
+// too slow.
 constexpr std::uint64_t min_backlog_entries = 64;
 constexpr double headroom_k = 0.9, min_k = 0.05, keeps_up = 0.8, probe_raise = 1.01, max_ratio = 16, stalled_ratio = 16;
 
@@ -69,6 +70,7 @@ std::optional<std::uint32_t> lag_gate::on_acquired(std::uint32_t inherited) noex
   stepped_.reset();
   quiet_since_.reset();
   peaks_ = {0, 0};
+  pacing_ = guarded_ = false;
   capacity_ = 0;
   // A value read as exceeded counts as one (formats.md §4.3); its trip is at the latest now.
   stored_ = gate_refuses(inherited) ? gate_exceeded : inherited;
@@ -115,25 +117,32 @@ void lag_gate::pace_step(const gate_input& in) noexcept {
   if (stepped_ && (now.at < stepped_->at + spacing)) return;
   const auto before = stepped_;
   stepped_ = now;
-  // The first reading, or the logs installed again (positions going back): a new history.
-  if (!before || now.read < before->read || now.latest() < before->latest()) return;
+  // The first reading, the logs installed again (positions going back) or a silence longer than a
+  // second (a stall, a rebuild, a forced open): a new history.
+  if (!before || now.read < before->read || now.latest() < before->latest() ||
+      now.at > before->at + backlog_forecast::window) {
+    return;
+  }
   const double dt = seconds(now.at - before->at);
-  if (dt <= 0) return;
   const double growth = static_cast<double>(now.latest() - before->latest()) / dt;
-  // The reader's rate: the larger of the step's own (it jumps with each chunk) and the one over
-  // about a second (diluted by any idle time in that second, as when a writer just started). An
-  // estimate too high is pulled down within steps by the saturated readings and the backlog's
-  // k; one too low would only be probed up by 1 % a step.
-  const double read = std::max(static_cast<double>(in.read_per_s), static_cast<double>(now.read - before->read) / dt);
+  // The reader's rate over about a second (a step's own jumps with each chunk). The first
+  // estimate takes the larger of the two: at a writer's start the second is diluted by idle time,
+  // and an estimate too low would only be probed up by 1 % a step.
+  const double step_read = static_cast<double>(now.read - before->read) / dt;
+  const double window_read = static_cast<double>(in.read_per_s);
+  const double read = capacity_ > 0 && window_read > 0 ? window_read : std::max(window_read, step_read);
   if (read > 0 && now.unread >= min_backlog_entries && 16 * in.backlog_ms >= policy_.budget_ms()) {
     // Saturated: a backlog of B/16 or more waited (and more than a few entries: at a trickle one
-    // entry unread is a long reading time), so the reader read as fast as the index goes.
-    // A moving average, a step moving it at most twofold.
-    capacity_ = capacity_ > 0 ? std::clamp((3 * capacity_ + read) / 4, capacity_ / 2, 2 * capacity_) : read;
-  } else if (capacity_ > 0 && growth >= keeps_up * target_rate(in.backlog_ms)) {
-    capacity_ *= probe_raise;  // kept up with a writer at the target: the index may go faster
+    // entry unread is a long reading time), so the reader read as fast as the index goes. A
+    // moving average, at most doubling a step.
+    capacity_ = capacity_ > 0 ? std::min((3 * capacity_ + read) / 4, 2 * capacity_) : read;
+  } else if (capacity_ > 0 && in.backlog_ms == 0 && now.unread <= before->unread && 8 * lag_peak() < 5 * policy_.budget_ms() &&
+             growth >= keeps_up * headroom_k * capacity_) {
+    // The probe: the reader kept up (no backlog, none growing, a low lag) with a writer near the
+    // target it has without a backlog: the index may go faster.
+    capacity_ *= probe_raise;
   }
-  if (stored_ == gate_open || stored_ == gate_exceeded || growth <= 0) return;  // nothing to steer
+  if (!pacing_ || stored_ == gate_exceeded || growth <= 0) return;  // nothing to steer
   double ratio;
   if (const double w = target_rate(in.backlog_ms); w > 0) {
     ratio = growth / w;
@@ -143,10 +152,10 @@ void lag_gate::pace_step(const gate_input& in) noexcept {
     ratio = stalled_ratio;
   }
   // Half the correction (in the log) per step: the lag answers a step late, through the flush
-  // cycle. The period scaled is the one the writer saw: the pace's own (the stored value lags it
-  // by up to 10 %), or the guard's when that held the writer longer.
+  // cycle. The period scaled is the pace's own (the stored value lags it by up to 10 %, so scaling
+  // that would stall small corrections), or the guard's when that held the writer.
   const double factor = std::sqrt(std::clamp(ratio, 1 / max_ratio, max_ratio));
-  const double seen = static_cast<double>(stored_) > 1.1 * delay_ ? static_cast<double>(stored_) : delay_;
+  const double seen = guarded_ ? static_cast<double>(stored_) : delay_;
   delay_ = std::clamp(seen * factor, 1.0, max_delay_us(policy_));
 }
 
@@ -175,11 +184,16 @@ std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
     // not stop: they get a lag tick to come back before the throttle may end as idle.
     delay_ = entry_delay(forecast, in.backlog_ms);
     quiet_since_ = in.now;
+    pacing_ = true;
   }
   const bool below_h = 2 * forecast < b;
-  if (stored_ == gate_open) {
-    if (below_h) return std::nullopt;
+  if (!pacing_) {
+    // Not paced by this ownership: open, rule 4's 1 µs, or a delay inherited from the last owner.
+    // Below H rule 4 decides; at H the throttle (and the pace) begins.
+    if (below_h) return stored_ == gate_open ? std::nullopt : store(caught_up() ? gate_open : 1);
     delay_ = entry_delay(forecast, in.backlog_ms);
+    pacing_ = true;
+    guarded_ = false;
     return store_delay(delay_);
   }
   // Throttled (or reopened from exceeded). It ends below H with nothing unread, once the pace came
@@ -191,17 +205,21 @@ std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
   const bool idle = in.lag_ms == 0 && (!quiet_since_ || in.now >= *quiet_since_ + std::chrono::milliseconds(policy_.lag_tick_ms()));
   if (below_h && nothing_unread && (delay_ <= 1 || idle)) {
     delay_ = 0;
+    pacing_ = false;
     return store(caught_up() ? gate_open : 1);
   }
   // The guard: past 7B/8 the lag forces the stored delay up, to D at B; the pace keeps its own.
   delay_ = std::max(delay_, 1.0);
   double floor = 0;
   if (8 * in.lag_ms > 7 * b) floor = std::min(d_max, d_max * static_cast<double>(8 * in.lag_ms - 7 * b) / static_cast<double>(b));
+  guarded_ = floor > delay_;
   return store_delay(std::max(delay_, floor));
 }
 
 std::optional<std::uint32_t> lag_gate::force_open() noexcept {
   delay_ = 0;
+  pacing_ = guarded_ = false;
+  stepped_.reset();
   return store(gate_open);
 }
 

@@ -22,21 +22,25 @@
 // index is a sawtooth of its flush cycle, so the delay swung between 1 µs and D within a cycle
 // and the writer with it (a bang-bang). A throttled gate now keeps its delay and steers it, as
 // RocksDB's write controller steers its delayed write rate:
-//  * at each new reading of the logs, at least pace_spacing apart, it measures the log's growth
-//    (the commit rate, in sequences) and the reader's rate over about a second;
+//  * at each new reading of the logs, at least min(pace_spacing, lag tick) apart (one over a
+//    second after the last starts again), it measures the log's growth (the commit rate, in
+//    sequences) and the reader's rate over about a second;
 //  * while a backlog of B/16 or more (and 64 entries or more) waits, the reader is saturated and
-//    its rate is the index's capacity (a moving average); a reader that keeps up with a writer at
-//    80 % of the target or more raises the capacity by 1 % a step (the probe);
+//    its rate is the index's capacity (a moving average); while the reader keeps up (no backlog,
+//    none growing, the lag's peak under 5B/8) with a writer at 80 % of 0.9 × capacity or more,
+//    the capacity rises by 1 % a step (the probe);
 //  * target = capacity × k: k is 0.9 with no backlog and no lag, so the reader keeps up and its
 //    batches stay small, and falls to 0.05 as the backlog's reading time reaches B/2 or the lag's
-//    peak over the last B/4 … B/2 goes from 5B/8 to 7B/8 (a backlog drains at once);
-//  * the delay the writer saw is scaled by √(growth ÷ target) (half the correction, in the log,
-//    at most fourfold a step): the lag answers a step late, through the flush cycle.
-// Entering the throttle, and reopening after a refusal, take the target's period (rule 3's
-// proportional delay until a capacity is known). A lag past 7B/8 holds the stored delay up to D at
-// B (the pace keeps its own). Refusals (rule 1) and their reopening (rule 2) are unchanged. The
-// throttle ends below H with nothing unread once the pace came down to 1 µs, or the writer is gone
-// (a lag of 0 and a log that did not grow for a lag tick).
+//    peak over the last B/4 … B/2 goes from 5B/8 to 7B/8 (a backlog drains at once); twice the
+//    reader's rate while no capacity is known;
+//  * the pace's delay is scaled by √(growth ÷ target) (half the correction, in the log, at most
+//    fourfold a step): the lag answers a step late, through the flush cycle.
+// Entering the throttle (from open, rule 4's 1 µs or an inherited delay), and reopening after a
+// refusal, take the target's period (rule 3's proportional delay until a capacity is known). A lag
+// past 7B/8 holds the stored delay up to D at B (the pace keeps its own). Refusals (rule 1) and
+// their reopening (rule 2) are unchanged. The throttle ends below H with nothing unread once the
+// pace came down to 1 µs, or the writer is gone (a lag of 0 and a log that did not grow for a lag
+// tick). The write gate sleeps delays under 1 ms a millisecond at a time (adapters/write_gate).
 #pragma once
 
 #include <array>
@@ -125,8 +129,10 @@ class lag_gate {
   // later of the trip and the acquisition.
   std::uint64_t clock_ = 0, acquired_at_ = 0, tripped_at_ = 0, advanced_at_ = 0;
   bool advanced_ = false, reached_end_ = false;  // since this acquisition
-  // The pace (decision 0060), this ownership's: the reading of the last step, the index's
-  // capacity (entries/s), the writer's own µs per commit while open, the delay it steers (µs).
+  // The pace (decision 0060), this ownership's: whether it paces (from entering the throttle, or
+  // reopening after a refusal, to the throttle's end), whether the guard set the stored delay,
+  // the reading of the last step, the index's capacity (sequences/s), the delay it steers (µs).
+  bool pacing_ = false, guarded_ = false;
   std::optional<log_reading> stepped_;
   // The lag's peak in the previous and the current window of B/4, and when the current one began.
   std::array<std::uint64_t, 2> peaks_{};

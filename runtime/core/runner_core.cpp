@@ -1,6 +1,7 @@
 #include "core/runner_core.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include "core/assert.hpp"
@@ -1190,6 +1191,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (!current(gen) || release_.holding() || drain_.current() != drain::delivering) return out;
   auto b = drain_.answered();
   if (!b) return out;
+  const auto requests_before = std::accumulate(flushes_.begin(), flushes_.end(), std::uint64_t{0});
   switch (r) {
     case delivery_result::failed:
       condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);  // in a rebuild: the attempt fails
@@ -1268,11 +1270,14 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
   if (!drain_.cut_open && drain_.offered.size() - 1 >= config_.options.max_accepted_batches_ahead) {
     set_state(runner_state::waiting_durable);
     drain_.stalled_since = now;
-    // The reader stops until a barrier: ask for it now. Waiting for the age (or, when only
+    // The reader stops until a barrier: ask for it now, unless this delivery already did (the
+    // thresholds, a coverage demand, a verify's fence). Waiting for the age (or, when only
     // cursor-only progress fills the cap, the long cursor timer) would stall the index with work
     // to do: a writer paced by the gate makes small batches and reaches the cap long before the
     // age, and the stall then shows as lag (issue 32, decision 0060).
-    request_flush(non_durable_work() ? flush_reason::threshold : flush_reason::age, out, now);
+    if (std::accumulate(flushes_.begin(), flushes_.end(), std::uint64_t{0}) == requests_before) {
+      request_flush(non_durable_work() ? flush_reason::threshold : flush_reason::age, out, now);
+    }
     return out;
   }
   set_state(working_state());

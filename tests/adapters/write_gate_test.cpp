@@ -64,17 +64,31 @@ TEST_CASE("write gate: the largest gate of the ids projecting the tables written
   auto a = g.project("a", 1, 1);
   auto b = g.project("b", 1, 2);
   auto c = g.project("c", 2, 3);
-  a->set_lag_gate(100);
-  b->set_lag_gate(700);
-  c->set_lag_gate(900);
+  a->set_lag_gate(1000);
+  b->set_lag_gate(7000);
+  c->set_lag_gate(9000);
   auto t = g.store->begin();
   t.put(1, "k", "v");
   t.put(2, "k", "v");
   REQUIRE(t.commit());
   REQUIRE(g.waited.size() == 1);
-  CHECK(g.waited[0] == microseconds{900});
-  CHECK(g.store->admit(1).delay == microseconds{700});
+  CHECK(g.waited[0] == microseconds{9000});
+  CHECK(g.store->admit(1).delay == microseconds{7000});
   CHECK(g.store->admit(1).backend_id == "b");
+}
+
+TEST_CASE("write gate: delays under a millisecond are owed by the committing thread and slept a millisecond at a time (decision 0060)",
+          "[adapter][gate]") {
+  gated_store g;
+  g.project("a", 1, 1)->set_lag_gate(900);
+  // Whatever this thread owed before (less than 1 ms), ten commits owe 9 ms more: nine sleeps of
+  // exactly 1 ms, none longer, so no commit waits more than max_write_delay (at least 1 ms).
+  for (int i = 0; i < 10; ++i) {
+    auto t = g.store->begin();
+    t.put(1, "k" + std::to_string(i), "v");
+    REQUIRE(t.commit());
+  }
+  CHECK(g.waited == std::vector<microseconds>(9, microseconds{1000}));
 }
 
 TEST_CASE("write gate: a refused write leaves nothing in the store and wakes the id's local runners", "[adapter][gate][behaviour-24]") {
