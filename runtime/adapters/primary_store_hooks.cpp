@@ -4,6 +4,8 @@
 // and the reads under the commit mutex (the coverage capture of §12.1).
 #include "adapters/primary_store_impl.hpp"
 
+#include <algorithm>
+
 #include "core/clock.hpp"
 #include "core/index_time.hpp"
 
@@ -102,10 +104,14 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept {
   return primary_store_access::get(s).synced_sequence.load(std::memory_order_acquire);
 }
 
-result<std::uint64_t> sync_wal(primary_store& s) {
+result<std::uint64_t> sync_wal(primary_store& s, std::uint64_t covering) {
   auto& p = primary_store_access::get(s);
   std::shared_lock lock(p.lifecycle);
   if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
+  std::lock_guard one_at_a_time(p.sync_mutex);
+  if (const auto synced = p.synced_sequence.load(std::memory_order_acquire); covering != 0 && synced >= covering) {
+    return synced;  // a sync that ended while this caller waited covered it
+  }
   // Read first: SyncWAL makes at least everything written before it durable.
   auto latest = p.db->GetLatestSequenceNumber();
   auto st = p.db->SyncWAL();
@@ -114,7 +120,7 @@ result<std::uint64_t> sync_wal(primary_store& s) {
   auto prev = p.synced_sequence.load(std::memory_order_relaxed);
   while (prev < latest && !p.synced_sequence.compare_exchange_weak(prev, latest)) {
   }
-  return latest;
+  return std::max(prev, latest);
 }
 
 namespace {

@@ -32,6 +32,7 @@
 #include "adapters/free_space.hpp"
 #include "adapters/primary_store_hooks.hpp"  // commit_event, commit listeners, gate_of, …
 #include "adapters/write_gate.hpp"
+#include "core/shared_reads.hpp"
 #include "core/wal_batch.hpp"
 #include "ports/store_reader.hpp"  // coverage_point
 
@@ -101,6 +102,11 @@ struct primary_store::impl {
   space_probe probe = read_space;
   space_gate space{std::chrono::milliseconds(100)};
   std::atomic<std::uint64_t> synced_sequence{0};
+  // One SyncWAL at a time: a caller that waited re-checks synced_sequence first (sync_wal).
+  std::mutex sync_mutex;
+  // The primary reads the tailers of this store share (core/shared_reads.hpp, decision 0061).
+  // This store's state only: a store opened again has a new one.
+  std::shared_ptr<shared_reads> reads = std::make_shared<shared_reads>();
   // The WAL listing of protocol.md §13.2, sampled at most once per interval (sampled_retention).
   struct wal_sample;
   std::mutex wal_sample_mutex;
@@ -178,9 +184,11 @@ wal_retention retention_of(const std::vector<wal_file_info>& files, const store_
 // sampled_retention: adapters/wal_sample.hpp.
 
 std::uint64_t synced_sequence(const primary_store& s) noexcept;
-// Reads the latest sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8).
-// io_error when the sync fails (a transient fault for the runtime).
-result<std::uint64_t> sync_wal(primary_store& s);
+// Unless synced_sequence already reaches `covering` (checked again once this caller has the
+// store's sync mutex: a sync that ended meanwhile may have covered it), reads the latest
+// sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8); returns
+// synced_sequence. io_error when the sync fails (a transient fault for the runtime).
+result<std::uint64_t> sync_wal(primary_store& s, std::uint64_t covering);
 // The coverage capture (protocol.md §12.1): the latest sequence and a fresh index time, both
 // under the commit mutex. io_error when the store is closed.
 result<coverage_point> capture_coverage_point(primary_store& s);

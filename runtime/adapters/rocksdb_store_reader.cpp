@@ -50,6 +50,8 @@ result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
   return multi_get(p, rocksdb::ReadOptions{}, table, ids);
 }
 
+shared_reads* rocksdb_store_reader::shared() noexcept { return primary_store_access::get(*store_).reads.get(); }
+
 result<std::uint64_t> rocksdb_store_reader::latest_sequence() {
   auto& p = primary_store_access::get(*store_);
   std::shared_lock lock(p.lifecycle);

@@ -29,6 +29,7 @@ class key_table {
     // The caller's bookkeeping, which the table neither reads nor changes.
     std::size_t first_op = 0;        // the collected operation that first named the key
     std::uint64_t last_version = 0;  // the header time of its last occurrence
+    std::uint64_t last_sequence = 0;  // the end sequence of the transaction of its last occurrence
   };
 
   // Hash of a key's identity; the same in every turn, so a turn can carry hashes to the next.

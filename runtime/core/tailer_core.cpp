@@ -47,7 +47,14 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     }
     DIX_ASSERT(std::any_of(attached_.begin(), attached_.end(),
                        [&](const attached_log& a) { return a.name == s.name && a.identity == s.identity; }));
+    if (auto* shared = l.store->shared()) shared->follow();
     logs_.push_back(std::move(s));
+  }
+}
+
+tailer_core::~tailer_core() {
+  for (auto& l : logs_) {
+    if (auto* shared = l.port.store->shared()) shared->unfollow();
   }
 }
 
@@ -287,12 +294,14 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
             new_key = true;
           }
           keys_[number].last_version = txn.time;
+          keys_[number].last_sequence = txn.end_sequence();
           c.key = static_cast<std::ptrdiff_t>(number);
         }
       } else if (!o.meta && o.kind != op_kind::delete_range && projection_of(work.log, o.table) != nullptr) {
         const auto [index, added] = keys_.find_or_add(work.log, o.table, o.key, ops_.size());
         new_key = added;
         keys_[index].last_version = txn.time;
+        keys_[index].last_sequence = txn.end_sequence();
         c.key = static_cast<std::ptrdiff_t>(index);
       }
       ops_.push_back(c);
@@ -312,36 +321,27 @@ std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
   auto& records = t.records;
   records.reserve(keys_.size());
   logs_read_.assign(logs_.size(), false);
-  constexpr std::size_t read_group = 16;
+  constexpr std::size_t group_size = 16;
   std::size_t group_begin = 0, group_end = 0;
   std::vector<std::optional<std::string>> group_values;
   for (std::size_t k = 0; k < keys_.size(); ++k) {
     if (!records.empty() && t.estimate >= t.budgets.max_chunk_bytes) break;
     if (k > 0 && k % check_every == 0 && t.spent()) break;
     const auto& key = keys_[k];
-    auto& l = logs_[key.log];
     if (k >= group_end) {
       // Read this key and up to 15 following keys of the same log and table in one group, in
       // first-occurrence order (§4.3); a group read after the chunk closes is simply unused.
       group_begin = k;
       group_end = k + 1;
-      while (group_end < keys_.size() && group_end - k < read_group && keys_[group_end].log == key.log &&
+      while (group_end < keys_.size() && group_end - k < group_size && keys_[group_end].log == key.log &&
              keys_[group_end].table == key.table) {
         ++group_end;
       }
       group_ids_.clear();
       for (auto g = k; g < group_end; ++g) group_ids_.push_back(keys_[g].id);
-      // Fenced, at the fence's snapshot: nothing beyond it may reach the index (fence()).
-      auto group = fence_ ? fence_->snapshots[key.log]->read_many(key.table, group_ids_)
-                          : l.port.store->read_many(key.table, group_ids_);
-      ++chunk.primary_reads;
+      // Whatever the values' source, the sync before delivery covers them (§4.8).
       logs_read_[key.log] = true;
-      if (!group) {
-        auto f = fault_from(group.error(), l.name);
-        f.transient = true;  // a failed primary read is never the log's fault
-        return f;
-      }
-      group_values = std::move(*group);
+      if (auto f = read_group(key.log, key.table, k, chunk, group_values)) return f;
     }
     const auto& stored = group_values[k - group_begin];
     record_entry e;
@@ -353,6 +353,54 @@ std::optional<tailer_fault> tailer_core::resolve(turn& t, tailer_chunk& chunk) {
     }
     t.estimate += key.id.size() + stored_size + e.state.projection.size();
     records.push_back(std::move(e));
+  }
+  return std::nullopt;
+}
+
+std::optional<tailer_fault> tailer_core::read_group(std::size_t log, std::uint32_t table, std::size_t first,
+                                                    tailer_chunk& chunk, std::vector<std::optional<std::string>>& values) {
+  auto& l = logs_[log];
+  const auto failed = [&](const error& e) {
+    auto f = fault_from(e, l.name);
+    f.transient = true;  // a failed primary read is never the log's fault
+    return f;
+  };
+  if (fence_) {
+    // Fenced, at the fence's snapshot: nothing beyond it may reach the index (fence()). Never
+    // shared: other tailers read the latest state.
+    auto group = fence_->snapshots[log]->read_many(table, group_ids_);
+    ++chunk.primary_reads;
+    if (!group) return failed(group.error());
+    values = std::move(*group);
+    return std::nullopt;
+  }
+  auto* shared = l.port.store->shared();
+  if (shared == nullptr || !shared->active()) {
+    auto group = l.port.store->read_many(table, group_ids_);
+    ++chunk.primary_reads;
+    if (!group) return failed(group.error());
+    values = std::move(*group);
+    return std::nullopt;
+  }
+  // Shared (decision 0061): a key's value may come from another tailer's read that began at or
+  // after its last collected occurrence, the rule a read of our own meets; the rest are read
+  // here, after the latest sequence is taken, and recorded for the others.
+  group_at_least_.clear();
+  for (std::size_t g = 0; g < group_ids_.size(); ++g) group_at_least_.push_back(keys_[first + g].last_sequence);
+  const auto found = shared->lookup(table, group_ids_, group_at_least_, values, group_found_);
+  if (found == group_ids_.size()) return std::nullopt;
+  auto read_at = l.port.store->latest_sequence();
+  if (!read_at) return failed(read_at.error());
+  miss_ids_.clear();
+  for (std::size_t g = 0; g < group_ids_.size(); ++g) {
+    if (!group_found_[g]) miss_ids_.push_back(group_ids_[g]);
+  }
+  auto group = l.port.store->read_many(table, miss_ids_);
+  ++chunk.primary_reads;
+  if (!group) return failed(group.error());
+  shared->record(table, miss_ids_, *group, *read_at);
+  for (std::size_t g = 0, m = 0; g < group_ids_.size(); ++g) {
+    if (!group_found_[g]) values[g] = std::move((*group)[m++]);
   }
   return std::nullopt;
 }
@@ -441,7 +489,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
       return f;
     }
     if (t.delivery && logs_read_[i] && l.port.store->synced_sequence() < *latest) {
-      auto synced = l.port.store->sync_wal();
+      auto synced = l.port.store->sync_wal(*latest);
       if (!synced) return transient("log " + l.name + ": " + synced.error().message());
       ++chunk.wal_syncs;
     }
@@ -512,7 +560,7 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
       return out;
     }
     if (l.port.store->synced_sequence() < *latest) {
-      auto synced = l.port.store->sync_wal();
+      auto synced = l.port.store->sync_wal(*latest);
       if (!synced) {
         out.fault = transient("log " + l.name + ": " + synced.error().message());
         return out;

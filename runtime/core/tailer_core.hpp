@@ -38,6 +38,7 @@
 #include "core/coverage.hpp"
 #include "core/key_table.hpp"
 #include "core/log_merge.hpp"
+#include "core/shared_reads.hpp"
 #include "core/turn_budgets.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
@@ -165,6 +166,9 @@ class tailer_core {
   // holds each of `logs` under its name and identity.
   tailer_core(std::vector<tailer_log> logs, std::map<table_ref, projection> projections,
               std::vector<attached_log> attached);
+  ~tailer_core();
+  tailer_core(const tailer_core&) = delete;
+  tailer_core& operator=(const tailer_core&) = delete;
 
   // Checks every cursor entry first — it names an attached log with that store's identity, else
   // log-missing — and then that the entries name exactly this registration's logs, else
@@ -264,6 +268,11 @@ class tailer_core {
   // Reads the next transaction over all logs through merge_ (header-time order); sets
   // all_caught_up_ when every log is caught up.
   std::optional<tailer_fault> read_next(std::optional<open_txn>& out, std::uint64_t& bytes_read);
+  // The values of group_ids_ (keys_ from `first` on, all of one log and table): at the fence's
+  // snapshot when fenced, else from the store, or from its shared reads where another tailer's
+  // read may stand in for ours (core/shared_reads.hpp). A failed read is a transient fault.
+  std::optional<tailer_fault> read_group(std::size_t log, std::uint32_t table, std::size_t first, tailer_chunk& chunk,
+                                         std::vector<std::optional<std::string>>& values);
   // The projection of (log, table), or null when the registration does not project the table.
   const projection* projection_of(std::size_t log, std::uint32_t table) const;
   // The state of one stored value (nullopt: absent) under its table's projection (§4.3, §4.4);
@@ -313,6 +322,9 @@ class tailer_core {
   std::vector<std::size_t> consumed_;
   std::vector<bool> logs_read_;
   std::vector<std::string_view> group_ids_;
+  std::vector<std::uint64_t> group_at_least_;  // per id of the group: its last occurrence's end sequence
+  std::vector<bool> group_found_;              // per id: found in the shared reads
+  std::vector<std::string_view> miss_ids_;     // the ids the shared reads did not have
   std::optional<cursor> through_;
   bool installed_ = false;
 };

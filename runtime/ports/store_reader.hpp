@@ -15,6 +15,8 @@
 
 namespace dix {
 
+class shared_reads;
+
 // One record of a rebuild scan: its id and its stored value (8-byte version + payload,
 // unchecked). The views stay valid until the next call on the snapshot.
 struct scan_entry {
@@ -85,8 +87,15 @@ class store_reader {
   virtual result<coverage_point> capture_coverage() = 0;
   // The highest sequence known durable in the WAL.
   virtual std::uint64_t synced_sequence() const noexcept = 0;
-  // Reads the latest sequence, syncs the WAL, raises synced_sequence to it; returns it.
-  virtual result<std::uint64_t> sync_wal() = 0;
+  // Makes the WAL durable at least up to `covering`, a latest sequence the caller read: when
+  // synced_sequence() already reaches it — another caller's sync covered it, perhaps while this
+  // one waited for that sync to end — returns it at once; else reads the latest sequence, syncs
+  // the WAL and raises synced_sequence to it. One sync at a time per store, so the tailers of
+  // several indexes on one store share their syncs (decision 0061). Returns synced_sequence().
+  virtual result<std::uint64_t> sync_wal(std::uint64_t covering) = 0;
+  // The reads of this store that the tailers following it share (core/shared_reads.hpp), or
+  // null when they do not share.
+  virtual shared_reads* shared() noexcept { return nullptr; }
 
   // Commits the system transaction boundary/<id> = epoch (formats.md §5; sync, under the commit
   // mutex) and returns its sequence and header time.

@@ -365,7 +365,7 @@ TEST_CASE("primary store: after close every call fails io_error and close is ide
   t.put(1, "a", "b");
   CHECK(t.commit().error().value() == errc::io_error);
   CHECK(s->get(1, "a").error().value() == errc::io_error);
-  CHECK(sync_wal(*s).error().value() == errc::io_error);
+  CHECK(sync_wal(*s, 0).error().value() == errc::io_error);
 }
 
 TEST_CASE("primary store: index_time is strictly increasing across close and reopen (clock record)", "[adapter][store][time]") {
@@ -434,7 +434,7 @@ TEST_CASE("primary store: synced_sequence follows sync commits and explicit WAL 
   CHECK(base == latest_sequence(*s));  // everything recovered at open is durable
   auto unsynced = test::put_records(*s, "a", 3);
   CHECK(synced_sequence(*s) < unsynced.sequence + 2);
-  auto synced_to = sync_wal(*s).value();
+  auto synced_to = sync_wal(*s, 0).value();
   CHECK(synced_to == latest_sequence(*s));
   CHECK(synced_sequence(*s) >= unsynced.sequence + 2);
   auto t = s->begin();

@@ -39,7 +39,7 @@ TEST_CASE("store reader: the tailer over real RocksDB syncs the WAL it read befo
   CHECK(synced_sequence(*s) >= written.sequence + 2);  // synced before the batch was handed out
   // A turn with nothing unsynced makes no sync.
   auto again = test::put_records(*s, "c", 1);
-  REQUIRE(sync_wal(*s));
+  REQUIRE(sync_wal(*s, 0));
   auto r2 = core.pull(turn_budgets{}, 1, time);
   REQUIRE(r2.chunk.delivery);
   CHECK(r2.chunk.wal_syncs == 0);

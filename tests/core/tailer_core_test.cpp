@@ -569,3 +569,61 @@ TEST_CASE("tailer: an install after an abandoned scan releases the scan's snapsh
   REQUIRE_FALSE(installed.fault);
   CHECK(h.store.live_snapshots == 0);
 }
+
+TEST_CASE("tailer: tailers sharing a store's reads take each other's values only when read after the last occurrence", "[core][tailer]") {
+  // Decision 0061: two registrations' tailers on one store; the second resolves from the first's
+  // reads, and reads for itself what changed after them; its batches are the ones it would have cut alone.
+  fake_store store{"main", "id-main"};
+  store.share_reads(shared_reads::limits{});
+  store.commit({test::put(products, "seed", "s")}, 0, true);
+  const auto& first = store.transactions().front();
+  const auto start = cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value();
+  std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
+  std::vector<attached_log> attached{{"main", "id-main"}};
+  manual_clock time;
+  turn_budgets budget;
+  struct follower {
+    fake_store::source source;
+    fake_store::reader reader;
+    tailer_core core;
+    follower(fake_store& s, const std::map<table_ref, projection>& p, const std::vector<attached_log>& a)
+      : source(s), reader(s), core(std::vector<tailer_log>{{&source, &reader}}, p, a) {}
+  };
+  follower one(store, projections, attached), two(store, projections, attached);
+  REQUIRE_FALSE(one.core.install(start).fault);
+  REQUIRE_FALSE(two.core.install(start).fault);
+  REQUIRE(store.shares()->active());
+  auto pull = [&](follower& f) {
+    auto r = f.core.pull(budget, 7, time);
+    REQUIRE_FALSE(r.fault);
+    return r.chunk;
+  };
+
+  store.commit({test::put(products, "a", "A1"), test::put(products, "b", "B1")});
+  auto c1 = pull(one);
+  CHECK(c1.primary_reads == 1);
+  const auto reads = store.reads();
+  auto c2 = pull(two);
+  CHECK(c2.primary_reads == 0);  // both values from the first tailer's read
+  CHECK(store.reads() == reads);
+  REQUIRE(c2.delivery);
+  CHECK(c2.delivery->records == c1.delivery->records);
+  CHECK(store.shares()->hits() == 2);
+
+  // `a` changes after the first tailer's read: the second reads it for itself, `b` is still shared.
+  store.commit({test::put(products, "a", "A2"), test::put(products, "b", "B1")});
+  store.commit({test::put(products, "a", "A3")});
+  auto c3 = pull(one);  // reads a and b after both commits
+  store.commit({test::put(products, "a", "A4")});
+  auto c4 = pull(two);  // a's last occurrence (A4) is after one's read: read again; b is not
+  REQUIRE(c4.delivery);
+  CHECK(c4.primary_reads == 1);
+  const auto* a = find(*c4.delivery, "a");
+  const auto* b = find(*c4.delivery, "b");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->state.projection == "A4");
+  CHECK(b->state.projection == "B1");
+  CHECK(store.shares()->hits() == 3);
+  (void)c3;
+}

@@ -186,7 +186,76 @@ std::string differs_from_primary(sim_pipeline& p) {
          std::to_string(expected.size()) + " entries; runner " + std::string(to_string(p.runner->state())) + ")";
 }
 
-std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::size_t> crash_at = std::nullopt) {
+// A peer: another registration's tailer over the same store, sharing its reads with the runner's
+// (decision 0061), its index a map applied in step with its `through` as a backend would. It
+// joins at the log's last transaction with the table as it is (a rebuild's result), pulls turns
+// of its own budgets, and leaves (or is dropped by a fault of its own: a purge, a failed read).
+// After each turn it must hold invariant 1 at its through, and at the end the primary exactly.
+struct peer {
+  std::unique_ptr<test::fake_store::source> source;
+  std::unique_ptr<test::fake_store::reader> reader;
+  std::unique_ptr<tailer_core> core;
+  std::map<std::string, test::index_entry> index;  // by record id
+  std::uint64_t through = 0;
+};
+
+std::unique_ptr<peer> join_peer(sim_pipeline& p) {
+  if (p.store.transactions().empty()) return nullptr;
+  auto r = std::make_unique<peer>();
+  r->source = std::make_unique<test::fake_store::source>(p.store);
+  r->reader = std::make_unique<test::fake_store::reader>(p.store);
+  std::map<table_ref, projection> projections{{table_ref{"main", sim_table}, test::identity_projection()}};
+  r->core = std::make_unique<tailer_core>(std::vector<tailer_log>{{r->source.get(), r->reader.get()}}, projections,
+                                          std::vector<attached_log>{{"main", "id-main"}});
+  const auto& last = p.store.transactions().back();
+  if (r->core->install(cursor::make({log_position{"main", "id-main", last.sequence, last.time}}).value()).fault) return nullptr;
+  r->through = last.sequence;
+  for (const auto& [id, stored] : p.store.table(sim_table)) {
+    if (!stored) continue;
+    auto v = decode_value(*stored);
+    r->index[id] = test::index_entry{v->version, std::string(v->payload)};
+  }
+  return r;
+}
+
+// One turn of `r`; "" when it holds invariant 1 at its through, else why not. `dropped`: a fault
+// ended it (it leaves, as a runner whose tailer faults reinstalls or rebuilds).
+std::string pull_peer(sim_pipeline& p, peer& r, const turn_budgets& budgets, bool& dropped, bool& caught_up) {
+  auto out = r.core->pull(budgets, 1, p.time);
+  dropped = out.fault.has_value();
+  caught_up = !dropped && out.chunk.end_of_log;
+  if (dropped) return {};
+  if (const auto& b = out.chunk.delivery) {
+    for (const auto& e : b->records) {
+      if (e.log != "main" || e.table != sim_table) return "a peer's batch holds a record of another table";
+      if (e.state.kind == state_kind::record) r.index[e.record_id] = test::index_entry{e.state.version, e.state.projection};
+      else r.index.erase(e.record_id);
+    }
+    if (b->through) {
+      if (b->through->logs()[0].sequence < r.through) return "a peer's through moved back";
+      r.through = b->through->logs()[0].sequence;
+    }
+  }
+  for (int k = 0; k < key_space; ++k) {
+    const auto id = "k" + std::to_string(k);
+    std::optional<test::index_entry> held;
+    if (auto it = r.index.find(id); it != r.index.end()) held = it->second;
+    bool ok = false;
+    for (const auto& s : allowed_states(p.store, id, r.through)) ok = ok || s == held;
+    if (!ok) {
+      return "a peer's key " + id + " holds " + (held ? held->projection + "@" + std::to_string(held->version) : "nothing") +
+             ", which the primary never held at or after sequence " + std::to_string(r.through);
+    }
+  }
+  return {};
+}
+
+// `shared`: the store's reads are shared (sim_shell::shared_read_bytes) by the runner's tailer and
+// up to three peers joining, pulling and leaving at steps a stream of their own picks, the shared
+// reads lost now and then (the reader's crash: only an optimization is lost), the peers gone with
+// the process at every OS crash.
+std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::size_t> crash_at = std::nullopt,
+                     bool shared = false) {
   std::mt19937_64 rng(seed);
   auto pick = [&](std::uint64_t n) { return rng() % n; };
   runner_options o;
@@ -203,10 +272,19 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   shell.bell = shells() % 4 != 0;
   shell.publish_hops = std::array<int, 4>{0, 1, 4, 20}[shells() % 4];
   shell.pull_hops = static_cast<int>(shells() % 3);
+  std::mt19937_64 peering(seed ^ 0x5ead);
+  if (shared) shell.shared_read_bytes = std::array<std::size_t, 3>{300, 2000, 1u << 20}[peering() % 3];
+  auto peer_budgets = [&] {
+    turn_budgets b;
+    b.max_transactions_per_turn = static_cast<std::uint32_t>(1 + peering() % 10);
+    b.max_chunk_records = static_cast<std::uint32_t>(1 + peering() % 8);
+    return b;
+  };
   if (std::getenv("DIX_SIM_VERBOSE") != nullptr) {
     std::fprintf(stderr, "shell bell=%d publish_hops=%d pull_hops=%d\n", shell.bell, shell.publish_hops, shell.pull_hops);
   }
   sim_pipeline p(o, shell);
+  std::vector<std::unique_ptr<peer>> peers;  // after p: their tailers follow p's store
   // A writer racing the tailer: a commit while a pull is on its way, its wake (or its ring) behind
   // the pull's answer or, with pull_hops, before it (the bell then held through the pull). It
   // found a runner_core order that published `ready` before the current settle's answer (§10.4:
@@ -331,6 +409,35 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
       p.wake(wake_flag::commit | wake_flag::system);
       trace << "s";
     }
+    if (shared && trace.str().back() != 'X' && trace.str().back() != 'Z') {
+      const auto move = peering() % 12;
+      if (move == 0 && peers.size() < 3) {
+        if (auto r = join_peer(p)) peers.push_back(std::move(r));
+        trace << "+";
+      } else if (move == 1 && !peers.empty()) {
+        peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(peering() % peers.size()));
+        trace << "-";
+      } else if (move == 2 && p.store.shares() != nullptr) {
+        p.store.shares()->forget();
+        trace << "~";
+      } else if (move < 8 && !peers.empty()) {
+        const auto i = peering() % peers.size();
+        for (auto turns = 1 + peering() % 3; turns > 0; --turns) {
+          bool dropped = false, caught_up = false;
+          auto failure = pull_peer(p, *peers[i], peer_budgets(), dropped, caught_up);
+          if (!failure.empty()) {
+            return "seed " + std::to_string(seed) + " step " + std::to_string(step) + ": " + failure + "\n  trace " + trace.str();
+          }
+          if (dropped) {
+            peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i));
+            break;
+          }
+        }
+        trace << "p";
+      }
+    } else if (shared) {
+      peers.clear();  // an OS crash: the peers' tailers die with the process
+    }
     if (std::getenv("DIX_SIM_VERBOSE") != nullptr) {
       std::fprintf(stderr, "step %zu %c durable=%llu state=%s epoch=%llu delivered=%zu queued=%zu\n", step,
                    trace.str().back(),
@@ -369,6 +476,24 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
     return "seed " + std::to_string(seed) + ":" + diff + "\n  trace " + trace.str();
   }
   if (!p.backend.durable() || p.backend.durable()->logs()[0].sequence == 0) return "seed " + std::to_string(seed) + ": no durable cursor after draining";
+  // The peers drain too, and then hold exactly the primary's projection.
+  for (auto& r : peers) {
+    bool dropped = false, caught_up = false;
+    for (int turn = 0; turn < 10000 && !caught_up && !dropped; ++turn) {
+      if (auto failure = pull_peer(p, *r, peer_budgets(), dropped, caught_up); !failure.empty()) {
+        return "seed " + std::to_string(seed) + " peer drained: " + failure + "\n  trace " + trace.str();
+      }
+    }
+    if (dropped) continue;  // a fault of its own at the end (none is injected now): nothing to compare
+    if (!caught_up) return "seed " + std::to_string(seed) + ": a peer did not catch up\n  trace " + trace.str();
+    std::map<std::string, test::index_entry> expected;
+    for (const auto& [id, stored] : p.store.table(sim_table)) {
+      if (!stored) continue;
+      auto v = decode_value(*stored);
+      expected[id] = test::index_entry{v->version, std::string(v->payload)};
+    }
+    if (r->index != expected) return "seed " + std::to_string(seed) + ": a drained peer differs from the primary\n  trace " + trace.str();
+  }
   return {};
 }
 
@@ -390,6 +515,17 @@ std::vector<std::uint64_t> seeds_to_run() {
 TEST_CASE("sim: the pipeline keeps every index equal to the primary's projection under faults", "[sim]") {
   for (auto seed : seeds_to_run()) {
     auto failure = run_seed(seed, 300);
+    INFO("reproduce with DIX_SIM_SEED=" << seed);
+    CHECK(failure.empty());
+    if (!failure.empty()) FAIL_CHECK(failure);
+  }
+}
+
+TEST_CASE("sim: tailers sharing their reads of one store keep every index equal to the primary's projection", "[sim]") {
+  // The runner's tailer and peers joining, pulling and leaving share the store's reads (decision
+  // 0061); every invariant of the first test holds for the runner, invariant 1 for every peer.
+  for (auto seed : seeds_to_run()) {
+    auto failure = run_seed(seed, 300, std::nullopt, true);
     INFO("reproduce with DIX_SIM_SEED=" << seed);
     CHECK(failure.empty());
     if (!failure.empty()) FAIL_CHECK(failure);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/bytes.hpp"
+#include "core/shared_reads.hpp"
 #include "core/txn_header.hpp"
 #include "ports/log_source.hpp"
 #include "ports/store_reader.hpp"
@@ -91,6 +92,7 @@ class fake_store {
   // An OS crash: every transaction beyond the synced sequence is lost, the tables revert, and
   // the next commits reuse the lost sequences (with new header times).
   void crash() {
+    if (shares_) shares_->forget();  // what was read may be gone; a real crash takes the process
     while (!log_.empty() && log_.back().sequence > synced_) log_.pop_back();
     while (!history_.empty() && history_.back().sequence > synced_) history_.pop_back();
     latest_ = history_.empty() ? 0 : history_.back().end_sequence();
@@ -127,6 +129,11 @@ class fake_store {
     return v == t->second.end() ? std::nullopt : v->second;
   }
   const std::map<std::string, std::optional<std::string>>& table(std::uint32_t table) { return tables_[table]; }
+
+  // The tailers that follow this store share their reads (core/shared_reads.hpp), as those of a
+  // RocksDB store do; with min_followers 1 even a lone tailer takes its own earlier reads.
+  void share_reads(shared_reads::limits l) { shares_ = std::make_unique<shared_reads>(l); }
+  shared_reads* shares() const { return shares_.get(); }
 
   // Faults the next read / sync with io_error.
   bool fail_reads = false;
@@ -245,8 +252,10 @@ class fake_store {
       return coverage_point{s_.latest_, ++s_.clock_};
     }
     std::uint64_t synced_sequence() const noexcept override { return s_.synced_; }
-    result<std::uint64_t> sync_wal() override {
+    shared_reads* shared() noexcept override { return s_.shares_.get(); }
+    result<std::uint64_t> sync_wal(std::uint64_t covering) override {
       if (s_.fail_sync) return error{errc::io_error, "SyncWAL failed (injected)"};
+      if (covering != 0 && s_.synced_ >= covering) return s_.synced_;
       ++s_.syncs_;
       s_.synced_ = s_.latest_;
       return s_.latest_;
@@ -295,6 +304,7 @@ class fake_store {
   std::uint64_t purged_ = 0;
   std::uint64_t scanned_ = 0;
   index_time_t clock_ = 1000;
+  std::unique_ptr<shared_reads> shares_;
 };
 
 }  // namespace dix::test

@@ -52,12 +52,16 @@ struct sim_shell {
   bool bell = false;      // commits ring a commit bell (a new one per runner incarnation)
   int publish_hops = 0;   // runner events before the publisher stores a publication; 0: at once
   int pull_hops = 0;      // trips the tailer's answer to a pull takes (commits may ring meanwhile)
+  // The store's tailers share their reads (core/shared_reads.hpp, decision 0061) even alone, in
+  // small generations (so they turn over); 0: not shared.
+  std::size_t shared_read_bytes = 0;
 };
 
 class sim_pipeline final : public backend_host {
  public:
   explicit sim_pipeline(runner_options options = {}, sim_shell shells = {})
     : shell(shells), options_(options), budgets_(make_turn_budgets(options)) {
+    if (shell.shared_read_bytes > 0) store.share_reads(shared_reads::limits{shell.shared_read_bytes, 1});
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {

@@ -1,0 +1,110 @@
+#include "core/shared_reads.hpp"
+
+#include <functional>
+
+namespace dix {
+
+namespace {
+
+// What an entry costs beyond its id and value: the node, the hash slot, the strings' headers.
+constexpr std::size_t entry_overhead = 96;
+
+}  // namespace
+
+std::size_t shared_reads::key_hash::operator()(const std::pair<std::uint32_t, std::string>& k) const noexcept {
+  return std::hash<std::string>{}(k.second) ^ (static_cast<std::size_t>(k.first) * 0x9e3779b97f4a7c15ull);
+}
+
+void shared_reads::follow() noexcept {
+  std::lock_guard hold(mutex_);
+  ++followers_;
+}
+
+void shared_reads::unfollow() noexcept {
+  std::lock_guard hold(mutex_);
+  if (followers_ > 0) --followers_;
+  if (followers_ < limits_.min_followers) {
+    // Nobody to share with: free the memory now.
+    generation().swap(current_);
+    generation().swap(previous_);
+    current_bytes_ = 0;
+  }
+}
+
+bool shared_reads::active() const noexcept {
+  std::lock_guard hold(mutex_);
+  return followers_ >= limits_.min_followers;
+}
+
+const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_view id) {
+  // The probe key is scratch: unordered_map has no heterogeneous lookup in C++17.
+  probe_.first = table;
+  probe_.second.assign(id.data(), id.size());
+  if (auto it = current_.find(probe_); it != current_.end()) return &it->second;
+  if (auto it = previous_.find(probe_); it != previous_.end()) return &it->second;
+  return nullptr;
+}
+
+std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
+                                 const std::vector<std::uint64_t>& at_least,
+                                 std::vector<std::optional<std::string>>& values, std::vector<bool>& found) {
+  values.assign(ids.size(), std::nullopt);
+  found.assign(ids.size(), false);
+  std::lock_guard hold(mutex_);
+  if (followers_ < limits_.min_followers) return 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const entry* e = find(table, ids[i]);
+    if (e == nullptr || e->read_at < at_least[i]) continue;
+    values[i] = e->value;
+    found[i] = true;
+    ++n;
+  }
+  hits_ += n;
+  return n;
+}
+
+void shared_reads::record(std::uint32_t table, const std::vector<std::string_view>& ids,
+                          const std::vector<std::optional<std::string>>& values, std::uint64_t read_at) {
+  std::lock_guard hold(mutex_);
+  if (followers_ < limits_.min_followers) return;
+  for (std::size_t i = 0; i < ids.size() && i < values.size(); ++i) {
+    const std::size_t cost = ids[i].size() + (values[i] ? values[i]->size() : 0) + entry_overhead;
+    if (current_bytes_ + cost > limits_.max_bytes && !current_.empty()) {
+      previous_.clear();
+      previous_.swap(current_);
+      current_bytes_ = 0;
+      ++rotations_;
+    }
+    auto [it, added] = current_.try_emplace(std::make_pair(table, std::string(ids[i])));
+    if (!added && it->second.read_at > read_at) continue;  // a later read is already here
+    if (added) current_bytes_ += cost;
+    it->second.read_at = read_at;
+    it->second.value = values[i];
+    ++recorded_;
+  }
+}
+
+void shared_reads::forget() {
+  std::lock_guard hold(mutex_);
+  current_.clear();
+  previous_.clear();
+  current_bytes_ = 0;
+}
+
+std::uint64_t shared_reads::hits() const {
+  std::lock_guard hold(mutex_);
+  return hits_;
+}
+
+std::uint64_t shared_reads::recorded() const {
+  std::lock_guard hold(mutex_);
+  return recorded_;
+}
+
+std::uint64_t shared_reads::rotations() const {
+  std::lock_guard hold(mutex_);
+  return rotations_;
+}
+
+}  // namespace dix

@@ -1,0 +1,100 @@
+// shared_reads: the primary reads of one store, shared by the tailers that follow it (issue 32
+// item 1, decision 0061). Each registration's tailer resolves the keys of its chunk with point
+// reads of the store (protocol.md §4.3); with several indexes on one table every index read the
+// same records again. A tailer records what it read here, with the store's latest sequence taken
+// just before the read; another tailer may take a recorded value instead of reading again when
+// the read began after the key's last collected occurrence — exactly the rule its own read meets.
+//
+// Why that is safe: a point read without a snapshot sees at least every transaction up to the
+// latest sequence published when it began (RocksDB's LastSequence, GetLatestSequenceNumber), so
+// a value read at `read_at` ≥ the occurrence's sequence is the state after it: the one a read
+// of the tailer's own would have returned, or a later state of the same key — which a read of its
+// own made later may return too. The sync before delivery (§4.8) is unchanged: the tailer syncs
+// up to a latest sequence it reads after its resolve, which is at least every `read_at` it took.
+//
+// The table holds two generations of bounded size: when the current one is full it becomes the
+// previous one and the older is dropped. A lookup tries the current generation, then the
+// previous. Its memory is bounded by twice `max_bytes` (ids and values counted). Whatever store
+// state the values came from must still be the store's: an OS crash that loses the unsynced tail
+// takes the process (and this table) with it; a store opened again gets a new table; a fake store
+// that simulates the crash in process calls forget().
+//
+// Thread safety: any thread; one mutex, taken once per group of keys.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dix {
+
+class shared_reads {
+ public:
+  struct limits {
+    std::size_t max_bytes = 4u << 20;  // per generation: ids + values + a per-entry overhead
+    // Shared only while at least this many tailers follow the store: one alone gains little from
+    // its own earlier reads and would pay for the copies.
+    std::size_t min_followers = 2;
+  };
+
+  shared_reads() = default;
+  explicit shared_reads(limits l) : limits_(l) {}
+  shared_reads(const shared_reads&) = delete;
+  shared_reads& operator=(const shared_reads&) = delete;
+
+  // A tailer that follows the store (construction), and one that no longer does (destruction).
+  void follow() noexcept;
+  void unfollow() noexcept;
+  // Whether reads are shared now (enough followers).
+  bool active() const noexcept;
+
+  // For each id (all of `table`): the value recorded for it by a read that began at or after
+  // `at_least[i]`, or nothing (`found[i]` false). `values` and `found` are resized to ids.size().
+  // Returns how many were found.
+  std::size_t lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
+                     const std::vector<std::uint64_t>& at_least, std::vector<std::optional<std::string>>& values,
+                     std::vector<bool>& found);
+
+  // Records what one read returned for `ids` (in order), the read having begun after the store's
+  // latest sequence was `read_at`. A key keeps its most recent read (the larger read_at).
+  void record(std::uint32_t table, const std::vector<std::string_view>& ids,
+              const std::vector<std::optional<std::string>>& values, std::uint64_t read_at);
+
+  // Drops everything (the store lost state: a simulated crash).
+  void forget();
+
+  // Counters (cumulative): keys found here, keys recorded, generations dropped.
+  std::uint64_t hits() const;
+  std::uint64_t recorded() const;
+  std::uint64_t rotations() const;
+
+ private:
+  struct entry {
+    std::uint64_t read_at = 0;
+    std::optional<std::string> value;
+  };
+  struct key_hash {
+    std::size_t operator()(const std::pair<std::uint32_t, std::string>& k) const noexcept;
+  };
+  using generation = std::unordered_map<std::pair<std::uint32_t, std::string>, entry, key_hash>;
+
+  const entry* find(std::uint32_t table, std::string_view id);  // under the mutex
+
+  limits limits_;
+  mutable std::mutex mutex_;
+  std::size_t followers_ = 0;
+  generation current_;
+  generation previous_;
+  std::size_t current_bytes_ = 0;
+  std::uint64_t hits_ = 0;
+  std::uint64_t recorded_ = 0;
+  std::uint64_t rotations_ = 0;
+  std::pair<std::uint32_t, std::string> probe_;  // scratch for lookups (under the mutex)
+};
+
+}  // namespace dix
