@@ -104,13 +104,13 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept {
   return primary_store_access::get(s).synced_sequence.load(std::memory_order_acquire);
 }
 
-result<std::uint64_t> sync_wal(primary_store& s, std::uint64_t covering) {
+result<wal_sync> sync_wal(primary_store& s, std::uint64_t covering) {
   auto& p = primary_store_access::get(s);
   std::shared_lock lock(p.lifecycle);
   if (!p.open) return error{errc::io_error, "primary store " + p.path.string() + " is closed"};
   std::lock_guard one_at_a_time(p.sync_mutex);
   if (const auto synced = p.synced_sequence.load(std::memory_order_acquire); covering != 0 && synced >= covering) {
-    return synced;  // a sync that ended while this caller waited covered it
+    return wal_sync{synced, false};  // a sync that ended while this caller waited covered it
   }
   // Read first: SyncWAL makes at least everything written before it durable.
   auto latest = p.db->GetLatestSequenceNumber();
@@ -120,7 +120,7 @@ result<std::uint64_t> sync_wal(primary_store& s, std::uint64_t covering) {
   auto prev = p.synced_sequence.load(std::memory_order_relaxed);
   while (prev < latest && !p.synced_sequence.compare_exchange_weak(prev, latest)) {
   }
-  return std::max(prev, latest);
+  return wal_sync{std::max(prev, latest), true};
 }
 
 namespace {

@@ -32,6 +32,7 @@
 #include "adapters/free_space.hpp"
 #include "adapters/primary_store_hooks.hpp"  // commit_event, commit listeners, gate_of, …
 #include "adapters/write_gate.hpp"
+#include "core/log_window.hpp"
 #include "core/shared_reads.hpp"
 #include "core/wal_batch.hpp"
 #include "ports/store_reader.hpp"  // coverage_point
@@ -107,6 +108,10 @@ struct primary_store::impl {
   // The primary reads the tailers of this store share (core/shared_reads.hpp, decision 0061).
   // This store's state only: a store opened again has a new one.
   std::shared_ptr<shared_reads> reads = std::make_shared<shared_reads>();
+  // The window its tailers read the WAL through (core/log_window.hpp, decision 0061): owned by
+  // their sources (its feeder holds the store, so the store must not hold it), made by the first.
+  std::mutex window_mutex;
+  std::weak_ptr<log_window> window;
   // The WAL listing of protocol.md §13.2, sampled at most once per interval (sampled_retention).
   struct wal_sample;
   std::mutex wal_sample_mutex;
@@ -188,7 +193,11 @@ std::uint64_t synced_sequence(const primary_store& s) noexcept;
 // store's sync mutex: a sync that ended meanwhile may have covered it), reads the latest
 // sequence, calls DB::SyncWAL() and raises synced_sequence to it (§4.8); returns
 // synced_sequence. io_error when the sync fails (a transient fault for the runtime).
-result<std::uint64_t> sync_wal(primary_store& s, std::uint64_t covering);
+struct wal_sync {
+  std::uint64_t synced = 0;  // synced_sequence after the call
+  bool called = false;       // this call synced (false: already covered)
+};
+result<wal_sync> sync_wal(primary_store& s, std::uint64_t covering);
 // The coverage capture (protocol.md §12.1): the latest sequence and a fresh index time, both
 // under the commit mutex. io_error when the store is closed.
 result<coverage_point> capture_coverage_point(primary_store& s);

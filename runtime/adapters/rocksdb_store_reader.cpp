@@ -50,6 +50,12 @@ result<std::vector<std::optional<std::string>>> rocksdb_store_reader::read_many(
   return multi_get(p, rocksdb::ReadOptions{}, table, ids);
 }
 
+result<bool> rocksdb_store_reader::sync_wal(std::uint64_t covering) {
+  auto done = dix::sync_wal(*store_, covering);
+  if (!done) return done.error();
+  return done->called;
+}
+
 shared_reads* rocksdb_store_reader::shared() noexcept { return primary_store_access::get(*store_).reads.get(); }
 
 result<std::uint64_t> rocksdb_store_reader::latest_sequence() {

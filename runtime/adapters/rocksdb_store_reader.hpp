@@ -18,7 +18,7 @@ class rocksdb_store_reader final : public store_reader {
   result<std::uint64_t> latest_sequence() override;
   result<coverage_point> capture_coverage() override { return capture_coverage_point(*store_); }
   std::uint64_t synced_sequence() const noexcept override { return dix::synced_sequence(*store_); }
-  result<std::uint64_t> sync_wal(std::uint64_t covering) override { return dix::sync_wal(*store_, covering); }
+  result<bool> sync_wal(std::uint64_t covering) override;
   shared_reads* shared() noexcept override;
   result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override;
   result<std::unique_ptr<store_snapshot>> snapshot() override;

@@ -6,8 +6,9 @@ namespace dix {
 
 namespace {
 
-// What an entry costs beyond its id and value: the node, the hash slot, the strings' headers.
-constexpr std::size_t entry_overhead = 96;
+// What an entry costs beyond its id and value: the node (key, entry, the strings' headers), its
+// hash slot and the allocator's headers.
+constexpr std::size_t entry_overhead = 128;
 
 }  // namespace
 
@@ -40,9 +41,13 @@ const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_v
   // The probe key is scratch: unordered_map has no heterogeneous lookup in C++17.
   probe_.first = table;
   probe_.second.assign(id.data(), id.size());
-  if (auto it = current_.find(probe_); it != current_.end()) return &it->second;
-  if (auto it = previous_.find(probe_); it != previous_.end()) return &it->second;
-  return nullptr;
+  const entry* found = nullptr;
+  if (auto it = current_.find(probe_); it != current_.end()) found = &it->second;
+  // A slower tailer may have recorded an older read in the current generation: the newer wins.
+  if (auto it = previous_.find(probe_); it != previous_.end() && (found == nullptr || it->second.read_at > found->read_at)) {
+    found = &it->second;
+  }
+  return found;
 }
 
 std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
@@ -66,21 +71,29 @@ std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::str
 
 void shared_reads::record(std::uint32_t table, const std::vector<std::string_view>& ids,
                           const std::vector<std::optional<std::string>>& values, std::uint64_t read_at) {
+  generation dropped;  // freed after the mutex is released: the other tailers need not wait for it
   std::lock_guard hold(mutex_);
   if (followers_ < limits_.min_followers) return;
+  auto cost_of = [](const std::string& id, const entry& e) { return id.size() + (e.value ? e.value->size() : 0) + entry_overhead; };
   for (std::size_t i = 0; i < ids.size() && i < values.size(); ++i) {
     const std::size_t cost = ids[i].size() + (values[i] ? values[i]->size() : 0) + entry_overhead;
+    if (cost > limits_.max_bytes / 8) continue;  // a large value would turn the whole table over
+    if (const entry* e = find(table, ids[i]); e != nullptr && e->read_at > read_at) continue;  // a later read is here
+    if (auto it = current_.find(probe_); it != current_.end()) {
+      // Replaced in place: the table is charged the difference.
+      current_bytes_ -= cost_of(it->first.second, it->second);
+      current_.erase(it);
+    }
     if (current_bytes_ + cost > limits_.max_bytes && !current_.empty()) {
-      previous_.clear();
+      dropped.swap(previous_);
       previous_.swap(current_);
       current_bytes_ = 0;
       ++rotations_;
     }
-    auto [it, added] = current_.try_emplace(std::make_pair(table, std::string(ids[i])));
-    if (!added && it->second.read_at > read_at) continue;  // a later read is already here
-    if (added) current_bytes_ += cost;
-    it->second.read_at = read_at;
-    it->second.value = values[i];
+    auto& e = current_[std::make_pair(table, std::string(ids[i]))];
+    e.read_at = read_at;
+    e.value = values[i];
+    current_bytes_ += cost;
     ++recorded_;
   }
 }

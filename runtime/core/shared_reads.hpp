@@ -11,10 +11,13 @@
 // of the tailer's own would have returned, or a later state of the same key — which a read of its
 // own made later may return too. The sync before delivery (§4.8) is unchanged: the tailer syncs
 // up to a latest sequence it reads after its resolve, which is at least every `read_at` it took.
+// (The sync's `latest` is read after this tailer's lookup, which follows the record, which follows
+// the recording read's return: it is at least that read's own snapshot, not only its `read_at`.)
 //
 // The table holds two generations of bounded size: when the current one is full it becomes the
-// previous one and the older is dropped. A lookup tries the current generation, then the
-// previous. Its memory is bounded by twice `max_bytes` (ids and values counted). Whatever store
+// previous one and the older is dropped. A lookup takes the newer read of the two generations.
+// Its memory is bounded by about twice `max_bytes` (ids, values and a per-entry overhead counted;
+// a value larger than max_bytes/8 is not recorded). Whatever store
 // state the values came from must still be the store's: an OS crash that loses the unsynced tail
 // takes the process (and this table) with it; a store opened again gets a new table; a fake store
 // that simulates the crash in process calls forget().
@@ -36,7 +39,7 @@ namespace dix {
 class shared_reads {
  public:
   struct limits {
-    std::size_t max_bytes = 4u << 20;  // per generation: ids + values + a per-entry overhead
+    std::size_t max_bytes = 4u << 20;  // per generation: ids + values + 128 bytes per entry
     // Shared only while at least this many tailers follow the store: one alone gains little from
     // its own earlier reads and would pay for the copies.
     std::size_t min_followers = 2;

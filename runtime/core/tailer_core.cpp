@@ -47,14 +47,20 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
     }
     DIX_ASSERT(std::any_of(attached_.begin(), attached_.end(),
                        [&](const attached_log& a) { return a.name == s.name && a.identity == s.identity; }));
-    if (auto* shared = l.store->shared()) shared->follow();
     logs_.push_back(std::move(s));
   }
 }
 
-tailer_core::~tailer_core() {
+tailer_core::~tailer_core() { set_installed(false); }
+
+void tailer_core::set_installed(bool installed) noexcept {
+  installed_ = installed;
+  // A tailer shares its store's reads while it reads (decision 0061): not while it scans, waits
+  // for a reinstall after a fault, or merely exists (every process wires every registration).
+  if (installed == following_) return;
+  following_ = installed;
   for (auto& l : logs_) {
-    if (auto* shared = l.port.store->shared()) shared->unfollow();
+    if (auto* shared = l.port.store->shared()) installed ? shared->follow() : shared->unfollow();
   }
 }
 
@@ -67,7 +73,7 @@ const projection* tailer_core::projection_of(std::size_t log, std::uint32_t tabl
 
 install_outcome tailer_core::install(const cursor& c) {
   install_outcome out;
-  installed_ = false;
+  set_installed(false);
   scan_.reset();  // an abandoned rebuild's scan: its snapshots are released (never resumed)
   fence_.reset();  // a fence dies with the reading it fenced
   carried_.clear();
@@ -111,7 +117,7 @@ install_outcome tailer_core::install(const cursor& c) {
   for (auto& l : logs_) sources.push_back(l.port.source);
   merge_ = std::make_unique<log_merge>(std::move(sources));  // no look-ahead survives a re-install
   through_ = c;
-  installed_ = true;
+  set_installed(true);
   out.installed = c;
   return out;
 }
@@ -184,7 +190,7 @@ pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const
       auto point = l.port.store->capture_coverage();
       if (!point) {
         out.fault = transient("log " + l.name + ": coverage capture: " + point.error().message());
-        installed_ = false;
+        set_installed(false);
         fence_.reset();
         return out;
       }
@@ -199,7 +205,7 @@ pull_outcome tailer_core::pull(const turn_budgets& budgets, epoch_t epoch, const
   if (!out.fault) out.fault = cut(t, epoch, out.chunk);
   if (!out.fault) out.fault = sync(t, out.chunk);
   if (out.fault) {
-    installed_ = false;
+    set_installed(false);
     fence_.reset();
   }
   return out;
@@ -491,7 +497,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
     if (t.delivery && logs_read_[i] && l.port.store->synced_sequence() < *latest) {
       auto synced = l.port.store->sync_wal(*latest);
       if (!synced) return transient("log " + l.name + ": " + synced.error().message());
-      ++chunk.wal_syncs;
+      if (*synced) ++chunk.wal_syncs;  // not when another tailer's sync covered it
     }
     chunk.logs.push_back(log_progress{l.name, l.read_end, *latest});
     chunk.through_ends[l.name] = l.through_end;
@@ -519,7 +525,7 @@ std::optional<tailer_fault> tailer_core::sync(turn& t, tailer_chunk& chunk) {
 boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoch, std::uint64_t scan_bytes_per_s,
                                                const clock& time) {
   boundary_outcome out;
-  installed_ = false;
+  set_installed(false);
   scan_.reset();
   fence_.reset();
   carried_.clear();
@@ -565,7 +571,7 @@ boundary_outcome tailer_core::capture_boundary(std::string_view id, epoch_t epoc
         out.fault = transient("log " + l.name + ": " + synced.error().message());
         return out;
       }
-      ++out.found.wal_syncs;
+      if (*synced) ++out.found.wal_syncs;
     }
   }
   // The retention fit: the drain resumes from the boundary only after the scan; a WAL TTL

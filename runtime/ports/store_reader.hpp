@@ -89,10 +89,10 @@ class store_reader {
   virtual std::uint64_t synced_sequence() const noexcept = 0;
   // Makes the WAL durable at least up to `covering`, a latest sequence the caller read: when
   // synced_sequence() already reaches it — another caller's sync covered it, perhaps while this
-  // one waited for that sync to end — returns it at once; else reads the latest sequence, syncs
-  // the WAL and raises synced_sequence to it. One sync at a time per store, so the tailers of
-  // several indexes on one store share their syncs (decision 0061). Returns synced_sequence().
-  virtual result<std::uint64_t> sync_wal(std::uint64_t covering) = 0;
+  // one waited for that sync to end — returns false at once; else reads the latest sequence,
+  // syncs the WAL, raises synced_sequence to it and returns true. One sync at a time per store,
+  // so the tailers of several indexes on one store share their syncs (decision 0061).
+  virtual result<bool> sync_wal(std::uint64_t covering) = 0;
   // The reads of this store that the tailers following it share (core/shared_reads.hpp), or
   // null when they do not share.
   virtual shared_reads* shared() noexcept { return nullptr; }

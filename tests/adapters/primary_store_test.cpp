@@ -435,7 +435,8 @@ TEST_CASE("primary store: synced_sequence follows sync commits and explicit WAL 
   auto unsynced = test::put_records(*s, "a", 3);
   CHECK(synced_sequence(*s) < unsynced.sequence + 2);
   auto synced_to = sync_wal(*s, 0).value();
-  CHECK(synced_to == latest_sequence(*s));
+  CHECK(synced_to.called);
+  CHECK(synced_to.synced == latest_sequence(*s));
   CHECK(synced_sequence(*s) >= unsynced.sequence + 2);
   auto t = s->begin();
   t.put(1, "b", "v");
@@ -443,6 +444,24 @@ TEST_CASE("primary store: synced_sequence follows sync commits and explicit WAL 
   auto info = t.commit().value();
   CHECK(synced_sequence(*s) == info.sequence);
   CHECK(primary_store_access::get(*s).wal_syncs.load() == 1);
+}
+
+TEST_CASE("primary store: a WAL sync already covered by another makes no fsync (decision 0061)", "[adapter][store][sync]") {
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  test::put_records(*s, "a", 3);
+  const auto wanted = latest_sequence(*s);  // what a tailer read after its resolution
+  auto first = sync_wal(*s, wanted).value();  // the first tailer syncs
+  CHECK(first.called);
+  CHECK(first.synced >= wanted);
+  auto second = sync_wal(*s, wanted).value();  // the second one, after it: covered
+  CHECK_FALSE(second.called);
+  CHECK(second.synced == first.synced);
+  CHECK(primary_store_access::get(*s).wal_syncs.load() == 1);
+  // A later commit is not covered: the next caller that read it syncs.
+  test::put_records(*s, "b", 1);
+  CHECK(sync_wal(*s, latest_sequence(*s)).value().called);
+  CHECK(primary_store_access::get(*s).wal_syncs.load() == 2);
 }
 
 TEST_CASE("primary store: concurrent committers never share a WAL record (behaviour 30)", "[adapter][store][concurrency]") {

@@ -60,6 +60,35 @@ TEST_CASE("shared reads: a key keeps its newest read, not the last recorded", "[
   CHECK(look(s, 1, {"a"}, {25}).values[0] == std::optional<std::string>("newer"));
 }
 
+TEST_CASE("shared reads: a key recorded again is charged its new size, and a large value is not recorded", "[core][shared_reads]") {
+  shared_reads s(shared_reads::limits{2000, 2});
+  s.follow();
+  s.follow();
+  // 10 keys first recorded absent (129 or 130 bytes each) …
+  for (int i = 0; i < 10; ++i) s.record(1, {std::to_string(i)}, {std::nullopt}, 1);
+  CHECK(s.rotations() == 0);
+  // … then with 100-byte values: charged the difference, the table turns over.
+  for (int i = 0; i < 10; ++i) s.record(1, {std::to_string(i)}, {std::string(100, 'v')}, 2);
+  CHECK(s.rotations() >= 1);
+  // A value above max_bytes / 8 (250) is left to each tailer's own read.
+  s.record(1, {"big"}, {std::string(300, 'x')}, 3);
+  CHECK(look(s, 1, {"big"}, {0}).found == 0);
+}
+
+TEST_CASE("shared reads: the newer read wins across the two generations", "[core][shared_reads]") {
+  shared_reads s(shared_reads::limits{2000, 2});
+  s.follow();
+  s.follow();
+  s.record(1, {"a"}, {std::string("new")}, 50);
+  // Fill the generation (132 + 13 × 140 bytes) so that `a` moves to the previous one.
+  for (int i = 0; i < 14; ++i) s.record(1, {"f" + std::to_string(i)}, {std::string(10, 'x')}, 60);
+  REQUIRE(s.rotations() == 1);
+  s.record(1, {"a"}, {std::string("old")}, 40);  // a slower tailer's older read: not recorded
+  auto r = look(s, 1, {"a"}, {45});
+  REQUIRE(r.found == 1);
+  CHECK(r.values[0] == std::optional<std::string>("new"));
+}
+
 TEST_CASE("shared reads: below min_followers nothing is recorded or found, and leaving frees the memory", "[core][shared_reads]") {
   shared_reads s;
   s.follow();
@@ -75,20 +104,19 @@ TEST_CASE("shared reads: below min_followers nothing is recorded or found, and l
 }
 
 TEST_CASE("shared reads: two generations bound the memory and the previous one still answers", "[core][shared_reads]") {
-  shared_reads s(shared_reads::limits{1000, 2});
+  shared_reads s(shared_reads::limits{2000, 2});
   s.follow();
   s.follow();
-  // Each entry costs its id, its value and 96 bytes: 7 entries of ~107 bytes fill a generation.
-  for (int i = 0; i < 20; ++i) s.record(1, {std::to_string(i)}, {std::string(10, 'x')}, 100);
-  CHECK(s.rotations() >= 2);
+  // Each entry costs its id, its value and 128 bytes (139 or 140): 14 fill a generation.
+  for (int i = 0; i < 40; ++i) s.record(1, {std::to_string(i)}, {std::string(10, 'x')}, 100);
+  CHECK(s.rotations() == 2);
   // The newest entries are found; the oldest were dropped with their generation.
-  CHECK(look(s, 1, {"19"}, {100}).found == 1);
+  CHECK(look(s, 1, {"39"}, {100}).found == 1);
   CHECK(look(s, 1, {"0"}, {100}).found == 0);
-  // At most two generations of ≤ 1000 bytes: fewer than 2 × 1000 / 96 entries are found.
+  // Two generations: the previous full one (14 to 27) and the current one (28 to 39).
   std::size_t held = 0;
-  for (int i = 0; i < 20; ++i) held += look(s, 1, {std::to_string(i)}, {0}).found;
-  CHECK(held >= 9);
-  CHECK(held <= 2 * 1000 / 96);
+  for (int i = 0; i < 40; ++i) held += look(s, 1, {std::to_string(i)}, {0}).found;
+  CHECK(held == 26);
   s.forget();
   CHECK(look(s, 1, {"19"}, {0}).found == 0);
 }

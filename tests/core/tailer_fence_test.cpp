@@ -277,7 +277,7 @@ class lagging_reader final : public store_reader {
   result<std::uint64_t> latest_sequence() override { return inner_.latest_sequence(); }
   result<coverage_point> capture_coverage() override { return inner_.capture_coverage(); }
   std::uint64_t synced_sequence() const noexcept override { return inner_.synced_sequence(); }
-  result<std::uint64_t> sync_wal(std::uint64_t covering) override { return inner_.sync_wal(covering); }
+  result<bool> sync_wal(std::uint64_t covering) override { return inner_.sync_wal(covering); }
   result<boundary_commit> commit_boundary(std::string_view id, epoch_t epoch) override {
     return inner_.commit_boundary(id, epoch);
   }
