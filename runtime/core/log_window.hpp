@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "ports/log_source.hpp"
 
@@ -47,6 +48,7 @@ class log_window {
     std::uint64_t max_bytes = 8u << 20;  // sum of the held transactions' data_size
     std::size_t min_followers = 2;
     std::size_t read_ahead = 64;         // transactions the feeder reads at most per extension
+    std::size_t stale_asks = 4096;       // asks from ahead of a window that does not grow, before it is dropped
   };
 
   log_window(std::unique_ptr<log_source> feeder, limits l);
@@ -66,8 +68,11 @@ class log_window {
     std::shared_ptr<const wal_transaction> txn;
   };
   // The transaction after the follower's last one, (sequence, end, time) — see the file comment.
-  // An error is the feeder's (log_retention, log_corrupt, io_error); the window is then dropped.
-  result<step> next_after(std::uint64_t last_sequence, std::uint64_t last_end, index_time_t last_time);
+  // `joining`: the follower has been reading on its own; it joins only in the window's newer half.
+  // An error is the feeder's (log_retention, log_corrupt, io_error), met by this follower at the
+  // window's end (a feed keeps what it read before a fault, and the follower that reaches the
+  // fault gets it); the window is then dropped.
+  result<step> next_after(std::uint64_t last_sequence, std::uint64_t last_end, index_time_t last_time, bool joining);
 
   // Drops everything (the store lost state: a simulated crash).
   void forget();
@@ -77,12 +82,15 @@ class log_window {
   std::uint64_t fed() const;
 
  private:
-  // Reads up to read_ahead transactions from the feeder onto the window's end. Under mutex_.
-  result<bool> extend();
+  enum class place : std::uint8_t { served, outside, at_end, unseeded };
+  // Where the follower stands (under mutex_); `served`: `out` holds its transaction.
+  place locate(std::uint64_t last_sequence, std::uint64_t last_end, index_time_t last_time, bool joining, step& out);
+  void evict();          // under mutex_: the oldest beyond the limits
   void drop() noexcept;  // under mutex_
 
   limits limits_;
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // the window; never held while the feeder reads
+  std::mutex feed_mutex_;     // one feeder reader at a time (seeding and reading on)
   std::unique_ptr<log_source> feeder_;
   bool seeded_ = false;  // the feeder is open and window_ (or seed_*) ends where it stands
   std::deque<std::shared_ptr<const wal_transaction>> window_;
@@ -92,6 +100,9 @@ class log_window {
   std::uint64_t seed_sequence_ = 0, seed_end_ = 0;
   index_time_t seed_time_ = 0;
   std::size_t seed_pause_ = 0;  // calls to answer `outside` before seeding again after a failed seed
+  std::optional<error> fault_;  // the feeder's fault after the last transaction it kept
+  std::uint64_t generation_ = 0;  // moved by drop(): a feed begun before it is not appended
+  std::size_t asks_ahead_ = 0;    // asks from beyond the window's end since it last grew
   std::size_t followers_ = 0;
   std::uint64_t served_ = 0;
   std::uint64_t fed_ = 0;
@@ -113,7 +124,8 @@ class windowed_log_source final : public log_source {
   result<wal_retention> retention(std::uint64_t anchor_sequence, std::uint64_t wall_now_ns) const override {
     return own_->retention(anchor_sequence, wall_now_ns);
   }
-  std::uint64_t reopens() const noexcept override { return own_->reopens(); }
+  // Its own source's, and its own opens when it left the window (the feeder's are the window's).
+  std::uint64_t reopens() const noexcept override { return own_->reopens() + reopens_; }
 
  private:
   void returned(const wal_transaction& t) noexcept;
@@ -124,6 +136,8 @@ class windowed_log_source final : public log_source {
   bool opened_ = false;     // open() succeeded and no error since
   bool following_ = false;  // counted among the window's followers
   bool own_stale_ = false;  // the window served since own_ last read: reopen own_ at the last
+  bool own_read_ = false;   // own_ has read since the window last served (joining: see next_after)
+  std::uint64_t reopens_ = 0;
   std::uint64_t last_sequence_ = 0, last_end_ = 0;
   index_time_t last_time_ = 0;
 };

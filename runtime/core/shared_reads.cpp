@@ -71,7 +71,7 @@ std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::str
 
 void shared_reads::record(std::uint32_t table, const std::vector<std::string_view>& ids,
                           const std::vector<std::optional<std::string>>& values, std::uint64_t read_at) {
-  generation dropped;  // freed after the mutex is released: the other tailers need not wait for it
+  std::vector<generation> dropped;  // freed after the mutex is released: the other tailers need not wait
   std::lock_guard hold(mutex_);
   if (followers_ < limits_.min_followers) return;
   auto cost_of = [](const std::string& id, const entry& e) { return id.size() + (e.value ? e.value->size() : 0) + entry_overhead; };
@@ -85,8 +85,9 @@ void shared_reads::record(std::uint32_t table, const std::vector<std::string_vie
       current_.erase(it);
     }
     if (current_bytes_ + cost > limits_.max_bytes && !current_.empty()) {
-      dropped.swap(previous_);
-      previous_.swap(current_);
+      dropped.push_back(std::move(previous_));
+      previous_ = std::move(current_);
+      current_ = generation();
       current_bytes_ = 0;
       ++rotations_;
     }

@@ -20,6 +20,7 @@ class flaky_source final : public log_source {
  public:
   explicit flaky_source(fake_store& s) : inner_(s) {}
   bool fail_next = false;
+  int fail_after = -1;  // fail the next() after this many more succeed (-1: never)
   int opens = 0;
   const std::string& log_name() const noexcept override { return inner_.log_name(); }
   const std::string& identity() const noexcept override { return inner_.identity(); }
@@ -28,6 +29,12 @@ class flaky_source final : public log_source {
     return inner_.open(sequence, time);
   }
   result<std::optional<wal_transaction>> next() override {
+    if (fail_after == 0) {
+      fail_after = -1;
+      fail_next = true;
+    } else if (fail_after > 0) {
+      --fail_after;
+    }
     if (fail_next) {
       fail_next = false;
       return error{errc::log_corrupt, "unreadable (injected)"};
@@ -146,4 +153,73 @@ TEST_CASE("log window: a feeder's fault is the follower's and drops the window, 
   auto expected = l.after_first();
   expected.erase(expected.begin());
   CHECK(rest == expected);
+}
+
+TEST_CASE("log window: a fault met while reading ahead reaches only the follower that gets there", "[core][log_window]") {
+  one_log l;
+  auto feeder = std::make_unique<flaky_source>(l.store);
+  auto* flaky = feeder.get();
+  auto window = std::make_shared<log_window>(std::move(feeder), log_window::limits{64, 1u << 20, 2, 64});
+  windowed_log_source a(std::make_unique<fake_store::source>(l.store), window);
+  windowed_log_source b(std::make_unique<fake_store::source>(l.store), window);
+  REQUIRE(a.open(l.first().sequence, l.first().time));
+  REQUIRE(b.open(l.first().sequence, l.first().time));
+  flaky->fail_after = 5;  // the feed reads 5 transactions, then meets the fault
+  std::vector<std::uint64_t> seen;
+  for (int i = 0; i < 5; ++i) {
+    auto t = a.next();
+    REQUIRE(t);
+    REQUIRE(*t);
+    seen.push_back((*t)->sequence);
+  }
+  auto expected = l.after_first();
+  CHECK(seen == std::vector<std::uint64_t>(expected.begin(), expected.begin() + 5));
+  // `b` is still served the five, as far as they go.
+  for (int i = 0; i < 5; ++i) {
+    auto t = b.next();
+    REQUIRE(t);
+    REQUIRE(*t);
+    CHECK((*t)->sequence == expected[static_cast<std::size_t>(i)]);
+  }
+  // The sixth is where the fault was: the first to get there gets it.
+  auto failed = a.next();
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().value() == errc::log_corrupt);
+}
+
+TEST_CASE("log window: a feed stops at the byte bound, and the window keeps at most its bound", "[core][log_window]") {
+  one_log l;
+  const auto txn_bytes = l.store.transactions()[1].data_size;
+  // Room for about three transactions' data.
+  auto window = std::make_shared<log_window>(std::make_unique<fake_store::source>(l.store),
+                                             log_window::limits{64, 3 * txn_bytes, 2, 64});
+  windowed_log_source a(std::make_unique<fake_store::source>(l.store), window);
+  windowed_log_source b(std::make_unique<fake_store::source>(l.store), window);
+  REQUIRE(a.open(l.first().sequence, l.first().time));
+  REQUIRE(b.open(l.first().sequence, l.first().time));
+  auto t = a.next();
+  REQUIRE(t);
+  REQUIRE(*t);
+  CHECK(window->fed() <= 4);  // not 19: the feed stopped once it held max_bytes
+  CHECK(one_log::drain(a).size() == 18);
+  CHECK(one_log::drain(b) == l.after_first());  // b, left behind, read on its own where it had to
+}
+
+TEST_CASE("log window: a window whose readers stopped is dropped, and a follower ahead of it seeds it again", "[core][log_window]") {
+  one_log l;
+  auto window = std::make_shared<log_window>(std::make_unique<fake_store::source>(l.store), log_window::limits{64, 1u << 20, 2, 2, 3});
+  windowed_log_source stopped(std::make_unique<fake_store::source>(l.store), window);
+  windowed_log_source ahead(std::make_unique<fake_store::source>(l.store), window);
+  const auto& t5 = l.store.transactions()[5];
+  REQUIRE(stopped.open(l.first().sequence, l.first().time));
+  REQUIRE(ahead.open(t5.sequence, t5.time));
+  auto one = stopped.next();  // seeds the window at the start and reads two: then stops reading
+  REQUIRE(one);
+  const auto fed = window->fed();
+  // `ahead` reads on its own; after a few asks from beyond the window's end the window goes, and
+  // `ahead` seeds it at its own position.
+  auto rest = one_log::drain(ahead);
+  CHECK(rest.size() == 14);
+  CHECK(window->fed() > fed);
+  CHECK(window->served() > 1);
 }

@@ -627,3 +627,32 @@ TEST_CASE("tailer: tailers sharing a store's reads take each other's values only
   CHECK(store.shares()->hits() == 3);
   (void)c3;
 }
+
+TEST_CASE("tailer: a fenced tailer resolves at its snapshot even when a newer shared read is there", "[core][tailer]") {
+  // Decision 0061: the verify fence (decision 0056) resolves at its snapshot; another tailer's
+  // read of the latest state must not stand in for it.
+  fake_store store{"main", "id-main"};
+  store.share_reads(shared_reads::limits{1u << 20, 1});
+  store.commit({test::put(products, "seed", "s")}, 0, true);
+  const auto& first = store.transactions().front();
+  std::map<table_ref, projection> projections{{table_ref{"main", products}, echo()}};
+  fake_store::source source{store};
+  fake_store::reader reader{store};
+  tailer_core core(std::vector<tailer_log>{{&source, &reader}}, projections, {{"main", "id-main"}});
+  REQUIRE_FALSE(core.install(cursor::make({log_position{"main", "id-main", first.sequence, first.time}}).value()).fault);
+  manual_clock time;
+  store.commit({test::put(products, "a", "A1")});
+  REQUIRE(core.fence());
+  store.commit({test::put(products, "a", "A2")});
+  // Another tailer read `a` after both commits and recorded it.
+  std::vector<std::string_view> ids{"a"};
+  store.shares()->record(products, ids, {store.value(products, "a")}, store.latest());
+  auto r = core.pull(turn_budgets{}, 7, time);
+  REQUIRE_FALSE(r.fault);
+  REQUIRE(r.chunk.delivery);
+  const auto* a = find(*r.chunk.delivery, "a");
+  REQUIRE(a);
+  CHECK(a->state.projection == "A1");
+  CHECK(r.chunk.fence_reached);
+  CHECK(store.shares()->hits() == 0);
+}

@@ -277,8 +277,9 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   shell.pull_hops = static_cast<int>(shells() % 3);
   std::mt19937_64 peering(seed ^ 0x5ead);
   if (shared) {
-    shell.shared_read_bytes = std::array<std::size_t, 3>{300, 2000, 1u << 20}[peering() % 3];
+    shell.shared_read_bytes = std::array<std::size_t, 3>{1500, 4000, 1u << 20}[peering() % 3];
     shell.window_transactions = std::array<std::size_t, 4>{0, 2, 5, 64}[peering() % 4];
+    shell.window_bytes = std::array<std::uint64_t, 2>{200, 1u << 20}[peering() % 2];
   }
   auto peer_budgets = [&] {
     turn_budgets b;

@@ -58,6 +58,7 @@ struct sim_shell {
   // The store's tailers read its log through one window (core/log_window.hpp) of at most this many
   // transactions, shared even by a lone tailer; 0: each reads on its own.
   std::size_t window_transactions = 0;
+  std::uint64_t window_bytes = 1u << 20;  // and of at most this many bytes of transaction data
 };
 
 class sim_pipeline final : public backend_host {
@@ -65,7 +66,7 @@ class sim_pipeline final : public backend_host {
   explicit sim_pipeline(runner_options options = {}, sim_shell shells = {})
     : shell(shells), options_(options), budgets_(make_turn_budgets(options)) {
     if (shell.shared_read_bytes > 0) store.share_reads(shared_reads::limits{shell.shared_read_bytes, 1});
-    if (shell.window_transactions > 0) store.share_log(log_window::limits{shell.window_transactions, 1u << 20, 1, 1 + shell.window_transactions / 2});
+    if (shell.window_transactions > 0) store.share_log(log_window::limits{shell.window_transactions, shell.window_bytes, 1, 1 + shell.window_transactions / 2, 50});
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
