@@ -32,7 +32,6 @@
 #include "adapters/free_space.hpp"
 #include "adapters/primary_store_hooks.hpp"  // commit_event, commit listeners, gate_of, …
 #include "adapters/write_gate.hpp"
-#include "core/log_window.hpp"
 #include "core/shared_reads.hpp"
 #include "core/wal_batch.hpp"
 #include "ports/store_reader.hpp"  // coverage_point
@@ -108,10 +107,6 @@ struct primary_store::impl {
   // The primary reads the tailers of this store share (core/shared_reads.hpp, decision 0061).
   // This store's state only: a store opened again has a new one.
   std::shared_ptr<shared_reads> reads = std::make_shared<shared_reads>();
-  // The window its tailers read the WAL through (core/log_window.hpp, decision 0061): owned by
-  // their sources (its feeder holds the store, so the store must not hold it), made by the first.
-  std::mutex window_mutex;
-  std::weak_ptr<log_window> window;
   // The WAL listing of protocol.md §13.2, sampled at most once per interval (sampled_retention).
   struct wal_sample;
   std::mutex wal_sample_mutex;

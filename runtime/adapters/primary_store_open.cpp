@@ -259,9 +259,7 @@ result<void> primary_store::impl::close(bool record_clock) {
     std::lock_guard g(hooks_mutex);
     for (auto& [id, fn] : close_listeners) fn();
   }
-  // Its shared reads go with it (they take no store lock, so this cannot wait on a reader). Not
-  // the log window: a follower may hold its mutex while waiting for this lifecycle lock; what it
-  // holds are transactions of this log, and its feeder fails io_error from now on.
+  // Its shared reads go with it (they take no store lock, so this cannot wait on a reader).
   reads->forget();
   for (auto* h : handles) {
     auto s = db->DestroyColumnFamilyHandle(h);

@@ -198,18 +198,7 @@ result<wal_retention> rocksdb_log_source::retention(std::uint64_t anchor_sequenc
 }
 
 std::shared_ptr<log_source> make_rocksdb_log_source(std::shared_ptr<primary_store> store) {
-  // Through the store's window (decision 0061), which reads only while two or more follow it.
-  auto& p = primary_store_access::get(*store);
-  std::shared_ptr<log_window> window;
-  {
-    std::lock_guard hold(p.window_mutex);
-    window = p.window.lock();
-    if (!window) {
-      window = std::make_shared<log_window>(std::make_unique<rocksdb_log_source>(store), log_window::limits{});
-      p.window = window;
-    }
-  }
-  return std::make_shared<windowed_log_source>(std::make_unique<rocksdb_log_source>(std::move(store)), std::move(window));
+  return std::make_shared<rocksdb_log_source>(std::move(store));
 }
 
 }  // namespace dix

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/bytes.hpp"
-#include "core/log_window.hpp"
 #include "core/shared_reads.hpp"
 #include "core/txn_header.hpp"
 #include "ports/log_source.hpp"
@@ -94,7 +93,6 @@ class fake_store {
   // the next commits reuse the lost sequences (with new header times).
   void crash() {
     if (shares_) shares_->forget();  // what was read may be gone; a real crash takes the process
-    if (window_) window_->forget();
     while (!log_.empty() && log_.back().sequence > synced_) log_.pop_back();
     while (!history_.empty() && history_.back().sequence > synced_) history_.pop_back();
     latest_ = history_.empty() ? 0 : history_.back().end_sequence();
@@ -136,10 +134,6 @@ class fake_store {
   // RocksDB store do; with min_followers 1 even a lone tailer takes its own earlier reads.
   void share_reads(shared_reads::limits l) { shares_ = std::make_unique<shared_reads>(l); }
   shared_reads* shares() const { return shares_.get(); }
-  // The tailers that follow this store read its log through one window (core/log_window.hpp), as
-  // those of a RocksDB store do: made here, after the class's definition (source).
-  void share_log(log_window::limits l);
-  const std::shared_ptr<log_window>& window() const { return window_; }
 
   // Faults the next read / sync with io_error.
   bool fail_reads = false;
@@ -311,11 +305,6 @@ class fake_store {
   std::uint64_t scanned_ = 0;
   index_time_t clock_ = 1000;
   std::unique_ptr<shared_reads> shares_;
-  std::shared_ptr<log_window> window_;
 };
-
-inline void fake_store::share_log(log_window::limits l) {
-  window_ = std::make_shared<log_window>(std::make_unique<source>(*this), l);
-}
 
 }  // namespace dix::test

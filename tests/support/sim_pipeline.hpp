@@ -55,10 +55,6 @@ struct sim_shell {
   // The store's tailers share their reads (core/shared_reads.hpp, decision 0061) even alone, in
   // small generations (so they turn over); 0: not shared.
   std::size_t shared_read_bytes = 0;
-  // The store's tailers read its log through one window (core/log_window.hpp) of at most this many
-  // transactions, shared even by a lone tailer; 0: each reads on its own.
-  std::size_t window_transactions = 0;
-  std::uint64_t window_bytes = 1u << 20;  // and of at most this many bytes of transaction data
 };
 
 class sim_pipeline final : public backend_host {
@@ -66,7 +62,6 @@ class sim_pipeline final : public backend_host {
   explicit sim_pipeline(runner_options options = {}, sim_shell shells = {})
     : shell(shells), options_(options), budgets_(make_turn_budgets(options)) {
     if (shell.shared_read_bytes > 0) store.share_reads(shared_reads::limits{shell.shared_read_bytes, 1});
-    if (shell.window_transactions > 0) store.share_log(log_window::limits{shell.window_transactions, shell.window_bytes, 1, 1 + shell.window_transactions / 2, 50});
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
@@ -264,7 +259,6 @@ class sim_pipeline final : public backend_host {
   fake_store::source source{store};
   fake_store::reader reader{store};
   sim_backend backend;
-  std::unique_ptr<windowed_log_source> windowed_;  // before `tailer`, which reads through it
   std::unique_ptr<tailer_core> tailer;
   std::unique_ptr<runner_core> runner;  // null between a crash and the supervisor's respawn
   std::unique_ptr<runner_interpreter> interpreter;  // the runner actor's, over `runner`
@@ -444,14 +438,7 @@ class sim_pipeline final : public backend_host {
 
   void spawn_runner(std::optional<readiness_reason> start_condemned) {
     projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
-    log_source* log = &source;
-    if (store.window()) {
-      // A source of its own per incarnation, through the store's window; the old tailer goes first.
-      tailer.reset();
-      windowed_ = std::make_unique<windowed_log_source>(std::make_unique<fake_store::source>(store), store.window());
-      log = windowed_.get();
-    }
-    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{log, &reader}}, projections_,
+    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
                                            std::vector<attached_log>{{store.log_name(), store.identity()}});
     runner_core::config c;
     c.options = options_;
