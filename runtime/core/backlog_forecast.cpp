@@ -11,7 +11,6 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
       (read < readings_.back().second || now < readings_.back().first || now - readings_.back().first > window)) {
     readings_.clear();
   }
-  unread_ = unread;
   last_ = log_reading{now, read, unread};
   // Readings closer than 10 ms apart replace the newest one: at most ~100 readings per window.
   if (readings_.size() >= 2 && now - readings_[readings_.size() - 2].first < std::chrono::milliseconds(10)) {
@@ -25,7 +24,6 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
 
 void backlog_forecast::reset() noexcept {
   readings_.clear();
-  unread_ = 0;
   last_.reset();
 }
 
@@ -39,12 +37,13 @@ std::optional<std::uint64_t> backlog_forecast::rate() const {
 }
 
 std::uint64_t backlog_forecast::drain_ms(std::uint64_t cap_ms) const {
-  if (unread_ == 0) return 0;
+  const std::uint64_t unread = last_ ? last_->unread : 0;
+  if (unread == 0) return 0;
   const auto r = rate();
   if (!r) return 0;
   if (*r == 0) return cap_ms;
   // unread × 1000 / r without overflow for any realistic figure (unread < 2^44).
-  const auto ms = unread_ / *r * 1000 + unread_ % *r * 1000 / *r;
+  const auto ms = unread / *r * 1000 + unread % *r * 1000 / *r;
   return std::min(ms, cap_ms);
 }
 

@@ -52,7 +52,6 @@ class backlog_forecast {
 
  private:
   std::deque<std::pair<steady_time, std::uint64_t>> readings_;  // (moment, read), oldest first
-  std::uint64_t unread_ = 0;
   std::optional<log_reading> last_;
 };
 

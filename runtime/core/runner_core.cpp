@@ -1186,12 +1186,16 @@ effects runner_core::on_log_fault(std::uint64_t gen, const tailer_fault& fault, 
   return on_chunk(gen, out, now);
 }
 
+std::uint64_t runner_core::flush_requests() const noexcept {
+  return std::accumulate(flushes_.begin(), flushes_.end(), std::uint64_t{0});
+}
+
 effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_time now) {
   effects out;
   if (!current(gen) || release_.holding() || drain_.current() != drain::delivering) return out;
   auto b = drain_.answered();
   if (!b) return out;
-  const auto requests_before = std::accumulate(flushes_.begin(), flushes_.end(), std::uint64_t{0});
+  const auto requests_before = flush_requests();
   switch (r) {
     case delivery_result::failed:
       condemn(readiness_reason::backend_failed, "deliver() returned failed", out, now);  // in a rebuild: the attempt fails
@@ -1275,7 +1279,7 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     // cursor-only progress fills the cap, the long cursor timer) would stall the index with work
     // to do: a writer paced by the gate makes small batches and reaches the cap long before the
     // age, and the stall then shows as lag (issue 32, decision 0060).
-    if (std::accumulate(flushes_.begin(), flushes_.end(), std::uint64_t{0}) == requests_before) {
+    if (flush_requests() == requests_before) {
       request_flush(non_durable_work() ? flush_reason::threshold : flush_reason::age, out, now);
     }
     return out;

@@ -458,7 +458,8 @@ class runner_core {
   readiness_reason last_fault_ = readiness_reason::none;
   std::uint64_t delivered_batches_ = 0, delivered_records_ = 0, wal_syncs_ = 0, unindexable_ = 0;
   std::uint64_t log_reopens_ = 0, reopens_base_ = 0, reopens_seen_ = 0;
-  std::array<std::uint64_t, 4> flushes_{};
+  std::array<std::uint64_t, 4> flushes_{};  // requests, per flush_reason
+  std::uint64_t flush_requests() const noexcept;  // of every reason
   std::vector<log_progress> logs_;
   steady_time quiescence_since_{};
 };

@@ -22,12 +22,13 @@ void shared_reads::follow() noexcept {
 }
 
 void shared_reads::unfollow() noexcept {
+  generation current, previous;  // freed after the mutex is released
   std::lock_guard hold(mutex_);
   if (followers_ > 0) --followers_;
   if (followers_ < limits_.min_followers) {
     // Nobody to share with: free the memory now.
-    generation().swap(current_);
-    generation().swap(previous_);
+    current.swap(current_);
+    previous.swap(previous_);
     current_bytes_ = 0;
   }
 }
@@ -50,13 +51,14 @@ const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_v
   return found;
 }
 
-std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
-                                 const std::vector<std::uint64_t>& at_least,
-                                 std::vector<std::optional<std::string>>& values, std::vector<bool>& found) {
+std::optional<std::size_t> shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
+                                                const std::vector<std::uint64_t>& at_least,
+                                                std::vector<std::optional<std::string>>& values,
+                                                std::vector<bool>& found) {
   values.assign(ids.size(), std::nullopt);
   found.assign(ids.size(), false);
   std::lock_guard hold(mutex_);
-  if (followers_ < limits_.min_followers) return 0;
+  if (followers_ < limits_.min_followers) return std::nullopt;
   std::size_t n = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const entry* e = find(table, ids[i]);
@@ -65,7 +67,7 @@ std::size_t shared_reads::lookup(std::uint32_t table, const std::vector<std::str
     found[i] = true;
     ++n;
   }
-  hits_ += n;
+  count_.hits += n;
   return n;
 }
 
@@ -89,36 +91,27 @@ void shared_reads::record(std::uint32_t table, const std::vector<std::string_vie
       previous_ = std::move(current_);
       current_ = generation();
       current_bytes_ = 0;
-      ++rotations_;
+      ++count_.rotations;
     }
     auto& e = current_[std::make_pair(table, std::string(ids[i]))];
     e.read_at = read_at;
     e.value = values[i];
     current_bytes_ += cost;
-    ++recorded_;
+    ++count_.recorded;
   }
 }
 
 void shared_reads::forget() {
+  generation current, previous;  // freed after the mutex is released, as record() does
   std::lock_guard hold(mutex_);
-  current_.clear();
-  previous_.clear();
+  current.swap(current_);
+  previous.swap(previous_);
   current_bytes_ = 0;
 }
 
-std::uint64_t shared_reads::hits() const {
+shared_reads::counters shared_reads::count() const {
   std::lock_guard hold(mutex_);
-  return hits_;
-}
-
-std::uint64_t shared_reads::recorded() const {
-  std::lock_guard hold(mutex_);
-  return recorded_;
-}
-
-std::uint64_t shared_reads::rotations() const {
-  std::lock_guard hold(mutex_);
-  return rotations_;
+  return count_;
 }
 
 }  // namespace dix

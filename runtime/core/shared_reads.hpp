@@ -50,7 +50,13 @@ class shared_reads {
   shared_reads(const shared_reads&) = delete;
   shared_reads& operator=(const shared_reads&) = delete;
 
-  // A tailer that follows the store (construction), and one that no longer does (destruction).
+  struct counters {
+    std::uint64_t hits = 0;       // keys found here
+    std::uint64_t recorded = 0;   // keys recorded
+    std::uint64_t rotations = 0;  // generations dropped
+  };
+
+  // A tailer that follows the store (while installed), and one that no longer does.
   void follow() noexcept;
   void unfollow() noexcept;
   // Whether reads are shared now (enough followers).
@@ -58,23 +64,22 @@ class shared_reads {
 
   // For each id (all of `table`): the value recorded for it by a read that began at or after
   // `at_least[i]`, or nothing (`found[i]` false). `values` and `found` are resized to ids.size().
-  // Returns how many were found.
-  std::size_t lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
-                     const std::vector<std::uint64_t>& at_least, std::vector<std::optional<std::string>>& values,
-                     std::vector<bool>& found);
+  // Returns how many were found, or nullopt when reads are not shared now (too few followers):
+  // the caller reads everything itself and need not record. One taking of the mutex.
+  std::optional<std::size_t> lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
+                                    const std::vector<std::uint64_t>& at_least,
+                                    std::vector<std::optional<std::string>>& values, std::vector<bool>& found);
 
   // Records what one read returned for `ids` (in order), the read having begun after the store's
   // latest sequence was `read_at`. A key keeps its most recent read (the larger read_at).
   void record(std::uint32_t table, const std::vector<std::string_view>& ids,
               const std::vector<std::optional<std::string>>& values, std::uint64_t read_at);
 
-  // Drops everything (the store lost state: a simulated crash).
+  // Drops everything (the store lost state: a simulated crash; the store's close).
   void forget();
 
-  // Counters (cumulative): keys found here, keys recorded, generations dropped.
-  std::uint64_t hits() const;
-  std::uint64_t recorded() const;
-  std::uint64_t rotations() const;
+  // Cumulative, read together.
+  counters count() const;
 
  private:
   struct entry {
@@ -94,9 +99,7 @@ class shared_reads {
   generation current_;
   generation previous_;
   std::size_t current_bytes_ = 0;
-  std::uint64_t hits_ = 0;
-  std::uint64_t recorded_ = 0;
-  std::uint64_t rotations_ = 0;
+  counters count_;
   std::pair<std::uint32_t, std::string> probe_;  // scratch for lookups (under the mutex)
 };
 

@@ -371,38 +371,37 @@ std::optional<tailer_fault> tailer_core::read_group(std::size_t log, std::uint32
     f.transient = true;  // a failed primary read is never the log's fault
     return f;
   };
-  if (fence_) {
-    // Fenced, at the fence's snapshot: nothing beyond it may reach the index (fence()). Never
-    // shared: other tailers read the latest state.
-    auto group = fence_->snapshots[log]->read_many(table, group_ids_);
+  // One read of `ids`: fenced, at the fence's snapshot (nothing beyond it may reach the index,
+  // fence()); else the latest state.
+  const auto read = [&](const std::vector<std::string_view>& ids) {
     ++chunk.primary_reads;
-    if (!group) return failed(group.error());
-    values = std::move(*group);
-    return std::nullopt;
-  }
-  auto* shared = l.port.store->shared();
-  if (shared == nullptr || !shared->active()) {
-    auto group = l.port.store->read_many(table, group_ids_);
-    ++chunk.primary_reads;
-    if (!group) return failed(group.error());
-    values = std::move(*group);
-    return std::nullopt;
-  }
+    return fence_ ? fence_->snapshots[log]->read_many(table, ids) : l.port.store->read_many(table, ids);
+  };
   // Shared (decision 0061): a key's value may come from another tailer's read that began at or
   // after its last collected occurrence, the rule a read of our own meets; the rest are read
-  // here, after the latest sequence is taken, and recorded for the others.
-  group_at_least_.clear();
-  for (std::size_t g = 0; g < group_ids_.size(); ++g) group_at_least_.push_back(keys_[first + g].last_sequence);
-  const auto found = shared->lookup(table, group_ids_, group_at_least_, values, group_found_);
-  if (found == group_ids_.size()) return std::nullopt;
+  // here, after the latest sequence is taken, and recorded for the others. A fenced tailer never
+  // shares: the others read the latest state.
+  auto* shared = fence_ ? nullptr : l.port.store->shared();
+  std::optional<std::size_t> found;
+  if (shared != nullptr) {
+    group_at_least_.clear();
+    for (std::size_t g = 0; g < group_ids_.size(); ++g) group_at_least_.push_back(keys_[first + g].last_sequence);
+    found = shared->lookup(table, group_ids_, group_at_least_, values, group_found_);  // nullopt: not shared now
+    if (found && *found == group_ids_.size()) return std::nullopt;
+  }
+  if (!found) {
+    auto group = read(group_ids_);
+    if (!group) return failed(group.error());
+    values = std::move(*group);
+    return std::nullopt;
+  }
   auto read_at = l.port.store->latest_sequence();
   if (!read_at) return failed(read_at.error());
   miss_ids_.clear();
   for (std::size_t g = 0; g < group_ids_.size(); ++g) {
     if (!group_found_[g]) miss_ids_.push_back(group_ids_[g]);
   }
-  auto group = l.port.store->read_many(table, miss_ids_);
-  ++chunk.primary_reads;
+  auto group = read(miss_ids_);
   if (!group) return failed(group.error());
   shared->record(table, miss_ids_, *group, *read_at);
   for (std::size_t g = 0, m = 0; g < group_ids_.size(); ++g) {

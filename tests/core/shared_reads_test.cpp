@@ -13,6 +13,7 @@ using namespace dix;
 namespace {
 
 struct lookup_result {
+  std::optional<std::size_t> shared;  // nullopt: not shared now
   std::size_t found = 0;
   std::vector<std::optional<std::string>> values;
   std::vector<bool> hit;
@@ -20,7 +21,8 @@ struct lookup_result {
 
 lookup_result look(shared_reads& s, std::uint32_t table, std::vector<std::string_view> ids, std::vector<std::uint64_t> at_least) {
   lookup_result r;
-  r.found = s.lookup(table, ids, at_least, r.values, r.hit);
+  r.shared = s.lookup(table, ids, at_least, r.values, r.hit);
+  r.found = r.shared.value_or(0);
   return r;
 }
 
@@ -44,7 +46,7 @@ TEST_CASE("shared reads: a value read at or after the key's last occurrence stan
   CHECK_FALSE(later.hit[0]);
   // Another table is another key.
   CHECK(look(s, 2, {"a"}, {1}).found == 0);
-  CHECK(s.hits() == 2);
+  CHECK(s.count().hits == 2);
 }
 
 TEST_CASE("shared reads: a key keeps its newest read, not the last recorded", "[core][shared_reads]") {
@@ -66,10 +68,10 @@ TEST_CASE("shared reads: a key recorded again is charged its new size, and a lar
   s.follow();
   // 10 keys first recorded absent (129 or 130 bytes each) …
   for (int i = 0; i < 10; ++i) s.record(1, {std::to_string(i)}, {std::nullopt}, 1);
-  CHECK(s.rotations() == 0);
+  CHECK(s.count().rotations == 0);
   // … then with 100-byte values: charged the difference, the table turns over.
   for (int i = 0; i < 10; ++i) s.record(1, {std::to_string(i)}, {std::string(100, 'v')}, 2);
-  CHECK(s.rotations() >= 1);
+  CHECK(s.count().rotations >= 1);
   // A value above max_bytes / 8 (250) is left to each tailer's own read.
   s.record(1, {"big"}, {std::string(300, 'x')}, 3);
   CHECK(look(s, 1, {"big"}, {0}).found == 0);
@@ -82,7 +84,7 @@ TEST_CASE("shared reads: the newer read wins across the two generations", "[core
   s.record(1, {"a"}, {std::string("new")}, 50);
   // Fill the generation (132 + 13 × 140 bytes) so that `a` moves to the previous one.
   for (int i = 0; i < 14; ++i) s.record(1, {"f" + std::to_string(i)}, {std::string(10, 'x')}, 60);
-  REQUIRE(s.rotations() == 1);
+  REQUIRE(s.count().rotations == 1);
   s.record(1, {"a"}, {std::string("old")}, 40);  // a slower tailer's older read: not recorded
   auto r = look(s, 1, {"a"}, {45});
   REQUIRE(r.found == 1);
@@ -94,13 +96,15 @@ TEST_CASE("shared reads: below min_followers nothing is recorded or found, and l
   s.follow();
   CHECK_FALSE(s.active());
   s.record(1, {"a"}, {std::string("A")}, 5);
-  CHECK(s.recorded() == 0);
+  CHECK(s.count().recorded == 0);
+  CHECK_FALSE(look(s, 1, {"a"}, {0}).shared);  // not shared: the caller reads and does not record
   s.follow();
   s.record(1, {"a"}, {std::string("A")}, 5);
   CHECK(look(s, 1, {"a"}, {5}).found == 1);
   s.unfollow();  // one left: nothing to share with
   s.follow();
-  CHECK(look(s, 1, {"a"}, {5}).found == 0);
+  auto after = look(s, 1, {"a"}, {5});
+  CHECK(after.shared == std::optional<std::size_t>(0));  // shared again, but the entries went
 }
 
 TEST_CASE("shared reads: two generations bound the memory and the previous one still answers", "[core][shared_reads]") {
@@ -109,7 +113,7 @@ TEST_CASE("shared reads: two generations bound the memory and the previous one s
   s.follow();
   // Each entry costs its id, its value and 128 bytes (139 or 140): 14 fill a generation.
   for (int i = 0; i < 40; ++i) s.record(1, {std::to_string(i)}, {std::string(10, 'x')}, 100);
-  CHECK(s.rotations() == 2);
+  CHECK(s.count().rotations == 2);
   // The newest entries are found; the oldest were dropped with their generation.
   CHECK(look(s, 1, {"39"}, {100}).found == 1);
   CHECK(look(s, 1, {"0"}, {100}).found == 0);

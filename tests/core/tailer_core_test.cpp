@@ -608,7 +608,7 @@ TEST_CASE("tailer: tailers sharing a store's reads take each other's values only
   CHECK(store.reads() == reads);
   REQUIRE(c2.delivery);
   CHECK(c2.delivery->records == c1.delivery->records);
-  CHECK(store.shares()->hits() == 2);
+  CHECK(store.shares()->count().hits == 2);
 
   // `a` changes after the first tailer's read: the second reads it for itself, `b` is still shared.
   store.commit({test::put(products, "a", "A2"), test::put(products, "b", "B1")});
@@ -624,7 +624,7 @@ TEST_CASE("tailer: tailers sharing a store's reads take each other's values only
   REQUIRE(b);
   CHECK(a->state.projection == "A4");
   CHECK(b->state.projection == "B1");
-  CHECK(store.shares()->hits() == 3);
+  CHECK(store.shares()->count().hits == 3);
   (void)c3;
 }
 
@@ -654,5 +654,5 @@ TEST_CASE("tailer: a fenced tailer resolves at its snapshot even when a newer sh
   REQUIRE(a);
   CHECK(a->state.projection == "A1");
   CHECK(r.chunk.fence_reached);
-  CHECK(store.shares()->hits() == 0);
+  CHECK(store.shares()->count().hits == 0);
 }
