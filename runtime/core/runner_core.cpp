@@ -1260,7 +1260,12 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     }
     drain_.to(drain::closed);
     out.push_back(fx::open_log{gen_, drain_.offered.back().through});
-    demand_flush(out, now);  // a reader already waiting: the barrier that ends the rebuild, now
+    // The barrier that ends the rebuild, now: `ready` waits for it (§11.7). For a reader waiting
+    // on coverage it is that reader's flush; else, unless this delivery asked for one already, a
+    // threshold's: the scan's work is complete. Left to the age, a rebuild's end waited up to
+    // max_flush_age with nothing else to do (issue 32 item 3, decision 0062).
+    demand_flush(out, now);
+    if (flush_requests() == requests_before) request_flush(flush_reason::threshold, out, now);
     return out;
   }
   if (rebuild_.current() == rebuild::scanning) {

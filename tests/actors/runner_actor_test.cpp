@@ -60,8 +60,9 @@ std::vector<readiness_state> states_of(const std::vector<dix::readiness>& publis
 
 }  // namespace
 
-TEST_CASE("actors: a fresh index is condemned cursor-missing and rebuilt under a second epoch (reset, scan, boundary), ready once the age flush makes the boundary durable", "[actor][rebuild]") {
+TEST_CASE("actors: a fresh index is condemned cursor-missing and rebuilt under a second epoch (reset, scan, boundary), ready once the barrier it asks for at once makes the boundary durable", "[actor][rebuild]") {
   pipeline p({}, fingerprint);
+  p.backend->hold_work_barriers = true;  // the boundary stays pending until the barrier below
   p.commit("a", "1");
   // The acquisition's epoch 1, then the rebuild's 2: each written before it is used.
   CHECK(p.persisted == std::vector<std::uint64_t>{1, 2});
@@ -82,8 +83,10 @@ TEST_CASE("actors: a fresh index is condemned cursor-missing and rebuilt under a
   CHECK(now.rebuild_attempts == 1);
   CHECK(now.owner_epoch == 2);
   CHECK(p.state() == runner_state::rebuilding);
+  CHECK(p.backend->flushes_waiting() == 1);  // asked for at the boundary's acceptance, not at the age
 
-  p.advance(1000ms);  // the age flush makes the boundary durable
+  p.backend->release_work_barriers();  // the barrier makes the boundary durable; no time passes
+  p.run();
   REQUIRE(p.backend->durable());
   CHECK(p.durable_has("a"));
   now = p.slot->read();
@@ -216,6 +219,7 @@ TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and en
   REQUIRE(p.backend->resets == 1);  // the fresh index's
   const auto before = p.publications().size();
 
+  p.backend->hold_work_barriers = true;  // the rebuild ends at the release below
   p.request_rebuild();
   CHECK_FALSE(p.slot->rebuild_requested());  // consumed
   CHECK(p.backend->resets == 2);
@@ -234,7 +238,8 @@ TEST_CASE("actors: a rebuild request to an idle owner resets exactly once and en
   CHECK(p.backend->resets == 2);
   CHECK(p.slot->read().owner_epoch == 3);
 
-  p.advance(1000ms);
+  p.backend->release_work_barriers();
+  p.run();
   CHECK(p.backend->resets == 2);
   now = p.slot->read();
   CHECK(now.state == readiness_state::ready);
@@ -258,6 +263,7 @@ TEST_CASE("actors: a rebuild mints its epoch only after its publications landed,
 
   // The request, then every actor but the publisher runs: a publisher that lags behind the
   // runner (a loaded machine) holds the needs-rebuild and rebuilding publications.
+  p.backend->hold_work_barriers = true;  // the rebuild ends at the release below
   p.slot->request_rebuild();
   caf::anon_send(p.runner, dix::wake{wake_flag::rebuild});
   auto* publisher = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(p.publisher));
@@ -280,7 +286,8 @@ TEST_CASE("actors: a rebuild mints its epoch only after its publications landed,
   CHECK(now.state == readiness_state::rebuilding);
   CHECK(now.owner_epoch == epoch + 1);
   CHECK(p.backend->resets == 2);
-  p.advance(1000ms);
+  p.backend->release_work_barriers();
+  p.run();
   CHECK(p.slot->read().state == readiness_state::ready);
 }
 

@@ -163,11 +163,13 @@ TEST_CASE("runtime actor: registration, status, metrics, readiness and stop as r
 TEST_CASE("runtime actor: a subscriber hears the index become ready and its runner's states until it unsubscribes", "[actor][runtime][subscribe]") {
   runtime_fixture f;
   auto backend = std::make_shared<test::sim_backend>("idx");
+  backend->hold_work_barriers = true;  // the fresh index's rebuild ends after the subscription
   REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
   auto first = f.ask<subscribed>(subscribe{"idx"});
   REQUIRE(first);
   CHECK(first->status);  // registered here: its runner's status comes with it
   f.commit("a", "1");
+  backend->release_work_barriers();
   f.advance(1000ms);
   f.watch();
   auto changes = f.drain<readiness_changed>();
@@ -682,7 +684,9 @@ static_assert(subscribed_events<readiness_subscriber::extend<caf::reacts_to<std:
 
 TEST_CASE("runtime actor: a typed readiness subscriber receives readiness_changed only, never a message it did not declare", "[actor][runtime][subscribe]") {
   runtime_fixture f;
-  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(std::make_shared<test::sim_backend>("idx"))}));
+  auto backend = std::make_shared<test::sim_backend>("idx");
+  backend->hold_work_barriers = true;  // the fresh index's rebuild ends after the subscription
+  REQUIRE(f.ask<index_registered>(register_index{runtime_fixture::index_of(backend)}));
   runtime_actor rt = f.rt;
   auto heard = std::make_shared<std::vector<readiness_state>>();
   auto unexpected = std::make_shared<int>(0);
@@ -696,6 +700,7 @@ TEST_CASE("runtime actor: a typed readiness subscriber receives readiness_change
   });
   f.run();
   f.commit("a", "1");
+  backend->release_work_barriers();
   f.advance(1000ms);
   f.watch();
   REQUIRE_FALSE(heard->empty());

@@ -34,7 +34,12 @@ struct supervised : test::wired_id {
   runner_options options;
   std::uint64_t token = 1;
 
-  explicit supervised(runner_options o = fast_policy()) : options(o) { supervise_registration(); }
+  // hold_work_barriers: from the start (the runner rebuilds the fresh index at its spawn), every
+  // barrier of work waits for backend->release_work_barriers(), so a rebuild's end is observable.
+  explicit supervised(runner_options o = fast_policy(), bool hold_work_barriers = false) : options(o) {
+    backend->hold_work_barriers = hold_work_barriers;
+    supervise_registration();
+  }
   ~supervised() override {
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
     run();
@@ -217,6 +222,7 @@ TEST_CASE("supervision: a proxy crash condemns with backend-failed and the repla
   const auto epoch = p.slot->read().owner_epoch;
   p.commit("b", "2");  // accepted, not yet durable
   const auto before = p.publications().size();
+  p.backend->hold_work_barriers = true;  // the rebuild ends at the release below
   p.crash(p.proxy);
   auto now = p.slot->read();
   CHECK(now.state == readiness_state::needs_rebuild);
@@ -231,7 +237,8 @@ TEST_CASE("supervision: a proxy crash condemns with backend-failed and the repla
   CHECK(now.reason == readiness_reason::backend_failed);
   CHECK(now.rebuild_attempts == 1);
   CHECK(now.owner_epoch == epoch + 1);
-  p.advance(1000ms);  // the age flush makes the boundary durable
+  p.backend->release_work_barriers();  // the barrier asked for at the boundary makes it durable
+  p.run();
   now = p.slot->read();
   CHECK(now.state == readiness_state::ready);
   CHECK(now.rebuild_attempts == 0);
@@ -276,6 +283,7 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   p.commit("b", "2");  // accepted, not yet durable: the supervisor's flush(shutdown) decides
   CHECK(p.markers == 0);
   const auto epoch = p.slot->read().owner_epoch;
+  p.backend->hold_work_barriers = true;  // the rebuild ends at the release below
   p.crash(p.runner);
   CHECK(p.record->read().quiesced == epoch);  // a later release of the epoch skips its shutdown
   CHECK(p.markers == 1);  // the durable marker before the publication
@@ -299,7 +307,8 @@ TEST_CASE("supervision: a runner crash: the supervisor quiesces the backend, pub
   CHECK(now.owner_epoch == epoch + 2);
   CHECK(p.snapshot->load().state == runner_state::rebuilding);
   CHECK(p.snapshot->load().owner);
-  p.advance(1000ms);  // the age flush makes the boundary durable
+  p.backend->release_work_barriers();  // the barrier asked for at the boundary makes it durable
+  p.run();
   now = p.slot->read();
   CHECK(now.state == readiness_state::ready);
   CHECK(now.rebuild_attempts == 0);
@@ -328,7 +337,7 @@ TEST_CASE("supervision: on a backend that cannot reset, a runner crash ends with
 }
 
 TEST_CASE("supervision: a runner that dies during a rebuild leaves the slot's attempt count as it was: the respawned runner continues it after the backoff", "[actor][supervision][rebuild]") {
-  supervised p;  // rebuild_backoff = 100 ms
+  supervised p(fast_policy(), true);  // rebuild_backoff = 100 ms; every attempt's end waits for the release below
   p.commit("a", "1");  // the fresh index's rebuild, attempt 1: its boundary not yet durable
   REQUIRE(p.slot->read().state == readiness_state::rebuilding);
   REQUIRE(p.slot->read().rebuild_attempts == 1);
@@ -346,7 +355,8 @@ TEST_CASE("supervision: a runner that dies during a rebuild leaves the slot's at
   now = p.slot->read();
   CHECK(now.state == readiness_state::rebuilding);
   CHECK(now.rebuild_attempts == 2);
-  p.advance(1000ms);
+  p.backend->release_work_barriers();
+  p.run();
   CHECK(p.slot->read().state == readiness_state::ready);
   CHECK(p.slot->read().rebuild_attempts == 0);
   CHECK(p.durable_has("a"));

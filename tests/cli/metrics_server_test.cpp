@@ -156,10 +156,19 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
 
   // The same log under the same label from the segments (decision 0030): `dix status
   // --prometheus` reads the owner's names from the metrics segment once its figures are there.
+  // The owner exports a log's read rate once it has measured one (readings spanning 100 ms since
+  // the log was installed; a rebuild's end installs it again), the segments carry it always: both
+  // are compared once the segments show a rate (the writer commits 200 a second), scraped again.
   const auto home = dir / "d" / "primary";
   for (const std::string id : {"by-brand", "by-category"}) {
-    REQUIRE(test::wait_lag(home, id, [](const lag_figures& l) { return !l.logs.empty(); }));
+    REQUIRE(test::wait_lag(home, id, [](const lag_figures& l) {
+      return !l.logs.empty() && std::all_of(l.logs.begin(), l.logs.end(), [](const auto& g) { return g.read_per_s > 0; });
+    }));
   }
+  const auto again = http_get(port, "/metrics");
+  const auto again_at = again.find("\r\n\r\n");
+  REQUIRE(again_at != std::string::npos);
+  const auto rates_known = test::parse_prometheus(again.substr(again_at + 4));
   auto status_text = test::dix_cli(dir, {"status", "--db", home.string(), "--prometheus"});
   INFO(status_text.out << status_text.err);
   REQUIRE(status_text.exit_code == 0);
@@ -168,8 +177,9 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
   for (const std::string id : {"by-brand", "by-category"}) {
     CHECK(log_labels(parsed, "dix_log_sequence_lag", id) == std::set<std::string>{"main"});
     CHECK(log_labels(from_segments, "dix_log_sequence_lag", id) == log_labels(parsed, "dix_log_sequence_lag", id));
+    CHECK(log_labels(rates_known, "dix_log_read_sequences_per_second", id) == std::set<std::string>{"main"});
     CHECK(log_labels(from_segments, "dix_log_read_sequences_per_second", id) ==
-          log_labels(parsed, "dix_log_read_sequences_per_second", id));
+          log_labels(rates_known, "dix_log_read_sequences_per_second", id));
   }
   if (auto verdict = test::promtool_problems(status_text.out)) CHECK(*verdict == "");
 

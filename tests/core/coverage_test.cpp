@@ -288,8 +288,10 @@ TEST_CASE("runner: coverage is never published while the index is not ready, and
   p.advance(milliseconds(1000));
   REQUIRE(p.slot_coverage_time > 0);
   p.backend.auto_barrier = true;
+  p.hold_barriers();  // the rebuild's end waits for the loop's first release
   p.store_rebuild_request();  // rebuilding: coverage_time 0 first, no coverage until ready again
   CHECK(p.slot_coverage_time == 0);
+  CHECK(p.slot_readiness.state == readiness_state::rebuilding);
   bool rebuilt = false;
   for (int i = 0; i < 20 && !rebuilt; ++i) {
     const auto w = p.store.commit({test::put(sim_table, "c", std::to_string(i))});
@@ -297,6 +299,7 @@ TEST_CASE("runner: coverage is never published while the index is not ready, and
     for (const auto& x : p.publications) CHECK((x.state == readiness_state::ready || !x.coverage_time));
     if (p.slot_readiness.state != readiness_state::ready) CHECK(p.slot_coverage_time == 0);
     rebuilt = p.slot_readiness.state == readiness_state::ready;
+    if (i == 2) p.release_barriers();
     p.advance(milliseconds(100));
   }
   CHECK(rebuilt);

@@ -37,6 +37,7 @@ bool published(const sim_pipeline& p, readiness_state s, readiness_reason r) {
 
 TEST_CASE("runner: a fresh index is condemned cursor-missing, reset, scanned, and ready once its boundary is durable", "[core][runner][rebuild]") {
   sim_pipeline p;
+  p.hold_barriers();  // the boundary stays pending until the barrier below
   p.commit({test::put(sim_table, "a", "books"), test::put(sim_table, "b", "toys")});
   REQUIRE(p.publications.size() >= 2);
   // The marker first, then needs-rebuild; then attempt 1 publishes rebuilding (§10.3, §11.4).
@@ -54,7 +55,13 @@ TEST_CASE("runner: a fresh index is condemned cursor-missing, reset, scanned, an
   for (std::size_t i = 0; i + 1 < p.delivered.size() && p.delivered[i]->rebuild; ++i) CHECK_FALSE(p.delivered[i]->through);
   CHECK(p.runner->state() == runner_state::rebuilding);  // boundary pending
   CHECK(p.publications.back().state == readiness_state::rebuilding);
-  p.advance(milliseconds(1000));  // the age flush makes the boundary durable
+  // The boundary chunk's acceptance asked for the barrier at once, not at max_flush_age.
+  REQUIRE_FALSE(p.flush_requests.empty());
+  CHECK(p.flush_requests.back() == flush_reason::threshold);
+  CHECK(p.backend.flushes_waiting() > 0);
+  const auto before = p.time.steady_now();
+  p.release_barriers();  // the barrier makes the boundary durable; no time passes
+  CHECK(p.time.steady_now() == before);
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.publications.back().attempts == 0);
   CHECK(p.backend.durable_index() == expected_index(p.store));
@@ -91,13 +98,14 @@ TEST_CASE("runner: a restarted runner resumes from the durable cursor and publis
   p.store.purge_before(p.store.latest() + 1);
   p.restart_runner();
   p.publications.clear();
+  p.hold_barriers();
   p.commit({test::put(sim_table, "c", "3")});
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::log_retention));
   // Condemned, then rebuilt from a scan (the purged log is not needed): `ready` only after the
   // boundary is durable.
   CHECK(published(p, readiness_state::rebuilding, readiness_reason::log_retention));
   CHECK(p.publications.back().state == readiness_state::rebuilding);
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.backend.durable_index() == expected_index(p.store));
   CHECK(p.lock_held);
@@ -275,8 +283,12 @@ TEST_CASE("runner: flush triggers are the mutation threshold and the age timer, 
   o.flush_after_mutations = 3;
   o.max_flush_age = milliseconds(200);
   sim_pipeline p(o);
+  p.commit({test::put(sim_table, "a", "1")});  // the fresh index's rebuild: its end asks for a barrier at once
+  REQUIRE(p.publications.back().state == readiness_state::ready);
+  CHECK(p.flush_requests == std::vector<flush_reason>{flush_reason::threshold});
+  p.flush_requests.clear();
   p.backend.auto_barrier = false;
-  p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "1")});
+  p.commit({test::put(sim_table, "a", "2"), test::put(sim_table, "b", "1")});
   CHECK(p.flush_requests.empty());  // caught up, 2 mutations: no flush yet
   p.commit({test::put(sim_table, "c", "1")});
   REQUIRE(p.flush_requests.size() == 1);
@@ -658,6 +670,7 @@ TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-reques
   REQUIRE(p.publications.back().state == readiness_state::ready);
   REQUIRE(p.runner->takes_rebuild_request());
   p.publications.clear();
+  p.hold_barriers();
   p.store_rebuild_request();
   CHECK_FALSE(p.slot_rebuild_request);  // consumed
   CHECK(p.meta.condemned);              // the marker, before the publication
@@ -674,7 +687,7 @@ TEST_CASE("runner: a rebuild request makes the owner condemn with rebuild-reques
   p.store_rebuild_request();
   CHECK_FALSE(p.slot_rebuild_request);
   CHECK(p.backend.resets == 2);
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.backend.durable_index() == expected_index(p.store));
   CHECK(p.backend.resets == 2);
@@ -691,6 +704,7 @@ TEST_CASE("runner: a request stored while nothing ran is consumed by the next ac
   p.restart_runner();
   p.store_rebuild_request(false);
   p.publications.clear();
+  p.hold_barriers();  // the rebuild's end waits: `ready` not yet
   p.commit({test::put(sim_table, "b", "2")});
   CHECK_FALSE(p.slot_rebuild_request);
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::rebuild_requested));
@@ -868,11 +882,12 @@ TEST_CASE("runner: a refused mint (an epoch that cannot be incremented) uses no 
 
 TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it", "[core][runner][rebuild]") {
   sim_pipeline p;
+  p.hold_barriers();
   p.commit({test::put(sim_table, "a", "1")});
   REQUIRE(p.publications.back().state == readiness_state::rebuilding);
   p.store_rebuild_request();
   CHECK_FALSE(p.slot_rebuild_request);  // consumed, and nothing else
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK_FALSE(p.meta.condemned);
 }
@@ -882,12 +897,13 @@ TEST_CASE("runner: a request during the build from sequence 1 is absorbed by it"
 TEST_CASE("runner: a cursorless index that holds entries is reset before anything is delivered and ends equal to the projection of the store", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.backend.plant(test::index_key("main", sim_table, "ghost"), test::index_entry{7, "never in the store"});
+  p.hold_barriers();
   p.commit({test::put(sim_table, "a", "1")});
   CHECK(p.backend.resets == 1);
   CHECK(p.backend.seen_before_first_reset == 0);
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::cursor_missing));
   CHECK_FALSE(published(p, readiness_state::ready, readiness_reason::none));
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.backend.durable_index() == expected_index(p.store));
 }
@@ -962,12 +978,13 @@ namespace {
 // restores the budget, the acquisition consumes it and the index is rebuilt (behaviour 19).
 void request_restores_budget(sim_pipeline& p) {
   p.backend.fail_reset = false;
+  p.hold_barriers();  // the attempt's end waits: its count is still 1
   p.store_rebuild_request();
   CHECK(p.lock_held);
   CHECK_FALSE(p.slot_rebuild_request);  // consumed by the acquisition
   CHECK(p.backend.resets == 9);
   CHECK(p.slot_readiness.rebuild_attempts == 1);
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.slot_readiness.rebuild_attempts == 0);
   CHECK(p.backend.durable_index() == expected_index(p.store));
@@ -1072,7 +1089,9 @@ TEST_CASE("runner: lost accepted work reported while a failed attempt waits for 
 TEST_CASE("runner: a condemnation while the settle that deletes the marker is in flight writes the marker again, behind it", "[core][runner][rebuild]") {
   sim_pipeline p;
   p.slow_settle = true;
+  p.hold_barriers();
   p.commit({test::put(sim_table, "a", "1")});  // cursor-missing: marker, reset, scan, boundary
+  p.backend.release_work_barriers();  // the boundary durable: what follows it is stepped
   // Run until the settle is carried out (the marker deleted), its answer still on the way.
   while (!p.meta.fingerprint) REQUIRE(p.step());
   REQUIRE_FALSE(p.meta.condemned);
@@ -1089,7 +1108,9 @@ TEST_CASE("runner: a tailer crash after the rebuild's settle was sent, its answe
   // published `ready` at once, before the registration record and the marker delete (§10.4).
   sim_pipeline p;
   p.slow_settle = true;
+  p.hold_barriers();
   p.commit({test::put(sim_table, "a", "1")});  // cursor-missing: marker, reset, scan, boundary
+  p.backend.release_work_barriers();  // the boundary durable: what follows it is stepped
   while (!p.meta.fingerprint) REQUIRE(p.step());  // the settle carried out, its answer on the way
   REQUIRE(p.slot_readiness.state != readiness_state::ready);
   REQUIRE(p.settles_carried == 1);
@@ -1121,6 +1142,7 @@ TEST_CASE("runner: a peer's request while the owner is deferred, busy or idle gi
   p.advance(milliseconds(1000));
   REQUIRE(p.runner->state() == runner_state::idle);
   const auto before = p.backend.resets;
+  p.hold_barriers();  // the rebuild's end waits for release_barriers(): the second request falls inside it
   SECTION("idle") { p.store_rebuild_request(); }
   SECTION("busy: work accepted, not durable") {
     p.backend.auto_barrier = false;
@@ -1142,6 +1164,7 @@ TEST_CASE("runner: a peer's request while the owner is deferred, busy or idle gi
     p.run();
   }
   p.store_rebuild_request();  // a second request during the rebuild: absorbed
+  p.release_barriers();
   p.advance(milliseconds(2000));
   CHECK(p.backend.resets == before + 1);
   CHECK(p.publications.back().state == readiness_state::ready);

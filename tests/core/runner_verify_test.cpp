@@ -162,6 +162,7 @@ TEST_CASE("runner verify: planted drift is named and condemns the index, unless 
   CHECK(p.publications.back().state == readiness_state::ready);  // report-only: nothing condemned
   CHECK(p.runner->snapshot().verify_failures == 1);
 
+  p.hold_barriers();  // the rebuild that follows ends at release_barriers()
   p.request_verify();
   REQUIRE(p.verify_outcomes.size() == 2);
   CHECK(p.verify_outcomes[1].what == kind::drift);
@@ -169,6 +170,7 @@ TEST_CASE("runner verify: planted drift is named and condemns the index, unless 
   CHECK(published(p, readiness_state::needs_rebuild, readiness_reason::verify_failed));
   CHECK(p.meta.condemned);
   // The rebuild that follows makes the index equal again.
+  p.release_barriers();
   p.advance(milliseconds(5000));
   REQUIRE(p.publications.back().state == readiness_state::ready);
   p.request_verify();
@@ -235,13 +237,14 @@ TEST_CASE("runner verify: with verify_every off no verify ever starts by itself"
 TEST_CASE("runner verify: refused while not ready or rebuilding, joined when asked again alike", "[core][runner][verify]") {
   sim_pipeline p;
   // A fresh index is rebuilt: its boundary waits for a barrier.
+  p.hold_barriers();
   p.commit({test::put(sim_table, "a", "1")});
   REQUIRE(p.runner->state() == runner_state::rebuilding);
   p.request_verify();
   REQUIRE(p.verify_outcomes.size() == 1);
   CHECK(p.verify_outcomes[0].what == kind::refused);
   CHECK(p.verify_outcomes[0].code == errc::rebuilding);
-  p.advance(milliseconds(1000));
+  p.release_barriers();
   REQUIRE(p.publications.back().state == readiness_state::ready);
 
   p.request_verify({}, false);

@@ -46,6 +46,8 @@ class sim_backend final : public backend {
   bool reject_shutdown = false;
   bool durable_error = false;          // durable_cursor() fails (a transient fault)
   bool auto_barrier = true;            // flush runs the barrier at once
+  bool hold_work_barriers = false;     // … except for flushes other than shutdown's: they wait for
+                                       // barrier() (a shutdown's barrier completes them too)
   bool changed_inside_deliver = false; // a deferring deliver emits `changed` before it returns
   bool can_reset = true;               // supports_reset()
   bool fail_reset = false;             // reset answers an error (after dropping the cursor)
@@ -87,7 +89,7 @@ class sim_backend final : public backend {
   void flush(flush_reason reason, completion done) override {
     during_reset(reason == flush_reason::shutdown ? "flush(shutdown)" : "flush");
     waiters_.push_back(std::move(done));
-    if (auto_barrier) barrier();
+    if (auto_barrier && (!hold_work_barriers || reason == flush_reason::shutdown)) barrier();
   }
   void shutdown(epoch_t epoch, completion done) override {
     during_reset("shutdown");
@@ -139,6 +141,11 @@ class sim_backend final : public backend {
 
   // Flushes asked for and not yet completed by a barrier.
   std::size_t flushes_waiting() const { return waiters_.size(); }
+  // Barriers of work at once again (hold_work_barriers off), and one now for those waiting.
+  void release_work_barriers() {
+    hold_work_barriers = false;
+    barrier();
+  }
   // Applies the queue, makes it durable, completes waiting flushes, emits `changed`.
   void barrier() {
     apply_queue();

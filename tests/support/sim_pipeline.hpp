@@ -200,6 +200,16 @@ class sim_pipeline final : public backend_host {
     }
   }
 
+  // Barriers of work wait until release_barriers() (a shutdown's flush still gets one at once): a
+  // rebuild's end, which asks for its barrier at once (decision 0062), stays observable — the
+  // boundary pending.
+  void hold_barriers() { backend.hold_work_barriers = true; }
+  // One barrier for every flush waiting, barriers at once again, then runs. No time passes.
+  void release_barriers() {
+    backend.release_work_barriers();
+    run();
+  }
+
   // One event: the next mailbox entry or publisher turn, else the next timer (time moves to it).
   // false: nothing is left. Lets a test stop a sequence after any event (a crash at every step).
   bool step() {
