@@ -55,6 +55,9 @@ class drain_pipeline {
     // operations: it certifies (§12.3) as if it carried a mutation, since its cursor is the
     // first to cover the transaction.
     bool completes_cut = false;
+    // Made durable with a write (a rebuild's boundary) while the logs were still opening at it,
+    // before its `ends` were known: the coverage hook is owed once they are (on_log_opened).
+    bool hook_owed_at_open = false;
   };
 
   static bool legal(phase from, phase to) noexcept;

@@ -169,14 +169,12 @@ void runner_core::publish_coverage(effects& out, steady_time now) {
 }
 
 // §12.4: a demand whose commits were read and accepted waits only for a barrier — ask for it now
-// instead of at the age timer; one such request until the next durable advance. While a
-// rebuild's boundary is offered but not durable (the scan done, `ready` not yet published), any
-// open demand asks for that barrier: it is what makes the index ready, and no capture is taken
-// before ready. So a reader waiting at a new index's first build (issue 29) does not wait for the
-// age timer.
+// instead of at the age timer; one such request until the next durable advance. A reader waiting
+// at a new index's first build (issue 29) needs no request of its own: the boundary's acceptance
+// asks for the barrier that ends the rebuild (on_delivery, decision 0062).
 void runner_core::demand_flush(effects& out, steady_time now) {
   if (cover_.coverage_asked() || !cover_.tracker.demand_open() || !non_durable_work() || drain_.offered.empty()) return;
-  if (!rebuild_.boundary_pending() && !cover_.tracker.demand_delivered(drain_.offered.back().ends)) return;
+  if (!cover_.tracker.demand_delivered(drain_.offered.back().ends)) return;
   cover_.coverage_asks();
   request_flush(flush_reason::coverage, out, now);
 }
@@ -1002,13 +1000,20 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     drain_.offered.erase(drain_.offered.begin(), match);
     durable_ = d;
     DIX_ASSERT(!drain_.offered.empty() && drain_.offered.front().through == *durable_);  // durable: one of those offered
-    if (wrote) cover_.tracker.owe_hook(drain_.offered.front().ends);
+    // The logs still opening at the boundary (the barrier the boundary asked for overtook
+    // log_opened, decision 0062): its anchor ends are not known yet, and no peer may see `ready`
+    // before its anchors are verified (§9.2 step 8). on_log_opened owes the hook and settles.
+    const bool opening = drain_.current() == drain::closed;
+    if (wrote && opening) drain_.offered.front().hook_owed_at_open = true;
+    else if (wrote) cover_.tracker.owe_hook(drain_.offered.front().ends);
     if (advanced) {
       cover_.gate.on_durable_advance();
       transient_faults_ = 0;
       cover_.barrier_passed();
-      rebuild_.drop_boundary();  // the rebuild is over: `ready` below (§11.7)
-      if (settle_ == settle::wanted) {
+      rebuild_.drop_boundary();  // the rebuild is over: `ready` below (§11.7), or at log_opened
+      if (opening) {
+        // on_log_opened: the settle (its answer publishes `ready`), or `ready` itself.
+      } else if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
         to(settle::writing_then_ready);
         out.push_back(fx::settle{gen_, *config_.fingerprint});
@@ -1070,6 +1075,10 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     drain_.offered.push_back(drain_pipeline::entry{*installed, 0, 0, true, now, {}});
   }
   drain_.offered.back().ends = anchor_ends;
+  if (drain_.offered.back().hook_owed_at_open) {
+    drain_.offered.back().hook_owed_at_open = false;
+    cover_.tracker.owe_hook(anchor_ends);  // the rebuild's boundary became durable while opening
+  }
   arm_refresh(out, now);
   if (non_durable_work()) arm_age_timer(out, now, false);
   if (rebuild_.boundary_pending()) {
@@ -1077,8 +1086,8 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   } else if (published_ != readiness_state::ready) {
     // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5) — and
     // only once the registration record is written and the marker deleted (§10.4). A durable
-    // answer that overtook this opening may have ended the rebuild and sent the settle: its
-    // answer publishes `ready`. A settle whose answer a discard of progress dropped (a transient
+    // answer that overtook this opening may have ended the rebuild: the settle is sent here (its
+    // answer publishes `ready`), not by that answer (decision 0062). A settle whose answer a discard of progress dropped (a transient
     // fault or lost work after the rebuild's durable advance) is wanted again: the durable cursor
     // just installed is the rebuilt index's, so it is sent now and its answer publishes `ready`
     // (found by the simulation's racing writer: `ready` went out before the settle's answer).
@@ -1260,11 +1269,10 @@ effects runner_core::on_delivery(std::uint64_t gen, delivery_result r, steady_ti
     }
     drain_.to(drain::closed);
     out.push_back(fx::open_log{gen_, drain_.offered.back().through});
-    // The barrier that ends the rebuild, now: `ready` waits for it (§11.7). For a reader waiting
-    // on coverage it is that reader's flush; else, unless this delivery asked for one already, a
-    // threshold's: the scan's work is complete. Left to the age, a rebuild's end waited up to
-    // max_flush_age with nothing else to do (issue 32 item 3, decision 0062).
-    demand_flush(out, now);
+    // The barrier that ends the rebuild, now, unless this delivery's thresholds asked for it: the
+    // scan's work is complete and `ready` waits for nothing else (§11.7) — a reader waiting at the
+    // first build included (issue 29). Left to the age, a rebuild's end waited up to
+    // max_flush_age with nothing to do (issue 32 item 3, decision 0062).
     if (flush_requests() == requests_before) request_flush(flush_reason::threshold, out, now);
     return out;
   }

@@ -151,12 +151,13 @@ TEST_CASE("actors: coverage is never published under another epoch, nor while th
   REQUIRE(q.slot->read().state == readiness_state::rebuilding);
   CHECK(q.slot->coverage_time() == 0);
   // The boundary's acceptance asked for the barrier that ends the rebuild at once (decision 0062;
-  // issue 29 asked for it for a waiting demand); until that barrier completes the index stays
-  // rebuilding and publishes no coverage, a demand meanwhile included.
+  // issue 29 wanted it for a waiting reader); until that barrier completes the index stays
+  // rebuilding and publishes no coverage, and a demand meanwhile asks no second barrier.
   CHECK(q.backend->flushes_waiting() == 1);  // asked for now, not at the age timer
   q.demand(q.commit("c", "3"));
   REQUIRE(q.slot->read().state == readiness_state::rebuilding);  // the boundary is not durable yet
   CHECK(q.slot->coverage_time() == 0);
+  CHECK(q.backend->flushes_waiting() == 1);
   q.backend->auto_barrier = false;
   q.backend->release_work_barriers();
   q.run();  // the boundary durable: ready, and coverage again — no time passed

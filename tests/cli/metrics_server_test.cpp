@@ -156,9 +156,10 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
 
   // The same log under the same label from the segments (decision 0030): `dix status
   // --prometheus` reads the owner's names from the metrics segment once its figures are there.
-  // The owner exports a log's read rate once it has measured one (readings spanning 100 ms since
-  // the log was installed; a rebuild's end installs it again), the segments carry it always: both
-  // are compared once the segments show a rate (the writer commits 200 a second), scraped again.
+  // /metrics names a log's read rate only while the slot carries lag figures of the owner's
+  // current epoch (prom_metrics.cpp), which a scrape right after `ready` may precede; the
+  // segments' export names it always. So the two are compared once the segments show a rate (the
+  // writer commits 200 a second), on a second scrape.
   const auto home = dir / "d" / "primary";
   for (const std::string id : {"by-brand", "by-category"}) {
     REQUIRE(test::wait_lag(home, id, [](const lag_figures& l) {

@@ -56,12 +56,9 @@ TEST_CASE("runner: a fresh index is condemned cursor-missing, reset, scanned, an
   CHECK(p.runner->state() == runner_state::rebuilding);  // boundary pending
   CHECK(p.publications.back().state == readiness_state::rebuilding);
   // The boundary chunk's acceptance asked for the barrier at once, not at max_flush_age.
-  REQUIRE_FALSE(p.flush_requests.empty());
-  CHECK(p.flush_requests.back() == flush_reason::threshold);
-  CHECK(p.backend.flushes_waiting() > 0);
-  const auto before = p.time.steady_now();
-  p.release_barriers();  // the barrier makes the boundary durable; no time passes
-  CHECK(p.time.steady_now() == before);
+  CHECK(p.flush_requests == std::vector<flush_reason>{flush_reason::threshold});
+  CHECK(p.backend.flushes_waiting() == 1);
+  p.release_barriers();  // the barrier makes the boundary durable (run() fires no timer)
   CHECK(p.publications.back().state == readiness_state::ready);
   CHECK(p.publications.back().attempts == 0);
   CHECK(p.backend.durable_index() == expected_index(p.store));
@@ -74,6 +71,62 @@ TEST_CASE("runner: a fresh index is condemned cursor-missing, reset, scanned, an
   CHECK(m.rebuilt_records == 2);
   CHECK(m.estimated_records == 2);
   CHECK(m.rebuild_eta_ms == 0);
+}
+
+TEST_CASE("runner: each delivery of a rebuild asks for one barrier at most, the boundary's included, and a reader waiting at the first build asks none of its own (decision 0062)", "[core][runner][rebuild][flush]") {
+  SECTION("every chunk crosses the threshold: the boundary asks nothing more") {
+    runner_options o;
+    o.max_chunk_records = 1;
+    o.flush_after_mutations = 1;
+    sim_pipeline p(o);
+    p.hold_barriers();
+    p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2")});
+    const auto rebuild_batches =
+        static_cast<std::size_t>(std::count_if(p.delivered.begin(), p.delivered.end(), [](const auto& b) { return b->rebuild; }));
+    REQUIRE(rebuild_batches >= 2);
+    CHECK(p.flush_requests == std::vector<flush_reason>(rebuild_batches, flush_reason::threshold));
+    REQUIRE(p.publications.back().state == readiness_state::rebuilding);
+    p.release_barriers();
+    CHECK(p.publications.back().state == readiness_state::ready);
+  }
+  SECTION("a reader waits at the first build: the boundary's barrier serves it") {
+    sim_pipeline p;
+    p.hold_barriers();
+    const auto w = p.store.commit({test::put(sim_table, "a", "1")});
+    p.demand_coverage(w.second);
+    REQUIRE(p.publications.back().state == readiness_state::rebuilding);
+    CHECK(p.flush_requests == std::vector<flush_reason>{flush_reason::threshold});
+    CHECK(p.backend.flushes_waiting() == 1);
+    p.release_barriers();
+    CHECK(p.publications.back().state == readiness_state::ready);
+    CHECK(p.slot_coverage_time >= w.second);
+  }
+}
+
+TEST_CASE("runner: a rebuild's barrier that completes before its logs open at the boundary publishes ready only once they opened, and owes the coverage hook their ends (decision 0062)", "[core][runner][rebuild][coverage]") {
+  sim_pipeline p;
+  p.slow_log_open = true;  // the boundary's barrier completes before log_opened arrives
+  p.store.commit({test::put(sim_table, "a", "1")});
+  const auto written = p.store.commit({test::put(sim_table, "b", "2")}).second;
+  p.wake(wake_flag::commit, false);
+  bool ready_seen = false;
+  while (!ready_seen && p.step()) {
+    for (const auto& x : p.publications) ready_seen = ready_seen || x.state == readiness_state::ready;
+    if (ready_seen) CHECK(p.logs_opened == p.log_opens);  // every open at the boundary answered first
+  }
+  REQUIRE(ready_seen);
+  CHECK(p.backend.durable_index() == expected_index(p.store));
+  // The hook is owed the boundary's ends: with only cursor-only progress after it (a system
+  // transaction), it is called within a few max_flush_age, not at the cursor-only timer.
+  const auto ready_at = p.time.steady_now();
+  p.store.commit({test::fake_op{op_kind::put, 0, "registration/other", "x", true}}, header_flag::system, true);
+  auto reached = [&] {
+    return std::any_of(p.coverage_hooks.begin(), p.coverage_hooks.end(),
+                       [&](const fx::publish_coverage& h) { return h.coverage_time >= written; });
+  };
+  for (int ms = 0; ms < 30000 && !reached(); ms += 10) p.advance(milliseconds(10));
+  CHECK(reached());
+  CHECK(p.time.steady_now() - ready_at <= milliseconds(4000));
 }
 
 TEST_CASE("runner: a restarted runner resumes from the durable cursor and publishes ready only after verifying it (behaviour 5)", "[core][runner]") {

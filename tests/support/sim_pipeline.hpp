@@ -312,6 +312,7 @@ class sim_pipeline final : public backend_host {
   std::function<void()> after_pull;
   std::string violation;                // the first publication that broke invariant 5 or §10.4's order, or the fence
   std::size_t log_opens = 0;
+  std::size_t logs_opened = 0;  // log_opened answers the runner received
   std::vector<verify_outcome> verify_outcomes;  // every verify's end and every refusal, in order
   std::vector<verify_request> verify_starts;    // the request of every verify whose scan started
   drift_report last_drift;                      // the last scan's report
@@ -565,6 +566,7 @@ class sim_pipeline final : public backend_host {
     dix::positions ends;
     if (!r.anchor_ends.empty()) ends[store.log_name()] = r.anchor_ends.front();
     event opened = [this, gen, r, ends] {
+      ++logs_opened;
       return runner ? runner->on_log_opened(gen, r.fault, r.installed, time.steady_now(), ends) : effects{};
     };
     // A tailer busy elsewhere: the answer arrives behind what the backend answers meanwhile.
