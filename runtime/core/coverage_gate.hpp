@@ -60,6 +60,10 @@ class coverage_gate {
   std::optional<std::uint64_t> refresh_armed_gen;
   bool refresh_due = false;
   std::optional<std::chrono::steady_clock::time_point> last_turn_at;
+  // A rebuild's boundary became durable before the logs' opening at it answered (decision 0062):
+  // the hook is owed the anchor ends that opening reports (decision 0051). Kept across a discard
+  // of progress, as the tracker's own debt is; owed at the next successful log_opened.
+  bool hook_owed_at_open = false;
 
  private:
   barrier asks_ = none;

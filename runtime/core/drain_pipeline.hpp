@@ -55,9 +55,6 @@ class drain_pipeline {
     // operations: it certifies (§12.3) as if it carried a mutation, since its cursor is the
     // first to cover the transaction.
     bool completes_cut = false;
-    // Made durable with a write (a rebuild's boundary) while the logs were still opening at it,
-    // before its `ends` were known: the coverage hook is owed once they are (on_log_opened).
-    bool hook_owed_at_open = false;
   };
 
   static bool legal(phase from, phase to) noexcept;
@@ -82,6 +79,10 @@ class drain_pipeline {
 
   // The offered list and its figures (§5.3, §13.1).
   std::vector<entry> offered;
+  // A rebuild's boundary became durable while the logs were still opening at it (decision 0062):
+  // the rest of the rebuild's end (the settle, `ready`) waits for log_opened, and a durable answer
+  // meanwhile is no acquisition's. Cleared by log_opened and discard().
+  bool rebuilt_while_opening = false;
   std::uint64_t unanchored_bytes = 0, unanchored_mutations = 0;  // accepted, no cursor of their own yet
   std::uint64_t unflushed_bytes = 0, unflushed_mutations = 0;    // since the last flush request (§6.1)
   // The newest offered entry preceded by nothing but cursor-only work (else the durable one), §13.1.

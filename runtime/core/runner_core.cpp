@@ -957,6 +957,9 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
   // Drain closed: acquisition or a reinstall — except while the logs open at the boundary, when
   // a reconciliation's answer (a flush completed meanwhile) may overtake log_opened.
   if (drain_.current() == drain::closed && !rebuild_.boundary_pending()) {
+    // Another flush's answer after the rebuild's end overtook the logs' opening at the boundary:
+    // on_log_opened goes on from there (a second open would be a reinstall nobody asked for).
+    if (drain_.rebuilt_while_opening) return out;
     // Acquisition (§9.2 step 8) or a reinstall after lost work or a transient fault (§5.7).
     if (*durable) {
       if (acq_.current() != acq::acquired && config_.fingerprint && records_.fingerprint != config_.fingerprint) {
@@ -1004,7 +1007,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
     // log_opened, decision 0062): its anchor ends are not known yet, and no peer may see `ready`
     // before its anchors are verified (§9.2 step 8). on_log_opened owes the hook and settles.
     const bool opening = drain_.current() == drain::closed;
-    if (wrote && opening) drain_.offered.front().hook_owed_at_open = true;
+    if (wrote && opening) cover_.hook_owed_at_open = true;
     else if (wrote) cover_.tracker.owe_hook(drain_.offered.front().ends);
     if (advanced) {
       cover_.gate.on_durable_advance();
@@ -1012,7 +1015,7 @@ effects runner_core::on_durable(std::uint64_t gen, const result<std::optional<cu
       cover_.barrier_passed();
       rebuild_.drop_boundary();  // the rebuild is over: `ready` below (§11.7), or at log_opened
       if (opening) {
-        // on_log_opened: the settle (its answer publishes `ready`), or `ready` itself.
+        drain_.rebuilt_while_opening = true;  // on_log_opened: the settle, or `ready` itself
       } else if (settle_ == settle::wanted) {
         // The registration record first, then `ready` (§10.4); on_settled publishes.
         to(settle::writing_then_ready);
@@ -1075,8 +1078,9 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     drain_.offered.push_back(drain_pipeline::entry{*installed, 0, 0, true, now, {}});
   }
   drain_.offered.back().ends = anchor_ends;
-  if (drain_.offered.back().hook_owed_at_open) {
-    drain_.offered.back().hook_owed_at_open = false;
+  drain_.rebuilt_while_opening = false;
+  if (cover_.hook_owed_at_open) {
+    cover_.hook_owed_at_open = false;
     cover_.tracker.owe_hook(anchor_ends);  // the rebuild's boundary became durable while opening
   }
   arm_refresh(out, now);
@@ -1086,8 +1090,8 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
   } else if (published_ != readiness_state::ready) {
     // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5) — and
     // only once the registration record is written and the marker deleted (§10.4). A durable
-    // answer that overtook this opening may have ended the rebuild: the settle is sent here (its
-    // answer publishes `ready`), not by that answer (decision 0062). A settle whose answer a discard of progress dropped (a transient
+    // answer that overtook this opening may have ended the rebuild: the settle is sent here
+    // (its answer publishes `ready`), not by that answer (decision 0062). A settle whose answer a discard of progress dropped (a transient
     // fault or lost work after the rebuild's durable advance) is wanted again: the durable cursor
     // just installed is the rebuilt index's, so it is sent now and its answer publishes `ready`
     // (found by the simulation's racing writer: `ready` went out before the settle's answer).

@@ -75,6 +75,7 @@ void drain_pipeline::discard() noexcept {
   more = true;
   stalled_since.reset();
   cut_delivered = false;
+  rebuilt_while_opening = false;
 }
 
 std::size_t drain_pipeline::effective_entry() const noexcept {
