@@ -1091,10 +1091,11 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     // Every anchor verified: only now may a peer see `ready` (§9.2 step 8, behaviour 5) — and
     // only once the registration record is written and the marker deleted (§10.4). A durable
     // answer that overtook this opening may have ended the rebuild: the settle is sent here
-    // (its answer publishes `ready`), not by that answer (decision 0062). A settle whose answer a discard of progress dropped (a transient
-    // fault or lost work after the rebuild's durable advance) is wanted again: the durable cursor
-    // just installed is the rebuilt index's, so it is sent now and its answer publishes `ready`
-    // (found by the simulation's racing writer: `ready` went out before the settle's answer).
+    // (its answer publishes `ready`), not by that answer (decision 0062). A settle whose answer
+    // a discard of progress dropped (a transient fault or lost work after the rebuild's durable
+    // advance) is wanted again: the durable cursor just installed is the rebuilt index's, so it
+    // is sent now and its answer publishes `ready` (found by the simulation's racing writer:
+    // `ready` went out before the settle's answer).
     switch (settle_) {
       case settle::done: publish(readiness_state::ready, readiness_reason::none, out); break;
       case settle::wanted:
