@@ -163,7 +163,8 @@ TEST_CASE("dix serve --metrics-listen 127.0.0.1:0: prints the bound port and ser
   const auto home = dir / "d" / "primary";
   for (const std::string id : {"by-brand", "by-category"}) {
     REQUIRE(test::wait_lag(home, id, [](const lag_figures& l) {
-      return !l.logs.empty() && std::all_of(l.logs.begin(), l.logs.end(), [](const auto& g) { return g.read_per_s > 0; });
+      return !l.logs.empty() &&
+             std::all_of(l.logs.begin(), l.logs.end(), [](const auto& g) { return g.read_per_s > 0; });
     }));
   }
   const auto again = http_get(port, "/metrics");

@@ -81,8 +81,8 @@ TEST_CASE("runner: each delivery of a rebuild asks for one barrier at most, the 
     sim_pipeline p(o);
     p.hold_barriers();
     p.commit({test::put(sim_table, "a", "1"), test::put(sim_table, "b", "2")});
-    const auto rebuild_batches =
-        static_cast<std::size_t>(std::count_if(p.delivered.begin(), p.delivered.end(), [](const auto& b) { return b->rebuild; }));
+    const auto rebuild_batches = static_cast<std::size_t>(
+        std::count_if(p.delivered.begin(), p.delivered.end(), [](const auto& b) { return b->rebuild; }));
     REQUIRE(rebuild_batches >= 2);
     CHECK(p.flush_requests == std::vector<flush_reason>(rebuild_batches, flush_reason::threshold));
     REQUIRE(p.publications.back().state == readiness_state::rebuilding);
