@@ -9,6 +9,7 @@
 #include "adapters/readiness_segment.hpp"
 #include "adapters/test_support.hpp"
 #include "support/index_registration.hpp"
+#include "support/lag_wait.hpp"
 #include "support/wrapped_backend.hpp"
 
 using namespace dix;
@@ -370,6 +371,10 @@ TEST_CASE("runtime: metrics carry the per-log WAL figures of protocol 13.2", "[a
   auto h = rt->register_index(index_registration(make_index(dir))).value();
   test::put_records(*store, "a", 5);
   REQUIRE(test::wait_readiness(dir / "db", "by-value", test::is_ready));
+  // The log figures come with the owner's first pull, which may follow `ready` (an acquisition
+  // or a rebuild's end publishes it at the logs' opening): the owner's lag figures carry the log
+  // once it pulled, and the snapshot metrics() reads is stored before they are published.
+  REQUIRE(test::wait_lag(dir / "db", "by-value", [](const lag_figures& l) { return !l.logs.empty(); }));
   auto m = rt->metrics("by-value").value();
   REQUIRE(m.logs.size() == 1);
   CHECK(m.logs[0].log == "main");
