@@ -38,17 +38,19 @@ bool shared_reads::active() const noexcept {
   return followers_ >= limits_.min_followers;
 }
 
-const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_view id) {
+void shared_reads::set_probe(std::uint32_t table, std::string_view id) {
   // The probe key is scratch: unordered_map has no heterogeneous lookup in C++17.
   probe_.first = table;
   probe_.second.assign(id.data(), id.size());
-  const entry* found = nullptr;
-  if (auto it = current_.find(probe_); it != current_.end()) found = &it->second;
-  // A slower tailer may have recorded an older read in the current generation: the newer wins.
-  if (auto it = previous_.find(probe_); it != previous_.end() && (found == nullptr || it->second.read_at > found->read_at)) {
-    found = &it->second;
-  }
-  return found;
+}
+
+const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_view id) {
+  set_probe(table, id);
+  // The current generation holds a key's newest read (record() never puts an older read over a
+  // newer one, in either generation), so the previous one answers only for a key it lacks.
+  if (auto it = current_.find(probe_); it != current_.end()) return &it->second;
+  if (auto it = previous_.find(probe_); it != previous_.end()) return &it->second;
+  return nullptr;
 }
 
 std::optional<std::size_t> shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
@@ -80,11 +82,14 @@ void shared_reads::record(std::uint32_t table, const std::vector<std::string_vie
   for (std::size_t i = 0; i < ids.size() && i < values.size(); ++i) {
     const std::size_t cost = ids[i].size() + (values[i] ? values[i]->size() : 0) + entry_overhead;
     if (cost > limits_.max_bytes / 8) continue;  // a large value would turn the whole table over
-    if (const entry* e = find(table, ids[i]); e != nullptr && e->read_at > read_at) continue;  // a later read is here
+    set_probe(table, ids[i]);
     if (auto it = current_.find(probe_); it != current_.end()) {
-      // Replaced in place: the table is charged the difference.
+      if (it->second.read_at > read_at) continue;  // a later read is here
+      // Replaced: the table is charged the difference.
       current_bytes_ -= cost_of(it->first.second, it->second);
       current_.erase(it);
+    } else if (auto older = previous_.find(probe_); older != previous_.end() && older->second.read_at > read_at) {
+      continue;  // a later read is in the previous generation
     }
     if (current_bytes_ + cost > limits_.max_bytes && !current_.empty()) {
       dropped.push_back(std::move(previous_));
@@ -93,9 +98,7 @@ void shared_reads::record(std::uint32_t table, const std::vector<std::string_vie
       current_bytes_ = 0;
       ++count_.rotations;
     }
-    auto& e = current_[std::make_pair(table, std::string(ids[i]))];
-    e.read_at = read_at;
-    e.value = values[i];
+    current_.emplace(probe_, entry{read_at, values[i]});
     current_bytes_ += cost;
     ++count_.recorded;
   }

@@ -15,7 +15,8 @@
 // the recording read's return: it is at least that read's own snapshot, not only its `read_at`.)
 //
 // The table holds two generations of bounded size: when the current one is full it becomes the
-// previous one and the older is dropped. A lookup takes the newer read of the two generations.
+// previous one and the older is dropped. A key's newest read is in the current generation when
+// it is there at all (no older read is recorded over a newer one), else in the previous.
 // Its memory is bounded by about twice `max_bytes` (ids, values and a per-entry overhead counted;
 // a value larger than max_bytes/8 is not recorded). Whatever store
 // state the values came from must still be the store's: an OS crash that loses the unsynced tail
@@ -91,6 +92,7 @@ class shared_reads {
   };
   using generation = std::unordered_map<std::pair<std::uint32_t, std::string>, entry, key_hash>;
 
+  void set_probe(std::uint32_t table, std::string_view id);     // under the mutex
   const entry* find(std::uint32_t table, std::string_view id);  // under the mutex
 
   limits limits_;

@@ -54,11 +54,10 @@ tailer_core::tailer_core(std::vector<tailer_log> logs, std::map<table_ref, proje
 tailer_core::~tailer_core() { set_installed(false); }
 
 void tailer_core::set_installed(bool installed) noexcept {
-  installed_ = installed;
   // A tailer shares its store's reads while it reads (decision 0061): not while it scans, waits
   // for a reinstall after a fault, or merely exists (every process wires every registration).
-  if (installed == following_) return;
-  following_ = installed;
+  if (installed == installed_) return;
+  installed_ = installed;
   for (auto& l : logs_) {
     if (auto* shared = l.port.store->shared()) installed ? shared->follow() : shared->unfollow();
   }

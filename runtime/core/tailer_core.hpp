@@ -326,10 +326,10 @@ class tailer_core {
   std::vector<bool> group_found_;              // per id: found in the shared reads
   std::vector<std::string_view> miss_ids_;     // the ids the shared reads did not have
   std::optional<cursor> through_;
-  // Sets installed_; the tailer follows its stores' shared reads exactly while installed.
+  // Sets installed_; the tailer is counted among its stores' shared-read followers exactly while
+  // installed.
   void set_installed(bool installed) noexcept;
   bool installed_ = false;
-  bool following_ = false;  // counted among the followers of its stores' shared reads
 };
 
 }  // namespace dix
