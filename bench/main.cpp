@@ -57,7 +57,7 @@ constexpr entry benchmarks[] = {
          T: the index's max_transactions_per_turn (default 256, the option's default).
 )"},
     {"sustained", R"([--seconds S] [--slow-us US] [--max-lag-ms MS] [--flush-age-ms F] [--floor-commits N]
-         [--indexes K] [--dir DIR] [--json FILE] [--plot FILE.png]
+         [--indexes K] [--rate R] [--dir DIR] [--json FILE] [--plot FILE.png]
          Over S seconds (default 20, at least 3): the unpaced writer's commits/s alone; with K
          RocksDB indexes registered (default 3, at most 16; max_flush_age F ms, default 250), the
          rate stepped up while their lag stays under 1 s, and the process's CPU per commit in both
@@ -70,6 +70,8 @@ constexpr entry benchmarks[] = {
          with gnuplot when it is installed. Last, the floor: the same writer and K indexes'
          least work in raw RocksDB over N commits (default 200000; 0 skips it), per commit, and
          the ratio no implementation of this design reaches past on these cores (floor.bound_ratio).
+         --rate R: the K indexes' step is one step paced at R commits/s instead of the steps
+         (fixed_rate in the JSON): CPU per commit at one operating point, to compare two builds.
 )"},
     {"fulltext", R"([--records N] [--dir DIR] [--json FILE] [--timeout S]
          Time for a new Xapian full-text index to catch up with a backlog of N product-like

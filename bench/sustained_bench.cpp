@@ -346,7 +346,7 @@ void plot(const std::vector<point>& series, const std::string& png, std::uint64_
 
 int run_sustained(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
-  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "floor-commits", "indexes", "dir", "json", "plot"}, {}},
+  auto a = tool::args::parse_command(argv, {{"seconds", "slow-us", "max-lag-ms", "flush-age-ms", "floor-commits", "indexes", "rate", "dir", "json", "plot"}, {}},
                                      "dix bench sustained", usage("sustained"), status);
   if (!a) return status;
   std::string problem;
@@ -360,7 +360,10 @@ int run_sustained(const std::vector<std::string>& argv) {
   // The raw-RocksDB floor's commits (pipeline_floor.hpp); 0 skips it.
   auto floor_commits = flush_age ? a->number("floor-commits", 200'000, 0, 10'000'000, problem) : std::nullopt;
   auto indexes = floor_commits ? a->number("indexes", 3, 1, max_indexes, problem) : std::nullopt;
-  if (!seconds || !slow_us || !max_lag || !flush_age || !floor_commits || !indexes || !check_scratch_base(*a, problem) ||
+  // (b) at one fixed pace instead of the steps; 0: the steps.
+  auto fixed_rate = indexes ? a->number("rate", 0, 0, 10'000'000, problem) : std::nullopt;
+  if (!seconds || !slow_us || !max_lag || !flush_age || !floor_commits || !indexes || !fixed_rate ||
+      !check_scratch_base(*a, problem) ||
       !report.open(*a, problem)) {
     return tool::refuse("dix bench sustained", problem);
   }
@@ -401,7 +404,23 @@ int run_sustained(const std::vector<std::string>& argv) {
     lag_parts broke_parts;
     std::uint64_t broke_paced_at = 0;  // the pace of the step that broke the bound; 0: unpaced
     const auto step = total * 2 / 5 / steps;
-    for (std::uint64_t k = 1; k <= steps; ++k) {
+    if (*fixed_rate > 0) {
+      // One step as long as all of them, paced at --rate: CPU per commit at a rate chosen, not
+      // found, so that two builds compare at the same operating point (the steps' result moves
+      // with each run's lag search: a pipeline that keeps up unpaced is measured at saturation).
+      with = run_phase(*store, {*fixed_rate, indexed_table, "b1-", {}, {}}, total * 2 / 5 + first_step_warmup, origin, 'b',
+                       rt.get(), ids, series, first_step_warmup);
+      with_paced_at = *fixed_rate;
+      std::cerr << "with " << index_count << " indexes, paced at " << *fixed_rate << "/s: " << with.tps
+                << " commits/s, max lag " << with.max_lag_ms << " ms\n";
+      if (with.max_lag_ms >= lag_bound_ms) {
+        broke_at_tps = with.tps;
+        broke_lag_ms = with.max_lag_ms;
+        broke_parts = with.worst;
+        broke_paced_at = *fixed_rate;
+      }
+    }
+    for (std::uint64_t k = 1; k <= steps && *fixed_rate == 0; ++k) {
       const auto rate = k == steps ? 0 : static_cast<std::uint64_t>(alone.tps * static_cast<double>(k) / steps);
       const auto warmup = k == 1 ? first_step_warmup : milliseconds(0);
       auto r = run_phase(*store, {rate, indexed_table, "b" + std::to_string(k) + "-", {}, {}}, step + warmup, origin,
@@ -419,7 +438,7 @@ int run_sustained(const std::vector<std::string>& argv) {
       with_paced_at = rate;
     }
     std::uint64_t refined = 0;
-    if (broke_at_tps > 0) {
+    if (broke_at_tps > 0 && *fixed_rate == 0) {
       // An unpaced step that broke: its achieved rate is the bound above.
       auto high = broke_paced_at != 0 ? broke_paced_at : static_cast<std::uint64_t>(broke_at_tps);
       for (std::uint64_t j = 0; j < refine_steps && high > with_paced_at + 1; ++j) {
@@ -518,7 +537,8 @@ int run_sustained(const std::vector<std::string>& argv) {
          << ",\"lag_bound_broken_lag_ms\":" << broke_lag_ms
          << ",\"lag_bound_broken_paced_tps\":" << broke_paced_at
          << ",\"lag_bound_broken_parts\":" << lag_parts_json(broke_parts)
-         << ",\"with_indexes_paced_tps\":" << with_paced_at << ",\"refined_steps\":" << refined
+         << ",\"with_indexes_paced_tps\":" << with_paced_at << ",\"fixed_rate\":" << *fixed_rate
+         << ",\"refined_steps\":" << refined
          << ",\"one_index_tps\":" << static_cast<std::uint64_t>(one.tps)
          << ",\"one_index_cpu_us_per_commit\":" << one.cpu_us_per_commit << ",\"cost_growth\":" << cost_growth
          << ",\"records_per_batch\":" << records_per_batch
