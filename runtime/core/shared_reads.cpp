@@ -1,19 +1,73 @@
 #include "core/shared_reads.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <functional>
 
 namespace dix {
 
 namespace {
 
-// What an entry costs beyond its id and value: the node (key, entry, the strings' headers), its
-// hash slot and the allocator's headers.
+// What an entry is charged beyond its id and value: its slots (32 bytes each, at most four per
+// entry right after the table doubles) with room to spare.
 constexpr std::size_t entry_overhead = 128;
+constexpr std::size_t first_capacity = 256;  // slots
 
 }  // namespace
 
-std::size_t shared_reads::key_hash::operator()(const std::pair<std::uint32_t, std::string>& k) const noexcept {
-  return std::hash<std::string>{}(k.second) ^ (static_cast<std::size_t>(k.first) * 0x9e3779b97f4a7c15ull);
+shared_reads::shared_reads(limits l) : limits_(l) {
+  limits_.max_bytes = std::min<std::size_t>(limits_.max_bytes, std::size_t{1} << 30);
+}
+
+std::uint64_t shared_reads::hash_of(std::uint32_t table, std::string_view id) noexcept {
+  const std::uint64_t h =
+      std::hash<std::string_view>{}(id) ^ (static_cast<std::uint64_t>(table) * 0x9e3779b97f4a7c15ull);
+  return h == 0 ? 1 : h;  // 0 marks an empty slot
+}
+
+shared_reads::slot* shared_reads::generation::find(std::uint64_t hash, std::uint32_t table, std::string_view id) {
+  if (slots.empty()) return nullptr;
+  const std::size_t mask = slots.size() - 1;
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    slot& s = slots[i];
+    if (s.hash == 0) return nullptr;
+    if (s.hash == hash && s.table == table && s.id_size == id.size() &&
+        std::memcmp(arena.data() + s.offset, id.data(), id.size()) == 0) {
+      return &s;
+    }
+  }
+}
+
+shared_reads::slot& shared_reads::generation::insert_slot(std::uint64_t hash) {
+  if (2 * (used + 1) > slots.size()) {
+    // Double (or start); the stored hashes place every slot again without touching the arena.
+    std::vector<slot> grown(std::max(first_capacity, 2 * slots.size()));
+    const std::size_t mask = grown.size() - 1;
+    for (const auto& s : slots) {
+      if (s.hash == 0) continue;
+      std::size_t i = s.hash & mask;
+      while (grown[i].hash != 0) i = (i + 1) & mask;
+      grown[i] = s;
+    }
+    slots.swap(grown);
+  }
+  const std::size_t mask = slots.size() - 1;
+  std::size_t i = hash & mask;
+  while (slots[i].hash != 0) i = (i + 1) & mask;
+  ++used;
+  return slots[i];
+}
+
+void shared_reads::generation::clear() noexcept {
+  std::fill(slots.begin(), slots.end(), slot{});
+  arena.clear();
+  used = 0;
+  bytes = 0;
+}
+
+std::optional<std::string> shared_reads::value_of(const generation& g, const slot& e) {
+  if (e.value_size == absent_value) return std::nullopt;
+  return std::string(g.arena.data() + e.offset + e.id_size, e.value_size);
 }
 
 void shared_reads::follow() noexcept {
@@ -27,30 +81,14 @@ void shared_reads::unfollow() noexcept {
   if (followers_ > 0) --followers_;
   if (followers_ < limits_.min_followers) {
     // Nobody to share with: free the memory now.
-    current.swap(current_);
-    previous.swap(previous_);
-    current_bytes_ = 0;
+    std::swap(current, current_);
+    std::swap(previous, previous_);
   }
 }
 
 bool shared_reads::active() const noexcept {
   std::lock_guard hold(mutex_);
   return followers_ >= limits_.min_followers;
-}
-
-void shared_reads::set_probe(std::uint32_t table, std::string_view id) {
-  // The probe key is scratch: unordered_map has no heterogeneous lookup in C++17.
-  probe_.first = table;
-  probe_.second.assign(id.data(), id.size());
-}
-
-const shared_reads::entry* shared_reads::find(std::uint32_t table, std::string_view id) {
-  set_probe(table, id);
-  // The current generation holds a key's newest read (record() never puts an older read over a
-  // newer one, in either generation), so the previous one answers only for a key it lacks.
-  if (auto it = current_.find(probe_); it != current_.end()) return &it->second;
-  if (auto it = previous_.find(probe_); it != previous_.end()) return &it->second;
-  return nullptr;
 }
 
 std::optional<std::size_t> shared_reads::lookup(std::uint32_t table, const std::vector<std::string_view>& ids,
@@ -63,9 +101,17 @@ std::optional<std::size_t> shared_reads::lookup(std::uint32_t table, const std::
   if (followers_ < limits_.min_followers) return std::nullopt;
   std::size_t n = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    const entry* e = find(table, ids[i]);
+    const auto hash = hash_of(table, ids[i]);
+    // The current generation holds a key's newest read (record() never puts an older read over a
+    // newer one, in either generation), so the previous one answers only for a key it lacks.
+    const generation* g = &current_;
+    const slot* e = current_.find(hash, table, ids[i]);
+    if (e == nullptr) {
+      g = &previous_;
+      e = previous_.find(hash, table, ids[i]);
+    }
     if (e == nullptr || e->read_at < at_least[i]) continue;
-    values[i] = e->value;
+    values[i] = value_of(*g, *e);
     found[i] = true;
     ++n;
   }
@@ -75,41 +121,45 @@ std::optional<std::size_t> shared_reads::lookup(std::uint32_t table, const std::
 
 void shared_reads::record(std::uint32_t table, const std::vector<std::string_view>& ids,
                           const std::vector<std::optional<std::string>>& values, std::uint64_t read_at) {
-  std::vector<generation> dropped;  // freed after the mutex is released: the other tailers need not wait
   std::lock_guard hold(mutex_);
   if (followers_ < limits_.min_followers) return;
-  auto cost_of = [](const std::string& id, const entry& e) { return id.size() + (e.value ? e.value->size() : 0) + entry_overhead; };
   for (std::size_t i = 0; i < ids.size() && i < values.size(); ++i) {
-    const std::size_t cost = ids[i].size() + (values[i] ? values[i]->size() : 0) + entry_overhead;
+    const auto& id = ids[i];
+    const std::size_t value_size = values[i] ? values[i]->size() : 0;
+    const std::size_t cost = id.size() + value_size + entry_overhead;
     if (cost > limits_.max_bytes / 8) continue;  // a large value would turn the whole table over
-    set_probe(table, ids[i]);
-    if (auto it = current_.find(probe_); it != current_.end()) {
-      if (it->second.read_at > read_at) continue;  // a later read is here
-      // Replaced: the table is charged the difference.
-      current_bytes_ -= cost_of(it->first.second, it->second);
-      current_.erase(it);
-    } else if (auto older = previous_.find(probe_); older != previous_.end() && older->second.read_at > read_at) {
+    const auto hash = hash_of(table, id);
+    slot* e = current_.find(hash, table, id);
+    if (e != nullptr) {
+      if (e->read_at > read_at) continue;  // a later read is here
+    } else if (const slot* older = previous_.find(hash, table, id); older != nullptr && older->read_at > read_at) {
       continue;  // a later read is in the previous generation
     }
-    if (current_bytes_ + cost > limits_.max_bytes && !current_.empty()) {
-      dropped.push_back(std::move(previous_));
-      previous_ = std::move(current_);
-      current_ = generation();
-      current_bytes_ = 0;
+    if (current_.bytes + cost > limits_.max_bytes && current_.used > 0) {
+      // The previous generation is dropped; its memory becomes the new current one.
+      std::swap(previous_, current_);
+      current_.clear();
       ++count_.rotations;
+      e = nullptr;  // the key now lies in the previous generation
     }
-    current_.emplace(probe_, entry{read_at, values[i]});
-    current_bytes_ += cost;
+    if (current_.arena.capacity() == 0) current_.arena.reserve(limits_.max_bytes);
+    // A key recorded again gets new bytes; the old ones stay charged until the generation goes.
+    const auto offset = static_cast<std::uint32_t>(current_.arena.size());
+    current_.arena.insert(current_.arena.end(), id.begin(), id.end());
+    if (values[i]) current_.arena.insert(current_.arena.end(), values[i]->begin(), values[i]->end());
+    slot& s = e != nullptr ? *e : current_.insert_slot(hash);
+    s = slot{hash, read_at, table, offset, static_cast<std::uint32_t>(id.size()),
+             values[i] ? static_cast<std::uint32_t>(value_size) : absent_value};
+    current_.bytes += cost;
     ++count_.recorded;
   }
 }
 
 void shared_reads::forget() {
-  generation current, previous;  // freed after the mutex is released, as record() does
+  generation current, previous;  // freed after the mutex is released, as unfollow() does
   std::lock_guard hold(mutex_);
-  current.swap(current_);
-  previous.swap(previous_);
-  current_bytes_ = 0;
+  std::swap(current, current_);
+  std::swap(previous, previous_);
 }
 
 shared_reads::counters shared_reads::count() const {

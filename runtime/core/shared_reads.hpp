@@ -32,7 +32,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace dix {
@@ -47,7 +46,7 @@ class shared_reads {
   };
 
   shared_reads() = default;
-  explicit shared_reads(limits l) : limits_(l) {}
+  explicit shared_reads(limits l);  // max_bytes is capped at 1 GiB (the arena's 32-bit offsets)
   shared_reads(const shared_reads&) = delete;
   shared_reads& operator=(const shared_reads&) = delete;
 
@@ -83,26 +82,42 @@ class shared_reads {
   counters count() const;
 
  private:
-  struct entry {
+  // One generation: an open-addressing table of slots over an arena that holds each entry's id
+  // and value bytes. Linear probing, a power-of-two capacity at most half full (so at most 128
+  // bytes of slots per entry, right after it doubles), no erasure: a newer read of a key
+  // overwrites its slot. Entries cost no allocation of their own, and a dropped generation is
+  // cleared and reused, so the tailers' threads do not churn the allocator (the node-based map
+  // this replaced cost them more in malloc and free than in its lookups).
+  struct slot {  // 32 bytes
+    std::uint64_t hash = 0;  // 0: empty
     std::uint64_t read_at = 0;
-    std::optional<std::string> value;
+    std::uint32_t table = 0;
+    std::uint32_t offset = 0;      // of the id in the arena; the value follows it
+    std::uint32_t id_size = 0;
+    std::uint32_t value_size = 0;  // absent_value: the read found the key absent
   };
-  struct key_hash {
-    std::size_t operator()(const std::pair<std::uint32_t, std::string>& k) const noexcept;
-  };
-  using generation = std::unordered_map<std::pair<std::uint32_t, std::string>, entry, key_hash>;
+  static constexpr std::uint32_t absent_value = ~std::uint32_t{0};
+  struct generation {
+    std::vector<slot> slots;
+    std::vector<char> arena;
+    std::size_t used = 0;   // occupied slots
+    std::size_t bytes = 0;  // charged: ids + values + entry_overhead per entry, replaced ones too
 
-  void set_probe(std::uint32_t table, std::string_view id);     // under the mutex
-  const entry* find(std::uint32_t table, std::string_view id);  // under the mutex
+    slot* find(std::uint64_t hash, std::uint32_t table, std::string_view id);
+    // The slot for a key not in the table (find() returned nullptr), grown first when needed.
+    slot& insert_slot(std::uint64_t hash);
+    void clear() noexcept;  // keeps the capacity
+  };
+
+  static std::uint64_t hash_of(std::uint32_t table, std::string_view id) noexcept;
+  static std::optional<std::string> value_of(const generation& g, const slot& e);
 
   limits limits_;
   mutable std::mutex mutex_;
   std::size_t followers_ = 0;
-  generation current_;
+  generation current_;   // holds a key's newest read whenever it holds the key at all
   generation previous_;
-  std::size_t current_bytes_ = 0;
   counters count_;
-  std::pair<std::uint32_t, std::string> probe_;  // scratch for lookups (under the mutex)
 };
 
 }  // namespace dix

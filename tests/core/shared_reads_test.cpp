@@ -124,3 +124,32 @@ TEST_CASE("shared reads: two generations bound the memory and the previous one s
   s.forget();
   CHECK(look(s, 1, {"19"}, {0}).found == 0);
 }
+
+TEST_CASE("shared reads: thousands of keys in one generation, each found with its own value, absent ones too", "[core][shared_reads]") {
+  shared_reads s;  // 4 MiB per generation: 5 000 entries of ~140 bytes fit in one
+  s.follow();
+  s.follow();
+  for (int i = 0; i < 5000; ++i) {
+    const auto id = "k" + std::to_string(i);
+    s.record(1 + static_cast<std::uint32_t>(i % 3), {id},
+             {i % 7 == 0 ? std::optional<std::string>() : std::optional<std::string>("v" + std::to_string(i))}, 10);
+  }
+  // A second read of every tenth key, later and with another value, takes its place.
+  for (int i = 0; i < 5000; i += 10) {
+    s.record(1 + static_cast<std::uint32_t>(i % 3), {"k" + std::to_string(i)}, {std::string("w")}, 20);
+  }
+  CHECK(s.count().rotations == 0);
+  std::size_t wrong = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const auto id = "k" + std::to_string(i);
+    const auto table = 1 + static_cast<std::uint32_t>(i % 3);
+    auto r = look(s, table, {id}, {10});
+    const auto expected = i % 10 == 0 ? std::optional<std::string>("w")
+                          : i % 7 == 0 ? std::optional<std::string>()
+                                       : std::optional<std::string>("v" + std::to_string(i));
+    if (r.found != 1 || r.values[0] != expected) ++wrong;
+    if (look(s, table + 3, {id}, {0}).found != 0) ++wrong;  // the same id in another table
+  }
+  CHECK(wrong == 0);
+  CHECK(look(s, 1, {"k0"}, {21}).found == 0);  // the newest read began before 21
+}
