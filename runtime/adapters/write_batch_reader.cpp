@@ -68,11 +68,18 @@ class record_walk {
 
   // True when a record of a kind dix never writes was found; `raw` then holds the records before
   // it and a record of its kind. False when every record is of a kind dix writes, or the walk met
-  // bytes it cannot read or a tag it does not know (RocksDB's parser reports those).
+  // bytes it cannot read or a tag it does not know (RocksDB's parser reports those); `raw.records`
+  // is then empty again. The walk fills `raw.records` itself, so a reader that keeps its raw batch
+  // across transactions allocates nothing here once the vector has grown.
   bool find_foreign(raw_batch& raw) {
+    auto& records = raw.records;
+    records.clear();
+    const auto not_foreign = [&records] {
+      records.clear();
+      return false;
+    };
     if (input_.size() < batch_header_bytes) return false;
     input_.remove_prefix(batch_header_bytes);
-    std::vector<raw_record> records;
     while (!input_.empty()) {
       const auto tag = static_cast<std::uint8_t>(input_.front());
       input_.remove_prefix(1);
@@ -82,33 +89,32 @@ class record_walk {
         case 0x4: has_family = true; [[fallthrough]];  // kTypeColumnFamilyDeletion
         case 0x0:  // kTypeDeletion
           r.kind = raw_kind::del;
-          if ((has_family && !varint32(r.family)) || !slice(r.key)) return false;
+          if ((has_family && !varint32(r.family)) || !slice(r.key)) return not_foreign();
           break;
         case 0x5: has_family = true; [[fallthrough]];  // kTypeColumnFamilyValue
         case 0x1:  // kTypeValue
           r.kind = raw_kind::put;
-          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return false;
+          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return not_foreign();
           break;
         case 0xE: has_family = true; [[fallthrough]];  // kTypeColumnFamilyRangeDeletion
         case 0xF:  // kTypeRangeDeletion
           r.kind = raw_kind::delete_range;
-          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return false;
+          if ((has_family && !varint32(r.family)) || !slice(r.key) || !slice(r.value)) return not_foreign();
           break;
         case 0x3:  // kTypeLogData
           r.kind = raw_kind::log_data;
-          if (!slice(r.key)) return false;
+          if (!slice(r.key)) return not_foreign();
           break;
         default: {
           auto kind = foreign_kind(tag);
-          if (!kind) return false;
+          if (!kind) return not_foreign();
           records.push_back(raw_record{*kind, 0, {}, {}});
-          raw.records = std::move(records);
           return true;
         }
       }
       records.push_back(r);
     }
-    return false;
+    return not_foreign();
   }
 
  private:

@@ -160,7 +160,7 @@ std::optional<tailer_fault> tailer_core::read_next(std::optional<open_txn>& out,
   auto& l = logs_[(*next)->source];
   bytes_read += (*next)->txn.data_size;
   l.read_end = (*next)->txn.end_sequence();
-  out = open_txn{(*next)->source, std::make_shared<const wal_transaction>(std::move((*next)->txn)), 0};
+  out = open_txn{(*next)->source, std::move((*next)->txn), 0};
   return std::nullopt;
 }
 
@@ -258,16 +258,39 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
   keys_.clear(std::min<std::size_t>(budgets.max_chunk_records, 1024));
   std::uint64_t turn_bytes = 0;
   std::size_t turn_txns = 0, since_check = 0;
+  // The turn reads up to each log's latest sequence as it begins, not after it: a tailer that
+  // follows a busy writer would otherwise chase its end, and each time it reaches the WAL file's
+  // end RocksDB's reader reads the file again (a read(2) per one or two transactions at 60 000
+  // commits/s, measured). What is committed meanwhile rings the commit bell for the next turn.
+  // Caught up at the turn's start is the end of the log as the source's own check sees it,
+  // only taken a little earlier. Unknown (the store failed to answer): no bound.
+  turn_end_.assign(logs_.size(), 0);
+  bool bounded = true;
+  for (std::size_t i = 0; i < logs_.size() && bounded; ++i) {
+    auto latest = logs_[i].port.store->latest_sequence();
+    if (latest) turn_end_[i] = *latest;
+    bounded = latest.has_value();
+  }
+  const auto reached_turn_end = [&] {
+    for (std::size_t i = 0; i < logs_.size(); ++i) {
+      if (logs_[i].read_end < turn_end_[i]) return false;
+    }
+    return true;
+  };
   bool stop = false;
   for (std::size_t ti = 0; !stop; ++ti) {
     if (ti == carried_.size()) {
       // Between complete transactions only: the turn's transaction and byte budgets.
       if (turn_txns >= budgets.max_transactions_per_turn || turn_bytes >= budgets.max_bytes_per_turn) break;
+      if (bounded && reached_turn_end()) {
+        all_caught_up_ = true;
+        break;
+      }
       std::optional<open_txn> next;
       if (auto f = read_next(next, chunk.bytes_read)) return f;
       if (!next) break;  // the end of every log
       ++chunk.transactions_read;
-      const auto& txn = *next->txn;
+      const auto& txn = next->txn;
       if (txn.has_flag(header_flag::reload) && !txn.has_flag(header_flag::system)) {
         for (const auto& o : txn.ops) {
           if (!o.meta && projection_of(next->log, o.table) != nullptr) {
@@ -280,7 +303,7 @@ std::optional<tailer_fault> tailer_core::collect(turn& t, tailer_chunk& chunk) {
       carried_.push_back(std::move(*next));
     }
     const auto& work = carried_[ti];
-    const auto& txn = *work.txn;
+    const auto& txn = work.txn;
     ++turn_txns;
     turn_bytes += txn.data_size;
     for (std::size_t op = work.done_ops; op < txn.ops.size(); ++op) {
@@ -438,23 +461,23 @@ std::optional<tailer_fault> tailer_core::cut(turn& t, epoch_t epoch, tailer_chun
     const auto& work = carried_[c.txn];
     logs_read_[work.log] = true;
     if (c.key < 0) continue;
-    if (b->transactions.empty() || b->transactions.back().sequence != work.txn->sequence ||
+    if (b->transactions.empty() || b->transactions.back().sequence != work.txn.sequence ||
         b->transactions.back().log != logs_[work.log].name) {
-      b->transactions.push_back(log_transaction{logs_[work.log].name, work.txn->sequence, work.txn->time, {}});
+      b->transactions.push_back(log_transaction{logs_[work.log].name, work.txn.sequence, work.txn.time, {}});
     }
-    b->transactions.back().mutations.push_back(mutation{static_cast<std::uint32_t>(c.key), work.txn->time});
+    b->transactions.back().mutations.push_back(mutation{static_cast<std::uint32_t>(c.key), work.txn.time});
   }
   b->records = std::move(t.records);
 
   // Complete transactions advance `through`; a cut one stays at the front with its progress.
   bool advanced = false;
   std::size_t complete = 0;
-  while (complete < carried_.size() && consumed_[complete] == carried_[complete].txn->ops.size()) {
+  while (complete < carried_.size() && consumed_[complete] == carried_[complete].txn.ops.size()) {
     auto& work = carried_[complete];
     auto& l = logs_[work.log];
-    l.through.sequence = work.txn->sequence;
-    l.through.time = work.txn->time;
-    l.through_end = work.txn->end_sequence();
+    l.through.sequence = work.txn.sequence;
+    l.through.time = work.txn.time;
+    l.through_end = work.txn.end_sequence();
     advanced = true;
     ++complete;
   }

@@ -232,7 +232,7 @@ class tailer_core {
  private:
   struct open_txn {
     std::size_t log = 0;
-    std::shared_ptr<const wal_transaction> txn;
+    wal_transaction txn;  // by value: its views point into its storage, which a move keeps
     std::size_t done_ops = 0;  // operations already delivered in earlier chunks (a cut transaction)
   };
   struct log_state {
@@ -321,6 +321,7 @@ class tailer_core {
   std::vector<std::uint32_t> renumber_;
   std::vector<std::size_t> consumed_;
   std::vector<bool> logs_read_;
+  std::vector<std::uint64_t> turn_end_;  // per log: its latest sequence as the turn began (collect)
   std::vector<std::string_view> group_ids_;
   std::vector<std::uint64_t> group_at_least_;  // per id of the group: its last occurrence's end sequence
   std::vector<bool> group_found_;              // per id: found in the shared reads

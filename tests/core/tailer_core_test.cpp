@@ -90,6 +90,34 @@ TEST_CASE("tailer: a turn delivers the record view, its transactions and the adv
   CHECK(idle.end_of_log);
 }
 
+TEST_CASE("tailer: a turn reads up to the log's latest sequence as it began, and leaves what is committed meanwhile to the next", "[core][tailer]") {
+  harness h;
+  h.install(h.anchor());
+  h.store.commit({test::put(products, "a", "A1")});
+  auto [s2, t2] = h.store.commit({test::put(products, "b", "B1")});
+  // A writer commits once more while the turn reads the log: at its first read, and then again
+  // at the next turn's first read.
+  std::uint64_t during = 0;
+  h.store.before_log_next = [&] {
+    if (during == 0) during = h.store.commit({test::put(products, "c", "C1")}).first;
+  };
+  auto first = h.pull();
+  REQUIRE(first.delivery);
+  CHECK(first.delivery->through->find("main")->sequence == s2);
+  CHECK(first.delivery->records.size() == 2);
+  CHECK(find(*first.delivery, "c") == nullptr);
+  CHECK(first.end_of_log);  // caught up with the log as the turn began
+  REQUIRE(first.logs.size() == 1);
+  CHECK(first.logs[0].read_sequence == s2);
+  CHECK(first.logs[0].latest_sequence == during);  // the sync and the lag see the commit
+  h.store.before_log_next = nullptr;
+  auto second = h.pull();
+  REQUIRE(second.delivery);
+  CHECK(second.delivery->through->find("main")->sequence == during);
+  REQUIRE(find(*second.delivery, "c") != nullptr);
+  CHECK(second.end_of_log);
+}
+
 TEST_CASE("tailer: a key written in the first and third transaction is read once, after the third (behaviour 7)", "[core][tailer]") {
   harness h;
   h.install(h.anchor());

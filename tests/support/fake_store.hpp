@@ -7,6 +7,8 @@
 // loses exactly the transactions beyond the synced sequence.
 #pragma once
 
+#include <functional>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -40,6 +42,8 @@ class fake_store {
   fake_store(std::string log, std::string identity) : log_name_(std::move(log)), identity_(std::move(identity)) {}
   // What the log source's retention() answers (the §13.2 figures; the default: no size limit).
   wal_retention retention_figures;
+  // Called at the start of every source's next(): a test's writer committing during a turn.
+  std::function<void()> before_log_next;
 
   const std::string& log_name() const { return log_name_; }
   const std::string& identity() const { return identity_; }
@@ -162,6 +166,7 @@ class fake_store {
     }
     result<std::optional<wal_transaction>> next() override {
       if (!open_) return error{errc::io_error, "not open"};
+      if (s_.before_log_next) s_.before_log_next();  // a writer that commits while the log is read
       auto it = std::upper_bound(s_.log_.begin(), s_.log_.end(), last_end_,
                                  [](std::uint64_t seq, const wal_transaction& t) { return seq < t.sequence; });
       if (it == s_.log_.end()) return std::optional<wal_transaction>{};
