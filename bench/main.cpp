@@ -70,6 +70,8 @@ constexpr entry benchmarks[] = {
          with gnuplot when it is installed. Last, the floor: the same writer and K indexes'
          least work in raw RocksDB over N commits (default 200000; 0 skips it), per commit, and
          the ratio no implementation of this design reaches past on these cores (floor.bound_ratio).
+         Beside each CPU figure, RocksDB's background threads' part (flushes, compactions), and
+         floor.foreground_over_floor, the ratio without it on either side.
          --rate R: the K indexes' step is one step paced at R commits/s instead of the steps
          (fixed_rate in the JSON): CPU per commit at one operating point, to compare two builds.
 )"},

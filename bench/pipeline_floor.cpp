@@ -157,6 +157,7 @@ pipeline_floor measure_pipeline_floor(const std::filesystem::path& dir, std::uin
     std::string header("DIXT\x01\x00\x00\x00", 8);
     header.resize(24, '\0');
     header[16] = 1;  // op_count
+    const auto background = threads_cpu_us("rocksdb:");
     auto cpu = process_cpu_us();
     for (std::uint64_t i = 0; i < commits; ++i) {
       std::string value;
@@ -177,6 +178,8 @@ pipeline_floor measure_pipeline_floor(const std::filesystem::path& dir, std::uin
     cpu = process_cpu_us();
     for (auto& index : opened) index_pass(primary, *index, first, last, batch_records);
     out.indexes_cpu_us = (process_cpu_us() - cpu) / static_cast<double>(std::max<std::uint64_t>(commits, 1));
+    out.background_cpu_us =
+        (threads_cpu_us("rocksdb:") - background) / static_cast<double>(std::max<std::uint64_t>(commits, 1));
   }
   std::filesystem::remove_all(base);
   const double total = out.writer_cpu_us + out.indexes_cpu_us;

@@ -29,6 +29,9 @@ struct pipeline_floor {
   std::size_t indexes = 0;
   double writer_cpu_us = 0;   // per commit: the raw writer's process CPU
   double indexes_cpu_us = 0;  // per commit: every index's raw pipeline together
+  // per commit: of writer_cpu_us + indexes_cpu_us, RocksDB's background threads' (flushes and
+  // compactions, when the commits fill a memtable at all)
+  double background_cpu_us = 0;
   double bound_ratio = 0;     // see above
 };
 

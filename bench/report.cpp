@@ -5,8 +5,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "dix_git_commit.hpp"  // generated at build time (cmake/git_commit.cmake)
@@ -19,6 +22,33 @@ double process_cpu_us() {
   ::getrusage(RUSAGE_SELF, &u);
   auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
   return us(u.ru_utime) + us(u.ru_stime);
+}
+
+double threads_cpu_us(std::string_view prefix) {
+  static const double us_per_tick = 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // the thread ended meanwhile
+    // pid (comm) state ppid … : the fields after the comm's closing parenthesis, utime the 12th
+    // and stime the 13th of them (proc(5) fields 14 and 15).
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 1; i <= 13 && fields >> field; ++i) {
+      if (i == 12) utime = std::stod(field);
+      if (i == 13) stime = std::stod(field);
+    }
+    total += (utime + stime) * us_per_tick;
+  }
+  return total;
 }
 
 double peak_rss_mb() {

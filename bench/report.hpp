@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tool/args.hpp"
@@ -33,6 +34,11 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // The process's CPU time so far (every thread, user + system), µs.
 double process_cpu_us();
+
+// The CPU time so far of this process's threads whose name starts with `prefix` (user + system,
+// from /proc/self/task/*/stat at the kernel's tick, 10 ms), µs. Threads that ended are not
+// counted: meant for long-lived pools such as RocksDB's background threads ("rocksdb:").
+double threads_cpu_us(std::string_view prefix);
 
 // The process's peak resident set (VmHWM), MiB.
 double peak_rss_mb();
