@@ -107,6 +107,7 @@ class shared_reads {
     // The slot for a key not in the table (find() returned nullptr), grown first when needed.
     slot& insert_slot(std::uint64_t hash);
     void clear() noexcept;  // keeps the capacity
+    void prefetch(std::uint64_t hash) const noexcept;  // the first slot a find(hash, …) reads
   };
 
   static std::uint64_t hash_of(std::uint32_t table, std::string_view id) noexcept;
@@ -118,6 +119,7 @@ class shared_reads {
   generation current_;   // holds a key's newest read whenever it holds the key at all
   generation previous_;
   counters count_;
+  std::vector<std::uint64_t> hashes_;  // lookup()'s scratch (under the mutex)
 };
 
 }  // namespace dix
