@@ -73,7 +73,8 @@ constexpr entry benchmarks[] = {
          Beside each CPU figure, RocksDB's background threads' part (flushes, compactions), and
          floor.foreground_over_floor, the ratio without it on either side.
          --rate R: the K indexes' step is one step paced at R commits/s instead of the steps
-         (fixed_rate in the JSON): CPU per commit at one operating point, to compare two builds.
+         (fixed_rate in the JSON): CPU per commit at one operating point, to compare two builds;
+         with_indexes_tps and ratio are then that step's, not a sustained maximum.
 )"},
     {"fulltext", R"([--records N] [--dir DIR] [--json FILE] [--timeout S]
          Time for a new Xapian full-text index to catch up with a backlog of N product-like

@@ -8,8 +8,8 @@ namespace dix {
 
 namespace {
 
-// What an entry is charged beyond its id and value: its slots (32 bytes each, at most four per
-// entry right after the table doubles) with room to spare.
+// What an entry is charged beyond its id and value: its slots at their worst (32 bytes each, four
+// per entry right after the table doubles to stay at most half full).
 constexpr std::size_t entry_overhead = 128;
 constexpr std::size_t first_capacity = 256;  // slots
 

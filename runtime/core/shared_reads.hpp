@@ -17,8 +17,11 @@
 // The table holds two generations of bounded size: when the current one is full it becomes the
 // previous one and the older is dropped. A key's newest read is in the current generation when
 // it is there at all (no older read is recorded over a newer one), else in the previous.
-// Its memory is bounded by about twice `max_bytes` (ids, values and a per-entry overhead counted;
-// a value larger than max_bytes/8 is not recorded). Whatever store
+// Each generation is charged its ids, values and 128 bytes per entry, up to `max_bytes` (a value
+// larger than max_bytes/8 is not recorded). Its memory: an arena of at most `max_bytes` (reserved
+// whole at its first entry) and slots of at most `max_bytes` (four of 32 bytes per entry at worst),
+// both kept when a rotation clears and reuses it, whose largest sizes may come from different
+// fills: at most four times `max_bytes` for the two generations. Whatever store
 // state the values came from must still be the store's: an OS crash that loses the unsynced tail
 // takes the process (and this table) with it; a store opened again gets a new table; a fake store
 // that simulates the crash in process calls forget().

@@ -153,3 +153,22 @@ TEST_CASE("shared reads: thousands of keys in one generation, each found with it
   CHECK(wrong == 0);
   CHECK(look(s, 1, {"k0"}, {21}).found == 0);  // the newest read began before 21
 }
+
+TEST_CASE("shared reads: a newer read of a key whose recording turns the table over lands in the new generation", "[core][shared_reads]") {
+  shared_reads s(shared_reads::limits{2000, 2});
+  s.follow();
+  s.follow();
+  s.record(1, {"a"}, {std::string(10, 'x')}, 10);  // 139 bytes charged
+  // 13 more of 140 bytes: 1 959 of 2 000, so the next entry turns the table over.
+  for (int i = 0; i < 13; ++i) s.record(1, {"f" + std::to_string(i)}, {std::string(10, 'y')}, 10);
+  REQUIRE(s.count().rotations == 0);
+  s.record(1, {"a"}, {std::string("new")}, 20);  // `a` is in the current generation as this begins
+  CHECK(s.count().rotations == 1);
+  auto r = look(s, 1, {"a"}, {20});
+  REQUIRE(r.found == 1);
+  CHECK(r.values[0] == std::optional<std::string>("new"));
+  // The others went to the previous generation with their values.
+  auto f = look(s, 1, {"f0", "f12"}, {10, 10});
+  CHECK(f.found == 2);
+  CHECK(f.values[1] == std::optional<std::string>(std::string(10, 'y')));
+}

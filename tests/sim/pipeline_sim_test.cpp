@@ -296,6 +296,16 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
     if (shells() % 6 != 0) return;
     p.commit({test::put(sim_table, "k" + std::to_string(shells() % key_space), "racing")}, false, false);
   };
+  // A writer committing while a turn reads the log (decision 0063): the turn reads up to the
+  // log's end as it began, so such a commit is left to a later turn, which its ring (or wake)
+  // must bring. From a stream of its own, so the seed's scenario stays what it was; bounded.
+  std::mt19937_64 during(seed ^ 0xd0e5);
+  std::size_t committed_during = 0;
+  p.store.before_log_next = [&] {
+    if (committed_during >= 40 || during() % 8 != 0) return;
+    ++committed_during;
+    p.commit({test::put(sim_table, "k" + std::to_string(during() % key_space), "during-read")}, false, false);
+  };
   p.backend.auto_barrier = pick(2) == 0;
   // Answers overtaking each other, as mailboxes of other actors in between make them do.
   p.slow_log_open = pick(2) == 0;
@@ -453,6 +463,7 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   }
   // Drain: no more faults or racing writers, room in the backend, barriers, time for every timer.
   p.after_pull = nullptr;
+  p.store.before_log_next = nullptr;
   p.backend.cap = 1u << 30;
   p.backend.auto_barrier = true;
   p.store.fail_reads = false;
