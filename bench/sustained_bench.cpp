@@ -407,6 +407,12 @@ int run_sustained(const std::vector<std::string>& argv) {
     double broke_at_tps = 0, broke_lag_ms = 0;
     lag_parts broke_parts;
     std::uint64_t broke_paced_at = 0;  // the pace of the step that broke the bound; 0: unpaced
+    const auto note_broken = [&](const phase_result& r, std::uint64_t paced_at) {
+      broke_at_tps = r.tps;
+      broke_lag_ms = r.max_lag_ms;
+      broke_parts = r.worst;
+      broke_paced_at = paced_at;
+    };
     const auto step = total * 2 / 5 / steps;
     if (*fixed_rate > 0) {
       // One step as long as all of them, paced at --rate: CPU per commit at a rate chosen, not
@@ -418,10 +424,7 @@ int run_sustained(const std::vector<std::string>& argv) {
       std::cerr << "with " << index_count << " indexes, paced at " << *fixed_rate << "/s: " << with.tps
                 << " commits/s, max lag " << with.max_lag_ms << " ms\n";
       if (with.max_lag_ms >= lag_bound_ms) {
-        broke_at_tps = with.tps;
-        broke_lag_ms = with.max_lag_ms;
-        broke_parts = with.worst;
-        broke_paced_at = *fixed_rate;
+        note_broken(with, *fixed_rate);
       }
     }
     for (std::uint64_t k = 1; k <= steps && *fixed_rate == 0; ++k) {
@@ -432,10 +435,7 @@ int run_sustained(const std::vector<std::string>& argv) {
       std::cerr << "with " << index_count << " indexes, step " << k << ": " << r.tps << " commits/s, max lag "
                 << r.max_lag_ms << " ms\n";
       if (r.max_lag_ms >= lag_bound_ms) {
-        broke_at_tps = r.tps;
-        broke_lag_ms = r.max_lag_ms;
-        broke_parts = r.worst;
-        broke_paced_at = rate;
+        note_broken(r, rate);
         break;
       }
       with = std::move(r);
@@ -455,10 +455,7 @@ int run_sustained(const std::vector<std::string>& argv) {
                   << " commits/s, max lag " << r.max_lag_ms << " ms\n";
         if (r.max_lag_ms >= lag_bound_ms) {
           high = rate;
-          broke_at_tps = r.tps;
-          broke_lag_ms = r.max_lag_ms;
-          broke_parts = r.worst;
-          broke_paced_at = rate;
+          note_broken(r, rate);
         } else {
           if (r.tps > with.tps) with = std::move(r);
           with_paced_at = rate;

@@ -38,24 +38,24 @@ shared_reads::slot* shared_reads::generation::find(std::uint64_t hash, std::uint
   }
 }
 
+shared_reads::slot& shared_reads::generation::empty_slot(std::vector<slot>& in, std::uint64_t hash) noexcept {
+  const std::size_t mask = in.size() - 1;
+  std::size_t i = hash & mask;
+  while (in[i].hash != 0) i = (i + 1) & mask;
+  return in[i];
+}
+
 shared_reads::slot& shared_reads::generation::insert_slot(std::uint64_t hash) {
   if (2 * (used + 1) > slots.size()) {
     // Double (or start); the stored hashes place every slot again without touching the arena.
     std::vector<slot> grown(std::max(first_capacity, 2 * slots.size()));
-    const std::size_t mask = grown.size() - 1;
     for (const auto& s : slots) {
-      if (s.hash == 0) continue;
-      std::size_t i = s.hash & mask;
-      while (grown[i].hash != 0) i = (i + 1) & mask;
-      grown[i] = s;
+      if (s.hash != 0) empty_slot(grown, s.hash) = s;
     }
     slots.swap(grown);
   }
-  const std::size_t mask = slots.size() - 1;
-  std::size_t i = hash & mask;
-  while (slots[i].hash != 0) i = (i + 1) & mask;
   ++used;
-  return slots[i];
+  return empty_slot(slots, hash);
 }
 
 void shared_reads::generation::prefetch(std::uint64_t hash) const noexcept {

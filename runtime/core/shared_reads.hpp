@@ -109,6 +109,8 @@ class shared_reads {
     slot* find(std::uint64_t hash, std::uint32_t table, std::string_view id);
     // The slot for a key not in the table (find() returned nullptr), grown first when needed.
     slot& insert_slot(std::uint64_t hash);
+    // The first empty slot on `hash`'s probe sequence in `in` (never full: at most half).
+    static slot& empty_slot(std::vector<slot>& in, std::uint64_t hash) noexcept;
     void clear() noexcept;  // keeps the capacity
     void prefetch(std::uint64_t hash) const noexcept;  // the first slot a find(hash, …) reads
   };
