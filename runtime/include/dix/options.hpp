@@ -88,7 +88,7 @@ enum class actor_scheduler : std::uint8_t { sharing = 0, stealing = 1 };
 // The actor system the blocking facade dix::runtime owns. An application that hosts dix in its
 // own actor system (<dix/caf.hpp>) configures its scheduler itself.
 struct system_options {
-  std::uint32_t actor_threads = 0;  // CAF scheduler threads, 0 = hardware, else [1, 256]. Default: 0
+  std::uint32_t actor_threads = 0;  // CAF scheduler threads, else [1, 256]. Default: 0 = CAF's (max of hardware, 4)
   actor_scheduler scheduler = actor_scheduler::sharing;  // any other value is refused. Default: sharing
 };
 
