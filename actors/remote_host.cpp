@@ -966,6 +966,10 @@ result<void> remote_backend_host::check(const remote_host_options& options) {
   return {};
 }
 
+result<void> remote_backend_host::make_state_dir(const std::filesystem::path& state_dir) {
+  return make_private_directory(state_dir, "the index node's state directory");
+}
+
 remote_backend_host::remote_backend_host(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 remote_backend_host::~remote_backend_host() { stop(); }
@@ -974,7 +978,7 @@ result<std::unique_ptr<remote_backend_host>> remote_backend_host::start(std::sha
                                                                          remote_host_options options) {
   if (!wrapped) return error{errc::invalid_argument, "remote host: no backend to serve"};
   if (auto c = check(options); !c) return c.error();
-  if (auto d = make_private_directory(options.state_dir, "remote host"); !d) return d.error();
+  if (auto d = make_state_dir(options.state_dir); !d) return d.error();
   auto p = std::make_unique<impl>();
   p->options = std::move(options);
   p->wrapped = std::move(wrapped);

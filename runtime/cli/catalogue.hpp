@@ -103,7 +103,7 @@ struct catalogue_node_kind {
 };
 std::optional<catalogue_node_kind> node_kind_of(std::string_view id);
 // "ID=HOST:PORT[,ID=HOST:PORT…]": each ID one of the four, at most once; HOST:PORT as
-// --metrics-listen takes it, the port not 0. invalid_argument naming what is wrong.
+// parse_listen_address takes it, the port not 0. invalid_argument naming what is wrong.
 result<std::map<std::string, listen_address>> parse_backend_hosts(const std::string& spec);
 // Registers `remote` (a remote_backend) as the catalogue index `id`, with that id's projection.
 result<void> register_catalogue_remote(runtime& rt, const std::string& id, std::shared_ptr<backend> remote,

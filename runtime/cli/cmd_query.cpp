@@ -93,7 +93,7 @@ int run_query(const std::vector<std::string>& argv) {
   if (problem.empty()) {
     auto parsed = parse_listen_address(a->get("backend-host"));
     if (!parsed) {
-      problem = "--backend-host " + a->get("backend-host") + ": " + parsed.error().message();
+      problem = "--backend-host: " + parsed.error().message();
     } else if (parsed->port == 0) {
       problem = "--backend-host " + a->get("backend-host") + ": the node's port is needed";
     } else {

@@ -192,7 +192,7 @@ int run_serve(const std::vector<std::string>& argv) {
   if (problem.empty() && scheduler && a->has("metrics-listen")) {
     auto parsed = parse_listen_address(a->get("metrics-listen"));
     if (parsed) listen = *parsed;
-    else problem = parsed.error().message();
+    else problem = "--metrics-listen: " + parsed.error().message();
   }
   // Indexes on index nodes (issue 28): registered as remote backends instead of local ones.
   std::map<std::string, listen_address> nodes;

@@ -69,7 +69,7 @@ int run_serve_backend(const std::vector<std::string>& argv) {
   remote_host_options o;
   if (a->has("listen")) {
     auto at = parse_listen_address(a->get("listen"));
-    if (!at) return tool::refuse(name, "--listen " + a->get("listen") + ": " + at.error().message());
+    if (!at) return tool::refuse(name, "--listen: " + at.error().message());
     o.listen_address = at->host;
     o.port = at->port;
   }
@@ -90,13 +90,10 @@ int run_serve_backend(const std::vector<std::string>& argv) {
   if (auto refused = remote_backend_host::check(o); !refused) return tool::refuse(name, refused.error().message());
   install_stop_handlers();
   const sigset_t unblocked = block_stop_signals();
-  // The state directory first (0700): the index lives inside it.
+  // The state directory first (0700, or one of yours already private): the index lives inside
+  // it, so a directory the host would refuse gets nothing made in it.
   auto backend = [&]() -> result<std::shared_ptr<dix::backend>> {
-    std::error_code ec;
-    if (std::filesystem::create_directory(dir, ec) && !ec) {
-      std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);  // 0700, whatever the umask
-    }
-    if (ec) return error{errc::io_error, "cannot create " + dir.string() + ": " + ec.message()};
+    if (auto d = remote_backend_host::make_state_dir(dir); !d) return d.error();
     return make_catalogue_backend(kind, a->get("id", default_id(kind)), dir / "index");
   }();
   if (!backend) {

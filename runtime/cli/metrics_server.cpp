@@ -239,7 +239,7 @@ struct metrics_server::impl {
 
 result<listen_address> parse_listen_address(const std::string& text) {
   auto bad = [&](const std::string& why) {
-    return error(errc::invalid_argument, "--metrics-listen " + text + ": " + why + " (expected PORT, HOST:PORT or [V6]:PORT)");
+    return error(errc::invalid_argument, "\"" + text + "\": " + why + " (expected PORT, HOST:PORT or [V6]:PORT)");
   };
   listen_address out;
   std::string port;

@@ -27,7 +27,9 @@ struct listen_address {
   std::uint16_t port = 0;
 };
 
-// Parses --metrics-listen's value. Fails invalid_argument with a one-line message.
+// Parses an address to listen on or connect to (--metrics-listen, --listen, --backend-host).
+// Fails invalid_argument with a one-line message quoting `text`, for the caller to prefix
+// with its option's name.
 result<listen_address> parse_listen_address(const std::string& text);
 
 class metrics_server {

@@ -217,3 +217,48 @@ TEST_CASE("dix serve --backend-host: an index of the demo on an index node (dix 
   const int served = node.reap(SIGTERM);
   CHECK((WIFEXITED(served) ? WEXITSTATUS(served) : 128 + WTERMSIG(served)) == 0);
 }
+
+TEST_CASE("dix serve-backend: a --path directory of the user's that others may open is refused (io_error, exit 1, "
+          "the chmod named) with nothing made in it, and a private one the user made is served",
+          "[system][cli][serve][remote]") {
+  temp_dir dir;
+  const auto open_dir = dir / "open";
+  std::filesystem::create_directory(open_dir);
+  std::filesystem::permissions(open_dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                             std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                             std::filesystem::perms::others_exec);  // 0755
+  auto refused = dix_cli(dir, {"serve-backend", "--kind", "rocksdb", "--path", open_dir.string()});
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("has mode 0755") && Catch::Contains("chmod 0700 " + open_dir.string()));
+  CHECK(std::filesystem::is_empty(open_dir));  // the index was not made before the refusal
+
+  std::filesystem::permissions(open_dir, std::filesystem::perms::owner_all);  // the remedy the message names
+  auto node = child_process::spawn({DIX_BINARY, "serve-backend", "--kind", "rocksdb", "--path", open_dir.string()}).value();
+  REQUIRE(node.wait_line("dix serve-backend: listening on 127.0.0.1:", std::chrono::steady_clock::now() + 60s));
+  const int served = node.reap(SIGTERM);
+  CHECK((WIFEXITED(served) ? WEXITSTATUS(served) : 128 + WTERMSIG(served)) == 0);
+  CHECK(std::filesystem::exists(open_dir / "index" / "dix-index"));
+}
+
+TEST_CASE("dix query, dix serve-backend and dix serve --backend-host: an address they cannot use is refused (exit 2) "
+          "naming the option given, not another command's",
+          "[system][cli][remote]") {
+  temp_dir dir;
+  // nohost.invalid never resolves (RFC 6761).
+  for (const auto& [args, option] :
+       {std::pair{std::vector<std::string>{"query", "--backend-host", "nohost.invalid:99", "lookup", "x"}, "--backend-host: "},
+        std::pair{std::vector<std::string>{"serve-backend", "--kind", "rocksdb", "--path", (dir / "n").string(), "--listen",
+                                           "127.0.0.1"},
+                  "--listen: "},
+        std::pair{std::vector<std::string>{"serve", "--dir", (dir / "d").string(), "--backend-host",
+                                           "by-brand=nohost.invalid:1"},
+                  "--backend-host: by-brand: "}}) {
+    auto r = dix_cli(dir, args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(option) && !Catch::Contains("--metrics-listen"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "n"));
+  CHECK_FALSE(std::filesystem::exists(dir / "d"));
+}

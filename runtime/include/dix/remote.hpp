@@ -112,6 +112,12 @@ class remote_backend_host {
                                                             remote_host_options options);
   // What start refuses before it touches anything: the address and TLS rules above.
   static result<void> check(const remote_host_options& options);
+  // The state directory as start makes it: created 0700 when missing (its last component), else
+  // it must be a directory of this process's user with no group or other permission (it holds
+  // the owners' epoch, the fence; decision 0011). io_error naming the path and the remedy. An
+  // application that puts the wrapped backend's files inside calls it first, so a directory
+  // refused here has nothing made in it.
+  static result<void> make_state_dir(const std::filesystem::path& state_dir);
   ~remote_backend_host();  // stop()
   remote_backend_host(const remote_backend_host&) = delete;
   remote_backend_host& operator=(const remote_backend_host&) = delete;
