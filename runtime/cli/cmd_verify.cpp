@@ -56,10 +56,26 @@ constexpr std::chrono::seconds owner_take_s{10};
 // How long a report may still come after the owner's epoch moved or its runtime detached.
 constexpr std::chrono::seconds owner_gone_grace{5};
 
-int not_verified(const std::string& text) {
-  std::cerr << "dix verify: " << text << "\n";
-  return exit_not_verified;
-}
+// An outcome without a proof (exit 3 or 4): one line on stderr and, with --json, the object
+// operations.md promises on stdout ({"id","verified":false,"code","message"}), so a script reads
+// every outcome past the arguments from stdout.
+struct unproven {
+  std::string id;
+  bool json = false;
+  // On stderr: the code's name, then `message`.
+  int fail(int exit, errc code, const std::string& message) const {
+    std::cerr << "dix verify: " << to_string(code) << ": " << message << "\n";
+    if (json) {
+      std::cout << "{\"id\":" << tool::json_string(id) << ",\"verified\":false,\"code\":"
+                << tool::json_string(std::string(to_string(code))) << ",\"message\":" << tool::json_string(message) << "}"
+                << std::endl;
+    }
+    return exit;
+  }
+  int not_verified(errc code, const std::string& message) const { return fail(exit_not_verified, code, message); }
+  int not_verified(const error& e) const { return fail(exit_not_verified, e.value(), e.message()); }
+  int no_owner(const std::string& message) const { return fail(exit_no_owner, errc::unavailable, message); }
+};
 
 std::string hex(const std::string& bytes) {
   static const char* const digits = "0123456789abcdef";
@@ -158,37 +174,41 @@ int run_verify(const std::vector<std::string>& argv) {
   const auto& id = a->positional().front();
   if (!is_valid_backend_id(id)) return tool::refuse("dix verify", "\"" + id + "\" is not a valid backend id");
   const auto db = store_dir(a->get("db")).path;
+  const unproven out{id, a->has("json")};
 
   // Is there an owner to ask? The segment says whether a runtime is attached and how the index
   // stands (only a ready index can be verified).
   auto reader = segment_reader::open(db);
-  if (!reader) return not_verified(reader.error().to_string());
-  if (!*reader) {
-    std::cerr << "dix verify: " << db.string() << " has no readiness segment: no owner of " << id << " is attached\n";
-    return exit_no_owner;
-  }
+  if (!reader) return out.not_verified(reader.error());
+  if (!*reader) return out.no_owner(db.string() + " has no readiness segment: no owner of " + id + " is attached");
   auto table = (*reader)->read();
-  if (!table) return not_verified(table.error().to_string());
+  if (!table) return out.not_verified(table.error());
   auto entry = std::find_if(table->entries.begin(), table->entries.end(), [&](const readiness_entry& e) { return e.id == id; });
-  if (entry == table->entries.end()) return not_verified("not_registered: backend id \"" + id + "\" has no slot in " + db.string());
+  if (entry == table->entries.end()) {
+    return out.not_verified(errc::not_registered, "backend id \"" + id + "\" has no slot in " + db.string());
+  }
   if (!table->attached) {
-    std::cerr << "dix verify: no runtime is attached to " << db.string() << ": no owner of " << id
-              << " to ask (start it, e.g. dix serve)\n";
-    return exit_no_owner;
+    return out.no_owner("no runtime is attached to " + db.string() + ": no owner of " + id + " to ask (start it, e.g. dix serve)");
   }
   const auto state = entry->readiness.state;
-  if (state == readiness_state::rebuilding) return not_verified(id + " is being rebuilt: verify it once it is ready");
+  if (state == readiness_state::rebuilding) {
+    return out.not_verified(errc::rebuilding, id + " is being rebuilt: verify it once it is ready");
+  }
   if (state != readiness_state::ready) {
-    return not_verified(id + " is " + std::string(to_string(state)) + " (" + std::string(to_string(entry->readiness.reason)) +
-                        "): only a ready index can be verified");
+    return out.not_verified(errc::unavailable, id + " is " + std::string(to_string(state)) + " (" +
+                                                   std::string(to_string(entry->readiness.reason)) +
+                                                   "): only a ready index can be verified");
   }
 
   auto nonce = request_verify(db, id, options);
-  if (!nonce) return not_verified(nonce.error().to_string());
+  if (!nonce) return out.not_verified(nonce.error());
   if (!a->has("json")) std::cout << "verifying " << id << " (its owner makes it durable at a fence, then scans)" << std::endl;
   auto finish = [&](const verify_report& r) {
     if (a->has("json")) std::cout << json_of(id, r) << "\n";
-    if (!r.result) return not_verified(id + " was not verified: " + std::string(to_string(r.code)) + ": " + r.message);
+    if (!r.result) {
+      std::cerr << "dix verify: " << id << " was not verified: " << to_string(r.code) << ": " << r.message << "\n";
+      return exit_not_verified;  // the report's own object is printed above
+    }
     if (!a->has("json")) print_plain(id, *r.result);
     return r.result->equal ? exit_ok : exit_different;
   };
@@ -203,32 +223,33 @@ int run_verify(const std::vector<std::string>& argv) {
   for (;;) {
     const auto seen = (*reader)->change_counter();  // before the report: a later one wakes the wait
     auto report = take_verify_report(db, id, *nonce);
-    if (!report) return not_verified(report.error().to_string());
+    if (!report) return out.not_verified(report.error());
     if (*report) return finish(**report);
     if (!taken) {
       auto waiting = verify_request_waiting(db, id, *nonce);
-      if (!waiting) return not_verified(waiting.error().to_string());
+      if (!waiting) return out.not_verified(waiting.error());
       taken = !*waiting;
     }
     const auto now = clock_type::now();
     if (!taken && now >= take_by) {
       auto withdrawn = withdraw_verify_request(db, id, *nonce);
-      if (!withdrawn) return not_verified(withdrawn.error().to_string());
+      if (!withdrawn) return out.not_verified(withdrawn.error());
       if (*withdrawn) {
-        std::cerr << "dix verify: no owner of " << id << " took the request within "
-                  << std::chrono::duration_cast<std::chrono::seconds>(take_by - start).count()
-                  << " s: no runtime owns it now (stopped, or only standbys attached)\n";
-        return exit_no_owner;
+        return out.no_owner("no owner of " + id + " took the request within " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(take_by - start).count()) +
+                            " s: no runtime owns it now (stopped, or only standbys attached)");
       }
       taken = true;  // taken just now
     }
-    if (now >= deadline) return not_verified("no report from " + id + "'s owner within " + std::to_string(timeout_s) + " s");
+    if (now >= deadline) {
+      return out.not_verified(errc::timeout, "no report from " + id + "'s owner within " + std::to_string(timeout_s) + " s");
+    }
     // An owner that died or handed over meanwhile will not report: no runtime attached any more,
     // or the slot's epoch moved. (A verify that condemned its index is followed by a rebuild under
     // a new epoch, and its report may land just after the mint: a grace of owner_gone_grace.)
     if (taken && !owner_changed_at) {
       auto now_table = (*reader)->read();
-      if (!now_table) return not_verified(now_table.error().to_string());
+      if (!now_table) return out.not_verified(now_table.error());
       auto now_entry = std::find_if(now_table->entries.begin(), now_table->entries.end(),
                                     [&](const readiness_entry& e) { return e.id == id; });
       if (!now_table->attached || now_entry == now_table->entries.end() ||
@@ -245,7 +266,7 @@ int run_verify(const std::vector<std::string>& argv) {
       }
     }
     if (owner_changed_at && now >= *owner_changed_at + owner_gone_grace) {
-      return not_verified("the owner of " + id + " stopped or changed during the verify: nothing was proven");
+      return out.not_verified(errc::cancelled, "the owner of " + id + " stopped or changed during the verify: nothing was proven");
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
     (*reader)->wait_change(seen, std::min<std::chrono::milliseconds>(left, std::chrono::milliseconds(taken && !owner_changed_at ? 1000 : 100)));

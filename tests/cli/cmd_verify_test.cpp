@@ -4,6 +4,7 @@
 // 2 for bad arguments, --json.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <string>
@@ -44,6 +45,11 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
     auto none = dix_cli(dir, {"verify", "--db", db, "by-key"});
     CHECK(none.exit_code == 3);
     CHECK(none.err.find("no owner") != std::string::npos);
+    // --json: every outcome past the arguments is one object on stdout, a failure's too.
+    auto none_json = dix_cli(dir, {"verify", "--db", db, "by-key", "--json"});
+    CHECK(none_json.exit_code == 3);
+    CHECK(none_json.out.rfind("{\"id\":\"by-key\",\"verified\":false,\"code\":\"unavailable\",\"message\":\"", 0) == 0);
+    CHECK(std::count(none_json.out.begin(), none_json.out.end(), '\n') == 1);
 
     auto rt = runtime::create({store}).value();
     REQUIRE(rt->register_index(by_key(dir / "index")));
@@ -84,6 +90,10 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
     CHECK(dix_cli(dir, {"verify", "--db", db, "no such id!"}).exit_code == 2);         // not a backend id
     CHECK(dix_cli(dir, {"verify", "--db", db, "by-key", "--rate", "0"}).exit_code == 2);  // out of range
     CHECK(dix_cli(dir, {"verify", "--db", db, "nobody"}).exit_code == 4);             // no slot
+    auto nobody_json = dix_cli(dir, {"verify", "--db", db, "nobody", "--json"});
+    CHECK(nobody_json.exit_code == 4);
+    CHECK(nobody_json.out.rfind("{\"id\":\"nobody\",\"verified\":false,\"code\":\"not_registered\",", 0) == 0);
+    CHECK(dix_cli(dir, {"verify", "by-key", "--json"}).out.empty());  // bad arguments: exit 2, stderr only
     REQUIRE(rt->stop().get());
     // Still attached, the slot still `ready`, but nobody owns the index: the request is not taken.
     auto stopped = dix_cli(dir, {"verify", "--db", db, "by-key", "--timeout", "1"});
