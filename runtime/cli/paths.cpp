@@ -48,9 +48,12 @@ result<void> make_directory(const std::filesystem::path& path) {
 
 std::optional<std::string> layout_directory_problem(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (!std::filesystem::exists(dir / "CURRENT", ec) && !std::filesystem::is_directory(dir / "dix", ec)) return std::nullopt;
-  return "is itself a primary store: --dir names the directory that holds one in its primary/ "
-         "(give its parent, or a new directory)";
+  const char* what = nullptr;
+  if (std::filesystem::exists(dir / "dix-index", ec)) what = "is an index's directory (it holds dix-index)";
+  else if (std::filesystem::exists(dir / "CURRENT", ec) || std::filesystem::is_directory(dir / "dix", ec)) what = "is itself a primary store";
+  if (!what) return std::nullopt;
+  return std::string(what) + ": --dir names the directory that holds a store in its primary/ and the indexes beside it "
+                             "(give its parent, or a new directory)";
 }
 
 store_path store_dir(const std::filesystem::path& db) {

@@ -23,9 +23,9 @@ std::optional<std::string> existing_directory_problem(const std::filesystem::pat
 std::optional<std::string> new_directory_problem(const std::filesystem::path& path);
 
 // For a demo or serve --dir: nullopt when it may hold the layout (a store in DIR/primary, the
-// indexes beside it); "PATH is itself a primary store: --dir names the directory that holds
-// one in its primary/ (as dix status --db takes either)" when it holds a store's CURRENT or
-// `dix/` (issue 34: the layout was made inside a store).
+// indexes beside it); else what it is ("is an index's directory (it holds dix-index)", "is
+// itself a primary store" for a CURRENT or `dix/`) and what --dir names instead (issue 34: the
+// layout was made inside a store).
 std::optional<std::string> layout_directory_problem(const std::filesystem::path& dir);
 
 // Creates `path` when it is missing, one component, mode 0700 whatever the umask (decision 0040:

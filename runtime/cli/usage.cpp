@@ -86,7 +86,7 @@ constexpr entry commands[] = {
          http://HOST:PORT/metrics` (PORT 0 picks a free port). A non-loopback HOST is bound as
          given: anyone who reaches it reads the figures. --backend-host registers the named
          indexes (by-category, by-brand, fulltext, similar) as remote backends on index nodes
-         (`dix serve-backend --kind rocksdb|rocksdb|xapian|hnsw`), with mutual TLS when the three
+         (`dix serve-backend --kind rocksdb|xapian|hnsw`), with mutual TLS when the three
          files are given.
 )"},
     {"serve-backend", R"(--kind rocksdb|xapian|hnsw --path DIR [--id ID] [--listen HOST:PORT]

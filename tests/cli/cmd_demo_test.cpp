@@ -438,7 +438,7 @@ TEST_CASE("dix demo: whatever the umask, the directory it makes, its store and e
   }
 }
 
-TEST_CASE("dix demo and dix serve: a --dir that is itself a primary store is a bad argument (exit 2), nothing made in it (issue 34 sweep)", "[system][cli][demo]") {
+TEST_CASE("dix demo and dix serve: a --dir that is itself a primary store, or an index's directory, is a bad argument (exit 2) naming what it is, nothing made in it (issue 34 sweep)", "[system][cli][demo]") {
   temp_dir dir;
   const auto store = dir / "store";
   REQUIRE(dix::test::dix_cli(dir, {"write", "--db", store.string(), "--records", "10"}).exit_code == 0);
@@ -450,6 +450,14 @@ TEST_CASE("dix demo and dix serve: a --dir that is itself a primary store is a b
     CHECK_THAT(r.err, Catch::Contains("is itself a primary store"));
     CHECK(dix::test::snapshot_dir(store) == before);
   }
+  // An index's directory of a demo is named as what it is, not as a store (a new user's trial).
+  const auto demo = dir / "demo";
+  REQUIRE(dix::test::dix_cli(dir, {"demo", "--dir", demo.string(), "--records", "200"}).exit_code == 0);
+  const auto index_before = dix::test::snapshot_dir(demo / "by-brand");
+  auto r = dix::test::dix_cli(dir, {"demo", "--dir", (demo / "by-brand").string(), "--rate", "0"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("is an index's directory (it holds dix-index)"));
+  CHECK(dix::test::snapshot_dir(demo / "by-brand") == index_before);
 }
 
 TEST_CASE("dix demo --remote --tls: three index nodes over mutual TLS, one SIGKILLed midway and restarted, queries "
