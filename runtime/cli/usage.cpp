@@ -132,7 +132,8 @@ prints that command's usage.
 
 constexpr const char* exit_status = R"(
 exit status: 0 success, 1 error, 2 bad arguments, 3 log cannot serve the request (wal) or
-readiness or metrics segment of another layout (status)
+readiness or metrics segment of another layout (status) or no owner to ask (verify); verify: 1
+records differ, 4 nothing proven
 )";
 
 }  // namespace
@@ -150,11 +151,13 @@ std::string dix_usage() {
 std::string command_usage(std::string_view command) {
   auto c = std::find_if(std::begin(commands), std::end(commands), [&](const entry& e) { return command == e.name; });
   if (c == std::end(commands)) return dix_usage();
-  // Exit 3 belongs to wal and status alone (issue 34): the others end with 0, 1 and 2.
-  const bool three = command == "wal" || command == "status";
-  const std::string status = three ? (command == "wal" ? "\nexit status: 0 success, 1 error, 2 bad arguments, 3 the log cannot serve the requested range\n"
-                                                       : "\nexit status: 0 success, 1 error, 2 bad arguments, 3 a readiness or metrics segment of another layout\n")
-                                   : "\nexit status: 0 success, 1 error, 2 bad arguments\n";
+  // Exit 3 belongs to wal, status and verify (issue 34), 4 to verify: the others end with 0, 1 and 2.
+  std::string status = "\nexit status: 0 success, 1 error, 2 bad arguments\n";
+  if (command == "wal") status = "\nexit status: 0 success, 1 error, 2 bad arguments, 3 the log cannot serve the requested range\n";
+  if (command == "status") status = "\nexit status: 0 success, 1 error, 2 bad arguments, 3 a readiness or metrics segment of another layout\n";
+  if (command == "verify") {
+    status = "\nexit status: 0 proven equal, 1 records differ, 2 bad arguments, 3 no owner to ask, 4 nothing proven\n";
+  }
   return "usage: dix " + std::string(command) + " " + c->text + arguments + status;
 }
 
