@@ -43,14 +43,16 @@ int main(int argc, char** argv) {
   if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     // `dix help` alone, or `dix help COMMAND` (that command's --help); any other word is refused
     // as every command refuses a stray word (issue 34).
-    if (args.size() == 1) {
+    if (args.size() == 1 || (args.size() == 2 && (args[1] == "--help" || args[1] == "-h"))) {
       std::cout << dix::cli::dix_usage();
       return dix::cli::exit_ok;
     }
     if (args.size() == 2) {
       if (auto status = dispatch(args[1], {"--help"})) return *status;
+      std::cerr << "dix " << args[0] << ": unknown command \"" << args[1] << "\" (dix --help lists them)\n";
+      return dix::cli::exit_usage;
     }
-    const auto& stray = args.size() > 2 && is_command(args[1]) ? args[2] : args[1];
+    const auto& stray = is_command(args[1]) ? args[2] : args[1];
     std::cerr << "dix " << args[0] << ": unexpected argument \"" << stray
               << "\" (dix --help for usage; dix help COMMAND for a command's)\n";
     return dix::cli::exit_usage;

@@ -17,6 +17,17 @@ int refuse(std::string_view name, std::string_view problem) {
 
 std::optional<args> args::parse(const std::vector<std::string>& argv, const syntax& accepted, std::string& error) {
   args out;
+  // --help wherever it comes (docs/operations.md), before any other word is judged, unless it is
+  // an option's value or follows "--".
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const auto& a = argv[i];
+    if (a == "--") break;
+    if (a == "--help") {
+      out.help_ = true;
+      return out;
+    }
+    if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && accepted.options.count(a.substr(2)) != 0) ++i;
+  }
   bool options_ended = false;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const auto& a = argv[i];
@@ -44,10 +55,6 @@ std::optional<args> args::parse(const std::vector<std::string>& argv, const synt
     if (auto eq = name.find('='); eq != std::string::npos) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    }
-    if (name == "help" && !inline_value) {
-      out.help_ = true;
-      return out;
     }
     const bool flag = accepted.flags.count(name) != 0;
     if (!flag && accepted.options.count(name) == 0) {

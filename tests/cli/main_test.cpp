@@ -101,10 +101,18 @@ TEST_CASE("dix: bare dix prints the usage on stderr with exit 2, and --help prin
     // A command's own usage, not the list of every command (bench lists its benchmarks).
     CHECK_THAT(r.out, Catch::StartsWith("usage: " + (args.size() == 2 && args[0] == "bench" ? std::string("dix bench <name>") : name)));
   }
-  // --help wins over the arguments that come before it, even required ones missing.
-  auto late = dix_cli(dir, {"wal", "--limit", "3", "--help"});
-  CHECK(late.exit_code == 0);
-  CHECK_THAT(late.out, Catch::StartsWith("usage: dix wal --db PATH"));
+  // --help wins over the arguments that come before it, even required ones missing, and over
+  // an unknown option or a stray word before it (operations.md: wherever it comes).
+  for (const auto& args : {std::vector<std::string>{"wal", "--limit", "3", "--help"}, {"wal", "--bogus", "--help"},
+                           {"wal", "stray", "--help"}, {"wal", "-x", "--help"}}) {
+    auto late = dix_cli(dir, args);
+    INFO(args[1]);
+    CHECK(late.exit_code == 0);
+    CHECK_THAT(late.out, Catch::StartsWith("usage: dix wal --db PATH"));
+  }
+  // Not an option's value, nor after "--".
+  CHECK(dix_cli(dir, {"wal", "--log", "--help"}).exit_code == 2);
+  CHECK(dix_cli(dir, {"rebuild", "--db", dir.path().string(), "--", "--help"}).exit_code != 0);
 }
 
 TEST_CASE("dix: help takes a command's name and nothing else, a stray word is refused with exit 2 as every command refuses one (issue 34 item 11)", "[system][cli]") {
@@ -114,13 +122,19 @@ TEST_CASE("dix: help takes a command's name and nothing else, a stray word is re
     auto stray = dix_cli(dir, {help, "extra"});
     CHECK(stray.exit_code == 2);
     CHECK(stray.out.empty());
-    CHECK(stray.err == std::string("dix ") + help + ": unexpected argument \"extra\" (dix --help for usage; dix help COMMAND for a command's)\n");
+    CHECK(stray.err == std::string("dix ") + help + ": unknown command \"extra\" (dix --help lists them)\n");
     auto two = dix_cli(dir, {help, "status", "extra"});
     CHECK(two.exit_code == 2);
     CHECK_THAT(two.err, Catch::Contains("unexpected argument \"extra\""));
     auto of_status = dix_cli(dir, {help, "status"});
     CHECK(of_status.exit_code == 0);
     CHECK(of_status.out == dix_cli(dir, {"status", "--help"}).out);
+    // Help on help is the list of every command (a new user's trial: it was a stray word).
+    for (const auto* again : {"--help", "-h"}) {
+      auto twice = dix_cli(dir, {help, again});
+      CHECK(twice.exit_code == 0);
+      CHECK(twice.out == dix_cli(dir, {"help"}).out);
+    }
   }
 }
 
