@@ -157,11 +157,16 @@ int wait_for_rebuild(const std::string& db, const std::string& id, std::uint64_t
     const auto seen = (*reader)->change_counter();
     table = (*reader)->read();
     if (!table) return fail(table.error().to_string());
-    const auto* e = entry_of(*table, id);
-    if (!table->attached || e == nullptr) {
+    const auto* found_now = entry_of(*table, id);
+    if (!table->attached || found_now == nullptr) {
       out.finish(id + ": unknown");
       return fail("the runtime detached before " + id + " was rebuilt");
     }
+    // The scan figures of the epoch held before the request are an earlier build's (the owner
+    // says `rebuilding` before it mints the attempt's epoch): not this rebuild's, not shown.
+    readiness_entry entry = *found_now;
+    if (entry.progress && !absorbed && entry.progress->epoch <= before.owner_epoch) entry.progress.reset();
+    const auto* e = &entry;
     const auto& r = e->readiness;
     rebuilding_seen = rebuilding_seen || r.state == readiness_state::rebuilding;
     attempt_seen = attempt_seen || rebuilding_seen || r.owner_epoch > before.owner_epoch ||

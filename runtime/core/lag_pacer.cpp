@@ -26,7 +26,10 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_optio
   }
   // The read positions count as a change too: they move the rate, and so the ETA.
   if (last_ && last_->what == current && last_->read_sequences == read_sequences) return {};
-  if (last_ && last_->what.epoch == current.epoch && now - last_->at < min_interval) {
+  // A rebuild's start or end is told at once, as a new epoch is: the readiness segment says it in
+  // the same event, and a reader must not see `ready` beside a stall for the rebuild.
+  const bool rebuild_turned = last_ && (last_->what.state == runner_state::rebuilding) != (current.state == runner_state::rebuilding);
+  if (last_ && last_->what.epoch == current.epoch && !rebuild_turned && now - last_->at < min_interval) {
     return {std::nullopt, std::chrono::duration_cast<std::chrono::milliseconds>(min_interval - (now - last_->at))};
   }
   // The rate of each log over the window: from the oldest publication of this epoch in it (the

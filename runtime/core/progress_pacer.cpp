@@ -3,7 +3,15 @@
 namespace dix {
 
 std::optional<rebuild_progress> progress_pacer::next(const runner_snapshot& s, steady_time now) {
-  if (!s.scan_started_at) return std::nullopt;
+  if (!s.scan_started_at) {
+    // No scan in the current attempt. A rebuild asked of a ready index publishes `rebuilding`
+    // under the epoch of the scan told last, before it mints its own: those figures are not this
+    // attempt's, and are withdrawn once by figures of epoch 0, which no reader shows (a reader
+    // shows only the slot's current owner epoch, and an owner's is never 0).
+    if (!last_ || last_->epoch == 0) return std::nullopt;
+    last_->epoch = 0;
+    return rebuild_progress{};
+  }
   told current{*s.scan_started_at, s.epoch, s.rebuilt_records, s.estimated_records, s.scan_ended_at.has_value(), now};
   const bool new_scan = !last_ || last_->scan_started != current.scan_started || last_->epoch != current.epoch;
   if (!new_scan) {

@@ -21,8 +21,9 @@ class progress_pacer {
   static constexpr std::chrono::milliseconds min_interval{250};
 
   // The progress to publish after an event whose snapshot is `s`, at `now` (figures as
-  // s.metrics(now) gives them, under s.epoch); nullopt when nothing is to be published: no scan
-  // ran in the current attempt, the figures are those published last, or the last publication
+  // s.metrics(now) gives them, under s.epoch); once a new attempt dropped the scan told last,
+  // figures of epoch 0 that withdraw it; nullopt when nothing is to be published: no scan
+  // ran in the current attempt (and none is to be withdrawn), the figures are those published last, or the last publication
   // is younger than min_interval and neither a new scan nor the scan's end is to be told.
   std::optional<rebuild_progress> next(const runner_snapshot& s, steady_time now);
 

@@ -153,3 +153,18 @@ TEST_CASE("lag pacer: the read rate is measured over the last two seconds, so re
     CHECK(r <= 1125);
   }
 }
+
+TEST_CASE("lag pacer: a rebuild's start and end are told at once, whatever the interval, so a reader never sees ready beside a "
+          "stall for the rebuild (a new user's trial)",
+          "[core][lag]") {
+  lag_pacer pacer;
+  REQUIRE(pacer.next(owner(0, 10), options, t0, wall0).publish);
+  auto began = pacer.next(owner(0, 10, runner_state::rebuilding), options, t0 + milliseconds(1), wall0);
+  REQUIRE(began.publish);
+  CHECK(began.publish->state == runner_state::rebuilding);
+  // A change within the rebuild waits for the interval, as any other.
+  CHECK_FALSE(pacer.next(owner(5, 10, runner_state::rebuilding), options, t0 + milliseconds(2), wall0).publish);
+  auto ended = pacer.next(owner(10, 10, runner_state::running), options, t0 + milliseconds(3), wall0);
+  REQUIRE(ended.publish);
+  CHECK(ended.publish->state == runner_state::running);
+}

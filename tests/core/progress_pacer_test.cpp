@@ -77,3 +77,30 @@ TEST_CASE("progress pacer: the next attempt's scan (a new start or a new epoch) 
   REQUIRE(other);
   CHECK(other->epoch == 4);
 }
+
+TEST_CASE("progress pacer: a new attempt withdraws the scan told last, once, by figures of epoch 0 (a new user's trial: "
+          "dix rebuild --wait showed the first build's scan as the new rebuild's), and its own scan is told as usual",
+          "[core][progress]") {
+  progress_pacer pacer;
+  auto ended = scanning(t0, 40, 40);
+  ended.scan_ended_at = t0 + milliseconds(5);
+  REQUIRE(pacer.next(ended, t0 + milliseconds(5)));
+  // Ready, the final figures kept: nothing more to tell.
+  ended.state = runner_state::running;
+  CHECK_FALSE(pacer.next(ended, t0 + milliseconds(9000)));
+  // A rebuild asked for: `rebuilding` under the same epoch, no scan in this attempt yet.
+  runner_snapshot attempt;
+  attempt.state = runner_state::rebuilding;
+  attempt.epoch = 3;
+  auto withdrawn = pacer.next(attempt, t0 + milliseconds(9001));
+  REQUIRE(withdrawn);
+  CHECK(withdrawn->epoch == 0);  // no reader shows it: no owner's epoch is 0
+  CHECK(withdrawn->rebuilt_records == 0);
+  CHECK_FALSE(withdrawn->scan_ended);
+  CHECK_FALSE(pacer.next(attempt, t0 + milliseconds(9002)));  // once
+  // The attempt's own scan under its new epoch, at once.
+  auto start = pacer.next(scanning(t0 + milliseconds(9100), 0, 5000, 4), t0 + milliseconds(9100));
+  REQUIRE(start);
+  CHECK(start->epoch == 4);
+  CHECK(start->estimated_records == 5000);
+}
