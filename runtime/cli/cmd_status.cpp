@@ -513,11 +513,15 @@ int run_status(const std::vector<std::string>& argv) {
   std::error_code ec;
   auto kind = fs::status(given, ec).type();
   auto home = kind == fs::file_type::directory ? fs::canonical(db, ec) : fs::path();
-  if (kind != fs::file_type::directory || ec) {
+  if (ec && kind != fs::file_type::not_found) {
+    // A path the system refuses (permission, a name too long, a loop): io_error, exit 1, as in
+    // every command (docs/operations.md), not a bad argument.
+    std::cerr << "dix status: io_error: --db " << given.string() << ": " << ec.message() << "\n";
+    return exit_error;
+  }
+  if (kind != fs::file_type::directory) {
     return tool::refuse("dix status", "--db " + given.string() + ": " +
-                                          (kind == fs::file_type::not_found ? "no such directory"
-                                           : ec                             ? ec.message()
-                                                                            : "not a directory"));
+                                          (kind == fs::file_type::not_found ? "no such directory" : "not a directory"));
   }
   bool json = a->has("json");
   bool prometheus = a->has("prometheus");

@@ -847,3 +847,12 @@ TEST_CASE("dix status: a FIFO in place of readiness.seg or metrics.seg is refuse
     CHECK_THAT(r.out + r.err, Catch::Contains(name) && Catch::Contains("not a regular file (a FIFO)"));
   }
 }
+
+TEST_CASE("dix status and dix rebuild: a path component longer than NAME_MAX, a symlink loop or a directory it may not search "
+          "is one line of io_error and exit 1, as in every command, not a bad argument (a new user's trial: status said exit 2)",
+          "[system][cli]") {
+  dix::test::temp_dir dir, other;  // one set of hostile paths per directory
+  dix::test::check_refuses_hostile_paths(dir, "status", [](const std::string& path) { return std::vector<std::string>{"--db", path}; });
+  dix::test::check_refuses_hostile_paths(other, "rebuild",
+                                         [](const std::string& path) { return std::vector<std::string>{"--db", path, "by-brand"}; });
+}
