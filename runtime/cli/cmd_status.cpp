@@ -391,6 +391,9 @@ std::string render_plain(const fs::path& home, const table& t) {
              "the next runtime to attach creates it again\n";
     } else {
       out << "no readiness segment at " << (home / "dix").string() << " (no runtime has attached)\n";
+      // A mistyped --db looks the same: say when no store is there either (a new user's trial).
+      std::error_code ec;
+      if (!fs::exists(home / "CURRENT", ec)) out << "and no store: " << home.string() << " holds no RocksDB CURRENT file\n";
     }
     return out.str();
   }

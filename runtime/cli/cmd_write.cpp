@@ -73,7 +73,7 @@ int run_write(const std::vector<std::string>& argv) {
     std::cerr << "dix write: " << ok.error().to_string() << "\n";
     return exit_error;
   }
-  std::cout << "wrote " << transactions << " transactions (" << counts.inserts << " inserts, " << counts.updates
+  std::cout << "wrote " << transactions << (transactions == 1 ? " transaction (" : " transactions (") << counts.inserts << " inserts, " << counts.updates
             << " updates, " << counts.deletes << " deletes) to " << a->get("db")
             << "; the last transaction starts at sequence " << last.sequence << "\n";
   return exit_ok;

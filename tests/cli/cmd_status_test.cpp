@@ -283,7 +283,8 @@ TEST_CASE("dix status: a database without a segment prints a note and exits 0", 
   auto home = make_home(dir);
   auto r = dix_cli(dir, {"status", "--db", home.string()});
   CHECK(r.exit_code == 0);
-  CHECK(r.out == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n");
+  CHECK(r.out == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n" +
+                     "and no store: " + home.string() + " holds no RocksDB CURRENT file\n");
   auto json = dix_cli(dir, {"status", "--db", home.string(), "--json"});
   CHECK(json.exit_code == 0);
   CHECK(json.out == "{\"db\":\"" + home.string() + "\",\"segment\":false,\"attached\":false,\"indexes\":[]}\n");
@@ -391,7 +392,8 @@ TEST_CASE("dix status --watch: notices a segment created after it started and a 
   temp_dir dir;
   auto home = make_home(dir);
   watcher w(dir, {"status", "--db", home.string(), "--watch", "--updates", "2"});
-  CHECK(w.next_table() == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n\n");
+  CHECK(w.next_table() == "no readiness segment at " + (home / "dix").string() + " (no runtime has attached)\n" +
+                              "and no store: " + home.string() + " holds no RocksDB CURRENT file\n\n");
 
   // The segment is prepared beside the database and renamed into place, so the child sees it
   // complete or not at all. The OFD lock belongs to the open attach.lock, which the rename keeps.
