@@ -13,6 +13,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
 
 #include "actors/remote_system.hpp"
 #include "messages/remote.hpp"
@@ -61,7 +62,11 @@ result<std::unique_ptr<remote_query_client>> remote_query_client::connect(remote
               p->gate = caf::actor_cast<caf::actor>(ptr);
             },
             [&](caf::error& e) {
-              failure = error{errc::unavailable, "remote query: cannot reach " + p->address + ": " + p->sys->render(e)};
+              // The common case in words (CAF renders it as system_error(cannot_connect_to_node, …)).
+              const auto why = e == caf::sec::cannot_connect_to_node
+                                   ? std::string("nothing accepted the connection (is an index node listening there?)")
+                                   : p->sys->render(e);
+              failure = error{errc::unavailable, "remote query: cannot reach " + p->address + ": " + why};
             });
   }
   if (failure) return *failure;

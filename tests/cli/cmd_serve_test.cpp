@@ -2,7 +2,10 @@
 // anything is opened; `dix bench` makes the same check (tool/args), so the one test covers both.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -261,4 +264,18 @@ TEST_CASE("dix query, dix serve-backend and dix serve --backend-host: an address
   }
   CHECK_FALSE(std::filesystem::exists(dir / "n"));
   CHECK_FALSE(std::filesystem::exists(dir / "d"));
+  // A port bound but not listening refuses every connection: said in words, not as CAF's error.
+  const int bound = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(bound >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(bound, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  socklen_t len = sizeof at;
+  REQUIRE(::getsockname(bound, reinterpret_cast<sockaddr*>(&at), &len) == 0);
+  auto refused = dix_cli(dir, {"query", "--backend-host", "127.0.0.1:" + std::to_string(ntohs(at.sin_port)), "lookup", "x"});
+  ::close(bound);
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("nothing accepted the connection") && !Catch::Contains("system_error"));
 }
