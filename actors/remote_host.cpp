@@ -959,9 +959,12 @@ result<void> remote_backend_host::check(const remote_host_options& options) {
   if (options.state_dir.empty()) return error{errc::invalid_argument, "remote host: state_dir is empty"};
   if (auto t = remote_detail::check_tls(options.tls); !t) return t.error();
   if (!loopback(options.listen_address) && (!options.allow_remote_interfaces || !options.tls.complete())) {
-    return error{errc::invalid_argument,
-                 "listening on " + options.listen_address +
-                     " (not loopback) needs --allow-remote-interfaces and mutual TLS (certificate, key and CA files)"};
+    // Names only what is missing.
+    const std::string tls = "mutual TLS (certificate, key and CA files)";
+    const std::string missing = !options.allow_remote_interfaces && !options.tls.complete() ? "--allow-remote-interfaces and " + tls
+                                : !options.allow_remote_interfaces                          ? std::string("--allow-remote-interfaces")
+                                                                                            : tls;
+    return error{errc::invalid_argument, "listening on " + options.listen_address + " (not loopback) needs " + missing};
   }
   return {};
 }

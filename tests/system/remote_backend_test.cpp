@@ -1168,3 +1168,28 @@ TEST_CASE("remote backend: a batch over the protocol's size limit fails at the o
   small->bytes = 1000;
   CHECK(remote->deliver(small) == dix::delivery_result::deferred);  // no session yet: held by the runner
 }
+
+TEST_CASE("remote backend host: a non-loopback address names only what it lacks, the flag, mutual TLS or both (a new user's trial)",
+          "[system][remote]") {
+  dix::test::temp_dir dir;
+  for (const char* name : {"node.pem", "node.key", "ca.pem"}) std::ofstream(dir / name) << "x";
+  dix::remote_host_options o;
+  o.listen_address = "0.0.0.0";
+  o.state_dir = dir / "state";
+  auto neither = dix::remote_backend_host::check(o);
+  REQUIRE_FALSE(neither);
+  CHECK(neither.error().message() ==
+        "listening on 0.0.0.0 (not loopback) needs --allow-remote-interfaces and mutual TLS (certificate, key and CA files)");
+  o.allow_remote_interfaces = true;
+  auto no_tls = dix::remote_backend_host::check(o);
+  REQUIRE_FALSE(no_tls);
+  CHECK(no_tls.error().message() == "listening on 0.0.0.0 (not loopback) needs mutual TLS (certificate, key and CA files)");
+  o.allow_remote_interfaces = false;
+  o.tls = dix::remote_tls{dir / "node.pem", dir / "node.key", dir / "ca.pem"};
+  auto no_flag = dix::remote_backend_host::check(o);
+  REQUIRE_FALSE(no_flag);
+  CHECK(no_flag.error().message() == "listening on 0.0.0.0 (not loopback) needs --allow-remote-interfaces");
+  o.allow_remote_interfaces = true;
+  CHECK(dix::remote_backend_host::check(o));
+  CHECK_FALSE(std::filesystem::exists(dir / "state"));  // a check makes nothing
+}
