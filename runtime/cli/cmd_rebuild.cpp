@@ -133,7 +133,7 @@ int wait_for_rebuild(const std::string& db, const std::string& id, std::uint64_t
   auto table = (*reader)->read();
   if (!table) return fail(table.error().to_string());
   const auto* found = entry_of(*table, id);
-  if (!found) return fail("not_registered: backend id \"" + id + "\" has no slot in the readiness segment of " + db);
+  if (!found) return fail("not_registered: backend id \"" + id + "\" has no slot in the readiness segment of " + db + ids_with_slots(*table));
   if (!table->attached) {
     return fail("no runtime is attached to " + db + ", so nothing would rebuild " + id +
                 " now: start its owner (e.g. dix serve), or leave out --wait to leave the request for it");
@@ -232,7 +232,13 @@ int run_rebuild(const std::vector<std::string>& argv) {
   auto stored = request_rebuild(db, id);
   if (!stored) {
     if (stored.error().value() == errc::invalid_argument) return tool::refuse("dix rebuild", stored.error().to_string());
-    std::cerr << "dix rebuild: " << stored.error().to_string() << "\n";
+    std::string ids;
+    if (stored.error().value() == errc::not_registered) {
+      if (auto reader = segment_reader::open(db); reader && *reader) {
+        if (auto table = (*reader)->read()) ids = ids_with_slots(*table);
+      }
+    }
+    std::cerr << "dix rebuild: " << stored.error().to_string() << ids << "\n";
     return exit_error;
   }
   std::cout << "rebuild requested for " << id << "\n";

@@ -185,7 +185,7 @@ int run_verify(const std::vector<std::string>& argv) {
   if (!table) return out.not_verified(table.error());
   auto entry = std::find_if(table->entries.begin(), table->entries.end(), [&](const readiness_entry& e) { return e.id == id; });
   if (entry == table->entries.end()) {
-    return out.not_verified(errc::not_registered, "backend id \"" + id + "\" has no slot in " + db.string());
+    return out.not_verified(errc::not_registered, "backend id \"" + id + "\" has no slot in " + db.string() + ids_with_slots(*table));
   }
   if (!table->attached) {
     return out.no_owner("no runtime is attached to " + db.string() + ": no owner of " + id + " to ask (start it, e.g. dix serve)");

@@ -40,4 +40,11 @@ std::string progress_bar(const rebuild_progress& p, std::size_t cells) {
   return "[" + std::string(full, '#') + std::string(cells - full, '-') + "]";
 }
 
+std::string ids_with_slots(const readiness_table& t) {
+  if (t.entries.empty()) return "; no id has a slot yet";
+  std::string out = "; the ids with a slot: ";
+  for (std::size_t i = 0; i < t.entries.size(); ++i) out += (i == 0 ? "" : ", ") + t.entries[i].id;
+  return out;
+}
+
 }  // namespace dix::cli

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include <dix/segment.hpp>
 #include <dix/status.hpp>
 
 namespace dix::cli {
@@ -22,5 +23,9 @@ std::string progress_text(const rebuild_progress& p);
 // "[#########-----------]": the share of the estimate rebuilt, in `cells` cells (full once the
 // scan ended; empty without an estimate).
 std::string progress_bar(const rebuild_progress& p, std::size_t cells);
+
+// For a not_registered refusal: "; the ids with a slot: a, b" (in slot order), or "; no id has a
+// slot yet".
+std::string ids_with_slots(const readiness_table& t);
 
 }  // namespace dix::cli

@@ -226,7 +226,10 @@ TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules, a 
   CHECK(dix_cli(dir, {"rebuild", "idx", "--wait"}).exit_code == 2);
   auto unknown = dix_cli(dir, {"rebuild", "--db", home.string(), "nope", "--wait"});
   CHECK(unknown.exit_code == 1);
-  CHECK_THAT(unknown.err, Catch::Contains("backend id \"nope\" has no slot"));
+  CHECK_THAT(unknown.err, Catch::Contains("backend id \"nope\" has no slot") && Catch::Contains("; the ids with a slot: idx\n"));
+  auto unknown_now = dix_cli(dir, {"rebuild", "--db", home.string(), "nope"});  // without --wait: the same list
+  CHECK(unknown_now.exit_code == 1);
+  CHECK_THAT(unknown_now.err, Catch::Contains("backend id \"nope\" has no slot") && Catch::Contains("; the ids with a slot: idx\n"));
   // A --db that names nothing is the bad argument dix status makes it, not "no readiness segment".
   const auto nothing = (dir / "nothing").string();
   for (const auto& args : {std::vector<std::string>{"rebuild", "--db", nothing, "idx"},

@@ -93,6 +93,7 @@ TEST_CASE("dix verify: exit 3 without an owner, 0 with the proof, 1 naming drift
     auto nobody_json = dix_cli(dir, {"verify", "--db", db, "nobody", "--json"});
     CHECK(nobody_json.exit_code == 4);
     CHECK(nobody_json.out.rfind("{\"id\":\"nobody\",\"verified\":false,\"code\":\"not_registered\",", 0) == 0);
+    CHECK_THAT(nobody_json.out, Catch::Contains("; the ids with a slot: by-key\"}"));
     CHECK(dix_cli(dir, {"verify", "by-key", "--json"}).out.empty());  // bad arguments: exit 2, stderr only
     REQUIRE(rt->stop().get());
     // Still attached, the slot still `ready`, but nobody owns the index: the request is not taken.
