@@ -719,7 +719,8 @@ void start_query(host_actor* self, const caf::actor& client, const rb_query& m) 
     caf::anon_send(client, rb_rows{m.id, static_cast<std::uint8_t>(e.value()), e.message(), {}, coverage_state::unknown, 0, -1});
   };
   if (m.backend_id != sh.wrapped->id()) {
-    answer_error(error{errc::message_invalid, "query: this node serves " + sh.wrapped->id() + ", not " + m.backend_id});
+    answer_error(error{errc::message_invalid, "query: this node serves " + sh.wrapped->id() + ", not " + m.backend_id +
+                                                  " (ask it for " + sh.wrapped->id() + ")"});
     return;
   }
   if (m.limit == 0 || m.limit > max_query_rows || m.offset > 1000000 || m.ef > max_query_rows ||

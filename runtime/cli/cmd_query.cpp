@@ -142,7 +142,10 @@ int run_query(const std::vector<std::string>& argv) {
   }
   auto rows = (*client)->query(q);
   if (!rows) {
-    std::cerr << name << ": " << rows.error().to_string() << "\n";
+    // The node refuses a query for another index; without --id the query named the default.
+    const bool defaulted = rows.error().value() == errc::message_invalid && !a->has("id");
+    std::cerr << name << ": " << rows.error().to_string()
+              << (defaulted ? "; without --id dix query asks for by-category" : "") << "\n";
     return exit_error;
   }
   print_rows(*rows, a->has("json"));

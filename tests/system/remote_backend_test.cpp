@@ -458,7 +458,7 @@ TEST_CASE("remote backend: a hostile peer's wrong version, backend, kind, epochs
     query.vector = std::move(vector);
     return query;
   };
-  CHECK_THAT(peer.ask(self, q("someone-else", 10, {})).value_or("none"), Catch::StartsWith("message_invalid: query: this node serves by-value"));
+  CHECK_THAT(peer.ask(self, q("someone-else", 10, {})).value_or("none"), Catch::StartsWith("message_invalid: query: this node serves by-value, not someone-else (ask it for by-value)"));
   CHECK_THAT(peer.ask(self, q("by-value", 0, {})).value_or("none"), Catch::StartsWith("invalid_argument: query: limit"));
   CHECK_THAT(peer.ask(self, q("by-value", 10001, {})).value_or("none"), Catch::StartsWith("invalid_argument"));
   CHECK_THAT(peer.ask(self, q("by-value", 10, "abc")).value_or("none"), Catch::StartsWith("invalid_argument"));
