@@ -79,6 +79,13 @@ TEST_CASE("args: --help stops parsing wherever it comes, but is no option's valu
   REQUIRE(value);
   CHECK_FALSE(value->help());
   CHECK(value->get("dir") == "--help");
-  // Before --help, a mistake is still one.
-  CHECK(refusal({"-x", "--help"}) == "unknown option -x");
+  // Before --help, a mistake is not judged: the usage is what was asked for (a new user's trial).
+  for (const auto& before : {std::vector<std::string>{"-x", "--help"}, {"--bogus", "--help"}, {"--records", "x", "--help"}}) {
+    auto first = args::parse(before, demo, error);
+    REQUIRE(first);
+    CHECK(first->help());
+  }
+  // After "--", --help is a word like any other.
+  auto ended = args::parse({"--", "--help"}, demo, error);
+  CHECK_FALSE((ended && ended->help()));
 }
