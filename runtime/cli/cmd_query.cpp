@@ -30,7 +30,9 @@ const char* coverage_word(coverage_state s) {
   return "unknown";
 }
 
-void print_rows(const remote_rows& r, bool json) {
+// `scored`: a search or knn, whose rows have a score (lookup and range rows print none as text;
+// --json always carries the field).
+void print_rows(const remote_rows& r, bool json, bool scored) {
   if (json) {
     std::cout << "{\"rows\":[";
     for (std::size_t i = 0; i < r.rows.size(); ++i) {
@@ -45,8 +47,9 @@ void print_rows(const remote_rows& r, bool json) {
     return;
   }
   for (const auto& row : r.rows) {
-    std::cout << row.ref.log << "/" << row.ref.table << "/" << row.ref.record_id << " version " << row.ref.version
-              << " score " << row.score << "\n";
+    std::cout << row.ref.log << "/" << row.ref.table << "/" << row.ref.record_id << " version " << row.ref.version;
+    if (scored) std::cout << " score " << row.score;
+    std::cout << "\n";
   }
   std::cout << r.rows.size() << (r.rows.size() == 1 ? " row" : " rows") << " (coverage "
             << coverage_word(r.coverage.state);
@@ -148,7 +151,7 @@ int run_query(const std::vector<std::string>& argv) {
               << (defaulted ? "; without --id dix query asks for by-category" : "") << "\n";
     return exit_error;
   }
-  print_rows(*rows, a->has("json"));
+  print_rows(*rows, a->has("json"), what == "search" || what == "knn");
   return exit_ok;
 }
 

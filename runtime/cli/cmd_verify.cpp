@@ -165,6 +165,7 @@ int run_verify(const std::vector<std::string>& argv) {
     options.entries_per_s = 0;
   } else if (problem.empty() && a->has("rate")) {
     options.entries_per_s = a->number("rate", 0, 1, 1000000000000ull, problem).value_or(0);
+    if (!problem.empty()) problem += ", or max";
   }
   if (problem.empty()) options.limit = static_cast<std::uint32_t>(a->number("limit", 100, 0, 1000000, problem).value_or(100));
   std::uint64_t timeout_s = 0;

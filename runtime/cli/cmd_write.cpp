@@ -31,7 +31,9 @@ int run_write(const std::vector<std::string>& argv) {
   options.sync_commits = a->has("sync");
   // A typo must not grow a tree: only the last component of --db is created (decision 0035).
   if (auto wrong = new_directory_problem(a->get("db"))) return tool::refuse("dix write", "--db " + a->get("db") + ": " + *wrong);
-  auto store = primary_store::open(a->get("db"), options);
+  // A demo or serve --dir names its store DIR/primary, as for wal, status, rebuild and verify.
+  const auto db = store_dir(a->get("db")).path;
+  auto store = primary_store::open(db, options);
   if (!store) {
     if (store.error().value() == errc::invalid_argument) return tool::refuse("dix write", store.error().to_string());
     std::cerr << "dix write: " << store.error().to_string() << "\n";
@@ -74,7 +76,7 @@ int run_write(const std::vector<std::string>& argv) {
     return exit_error;
   }
   std::cout << "wrote " << transactions << (transactions == 1 ? " transaction (" : " transactions (") << counts.inserts << " inserts, " << counts.updates
-            << " updates, " << counts.deletes << " deletes) to " << a->get("db")
+            << " updates, " << counts.deletes << " deletes) to " << db.string()
             << "; the last transaction starts at sequence " << last.sequence << "\n";
   return exit_ok;
 }

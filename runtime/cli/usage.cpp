@@ -127,7 +127,8 @@ constexpr entry commands[] = {
 constexpr const char* arguments = R"(
 arguments: options take two dashes (--name VALUE or --name=VALUE), each at most once, never an
 empty value; a command takes no other words than its synopsis shows. `dix <command> --help`
-prints that command's usage.
+prints that command's usage. --db PATH also takes the directory of dix demo or dix serve (their
+--dir): the store is then DIR/primary.
 )";
 
 constexpr const char* exit_status = R"(

@@ -17,12 +17,12 @@ int refuse(std::string_view name, std::string_view problem) {
 
 std::optional<args> args::parse(const std::vector<std::string>& argv, const syntax& accepted, std::string& error) {
   args out;
-  // --help wherever it comes (docs/operations.md), before any other word is judged, unless it is
-  // an option's value or follows "--".
+  // --help (or -h) wherever it comes (docs/operations.md), before any other word is judged,
+  // unless it is an option's value or follows "--".
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const auto& a = argv[i];
     if (a == "--") break;
-    if (a == "--help") {
+    if (a == "--help" || a == "-h") {
       out.help_ = true;
       return out;
     }

@@ -739,7 +739,7 @@ TEST_CASE("dix status: an empty, a truncated and a directory readiness.seg are e
   CHECK_THAT(directory.err, !Catch::Contains("No such device"));
 }
 
-TEST_CASE("dix status, dix rebuild and dix wal take the directory given to dix demo or dix serve as --dir and read its store DIR/primary (issue 34 item 12)", "[system][cli][status]") {
+TEST_CASE("dix status, dix rebuild, dix wal and dix write take the directory given to dix demo or dix serve as --dir and read its store DIR/primary (issue 34 item 12)", "[system][cli][status]") {
   temp_dir dir;
   const auto demo_dir = dir / "demo";
   REQUIRE(dix_cli(dir, {"demo", "--dir", demo_dir.string(), "--records", "20", "--rate", "0", "--indexes", "secondary"}).exit_code == 0);
@@ -756,6 +756,12 @@ TEST_CASE("dix status, dix rebuild and dix wal take the directory given to dix d
   auto wal = dix_cli(dir, {"wal", "--db", demo_dir.string(), "--limit", "1"});
   CHECK(wal.exit_code == 0);
   CHECK_THAT(wal.out, Catch::StartsWith("log main\n"));
+  // dix write too, naming the store it wrote to (a new user's trial: it refused the directory).
+  auto write = dix_cli(dir, {"write", "--db", demo_dir.string(), "--records", "5"});
+  INFO(write.err);
+  CHECK(write.exit_code == 0);
+  CHECK_THAT(write.out, Catch::EndsWith("to " + (demo_dir / "primary").string() + "; the last transaction starts at sequence " +
+                                        write.out.substr(write.out.rfind(' ') + 1)));
   // A directory that is neither: as before, no segment.
   fs::create_directories(dir / "plain");
   CHECK_THAT(dix_cli(dir, {"status", "--db", (dir / "plain").string()}).out, Catch::StartsWith("no readiness segment at "));

@@ -80,7 +80,8 @@ TEST_CASE("args: --help stops parsing wherever it comes, but is no option's valu
   CHECK_FALSE(value->help());
   CHECK(value->get("dir") == "--help");
   // Before --help, a mistake is not judged: the usage is what was asked for (a new user's trial).
-  for (const auto& before : {std::vector<std::string>{"-x", "--help"}, {"--bogus", "--help"}, {"--records", "x", "--help"}}) {
+  for (const auto& before : {std::vector<std::string>{"-x", "--help"}, {"--bogus", "--help"}, {"--records", "x", "--help"},
+                             {"-h"}, {"--bogus", "-h"}}) {
     auto first = args::parse(before, demo, error);
     REQUIRE(first);
     CHECK(first->help());
