@@ -63,9 +63,14 @@ result<std::unique_ptr<remote_query_client>> remote_query_client::connect(remote
             },
             [&](caf::error& e) {
               // The common case in words (CAF renders it as system_error(cannot_connect_to_node, …)).
-              const auto why = e == caf::sec::cannot_connect_to_node
-                                   ? std::string("nothing accepted the connection (is an index node listening there?)")
-                                   : p->sys->render(e);
+              // CAF says cannot_connect_to_node for a refused, unreachable or timed-out connection
+              // and for a failed TLS session; its context stays in parentheses.
+              std::string why = p->sys->render(e);
+              if (e == caf::sec::cannot_connect_to_node) {
+                why = (p->options.tls.any() ? "the connection or its TLS session failed ("
+                                            : "nothing accepted the connection: is an index node listening there? (") +
+                      why + ")";
+              }
               failure = error{errc::unavailable, "remote query: cannot reach " + p->address + ": " + why};
             });
   }

@@ -151,7 +151,11 @@ int main(int argc, char** argv) {
     std::cerr << dix::bench::usage("");
     return dix::tool::exit_usage;
   }
-  if (args[0] == "--help" || args[0] == "help") {
+  // --help (or -h) wherever it comes before a benchmark's name (a benchmark's own parser takes
+  // it after one).
+  if (args[0] == "help" || (args[0].rfind("-", 0) == 0 && std::any_of(args.begin(), args.end(), [](const std::string& a) {
+                              return a == "--help" || a == "-h";
+                            }))) {
     std::cout << dix::bench::usage("");
     return dix::tool::exit_ok;
   }

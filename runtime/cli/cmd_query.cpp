@@ -146,7 +146,8 @@ int run_query(const std::vector<std::string>& argv) {
   auto rows = (*client)->query(q);
   if (!rows) {
     // The node refuses a query for another index; without --id the query named the default.
-    const bool defaulted = rows.error().value() == errc::message_invalid && !a->has("id");
+    const bool defaulted = rows.error().value() == errc::message_invalid && !a->has("id") &&
+                           rows.error().message().find("this node serves") != std::string::npos;
     std::cerr << name << ": " << rows.error().to_string()
               << (defaulted ? "; without --id dix query asks for by-category" : "") << "\n";
     return exit_error;

@@ -518,9 +518,8 @@ int run_status(const std::vector<std::string>& argv) {
   auto home = kind == fs::file_type::directory ? fs::canonical(db, ec) : fs::path();
   if (ec && kind != fs::file_type::not_found) {
     // A path the system refuses (permission, a name too long, a loop): io_error, exit 1, as in
-    // every command (docs/operations.md), not a bad argument.
-    std::cerr << "dix status: io_error: --db " << given.string() << ": " << ec.message() << "\n";
-    return exit_error;
+    // every command (docs/operations.md), not a bad argument; with --json the error object too.
+    return fail(given, a->has("json"), error{errc::io_error, "--db " + given.string() + ": " + ec.message()});
   }
   if (kind != fs::file_type::directory) {
     return tool::refuse("dix status", "--db " + given.string() + ": " +

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     // `dix help` alone, or `dix help COMMAND` (that command's --help); any other word is refused
     // as every command refuses a stray word (issue 34).
-    if (args.size() == 1 || (args.size() == 2 && (args[1] == "--help" || args[1] == "-h"))) {
+    if (args.size() == 1 || (args.size() == 2 && (args[1] == "--help" || args[1] == "-h" || args[1] == "help"))) {
       std::cout << dix::cli::dix_usage();
       return dix::cli::exit_ok;
     }

@@ -111,8 +111,9 @@ constexpr entry commands[] = {
          time (read-your-writes across machines); by default the coverage must be at most
          --tolerance ms old (3000); --strict is always refused there (only the owner's process
          can prove an index current). ID defaults to by-category. One row per line
-         (LOG/TABLE/ID version V score S), then the count and the coverage. Exit 1 when the
-         node refuses (index_lagging, unavailable, …) or cannot be reached.
+         (LOG/TABLE/ID version V, and score S for search and knn), then the count and the
+         coverage. Exit 1 when the node refuses (index_lagging, unavailable, …) or cannot be
+         reached.
 )"},
     {"bench", R"(wal|catchup|rebuild|verify|failover|ryw|sustained|fulltext|vector|remote [options]
          The end-to-end benchmarks (Release builds only): commit and WAL tailing, a new index

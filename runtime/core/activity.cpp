@@ -118,7 +118,11 @@ std::uint64_t following_limit_ms(const lag_figures& lag, const attribution_optio
 
 activity_report attribute(const readiness& r, const std::optional<lag_figures>& lag, const attribution_options& options) {
   const std::uint64_t lag_ms = lag ? lag->lag_ms : 0;
-  if (r.state == readiness_state::rebuilding || (lag && lag->state == runner_state::rebuilding)) {
+  // A ready slot outranks figures that still say rebuilding: the owner publishes `ready` before
+  // the figures of the same event, so those are the older (a new user's trial: ready beside a
+  // stall for the rebuild).
+  if (r.state == readiness_state::rebuilding ||
+      (lag && lag->state == runner_state::rebuilding && r.state != readiness_state::ready)) {
     return stalled(stall_cause::rebuild, lag_ms, "the index is being rebuilt; it serves queries again once ready");
   }
   if (r.state == readiness_state::needs_rebuild) {

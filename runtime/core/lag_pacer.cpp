@@ -27,8 +27,9 @@ lag_pacer::decision lag_pacer::next(const runner_snapshot& s, const runner_optio
   // The read positions count as a change too: they move the rate, and so the ETA.
   if (last_ && last_->what == current && last_->read_sequences == read_sequences) return {};
   // A rebuild's start or end is told at once, as a new epoch is: the readiness segment says it in
-  // the same event, and a reader must not see `ready` beside a stall for the rebuild.
-  const bool rebuild_turned = last_ && (last_->what.state == runner_state::rebuilding) != (current.state == runner_state::rebuilding);
+  // the same event (core/activity.cpp also lets a ready slot outrank figures still rebuilding).
+  const auto rebuilding = [](const shape& k) { return k.state == runner_state::rebuilding; };
+  const bool rebuild_turned = last_ && rebuilding(last_->what) != rebuilding(current);
   if (last_ && last_->what.epoch == current.epoch && !rebuild_turned && now - last_->at < min_interval) {
     return {std::nullopt, std::chrono::duration_cast<std::chrono::milliseconds>(min_interval - (now - last_->at))};
   }

@@ -1,8 +1,8 @@
 // When the owner publishes its lag figures for other processes (the metrics segment's lag part,
 // docs/formats-metrics.md §2; decision 0021): whenever what they say changed, but at most every
-// min_interval on the actor clock (a new epoch, and a rebuild's start or end, at once), and once more when they stopped changing (a publication held
-// back by the interval is due at the interval's end: the caller arms a timer for `due_in` and
-// calls next() again then). The ages (stalled, unread, oldest accepted) are published with the
+// min_interval on the actor clock (a new epoch, and a rebuild's start or end, at once), and once
+// more when they stopped changing (a publication held back by the interval is due at the
+// interval's end: the caller arms a timer for `due_in` and calls next() again then). The ages (stalled, unread, oldest accepted) are published with the
 // moment they were taken and whether they grow, so a reader ages them itself and an owner parked
 // for minutes writes nothing. Also the per-log read rate for the ETA: sequences read over the
 // last rate_window (at least the time since the previous publication), from the read positions

@@ -22,9 +22,11 @@ class progress_pacer {
 
   // The progress to publish after an event whose snapshot is `s`, at `now` (figures as
   // s.metrics(now) gives them, under s.epoch); once a new attempt dropped the scan told last,
-  // figures of epoch 0 that withdraw it; nullopt when nothing is to be published: no scan
-  // ran in the current attempt (and none is to be withdrawn), the figures are those published last, or the last publication
-  // is younger than min_interval and neither a new scan nor the scan's end is to be told.
+  // figures of epoch 0 that withdraw it (runner_interpreter sends those ahead of the event's
+  // publications); nullopt when nothing is to be published: no scan ran in the current attempt
+  // (and none is to be withdrawn), the figures are those published last, or the last
+  // publication is younger than min_interval and neither a new scan nor the scan's end is to be
+  // told.
   std::optional<rebuild_progress> next(const runner_snapshot& s, steady_time now);
 
  private:

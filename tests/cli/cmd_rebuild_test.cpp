@@ -242,3 +242,44 @@ TEST_CASE("dix rebuild: --timeout needs --wait, an id outside the name rules, a 
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::StartsWith("usage: dix rebuild --db PATH ID [--wait [--timeout SECONDS]]"));
 }
+
+TEST_CASE("dix rebuild --wait: the scan figures of the epoch held before the request (an earlier build's) are not shown as the "
+          "rebuild's, while the owner says rebuilding before it mints (a new user's trial)",
+          "[system][cli][rebuild]") {
+  idle_owner o;
+  const auto& home = o.home;
+  auto& segment = o.segment;
+  auto& slot = o.slot;
+  // The first build's final figures under epoch 1, as the owner left them.
+  segment->metrics().write(slot->index(), metrics_block{1, rebuild_progress{1, 40, 40, 0, 0, true}});
+
+  int master = -1;
+  std::fflush(nullptr);
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl(DIX_BINARY, DIX_BINARY, "rebuild", "--db", home.c_str(), "idx", "--wait", "--timeout", "100",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + failure_timeout;
+  REQUIRE(take_request(*slot));
+  slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);  // still epoch 1
+  std::string out;
+  // The state line, not the first build's bar (40/40 records, scan done).
+  CHECK(read_until(master, out, "\ridx: rebuilding (rebuild-requested), attempt 1, epoch 1\x1b[K", deadline));
+  const auto epoch = slot->mint_epoch().value();
+  slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
+  segment->metrics().write(slot->index(), metrics_block{2, rebuild_progress{epoch, 10, 10, 40, 0, true}});
+  slot->publish(readiness_state::ready, readiness_reason::none, 0);
+  CHECK(read_until(master, out, "", deadline));
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  ::close(master);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(out.find("40/40") == std::string::npos);
+  CHECK(out.find("scan done: 40 records") == std::string::npos);
+  CHECK_THAT(out, Catch::EndsWith("\r\x1b[Kidx: ready, epoch 2: rebuilt 10 records by a scan at 40 records/s\r\n"));
+}

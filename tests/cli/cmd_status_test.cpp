@@ -864,3 +864,14 @@ TEST_CASE("dix status and dix rebuild: a path component longer than NAME_MAX, a 
   dix::test::check_refuses_hostile_paths(other, "rebuild",
                                          [](const std::string& path) { return std::vector<std::string>{"--db", path, "by-brand"}; });
 }
+
+TEST_CASE("dix status --json: a path the system refuses prints the error object on stdout beside the line on stderr, as other errors do",
+          "[system][cli][status]") {
+  dix::test::temp_dir dir;
+  const auto too_long = dir / std::string(300, 'x');
+  auto r = dix_cli(dir, {"status", "--db", too_long.string(), "--json"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out == "{\"db\":\"" + too_long.string() + "\",\"error\":{\"reason\":\"io_error\",\"message\":\"--db " + too_long.string() +
+                     ": File name too long\"}}\n");
+  CHECK_THAT(r.err, Catch::StartsWith("dix status: io_error: --db "));
+}

@@ -130,7 +130,7 @@ TEST_CASE("dix: help takes a command's name and nothing else, a stray word is re
     CHECK(of_status.exit_code == 0);
     CHECK(of_status.out == dix_cli(dir, {"status", "--help"}).out);
     // Help on help is the list of every command (a new user's trial: it was a stray word).
-    for (const auto* again : {"--help", "-h"}) {
+    for (const auto* again : {"--help", "-h", "help"}) {
       auto twice = dix_cli(dir, {help, again});
       CHECK(twice.exit_code == 0);
       CHECK(twice.out == dix_cli(dir, {"help"}).out);

@@ -226,6 +226,17 @@ TEST_CASE("activity: a rebuilding or needs-rebuild slot is held by a rebuild, ev
   CHECK(r.words.find("log-retention") != std::string::npos);
 }
 
+TEST_CASE("activity: a ready slot beside figures still saying rebuilding is not held by a rebuild (the figures are older: "
+          "ready is published first)",
+          "[core][activity]") {
+  const auto r = of(owner_in(runner_state::rebuilding));
+  CHECK(r.cause != stall_cause::rebuild);
+  CHECK(r.activity == index_activity::idle);
+  // A slot that is not ready (unknown: no runtime attached) still takes the figures' word.
+  readiness unknown{readiness_state::unknown, readiness_reason::none, 0, 4};
+  CHECK(attribute(unknown, owner_in(runner_state::rebuilding)).cause == stall_cause::rebuild);
+}
+
 TEST_CASE("activity: an exceeded or throttling gate with no other cause is named as the gate", "[core][activity]") {
   auto l = caught_up();
   l.lag_gate = lag_gate_exceeded;

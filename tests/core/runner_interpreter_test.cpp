@@ -140,7 +140,7 @@ TEST_CASE("runner interpreter: a publication certifying coverage under an epoch 
 TEST_CASE("runner interpreter: the event's figures go behind its effects but never behind its unlock", "[core][interpreter][fence]") {
   SECTION("no unlock: after the effects") {
     fixture f;
-    f.ports.progress = rebuild_progress{};
+    f.ports.progress = rebuild_progress{4, 10, 100, 1000, 90, false};  // a scan's figures (epoch 0 is a withdrawal)
     f.ports.lag = lag_figures{};
     f.interp.apply({fx::read_meta{1}, publication(readiness_state::ready)});
     CHECK(f.ports.steps == names{"snapshot", "read_meta", "publish ready", "progress", "lag 0"});
@@ -148,7 +148,7 @@ TEST_CASE("runner interpreter: the event's figures go behind its effects but nev
   }
   SECTION("an unlock: before it, and it waits for them as for publications") {
     fixture f;
-    f.ports.progress = rebuild_progress{};
+    f.ports.progress = rebuild_progress{4, 10, 100, 1000, 90, false};  // a scan's figures (epoch 0 is a withdrawal)
     f.ports.lag = lag_figures{};
     f.interp.apply({fx::read_meta{1}, fx::release_lock{}, fx::read_meta{2}});
     CHECK(f.ports.steps == names{"snapshot", "read_meta", "progress", "lag 0"});
@@ -228,4 +228,21 @@ TEST_CASE("runner interpreter: the bell's own wake during a pull is held, and ta
   p.advance(std::chrono::milliseconds(2000));
   // … so the next turn read the commit the pull missed.
   CHECK(p.backend.durable_index().count(test::index_key("main", sim_table, "k1")) == 1);
+}
+
+TEST_CASE("runner interpreter: the withdrawal of the last scan's figures (epoch 0) goes ahead of the event's publications, other "
+          "figures behind them (a review: a new attempt's rebuilding was read beside the previous scan's figures)",
+          "[core][interpreter][fence]") {
+  {
+    fixture f;
+    f.ports.progress = rebuild_progress{};  // epoch 0: the withdrawal
+    f.interp.apply({publication(readiness_state::rebuilding), fx::read_meta{1}});
+    CHECK(f.ports.steps == names{"snapshot", "progress", "publish rebuilding", "read_meta"});  // sent first, lands first
+  }
+  {
+    fixture f;
+    f.ports.progress = rebuild_progress{4, 10, 100, 1000, 90, false};  // a scan's figures
+    f.interp.apply({publication(readiness_state::rebuilding), fx::read_meta{1}});
+    CHECK(f.ports.steps == names{"snapshot", "publish rebuilding", "read_meta", "progress"});
+  }
 }
