@@ -62,9 +62,9 @@ result<std::unique_ptr<remote_query_client>> remote_query_client::connect(remote
               p->gate = caf::actor_cast<caf::actor>(ptr);
             },
             [&](caf::error& e) {
-              // The common case in words (CAF renders it as system_error(cannot_connect_to_node, …)).
-              // CAF says cannot_connect_to_node for a refused, unreachable or timed-out connection
-              // and for a failed TLS session; its context stays in parentheses.
+              // The common case in words first: CAF says cannot_connect_to_node for a refused,
+              // unreachable or timed-out connection and for a failed TLS session; its rendering
+              // stays in parentheses for the context (host, port, what failed).
               std::string why = p->sys->render(e);
               if (e == caf::sec::cannot_connect_to_node) {
                 why = (p->options.tls.any() ? "the connection or its TLS session failed ("

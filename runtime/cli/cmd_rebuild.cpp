@@ -133,7 +133,10 @@ int wait_for_rebuild(const std::string& db, const std::string& id, std::uint64_t
   auto table = (*reader)->read();
   if (!table) return fail(table.error().to_string());
   const auto* found = entry_of(*table, id);
-  if (!found) return fail("not_registered: backend id \"" + id + "\" has no slot in the readiness segment of " + db + ids_with_slots(*table));
+  if (!found) {
+    return fail("not_registered: backend id \"" + id + "\" has no slot in the readiness segment of " + db +
+                ids_with_slots(*table));
+  }
   if (!table->attached) {
     return fail("no runtime is attached to " + db + ", so nothing would rebuild " + id +
                 " now: start its owner (e.g. dix serve), or leave out --wait to leave the request for it");

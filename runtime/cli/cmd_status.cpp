@@ -71,9 +71,9 @@ below (or within twice) the free-space reserve its runtime stored.
 
   --json         one JSON object per table:
                  {"db","segment","attached","indexes":[{"id","state","reason",
-                  "rebuild_attempts","owner_epoch","hold","rebuild_requested"}]}; a rebuilding index with progress
-                  also has "rebuilt_records","estimated_records","scan_records_per_s",
-                  "rebuild_eta_ms","scan_ended"; an index with the owner's lag figures
+                  "rebuild_attempts","owner_epoch","hold","rebuild_requested"}]}; a rebuilding
+                  index with progress also has "rebuilt_records","estimated_records",
+                  "scan_records_per_s","rebuild_eta_ms","scan_ended"; an index with the owner's lag figures
                   also has "activity" (idle, following, catching-up, stalled, unknown),
                   "stall_cause" (none, backend-deferred, barrier, accepted-cap,
                   log-unreadable, rebuild, gate, unavailable), "lag_ms", "words",

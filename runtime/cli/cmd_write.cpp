@@ -75,8 +75,8 @@ int run_write(const std::vector<std::string>& argv) {
     std::cerr << "dix write: " << ok.error().to_string() << "\n";
     return exit_error;
   }
-  std::cout << "wrote " << transactions << (transactions == 1 ? " transaction (" : " transactions (") << counts.inserts << " inserts, " << counts.updates
-            << " updates, " << counts.deletes << " deletes) to " << db.string()
+  std::cout << "wrote " << transactions << (transactions == 1 ? " transaction (" : " transactions (") << counts.inserts
+            << " inserts, " << counts.updates << " updates, " << counts.deletes << " deletes) to " << db.string()
             << "; the last transaction starts at sequence " << last.sequence << "\n";
   return exit_ok;
 }

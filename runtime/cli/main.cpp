@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
     return dix::cli::exit_usage;
   }
   if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    // `dix help` alone, or `dix help COMMAND` (that command's --help); any other word is refused
-    // as every command refuses a stray word (issue 34).
+    // `dix help` alone (or asked for help itself), or `dix help COMMAND` (that command's --help);
+    // a word that is no command is named as such, a word after a command refused as every
+    // command refuses a stray word (issue 34).
     if (args.size() == 1 || (args.size() == 2 && (args[1] == "--help" || args[1] == "-h" || args[1] == "help"))) {
       std::cout << dix::cli::dix_usage();
       return dix::cli::exit_ok;

@@ -32,10 +32,10 @@ std::optional<std::string> layout_directory_problem(const std::filesystem::path&
 // a store and its indexes are private to their user). io_error naming the path.
 result<void> make_directory(const std::filesystem::path& path);
 
-// The store a --db names (dix wal, write, status, rebuild, verify): the directory itself, or — when it holds
-// neither a store nor a runtime's `dix/` but its `primary` does — that: the directory `dix demo`
-// and `dix serve` were given as --dir (issue 34: the first thing a new user tries). `resolved`
-// says which.
+// The store a --db names (dix wal, write, status, rebuild, verify): the directory itself, or —
+// when it holds neither a store nor a runtime's `dix/` but its `primary` does — that: the
+// directory `dix demo` and `dix serve` were given as --dir (issue 34: the first thing a new user
+// tries). `resolved` says which.
 struct store_path {
   std::filesystem::path path;
   bool resolved = false;  // DIR/primary of a demo or serve directory

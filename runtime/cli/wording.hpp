@@ -1,5 +1,5 @@
 // The figures of a rebuild's progress as a person reads them (dix status, dix rebuild --wait,
-// dix demo).
+// dix demo), and the ids a refusal names.
 #pragma once
 
 #include <cstddef>
