@@ -167,6 +167,30 @@ bool read_until(int master, std::string& out, const std::string& needle, std::ch
   return true;
 }
 
+// `dix rebuild --db home idx --wait --timeout 100` on a new pseudo-terminal: its pid, and the
+// terminal's side in `master`.
+pid_t spawn_wait_on_pty(const fs::path& home, int& master) {
+  std::fflush(nullptr);
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl(DIX_BINARY, DIX_BINARY, "rebuild", "--db", home.c_str(), "idx", "--wait", "--timeout", "100",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Reads the terminal into `out` to its end, reaps the child and closes the terminal: the child's
+// exit status, or -1 when it did not exit by itself.
+int reap_on_pty(pid_t pid, int master, std::string& out, std::chrono::steady_clock::time_point deadline) {
+  CHECK(read_until(master, out, "", deadline));
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  ::close(master);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 }  // namespace
 
 TEST_CASE("dix rebuild --wait: on a terminal one line is redrawn in place with the bar, records, percent, rate and ETA, and the last line ends it", "[system][cli][rebuild]") {
@@ -176,14 +200,7 @@ TEST_CASE("dix rebuild --wait: on a terminal one line is redrawn in place with t
   auto& slot = o.slot;
 
   int master = -1;
-  std::fflush(nullptr);
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::execl(DIX_BINARY, DIX_BINARY, "rebuild", "--db", home.c_str(), "idx", "--wait", "--timeout", "100",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_wait_on_pty(home, master);
   const auto deadline = std::chrono::steady_clock::now() + failure_timeout;
   // The owner takes the request, mints, scans: 3 of 10 records so far.
   REQUIRE(take_request(*slot));
@@ -198,13 +215,9 @@ TEST_CASE("dix rebuild --wait: on a terminal one line is redrawn in place with t
   // The scan ends and the index is ready under the new epoch: the line is cleared, the last one printed.
   segment->metrics().write(slot->index(), metrics_block{2, rebuild_progress{epoch, 10, 10, 40, 0, true}});
   slot->publish(readiness_state::ready, readiness_reason::none, 0);
-  CHECK(read_until(master, out, "", deadline));
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  ::close(master);
+  const int exit_code = reap_on_pty(pid, master, out, deadline);
   INFO(out);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(exit_code == 0);
   CHECK_THAT(out, Catch::StartsWith("rebuild requested for idx (owner epoch 1); waiting until it is rebuilt\r\n"));
   // The terminal turns each newline into CR LF.
   CHECK_THAT(out, Catch::EndsWith("\r\x1b[Kidx: ready, epoch 2: rebuilt 10 records by a scan at 40 records/s\r\n"));
@@ -254,14 +267,7 @@ TEST_CASE("dix rebuild --wait: the scan figures of the epoch held before the req
   segment->metrics().write(slot->index(), metrics_block{1, rebuild_progress{1, 40, 40, 0, 0, true}});
 
   int master = -1;
-  std::fflush(nullptr);
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::execl(DIX_BINARY, DIX_BINARY, "rebuild", "--db", home.c_str(), "idx", "--wait", "--timeout", "100",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t pid = spawn_wait_on_pty(home, master);
   const auto deadline = std::chrono::steady_clock::now() + failure_timeout;
   REQUIRE(take_request(*slot));
   slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);  // still epoch 1
@@ -272,13 +278,9 @@ TEST_CASE("dix rebuild --wait: the scan figures of the epoch held before the req
   slot->publish(readiness_state::rebuilding, readiness_reason::rebuild_requested, 1);
   segment->metrics().write(slot->index(), metrics_block{2, rebuild_progress{epoch, 10, 10, 40, 0, true}});
   slot->publish(readiness_state::ready, readiness_reason::none, 0);
-  CHECK(read_until(master, out, "", deadline));
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  ::close(master);
+  const int exit_code = reap_on_pty(pid, master, out, deadline);
   INFO(out);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(exit_code == 0);
   CHECK(out.find("40/40") == std::string::npos);
   CHECK(out.find("scan done: 40 records") == std::string::npos);
   CHECK_THAT(out, Catch::EndsWith("\r\x1b[Kidx: ready, epoch 2: rebuilt 10 records by a scan at 40 records/s\r\n"));
