@@ -509,8 +509,8 @@ void session::advance(std::uint64_t from, std::uint64_t to, epoch_t epoch) {
   // is_owner_epoch first: the verdict of the epoch-fencing cases is known here, at once, rather
   // than after their waits for checks that never come run out.
   INFO("the barrier completed over " << accepted << " accepted batch(es) after " << host.epoch_checks()
-       << " host.is_owner_epoch call(s): a backend must ask before applying each batch (docs/backends.md §0, "
-          "installed as share/doc/dix/backends.md)");
+       << " host.is_owner_epoch call(s): a backend must ask before applying each batch and before "
+          "publishing each barrier's cursor (docs/backends.md §0, installed as share/doc/dix/backends.md)");
   REQUIRE(host.epoch_checks() >= accepted);
   require_at(to);
 }
@@ -673,14 +673,19 @@ void check_superseded_barrier_never_publishes(const backend_subject& s) {
     x.advance(1, 1);
     const auto checks = x.host.epoch_checks();
     x.deliver(scenario_batch(s, 2));
-    INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
-    REQUIRE(x.host.wait_epoch_checks(checks + 1, x.limit));  // batch 2 was taken
+    {
+      INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
+      REQUIRE(x.host.wait_epoch_checks(checks + 1, x.limit));  // batch 2 was taken
+    }
     // A takeover lands now: the next check (the barrier's, before it publishes) sees epoch 2.
     x.host.supersede_at_next_check(2);
     waiter w;
     x.b->flush(flush_reason::age, w.make());
     (void)w.wait(x.limit);  // either outcome; what matters is the cursor
-    CHECK(x.host.owner_epoch() == 2);  // the backend did ask
+    {
+      INFO("the barrier did not ask is_owner_epoch before publishing its cursor (docs/backends.md §0)");
+      CHECK(x.host.owner_epoch() == 2);  // the backend did ask
+    }
     CHECK(describe(x.durable()) == describe(cursor_at(1)));
     // The new owner resumes from the durable cursor.
     x.advance(2, 3, 2);
@@ -692,12 +697,14 @@ void check_superseded_barrier_never_publishes(const backend_subject& s) {
 namespace {
 
 // Delivers scenario batches from `first` on with `bytes` each until one is deferred (at most
-// s.defer_max_deliveries); returns its number and the change-log position right after it.
+// s.defer_max_deliveries); returns its number and the change-log position just before it.
 std::pair<std::uint64_t, std::size_t> deliver_until_deferred(session& x, std::uint64_t first, std::uint64_t bytes) {
   for (std::uint64_t n = first; n < first + x.subject.defer_max_deliveries; ++n) {
+    // The position before the call: a `changed` may come from another thread while it runs
+    // (docs/backends.md §0.5), and must count.
+    const auto before = x.changes.mark();
     const auto r = x.b->deliver(scenario_batch(x.subject, n, 1, bytes));
-    const auto after = x.changes.mark();
-    if (r == delivery_result::deferred) return {n, after};
+    if (r == delivery_result::deferred) return {n, before};
     INFO("delivery " << n);
     REQUIRE(r == delivery_result::accepted);
   }
@@ -712,8 +719,8 @@ void redeliver_after_changed(session& x, std::uint64_t n, std::size_t after, std
   CHECK(x.changes.count(state_change_kind::failed) == 0);
   for (int attempt = 0;; ++attempt) {
     REQUIRE(attempt < 8);
+    const auto deferred_at = x.changes.mark();  // before the call, as above
     const auto r = x.b->deliver(scenario_batch(x.subject, n, 1, bytes));
-    const auto deferred_at = x.changes.mark();
     if (r == delivery_result::accepted) break;
     REQUIRE(r == delivery_result::deferred);
     REQUIRE(x.changes.wait_after(state_change_kind::changed, deferred_at));
@@ -730,8 +737,10 @@ void check_deferral_by_queue_then_changed(const backend_subject& s) {
   const auto bytes = s.defer_batch_bytes;
   x.host.hold_epoch_checks();  // the applier stops at its first check
   x.deliver(scenario_batch(s, 1, 1, bytes == 0 ? 100 : bytes));  // an empty queue accepts any single batch
-  INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
-  REQUIRE(x.host.wait_epoch_checks(1, x.limit));
+  {
+    INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
+    REQUIRE(x.host.wait_epoch_checks(1, x.limit));
+  }
   if (bytes == 0) {
     // The subject claims no queue cap: nothing is deferred, nothing lost.
     for (std::uint64_t n = 2; n <= s.defer_max_deliveries; ++n) x.deliver(scenario_batch(s, n));
@@ -779,7 +788,15 @@ void check_shutdown_releases_and_later_epoch_works(const backend_subject& s) {
   x.host.release_epoch_checks();
   DIX_REQUIRE_OK(shut.wait(x.limit));
 
-  // Released: a second instance over the same directory opens it, in this very process.
+  // Released: the resource the backend needs can be taken (backend_subject::occupy, when set),
+  // and a second instance over the same directory opens it and writes there, in this very
+  // process: a writer lock taken at the first write is contested too, not only the open.
+  if (s.occupy) {
+    INFO("backend_subject::occupy could not take the resource after shutdown: it was not released");
+    std::shared_ptr<void> held;
+    CHECK_NOTHROW(held = s.occupy(dir.path()));
+    CHECK(held);
+  }
   std::uint64_t at = 0;
   {
     session other(s, dir.path());
@@ -789,10 +806,12 @@ void check_shutdown_releases_and_later_epoch_works(const backend_subject& s) {
     REQUIRE(prefix);
     CHECK(*prefix >= 2);
     other.require_at(*prefix);
-    at = *prefix;
+    other.advance(*prefix + 1, *prefix + 1);  // one batch and a barrier of its own
+    at = *prefix + 1;
     DIX_REQUIRE_OK(other.shutdown(1));
   }
-  // The same object takes a later epoch's work, reopening what it needs.
+  // The same object takes a later epoch's work, reopening what it needs: it finds what the
+  // second instance made durable.
   x.host.set_owner_epoch(2);
   CHECK(describe(x.durable()) == describe(cursor_at(at)));
   x.advance(at + 1, 6, 2);

@@ -6,6 +6,10 @@
 // when the check under test fails.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -35,6 +39,7 @@ enum class defect {
   keeps_old_entries,           // an update adds the new keys but leaves the record's old ones
   stores_log_version,          // stores record_entry::log_version (a header time) as the version
   never_asks_epoch,            // fences by the epoch it was given, never asking the host (is_owner_epoch)
+  keeps_writer_lock,           // takes a writer lock (flock) at its first delivery, never releases it
 };
 
 const std::string past_every_key(1025, '\xff');
@@ -51,7 +56,11 @@ dix::testing::stored_records list(rocksdb_index_backend& index) {
 // its one defect.
 class faulty_backend final : public backend, private backend_host {
  public:
-  faulty_backend(std::shared_ptr<rocksdb_index_backend> inner, defect d) : inner_(std::move(inner)), defect_(d) {}
+  faulty_backend(std::shared_ptr<rocksdb_index_backend> inner, defect d, std::filesystem::path dir)
+      : inner_(std::move(inner)), defect_(d), dir_(std::move(dir)) {}
+  ~faulty_backend() override {
+    if (lock_fd_ >= 0) ::close(lock_fd_);  // the process lets it go at last, as a crash would
+  }
 
   rocksdb_index_backend& inner() { return *inner_; }
 
@@ -69,6 +78,12 @@ class faulty_backend final : public backend, private backend_host {
     return inner_->durable_cursor();
   }
   delivery_result deliver(std::shared_ptr<const batch> b) override {
+    // keeps_writer_lock: a lock taken lazily, at the first write, as a backend may take its
+    // engine's writer lock; a second instance cannot write while it is held.
+    if (defect_ == defect::keeps_writer_lock && lock_fd_ < 0) {
+      lock_fd_ = ::open((dir_ / "writer.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) return delivery_result::failed;
+    }
     if (defect_ == defect::cursor_on_deliver && b->through) {
       std::lock_guard lock(mutex_);
       reported_ = b->through;
@@ -204,6 +219,8 @@ class faulty_backend final : public backend, private backend_host {
 
   std::shared_ptr<rocksdb_index_backend> inner_;
   const defect defect_;
+  const std::filesystem::path dir_;
+  int lock_fd_ = -1;  // keeps_writer_lock
   backend_host* host_ = nullptr;
   std::atomic<bool> deferred_{false};
   std::mutex mutex_;
@@ -221,7 +238,7 @@ backend_subject faulty_subject(defect d) {
     rocksdb_index_options o;
     o.path = dir / "index";
     o.max_queued_bytes = 4096;
-    return std::make_shared<faulty_backend>(rocksdb_index_backend::create("faulty", o).value(), d);
+    return std::make_shared<faulty_backend>(rocksdb_index_backend::create("faulty", o).value(), d, dir);
   };
   s.projection = [](std::uint64_t n) { return encode_keys({"all", "n" + std::to_string(n)}); };
   s.unindexable = [] { return std::string("ab"); };
@@ -276,6 +293,8 @@ DIX_KIT_CATCHES(check_deferral_by_queue_then_changed, fails_instead_of_deferring
 DIX_KIT_CATCHES(check_deferral_by_queue_then_changed, no_changed_after_deferral, "emits no changed after a deferral")
 DIX_KIT_CATCHES(check_shutdown_releases_and_later_epoch_works, shutdown_keeps_resources,
                 "keeps its database after shutdown")
+DIX_KIT_CATCHES(check_shutdown_releases_and_later_epoch_works, keeps_writer_lock,
+                "keeps a writer lock it took at its first write after shutdown (a second instance must write, not only open)")
 DIX_KIT_CATCHES(check_kill_inside_reset, reset_destroys_state_first, "destroys state before the cursor in reset")
 DIX_KIT_CATCHES(check_unindexable_removed_and_counted, drops_unindexable_notes, "does not count unindexable projections")
 DIX_KIT_CATCHES(check_barrier_publishes_offered_cursor, keeps_old_entries,

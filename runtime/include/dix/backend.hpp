@@ -66,7 +66,7 @@ inline bool operator==(const state_change& a, const state_change& b) {
 inline bool operator!=(const state_change& a, const state_change& b) { return !(a == b); }
 
 // The answer to flush, shutdown and reset. Call it exactly once with the outcome, from any thread,
-// inside the call or later; a second call does nothing. Move-only. Destroyed (or overwritten)
+// inside the call or later, as an rvalue: std::move(done)(outcome). A second call does nothing. Move-only. Destroyed (or overwritten)
 // uncalled, it reports backend_failed ("completion dropped"), so a lost completion is never a
 // hang — but it is a failure: a backend must not drop one on purpose.
 class completion {
