@@ -8,7 +8,7 @@ std::optional<rebuild_progress> progress_pacer::next(const runner_snapshot& s, s
     // under the epoch of the scan told last, before it mints its own: those figures are not this
     // attempt's, and are withdrawn once by figures of epoch 0, which no reader shows (a reader
     // shows only the slot's current owner epoch, and an owner's is never 0).
-    if (!last_ || last_->epoch == 0) return std::nullopt;
+    if (!last_ || last_->epoch == 0) return std::nullopt;  // nothing told, or withdrawn already
     last_->epoch = 0;
     return rebuild_progress{};
   }

@@ -28,6 +28,8 @@ class progress_pacer {
   // publication is younger than min_interval and neither a new scan nor the scan's end is to be
   // told.
   std::optional<rebuild_progress> next(const runner_snapshot& s, steady_time now);
+  // Whether `p` is such a withdrawal (figures of epoch 0: an owner's epoch is never 0).
+  static bool withdraws(const rebuild_progress& p) noexcept { return p.epoch == 0; }
 
  private:
   struct told {

@@ -3,6 +3,8 @@
 #include <utility>
 #include <variant>
 
+#include "core/progress_pacer.hpp"
+
 namespace dix {
 
 void runner_interpreter::apply(effects out) {
@@ -13,7 +15,7 @@ void runner_interpreter::apply(effects out) {
   auto progress = ports_.store_snapshot();
   // The withdrawal of the last scan's figures (a new attempt, progress_pacer) goes ahead of the
   // event's effects: the attempt's `rebuilding` is never read beside the previous scan's figures.
-  if (progress && progress->epoch == 0) publish_progress(*std::exchange(progress, std::nullopt));
+  if (progress && progress_pacer::withdraws(*progress)) publish_progress(*std::exchange(progress, std::nullopt));
   for (auto& e : out) {
     auto step = [this, e]() mutable { carry_out(e); };
     // The unlock, and the answer that the release is over, wait for the publications before

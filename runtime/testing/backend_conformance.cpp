@@ -415,6 +415,14 @@ struct session {
   }
   // Delivers scenario batches from..to, a barrier, and checks the state after batch `to`.
   void advance(std::uint64_t from, std::uint64_t to, epoch_t epoch = 1);
+  // Waits until the applier asked is_owner_epoch `n` times in all (before applying each batch),
+  // the message scoped to this wait alone.
+  void require_epoch_checks(std::size_t n) {
+    INFO("waiting for the applier's is_owner_epoch call(s) (docs/backends.md §0, installed as share/doc/dix/backends.md: "
+         "before applying each batch); so far "
+         << host.epoch_checks() << " of " << n);
+    REQUIRE(host.wait_epoch_checks(n, limit));
+  }
   // durable_cursor() is cursor `n` and the index holds the scenario's first n batches.
   void require_at(std::uint64_t n) {
     INFO("expected the state after batch " << n);
@@ -557,9 +565,7 @@ void check_nothing_durable_before_barrier(const backend_subject& s) {
   const auto checks = x.host.epoch_checks();
   x.deliver_scenario(3, 5);
   // The applier asks about each batch before applying it: all three were taken.
-  INFO("waiting for the applier's is_owner_epoch calls (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch); so far "
-       << x.host.epoch_checks() - checks);
-  REQUIRE(x.host.wait_epoch_checks(checks + 3, x.limit));
+  x.require_epoch_checks(checks + 3);
   for (int i = 0; i < 3; ++i) CHECK(describe(x.durable()) == describe(cursor_at(2)));
   DIX_REQUIRE_OK(x.barrier());
   x.require_at(5);
@@ -673,10 +679,7 @@ void check_superseded_barrier_never_publishes(const backend_subject& s) {
     x.advance(1, 1);
     const auto checks = x.host.epoch_checks();
     x.deliver(scenario_batch(s, 2));
-    {
-      INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
-      REQUIRE(x.host.wait_epoch_checks(checks + 1, x.limit));  // batch 2 was taken
-    }
+    x.require_epoch_checks(checks + 1);  // batch 2 was taken
     // A takeover lands now: the next check (the barrier's, before it publishes) sees epoch 2.
     x.host.supersede_at_next_check(2);
     waiter w;
@@ -737,10 +740,7 @@ void check_deferral_by_queue_then_changed(const backend_subject& s) {
   const auto bytes = s.defer_batch_bytes;
   x.host.hold_epoch_checks();  // the applier stops at its first check
   x.deliver(scenario_batch(s, 1, 1, bytes == 0 ? 100 : bytes));  // an empty queue accepts any single batch
-  {
-    INFO("waiting for the applier's is_owner_epoch call (docs/backends.md §0, installed as share/doc/dix/backends.md: before applying each batch)");
-    REQUIRE(x.host.wait_epoch_checks(1, x.limit));
-  }
+  x.require_epoch_checks(1);
   if (bytes == 0) {
     // The subject claims no queue cap: nothing is deferred, nothing lost.
     for (std::uint64_t n = 2; n <= s.defer_max_deliveries; ++n) x.deliver(scenario_batch(s, n));
