@@ -6,6 +6,10 @@
 
 #include <algorithm>
 
+#include <dix/memory.hpp>
+
+#include "adapters/write_batch_reader.hpp"
+
 #include "core/bytes.hpp"
 #include "core/clock.hpp"
 #include "core/index_time.hpp"
@@ -57,8 +61,15 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   info.time = process_index_time().next(system_clock().wall_now_ns());
   batch.stamp(flags, info.time);
   auto s = db->Write(wo, &batch);
-  if (!s.ok()) return error{errc::io_error, "writing to " + path.string() + ": " + s.ToString()};
+  // What the tail drops is freed after the commit mutex (declared before `guard`'s unlock).
+  std::vector<std::shared_ptr<const wal_transaction>> dropped;
+  if (!s.ok()) {
+    // The record may be in the WAL all the same: no follower may step over it from the tail.
+    if (tail->wanted()) dropped = tail->reset();
+    return error{errc::io_error, "writing to " + path.string() + ": " + s.ToString()};
+  }
   info.sequence = db->GetLatestSequenceNumber() - ops + 1;
+  dropped = tail->wanted() ? append_to_tail(batch, info.sequence) : tail->missed();
   if (sync) {
     auto end = info.sequence + ops - 1;
     auto prev = synced_sequence.load(std::memory_order_relaxed);
@@ -68,6 +79,24 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   guard.unlock();
   notify(commit_event{info, flags});
   return info;
+}
+
+std::vector<std::shared_ptr<const wal_transaction>> primary_store::impl::append_to_tail(const rocksdb::WriteBatch& batch,
+                                                                                       std::uint64_t sequence) {
+  // A copy of the bytes RocksDB wrote as the WAL record, decoded by the WAL reader's decoder.
+  auto copy = std::make_shared<const rocksdb::WriteBatch>(batch);
+  if (auto ok = read_write_batch(*copy, sequence, tail_scratch); !ok) return tail->reset();
+  if (tail_families.empty() || has_unknown_family(tail_scratch, tail_families)) tail_families = families();
+  auto txn = decode_transaction(tail_scratch, tail_families);
+  if (!txn) return tail->reset();  // the WAL reader meets the same batch and reports it
+  txn->storage = std::move(copy);
+  return tail->append(std::make_shared<const wal_transaction>(std::move(*txn)));
+}
+
+commit_tail::limits primary_store::impl::commit_tail_limits() {
+  commit_tail::limits l;
+  l.max_bytes = std::min<std::uint64_t>(l.max_bytes, memory_budget().budget_bytes / 16);
+  return l;
 }
 
 bool primary_store::impl::flush_for_space(std::uint64_t floor) {

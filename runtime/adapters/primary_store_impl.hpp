@@ -32,6 +32,7 @@
 #include "adapters/free_space.hpp"
 #include "adapters/primary_store_hooks.hpp"  // commit_event, commit listeners, gate_of, …
 #include "adapters/write_gate.hpp"
+#include "core/commit_tail.hpp"
 #include "core/shared_reads.hpp"
 #include "core/wal_batch.hpp"
 #include "ports/store_reader.hpp"  // coverage_point
@@ -107,6 +108,12 @@ struct primary_store::impl {
   // The primary reads the tailers of this store share (core/shared_reads.hpp, decision 0061).
   // This store's state only: a store opened again has a new one.
   std::shared_ptr<shared_reads> reads = std::make_shared<shared_reads>();
+  // The latest commits, decoded once here for the tailers at the log's end (core/commit_tail.hpp,
+  // decision 0064); appended under commit_mutex, with the family map and scratch below. This
+  // store's state only: reset at close, a store opened again has a new one.
+  std::shared_ptr<commit_tail> tail = std::make_shared<commit_tail>(commit_tail_limits());
+  family_map tail_families;  // guarded by commit_mutex
+  raw_batch tail_scratch;    // guarded by commit_mutex
   // The WAL listing of protocol.md §13.2, sampled at most once per interval (sampled_retention).
   struct wal_sample;
   std::mutex wal_sample_mutex;
@@ -138,6 +145,13 @@ struct primary_store::impl {
   // store and the filesystem has room for the flush above half of `floor`; true when it did.
   bool flush_for_space(std::uint64_t floor);
   void notify(const commit_event& e);
+  // Appends the batch just written at `sequence` to `tail` (decoded as the WAL reader decodes it),
+  // or resets the tail when it cannot be decoded. Caller holds commit_mutex; returns what the tail
+  // dropped, to be freed after the mutex.
+  std::vector<std::shared_ptr<const wal_transaction>> append_to_tail(const rocksdb::WriteBatch& batch,
+                                                                     std::uint64_t sequence);
+  // The tail's bounds: 1/16 of the process's memory budget, at most 16 MiB.
+  static commit_tail::limits commit_tail_limits();
   // Writes `clock` (unless record_clock is false: a failed open must not write), drops the
   // close listeners' iterators, closes RocksDB. Idempotent.
   result<void> close(bool record_clock = true);

@@ -261,6 +261,7 @@ result<void> primary_store::impl::close(bool record_clock) {
   }
   // Its shared reads go with it (they take no store lock, so this cannot wait on a reader).
   reads->forget();
+  tail->reset();  // and the commits its tailers took from memory
   for (auto* h : handles) {
     auto s = db->DestroyColumnFamilyHandle(h);
     (void)s;  // only fails for the default handle, which RocksDB keeps itself

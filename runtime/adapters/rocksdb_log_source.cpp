@@ -4,6 +4,7 @@
 
 #include "adapters/store_ports.hpp"
 #include "adapters/write_batch_reader.hpp"
+#include "core/commit_tail.hpp"
 
 namespace dix {
 namespace {
@@ -182,6 +183,12 @@ result<std::optional<wal_transaction>> rocksdb_log_source::pull() {
   return reread;
 }
 
+void rocksdb_log_source::release() noexcept {
+  std::shared_lock lock(impl_.lifecycle);
+  iterator_.reset();  // next() answers "not open" until open()
+  advance_ = false;
+}
+
 result<std::uint64_t> rocksdb_log_source::latest_sequence() const {
   std::shared_lock lock(impl_.lifecycle);
   if (!impl_.open) return closed(impl_);
@@ -198,7 +205,8 @@ result<wal_retention> rocksdb_log_source::retention(std::uint64_t anchor_sequenc
 }
 
 std::shared_ptr<log_source> make_rocksdb_log_source(std::shared_ptr<primary_store> store) {
-  return std::make_shared<rocksdb_log_source>(std::move(store));
+  auto tail = primary_store_access::get(*store).tail;
+  return std::make_shared<tail_log_source>(std::make_unique<rocksdb_log_source>(std::move(store)), std::move(tail));
 }
 
 }  // namespace dix

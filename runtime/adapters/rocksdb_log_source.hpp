@@ -39,6 +39,7 @@ class rocksdb_log_source final : public log_source {
   result<wal_retention> retention(std::uint64_t anchor_sequence,
                                   std::uint64_t wall_now_ns) const override;
   std::uint64_t reopens() const noexcept override { return reopens_; }
+  void release() noexcept override;
 
  private:
   // next() without the lock and the reset on error.

@@ -48,6 +48,10 @@ class log_source {
 
   // Re-opens after WAL switches since the source was created (cumulative); metric `log_reopens`.
   virtual std::uint64_t reopens() const noexcept = 0;
+
+  // Drops what reading holds (an open WAL file), leaving the source closed: open() again before
+  // next(). For a reader that reads elsewhere for a while (core/commit_tail.hpp).
+  virtual void release() noexcept {}
 };
 
 }  // namespace dix

@@ -192,7 +192,7 @@ std::string differs_from_primary(sim_pipeline& p) {
 // of its own budgets, and leaves (or is dropped by a fault of its own: a purge, a failed read).
 // After each turn it must hold invariant 1 at its through, and at the end the primary exactly.
 struct peer {
-  std::unique_ptr<test::fake_store::source> source;
+  std::unique_ptr<log_source> source;  // through the store's tail when it has one
   std::unique_ptr<test::fake_store::reader> reader;
   std::unique_ptr<tailer_core> core;
   std::map<std::string, test::index_entry> index;  // by record id
@@ -202,7 +202,7 @@ struct peer {
 std::unique_ptr<peer> join_peer(sim_pipeline& p) {
   if (p.store.transactions().empty()) return nullptr;
   auto r = std::make_unique<peer>();
-  r->source = std::make_unique<test::fake_store::source>(p.store);
+  r->source = p.store.tail_source();
   r->reader = std::make_unique<test::fake_store::reader>(p.store);
   std::map<table_ref, projection> projections{{table_ref{"main", sim_table}, test::identity_projection()}};
   r->core = std::make_unique<tailer_core>(std::vector<tailer_log>{{r->source.get(), r->reader.get()}}, projections,
@@ -250,10 +250,12 @@ std::string pull_peer(sim_pipeline& p, peer& r, const turn_budgets& budgets, boo
   return {};
 }
 
-// `shared`: the store's reads are shared (sim_shell::shared_read_bytes) by the runner's tailer and
-// up to three peers joining, pulling and leaving at steps a stream of their own picks, the shared
-// reads lost now and then (the reader's crash: only an optimization is lost), the peers gone with
-// the process at every OS crash.
+// `shared`: the store's reads are shared (sim_shell::shared_read_bytes), and in three seeds of four
+// its commits go to a commit tail (sim_shell::tail_transactions), read through by the runner's
+// tailer and up to three peers joining, pulling and leaving at steps a stream of their own picks;
+// the shared reads are lost and the tail reset now and then (the reader's crash: only an
+// optimization is lost), a commit now and then misses the tail (a write that failed after its WAL
+// record), the peers gone with the process at every OS crash.
 std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::size_t> crash_at = std::nullopt,
                      bool shared = false) {
   std::mt19937_64 rng(seed);
@@ -275,6 +277,8 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
   std::mt19937_64 peering(seed ^ 0x5ead);
   if (shared) {
     shell.shared_read_bytes = std::array<std::size_t, 3>{1500, 4000, 1u << 20}[peering() % 3];
+    shell.tail_transactions = std::array<std::size_t, 4>{0, 2, 5, 64}[peering() % 4];
+    shell.tail_bytes = std::array<std::uint64_t, 2>{400, 1u << 20}[peering() % 2];
   }
   auto peer_budgets = [&] {
     turn_budgets b;
@@ -431,7 +435,12 @@ std::string run_seed(std::uint64_t seed, std::size_t steps, std::optional<std::s
         trace << "-";
       } else if (move == 2 && p.store.shares() != nullptr) {
         p.store.shares()->forget();
+        if (p.store.tail()) p.store.tail()->reset();
         trace << "~";
+      } else if (move == 8 && p.store.tail()) {
+        p.store.skip_tail_once = true;
+        p.store.commit({test::put(sim_table, "k" + std::to_string(peering() % key_space), "untailed")});
+        trace << "u";
       } else if (move < 8 && !peers.empty()) {
         const auto i = peering() % peers.size();
         for (auto turns = 1 + peering() % 3; turns > 0; --turns) {

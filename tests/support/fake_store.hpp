@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/bytes.hpp"
+#include "core/commit_tail.hpp"
 #include "core/shared_reads.hpp"
 #include "core/txn_header.hpp"
 #include "ports/log_source.hpp"
@@ -84,6 +85,13 @@ class fake_store {
     latest_ = t.end_sequence();
     if (sync) synced_ = latest_;
     history_.push_back(t);
+    // As the RocksDB store's commit path: the transaction it wrote, to the tail while followed, else
+    // the tail told it missed one; a test's skip_tail_once is a write that failed after its WAL
+    // record was written (the tail is reset).
+    if (tail_ && skip_tail_once) tail_->reset();
+    else if (tail_ && tail_->wanted()) tail_->append(std::make_shared<const wal_transaction>(t));
+    else if (tail_) tail_->missed();
+    skip_tail_once = false;
     log_.push_back(std::move(t));
     return {log_.back().sequence, log_.back().time};
   }
@@ -97,6 +105,7 @@ class fake_store {
   // the next commits reuse the lost sequences (with new header times).
   void crash() {
     if (shares_) shares_->forget();  // what was read may be gone; a real crash takes the process
+    if (tail_) tail_->reset();        // and the commits its tailers took from memory
     while (!log_.empty() && log_.back().sequence > synced_) log_.pop_back();
     while (!history_.empty() && history_.back().sequence > synced_) history_.pop_back();
     latest_ = history_.empty() ? 0 : history_.back().end_sequence();
@@ -122,6 +131,9 @@ class fake_store {
   std::uint64_t synced() const { return synced_; }
   std::uint64_t syncs() const { return syncs_; }
   std::uint64_t reads() const { return reads_; }
+  // The log's opens and the transactions its sources' next() returned (not those of a tail).
+  std::uint64_t log_opens() const { return log_opens_; }
+  std::uint64_t log_reads() const { return log_reads_; }
   const std::vector<wal_transaction>& transactions() const { return log_; }
   // Every transaction the store holds the effects of, purged ones included (a crash drops what
   // it lost): what checkers compare an index against.
@@ -138,6 +150,15 @@ class fake_store {
   // RocksDB store do; with min_followers 1 even a lone tailer takes its own earlier reads.
   void share_reads(shared_reads::limits l) { shares_ = std::make_unique<shared_reads>(l); }
   shared_reads* shares() const { return shares_.get(); }
+  // The store's commits go to a commit tail (core/commit_tail.hpp) its tailers may read through
+  // (tail_source), as the RocksDB store's do.
+  void share_tail(commit_tail::limits l) { tail_ = std::make_shared<commit_tail>(l); }
+  const std::shared_ptr<commit_tail>& tail() const { return tail_; }
+  // The next commit is written to the log, and the tail is reset instead of appended to: what the
+  // RocksDB store does when a write fails after its WAL record may have been written.
+  bool skip_tail_once = false;
+  // A source over this store's log, through its tail when it has one.
+  std::unique_ptr<log_source> tail_source();
 
   // Faults the next read / sync with io_error.
   bool fail_reads = false;
@@ -153,6 +174,7 @@ class fake_store {
     const std::string& identity() const noexcept override { return s_.identity_; }
     result<wal_transaction> open(std::uint64_t sequence, index_time_t time) override {
       open_ = false;
+      ++s_.log_opens_;
       for (std::size_t i = 0; i < s_.log_.size(); ++i) {
         const auto& t = s_.log_[i];
         if (t.sequence < sequence) continue;
@@ -175,8 +197,10 @@ class fake_store {
         return error{errc::log_retention, "gap after " + std::to_string(last_end_)};
       }
       last_end_ = it->end_sequence();
+      ++s_.log_reads_;
       return std::optional<wal_transaction>{*it};
     }
+    void release() noexcept override { open_ = false; }
     result<std::uint64_t> latest_sequence() const override { return s_.latest_; }
     result<wal_retention> retention(std::uint64_t, std::uint64_t) const override { return s_.retention_figures; }
     std::uint64_t reopens() const noexcept override { return 0; }
@@ -308,8 +332,16 @@ class fake_store {
   std::uint64_t reads_ = 0;
   std::uint64_t purged_ = 0;
   std::uint64_t scanned_ = 0;
+  std::uint64_t log_opens_ = 0, log_reads_ = 0;
   index_time_t clock_ = 1000;
   std::unique_ptr<shared_reads> shares_;
+  std::shared_ptr<commit_tail> tail_;
 };
+
+inline std::unique_ptr<log_source> fake_store::tail_source() {
+  auto own = std::make_unique<source>(*this);
+  if (!tail_) return own;
+  return std::make_unique<tail_log_source>(std::move(own), tail_);
+}
 
 }  // namespace dix::test

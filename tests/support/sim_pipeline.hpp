@@ -55,6 +55,10 @@ struct sim_shell {
   // The store's tailers share their reads (core/shared_reads.hpp, decision 0061) even alone, in
   // small generations (so they turn over); 0: not shared.
   std::size_t shared_read_bytes = 0;
+  // The store's commits go to a commit tail (core/commit_tail.hpp, decision 0064) of at most this
+  // many transactions and `tail_bytes`, which its tailers read through; 0: no tail.
+  std::size_t tail_transactions = 0;
+  std::uint64_t tail_bytes = 1u << 20;
 };
 
 class sim_pipeline final : public backend_host {
@@ -62,6 +66,7 @@ class sim_pipeline final : public backend_host {
   explicit sim_pipeline(runner_options options = {}, sim_shell shells = {})
     : shell(shells), options_(options), budgets_(make_turn_budgets(options)) {
     if (shell.shared_read_bytes > 0) store.share_reads(shared_reads::limits{shell.shared_read_bytes, 1});
+    if (shell.tail_transactions > 0) store.share_tail(commit_tail::limits{shell.tail_transactions, shell.tail_bytes});
     store.commit({fake_op{op_kind::put, 0, "format", "1", true}}, header_flag::system, true);  // sequence 1
     backend.attach(*this);
     subscription_ = backend.on_state_change([this](state_change c) {
@@ -269,6 +274,7 @@ class sim_pipeline final : public backend_host {
   fake_store::source source{store};
   fake_store::reader reader{store};
   sim_backend backend;
+  std::unique_ptr<log_source> tailed_;  // through the store's tail when it has one; before `tailer`
   std::unique_ptr<tailer_core> tailer;
   std::unique_ptr<runner_core> runner;  // null between a crash and the supervisor's respawn
   std::unique_ptr<runner_interpreter> interpreter;  // the runner actor's, over `runner`
@@ -449,7 +455,14 @@ class sim_pipeline final : public backend_host {
 
   void spawn_runner(std::optional<readiness_reason> start_condemned) {
     projections_ = {{table_ref{"main", sim_table}, identity_projection()}};
-    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{&source, &reader}}, projections_,
+    log_source* log = &source;
+    if (store.tail()) {
+      // A source of its own per incarnation, through the store's tail; the old tailer goes first.
+      tailer.reset();
+      tailed_ = store.tail_source();
+      log = tailed_.get();
+    }
+    tailer = std::make_unique<tailer_core>(std::vector<tailer_log>{{log, &reader}}, projections_,
                                            std::vector<attached_log>{{store.log_name(), store.identity()}});
     runner_core::config c;
     c.options = options_;

@@ -1,0 +1,208 @@
+#include "core/commit_tail.hpp"
+
+#include <utility>
+
+namespace dix {
+
+std::uint64_t commit_tail::charge(const wal_transaction& t) noexcept {
+  return t.data_size + t.ops.size() * sizeof(wal_op) + entry_overhead;
+}
+
+std::vector<std::shared_ptr<const wal_transaction>> commit_tail::append(std::shared_ptr<const wal_transaction> t) {
+  std::vector<std::shared_ptr<const wal_transaction>> dropped;
+  if (!t || t->count == 0) return dropped;
+  std::lock_guard lock(mutex_);
+  if (next_sequence_ != 0 && t->sequence != next_sequence_) {
+    // A commit that was not appended lies between: a new generation, so no follower steps over it.
+    ++generation_;
+    ++resets_;
+    first_ += held_.size();
+    dropped.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
+    held_.clear();
+    bytes_ = 0;
+  }
+  next_sequence_ = t->end_sequence() + 1;
+  armed_.store(true, std::memory_order_release);
+  bytes_ += charge(*t);
+  held_.push_back(std::move(t));
+  ++appended_;
+  while (held_.size() > 1 && (held_.size() > limits_.max_transactions || bytes_ > limits_.max_bytes)) {
+    bytes_ -= charge(*held_.front());
+    dropped.push_back(std::move(held_.front()));
+    held_.pop_front();
+    ++first_;
+    ++evicted_;
+  }
+  return dropped;
+}
+
+std::vector<std::shared_ptr<const wal_transaction>> commit_tail::reset() {
+  std::vector<std::shared_ptr<const wal_transaction>> dropped;
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  ++resets_;
+  first_ += held_.size();
+  dropped.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
+  held_.clear();
+  bytes_ = 0;
+  next_sequence_ = 0;
+  armed_.store(false, std::memory_order_release);
+  return dropped;
+}
+
+std::vector<std::shared_ptr<const wal_transaction>> commit_tail::missed() {
+  if (!armed_.load(std::memory_order_acquire)) return {};
+  return reset();
+}
+
+const std::shared_ptr<const wal_transaction>* commit_tail::at(std::uint64_t p) const noexcept {
+  if (p < first_ || p - first_ >= held_.size()) return nullptr;
+  return &held_[static_cast<std::size_t>(p - first_)];
+}
+
+commit_tail::step commit_tail::next_after(place& where, std::uint64_t last_end) const {
+  std::lock_guard lock(mutex_);
+  if (where.generation != generation_ || where.next < first_) return {};
+  if (const auto* t = at(where.next)) {
+    // Consecutive within a generation; checked all the same, since a follower's place and its
+    // last transaction are kept apart.
+    if ((*t)->sequence != last_end + 1) return {};
+    ++where.next;
+    ++served_;
+    return {answer::found, *t};
+  }
+  // Past the last held: the follower took the last one (its end is the next append's start).
+  if (where.next == first_ + held_.size() && next_sequence_ == last_end + 1) return {answer::caught_up, nullptr};
+  return {};
+}
+
+bool commit_tail::locate(std::uint64_t sequence, std::uint64_t end, index_time_t time, std::uint64_t& p) const {
+  if (held_.empty()) return false;
+  const auto front = held_.front()->sequence;
+  const auto back = held_.back()->sequence;
+  if (sequence < front || sequence > back) return false;
+  // Consecutive sequences: search by sequence (operation counts vary, so not by arithmetic).
+  std::size_t lo = 0, hi = held_.size();
+  while (lo < hi) {
+    const auto mid = lo + (hi - lo) / 2;
+    if (held_[mid]->sequence < sequence) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == held_.size()) return false;
+  const auto& t = *held_[lo];
+  if (t.sequence != sequence || t.end_sequence() != end || (time != 0 && t.time != time)) return false;
+  p = first_ + lo;
+  return true;
+}
+
+bool commit_tail::join_after(std::uint64_t sequence, std::uint64_t end, index_time_t time, place& where) const {
+  std::lock_guard lock(mutex_);
+  std::uint64_t p = 0;
+  if (!locate(sequence, end, time, p)) return false;
+  where = place{generation_, p + 1};
+  return true;
+}
+
+std::shared_ptr<const wal_transaction> commit_tail::find(std::uint64_t sequence, index_time_t time, place& where) const {
+  std::lock_guard lock(mutex_);
+  if (held_.empty() || sequence < held_.front()->sequence || sequence > held_.back()->sequence) return nullptr;
+  std::size_t lo = 0, hi = held_.size();
+  while (lo < hi) {
+    const auto mid = lo + (hi - lo) / 2;
+    if (held_[mid]->sequence < sequence) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == held_.size()) return nullptr;
+  const auto& t = held_[lo];
+  if (t->sequence != sequence || (time != 0 && t->time != time)) return nullptr;
+  where = place{generation_, first_ + lo + 1};
+  ++served_;
+  return t;
+}
+
+commit_tail::counters commit_tail::stats() const {
+  std::lock_guard lock(mutex_);
+  return counters{appended_, served_, resets_, evicted_, held_.size(), bytes_};
+}
+
+tail_log_source::tail_log_source(std::unique_ptr<log_source> own, std::shared_ptr<commit_tail> tail)
+    : own_(std::move(own)), tail_(std::move(tail)) {}
+
+tail_log_source::~tail_log_source() { set_opened(false); }
+
+void tail_log_source::set_opened(bool opened) noexcept {
+  opened_ = opened;
+  if (!opened) in_tail_ = false;
+  if (!tail_ || following_ == opened) return;
+  following_ = opened;
+  if (opened) tail_->follow();
+  else tail_->unfollow();
+}
+
+void tail_log_source::returned(const wal_transaction& t) noexcept {
+  last_sequence_ = t.sequence;
+  last_end_ = t.end_sequence();
+  last_time_ = t.time;
+}
+
+void tail_log_source::try_join() noexcept {
+  if (!tail_ || in_tail_) return;
+  if (!tail_->join_after(last_sequence_, last_end_, last_time_, place_)) return;
+  in_tail_ = true;
+  own_stale_ = true;  // leaving the tail re-opens own_ at the last transaction returned
+  own_->release();    // and until then it holds no WAL file open
+}
+
+result<wal_transaction> tail_log_source::open(std::uint64_t sequence, index_time_t time) {
+  set_opened(false);
+  own_stale_ = false;
+  if (tail_ && sequence != 0) {
+    if (auto held = tail_->find(sequence, time, place_)) {
+      returned(*held);
+      set_opened(true);
+      in_tail_ = true;
+      own_stale_ = true;  // own_ is not open here: leaving the tail opens it
+      own_->release();
+      return wal_transaction(*held);
+    }
+  }
+  auto first = own_->open(sequence, time);
+  if (!first) return first;
+  returned(*first);
+  set_opened(true);
+  try_join();
+  return first;
+}
+
+result<std::optional<wal_transaction>> tail_log_source::next() {
+  if (!opened_) return own_->next();  // not open: the own source's own error
+  if (in_tail_) {
+    auto step = tail_->next_after(place_, last_end_);
+    if (step.kind == commit_tail::answer::found) {
+      returned(*step.txn);
+      return std::optional<wal_transaction>{wal_transaction(*step.txn)};
+    }
+    if (step.kind == commit_tail::answer::caught_up) return std::optional<wal_transaction>{};
+    in_tail_ = false;  // outside: read on from the own source
+  }
+  if (own_stale_) {
+    // The exact resume of §3.2 at the last transaction returned; its anchor is not returned again.
+    auto anchor = own_->open(last_sequence_, last_time_);
+    ++reopens_;
+    if (!anchor) {
+      set_opened(false);
+      return anchor.error();
+    }
+    own_stale_ = false;
+  }
+  auto txn = own_->next();
+  if (!txn) {
+    set_opened(false);
+    return txn;
+  }
+  if (*txn) returned(**txn);
+  try_join();
+  return txn;
+}
+
+}  // namespace dix
