@@ -5,6 +5,7 @@
 #include "adapters/primary_store_detail.hpp"
 
 #include <algorithm>
+#include <new>
 
 #include <dix/memory.hpp>
 
@@ -65,11 +66,12 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
   std::vector<std::shared_ptr<const wal_transaction>> dropped;
   if (!s.ok()) {
     // The record may be in the WAL all the same: no follower may step over it from the tail.
-    if (tail->wanted()) dropped = tail->reset();
+    tail->reset();
     return error{errc::io_error, "writing to " + path.string() + ": " + s.ToString()};
   }
   info.sequence = db->GetLatestSequenceNumber() - ops + 1;
-  dropped = tail->wanted() ? append_to_tail(batch, info.sequence) : tail->missed();
+  if (tail->wanted()) dropped = append_to_tail(batch, info.sequence);
+  else tail->missed();
   if (sync) {
     auto end = info.sequence + ops - 1;
     auto prev = synced_sequence.load(std::memory_order_relaxed);
@@ -83,14 +85,25 @@ result<commit_info> primary_store::impl::write_locked(std::uint8_t flags, batch_
 
 std::vector<std::shared_ptr<const wal_transaction>> primary_store::impl::append_to_tail(const rocksdb::WriteBatch& batch,
                                                                                        std::uint64_t sequence) {
-  // A copy of the bytes RocksDB wrote as the WAL record, decoded by the WAL reader's decoder.
-  auto copy = std::make_shared<const rocksdb::WriteBatch>(batch);
-  if (auto ok = read_write_batch(*copy, sequence, tail_scratch); !ok) return tail->reset();
-  if (tail_families.empty() || has_unknown_family(tail_scratch, tail_families)) tail_families = families();
-  auto txn = decode_transaction(tail_scratch, tail_families);
-  if (!txn) return tail->reset();  // the WAL reader meets the same batch and reports it
-  txn->storage = std::move(copy);
-  return tail->append(std::make_shared<const wal_transaction>(std::move(*txn)));
+  // The commit is written: whatever happens here, it stands, and the tail is only an optimisation.
+  // A batch that cannot be decoded (the WAL reader meets the same batch and reports it) or memory
+  // that cannot be had ends the tail's generation: its followers read the WAL.
+  try {
+    // A copy of the bytes RocksDB wrote as the WAL record, decoded by the WAL reader's decoder.
+    auto copy = std::make_shared<const rocksdb::WriteBatch>(batch);
+    auto txn = read_write_batch(*copy, sequence, tail_scratch);
+    if (txn) {
+      if (tail_families.empty() || has_unknown_family(tail_scratch, tail_families)) tail_families = families();
+      auto decoded = decode_transaction(tail_scratch, tail_families);
+      if (decoded) {
+        decoded->storage = std::move(copy);
+        return tail->append(std::make_shared<const wal_transaction>(std::move(*decoded)));
+      }
+    }
+  } catch (const std::bad_alloc&) {
+  }
+  tail->reset();
+  return {};
 }
 
 commit_tail::limits primary_store::impl::commit_tail_limits() {

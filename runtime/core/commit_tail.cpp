@@ -14,17 +14,16 @@ std::vector<std::shared_ptr<const wal_transaction>> commit_tail::append(std::sha
   std::lock_guard lock(mutex_);
   if (next_sequence_ != 0 && t->sequence != next_sequence_) {
     // A commit that was not appended lies between: a new generation, so no follower steps over it.
-    ++generation_;
-    ++resets_;
-    first_ += held_.size();
-    dropped.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
-    held_.clear();
-    bytes_ = 0;
+    dropped.reserve(held_.size());
+    for (auto& h : held_) dropped.push_back(std::move(h));
+    end_generation();
   }
-  next_sequence_ = t->end_sequence() + 1;
-  armed_.store(true, std::memory_order_release);
-  bytes_ += charge(*t);
+  const auto end = t->end_sequence() + 1;
+  const auto charged = charge(*t);
   held_.push_back(std::move(t));
+  next_sequence_ = end;
+  armed_.store(true, std::memory_order_release);
+  bytes_ += charged;
   ++appended_;
   while (held_.size() > 1 && (held_.size() > limits_.max_transactions || bytes_ > limits_.max_bytes)) {
     bytes_ -= charge(*held_.front());
@@ -36,23 +35,23 @@ std::vector<std::shared_ptr<const wal_transaction>> commit_tail::append(std::sha
   return dropped;
 }
 
-std::vector<std::shared_ptr<const wal_transaction>> commit_tail::reset() {
-  std::vector<std::shared_ptr<const wal_transaction>> dropped;
-  std::lock_guard lock(mutex_);
+void commit_tail::end_generation() noexcept {
   ++generation_;
   ++resets_;
   first_ += held_.size();
-  dropped.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
   held_.clear();
   bytes_ = 0;
   next_sequence_ = 0;
   armed_.store(false, std::memory_order_release);
-  return dropped;
 }
 
-std::vector<std::shared_ptr<const wal_transaction>> commit_tail::missed() {
-  if (!armed_.load(std::memory_order_acquire)) return {};
-  return reset();
+void commit_tail::reset() noexcept {
+  std::lock_guard lock(mutex_);
+  end_generation();
+}
+
+void commit_tail::missed() noexcept {
+  if (armed_.load(std::memory_order_acquire)) reset();
 }
 
 const std::shared_ptr<const wal_transaction>* commit_tail::at(std::uint64_t p) const noexcept {

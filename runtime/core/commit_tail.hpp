@@ -71,16 +71,17 @@ class commit_tail {
   // Writer side. Whether anything follows (else append() need not be called).
   bool wanted() const noexcept { return followers_.load(std::memory_order_acquire) != 0; }
   // Appends the transaction the store just committed (resetting first when it does not follow the
-  // last one). Returns what was evicted, for the caller to free outside its locks.
+  // last one). Returns what was evicted, for the caller to free outside its locks. May throw
+  // std::bad_alloc; the caller then resets (the commit itself stands).
   std::vector<std::shared_ptr<const wal_transaction>> append(std::shared_ptr<const wal_transaction> t);
-  // Drops everything and starts a new generation: no follower takes another transaction from
-  // what came before. Returns the dropped, as append() does.
-  std::vector<std::shared_ptr<const wal_transaction>> reset();
+  // Drops everything (freed here: rare) and starts a new generation: no follower takes another
+  // transaction from what came before. Allocates nothing.
+  void reset() noexcept;
   // The store committed without appending (nothing followed when it looked): the tail no longer
-  // reaches the log's end, so it is reset unless it already holds nothing of this generation.
-  // Without this a follower joining at the tail's end would wait for a commit already made.
-  // One atomic load when there is nothing to reset.
-  std::vector<std::shared_ptr<const wal_transaction>> missed();
+  // reaches the log's end, so it is reset unless it holds nothing of this generation. Without
+  // this a follower joining at the tail's end would wait for a commit already made. One atomic
+  // load when there is nothing to reset.
+  void missed() noexcept;
 
   void follow() noexcept { followers_.fetch_add(1, std::memory_order_acq_rel); }
   void unfollow() noexcept { followers_.fetch_sub(1, std::memory_order_acq_rel); }
@@ -121,6 +122,7 @@ class commit_tail {
 
  private:
   static std::uint64_t charge(const wal_transaction& t) noexcept;
+  void end_generation() noexcept;  // under mutex_: drops everything held, a new generation
   // The held transaction at position `p`, or null. Under mutex_.
   const std::shared_ptr<const wal_transaction>* at(std::uint64_t p) const noexcept;
   // Under mutex_: the held transaction whose (sequence, end, time) these are, its position.
