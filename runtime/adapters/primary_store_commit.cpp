@@ -89,6 +89,7 @@ std::vector<std::shared_ptr<const wal_transaction>> primary_store::impl::append_
   // A batch that cannot be decoded (the WAL reader meets the same batch and reports it) or memory
   // that cannot be had ends the tail's generation: its followers read the WAL.
   try {
+    if (!tail->fits(batch.GetDataSize())) return tail->take_all();  // read from the WAL instead
     // A copy of the bytes RocksDB wrote as the WAL record, decoded by the WAL reader's decoder.
     auto copy = std::make_shared<const rocksdb::WriteBatch>(batch);
     auto txn = read_write_batch(*copy, sequence, tail_scratch);
@@ -100,7 +101,7 @@ std::vector<std::shared_ptr<const wal_transaction>> primary_store::impl::append_
         return tail->append(std::make_shared<const wal_transaction>(std::move(*decoded)));
       }
     }
-  } catch (const std::bad_alloc&) {
+  } catch (...) {  // std::bad_alloc, or anything else: the tail is only an optimisation
   }
   tail->reset();
   return {};

@@ -1,5 +1,6 @@
 #include "core/commit_tail.hpp"
 
+#include <new>
 #include <utility>
 
 namespace dix {
@@ -12,11 +13,12 @@ std::vector<std::shared_ptr<const wal_transaction>> commit_tail::append(std::sha
   std::vector<std::shared_ptr<const wal_transaction>> dropped;
   if (!t || t->count == 0) return dropped;
   std::lock_guard lock(mutex_);
-  if (next_sequence_ != 0 && t->sequence != next_sequence_) {
+  if (!fits(t->data_size) || (next_sequence_ != 0 && t->sequence != next_sequence_)) {
     // A commit that was not appended lies between: a new generation, so no follower steps over it.
     dropped.reserve(held_.size());
     for (auto& h : held_) dropped.push_back(std::move(h));
     end_generation();
+    if (!fits(t->data_size)) return dropped;  // its followers read it from the WAL
   }
   const auto end = t->end_sequence() + 1;
   const auto charged = charge(*t);
@@ -45,6 +47,15 @@ void commit_tail::end_generation() noexcept {
   armed_.store(false, std::memory_order_release);
 }
 
+std::vector<std::shared_ptr<const wal_transaction>> commit_tail::take_all() {
+  std::vector<std::shared_ptr<const wal_transaction>> dropped;
+  std::lock_guard lock(mutex_);
+  dropped.reserve(held_.size());
+  for (auto& h : held_) dropped.push_back(std::move(h));
+  end_generation();
+  return dropped;
+}
+
 void commit_tail::reset() noexcept {
   std::lock_guard lock(mutex_);
   end_generation();
@@ -52,6 +63,23 @@ void commit_tail::reset() noexcept {
 
 void commit_tail::missed() noexcept {
   if (armed_.load(std::memory_order_acquire)) reset();
+}
+
+void commit_tail::unfollow() noexcept {
+  if (followers_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // The last follower left: what the tail holds serves nobody. Freed here, in the follower's
+  // thread and outside the lock, rather than by the next commit under the store's commit mutex.
+  try {
+    std::deque<std::shared_ptr<const wal_transaction>> held;
+    {
+      std::lock_guard lock(mutex_);
+      if (followers_.load(std::memory_order_acquire) != 0) return;  // another came meanwhile
+      held.swap(held_);
+      end_generation();
+    }
+  } catch (const std::bad_alloc&) {
+    reset();
+  }
 }
 
 const std::shared_ptr<const wal_transaction>* commit_tail::at(std::uint64_t p) const noexcept {
@@ -148,12 +176,14 @@ void tail_log_source::try_join() noexcept {
   if (!tail_ || in_tail_) return;
   if (!tail_->join_after(last_sequence_, last_end_, last_time_, place_)) return;
   in_tail_ = true;
-  own_stale_ = true;  // leaving the tail re-opens own_ at the last transaction returned
+  own_stale_ = true;  // leaving the tail re-opens own_ after the last transaction returned
   own_->release();    // and until then it holds no WAL file open
 }
 
 result<wal_transaction> tail_log_source::open(std::uint64_t sequence, index_time_t time) {
-  set_opened(false);
+  // Still following meanwhile (a re-open of the only follower must not end the tail's generation).
+  opened_ = false;
+  in_tail_ = false;
   own_stale_ = false;
   if (tail_ && sequence != 0) {
     if (auto held = tail_->find(sequence, time, place_)) {
@@ -166,11 +196,37 @@ result<wal_transaction> tail_log_source::open(std::uint64_t sequence, index_time
     }
   }
   auto first = own_->open(sequence, time);
-  if (!first) return first;
+  if (!first) {
+    set_opened(false);
+    return first;
+  }
   returned(*first);
   set_opened(true);
   try_join();
   return first;
+}
+
+result<std::optional<wal_transaction>> tail_log_source::leave() {
+  // Where the tail left off: the transaction right after the last one returned, exactly, as the
+  // re-open after a WAL switch (protocol.md §3.4). Only the file holding it must be retained —
+  // not the one holding the last transaction, which the WAL may have purged while this source
+  // read from memory. Not before the log holds it (a generation also ends without a commit).
+  auto latest = own_->latest_sequence();
+  if (!latest) {
+    set_opened(false);
+    return latest.error();
+  }
+  if (*latest <= last_end_) return std::optional<wal_transaction>{};
+  auto first = own_->open(last_end_ + 1, 0);
+  ++reopens_;
+  if (!first) {
+    set_opened(false);
+    return first.error();
+  }
+  own_stale_ = false;
+  returned(*first);
+  try_join();
+  return std::optional<wal_transaction>{std::move(*first)};
 }
 
 result<std::optional<wal_transaction>> tail_log_source::next() {
@@ -184,16 +240,7 @@ result<std::optional<wal_transaction>> tail_log_source::next() {
     if (step.kind == commit_tail::answer::caught_up) return std::optional<wal_transaction>{};
     in_tail_ = false;  // outside: read on from the own source
   }
-  if (own_stale_) {
-    // The exact resume of §3.2 at the last transaction returned; its anchor is not returned again.
-    auto anchor = own_->open(last_sequence_, last_time_);
-    ++reopens_;
-    if (!anchor) {
-      set_opened(false);
-      return anchor.error();
-    }
-    own_stale_ = false;
-  }
+  if (own_stale_) return leave();
   auto txn = own_->next();
   if (!txn) {
     set_opened(false);

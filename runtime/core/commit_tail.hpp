@@ -24,22 +24,25 @@
 // transaction it read from its own source and finds here, the same (sequence, end, header time);
 // from there on it takes the transaction that starts right after its last, in the same
 // generation, and leaves for its own source when the generation changed or the transaction it
-// needs was evicted. Leaving re-opens its own source at the last transaction it returned — the
-// exact resume of protocol.md §3.2, verified by sequence and header time — and reads on from there.
+// needs was evicted. Leaving re-opens its own source exactly at the transaction after the last one
+// it returned, once the log holds it — as the re-open after a WAL switch (protocol.md §3.4), so the
+// WAL file of the last one may have been purged meanwhile — and reads on from there.
 //
 // What stays unchanged: the sync before delivery (§4.8; the tailer syncs as before, the tail holds
 // unsynced commits exactly as the WAL file does); an OS crash takes the process and the tail with
 // it; a store opened again has a new tail; a fake store that simulates the crash in process
-// resets it. The WAL's retention does not apply to the tail: a transaction it holds was committed,
-// whatever a purge removed from the files since.
+// resets it. A transaction the tail holds was committed, whatever a purge removed from the WAL
+// files since; a follower that leaves needs the WAL from its next transaction on, as it would have
+// without the tail.
 //
 // Bounded by a transaction count and a byte count (each transaction's data_size, its operations
-// and a fixed overhead); the oldest go first. Appended only while at least one source follows
-// (a source follows while it is open), so a store without tailers pays nothing.
+// and a fixed overhead); the oldest go first, and one larger than the byte bound is not held.
+// Appended only while at least one source follows (a source follows while it is open), and
+// emptied when the last one leaves, so a store without tailers pays two atomic loads per commit.
 //
-// Thread safety: commit_tail from any thread (one mutex); append() and reset() from one writer at
-// a time (the store's commit mutex). A tail_log_source is used by one thread at a time, like any
-// log_source.
+// Thread safety: commit_tail from any thread (one mutex); append() from one writer at a time (the
+// store's commit mutex); reset() also from the store's close and from the last follower's
+// unfollow(). A tail_log_source is used by one thread at a time, like any log_source.
 #pragma once
 
 #include <atomic>
@@ -71,12 +74,16 @@ class commit_tail {
   // Writer side. Whether anything follows (else append() need not be called).
   bool wanted() const noexcept { return followers_.load(std::memory_order_acquire) != 0; }
   // Appends the transaction the store just committed (resetting first when it does not follow the
-  // last one). Returns what was evicted, for the caller to free outside its locks. May throw
-  // std::bad_alloc; the caller then resets (the commit itself stands).
+  // last one, and instead of appending when it does not fit). Returns what was evicted, for the
+  // caller to free outside its locks. May throw std::bad_alloc; the caller then resets (the commit
+  // itself stands).
   std::vector<std::shared_ptr<const wal_transaction>> append(std::shared_ptr<const wal_transaction> t);
   // Drops everything (freed here: rare) and starts a new generation: no follower takes another
   // transaction from what came before. Allocates nothing.
   void reset() noexcept;
+  // reset(), returning what the tail held for the caller to free outside its locks. May throw
+  // std::bad_alloc (then nothing changed).
+  std::vector<std::shared_ptr<const wal_transaction>> take_all();
   // The store committed without appending (nothing followed when it looked): the tail no longer
   // reaches the log's end, so it is reset unless it holds nothing of this generation. Without
   // this a follower joining at the tail's end would wait for a commit already made. One atomic
@@ -84,7 +91,11 @@ class commit_tail {
   void missed() noexcept;
 
   void follow() noexcept { followers_.fetch_add(1, std::memory_order_acq_rel); }
-  void unfollow() noexcept { followers_.fetch_sub(1, std::memory_order_acq_rel); }
+  // The last follower's unfollow() empties the tail (a new generation), freeing it in its thread.
+  void unfollow() noexcept;
+  // Whether a transaction of `data_size` bytes is held at all: one larger than the byte bound is
+  // not (append() ends the generation instead, and its followers read it from the WAL).
+  bool fits(std::uint64_t data_size) const noexcept { return data_size + entry_overhead <= limits_.max_bytes; }
 
   // A follower's place: the generation it joined and the position (counted from the tail's first
   // append ever) of the transaction it takes next.
@@ -169,6 +180,8 @@ class tail_log_source final : public log_source {
   // After a transaction read from the own source (or the own source caught up): join the tail
   // when it holds the last one returned.
   void try_join() noexcept;
+  // Out of the tail: the own source opened at the transaction after the last one returned.
+  result<std::optional<wal_transaction>> leave();
 
   std::unique_ptr<log_source> own_;
   std::shared_ptr<commit_tail> tail_;

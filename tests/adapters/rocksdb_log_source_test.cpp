@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
 #include <fstream>
 #include <thread>
 
@@ -507,7 +510,9 @@ TEST_CASE("log source through the commit tail: a concurrent writer's commits arr
   std::uint64_t expected = a.sequence + 1;
   int seen = 0;
   bool ordered = true;
-  while (seen < commits) {  // the writer's commits are bounded: so is this loop
+  // A guard against a hang (a source that stands "caught up" while commits wait), not a timing.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (seen < commits && std::chrono::steady_clock::now() < give_up) {
     auto next = source->next();
     if (!next) FAIL(next.error().to_string());
     if (!*next) continue;
@@ -516,9 +521,59 @@ TEST_CASE("log source through the commit tail: a concurrent writer's commits arr
     ++seen;
   }
   writer.join();
+  CHECK(seen == commits);
   CHECK(ordered);
   CHECK(source->reopens() == 0);
   CHECK(primary_store_access::get(*s).tail->stats().served > 0);
+}
+
+TEST_CASE("log source through the commit tail: readers that come and go beside a writer each read every commit once, in order", "[adapter][tailer][commit_tail]") {
+  // Sources open, read a while and close (the last one's leaving empties the tail) on three
+  // threads while a writer commits: every session reads from its anchor without a gap or a
+  // repeat, and the final ones reach the writer's last commit.
+  temp_dir dir;
+  auto s = test::open_store(dir / "db");
+  auto a = test::put_records(*s, "a", 1);
+  constexpr int commits = 6000;
+  std::atomic<bool> failed{false};
+  std::atomic<std::uint64_t> final_end{0};
+  std::thread writer([&] {
+    for (int i = 0; i < commits; ++i) test::put_records(*s, "w" + std::to_string(i) + "-", 1 + i % 3);
+    final_end = latest_sequence(*s);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  auto reader = [&](int id) {
+    std::mt19937 rng(static_cast<unsigned>(id));
+    for (int session = 0; !failed; ++session) {
+      auto source = make_rocksdb_log_source(s);
+      auto anchor = source->open(a.sequence, a.time);
+      if (!anchor) {
+        failed = true;
+        return;
+      }
+      std::uint64_t expected = anchor->end_sequence() + 1;
+      const auto goal = final_end.load() != 0 ? final_end.load() : expected + rng() % 4000;
+      while (expected <= goal && std::chrono::steady_clock::now() < give_up) {
+        auto next = source->next();
+        if (!next || (*next && (*next)->sequence != expected)) {
+          failed = true;
+          return;
+        }
+        if (*next) expected = (*next)->end_sequence() + 1;
+      }
+      if (expected <= goal) {
+        failed = true;  // gave up: a source stood "caught up" with commits left
+        return;
+      }
+      if (final_end.load() != 0 && goal == final_end.load()) return;
+    }
+  };
+  std::thread r1(reader, 1), r2(reader, 2), r3(reader, 3);
+  writer.join();
+  r1.join();
+  r2.join();
+  r3.join();
+  CHECK_FALSE(failed.load());
 }
 
 TEST_CASE("log source through the commit tail: a closed store is an io_error there too", "[adapter][tailer][commit_tail]") {

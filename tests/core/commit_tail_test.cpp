@@ -190,7 +190,8 @@ TEST_CASE("commit tail: a follower behind the tail's oldest reads on its own and
   const auto reads = store.log_reads();
   auto got = drain(*source);
   CHECK(got == sequences_after(store, last));
-  CHECK(store.log_reads() - reads == 7);  // up to the tail's oldest (held 4: it joined after the 7th)
+  // The re-open returns 4, then 6 reads up to the tail's oldest (it holds the last 4: joined at 10).
+  CHECK(store.log_reads() - reads == 6);
   CHECK(ts->in_tail());
   CHECK(source->reopens() == 1);
 }
@@ -265,18 +266,69 @@ TEST_CASE("commit tail: appended only while followed, and a source follows while
   CHECK_FALSE(store.tail()->wanted());
 }
 
-TEST_CASE("commit tail: a crash that loses the unsynced commits leaves no follower on the lost history", "[core][commit_tail]") {
+TEST_CASE("commit tail: a follower leaving the tail needs the WAL from its next transaction on, not the file of its last", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail({});
-  store.commit({test::put(1, "a", "1")}, 0, true);
+  store.share_tail(commit_tail::limits{4, 1u << 20});
+  store.commit({test::put(1, "a", "1")});
   auto source = store.tail_source();
   REQUIRE(source->open(1, 0));
-  commit_n(store, 3);  // unsynced
-  drain(*source);
-  store.crash();       // the three are lost; the next commits reuse their sequences
   commit_n(store, 3);
-  // Its last transaction is no longer the log's: the exact re-open says so (§3.2).
-  auto after = source->next();
-  REQUIRE_FALSE(after);
-  CHECK(after.error().value() == errc::log_retention);
+  drain(*source);
+  auto* ts = dynamic_cast<tail_log_source*>(source.get());
+  REQUIRE(ts->in_tail());
+  const auto last = store.latest();
+  // While it reads from memory the WAL purges the file of its last transaction (a store idle past
+  // its TTL), then a burst evicts past it.
+  commit_n(store, 8);
+  store.purge_before(last + 1);
+  auto got = drain(*source);
+  CHECK(got == sequences_after(store, last));
+  CHECK(source->reopens() == 1);
+  // Nothing more in the log after a generation ended: caught up, no open.
+  store.tail()->reset();
+  const auto opens = store.log_opens();
+  auto none = source->next();
+  REQUIRE(none);
+  CHECK_FALSE(none->has_value());
+  CHECK(store.log_opens() == opens);
+  // Its next transaction purged too: log-retention, as from its own iterator.
+  commit_n(store, 2);
+  store.purge_before(store.latest());
+  auto lost = source->next();
+  REQUIRE_FALSE(lost);
+  CHECK(lost.error().value() == errc::log_retention);
+}
+
+TEST_CASE("commit tail: a transaction larger than the byte bound is not held, and is read from the log", "[core][commit_tail]") {
+  fake_store store("main", "id");
+  store.share_tail(commit_tail::limits{100, 600});
+  store.commit({test::put(1, "a", "1")});
+  auto source = store.tail_source();
+  REQUIRE(source->open(1, 0));
+  commit_n(store, 2);
+  drain(*source);
+  const auto last = store.latest();
+  store.commit({test::put(1, "big", std::string(1000, 'x'))});
+  CHECK(store.tail()->stats().held == 0);
+  commit_n(store, 2);
+  CHECK(drain(*source) == sequences_after(store, last));
+  CHECK(store.tail()->stats().bytes <= 600);
+}
+
+TEST_CASE("commit tail: the last follower's leaving empties it, a re-open of the only follower does not", "[core][commit_tail]") {
+  fake_store store("main", "id");
+  store.share_tail({});
+  store.commit({test::put(1, "a", "1")});
+  auto source = store.tail_source();
+  REQUIRE(source->open(1, 0));
+  commit_n(store, 3);
+  drain(*source);
+  const auto& t = store.transactions()[2];
+  const auto resets = store.tail()->stats().resets;
+  REQUIRE(source->open(t.sequence, t.time));  // from the tail, still following
+  CHECK(store.tail()->stats().resets == resets);
+  CHECK(store.tail()->stats().held == 3);
+  source.reset();
+  CHECK(store.tail()->stats().held == 0);
+  CHECK(store.tail()->stats().resets == resets + 1);
 }
