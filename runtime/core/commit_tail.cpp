@@ -14,7 +14,8 @@ std::vector<std::shared_ptr<const wal_transaction>> commit_tail::append(std::sha
   if (!t || t->count == 0) return dropped;
   std::lock_guard lock(mutex_);
   if (!fits(t->data_size) || (next_sequence_ != 0 && t->sequence != next_sequence_)) {
-    // A commit that was not appended lies between: a new generation, so no follower steps over it.
+    // A commit that was not appended lies between, or this one is not held: a new generation, so
+    // no follower steps over either.
     dropped.reserve(held_.size());
     for (auto& h : held_) dropped.push_back(std::move(h));
     end_generation();
@@ -103,11 +104,8 @@ commit_tail::step commit_tail::next_after(place& where, std::uint64_t last_end) 
   return {};
 }
 
-bool commit_tail::locate(std::uint64_t sequence, std::uint64_t end, index_time_t time, std::uint64_t& p) const {
-  if (held_.empty()) return false;
-  const auto front = held_.front()->sequence;
-  const auto back = held_.back()->sequence;
-  if (sequence < front || sequence > back) return false;
+std::size_t commit_tail::index_of(std::uint64_t sequence) const noexcept {
+  if (held_.empty() || sequence < held_.front()->sequence || sequence > held_.back()->sequence) return held_.size();
   // Consecutive sequences: search by sequence (operation counts vary, so not by arithmetic).
   std::size_t lo = 0, hi = held_.size();
   while (lo < hi) {
@@ -115,36 +113,26 @@ bool commit_tail::locate(std::uint64_t sequence, std::uint64_t end, index_time_t
     if (held_[mid]->sequence < sequence) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == held_.size()) return false;
-  const auto& t = *held_[lo];
-  if (t.sequence != sequence || t.end_sequence() != end || (time != 0 && t.time != time)) return false;
-  p = first_ + lo;
-  return true;
+  return lo < held_.size() && held_[lo]->sequence == sequence ? lo : held_.size();
 }
 
 bool commit_tail::join_after(std::uint64_t sequence, std::uint64_t end, index_time_t time, place& where) const {
   std::lock_guard lock(mutex_);
-  std::uint64_t p = 0;
-  if (!locate(sequence, end, time, p)) return false;
-  where = place{generation_, p + 1};
+  const auto i = index_of(sequence);
+  if (i == held_.size()) return false;
+  const auto& t = *held_[i];
+  if (t.end_sequence() != end || (time != 0 && t.time != time)) return false;
+  where = place{generation_, first_ + i + 1};
   return true;
 }
 
 std::shared_ptr<const wal_transaction> commit_tail::find(std::uint64_t sequence, index_time_t time, place& where) const {
   std::lock_guard lock(mutex_);
-  if (held_.empty() || sequence < held_.front()->sequence || sequence > held_.back()->sequence) return nullptr;
-  std::size_t lo = 0, hi = held_.size();
-  while (lo < hi) {
-    const auto mid = lo + (hi - lo) / 2;
-    if (held_[mid]->sequence < sequence) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == held_.size()) return nullptr;
-  const auto& t = held_[lo];
-  if (t->sequence != sequence || (time != 0 && t->time != time)) return nullptr;
-  where = place{generation_, first_ + lo + 1};
+  const auto i = index_of(sequence);
+  if (i == held_.size() || (time != 0 && held_[i]->time != time)) return nullptr;
+  where = place{generation_, first_ + i + 1};
   ++served_;
-  return t;
+  return held_[i];
 }
 
 commit_tail::counters commit_tail::stats() const {

@@ -115,7 +115,7 @@ class commit_tail {
   // The transaction after the follower's last one (ending at `last_end`), from `at`.
   step next_after(place& at, std::uint64_t last_end) const;
   // Where a follower joins when the tail holds the transaction (sequence, end, header time): the
-  // place after it. nullopt-like: `false` when it does not hold it.
+  // place after it; false when it does not hold it.
   bool join_after(std::uint64_t sequence, std::uint64_t end, index_time_t time, place& at) const;
   // The held transaction at exactly `sequence` (and `time`, unless 0), with the place after it;
   // null when not held: what open() may answer without the WAL.
@@ -136,8 +136,8 @@ class commit_tail {
   void end_generation() noexcept;  // under mutex_: drops everything held, a new generation
   // The held transaction at position `p`, or null. Under mutex_.
   const std::shared_ptr<const wal_transaction>* at(std::uint64_t p) const noexcept;
-  // Under mutex_: the held transaction whose (sequence, end, time) these are, its position.
-  bool locate(std::uint64_t sequence, std::uint64_t end, index_time_t time, std::uint64_t& p) const;
+  // Under mutex_: the index in held_ of the transaction starting at `sequence`, else held_.size().
+  std::size_t index_of(std::uint64_t sequence) const noexcept;
 
   limits limits_;
   std::atomic<std::size_t> followers_{0};
