@@ -28,6 +28,37 @@ std::vector<wal_transaction> drain(log_source& source) {
   }
 }
 
+// What `source` (opened at the anchor `after`) read while a writer thread made 20 000 one-record
+// commits: how many, and whether each followed the last (in order, none twice). The two-minute
+// bound guards against a hang (a source standing "caught up" while commits wait), not a timing.
+struct followed {
+  int seen = 0;
+  bool ordered = true;
+};
+constexpr int writer_commits = 20000;
+followed follow_a_writer(primary_store& s, log_source& source, std::uint64_t after) {
+  std::thread writer([&] {
+    for (int i = 0; i < writer_commits; ++i) test::put_records(s, "w" + std::to_string(i) + "-", 1);
+  });
+  followed out;
+  std::uint64_t expected = after + 1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (out.seen < writer_commits && std::chrono::steady_clock::now() < give_up) {
+    auto next = source.next();
+    if (!next) {
+      out.ordered = false;
+      UNSCOPED_INFO(next.error().to_string());
+      break;
+    }
+    if (!*next) continue;
+    out.ordered = out.ordered && (*next)->sequence == expected;
+    expected = (*next)->end_sequence() + 1;
+    ++out.seen;
+  }
+  writer.join();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("log source: exact resume returns the anchor, then the transactions after it", "[adapter][tailer]") {
@@ -195,23 +226,9 @@ TEST_CASE("log source: tailing a concurrent writer steps only onto complete batc
   auto a = test::put_records(*s, "a", 1);
   rocksdb_log_source source(s);
   REQUIRE(source.open(a.sequence, a.time));
-  constexpr int commits = 20000;
-  std::thread writer([&] {
-    for (int i = 0; i < commits; ++i) test::put_records(*s, "w" + std::to_string(i) + "-", 1);
-  });
-  std::uint64_t expected = a.sequence + 1;
-  int seen = 0;
-  bool ordered = true;
-  while (seen < commits) {  // the writer's commits are bounded: so is this loop
-    auto next = source.next();
-    if (!next) FAIL(next.error().to_string());
-    if (!*next) continue;
-    ordered = ordered && (*next)->sequence == expected;
-    expected = (*next)->end_sequence() + 1;
-    ++seen;
-  }
-  writer.join();
-  CHECK(ordered);
+  auto got = follow_a_writer(*s, source, a.sequence);
+  CHECK(got.seen == writer_commits);
+  CHECK(got.ordered);
   CHECK(source.reopens() == 0);
 }
 
@@ -503,26 +520,9 @@ TEST_CASE("log source through the commit tail: a concurrent writer's commits arr
   auto a = test::put_records(*s, "a", 1);
   auto source = make_rocksdb_log_source(s);
   REQUIRE(source->open(a.sequence, a.time));
-  constexpr int commits = 20000;
-  std::thread writer([&] {
-    for (int i = 0; i < commits; ++i) test::put_records(*s, "w" + std::to_string(i) + "-", 1);
-  });
-  std::uint64_t expected = a.sequence + 1;
-  int seen = 0;
-  bool ordered = true;
-  // A guard against a hang (a source that stands "caught up" while commits wait), not a timing.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (seen < commits && std::chrono::steady_clock::now() < give_up) {
-    auto next = source->next();
-    if (!next) FAIL(next.error().to_string());
-    if (!*next) continue;
-    ordered = ordered && (*next)->sequence == expected;
-    expected = (*next)->end_sequence() + 1;
-    ++seen;
-  }
-  writer.join();
-  CHECK(seen == commits);
-  CHECK(ordered);
+  auto got = follow_a_writer(*s, *source, a.sequence);
+  CHECK(got.seen == writer_commits);
+  CHECK(got.ordered);
   CHECK(source->reopens() == 0);
   CHECK(primary_store_access::get(*s).tail->stats().served > 0);
 }

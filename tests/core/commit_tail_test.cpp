@@ -41,6 +41,21 @@ void commit_n(fake_store& store, int n, int ops = 1) {
   }
 }
 
+// A store with a tail of `limits`, one commit before anyone follows, and a source that read that
+// one from the log, then `n` commits from memory: joined and caught up.
+std::unique_ptr<log_source> joined(fake_store& store, int n, commit_tail::limits limits = {}) {
+  store.share_tail(limits);
+  store.commit({test::put(1, "a", "1")});
+  auto source = store.tail_source();
+  REQUIRE(source->open(1, 0));
+  commit_n(store, n);
+  drain(*source);
+  auto* ts = dynamic_cast<tail_log_source*>(source.get());
+  REQUIRE(ts != nullptr);
+  REQUIRE(ts->in_tail());
+  return source;
+}
+
 }  // namespace
 
 TEST_CASE("commit tail: a follower joins at a transaction it read itself and takes the rest from memory", "[core][commit_tail]") {
@@ -87,14 +102,8 @@ TEST_CASE("commit tail: a follower joins at a transaction it read itself and tak
 
 TEST_CASE("commit tail: a write that failed after its WAL record resets the tail, and the follower reads it from the log", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail({});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 3);
-  drain(*source);
+  auto source = joined(store, 3);
   auto* ts = dynamic_cast<tail_log_source*>(source.get());
-  REQUIRE(ts->in_tail());
   const auto last = store.latest();
   store.skip_tail_once = true;  // in the log; the tail is reset instead of appended to
   commit_n(store, 1);
@@ -160,12 +169,7 @@ TEST_CASE("commit tail: an append that does not follow the last one starts a new
 
 TEST_CASE("commit tail: a reset (a failed write, a crash) is never stepped over", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail({});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 2);
-  drain(*source);
+  auto source = joined(store, 2);
   const auto last = store.latest();
   store.tail()->reset();
   commit_n(store, 2);  // consecutive with the log, but after the reset: another generation
@@ -176,14 +180,8 @@ TEST_CASE("commit tail: a reset (a failed write, a crash) is never stepped over"
 
 TEST_CASE("commit tail: a follower behind the tail's oldest reads on its own and joins again", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail(commit_tail::limits{4, 1u << 20});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 2);
-  drain(*source);
+  auto source = joined(store, 2, commit_tail::limits{4, 1u << 20});
   auto* ts = dynamic_cast<tail_log_source*>(source.get());
-  REQUIRE(ts->in_tail());
   const auto last = store.latest();
   commit_n(store, 10);  // the tail keeps the last 4
   CHECK(store.tail()->stats().held == 4);
@@ -268,14 +266,7 @@ TEST_CASE("commit tail: appended only while followed, and a source follows while
 
 TEST_CASE("commit tail: a follower leaving the tail needs the WAL from its next transaction on, not the file of its last", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail(commit_tail::limits{4, 1u << 20});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 3);
-  drain(*source);
-  auto* ts = dynamic_cast<tail_log_source*>(source.get());
-  REQUIRE(ts->in_tail());
+  auto source = joined(store, 3, commit_tail::limits{4, 1u << 20});
   const auto last = store.latest();
   // While it reads from memory the WAL purges the file of its last transaction (a store idle past
   // its TTL), then a burst evicts past it.
@@ -301,12 +292,7 @@ TEST_CASE("commit tail: a follower leaving the tail needs the WAL from its next 
 
 TEST_CASE("commit tail: a transaction larger than the byte bound is not held, and is read from the log", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail(commit_tail::limits{100, 600});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 2);
-  drain(*source);
+  auto source = joined(store, 2, commit_tail::limits{100, 600});
   const auto last = store.latest();
   store.commit({test::put(1, "big", std::string(1000, 'x'))});
   CHECK(store.tail()->stats().held == 0);
@@ -317,12 +303,7 @@ TEST_CASE("commit tail: a transaction larger than the byte bound is not held, an
 
 TEST_CASE("commit tail: the last follower's leaving empties it, a re-open of the only follower does not", "[core][commit_tail]") {
   fake_store store("main", "id");
-  store.share_tail({});
-  store.commit({test::put(1, "a", "1")});
-  auto source = store.tail_source();
-  REQUIRE(source->open(1, 0));
-  commit_n(store, 3);
-  drain(*source);
+  auto source = joined(store, 3);
   const auto& t = store.transactions()[2];
   const auto resets = store.tail()->stats().resets;
   REQUIRE(source->open(t.sequence, t.time));  // from the tail, still following
