@@ -1,9 +1,10 @@
 // `dix bench failover`: the time a standby process needs to take a store over after the owner
 // dies (protocol.md §9.8, behaviour 14). Two `dix serve` processes share one directory: the owner
-// runs the store, the catalogue indexes and a writer at --rate; the standby blocks on the store's
-// LOCK. Each round lets the owner write for --interval-ms, SIGKILLs it while it writes and times
-// kill → `ready` (both indexes, under larger epochs) as this process sees it through the segment
-// futex; the killed side then comes back as the next standby. The standby's `--timing` lines
+// runs the store, the catalogue indexes (all four, or those --indexes names) and a writer at
+// --rate; the standby blocks on the store's LOCK. Each round lets the owner write for
+// --interval-ms, SIGKILLs it while it writes and times kill → `ready` (every index served, under
+// larger epochs) as this process sees it through the segment futex; the killed side then comes
+// back as the next standby. The standby's `--timing` lines
 // split the time into phases (CLOCK_MONOTONIC, the same clock as here): the owner's exit until
 // the LOCK probe is granted, the store's DB::Open (WAL recovery) and `clock` write, runtime
 // creation, registration, acquisition until `ready`, and the first durable advance after it.
@@ -28,7 +29,14 @@ namespace {
 using namespace std::chrono_literals;
 using cli::child_process;
 
-const std::vector<std::string> index_ids{"by-category", "by-brand"};
+// `dix serve`'s indexes (runtime/cli/catalogue.hpp, catalogue_ids), which it validates again.
+const std::vector<std::string> catalogue_ids{"by-category", "by-brand", "fulltext", "similar"};
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
 
 std::int64_t monotonic_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -62,15 +70,15 @@ std::uint64_t live_wal_bytes(const std::filesystem::path& db) {
 
 // One takeover, in ms after the SIGKILL (phases from the standby's lines).
 struct round {
-  double ready_ms = 0;                // this process saw both indexes ready (futex)
+  double ready_ms = 0;                // this process saw every index ready (futex)
   std::map<std::string, double> at;   // phase → ms after the kill
   double wal_mb = 0;                  // live WAL at the kill
 };
 
 class failover_run {
  public:
-  failover_run(std::vector<std::string> serve_args, std::filesystem::path dir)
-      : serve_(std::move(serve_args)), dir_(std::move(dir)) {}
+  failover_run(std::vector<std::string> serve_args, std::filesystem::path dir, std::vector<std::string> ids)
+      : serve_(std::move(serve_args)), dir_(std::move(dir)), ids_(std::move(ids)) {}
 
   child_process start(bool standby) {
     auto argv = serve_;
@@ -85,7 +93,7 @@ class failover_run {
   }
 
   epoch_t wait_ready(epoch_t above) {
-    auto e = cli::wait_ready(dir_ / "primary", index_ids, above, std::chrono::steady_clock::now() + 30s);
+    auto e = cli::wait_ready(dir_ / "primary", ids_, above, std::chrono::steady_clock::now() + 30s);
     if (!e) throw std::runtime_error("waiting for ready: " + e.error().to_string());
     return *e;
   }
@@ -109,14 +117,16 @@ class failover_run {
     note("store", "phase store");
     note("runtime", "phase runtime");
     note("registered", "phase registered");
-    // Both indexes: the later of each pair of lines counts. Lines arrive in order per index.
+    // Every index: the latest of its lines counts, and each index's `ready` on its own.
     for (const auto& what : {std::string(" ready epoch="), std::string(" durable seq=")}) {
-      for (const auto& id : index_ids) {
-        auto name = what == " ready epoch=" ? "ready_line" : "durable";
+      for (const auto& id : ids_) {
+        const bool ready = what == " ready epoch=";
         if (auto line = standby.wait_line(id + what, deadline)) {
           if (auto t = field(*line, "t_ns")) {
             auto ms = static_cast<double>(*t - kill_ns) / 1e6;
-            r.at[name] = std::max(r.at[name], ms);
+            auto& latest = r.at[ready ? "ready_line" : "durable"];
+            latest = std::max(latest, ms);
+            if (ready) r.at["ready " + id] = ms;
           }
         }
       }
@@ -127,6 +137,7 @@ class failover_run {
  private:
   std::vector<std::string> serve_;
   std::filesystem::path dir_;
+  std::vector<std::string> ids_;
 };
 
 // The `dix` executable beside this one: the owner and the standby are `dix serve` processes.
@@ -143,7 +154,8 @@ int run_failover(const std::vector<std::string>& argv) {
   int status = tool::exit_usage;
   auto a = tool::args::parse_command(
       argv,
-      {{"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler"},
+      {{"kills", "rate", "interval-ms", "dir", "json", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler",
+        "indexes"},
        {"verbose"}},
       "dix bench failover", usage("failover"), status);
   if (!a) return status;
@@ -156,7 +168,8 @@ int run_failover(const std::vector<std::string>& argv) {
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  if (!scheduler || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
+  auto ids = scheduler ? a->subset("indexes", catalogue_ids, problem) : std::nullopt;
+  if (!ids || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench failover", problem);
   }
   const bool verbose = a->has("verbose");
@@ -176,8 +189,10 @@ int run_failover(const std::vector<std::string>& argv) {
                                          std::to_string(*flush_age),
                                          "--scheduler",
                                          *scheduler == 0 ? "sharing" : "stealing",
+                                         "--indexes",
+                                         joined(*ids),
                                          "--timing"};
-    failover_run run(serve, scratch.path());
+    failover_run run(serve, scratch.path(), *ids);
     auto owner = run.start(false);
     epoch_t epoch = run.wait_ready(0);
     auto standby = run.start(true);
@@ -217,6 +232,9 @@ int run_failover(const std::vector<std::string>& argv) {
          << ",\"interval_ms\":" << *interval << ",\"write_buffer_kib\":" << *buffer_kib
          << ",\"max_wal_kib\":" << *wal_kib << ",\"flush_age_ms\":" << *flush_age
          << ",\"scheduler\":\"" << (*scheduler == 0 ? "sharing" : "stealing") << "\""
+         << ",\"indexes\":[";
+    for (std::size_t i = 0; i < ids->size(); ++i) json << (i == 0 ? "\"" : ",\"") << (*ids)[i] << "\"";
+    json << "]"
          << ",\"p50_ms\":" << percentile(ready, 0.5) << ",\"p99_ms\":" << percentile(ready, 0.99)
          << ",\"max_ms\":" << percentile(ready, 1.0) << ",\"live_wal_mib_p50\":" << percentile(wal, 0.5)
          << ",\"live_wal_mib_max\":" << percentile(wal, 1.0) << ",\"phases\":{";
@@ -226,6 +244,16 @@ int run_failover(const std::vector<std::string>& argv) {
       json << (first ? "" : ",") << "\"" << name << "\":{\"p50\":" << percentile(v, 0.5)
            << ",\"p99\":" << percentile(v, 0.99) << ",\"n\":" << v.size() << "}";
       first = false;
+    }
+    // Each index's `ready` line after the kill: which one a takeover waits for.
+    json << "},\"per_index\":{";
+    for (std::size_t i = 0; i < ids->size(); ++i) {
+      std::vector<double> v;
+      for (const auto& r : rounds) {
+        if (auto at = r.at.find("ready " + (*ids)[i]); at != r.at.end()) v.push_back(at->second);
+      }
+      json << (i == 0 ? "" : ",") << "\"" << (*ids)[i] << "\":{\"ready_p50_ms\":" << percentile(v, 0.5)
+           << ",\"ready_p99_ms\":" << percentile(v, 0.99) << ",\"n\":" << v.size() << "}";
     }
     json << "}}\n";
     if (!report.write(json.str(), problem)) {

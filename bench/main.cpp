@@ -42,8 +42,10 @@ constexpr entry benchmarks[] = {
 )"},
     {"failover", R"([--kills N] [--rate R] [--interval-ms MS] [--dir DIR] [--json FILE]
          [--write-buffer-kib K] [--max-wal-kib W] [--flush-age-ms MS] [--scheduler sharing|stealing]
+         [--indexes ID[,ID...]]
          An owner and a standby `dix serve`; SIGKILLs the owner N times (default 50) and times kill →
-         the standby's `ready` (p50/p99/max and per phase).
+         the standby's `ready` of every index it serves (--indexes: some of by-category, by-brand,
+         fulltext, similar; default all four), p50/p99/max, per index and per phase.
 )"},
     {"ryw", R"([--rate R] [--seconds S] [--every N] [--turn-transactions T] [--dir DIR] [--json FILE]
          Read-your-writes latency: a writer commits R transactions/s (default 10 000) for S

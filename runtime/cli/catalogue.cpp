@@ -97,11 +97,16 @@ projection by_field(std::string field) {
 
 }  // namespace
 
+const std::vector<std::string>& catalogue_ids() {
+  static const std::vector<std::string> ids{"by-category", "by-brand", fulltext_id, similar_id};
+  return ids;
+}
+
 result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir,
-                                                            const std::set<std::string>& remote) {
+                                                            const std::set<std::string>& leave_out) {
   std::vector<catalogue_index> indexes;
   for (auto [id, field] : {std::pair{"by-category", "category"}, std::pair{"by-brand", "brand"}}) {
-    if (remote.count(id) == 0) indexes.push_back({id, field, nullptr});
+    if (leave_out.count(id) == 0) indexes.push_back({id, field, nullptr});
   }
   for (auto& ix : indexes) {
     rocksdb_index_options o;
@@ -272,9 +277,9 @@ result<void> register_catalogue_remote(runtime& rt, const std::string& id, std::
 
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
                                                    std::optional<runner_options> options,
-                                                   const std::set<std::string>& remote) {
+                                                   const std::set<std::string>& leave_out) {
   catalogue_search out;
-  if (remote.count(fulltext_id) == 0) {
+  if (leave_out.count(fulltext_id) == 0) {
     xapian_options xo;
     xo.path = dir / fulltext_id;
     xo.fields = {{"name", {"N", 1}}, {"text", {"T", 2}}, {"category", {"C", 1}}, {"brand", {"B", 1}}};
@@ -284,7 +289,7 @@ result<catalogue_search> register_catalogue_search(runtime& rt, const std::files
     }
     out.fulltext = *fulltext;
   }
-  if (remote.count(similar_id) == 0) {
+  if (leave_out.count(similar_id) == 0) {
     hnsw_options ho;
     ho.state_dir = dir / similar_id;
     ho.dimension = embedding_dimension;

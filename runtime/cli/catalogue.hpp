@@ -67,10 +67,10 @@ struct catalogue_index {
   std::string field;
   std::shared_ptr<rocksdb_index_backend> backend;
 };
-// Creates both backends (databases not opened yet), but those whose id is in `remote` (served
-// by an index node instead). The error names the index that failed.
+// Creates both backends (databases not opened yet), but those whose id is in `leave_out` (served
+// by an index node instead, or not served). The error names the index that failed.
 result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir,
-                                                            const std::set<std::string>& remote = {});
+                                                            const std::set<std::string>& leave_out = {});
 // Registers them with `rt` (projection version "demo-v1", `options` for both when given).
 result<void> register_catalogue_indexes(runtime& rt, const std::vector<catalogue_index>& indexes,
                                         std::optional<runner_options> options = {});
@@ -88,12 +88,15 @@ struct catalogue_search {
 };
 inline constexpr const char* fulltext_id = "fulltext";
 inline constexpr const char* similar_id = "similar";
+// The four indexes by id, in the order `dix serve` lists them: by-category, by-brand, fulltext,
+// similar (its --indexes and `dix bench failover --indexes` choose among them).
+const std::vector<std::string>& catalogue_ids();
 // Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1",
 // `options` for both when given). `dix demo` and `dix serve`.
-// An id in `remote` is left out (its pointer stays null): an index node serves it.
+// An id in `leave_out` is left out (its pointer stays null): an index node serves it, or nobody.
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
                                                    std::optional<runner_options> options = {},
-                                                   const std::set<std::string>& remote = {});
+                                                   const std::set<std::string>& leave_out = {});
 
 // The catalogue's indexes on index nodes (`dix serve --backend-host`, `dix demo --remote`): for
 // each of the four ids, the `dix serve-backend --kind` of its node and its backend's kind().

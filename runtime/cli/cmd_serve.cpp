@@ -172,8 +172,8 @@ class early_opens {
 int run_serve(const std::vector<std::string>& argv) {
   int parse_status = exit_usage;
   auto a = tool::args::parse_command(
-      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler", "metrics-listen",
-              "backend-host", "tls-cert", "tls-key", "tls-ca"},
+      argv, {{"dir", "rate", "seed", "write-buffer-kib", "max-wal-kib", "flush-age-ms", "scheduler", "indexes",
+              "metrics-listen", "backend-host", "tls-cert", "tls-key", "tls-ca"},
              {"standby", "timing"}},
       "dix serve", command_usage("serve"), parse_status);
   if (!a) return parse_status;
@@ -188,27 +188,39 @@ int run_serve(const std::vector<std::string>& argv) {
                                        600'000, problem)
                            : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
+  // The indexes this process serves (all four by default; `dix bench failover --indexes` times a
+  // takeover of fewer).
+  auto served = scheduler ? a->subset("indexes", catalogue_ids(), problem) : std::nullopt;
   std::optional<listen_address> listen;
-  if (problem.empty() && scheduler && a->has("metrics-listen")) {
+  if (problem.empty() && served && a->has("metrics-listen")) {
     auto parsed = parse_listen_address(a->get("metrics-listen"));
     if (parsed) listen = *parsed;
     else problem = "--metrics-listen: " + parsed.error().message();
   }
   // Indexes on index nodes (issue 28): registered as remote backends instead of local ones.
   std::map<std::string, listen_address> nodes;
-  if (problem.empty() && scheduler && a->has("backend-host")) {
+  if (problem.empty() && served && a->has("backend-host")) {
     auto parsed = parse_backend_hosts(a->get("backend-host"));
     if (parsed) nodes = std::move(*parsed);
     else problem = "--backend-host: " + parsed.error().message();
   }
+  for (const auto& [id, at] : nodes) {
+    if (problem.empty() && std::find(served->begin(), served->end(), id) == served->end()) {
+      problem = "--backend-host names " + id + ", which --indexes leaves out";
+    }
+  }
   remote_tls tls{a->get("tls-cert"), a->get("tls-key"), a->get("tls-ca")};
   if (problem.empty() && tls.any() && !a->has("backend-host")) problem = "--tls-cert, --tls-key and --tls-ca need --backend-host";
   if (problem.empty() && tls.any() && !tls.complete()) problem = "give all three of --tls-cert, --tls-key and --tls-ca, or none";
-  if (!problem.empty() || !scheduler) {
+  if (!problem.empty() || !served) {
     return tool::refuse("dix serve", problem);
   }
-  std::set<std::string> remote_ids;
-  for (const auto& [id, at] : nodes) remote_ids.insert(id);
+  // Not opened here: the indexes on index nodes and those --indexes leaves out.
+  std::set<std::string> not_local;
+  for (const auto& [id, at] : nodes) not_local.insert(id);
+  for (const auto& id : catalogue_ids()) {
+    if (std::find(served->begin(), served->end(), id) == served->end()) not_local.insert(id);
+  }
   // SIGINT/SIGTERM from here on: a waiting standby ends at once; otherwise the stop is carried
   // out cleanly once the store is open and the runtime runs (the main thread reads the pipe).
   // SA_RESTART: a signal taken by any thread while RocksDB and CAF start does not fail their calls.
@@ -239,7 +251,7 @@ int run_serve(const std::vector<std::string>& argv) {
   // opens on a thread of its own, so their recoveries overlap the store's (the runner would
   // otherwise open them one step later, at acquisition). A failed early open is only late: the
   // acquisition opens the database again.
-  auto indexes = make_catalogue_indexes(dir, remote_ids);
+  auto indexes = make_catalogue_indexes(dir, not_local);
   if (!indexes) {
     std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
     return exit_error;
@@ -260,7 +272,7 @@ int run_serve(const std::vector<std::string>& argv) {
       // are replaced by unopened ones), or the winner could not open its index databases.
       opens.join();
       indexes->clear();
-      auto fresh = make_catalogue_indexes(dir, remote_ids);
+      auto fresh = make_catalogue_indexes(dir, not_local);
       if (fresh) {
         *indexes = std::move(*fresh);
       } else {
@@ -331,7 +343,7 @@ int run_serve(const std::vector<std::string>& argv) {
   }
   // The demo's search indexes too (issue 34: serve ran two of its four): full text (Xapian) and
   // vectors (hnsw), opened by their own appliers.
-  auto search = register_catalogue_search(**rt, dir, ro, remote_ids);
+  auto search = register_catalogue_search(**rt, dir, ro, not_local);
   if (!search) {
     std::cerr << "dix serve: " << search.error().to_string() << "\n";
     return exit_error;
@@ -356,8 +368,7 @@ int run_serve(const std::vector<std::string>& argv) {
     out.line("serve: " + id + " on the index node " + at.host + ":" + std::to_string(at.port));
     remotes.push_back(std::move(*remote));
   }
-  std::vector<std::string> ids;
-  for (const auto& id : {"by-category", "by-brand", fulltext_id, similar_id}) ids.push_back(id);
+  const std::vector<std::string>& ids = *served;
   out.phase("registered");
   auto segment = segment_reader::open(path);
   if (!segment || !*segment) {

@@ -70,14 +70,15 @@ constexpr entry commands[] = {
          ready, a fault, SECONDS passed; default 3600). Never opens the store.
 )"},
     {"serve", R"(--dir DIR [--standby] [--rate R] [--seed S] [--write-buffer-kib K] [--max-wal-kib W]
-         [--flush-age-ms MS] [--scheduler sharing|stealing] [--timing] [--metrics-listen ADDR]
-         [--backend-host ID=HOST:PORT[,ID=HOST:PORT...] [--tls-cert F --tls-key F --tls-ca F]]
+         [--flush-age-ms MS] [--scheduler sharing|stealing] [--indexes ID[,ID...]] [--timing]
+         [--metrics-listen ADDR] [--backend-host ID=HOST:PORT[,ID=HOST:PORT...]
+         [--tls-cert F --tls-key F --tls-ca F]]
          One process of a failover pair: owns DIR/primary (--standby: waits without polling until
          the owning process is gone, then takes the store over, WAL recovery included, while the
          index databases recover on threads of their own), runs the demo's four indexes
-         (by-category, by-brand, fulltext, similar), writes R catalogue operations per second
-         (default 1000) and prints
-         each readiness change (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
+         (by-category, by-brand, fulltext, similar; --indexes names the ones to run), writes R
+         catalogue operations per second (default 1000) and prints each readiness change
+         (`by-category ready epoch=N`). Runs until SIGINT/SIGTERM (a clean
          stop) or SIGKILL. Memtables of K KiB (default 4096) and W KiB of live WAL (default 8192)
          bound what a takeover replays. Exit 1 at once if another process holds the store and
          --standby is not given. --metrics-listen PORT (127.0.0.1), HOST:PORT or [V6]:PORT

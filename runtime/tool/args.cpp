@@ -1,5 +1,6 @@
 #include "tool/args.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <iostream>
 
@@ -137,6 +138,37 @@ std::optional<std::size_t> args::choice(const std::string& name, const std::vect
   error = "--" + name + " = " + quoted(it->second) + ": must be one of";
   for (std::size_t i = 0; i < choices.size(); ++i) error += (i == 0 ? " " : ", ") + choices[i];
   return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> args::subset(const std::string& name, const std::vector<std::string>& choices,
+                                                     std::string& error) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return choices;
+  std::vector<bool> chosen(choices.size(), false);
+  const std::string& list = it->second;
+  for (std::size_t at = 0; at <= list.size();) {
+    auto end = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, end - at);
+    auto known = std::find(choices.begin(), choices.end(), item);
+    if (known == choices.end()) {
+      error = "--" + name + " = " + quoted(list) + ": " + (item.empty() ? std::string("an empty item") : quoted(item)) +
+              " is not one of";
+      for (std::size_t i = 0; i < choices.size(); ++i) error += (i == 0 ? " " : ", ") + choices[i];
+      return std::nullopt;
+    }
+    auto i = static_cast<std::size_t>(known - choices.begin());
+    if (chosen[i]) {
+      error = "--" + name + " = " + quoted(list) + ": " + quoted(item) + " is given twice";
+      return std::nullopt;
+    }
+    chosen[i] = true;
+    at = end + 1;
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (chosen[i]) out.push_back(choices[i]);
+  }
+  return out;
 }
 
 }  // namespace dix::tool

@@ -155,6 +155,35 @@ TEST_CASE("dix bench catchup: reports dix beside both baselines, each measured i
   CHECK(number("baseline_peak_rss_mb") < number("peak_rss_mb"));
 }
 
+TEST_CASE("dix bench failover --indexes: the takeovers of the named indexes, each one's ready time of its own, "
+          "and an unknown name exits 2 before anything runs",
+          "[system][cli][bench][failover]") {
+  temp_dir dir;
+  auto scratch = (dir / "scratch").string();
+  std::filesystem::create_directories(scratch);
+  auto refused = dix_cli(dir, {"bench", "failover", "--kills", "1", "--dir", scratch, "--indexes", "by-brand,nope"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("\"nope\" is not one of by-category, by-brand, fulltext, similar"));
+  CHECK(std::filesystem::is_empty(scratch));
+  auto ran = dix_cli(dir, {"bench", "failover", "--kills", "2", "--interval-ms", "100", "--rate", "200", "--dir",
+                           scratch, "--indexes", "similar,by-brand"});
+  INFO(ran.out << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK(first_duplicate_key(ran.out).empty());
+  CHECK_THAT(ran.out, Catch::Contains("\"kills\":2,") && Catch::Contains("\"indexes\":[\"by-brand\",\"similar\"],"));
+  // Each served index timed on every takeover; no other index in the report.
+  CHECK_THAT(ran.out, Catch::Contains("\"per_index\":{\"by-brand\":{\"ready_p50_ms\":"));
+  CHECK_THAT(ran.out, Catch::Contains("\"similar\":{\"ready_p50_ms\":"));
+  auto n_after = [&](const std::string& id) {
+    auto at = ran.out.find("\"" + id + "\":{\"ready_p50_ms\":");
+    REQUIRE(at != std::string::npos);
+    return ran.out.substr(ran.out.find("\"n\":", at), 6);
+  };
+  CHECK(n_after("by-brand") == "\"n\":2}");
+  CHECK(n_after("similar") == "\"n\":2}");
+  CHECK_THAT(ran.out, !Catch::Contains("by-category") && !Catch::Contains("fulltext"));
+}
+
 TEST_CASE("dix bench verify: a verify of a RocksDB index beside a bare scan of its table, pair by pair, and the median ratio (issue 31)",
           "[system][cli][bench][verify]") {
   temp_dir dir;

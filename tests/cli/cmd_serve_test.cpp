@@ -164,6 +164,42 @@ TEST_CASE("dix serve runs the demo's four indexes: each one's readiness line com
   CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
 }
 
+TEST_CASE("dix serve --indexes: only the named indexes are made and served (no directory, no readiness line for the others), "
+          "an unknown or repeated name, or a --backend-host index the list leaves out, exits 2 before anything is made",
+          "[system][cli][serve]") {
+  temp_dir dir;
+  const auto d = (dir / "d").string();
+  for (const auto& [list, refused] : std::vector<std::pair<std::string, std::string>>{
+           {"by-brand,nope", "\"nope\" is not one of by-category, by-brand, fulltext, similar"},
+           {"fulltext,fulltext", "\"fulltext\" is given twice"}}) {
+    auto r = dix_cli(dir, {"serve", "--dir", d, "--indexes", list});
+    INFO(list << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(refused));
+  }
+  auto elsewhere = dix_cli(dir, {"serve", "--dir", d, "--indexes", "by-brand", "--backend-host", "similar=127.0.0.1:9"});
+  CHECK(elsewhere.exit_code == 2);
+  CHECK_THAT(elsewhere.err, Catch::Contains("--backend-host names similar, which --indexes leaves out"));
+  CHECK_FALSE(std::filesystem::exists(d));
+
+  auto owner = child_process::spawn({DIX_BINARY, "serve", "--dir", d, "--rate", "200", "--indexes", "fulltext,by-brand"}).value();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  REQUIRE(owner.wait_line("by-brand ready epoch=", deadline));
+  REQUIRE(owner.wait_line("fulltext ready epoch=", deadline));
+  REQUIRE(owner.wait_line("serve: owner of", deadline));
+  const int owned = owner.reap(SIGINT);
+  CHECK((WIFEXITED(owned) ? WEXITSTATUS(owned) : 128 + WTERMSIG(owned)) == 0);
+  for (const auto& line : owner.lines()) {
+    INFO(line);
+    CHECK(line.rfind("by-category ", 0) == std::string::npos);
+    CHECK(line.rfind("similar ", 0) == std::string::npos);
+  }
+  CHECK(std::filesystem::exists(dir / "d" / "by-brand"));
+  CHECK(std::filesystem::exists(dir / "d" / "fulltext"));
+  CHECK_FALSE(std::filesystem::exists(dir / "d" / "by-category"));
+  CHECK_FALSE(std::filesystem::exists(dir / "d" / "similar"));
+}
+
 TEST_CASE("dix serve: an index path holding a user's files or another program's RocksDB database is refused (store_format_mismatch, exit 1) and left byte for byte unchanged (issue 34 items 1, 2)", "[system][cli][serve][foreign]") {
   for (const auto* id : {"by-category", "fulltext", "similar"}) {
     for (auto kind : {dix::test::foreign_kind::files, dix::test::foreign_kind::rocksdb}) {

@@ -90,3 +90,30 @@ TEST_CASE("args: --help stops parsing wherever it comes, but is no option's valu
   auto ended = args::parse({"--", "--help"}, demo, error);
   CHECK_FALSE((ended && ended->help()));
 }
+
+TEST_CASE("args: a subset is a comma-separated list of known items, each once, given back in the choices' order", "[core][cli]") {
+  const syntax list{{"indexes"}, {}};
+  const std::vector<std::string> four{"a", "b", "c", "d"};
+  auto subset_of = [&](std::vector<std::string> argv, std::string& error) {
+    auto a = args::parse(argv, list, error);
+    REQUIRE(a);
+    return a->subset("indexes", four, error);
+  };
+  std::string error;
+  CHECK(subset_of({}, error) == four);  // absent: every choice
+  CHECK(subset_of({"--indexes", "c,a"}, error) == std::vector<std::string>{"a", "c"});
+  CHECK(subset_of({"--indexes", "d"}, error) == std::vector<std::string>{"d"});
+  CHECK(error.empty());
+  for (const auto& [given, refused] : std::vector<std::pair<std::string, std::string>>{
+           {"a,x", "--indexes = \"a,x\": \"x\" is not one of a, b, c, d"},
+           {"a,,b", "--indexes = \"a,,b\": an empty item is not one of a, b, c, d"},
+           {"a,", "--indexes = \"a,\": an empty item is not one of a, b, c, d"},
+           {",a", "--indexes = \",a\": an empty item is not one of a, b, c, d"},
+           {"b,a,b", "--indexes = \"b,a,b\": \"b\" is given twice"},
+           {"A", "--indexes = \"A\": \"A\" is not one of a, b, c, d"}}) {
+    INFO(given);
+    std::string problem;
+    CHECK_FALSE(subset_of({"--indexes", given}, problem));
+    CHECK(problem == refused);
+  }
+}

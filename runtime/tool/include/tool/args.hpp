@@ -58,6 +58,11 @@ class args {
   // nullopt for any other value.
   std::optional<std::size_t> choice(const std::string& name, const std::vector<std::string>& choices,
                                     std::size_t fallback, std::string& error) const;
+  // A comma-separated list of `choices` ("a,c"), each at most once, in `choices`' order (every
+  // choice when absent); sets error and returns nullopt for an unknown or repeated item or an
+  // empty one.
+  std::optional<std::vector<std::string>> subset(const std::string& name, const std::vector<std::string>& choices,
+                                                 std::string& error) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
