@@ -77,6 +77,36 @@ TEST_CASE("crc32: the IEEE check value of \"123456789\" is 0xCBF43926", "[core][
   CHECK(dix::crc32_ieee("123456789") == 0xCBF43926u);
   CHECK(dix::crc32_ieee("") == 0u);
   CHECK(dix::crc32_ieee("a") == 0xE8B7BE43u);
+  // Longer than one 8-byte step, and continued: known values (zlib.crc32).
+  CHECK(dix::crc32_ieee("The quick brown fox jumps over the lazy dog") == 0x414FA339u);
+  CHECK(dix::crc32_ieee(" over the lazy dog", dix::crc32_ieee("The quick brown fox jumps")) == 0x414FA339u);
+}
+
+TEST_CASE("crc32: eight bytes at a time equals the bit-by-bit definition at every length, offset and split", "[core][cursor]") {
+  // The definition itself, one bit at a time: no table shared with the code under test.
+  auto bitwise = [](std::string_view bytes, std::uint32_t previous) {
+    std::uint32_t c = previous ^ 0xFFFFFFFFu;
+    for (unsigned char b : bytes) {
+      c ^= b;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    }
+    return c ^ 0xFFFFFFFFu;
+  };
+  std::mt19937_64 random(20261207);
+  std::string buffer(4096 + 8, '\0');
+  for (auto& ch : buffer) ch = static_cast<char>(random());
+  for (std::size_t offset = 0; offset < 8; ++offset) {
+    for (std::size_t length = 0; length <= 80; ++length) {
+      const std::string_view piece(buffer.data() + offset, length);
+      INFO("offset " << offset << ", length " << length);
+      REQUIRE(dix::crc32_ieee(piece) == bitwise(piece, 0));
+      const std::size_t split = random() % (length + 1);
+      REQUIRE(dix::crc32_ieee(piece.substr(split), dix::crc32_ieee(piece.substr(0, split))) == bitwise(piece, 0));
+    }
+  }
+  const std::string_view whole(buffer.data() + 3, 4096);
+  CHECK(dix::crc32_ieee(whole) == bitwise(whole, 0));
+  CHECK(dix::crc32_ieee(whole, 0x12345678u) == bitwise(whole, 0x12345678u));
 }
 
 TEST_CASE("cursor: a hand-built valid encoding decodes to its fields", "[core][cursor]") {
