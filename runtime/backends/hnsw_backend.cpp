@@ -1012,6 +1012,8 @@ const std::string& hnsw_backend::id() const noexcept { return impl_->id; }
 
 void hnsw_backend::attach(backend_host& host) { impl_->skeleton->attach(host); }
 
+result<void> hnsw_backend::open() { return impl_->ensure_open(true); }
+
 result<std::optional<cursor>> hnsw_backend::durable_cursor() { return impl_->skeleton->durable_cursor(); }
 delivery_result hnsw_backend::deliver(std::shared_ptr<const batch> b) { return impl_->skeleton->deliver(std::move(b)); }
 void hnsw_backend::flush(flush_reason reason, completion done) { impl_->skeleton->flush(reason, std::move(done)); }

@@ -275,9 +275,7 @@ result<void> register_catalogue_remote(runtime& rt, const std::string& id, std::
   return error{errc::invalid_argument, "no catalogue index " + id};
 }
 
-result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
-                                                   std::optional<runner_options> options,
-                                                   const std::set<std::string>& leave_out) {
+result<catalogue_search> make_catalogue_search(const std::filesystem::path& dir, const std::set<std::string>& leave_out) {
   catalogue_search out;
   if (leave_out.count(fulltext_id) == 0) {
     xapian_options xo;
@@ -300,13 +298,26 @@ result<catalogue_search> register_catalogue_search(runtime& rt, const std::files
     }
     out.similar = *similar;
   }
-  if (out.fulltext) {
-    if (auto ok = register_one(rt, out.fulltext, fulltext_projection(), options); !ok) return ok.error();
-  }
-  if (out.similar) {
-    if (auto ok = register_one(rt, out.similar, similar_projection(), options); !ok) return ok.error();
-  }
   return out;
+}
+
+result<void> register_catalogue_search(runtime& rt, const catalogue_search& search, std::optional<runner_options> options) {
+  if (search.fulltext) {
+    if (auto ok = register_one(rt, search.fulltext, fulltext_projection(), options); !ok) return ok.error();
+  }
+  if (search.similar) {
+    if (auto ok = register_one(rt, search.similar, similar_projection(), options); !ok) return ok.error();
+  }
+  return {};
+}
+
+result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
+                                                   std::optional<runner_options> options,
+                                                   const std::set<std::string>& leave_out) {
+  auto made = make_catalogue_search(dir, leave_out);
+  if (!made) return made.error();
+  if (auto ok = register_catalogue_search(rt, *made, options); !ok) return ok.error();
+  return made;
 }
 
 result<void> write_catalogue(primary_store& store, std::uint64_t seed, std::uint64_t existing,

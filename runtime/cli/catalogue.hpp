@@ -91,9 +91,14 @@ inline constexpr const char* similar_id = "similar";
 // The four indexes by id, in the order `dix serve` lists them: by-category, by-brand, fulltext,
 // similar (its --indexes and `dix bench failover --indexes` choose among them).
 const std::vector<std::string>& catalogue_ids();
-// Creates both in `<dir>/<id>` and registers them with `rt` (projection version "demo-v1",
-// `options` for both when given). `dix demo` and `dix serve`.
-// An id in `leave_out` is left out (its pointer stays null): an index node serves it, or nobody.
+// Creates both in `<dir>/<id>` (nothing read yet). An id in `leave_out` is left out (its
+// pointer stays null): an index node serves it, or nobody.
+result<catalogue_search> make_catalogue_search(const std::filesystem::path& dir,
+                                               const std::set<std::string>& leave_out = {});
+// Registers those made with `rt` (projection version "demo-v1", `options` for both when given).
+result<void> register_catalogue_search(runtime& rt, const catalogue_search& search,
+                                       std::optional<runner_options> options = {});
+// Both in one step (`dix demo`).
 result<catalogue_search> register_catalogue_search(runtime& rt, const std::filesystem::path& dir,
                                                    std::optional<runner_options> options = {},
                                                    const std::set<std::string>& leave_out = {});

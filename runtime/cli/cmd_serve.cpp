@@ -135,7 +135,24 @@ void watch_readiness(const printer& out, runtime& rt, const segment_reader& segm
 
 }  // namespace
 
-// Opens catalogue index databases early, one thread each (rocksdb_index_backend::open()).
+// The indexes this process serves itself, made before the store is ours (nothing opened yet).
+struct local_indexes {
+  std::vector<catalogue_index> secondary;
+  catalogue_search search;
+
+  static result<local_indexes> make(const std::filesystem::path& dir, const std::set<std::string>& leave_out) {
+    auto secondary = make_catalogue_indexes(dir, leave_out);
+    if (!secondary) return secondary.error();
+    auto search = make_catalogue_search(dir, leave_out);
+    if (!search) return search.error();
+    return local_indexes{std::move(*secondary), std::move(*search)};
+  }
+};
+
+// Opens the catalogue's indexes early, one thread each: the RocksDB index databases
+// (rocksdb_index_backend::open(), each replays its WAL) and the vector index's graph
+// (hnsw_backend::open(), the whole saved graph read and checked). The full-text index opens its
+// database at its first batch either way.
 class early_opens {
  public:
   explicit early_opens(const printer& out) : out_(out) {}
@@ -144,17 +161,13 @@ class early_opens {
   early_opens& operator=(const early_opens&) = delete;
 
   // Starts one open per index unless they were started already.
-  void start(const std::vector<catalogue_index>& indexes) {
+  void start(const local_indexes& indexes) {
     if (started()) return;
-    for (const auto& ix : indexes) {
-      threads_.emplace_back([this, id = ix.id, backend = ix.backend] {
-        auto opened = backend->open();
-        if (opened) {
-          out_.phase("index-open " + id);
-        } else {
-          out_.line("serve: early open of " + id + " failed (retried at acquisition): " + opened.error().to_string());
-        }
-      });
+    for (const auto& ix : indexes.secondary) {
+      threads_.emplace_back([this, id = ix.id, backend = ix.backend] { report(id, backend->open()); });
+    }
+    if (indexes.search.similar) {
+      threads_.emplace_back([this, backend = indexes.search.similar] { report(similar_id, backend->open()); });
     }
   }
   bool started() const noexcept { return !threads_.empty(); }
@@ -165,6 +178,14 @@ class early_opens {
   }
 
  private:
+  void report(const std::string& id, const result<void>& opened) const {
+    if (opened) {
+      out_.phase("index-open " + id);
+    } else {
+      out_.line("serve: early open of " + id + " failed (retried at acquisition): " + opened.error().to_string());
+    }
+  }
+
   const printer& out_;
   std::vector<std::thread> threads_;
 };
@@ -248,10 +269,10 @@ int run_serve(const std::vector<std::string>& argv) {
   out.phase("start");
 
   // The index backends exist before the store is ours: once it is granted, each index database
-  // opens on a thread of its own, so their recoveries overlap the store's (the runner would
-  // otherwise open them one step later, at acquisition). A failed early open is only late: the
-  // acquisition opens the database again.
-  auto indexes = make_catalogue_indexes(dir, not_local);
+  // (and the vector index's graph) opens on a thread of its own, so their recoveries overlap the
+  // store's (the runner would otherwise open them one step later, at acquisition). A failed early
+  // open is only late: the acquisition opens it again.
+  auto indexes = local_indexes::make(dir, not_local);
   if (!indexes) {
     std::cerr << "dix serve: " << indexes.error().to_string() << "\n";
     return exit_error;
@@ -271,8 +292,8 @@ int run_serve(const std::vector<std::string>& argv) {
       // Another process won the store after our grant: close what we opened early (the backends
       // are replaced by unopened ones), or the winner could not open its index databases.
       opens.join();
-      indexes->clear();
-      auto fresh = make_catalogue_indexes(dir, not_local);
+      *indexes = {};
+      auto fresh = local_indexes::make(dir, not_local);
       if (fresh) {
         *indexes = std::move(*fresh);
       } else {
@@ -337,15 +358,14 @@ int run_serve(const std::vector<std::string>& argv) {
   out.phase("runtime");
   runner_options ro;
   ro.max_flush_age = std::chrono::milliseconds(*flush_age);
-  if (auto registered = register_catalogue_indexes(**rt, *indexes, ro); !registered) {
+  if (auto registered = register_catalogue_indexes(**rt, indexes->secondary, ro); !registered) {
     std::cerr << "dix serve: " << registered.error().to_string() << "\n";
     return exit_error;
   }
   // The demo's search indexes too (issue 34: serve ran two of its four): full text (Xapian) and
-  // vectors (hnsw), opened by their own appliers.
-  auto search = register_catalogue_search(**rt, dir, ro, not_local);
-  if (!search) {
-    std::cerr << "dix serve: " << search.error().to_string() << "\n";
+  // vectors (hnsw).
+  if (auto registered = register_catalogue_search(**rt, indexes->search, ro); !registered) {
+    std::cerr << "dix serve: " << registered.error().to_string() << "\n";
     return exit_error;
   }
   std::vector<std::shared_ptr<remote_backend>> remotes;
@@ -464,7 +484,7 @@ int run_serve(const std::vector<std::string>& argv) {
     status = exit_error;
   }
   rt->reset();
-  indexes->clear();
+  *indexes = {};
   if (auto ok = (*store)->close(); !ok) {
     std::cerr << "dix serve: closing the store: " << ok.error().to_string() << "\n";
     status = exit_error;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dix/backends/hnsw_backend.hpp>
@@ -714,6 +716,44 @@ TEST_CASE("hnsw index: shutdown drops queued work of its epoch, releases the gra
   REQUIRE(f.barrier());
   CHECK(*f.index->durable_cursor().value() == make_cursor(4));
   CHECK(stored_of(*f.index) == stored_map{{"a", 1}, {"d", 4}});
+}
+
+TEST_CASE("hnsw index: open() loads the committed generation before any call needs it (a standby's early open), "
+          "from several threads at once, and the owner's first durable_cursor answers from what it loaded",
+          "[adapter][backend][hnsw][shutdown]") {
+  fixture f;
+  REQUIRE(f.index->deliver(make_batch(1, {entry("a", {1, 1}, 1), entry("b", {2, 2}, 2)}, 2)) == delivery_result::accepted);
+  REQUIRE(f.barrier());
+  const auto generation = hnsw_probe::saved_generation(*f.index);
+  REQUIRE(generation > 0);
+  test::waiter shut;
+  f.index->shutdown(1, shut.make());
+  REQUIRE(shut.wait());
+
+  // The next owner's object, made before it is registered: nothing is read at create.
+  auto next = hnsw_backend::create("by-vector", base_options(f.state())).value();
+  CHECK(hnsw_probe::capacity(*next) == 0);
+  std::array<bool, 3> opened{};
+  std::vector<std::thread> openers;
+  for (auto& ok : opened) openers.emplace_back([&next, &ok] { ok = next->open().has_value(); });
+  for (auto& t : openers) t.join();
+  CHECK(opened == std::array<bool, 3>{true, true, true});
+  CHECK(hnsw_probe::capacity(*next) > 0);  // the graph is loaded
+  CHECK(hnsw_probe::saved_generation(*next) == generation);
+  REQUIRE(next->open());  // idempotent
+
+  // Registered and acquired: the cursor of the generation it loaded, and it goes on from there.
+  test::fake_host host;
+  host.epoch = 2;
+  next->attach(host);
+  CHECK(*next->durable_cursor().value() == make_cursor(2));
+  CHECK(stored_of(*next) == stored_map{{"a", 1}, {"b", 2}});
+  REQUIRE(next->deliver(make_batch(2, {entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
+  test::waiter w;
+  next->flush(flush_reason::age, w.make());
+  REQUIRE(w.wait());
+  CHECK(*next->durable_cursor().value() == make_cursor(3));
+  CHECK(stored_of(*next) == stored_map{{"a", 1}, {"b", 2}, {"c", 3}});
 }
 
 TEST_CASE("hnsw index: a graph a query loaded after shutdown is loaded again by the next owner's first call",

@@ -13,8 +13,9 @@
 // names, and a cursor whose bytes or files do not verify counts as absent (cursorless).
 //
 // STATES of the in-memory index: closed (created, or after shutdown/reset-then-shutdown) → open
-// at the first call that needs it (durable_cursor, deliver's apply, a query, stored_records),
-// loading the generation the `cursor` names, else empty → closed again by shutdown. A graph a
+// at open() or the first call that needs it (durable_cursor, deliver's apply, a query,
+// stored_records), loading the generation the `cursor` names, else empty → closed again by
+// shutdown. A graph a
 // query opened after a shutdown is a snapshot: the owner's next durable_cursor or apply loads the
 // directory again (another owner may have committed since).
 #pragma once
@@ -77,6 +78,15 @@ class hnsw_backend final : public backend {
   // invalid_argument for bad options or id. Nothing is read before the first call that needs it.
   static result<std::shared_ptr<hnsw_backend>> create(std::string id, hnsw_options options);
   ~hnsw_backend() override;  // stops the applier; drops queued work (never durable, so replayable)
+
+  // Loads the committed generation now, as the owner's first call that needs it would (the
+  // whole graph and label map, checked): a standby that holds the home store calls it on a thread
+  // of its own, so the load overlaps the store's recovery (docs/operations.md, "standby").
+  // Optional, idempotent, thread-safe, allowed before attach. An owner's open: call it only in
+  // the process that will own the index next (what another owner commits afterwards is read at
+  // the next ownership after a shutdown). Errors as durable_cursor's; the first call that needs
+  // the graph then tries again.
+  result<void> open();
 
   const std::string& id() const noexcept override;
   std::string_view kind() const noexcept override { return "hnsw"; }
