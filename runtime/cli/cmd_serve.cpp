@@ -287,19 +287,23 @@ int run_serve(const std::vector<std::string>& argv) {
   const bool standby = a->has("standby");
   std::uint64_t waits = 0;
   standby_events events;
-  events.waiting = [&] {
-    if (opens.started()) {
-      // Another process won the store after our grant: close what we opened early (the backends
-      // are replaced by unopened ones), or the winner could not open its index databases.
-      opens.join();
-      *indexes = {};
-      auto fresh = local_indexes::make(dir, not_local);
-      if (fresh) {
-        *indexes = std::move(*fresh);
-      } else {
-        replace_error = fresh.error().to_string();
-      }
+  // The store is not ours after a grant (another process won it, or its open was refused): close
+  // what we opened early, replacing the backends by unopened ones. Else a winner could not open
+  // its index databases, and the vector graph loaded here would be stale once another owner
+  // committed (hnsw_backend::open() is an owner's open).
+  auto let_go_early_opens = [&] {
+    if (!opens.started()) return;
+    opens.join();
+    *indexes = {};
+    auto fresh = local_indexes::make(dir, not_local);
+    if (fresh) {
+      *indexes = std::move(*fresh);
+    } else {
+      replace_error = fresh.error().to_string();
     }
+  };
+  events.waiting = [&] {
+    let_go_early_opens();
     ++waits;
     // What the early opens held is closed: from here a stop may end the process at once.
     standby_waiting = 1;
@@ -325,6 +329,8 @@ int run_serve(const std::vector<std::string>& argv) {
   for (bool said = false; standby && !store && is_space_refusal(store.error()) && !stop_requested;) {
     if (!said) out.line("serve: standby: the store cannot be opened yet, retrying every second: " + store.error().to_string());
     said = true;
+    // The store's lock is released meanwhile: another process may own it and its indexes.
+    let_go_early_opens();
     for (int i = 0; i < 10 && !stop_requested; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     store = primary_store::open_standby(path, so, events);
   }

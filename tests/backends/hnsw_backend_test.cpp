@@ -742,11 +742,14 @@ TEST_CASE("hnsw index: open() loads the committed generation before any call nee
   CHECK(hnsw_probe::saved_generation(*next) == generation);
   REQUIRE(next->open());  // idempotent
 
-  // Registered and acquired: the cursor of the generation it loaded, and it goes on from there.
+  // Registered and acquired: the cursor of the generation it loaded, not the directory read
+  // again (its `cursor` file is gone: a second load would find the index cursorless), and it goes
+  // on from there.
+  std::filesystem::remove(f.state() / "cursor");
   test::fake_host host;
   host.epoch = 2;
   next->attach(host);
-  CHECK(*next->durable_cursor().value() == make_cursor(2));
+  CHECK(next->durable_cursor().value() == std::optional<cursor>{make_cursor(2)});
   CHECK(stored_of(*next) == stored_map{{"a", 1}, {"b", 2}});
   REQUIRE(next->deliver(make_batch(2, {entry("c", {3, 3}, 3)}, 3)) == delivery_result::accepted);
   test::waiter w;
