@@ -11,6 +11,19 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
       (read < readings_.back().second || now < readings_.back().first || now - readings_.back().first > window)) {
     readings_.clear();
   }
+  // The busy run (decision 0065): the previous reading's position is what the index took by now.
+  const bool continues = !readings_.empty();
+  const std::uint64_t delivered = continues ? readings_.back().second : read;
+  in_hand_ = read - delivered;
+  if (!continues || unread + in_hand_ < busy_entries) {
+    busy_from_.reset();
+    busy_mark_.reset();
+  } else if (!busy_from_) {
+    busy_from_ = busy_mark_ = std::pair{now, delivered};
+  } else if (now - busy_mark_->first >= window / 2) {
+    busy_from_ = busy_mark_;
+    busy_mark_ = std::pair{now, delivered};
+  }
   last_ = log_reading{now, read, unread};
   // Readings closer than 10 ms apart replace the newest one: at most ~100 readings per window.
   if (readings_.size() >= 2 && now - readings_[readings_.size() - 2].first < std::chrono::milliseconds(10)) {
@@ -25,6 +38,17 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
 void backlog_forecast::reset() noexcept {
   readings_.clear();
   last_.reset();
+  in_hand_ = 0;
+  busy_from_.reset();
+  busy_mark_.reset();
+}
+
+std::optional<std::uint64_t> backlog_forecast::busy_rate() const {
+  if (!busy_from_ || !last_) return std::nullopt;
+  const auto span_us = std::chrono::duration_cast<std::chrono::microseconds>(last_->at - busy_from_->first).count();
+  if (span_us < std::chrono::duration_cast<std::chrono::microseconds>(busy_min_span).count()) return std::nullopt;
+  const std::uint64_t delivered = last_->read - in_hand_;
+  return (delivered - busy_from_->second) * 1'000'000 / static_cast<std::uint64_t>(span_us);
 }
 
 std::optional<std::uint64_t> backlog_forecast::rate() const {

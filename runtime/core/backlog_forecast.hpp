@@ -7,6 +7,16 @@
 // Fed by the runner core after each drain turn with the sum over its logs of the read position
 // and of the unread sequences (latest − read); time is an input (the runner's steady clock), so
 // the class is tested with plain calls. Not thread-safe (the runner core's own).
+//
+// The busy rate (decision 0065). The rate over a second is the reader's pace, not its capacity:
+// a reader that keeps up reads as fast as the writer writes, and one that starts a burst after a
+// quiet spell has no rate for its first 100 ms, in which an unthrottled writer puts a second of a
+// slow index's work in the log. So the forecast also measures the reader while it is never short
+// of work: from the first of a run of readings that each found at least busy_entries entries not
+// yet delivered, over at least busy_min_span. The runner reads a chunk only once the previous one
+// was delivered, so at a reading the chunk just read (its read position minus the previous
+// reading's) is still to come and what the index took is the previous reading's position: over a
+// busy run that counts exactly the chunks delivered in it, whatever their sizes.
 #pragma once
 
 #include <chrono>
@@ -32,6 +42,10 @@ class backlog_forecast {
   // span at least min_span.
   static constexpr std::chrono::milliseconds window{1000};
   static constexpr std::chrono::milliseconds min_span{100};
+  // A busy run counts from this many entries not yet delivered at each reading, over this span at
+  // least (a slow index's chunk or two), and over the last window or so.
+  static constexpr std::uint64_t busy_entries = 64;
+  static constexpr std::chrono::milliseconds busy_min_span{20};
 
   // A reading after a drain turn. `read` is the sum of the logs' read positions (it only grows
   // within one ownership; a smaller value starts the history again, as does a reading more than
@@ -43,9 +57,13 @@ class backlog_forecast {
   // The sequences read per second over the window; nullopt while the readings span less than
   // min_span.
   std::optional<std::uint64_t> rate() const;
+  // The sequences delivered per second over the current busy run; nullopt outside one or while it
+  // spans less than busy_min_span.
+  std::optional<std::uint64_t> busy_rate() const;
   // unread ÷ rate in ms, at most `cap_ms`: 0 when nothing is unread or no rate is known yet (no
   // evidence of a backlog the reader cannot keep up with), `cap_ms` when the reader read nothing
-  // over the window while sequences wait.
+  // over the window while sequences wait. (The pace steers by it: the busy rate, of a short
+  // span, is for the gate's busy entry only.)
   std::uint64_t drain_ms(std::uint64_t cap_ms) const;
   // The newest reading observed; none since the last reset.
   const std::optional<log_reading>& last() const noexcept { return last_; }
@@ -53,6 +71,11 @@ class backlog_forecast {
  private:
   std::deque<std::pair<steady_time, std::uint64_t>> readings_;  // (moment, read), oldest first
   std::optional<log_reading> last_;
+  // The busy run: the chunk in hand at the newest reading; where the run's rate is counted from
+  // (moment, delivered) and the mark that becomes it half a window on (the run's rate covers the
+  // last half window to window).
+  std::uint64_t in_hand_ = 0;
+  std::optional<std::pair<steady_time, std::uint64_t>> busy_from_, busy_mark_;
 };
 
 }  // namespace dix

@@ -23,6 +23,7 @@
 #include "core/backlog_forecast.hpp"
 #include "core/coverage.hpp"
 #include "core/lag_gate.hpp"
+#include "core/unread_clock.hpp"
 
 namespace dix {
 
@@ -53,7 +54,7 @@ class coverage_gate {
   coverage_tracker tracker;
   backlog_forecast backlog;  // the unread backlog's reading time, for the gate (decision 0027)
   std::map<std::string, index_time_t> read_time;  // per log: newest anchor header time read (§13.1)
-  std::optional<std::chrono::steady_clock::time_point> unread_since;  // a commit arrived while caught up, not yet read
+  unread_clock unread;  // since when committed work waits unread (§13.1, decision 0065)
   std::uint64_t lag_tick_id = 0;  // the lag tick chain of the current ownership (0: none)
   // The refresh (§12.3): the generation its timer is armed for, whether the next turn is one,
   // and when the last turn started.

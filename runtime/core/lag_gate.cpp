@@ -189,9 +189,14 @@ std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
   const bool below_h = 2 * forecast < b;
   if (!pacing_) {
     // Not paced by this ownership: open, rule 4's 1 µs, or a delay inherited from the last owner.
-    // Below H rule 4 decides; at H the throttle (and the pace) begins.
-    if (below_h) return stored_ == gate_open ? std::nullopt : store(caught_up() ? gate_open : 1);
-    delay_ = entry_delay(forecast, in.backlog_ms);
+    // Below H rule 4 decides, unless the reader is busy and B/8 of reading time waits (decision
+    // 0065); at H the throttle (and the pace) begins.
+    const std::uint64_t busy_backlog_ms =
+      in.busy_per_s > 0 && in.logs ? std::min(in.logs->unread * 1000 / in.busy_per_s, b) : 0;
+    const bool behind = 16 * busy_backlog_ms >= b && busy_backlog_ms > 0;
+    if (below_h && !behind) return stored_ == gate_open ? std::nullopt : store(caught_up() ? gate_open : 1);
+    if (capacity_ <= 0 && in.busy_per_s > 0) capacity_ = static_cast<double>(in.busy_per_s);
+    delay_ = entry_delay(forecast, std::max(in.backlog_ms, busy_backlog_ms));
     pacing_ = true;
     guarded_ = false;
     return store_delay(delay_);

@@ -107,7 +107,7 @@ void runner_core::gate_sample(effects& out, steady_time now) {
     return;
   }
   const gate_input in{lag_ms(now), cover_.backlog.drain_ms(config_.gate.budget_ms()), cover_.backlog.last(),
-                      cover_.backlog.rate().value_or(0), now};
+                      cover_.backlog.rate().value_or(0), now, cover_.backlog.busy_rate().value_or(0)};
   if (auto g = cover_.gate.sample(in)) out.push_back(fx::store_gate{*g});
   // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
   // cursor-only progress (such as the system transactions the owner's own acquisition and settle
@@ -138,7 +138,7 @@ std::uint64_t runner_core::cursor_lag_ms() const {
 std::uint64_t runner_core::lag_ms(steady_time now) const {
   if (!owner_now()) return 0;
   auto age = [now](const std::optional<steady_time>& since) -> std::uint64_t { return since ? ms_between(*since, now) : 0; };
-  return std::max({cursor_lag_ms(), age(drain_.stalled_since), age(cover_.unread_since), age(drain_.oldest_accepted_at())});
+  return std::max({cursor_lag_ms(), age(drain_.stalled_since), age(cover_.unread.since()), age(drain_.oldest_accepted_at())});
 }
 
 void runner_core::publish_coverage(effects& out, steady_time now) {
@@ -670,7 +670,7 @@ effects runner_core::on_wake(std::uint8_t flags, steady_time now) {
     return out;
   }
   if (commit && !system_only) {
-    if (drain_.end_of_log && !cover_.unread_since) cover_.unread_since = now;  // §8.2: lag must not hide a reader behind
+    if (drain_.end_of_log) cover_.unread.commit_seen(now);  // §8.2: lag must not hide a reader behind
     drain_.more = true;
     if (state_ == runner_state::idle || state_ == runner_state::running || state_ == runner_state::rebuilding) next_turn(out, now);
   } else if (system_only && state_ != runner_state::idle) {
@@ -771,7 +771,7 @@ effects runner_core::on_lock_acquired(std::uint64_t gen, steady_time now, std::u
   to(settle::done);
   rebuild_.to(rebuild::none);
   set_state(runner_state::running);
-  cover_.unread_since.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
+  cover_.unread.reset();  // an earlier ownership's; this one's first chunk tells (§13.1)
   cover_.backlog.reset();
   // §13.3: the inherited gate stays (without a policy the owner stores 0); the lag tick samples
   // it every min(1000, max(1, B/4)) ms while this ownership lasts.
@@ -1140,19 +1140,15 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   log_reopens_ = reopens_base_ + reopens_seen_;
   drain_.cut_open = chunk.cut_open;
   drain_.end_of_log = chunk.end_of_log;
-  if (chunk.end_of_log) {
-    cover_.unread_since.reset();
-    cover_.gate.on_end_of_log();
-  } else if (!cover_.unread_since) {
-    // §13.1: some log's latest sequence exceeds what was read — also for a reader that has not
-    // reached the end since it started, which no commit wake marks.
-    for (const auto& l : chunk.logs) {
-      if (l.latest_sequence > l.read_sequence) {
-        cover_.unread_since = now;
-        break;
-      }
-    }
+  {
+    // §13.1's unread age, moved up as the reader reads past what the log held at a turn's start
+    // (core/unread_clock, decision 0065).
+    std::vector<unread_clock::log_seen> seen;
+    seen.reserve(chunk.logs.size());
+    for (const auto& l : chunk.logs) seen.push_back({l.read_sequence, l.latest_sequence});
+    cover_.unread.read(cover_.last_turn_at, seen, chunk.end_of_log, now);
   }
+  if (chunk.end_of_log) cover_.gate.on_end_of_log();
   if (chunk.capture) cover_.tracker.add(*chunk.capture);
   if (chunk.delivery && chunk.delivery->through) {
     for (const auto& p : chunk.delivery->through->logs()) {
@@ -1873,7 +1869,7 @@ runner_snapshot runner_core::snapshot() const {
     s.deferred_bytes = drain_.held ? drain_.held->bytes : 0;
     s.stalled_since = drain_.stalled_since;
     s.cursor_lag_ms = cursor_lag_ms();
-    s.unread_since = cover_.unread_since;
+    s.unread_since = cover_.unread.since();
     if (release_.quiescing()) s.quiescence_since = quiescence_since_;
   }
   s.delivered_batches = delivered_batches_;

@@ -257,7 +257,8 @@ struct plant {
     }
     const std::uint64_t lag = ages.empty() ? 0 : static_cast<std::uint64_t>((now - ages.front().second) / milliseconds(1));
     if (counting) max_lag = std::max(max_lag, lag);
-    (void)gate.sample(gate_input{lag, forecast.drain_ms(gate.policy().budget_ms()), forecast.last(), forecast.rate().value_or(0), now});
+    (void)gate.sample(gate_input{lag, forecast.drain_ms(gate.policy().budget_ms()), forecast.last(), forecast.rate().value_or(0), now,
+                                  forecast.busy_rate().value_or(0)});
     if (++ticks % 100 == 0) {
       rates.push_back(static_cast<double>(bucket) * 10);
       bucket = 0;
@@ -389,4 +390,47 @@ TEST_CASE("lag gate: after a refusal the gate reopens at the pace, not open, and
   // A new ownership knows nothing of the last one's pace.
   (void)g.on_acquired(g.stored());
   CHECK(g.capacity() == 0);
+}
+
+TEST_CASE("lag gate: a burst against an open gate is met within the slow index's first chunks, a fast index is not slowed (decision 0065)",
+          "[core][gate][pace]") {
+  // Phase (c) of dix bench sustained: B = 2000 ms (max_lag 1 s, max_flush_age 1 s), a turn of 256
+  // transactions, the age barrier at 1 s; an unthrottled writer of 100 000 commits/s (or two at
+  // 50 000 each) starts against an open gate with no history. With no rate known for the first
+  // 100 ms the gate let a second of the index's work through and the lag reached 1.97 s, a
+  // breath from the refusals at B.
+  const double writers = GENERATE(1.0, 2.0);
+  CAPTURE(writers);
+  lag_gate g(policy(1000, 1000));
+  plant p(g, 10'000, writers);
+  p.chunk = 256;
+  p.cap = 64;
+  p.flush = milliseconds(1000);
+  p.writer_us = 10 * writers;
+  p.run(50);
+  CHECK(g.stored() != gate_open);  // throttled within 50 ms: the busy entry
+  CHECK(g.capacity() > 9'000);     // at the busy rate
+  CHECK(g.capacity() < 11'000);
+  p.run(100);
+  CHECK(p.latest < 5'000);  // half a second of the index's work in 150 ms; without the busy entry 10 000 in 100 ms
+  p.run(6'000);
+  CHECK(p.refused_ms == 0);
+  CHECK(p.max_lag < 1'300);
+  const auto [mean, cv] = p.last(30);
+  CHECK(mean > 8'000);
+  CHECK(mean < 11'500);
+  CHECK(cv < 0.15);
+
+  // A fast index: the writer's chunks never wait, so no busy run forms and the gate stays open.
+  lag_gate fast_gate(policy(1000, 1000));
+  plant fast(fast_gate, 1'000'000, writers);
+  fast.chunk = 256;
+  fast.cap = 64;
+  fast.flush = milliseconds(1000);
+  fast.writer_us = 10 * writers;
+  for (int i = 0; i < 30; ++i) {
+    fast.run(100);
+    CHECK(fast_gate.stored() == gate_open);
+  }
+  CHECK(fast.latest > 290'000);  // 100 000 commits/s throughout
 }

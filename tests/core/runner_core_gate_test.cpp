@@ -325,6 +325,39 @@ TEST_CASE("runner lag: a reader that has not reached the end since it acquired s
   CHECK_FALSE(p.runner->snapshot().unread_since.has_value());  // the end reached
 }
 
+TEST_CASE("runner lag: a reader that keeps a turn behind a steady writer for seconds shows the age of what it has not read (decision 0065)",
+          "[core][runner][lag][unread]") {
+  auto o = gate_options();
+  o.max_transactions_per_turn = 1;  // a transaction a turn: the writer's next one is always waiting
+  sim_pipeline p(o);
+  make_ready(p);
+  // A transaction committed every ms, each between the runner's events: the reader never finds
+  // the end of the log (checked), so §13.1's stamp alone would age by the whole run.
+  bool left_the_end = false, reached_the_end_again = false;
+  for (int ms = 0; ms < 5'000; ++ms) {
+    p.commit({test::put(sim_table, "w" + std::to_string(ms), "v")}, false, false);
+    for (int i = 0; i < 4 && p.step(); ++i) {
+    }
+    p.time.advance(milliseconds(1));
+    const auto s = p.runner->snapshot();
+    if (s.unread_since) left_the_end = true;
+    else if (left_the_end) reached_the_end_again = true;
+  }
+  REQUIRE(left_the_end);
+  REQUIRE_FALSE(reached_the_end_again);
+  // The oldest unread transaction was committed `behind` ms ago (one a ms): the age is at least
+  // that (nothing hides) and not much more, where the stamp alone said 5 s.
+  const auto s = p.runner->snapshot();
+  const auto behind = s.logs[0].latest_sequence - s.logs[0].read_sequence;
+  const auto m = s.metrics(p.time.steady_now());
+  CHECK(behind > 10);
+  CHECK(m.unread_age_ms >= behind);
+  CHECK(m.unread_age_ms <= behind + 10);
+  // The writer stops: the reader reads to the end and the age is gone.
+  p.run();
+  CHECK_FALSE(p.runner->snapshot().unread_since.has_value());
+}
+
 TEST_CASE("runner gate: a reader falling behind a backlog throttles at the forecast while the lag is still below H (decision 0027)",
           "[core][runner][gate][forecast]") {
   auto o = gate_options();
