@@ -15,7 +15,7 @@ void backlog_forecast::observe(steady_time now, std::uint64_t read, std::uint64_
   const bool continues = !readings_.empty();
   const std::uint64_t delivered = continues ? readings_.back().second : read;
   in_hand_ = read - delivered;
-  if (!continues || unread + in_hand_ < busy_entries) {
+  if (!continues || unread < busy_entries) {
     busy_from_.reset();
     busy_mark_.reset();
   } else if (!busy_from_) {
@@ -60,15 +60,30 @@ std::optional<std::uint64_t> backlog_forecast::rate() const {
   return (read_to - read_from) * 1000 / static_cast<std::uint64_t>(span_ms);
 }
 
+namespace {
+
+// unread × 1000 / rate in ms, at most cap_ms, without overflow for any realistic figure (unread < 2^44).
+std::uint64_t reading_ms(std::uint64_t unread, std::uint64_t rate, std::uint64_t cap_ms) {
+  if (rate == 0) return cap_ms;
+  const auto ms = unread / rate * 1000 + unread % rate * 1000 / rate;
+  return std::min(ms, cap_ms);
+}
+
+}  // namespace
+
+std::uint64_t backlog_forecast::busy_drain_ms(std::uint64_t cap_ms) const {
+  const auto busy = busy_rate();
+  const std::uint64_t unread = last_ ? last_->unread : 0;
+  if (!busy || *busy == 0 || unread == 0) return 0;
+  return reading_ms(unread, *busy, cap_ms);
+}
+
 std::uint64_t backlog_forecast::drain_ms(std::uint64_t cap_ms) const {
   const std::uint64_t unread = last_ ? last_->unread : 0;
   if (unread == 0) return 0;
   const auto r = rate();
   if (!r) return 0;
-  if (*r == 0) return cap_ms;
-  // unread × 1000 / r without overflow for any realistic figure (unread < 2^44).
-  const auto ms = unread / *r * 1000 + unread % *r * 1000 / *r;
-  return std::min(ms, cap_ms);
+  return reading_ms(unread, *r, cap_ms);
 }
 
 }  // namespace dix

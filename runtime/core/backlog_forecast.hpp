@@ -12,8 +12,10 @@
 // a reader that keeps up reads as fast as the writer writes, and one that starts a burst after a
 // quiet spell has no rate for its first 100 ms, in which an unthrottled writer puts a second of a
 // slow index's work in the log. So the forecast also measures the reader while it is never short
-// of work: from the first of a run of readings that each found at least busy_entries entries not
-// yet delivered, over at least busy_min_span. The runner reads a chunk only once the previous one
+// of work: from the first of a run of readings that each found at least busy_entries entries
+// unread beyond the chunk it read, over at least busy_min_span. (Not counting the chunk: a reader
+// that keeps up with a fast writer reads a full chunk at each turn but leaves next to nothing
+// unread; one that a stall held back starts a run after the stall, so its rate is not diluted.) The runner reads a chunk only once the previous one
 // was delivered, so at a reading the chunk just read (its read position minus the previous
 // reading's) is still to come and what the index took is the previous reading's position: over a
 // busy run that counts exactly the chunks delivered in it, whatever their sizes.
@@ -42,8 +44,8 @@ class backlog_forecast {
   // span at least min_span.
   static constexpr std::chrono::milliseconds window{1000};
   static constexpr std::chrono::milliseconds min_span{100};
-  // A busy run counts from this many entries not yet delivered at each reading, over this span at
-  // least (a slow index's chunk or two), and over the last window or so.
+  // A busy run counts from this many entries unread at each reading, over this span at least (a
+  // slow index's chunk or two), and over the last window or so.
   static constexpr std::uint64_t busy_entries = 64;
   static constexpr std::chrono::milliseconds busy_min_span{20};
 
@@ -60,6 +62,8 @@ class backlog_forecast {
   // The sequences delivered per second over the current busy run; nullopt outside one or while it
   // spans less than busy_min_span.
   std::optional<std::uint64_t> busy_rate() const;
+  // unread ÷ busy_rate in ms, at most `cap_ms`; 0 outside a busy run (the gate's busy entry).
+  std::uint64_t busy_drain_ms(std::uint64_t cap_ms) const;
   // unread ÷ rate in ms, at most `cap_ms`: 0 when nothing is unread or no rate is known yet (no
   // evidence of a backlog the reader cannot keep up with), `cap_ms` when the reader read nothing
   // over the window while sequences wait. (The pace steers by it: the busy rate, of a short

@@ -37,7 +37,7 @@ namespace {
 // at most 4 either way (half the correction, in the log); with no capacity known yet the target is
 // twice the reader's rate, and a reader that read nothing while the log grew counts as 16 times
 // too slow.
-constexpr std::uint64_t min_backlog_entries = 64;
+constexpr std::uint64_t min_backlog_entries = backlog_forecast::busy_entries;  // the busy run's threshold too
 constexpr double headroom_k = 0.9, min_k = 0.05, keeps_up = 0.8, probe_raise = 1.01, max_ratio = 16, stalled_ratio = 16;
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -189,11 +189,10 @@ std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
   const bool below_h = 2 * forecast < b;
   if (!pacing_) {
     // Not paced by this ownership: open, rule 4's 1 µs, or a delay inherited from the last owner.
-    // Below H rule 4 decides, unless the reader is busy and B/8 of reading time waits (decision
+    // Below H rule 4 decides, unless the reader is busy and B/16 of reading time waits (decision
     // 0065); at H the throttle (and the pace) begins.
-    const std::uint64_t busy_backlog_ms =
-      in.busy_per_s > 0 && in.logs ? std::min(in.logs->unread * 1000 / in.busy_per_s, b) : 0;
-    const bool behind = 16 * busy_backlog_ms >= b && busy_backlog_ms > 0;
+    const std::uint64_t busy_backlog_ms = in.busy_backlog_ms;
+    const bool behind = in.busy_per_s > 0 && busy_backlog_ms > 0 && 16 * busy_backlog_ms >= b;
     if (below_h && !behind) return stored_ == gate_open ? std::nullopt : store(caught_up() ? gate_open : 1);
     if (capacity_ <= 0 && in.busy_per_s > 0) capacity_ = static_cast<double>(in.busy_per_s);
     delay_ = entry_delay(forecast, std::max(in.backlog_ms, busy_backlog_ms));

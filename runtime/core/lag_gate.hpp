@@ -38,7 +38,7 @@
 // Entering the throttle (from open, rule 4's 1 µs or an inherited delay), and reopening after a
 // refusal, take the target's period (rule 3's proportional delay until a capacity is known).
 // THE BUSY ENTRY (decision 0065): a reader busy since its last readings (backlog_forecast's busy
-// run) with B/8 or more of reading time waiting enters the throttle too, below H, and its busy
+// run) with B/16 or more of reading time unread at its busy rate enters the throttle too, below H, and its busy
 // rate is the capacity until the pace measures one: an unthrottled writer's burst is met within a
 // slow index's first chunks, before it is a second of the index's work. A lag
 // past 7B/8 holds the stored delay up to D at B (the pace keeps its own). Refusals (rule 1) and
@@ -85,7 +85,8 @@ struct gate_input {
   std::optional<log_reading> logs;  // the newest reading of the owner's logs; none: no pace
   std::uint64_t read_per_s = 0;      // the reader's rate over about a second (backlog_forecast::rate); 0: unknown
   std::chrono::steady_clock::time_point now{};
-  std::uint64_t busy_per_s = 0;  // the reader's rate over its busy run (backlog_forecast::busy_rate); 0: none
+  std::uint64_t busy_per_s = 0;       // the reader's rate over its busy run (backlog_forecast::busy_rate); 0: none
+  std::uint64_t busy_backlog_ms = 0;  // the unread backlog at that rate (backlog_forecast::busy_drain_ms)
 };
 
 class lag_gate {

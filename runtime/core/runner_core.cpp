@@ -107,7 +107,8 @@ void runner_core::gate_sample(effects& out, steady_time now) {
     return;
   }
   const gate_input in{lag_ms(now), cover_.backlog.drain_ms(config_.gate.budget_ms()), cover_.backlog.last(),
-                      cover_.backlog.rate().value_or(0), now, cover_.backlog.busy_rate().value_or(0)};
+                      cover_.backlog.rate().value_or(0), now, cover_.backlog.busy_rate().value_or(0),
+                      cover_.backlog.busy_drain_ms(config_.gate.budget_ms())};
   if (auto g = cover_.gate.sample(in)) out.push_back(fx::store_gate{*g});
   // Rule 2 keeps an exceeded gate until a durable advance. When all that is not durable is
   // cursor-only progress (such as the system transactions the owner's own acquisition and settle
@@ -1072,6 +1073,7 @@ effects runner_core::on_log_opened(std::uint64_t gen, const std::optional<tailer
     return out;
   }
   drain_.to(drain::open);
+  cover_.unread.reopened();  // what the marks were passed by may be read again (decision 0065)
   if (acq_.current() == acq::verifying) acq_.to(acq::acquired);
   if (drain_.offered.empty() || drain_.offered.back().through != *installed) {
     drain_.offered.clear();
@@ -1141,11 +1143,16 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   drain_.cut_open = chunk.cut_open;
   drain_.end_of_log = chunk.end_of_log;
   {
-    // §13.1's unread age, moved up as the reader reads past what the log held at a turn's start
-    // (core/unread_clock, decision 0065).
+    // §13.1's unread age, moved up as the reader gets past what the log held at a turn's start
+    // (core/unread_clock, decision 0065). Past: cut into a chunk (through_ends), not only
+    // collected — a transaction carried to the next turns is still to read.
     std::vector<unread_clock::log_seen> seen;
     seen.reserve(chunk.logs.size());
-    for (const auto& l : chunk.logs) seen.push_back({l.read_sequence, l.latest_sequence});
+    for (const auto& l : chunk.logs) {
+      const auto through = chunk.through_ends.find(l.log);
+      const auto past = through == chunk.through_ends.end() ? 0 : std::min(through->second, l.read_sequence);
+      seen.push_back({past, l.latest_sequence});
+    }
     cover_.unread.read(cover_.last_turn_at, seen, chunk.end_of_log, now);
   }
   if (chunk.end_of_log) cover_.gate.on_end_of_log();

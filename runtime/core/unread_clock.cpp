@@ -6,6 +6,7 @@ namespace dix {
 
 void unread_clock::commit_seen(steady_time now) {
   if (!since_) since_ = now;
+  if (!stamped_) stamped_ = now;
 }
 
 void unread_clock::read(std::optional<steady_time> began, const std::vector<log_seen>& logs, bool end_of_log, steady_time now) {
@@ -29,6 +30,7 @@ void unread_clock::read(std::optional<steady_time> began, const std::vector<log_
   if (!unread) return;
   // Also a reader that has not reached the end since it started, which no commit wake marks.
   if (!since_) since_ = now;
+  if (!stamped_) stamped_ = since_;
   if (!began || *began > now) return;
   mark m{*began, {}};
   m.latest.reserve(logs.size());
@@ -43,8 +45,14 @@ void unread_clock::read(std::optional<steady_time> began, const std::vector<log_
   }
 }
 
+void unread_clock::reopened() noexcept {
+  since_ = stamped_;
+  marks_.clear();
+}
+
 void unread_clock::reset() noexcept {
   since_.reset();
+  stamped_.reset();
   marks_.clear();
 }
 

@@ -18,7 +18,9 @@
 //
 // Bounded: marks at least mark_spacing apart (a closer one replaces the newest, a later moment
 // and sequences at least as high: the clock then moves less, never more) and at most max_marks
-// (a mark beyond is not kept: the same). Pure; the runner core's own.
+// (a mark beyond is not kept: the same). A turn's position is what it cut into its chunk, not what
+// it collected for later turns. When the logs are opened again, the stamp goes back to §13.1's
+// own. Pure; the runner core's own.
 #pragma once
 
 #include <chrono>
@@ -47,6 +49,9 @@ class unread_clock {
   // A turn's chunk. `began`: when the turn was asked for (none: no mark is made); `logs` in
   // attach order; `end_of_log`: every log was read to its end (clears the clock).
   void read(std::optional<steady_time> began, const std::vector<log_seen>& logs, bool end_of_log, steady_time now);
+  // The logs were opened again (a retry, a rebuild's boundary): what was read past a mark may be
+  // read again, so the stamp goes back to §13.1's own and the marks go.
+  void reopened() noexcept;
   // A new ownership: nothing is stamped.
   void reset() noexcept;
 
@@ -59,7 +64,7 @@ class unread_clock {
     steady_time at;
     std::vector<std::uint64_t> latest;  // per log, attach order
   };
-  std::optional<steady_time> since_;
+  std::optional<steady_time> since_, stamped_;  // the stamp as moved up; §13.1's own
   std::deque<mark> marks_;
 };
 

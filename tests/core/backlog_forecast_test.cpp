@@ -87,7 +87,7 @@ TEST_CASE("backlog forecast: a busy run counts the chunks delivered in it, whate
   // then chunks of 256, each 25.6 ms at 10 000/s, while a writer's backlog grows behind them.
   f.observe(t0, 10, 0);  // nothing waits: no run
   CHECK_FALSE(f.busy_rate().has_value());
-  f.observe(t0 + milliseconds(1), 266, 100);  // 256 in hand and 100 unread: the run begins
+  f.observe(t0 + milliseconds(1), 266, 100);  // 100 unread beyond the 256 in hand: the run begins
   CHECK_FALSE(f.busy_rate().has_value());
   CHECK(f.drain_ms(2000) == 0);  // no rate of any kind yet
   f.observe(t0 + std::chrono::microseconds(11'000), 266, 1'000);  // 10 ms in: under busy_min_span
@@ -101,7 +101,8 @@ TEST_CASE("backlog forecast: a busy run counts the chunks delivered in it, whate
   CHECK(f.drain_ms(2000) == 0);       // the pace's forecast waits for it (the gate's busy entry does not)
   f.observe(t0 + std::chrono::microseconds(52'200), 778, 5'000);
   CHECK(f.busy_rate() == 10'000u);
-  // A reading with fewer than 64 entries waiting (in hand and unread) ends the run.
+  // A reading that leaves fewer than 64 entries unread ends the run (the chunk in hand does not
+  // count: a reader that keeps up reads a full chunk each turn and leaves nothing).
   f.observe(t0 + std::chrono::microseconds(77'800), 800, 40);
   CHECK_FALSE(f.busy_rate().has_value());
   // A reset ends it too.

@@ -258,7 +258,7 @@ struct plant {
     const std::uint64_t lag = ages.empty() ? 0 : static_cast<std::uint64_t>((now - ages.front().second) / milliseconds(1));
     if (counting) max_lag = std::max(max_lag, lag);
     (void)gate.sample(gate_input{lag, forecast.drain_ms(gate.policy().budget_ms()), forecast.last(), forecast.rate().value_or(0), now,
-                                  forecast.busy_rate().value_or(0)});
+                                  forecast.busy_rate().value_or(0), forecast.busy_drain_ms(gate.policy().budget_ms())});
     if (++ticks % 100 == 0) {
       rates.push_back(static_cast<double>(bucket) * 10);
       bucket = 0;
@@ -421,7 +421,12 @@ TEST_CASE("lag gate: a burst against an open gate is met within the slow index's
   CHECK(mean < 11'500);
   CHECK(cv < 0.15);
 
-  // A fast index: the writer's chunks never wait, so no busy run forms and the gate stays open.
+  // A fast index: it reads everything there is at each turn, a chunk of ~100 entries with next
+  // to nothing left unread, so no busy run forms and the gate stays open. Also across a barrier
+  // that stalls it for 150 ms (15 000 entries wait after it): the run begins after the stall, at
+  // the rate the index reads when it has work, and that backlog is 60 ms of it. (Counting the
+  // chunk in hand as waiting, the run spanned the stall, its rate was a quarter of the index's,
+  // and the gate throttled the writer to 40 000 commits/s for seconds.)
   lag_gate fast_gate(policy(1000, 1000));
   plant fast(fast_gate, 1'000'000, writers);
   fast.chunk = 256;
@@ -429,6 +434,7 @@ TEST_CASE("lag gate: a burst against an open gate is met within the slow index's
   fast.flush = milliseconds(1000);
   fast.writer_us = 10 * writers;
   for (int i = 0; i < 30; ++i) {
+    fast.barrier_ms = i == 10 ? 150 : 10;
     fast.run(100);
     CHECK(fast_gate.stored() == gate_open);
   }

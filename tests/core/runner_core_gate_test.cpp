@@ -358,6 +358,49 @@ TEST_CASE("runner lag: a reader that keeps a turn behind a steady writer for sec
   CHECK_FALSE(p.runner->snapshot().unread_since.has_value());
 }
 
+TEST_CASE("runner lag: a transaction cut across chunks is not read past until its last part is cut (decision 0065)",
+          "[core][runner][lag][unread]") {
+  auto o = gate_options();
+  o.max_transactions_per_turn = 1;  // a transaction a turn
+  o.max_chunk_records = 4;          // and a large one cut in parts of 4
+  sim_pipeline p(o);
+  make_ready(p);
+  const auto base = p.runner->snapshot().delivered_records;
+  const auto delivered = [&] { return p.runner->snapshot().delivered_records - base; };
+  const auto start = p.runner->snapshot().logs[0].read_sequence;
+  // X, Y and Z; the first turn reads X and leaves the others unread: stamped then. Stopped once
+  // X is read.
+  p.commit({test::put(sim_table, "x", "1")}, false, false);
+  p.commit({test::put(sim_table, "y", "1")}, false, false);
+  p.commit({test::put(sim_table, "z", "1")}, false, false);
+  for (int i = 0; i < 200 && p.runner->snapshot().logs[0].read_sequence < start + 1; ++i) REQUIRE(p.step());
+  REQUIRE(p.runner->snapshot().unread_since.has_value());
+  // B, 40 operations, 10 ms later. Z's turn, asked for after B's commit, sees B's end as the log's
+  // end and marks it. The turns after it collect all of B at once (the tailer's read position is
+  // past it) but cut it 4 operations a turn: until its last part is cut, B is unread, and the
+  // stamp may not move past its commit — as it would by Z's mark if the clock went by the read
+  // position.
+  p.time.advance(milliseconds(10));
+  const auto t_b = p.time.steady_now();
+  std::vector<test::fake_op> big;
+  for (int i = 0; i < 40; ++i) big.push_back(test::put(sim_table, "b" + std::to_string(i), "v"));
+  p.commit(std::move(big), false, false);
+  bool collected = false;
+  for (int i = 0; i < 2'000 && p.step(); ++i) {
+    p.time.advance(milliseconds(1));
+    const auto s = p.runner->snapshot();
+    // X, Y, Z and 36 of B accepted: B's last part (its 37th to 40th operations) is not cut yet.
+    if (delivered() >= 3 && delivered() < 39) {
+      collected = collected || s.logs[0].read_sequence == s.logs[0].latest_sequence;
+      REQUIRE(s.unread_since.has_value());
+      CHECK(*s.unread_since <= t_b);
+    }
+  }
+  CHECK(collected);  // B was collected whole while parts of it were still to cut
+  CHECK(delivered() == 43);
+  CHECK_FALSE(p.runner->snapshot().unread_since.has_value());  // then the end
+}
+
 TEST_CASE("runner gate: a reader falling behind a backlog throttles at the forecast while the lag is still below H (decision 0027)",
           "[core][runner][gate][forecast]") {
   auto o = gate_options();

@@ -105,3 +105,24 @@ TEST_CASE("unread clock: every log must be read up to a mark, marks are spaced a
   CHECK(e.since() == at(0));
   CHECK(e.marks() == 1);
 }
+
+TEST_CASE("unread clock: logs opened again put the stamp back to protocol 13.1's own", "[core][gate][unread]") {
+  // A retry re-opens the logs at the last offered cursor: what a turn had cut into the chunk that
+  // failed is unread again, though the marks were passed by it.
+  unread_clock c;
+  c.commit_seen(at(0));
+  c.read(at(10), one(100, 300), false, at(11));
+  c.read(at(20), one(300, 500), false, at(21));
+  REQUIRE(c.since() == at(10));
+  c.reopened();
+  CHECK(c.since() == at(0));
+  CHECK(c.marks() == 0);
+  // And from there it moves up again as the reader reads.
+  c.read(at(30), one(300, 600), false, at(31));
+  c.read(at(40), one(600, 700), false, at(41));
+  CHECK(c.since() == at(30));
+  // Reopened with nothing stamped: nothing stamped.
+  unread_clock d;
+  d.reopened();
+  CHECK_FALSE(d.since().has_value());
+}
