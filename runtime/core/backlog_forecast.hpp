@@ -15,10 +15,11 @@
 // of work: from the first of a run of readings that each found at least busy_entries entries
 // unread beyond the chunk it read, over at least busy_min_span. (Not counting the chunk: a reader
 // that keeps up with a fast writer reads a full chunk at each turn but leaves next to nothing
-// unread; one that a stall held back starts a run after the stall, so its rate is not diluted.) The runner reads a chunk only once the previous one
-// was delivered, so at a reading the chunk just read (its read position minus the previous
-// reading's) is still to come and what the index took is the previous reading's position: over a
-// busy run that counts exactly the chunks delivered in it, whatever their sizes.
+// unread; one that a stall held back starts a run after the stall, so its rate is not diluted.)
+// The runner reads a chunk only once the previous one was delivered, so at a reading the chunk
+// just read (its read position minus the previous reading's) is still to come and what the index
+// took is the previous reading's position: over a busy run that counts exactly the chunks
+// delivered in it, whatever their sizes.
 #pragma once
 
 #include <chrono>

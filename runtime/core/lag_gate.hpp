@@ -37,10 +37,10 @@
 //    fourfold a step): the lag answers a step late, through the flush cycle.
 // Entering the throttle (from open, rule 4's 1 µs or an inherited delay), and reopening after a
 // refusal, take the target's period (rule 3's proportional delay until a capacity is known).
-// THE BUSY ENTRY (decision 0065): a reader busy since its last readings (backlog_forecast's busy
-// run) with B/16 or more of reading time unread at its busy rate enters the throttle too, below H, and its busy
-// rate is the capacity until the pace measures one: an unthrottled writer's burst is met within a
-// slow index's first chunks, before it is a second of the index's work. A lag
+// THE BUSY ENTRY (decision 0065): a reader busy over its last readings (backlog_forecast's busy
+// run) with B/16 or more of reading time unread at its busy rate enters the throttle too, below
+// H, and its busy rate is the capacity until the pace measures one: an unthrottled writer's burst
+// is met within a slow index's first chunks, before it is a second of the index's work. A lag
 // past 7B/8 holds the stored delay up to D at B (the pace keeps its own). Refusals (rule 1) and
 // their reopening (rule 2) are unchanged. The throttle ends below H with nothing unread once the
 // pace came down to 1 µs, or the writer is gone (a lag of 0 and a log that did not grow for a lag

@@ -9,7 +9,8 @@ void unread_clock::commit_seen(steady_time now) {
   if (!stamped_) stamped_ = now;
 }
 
-void unread_clock::read(std::optional<steady_time> began, const std::vector<log_seen>& logs, bool end_of_log, steady_time now) {
+void unread_clock::read(std::optional<steady_time> began, const std::vector<log_seen>& logs, bool end_of_log,
+                        steady_time now) {
   if (end_of_log) {
     reset();
     return;
