@@ -401,12 +401,17 @@ TEST_CASE("lag gate: a burst against an open gate is met within the slow index's
   // breath from the refusals at B.
   const double writers = GENERATE(1.0, 2.0);
   CAPTURE(writers);
+  // The plant as (c) runs: 256 transactions a turn, the accepted-ahead cap of 64, the age barrier
+  // at 1 s, `writers` sharing 100 000 commits/s.
+  const auto as_phase_c = [writers](plant& q) {
+    q.chunk = 256;
+    q.cap = 64;
+    q.flush = milliseconds(1000);
+    q.writer_us = 10 * writers;
+  };
   lag_gate g(policy(1000, 1000));
   plant p(g, 10'000, writers);
-  p.chunk = 256;
-  p.cap = 64;
-  p.flush = milliseconds(1000);
-  p.writer_us = 10 * writers;
+  as_phase_c(p);
   p.run(50);
   CHECK(g.stored() != gate_open);  // throttled within 50 ms: the busy entry
   CHECK(g.capacity() > 9'000);     // at the busy rate
@@ -429,10 +434,7 @@ TEST_CASE("lag gate: a burst against an open gate is met within the slow index's
   // and the gate throttled the writer to 40 000 commits/s for seconds.)
   lag_gate fast_gate(policy(1000, 1000));
   plant fast(fast_gate, 1'000'000, writers);
-  fast.chunk = 256;
-  fast.cap = 64;
-  fast.flush = milliseconds(1000);
-  fast.writer_us = 10 * writers;
+  as_phase_c(fast);
   for (int i = 0; i < 30; ++i) {
     fast.barrier_ms = i == 10 ? 150 : 10;
     fast.run(100);
