@@ -21,6 +21,7 @@
 #include "harness/child_process.hpp"
 #include "report.hpp"
 #include "tool/args.hpp"
+#include "tool/catalogue_ids.hpp"
 #include "tool/executable.hpp"
 
 namespace dix::bench {
@@ -29,8 +30,6 @@ namespace {
 using namespace std::chrono_literals;
 using cli::child_process;
 
-// `dix serve`'s indexes (runtime/cli/catalogue.hpp, catalogue_ids), which it validates again.
-const std::vector<std::string> catalogue_ids{"by-category", "by-brand", "fulltext", "similar"};
 
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
@@ -168,7 +167,7 @@ int run_failover(const std::vector<std::string>& argv) {
   auto wal_kib = buffer_kib ? a->number("max-wal-kib", 8192, 64, 1ull << 30, problem) : std::nullopt;
   auto flush_age = wal_kib ? a->number("flush-age-ms", 1000, 1, 600'000, problem) : std::nullopt;
   auto scheduler = flush_age ? a->choice("scheduler", {"sharing", "stealing"}, 0, problem) : std::nullopt;
-  auto ids = scheduler ? a->subset("indexes", catalogue_ids, problem) : std::nullopt;
+  auto ids = scheduler ? a->subset("indexes", tool::catalogue_ids(), problem) : std::nullopt;
   if (!ids || !check_scratch_base(*a, problem) || !report.open(*a, problem)) {
     return tool::refuse("dix bench failover", problem);
   }

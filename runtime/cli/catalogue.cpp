@@ -97,11 +97,6 @@ projection by_field(std::string field) {
 
 }  // namespace
 
-const std::vector<std::string>& catalogue_ids() {
-  static const std::vector<std::string> ids{"by-category", "by-brand", fulltext_id, similar_id};
-  return ids;
-}
-
 result<std::vector<catalogue_index>> make_catalogue_indexes(const std::filesystem::path& dir,
                                                             const std::set<std::string>& leave_out) {
   std::vector<catalogue_index> indexes;

@@ -22,6 +22,7 @@
 #include <dix/runtime.hpp>
 
 #include "metrics_server.hpp"
+#include "tool/catalogue_ids.hpp"
 
 namespace dix::cli {
 
@@ -86,11 +87,12 @@ struct catalogue_search {
   std::shared_ptr<xapian_backend> fulltext;
   std::shared_ptr<hnsw_backend> similar;
 };
-inline constexpr const char* fulltext_id = "fulltext";
-inline constexpr const char* similar_id = "similar";
+using tool::fulltext_id;
+using tool::similar_id;
 // The four indexes by id, in the order `dix serve` lists them: by-category, by-brand, fulltext,
-// similar (its --indexes and `dix bench failover --indexes` choose among them).
-const std::vector<std::string>& catalogue_ids();
+// similar (its --indexes and `dix bench failover --indexes` choose among them; one list,
+// tool/catalogue_ids.hpp).
+using tool::catalogue_ids;
 // Creates both in `<dir>/<id>` (nothing read yet). An id in `leave_out` is left out (its
 // pointer stays null): an index node serves it, or nobody.
 result<catalogue_search> make_catalogue_search(const std::filesystem::path& dir,
