@@ -191,7 +191,7 @@ std::optional<std::uint32_t> lag_gate::sample(const gate_input& in) noexcept {
     // Not paced by this ownership: open, rule 4's 1 µs, or a delay inherited from the last owner.
     // Below H rule 4 decides, unless the reader is busy and B/16 of reading time waits (decision
     // 0065); at H the throttle (and the pace) begins.
-    const bool behind = in.busy_per_s > 0 && in.busy_backlog_ms > 0 && 16 * in.busy_backlog_ms >= b;
+    const bool behind = in.busy_backlog_ms > 0 && 16 * in.busy_backlog_ms >= b;  // 0 outside a busy run
     if (below_h && !behind) return stored_ == gate_open ? std::nullopt : store(caught_up() ? gate_open : 1);
     if (capacity_ <= 0 && in.busy_per_s > 0) capacity_ = static_cast<double>(in.busy_per_s);
     delay_ = entry_delay(forecast, std::max(in.backlog_ms, in.busy_backlog_ms));

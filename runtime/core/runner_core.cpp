@@ -1127,12 +1127,20 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   const auto& chunk = outcome.chunk;
   logs_ = chunk.logs;
   {
+    // One pass over the logs for the gate's forecast (decision 0027) and §13.1's unread age, which
+    // moves up as the reader gets past what the log held at a turn's start (core/unread_clock,
+    // decision 0065). Past: cut into a chunk (through_ends), not only collected — a transaction
+    // carried to the next turns is still to read.
     std::uint64_t read = 0, unread = 0;
+    unread_seen_.clear();
     for (const auto& l : chunk.logs) {
       read += l.read_sequence;
       unread += l.latest_sequence > l.read_sequence ? l.latest_sequence - l.read_sequence : 0;
+      const auto through = chunk.through_ends.find(l.log);
+      const auto past = through == chunk.through_ends.end() ? 0 : std::min(through->second, l.read_sequence);
+      unread_seen_.push_back({past, l.latest_sequence});
     }
-    cover_.backlog.observe(now, read, unread);  // the gate's forecast (decision 0027)
+    cover_.backlog.observe(now, read, unread);
   }
   wal_syncs_ += chunk.wal_syncs;
   unindexable_ += chunk.unindexable;
@@ -1142,19 +1150,7 @@ effects runner_core::on_chunk(std::uint64_t gen, const pull_outcome& outcome, st
   log_reopens_ = reopens_base_ + reopens_seen_;
   drain_.cut_open = chunk.cut_open;
   drain_.end_of_log = chunk.end_of_log;
-  {
-    // §13.1's unread age, moved up as the reader gets past what the log held at a turn's start
-    // (core/unread_clock, decision 0065). Past: cut into a chunk (through_ends), not only
-    // collected — a transaction carried to the next turns is still to read.
-    std::vector<unread_clock::log_seen> seen;
-    seen.reserve(chunk.logs.size());
-    for (const auto& l : chunk.logs) {
-      const auto through = chunk.through_ends.find(l.log);
-      const auto past = through == chunk.through_ends.end() ? 0 : std::min(through->second, l.read_sequence);
-      seen.push_back({past, l.latest_sequence});
-    }
-    cover_.unread.read(cover_.last_turn_at, seen, chunk.end_of_log, now);
-  }
+  cover_.unread.read(cover_.last_turn_at, unread_seen_, chunk.end_of_log, now);
   if (chunk.end_of_log) cover_.gate.on_end_of_log();
   if (chunk.capture) cover_.tracker.add(*chunk.capture);
   if (chunk.delivery && chunk.delivery->through) {

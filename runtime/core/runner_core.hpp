@@ -461,6 +461,7 @@ class runner_core {
   std::array<std::uint64_t, 4> flushes_{};  // requests, per flush_reason
   std::uint64_t flush_requests() const noexcept;  // of every reason
   std::vector<log_progress> logs_;
+  std::vector<unread_clock::log_seen> unread_seen_;  // on_chunk's reading for the unread clock, its buffer kept
   steady_time quiescence_since_{};
 };
 
