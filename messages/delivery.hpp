@@ -88,7 +88,7 @@ struct durable {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, durable& x) {
-  return f(caf::meta::type_name("dix.durable"), x.gen, wire::opt(x.cursor), x.error);
+  return f(caf::meta::type_name("dix.durable"), x.gen, wire::opt(x.cursor), wire::err("dix.durable.error", x.error));
 }
 
 inline bool operator==(const durable& a, const durable& b) {
@@ -126,7 +126,7 @@ struct flush_done {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_done& x) {
-  return f(caf::meta::type_name("dix.flush_done"), x.gen, x.error);
+  return f(caf::meta::type_name("dix.flush_done"), x.gen, wire::err("dix.flush_done.error", x.error));
 }
 
 inline bool operator==(const flush_done& a, const flush_done& b) {
@@ -185,7 +185,7 @@ struct quiescence {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, quiescence& x) {
-  return f(caf::meta::type_name("dix.quiescence"), x.epoch, x.error);
+  return f(caf::meta::type_name("dix.quiescence"), x.epoch, wire::err("dix.quiescence.error", x.error));
 }
 
 inline bool operator==(const quiescence& a, const quiescence& b) {
@@ -221,7 +221,7 @@ struct reset_done {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reset_done& x) {
-  return f(caf::meta::type_name("dix.reset_done"), x.gen, x.epoch, x.error);
+  return f(caf::meta::type_name("dix.reset_done"), x.gen, x.epoch, wire::err("dix.reset_done.error", x.error));
 }
 
 inline bool operator==(const reset_done& a, const reset_done& b) {

@@ -63,7 +63,8 @@ struct lock_acquired {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lock_acquired& x) {
-  return f(caf::meta::type_name("dix.lock_acquired"), x.gen, x.error, x.contended);
+  return f(caf::meta::type_name("dix.lock_acquired"), x.gen, wire::err("dix.lock_acquired.error", x.error),
+           x.contended);
 }
 
 inline bool operator==(const lock_acquired& a, const lock_acquired& b) {
@@ -114,7 +115,7 @@ struct stopped {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stopped& x) {
-  return f(caf::meta::type_name("dix.stopped"), x.error);
+  return f(caf::meta::type_name("dix.stopped"), wire::err("dix.stopped.error", x.error));
 }
 
 inline bool operator==(const stopped& a, const stopped& b) {
@@ -179,7 +180,7 @@ struct coverage_waited {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coverage_waited& x) {
-  return f(caf::meta::type_name("dix.coverage_waited"), x.key, x.outcome);
+  return f(caf::meta::type_name("dix.coverage_waited"), x.key, wire::err("dix.coverage_waited.outcome", x.outcome));
 }
 
 inline bool operator==(const coverage_waited& a, const coverage_waited& b) {

@@ -288,7 +288,8 @@ struct meta_written {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_written& x) {
-  return f(caf::meta::type_name("dix.meta_written"), x.gen, x.kind, x.value, x.error,
+  return f(caf::meta::type_name("dix.meta_written"), x.gen, x.kind, x.value,
+           wire::err("dix.meta_written.error", x.error),
            caf::meta::load_callback([&x] {
              return wire::check_enum("dix.meta_written.kind", x.kind, meta_kind::epoch,
                                      meta_kind::settle);
@@ -326,7 +327,8 @@ struct meta_state {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_state& x) {
-  return f(caf::meta::type_name("dix.meta_state"), x.gen, x.condemned, wire::opt(x.fingerprint), x.error);
+  return f(caf::meta::type_name("dix.meta_state"), x.gen, x.condemned, wire::opt(x.fingerprint),
+           wire::err("dix.meta_state.error", x.error));
 }
 
 inline bool operator==(const meta_state& a, const meta_state& b) {

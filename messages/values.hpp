@@ -39,6 +39,36 @@ namespace wire {
 // Every mutation names a record of the batch (protocol.md §4.6).
 caf::error check_batch(const batch& b);
 
+// Whether CAF 0.17.6 can save x: its serializer (detail::pack754) never returns on a float or
+// double infinity (decision 0043), and its deserializer makes one from the bits a peer sends. Looks
+// through CAF's own types that hold one (float, double, config_value, message, error, down_msg,
+// exit_msg, open_stream_msg, downstream_msg, upstream_msg); a dix type in x was checked at its own
+// load.
+bool saves_finitely(const caf::message& x);
+bool saves_finitely(const caf::error& x);
+
+// A caf::error field (error_field, through err()): travels as CAF's error does; a load whose
+// context does not save finitely fails with message_invalid naming the field, so dix never holds
+// an error from a peer that would hang the actor passing it on.
+struct error_field {
+  const char* name;
+  caf::error* value;
+};
+
+inline error_field err(const char* name, caf::error& x) noexcept { return {name, &x}; }
+
+caf::error check_error(const char* name, const caf::error& x);
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error_field& x) {
+  if constexpr (Inspector::reads_state) {
+    return f(*x.value);
+  } else {
+    if (auto loaded = f(*x.value)) return loaded;
+    return check_error(x.name, *x.value);
+  }
+}
+
 }  // namespace wire
 
 // -- inspect() for the public value types (found by ADL) -------------------------------------

@@ -4,7 +4,8 @@
 // more value picks a whole caf::message, whose load looks the type up by its announced name),
 // the rest is the payload. Properties: a load fails with an error or succeeds; what it loaded
 // saves, and those bytes load again and save to the same bytes (nothing a load accepts is lost
-// or changed by a second trip).
+// or changed by a second trip), except for a caf::message holding a float or double infinity of
+// CAF's own types (caf_saves below).
 #include <array>
 #include <cstddef>
 #include <utility>
@@ -17,6 +18,7 @@
 #include <caf/message.hpp>
 
 #include "messages/type_ids.hpp"
+#include "messages/values.hpp"
 
 #include "fuzz_check.hpp"
 
@@ -67,10 +69,21 @@ caf::error load(caf::actor_system& sys, const char* data, std::size_t size, caf:
   return caf::inspect(static_cast<caf::deserializer&>(source), x);
 }
 
+// CAF's own float and double, alone or in its own types, load from a peer's bits as an infinity
+// that CAF 0.17.6's serializer never saves (decision 0043): a whole caf::message holding one is
+// loaded, not saved. A type of dix refuses such a load itself (wire::err), so it always saves.
+bool caf_saves(const caf::message& x) { return dix::wire::saves_finitely(x); }
+
+template <class T>
+bool caf_saves(const T&) {
+  return true;
+}
+
 template <class T>
 void load_and_roundtrip(caf::actor_system& sys, const char* data, std::size_t size) {
   T first{};
   if (load(sys, data, size, first)) return;
+  if (!caf_saves(first)) return;
   auto saved = save(sys, first);
   T second{};
   FUZZ_CHECK(!load(sys, saved.data(), saved.size(), second));

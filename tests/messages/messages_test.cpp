@@ -14,6 +14,7 @@
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
+#include <caf/config_value.hpp>
 #include <caf/deep_to_string.hpp>
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
@@ -704,6 +705,62 @@ TEST_CASE_METHOD(wire_fixture, "messages: a metrics report carries the rebuild p
   CHECK(out.metrics->estimated_records == 5000);
   CHECK(out.metrics->scan_records_per_s == 400);
   CHECK(out.metrics->rebuild_eta_ms == 9500);
+}
+
+// The bits CAF 0.17's serializer writes for 1.0 (a float's, or a double's), big-endian, turned into
+// those its deserializer reads as an infinity: the exponent's bits all set. CAF cannot save an
+// infinity (it never returns), so the bytes are made from a finite value.
+void make_infinite(buffer& bytes, bool as_double) {
+  const std::string one = as_double ? std::string("\x3f\xf0\0\0\0\0\0\0", 8) : std::string("\x3f\x80\0\0", 4);
+  auto at = std::search(bytes.begin(), bytes.end(), one.begin(), one.end());
+  REQUIRE(at != bytes.end());
+  at[0] = '\x7f';
+}
+
+TEST_CASE_METHOD(wire_fixture, "messages: an error whose context holds a float or double infinity fails the load, as CAF 0.17 could not send it again",
+                 "[actor][messages]") {
+  SECTION("finite, it loads and saves the same bytes") {
+    auto bytes = save(dix::durable{4, std::nullopt, caf::make_error(caf::sec::runtime_error, 1.0f)});
+    dix::durable out;
+    REQUIRE(!load(bytes, out));
+    CHECK(save(out) == bytes);
+    CHECK(dix::wire::saves_finitely(out.error));
+  }
+  SECTION("a float in dix.durable's error") {
+    auto bytes = save(dix::durable{4, std::nullopt, caf::make_error(caf::sec::runtime_error, 1.0f)});
+    make_infinite(bytes, false);
+    dix::durable out;
+    auto err = load(bytes, out);
+    REQUIRE(err);
+    CHECK(dix::to_errc(err) == errc::message_invalid);
+    CHECK(dix::error_text(err).find("dix.durable.error") != std::string::npos);
+  }
+  SECTION("a double in a message in a stopped's error") {
+    auto bytes = save(dix::stopped{caf::make_error(caf::sec::runtime_error, caf::make_message(std::string("x"), 1.0))});
+    make_infinite(bytes, true);
+    dix::stopped out;
+    auto err = load(bytes, out);
+    REQUIRE(err);
+    CHECK(dix::error_text(err).find("dix.stopped.error") != std::string::npos);
+  }
+  SECTION("a real in a config_value list in a coverage_waited's outcome, itself in a caf::message") {
+    caf::config_value::list reals{caf::config_value{2.0}, caf::config_value{1.0}};
+    auto bytes = save_message(caf::make_message(
+        dix::coverage_waited{7, caf::make_error(caf::sec::runtime_error, caf::config_value{std::move(reals)})}));
+    make_infinite(bytes, true);
+    caf::message out;
+    auto err = load_message(bytes, out);
+    REQUIRE(err);
+    CHECK(dix::error_text(err).find("dix.coverage_waited.outcome") != std::string::npos);
+  }
+  SECTION("CAF's own float in a caf::message loads, and is found not to save") {
+    auto bytes = save_message(caf::make_message(std::string("x"), caf::make_message(1.0f)));
+    make_infinite(bytes, false);
+    caf::message out;
+    REQUIRE(!load_message(bytes, out));
+    CHECK_FALSE(dix::wire::saves_finitely(out));
+    CHECK(dix::wire::saves_finitely(caf::make_message(1.0f, caf::make_error(caf::sec::runtime_error, 2.0))));
+  }
 }
 
 TEST_CASE("messages: a system without the dix type block cannot serialize dix messages",
