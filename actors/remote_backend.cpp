@@ -356,6 +356,10 @@ caf::behavior client_fun(client_actor* self, std::shared_ptr<remote_backend::imp
     }
     p.run(p, std::move(calls));
   });
+  // The host holds this actor's handle (rb_hello) and monitors it: a peer's exit (but kill) or
+  // error message must not end it, nor hand CAF a reason to send back (only bye_atom ends it).
+  self->set_exit_handler([](caf::scheduled_actor*, caf::exit_msg&) {});
+  self->set_error_handler([](caf::scheduled_actor*, caf::error&) {});
   self->set_default_handler(caf::drop);
   self->send(self, tick_atom::value);
   return {

@@ -30,6 +30,7 @@
 #include "core/assert.hpp"
 #include "core/clock.hpp"
 #include "core/names.hpp"
+#include "messages/values.hpp"
 
 namespace dix {
 namespace {
@@ -909,7 +910,8 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
   // An exit message stops the runtime first (every id released), then ends it.
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& s = self->state;
-    s.exit_reason = em.reason;
+    // Answered to requesters and sent to monitors, remote ones too: a reason CAF can send again.
+    s.exit_reason = wire::sendable_reason(std::move(em.reason), self->context());
     if (s.stop_outcome) {
       finish(self);
       return;

@@ -13,6 +13,7 @@
 #include <dix/caf/error.hpp>
 
 #include "adapters/primary_store_hooks.hpp"
+#include "messages/values.hpp"
 
 namespace dix {
 
@@ -83,7 +84,8 @@ using committer_pointer = committer_actor::stateful_pointer<committer_state>;
 committer_actor::behavior_type committer_fn(committer_pointer self, std::shared_ptr<primary_store> store) {
   self->set_exit_handler([self](caf::exit_msg& em) {
     self->state.answer_held();
-    if (em.reason) self->quit(std::move(em.reason));  // as CAF's default: a normal exit is ignored
+    // As CAF's default (a normal exit is ignored), with a reason CAF can send to a remote monitor.
+    if (em.reason) self->quit(wire::sendable_reason(std::move(em.reason), self->context()));
   });
   self->set_default_handler([self](caf::scheduled_actor* ptr, caf::message_view& x) -> caf::result<caf::message> {
     self->state.answer_held();

@@ -14,6 +14,7 @@
 #include "core/publication_fence.hpp"
 #include "core/supervisor_core.hpp"
 #include "messages/errors.hpp"
+#include "messages/values.hpp"
 
 namespace dix {
 namespace {
@@ -238,7 +239,7 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self) {
     std::vector<std::uint64_t> tokens;
     for (auto& [token, e] : self->state.ids) tokens.push_back(token);
     for (auto token : tokens) forget(self, token);
-    self->quit(em.reason);
+    self->quit(wire::sendable_reason(std::move(em.reason), self->context()));
   });
   return {
     [self](supervise& m) {

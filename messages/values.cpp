@@ -1,14 +1,13 @@
 #include "messages/values.hpp"
 
 #include <cmath>
-#include <type_traits>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
-#include <caf/config_value.hpp>
-#include <caf/downstream_msg.hpp>
 #include <caf/message.hpp>
-#include <caf/system_messages.hpp>
-#include <caf/upstream_msg.hpp>
+#include <caf/sec.hpp>
+#include <caf/serializer.hpp>
 
 namespace dix::wire {
 
@@ -40,71 +39,73 @@ caf::error check_batch(const batch& b) {
 
 namespace {
 
-using wire::saves_finitely;  // the message's and the error's, beside this file's own overloads
+// A serializer that writes nothing and stops at the first float or double that is not finite:
+// it walks whatever CAF can save (every announced type, nested messages and errors included) as
+// the real serializer would, without its loop. `infinite` tells, as CAF drops the error a nested
+// message's save returns (it saves one through serialize(), messages/README.md).
+class finite_probe final : public caf::serializer {
+ public:
+  explicit finite_probe(caf::execution_unit* context) : caf::serializer(context) {}
 
-bool saves_finitely(const caf::config_value& x) {
-  if (auto real = caf::get_if<double>(&x)) return std::isfinite(*real);
-  if (auto list = caf::get_if<caf::config_value::list>(&x)) {
-    for (const auto& y : *list)
-      if (!saves_finitely(y)) return false;
+  bool infinite = false;
+
+  caf::error begin_object(std::uint16_t&, std::string&) override { return caf::error{}; }
+  caf::error end_object() override { return caf::error{}; }
+  caf::error begin_sequence(std::size_t&) override { return caf::error{}; }
+  caf::error end_sequence() override { return caf::error{}; }
+  caf::error apply_raw(std::size_t, void*) override { return caf::error{}; }
+
+ protected:
+  caf::error apply_impl(std::int8_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::uint8_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::int16_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::uint16_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::int32_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::uint32_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::int64_t&) override { return caf::error{}; }
+  caf::error apply_impl(std::uint64_t&) override { return caf::error{}; }
+  caf::error apply_impl(float& x) override { return check(std::isfinite(x)); }
+  caf::error apply_impl(double& x) override { return check(std::isfinite(x)); }
+  caf::error apply_impl(long double&) override { return caf::error{}; }  // CAF saves it as text
+  caf::error apply_impl(std::string&) override { return caf::error{}; }
+  caf::error apply_impl(std::u16string&) override { return caf::error{}; }
+  caf::error apply_impl(std::u32string&) override { return caf::error{}; }
+
+ private:
+  caf::error check(bool finite) {
+    if (finite) return caf::error{};
+    infinite = true;
+    return caf::make_error(caf::sec::invalid_argument);
   }
-  if (auto dictionary = caf::get_if<caf::config_value::dictionary>(&x)) {
-    for (const auto& entry : *dictionary)
-      if (!saves_finitely(entry.second)) return false;
-  }
-  return true;
-}
-
-bool saves_finitely(const caf::downstream_msg& x) {
-  if (auto batch = caf::get_if<caf::downstream_msg::batch>(&x.content)) return saves_finitely(batch->xs);
-  if (auto closed = caf::get_if<caf::downstream_msg::forced_close>(&x.content)) return saves_finitely(closed->reason);
-  return true;
-}
-
-bool saves_finitely(const caf::upstream_msg& x) {
-  if (auto dropped = caf::get_if<caf::upstream_msg::forced_drop>(&x.content)) return saves_finitely(dropped->reason);
-  return true;
-}
-
-template <class T>
-bool element_saves_finitely(const caf::message& x, std::size_t i, bool& matched) {
-  if (matched || !x.match_element<T>(i)) return true;
-  matched = true;
-  const auto& value = x.get_as<T>(i);
-  if constexpr (std::is_floating_point<T>::value) return std::isfinite(value);
-  else if constexpr (std::is_same<T, caf::down_msg>::value || std::is_same<T, caf::exit_msg>::value)
-    return saves_finitely(value.reason);
-  else if constexpr (std::is_same<T, caf::open_stream_msg>::value) return saves_finitely(value.msg);
-  else return saves_finitely(value);
-}
+};
 
 }  // namespace
 
-bool saves_finitely(const caf::message& x) {
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    bool matched = false;
-    const bool finite = element_saves_finitely<float>(x, i, matched) && element_saves_finitely<double>(x, i, matched) &&
-                        element_saves_finitely<caf::config_value>(x, i, matched) &&
-                        element_saves_finitely<caf::message>(x, i, matched) &&
-                        element_saves_finitely<caf::error>(x, i, matched) &&
-                        element_saves_finitely<caf::down_msg>(x, i, matched) &&
-                        element_saves_finitely<caf::exit_msg>(x, i, matched) &&
-                        element_saves_finitely<caf::open_stream_msg>(x, i, matched) &&
-                        element_saves_finitely<caf::downstream_msg>(x, i, matched) &&
-                        element_saves_finitely<caf::upstream_msg>(x, i, matched);
-    if (!finite) return false;
-  }
-  return true;
+bool saves_finitely(const caf::message& x, caf::execution_unit* context) {
+  finite_probe probe{context};
+  const bool saved = !x.save(probe);
+  return saved && !probe.infinite;
 }
 
-// An error without a code has no context (CAF 0.17 holds none: context() would read through null).
-bool saves_finitely(const caf::error& x) { return !x || saves_finitely(x.context()); }
+bool saves_finitely(const caf::error& x, caf::execution_unit* context) {
+  if (!x) return true;  // no code, no context
+  finite_probe probe{context};
+  auto copy = x;  // CAF 0.17's inspect takes a mutable reference even to save
+  const bool saved = !probe(copy);
+  return saved && !probe.infinite;
+}
 
-caf::error check_error(const char* name, const caf::error& x) {
-  if (saves_finitely(x)) return caf::error{};
+caf::error sendable_reason(caf::error reason, caf::execution_unit* context) {
+  if (saves_finitely(reason, context)) return reason;
+  return make_error(errc::stopped, "ended by an exit reason that could not be sent again (a float or double "
+                                   "that is not finite)");
+}
+
+caf::error check_error(const char* name, const caf::error& x, caf::execution_unit* context) {
+  if (saves_finitely(x, context)) return caf::error{};
   return make_error(errc::message_invalid, std::string(name) +
-                                               ": its context holds a float or double that is not finite, "
-                                               "which CAF 0.17 cannot send again");
+                                               ": its context cannot be sent again (CAF 0.17 never finishes saving "
+                                               "a float or double that is not finite)");
 }
 
 caf::error cursor_load_error(const dix::error& decode_error) {

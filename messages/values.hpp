@@ -20,6 +20,7 @@
 #include <utility>
 
 #include <caf/error.hpp>
+#include <caf/fwd.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -40,12 +41,17 @@ namespace wire {
 caf::error check_batch(const batch& b);
 
 // Whether CAF 0.17.6 can save x: its serializer (detail::pack754) never returns on a float or
-// double infinity (decision 0043), and its deserializer makes one from the bits a peer sends. Looks
-// through CAF's own types that hold one (float, double, config_value, message, error, down_msg,
-// exit_msg, open_stream_msg, downstream_msg, upstream_msg); a dix type in x was checked at its own
-// load.
-bool saves_finitely(const caf::message& x);
-bool saves_finitely(const caf::error& x);
+// double infinity (decision 0043), and its deserializer makes one from the bits a peer sends. A
+// probe walks x as CAF's serializer would (every announced type, nested messages and errors
+// included) and stops at the first float or double that is not finite; false too when the walk
+// fails otherwise. `context` as the serializer's (the actor handles in x need one).
+bool saves_finitely(const caf::message& x, caf::execution_unit* context);
+bool saves_finitely(const caf::error& x, caf::execution_unit* context);
+
+// An exit reason that does not save finitely, from a peer's exit message, becomes dix's
+// `stopped`: an actor that quits with it has CAF send it to every monitor and link, remote ones
+// too, and the middleman's thread would never finish saving it.
+caf::error sendable_reason(caf::error reason, caf::execution_unit* context);
 
 // A caf::error field (error_field, through err()): travels as CAF's error does; a load whose
 // context does not save finitely fails with message_invalid naming the field, so dix never holds
@@ -57,7 +63,7 @@ struct error_field {
 
 inline error_field err(const char* name, caf::error& x) noexcept { return {name, &x}; }
 
-caf::error check_error(const char* name, const caf::error& x);
+caf::error check_error(const char* name, const caf::error& x, caf::execution_unit* context);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, error_field& x) {
@@ -65,7 +71,7 @@ typename Inspector::result_type inspect(Inspector& f, error_field& x) {
     return f(*x.value);
   } else {
     if (auto loaded = f(*x.value)) return loaded;
-    return check_error(x.name, *x.value);
+    return check_error(x.name, *x.value, f.context());
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 
 #include <caf/after.hpp>
@@ -20,6 +21,7 @@
 
 #include "adapters/primary_store_impl.hpp"
 #include "adapters/test_support.hpp"
+#include "messages/values.hpp"
 #include "support/quiet_config.hpp"
 
 using namespace dix;
@@ -204,6 +206,23 @@ TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in th
   CHECK(to_errc(refused) == errc::invalid_argument);
   CHECK(store->get(table, "x").value() == std::nullopt);
   self->send_exit(writer, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("spawn_store_writer: an exit reason CAF could not send again (a float infinity) ends the writer with dix's stopped, which its monitors, remote ones too, can be sent", "[adapter][runtime][commit]") {
+  temp_dir dir;
+  auto store = test::open_store(dir / "db");
+  test::quiet_config cfg{1};
+  caf::actor_system sys{cfg};
+  auto writer = dix::spawn_store_writer(sys, store);
+  caf::scoped_actor self{sys};
+  self->monitor(writer);
+  const auto reason = caf::make_error(caf::sec::runtime_error, std::numeric_limits<float>::infinity());
+  REQUIRE_FALSE(wire::saves_finitely(reason, self->context()));
+  self->send_exit(writer, reason);
+  caf::error ended;
+  self->receive([&](caf::down_msg& m) { ended = m.reason; }, caf::after(30s) >> [] {});
+  CHECK(to_errc(ended) == errc::stopped);
+  CHECK(wire::saves_finitely(ended, self->context()));
 }
 
 TEST_CASE("spawn_store_writer: commits sent back to back are each answered exactly once and in order while the writer holds answers back, a refused one at its place", "[adapter][runtime][commit]") {
