@@ -728,8 +728,20 @@ void unsubscribe_everything(runtime_pointer self, const caf::actor_addr& who) {
 
 // -- commits and queries as messages (issue 29) ------------------------------------------------
 
+// Data never passes to a peer of the middleman (<dix/caf.hpp>), and not only at the published
+// gate: a peer learns the runtime actor's own handle as the sender of every answer the gate
+// delegates and of every event. So a commit or a query from another node, or with no sender (an
+// anonymous one may come from a peer, and nobody would hear its outcome), is refused here too.
+std::optional<caf::error> refused_sender(runtime_pointer self, const char* what) {
+  const auto& sender = self->current_sender();
+  if (sender != nullptr && sender->node() == self->node()) return std::nullopt;
+  return make_error(errc::not_supported, std::string(what) + " is taken only from an actor of the runtime's own "
+                                                               "node that can hear the answer (not anonymously)");
+}
+
 caf::result<transaction_committed> commit_one(runtime_pointer self, commit_transaction& m) {
   auto& st = self->state;
+  if (auto refused = refused_sender(self, "commit_transaction")) return std::move(*refused);
   if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
   const auto& stores = st.ctx->stores;
   std::size_t index = 0;
@@ -816,6 +828,7 @@ std::chrono::milliseconds coverage_timeout_of(std::int64_t timeout_ms) {
 
 caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
   auto& st = self->state;
+  if (auto refused = refused_sender(self, "query_index")) return std::move(*refused);
   if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
   auto e = st.ctx->registry->find(m.id);
   if (!e) return make_error(errc::not_registered, "query_index: backend id " + m.id + " is not registered in this runtime");

@@ -91,7 +91,9 @@ namespace {
 // The gate: each request delegated (the runtime answers the requester directly, and sees it as
 // the sender, so a subscription is the requester's); exit messages but kill, errors and down
 // messages ignored (but the runtime's own down message: the gate ends with it), so a peer of the
-// middleman cannot stop the runtime with one.
+// middleman cannot stop the runtime with one sent here. (The answers reach the peer with the
+// runtime's own handle as their sender: the runtime refuses data to another node itself, and a
+// peer may stop it anyway, with stop_runtime; decision 0066.)
 runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor rt) {
   self->set_exit_handler([](caf::scheduled_actor*, caf::exit_msg&) {});
   self->set_error_handler([](caf::scheduled_actor*, caf::error&) {});

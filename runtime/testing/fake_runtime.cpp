@@ -79,6 +79,15 @@ error not_registered_error(const std::string& id) {
 
 error stopped_error() { return error{errc::stopped, "the runtime is stopped"}; }
 
+// As the real runtime actor (decision 0066): data only to an actor of its own node that can hear
+// the answer.
+std::optional<error> refused_sender(const caf::strong_actor_ptr& sender, const caf::node_id& here, const char* what) {
+  if (sender != nullptr && sender->node() == here) return std::nullopt;
+  return error{errc::not_supported,
+               std::string(what) + " is taken only from an actor of the runtime's own node that can hear the answer "
+                                   "(not anonymously)"};
+}
+
 // Records the request, then answers with its script or, without one, with `model` (run under the
 // state's mutex).
 template <class Request, class Model>
@@ -253,8 +262,10 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
           return unsubscribed_all{};
         });
       },
-      [st](commit_transaction& m) {
+      [self, st](commit_transaction& m) {
+        auto refused = refused_sender(self->current_sender(), self->node(), "commit_transaction");
         return answer(st, m, [&](fake_runtime::state& s) -> result<transaction_committed> {
+          if (refused) return *refused;
           if (s.stopped) return stopped_error();
           transaction_committed out{m.log.empty() ? "main" : m.log, 0, 0};
           if (m.empty()) return out;
@@ -264,8 +275,10 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
           return out;
         });
       },
-      [st](query_index& m) {
+      [self, st](query_index& m) {
+        auto refused = refused_sender(self->current_sender(), self->node(), "query_index");
         return answer(st, m, [&](fake_runtime::state& s) -> result<index_rows> {
+          if (refused) return *refused;
           if (s.stopped) return stopped_error();
           auto it = s.ids.find(m.id);
           if (it == s.ids.end() || !it->second.registered) return not_registered_error(m.id);

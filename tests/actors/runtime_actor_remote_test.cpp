@@ -249,3 +249,35 @@ TEST_CASE("runtime actor: a peer's exit messages and errors sent to the publishe
   local->request(f.rt, 30s, stop_runtime{}).receive([&](runtime_stopped& r) { stopped = r; }, [](caf::error&) {});
   CHECK(stopped);
 }
+
+TEST_CASE("runtime actor: a peer that learned the runtime's own handle from an answer can neither commit nor query "
+          "through it, nor anonymously",
+          "[adapter][runtime][remote]") {
+  remote_runtime f(simulated(), as_is);
+  caf::scoped_actor self{f.client};
+  // The gate delegates: the runtime answers, so the answer's sender is the runtime actor itself.
+  caf::strong_actor_ptr answered_by;
+  self->request(f.remote, 30s, query_readiness{"idx"})
+    .receive([&](readiness_report&) { answered_by = self->current_sender(); }, [](caf::error&) {});
+  REQUIRE(answered_by);
+  auto direct = caf::actor_cast<runtime_actor>(answered_by);
+  const auto before = latest_sequence(*f.store);
+  caf::error refused_commit;
+  self->request(direct, 30s, commit_transaction{"main", {write_op{write_kind::put, 1, "x", "y"}}, commit_sync::store_default})
+    .receive([](transaction_committed&) {}, [&](caf::error& e) { refused_commit = e; });
+  CHECK(to_errc(refused_commit) == errc::not_supported);
+  caf::error refused_query;
+  query_index q;
+  q.id = "idx";
+  self->request(direct, 30s, q).receive([](index_rows&) {}, [&](caf::error& e) { refused_query = e; });
+  CHECK(to_errc(refused_query) == errc::not_supported);
+  // The runtime's refusal, not the simulated backend's own not_supported for every query.
+  CHECK(error_text(refused_query).find("own node") != std::string::npos);
+  // Anonymous, nobody hears the refusal; what follows on the connection is answered after it.
+  caf::anon_send(direct, commit_transaction{"main", {write_op{write_kind::put, 1, "z", "y"}}, commit_sync::store_default});
+  REQUIRE(f.ask<readiness_report>(self, query_readiness{"idx"}));
+  std::optional<readiness_report> after;
+  self->request(direct, 30s, query_readiness{"idx"}).receive([&](readiness_report& r) { after = r; }, [](caf::error&) {});
+  REQUIRE(after);  // the runtime itself still answers tools' requests
+  CHECK(latest_sequence(*f.store) == before);  // nothing written
+}

@@ -125,6 +125,7 @@ class fake_runtime {
   //                  stopped after a stop.
   // query_index      → index_rows without rows, coverage unknown, for a registered id;
   //                  not_registered otherwise, stopped after a stop. Script the rows a test needs.
+  //                  Both: not_supported from another node or without a sender (decision 0066).
   // stop_runtime     every id unregistered, later registrations refused → runtime_stopped.
   // wait_coverage    → coverage_reached at once for a registered id; invalid_argument for since
   //                  0, not_registered, stopped after a stop.
