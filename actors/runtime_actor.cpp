@@ -677,9 +677,9 @@ std::optional<caf::error> check_events(const char* what, std::uint8_t events) {
   return std::nullopt;
 }
 
-caf::result<subscribed> subscribe_one(runtime_pointer self, const subscribe& m) {
+// `sender`: who is notified (the request's sender, or the requester a gated_request names).
+caf::result<subscribed> subscribe_one(runtime_pointer self, const subscribe& m, const caf::strong_actor_ptr& sender) {
   auto& st = self->state;
-  auto sender = self->current_sender();
   if (!sender) return make_error(errc::invalid_argument, "subscribe needs a sender to notify");
   if (auto ok = check_backend_id(m.id); !ok) return make_error(ok.error());
   if (auto bad = check_events("subscribe", m.events)) return *bad;
@@ -690,9 +690,9 @@ caf::result<subscribed> subscribe_one(runtime_pointer self, const subscribe& m) 
   return subscribed{m.id, value, status};
 }
 
-caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const subscribe_all& m) {
+caf::result<subscribed_all> subscribe_everything(runtime_pointer self, const subscribe_all& m,
+                                                 const caf::strong_actor_ptr& sender) {
   auto& st = self->state;
-  auto sender = self->current_sender();
   if (!sender) return make_error(errc::invalid_argument, "subscribe_all needs a sender to notify");
   if (auto bad = check_events("subscribe_all", m.events)) return *bad;
   if (st.stopping) return make_error(errc::stopped, "the runtime is stopped");
@@ -861,6 +861,40 @@ caf::result<index_rows> query_one(runtime_pointer self, query_index& m) {
   return promise;
 }
 
+unsubscribed unsubscribe_one(runtime_pointer self, const unsubscribe& m, const caf::strong_actor_ptr& sender) {
+  if (sender) drop_subscriber(self, m.id, sender->address(), subscription_part::explicit_only);
+  return {m.id};
+}
+
+unsubscribed_all unsubscribe_all_of(runtime_pointer self, const unsubscribe_all&, const caf::strong_actor_ptr& sender) {
+  if (sender) unsubscribe_everything(self, sender->address());
+  return {};
+}
+
+template <class T>
+caf::result<caf::message> as_message(caf::result<T> r) {
+  if (r.flag == caf::rt_error) return std::move(r.err);
+  return std::move(r.value);
+}
+
+// The gate's subscription requests (gated_request), answered to the gate as the runtime answers
+// them to their requester; anything else is an unexpected message, as CAF's default says.
+caf::result<caf::message> on_other(runtime_pointer self, caf::scheduled_actor* ptr, caf::message_view& x) {
+  if (!x.content().match_elements<gated_request>()) return caf::print_and_drop(ptr, x);
+  const auto& g = x.content().get_as<gated_request>(0);
+  auto requester = caf::actor_cast<caf::strong_actor_ptr>(g.requester);
+  const auto& r = g.request;
+  if (r.match_elements<subscribe>()) return as_message(subscribe_one(self, r.get_as<subscribe>(0), requester));
+  if (r.match_elements<unsubscribe>()) return caf::make_message(unsubscribe_one(self, r.get_as<unsubscribe>(0), requester));
+  if (r.match_elements<subscribe_all>()) {
+    return as_message(subscribe_everything(self, r.get_as<subscribe_all>(0), requester));
+  }
+  if (r.match_elements<unsubscribe_all>()) {
+    return caf::make_message(unsubscribe_all_of(self, r.get_as<unsubscribe_all>(0), requester));
+  }
+  return make_error(errc::invalid_argument, "gated_request: not a subscription request");
+}
+
 runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_ptr<runtime_context> ctx) {
   auto& st = self->state;
   st.ctx = ctx;
@@ -891,6 +925,7 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
       }
     }));
   }
+  self->set_default_handler([self](caf::scheduled_actor* ptr, caf::message_view& x) { return on_other(self, ptr, x); });
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& s = self->state;
     if (dm.source == s.supervisor.address() || dm.source == s.publisher.address()) {
@@ -985,16 +1020,12 @@ runtime_actor_impl::behavior_type runtime_fn(runtime_pointer self, std::shared_p
     },
     [self](rebuild_index& m) -> caf::result<rebuild_requested> { return rebuild_one(self, m.id); },
     [self](verify_index& m) -> caf::result<index_verified> { return verify_one(self, m); },
-    [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m); },
-    [self](unsubscribe& m) -> unsubscribed {
-      if (auto sender = self->current_sender()) drop_subscriber(self, m.id, sender->address(), subscription_part::explicit_only);
-      return {m.id};
+    [self](subscribe& m) -> caf::result<subscribed> { return subscribe_one(self, m, self->current_sender()); },
+    [self](unsubscribe& m) -> unsubscribed { return unsubscribe_one(self, m, self->current_sender()); },
+    [self](subscribe_all& m) -> caf::result<subscribed_all> {
+      return subscribe_everything(self, m, self->current_sender());
     },
-    [self](subscribe_all& m) -> caf::result<subscribed_all> { return subscribe_everything(self, m); },
-    [self](unsubscribe_all&) -> unsubscribed_all {
-      if (auto sender = self->current_sender()) unsubscribe_everything(self, sender->address());
-      return {};
-    },
+    [self](unsubscribe_all& m) -> unsubscribed_all { return unsubscribe_all_of(self, m, self->current_sender()); },
     [self](stop_runtime&) -> caf::result<runtime_stopped> {
       auto& s = self->state;
       if (s.stop_outcome) {

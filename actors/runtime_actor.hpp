@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/message.hpp>
 
 #include <dix/options.hpp>
 #include <dix/primary_store.hpp>
@@ -63,7 +66,19 @@ struct runtime_context {
 // spawn_runtime call it before they spawn the actor (which calls it too, for actor tests).
 void prepare_coverage(runtime_context& ctx);
 
+// The published gate's subscription requests (subscribe, unsubscribe, subscribe_all,
+// unsubscribe_all in `request`) on behalf of `requester`, which the runtime notifies. The gate asks
+// with it and answers the peer itself, so no answer reaches a peer with the runtime actor as its
+// sender (decision 0066). Local only: not serializable, outside the runtime's typed interface (its
+// default handler takes it).
+struct gated_request {
+  caf::actor requester;
+  caf::message request;
+};
+
 // Spawns the runtime actor over `ctx` (detached when ctx->detached).
 runtime_actor_impl spawn_runtime_actor(caf::actor_system& sys, std::shared_ptr<runtime_context> ctx);
 
 }  // namespace dix
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dix::gated_request)

@@ -19,6 +19,7 @@
 #include "adapters/primary_store_hooks.hpp"
 #include "core/clock.hpp"
 #include "messages/type_ids.hpp"
+#include "messages/values.hpp"
 
 namespace dix {
 namespace {
@@ -88,35 +89,57 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys, std::vector<s
 
 namespace {
 
-// The gate: each request delegated (the runtime answers the requester directly, and sees it as
-// the sender, so a subscription is the requester's); exit messages but kill, errors and down
-// messages ignored (but the runtime's own down message: the gate ends with it), so a peer of the
-// middleman cannot stop the runtime with one sent here. (The answers reach the peer with the
-// runtime's own handle as their sender: the runtime refuses data to another node itself, and a
-// peer may stop it anyway, with stop_runtime; decision 0066.)
+// Asks the runtime as the gate and answers the requester through the gate's own promise: a peer
+// only ever sees the gate as the sender of an answer, never the runtime actor (decision 0066).
+template <class Reply, class Request>
+caf::result<Reply> relay(runtime_actor::pointer self, const runtime_actor& rt, Request m) {
+  auto promise = self->make_response_promise<Reply>();
+  self->request(rt, caf::infinite, std::move(m))
+    .then([promise](Reply& r) mutable { promise.deliver(std::move(r)); },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+// A subscription request, on behalf of its sender, whom the runtime notifies (events travel
+// anonymously) and monitors.
+template <class Reply, class Request>
+caf::result<Reply> relay_subscription(runtime_actor::pointer self, const runtime_actor& rt, Request m) {
+  // Before the promise, which takes the sender out of the request (CAF 0.17).
+  gated_request g{caf::actor_cast<caf::actor>(self->current_sender()), caf::make_message(std::move(m))};
+  auto promise = self->make_response_promise<Reply>();
+  self->request(caf::actor_cast<caf::actor>(rt), caf::infinite, std::move(g))
+    .then([promise](Reply& r) mutable { promise.deliver(std::move(r)); },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+// The gate: each request asked of the runtime and answered by the gate; exit messages but kill,
+// errors and down messages ignored (but the runtime's own down message: the gate ends with it), so
+// a peer of the middleman cannot stop the runtime with one. The runtime's handle never leaves the
+// process: no answer carries it, events are sent anonymously.
 runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor rt) {
   self->set_exit_handler([](caf::scheduled_actor*, caf::exit_msg&) {});
   self->set_error_handler([](caf::scheduled_actor*, caf::error&) {});
   // Ends with the runtime (an actor system waits for every actor it has before it ends).
   self->monitor(rt);
   self->set_down_handler([self, watched = rt.address()](caf::scheduled_actor*, caf::down_msg& m) {
-    if (m.source == watched) self->quit(m.reason);
+    if (m.source == watched) self->quit(wire::sendable_reason(std::move(m.reason), self->context()));
   });
   self->set_default_handler(caf::drop);
   return {
-      [=](register_index& m) { return self->delegate(rt, std::move(m)); },
-      [=](unregister_index& m) { return self->delegate(rt, std::move(m)); },
-      [=](query_status& m) { return self->delegate(rt, std::move(m)); },
-      [=](query_metrics& m) { return self->delegate(rt, std::move(m)); },
-      [=](query_readiness& m) { return self->delegate(rt, std::move(m)); },
-      [=](rebuild_index& m) { return self->delegate(rt, std::move(m)); },
-      [=](verify_index& m) { return self->delegate(rt, std::move(m)); },
-      [=](subscribe& m) { return self->delegate(rt, std::move(m)); },
-      [=](unsubscribe& m) { return self->delegate(rt, std::move(m)); },
-      [=](subscribe_all& m) { return self->delegate(rt, std::move(m)); },
-      [=](unsubscribe_all& m) { return self->delegate(rt, std::move(m)); },
-      [=](stop_runtime& m) { return self->delegate(rt, std::move(m)); },
-      [=](wait_coverage& m) { return self->delegate(rt, std::move(m)); },
+      [=](register_index& m) { return relay<index_registered>(self, rt, std::move(m)); },
+      [=](unregister_index& m) { return relay<index_unregistered>(self, rt, std::move(m)); },
+      [=](query_status& m) { return relay<status_report>(self, rt, std::move(m)); },
+      [=](query_metrics& m) { return relay<metrics_report>(self, rt, std::move(m)); },
+      [=](query_readiness& m) { return relay<readiness_report>(self, rt, std::move(m)); },
+      [=](rebuild_index& m) { return relay<rebuild_requested>(self, rt, std::move(m)); },
+      [=](verify_index& m) { return relay<index_verified>(self, rt, std::move(m)); },
+      [=](subscribe& m) { return relay_subscription<subscribed>(self, rt, std::move(m)); },
+      [=](unsubscribe& m) { return relay_subscription<unsubscribed>(self, rt, std::move(m)); },
+      [=](subscribe_all& m) { return relay_subscription<subscribed_all>(self, rt, std::move(m)); },
+      [=](unsubscribe_all& m) { return relay_subscription<unsubscribed_all>(self, rt, std::move(m)); },
+      [=](stop_runtime& m) { return relay<runtime_stopped>(self, rt, std::move(m)); },
+      [=](wait_coverage& m) { return relay<coverage_reached>(self, rt, std::move(m)); },
       // Data never passes the gate (<dix/caf.hpp>): its peers are tools.
       [=](commit_transaction&) -> caf::result<transaction_committed> {
         return make_error(errc::not_supported, "commits are not taken through the runtime's published gate");

@@ -262,10 +262,12 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
           return unsubscribed_all{};
         });
       },
-      [self, st](commit_transaction& m) {
-        auto refused = refused_sender(self->current_sender(), self->node(), "commit_transaction");
+      [self, st](commit_transaction& m) -> caf::result<transaction_committed> {
+        // Before any script, as the real runtime refuses before it looks at anything.
+        if (auto refused = refused_sender(self->current_sender(), self->node(), "commit_transaction")) {
+          return make_error(*refused);
+        }
         return answer(st, m, [&](fake_runtime::state& s) -> result<transaction_committed> {
-          if (refused) return *refused;
           if (s.stopped) return stopped_error();
           transaction_committed out{m.log.empty() ? "main" : m.log, 0, 0};
           if (m.empty()) return out;
@@ -275,10 +277,11 @@ runtime_actor::behavior_type fake_fn(runtime_actor::pointer self, state_ptr st) 
           return out;
         });
       },
-      [self, st](query_index& m) {
-        auto refused = refused_sender(self->current_sender(), self->node(), "query_index");
+      [self, st](query_index& m) -> caf::result<index_rows> {
+        if (auto refused = refused_sender(self->current_sender(), self->node(), "query_index")) {
+          return make_error(*refused);
+        }
         return answer(st, m, [&](fake_runtime::state& s) -> result<index_rows> {
-          if (refused) return *refused;
           if (s.stopped) return stopped_error();
           auto it = s.ids.find(m.id);
           if (it == s.ids.end() || !it->second.registered) return not_registered_error(m.id);

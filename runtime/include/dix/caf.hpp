@@ -144,15 +144,16 @@ class runtime_guard {
 };
 
 // What to publish with the middleman for another process's tools (status, metrics, readiness,
-// rebuild, subscriptions, coverage waits, stop): a gate with the runtime's interface that
-// delegates every request to `runtime` and ignores exit messages (but `kill`, which CAF delivers
+// rebuild, subscriptions, coverage waits, stop): a gate with the runtime's interface that asks
+// `runtime` every request and answers it itself (no answer carries the runtime's own handle; events
+// are sent anonymously) and ignores exit messages (but `kill`, which CAF delivers
 // whatever the handler: it ends the gate only), errors and down messages; it ends when the runtime
 // actor ends. It refuses commit_transaction and query_index (not_supported): the gate serves
 // tools with the runtime's state, never the data — a peer of the middleman must not write to the
 // stores or read the indexes through it. The runtime actor refuses both from another node, or
-// with no sender, as well (a peer learns its handle as the sender of the answers the gate
-// delegates; decision 0066). Never publish the runtime actor itself. A plain loopback port trusts
-// every local user; give the middleman mutual TLS (libcaf-openssl) for anything else.
+// with no sender, as well (decision 0066). Never publish the runtime actor itself. A plain
+// loopback port trusts every local user; give the middleman mutual TLS (libcaf-openssl) for
+// anything else.
 runtime_actor spawn_runtime_gate(caf::actor_system& sys, runtime_actor runtime);
 
 }  // namespace dix
