@@ -871,26 +871,33 @@ unsubscribed_all unsubscribe_all_of(runtime_pointer self, const unsubscribe_all&
   return {};
 }
 
+// A subscription answer to the gate's requester itself (gated_request), or the error to the gate.
 template <class T>
-caf::result<caf::message> as_message(caf::result<T> r) {
+caf::result<caf::message> answer_requester(runtime_pointer self, const gated_request& g, caf::result<T> r) {
   if (r.flag == caf::rt_error) return std::move(r.err);
-  return std::move(r.value);
+  if (r.flag != caf::rt_value) return make_error(errc::invalid_argument, "gated_request: no answer to pass on");
+  auto requester = caf::actor_cast<caf::strong_actor_ptr>(g.requester);
+  if (requester) requester->enqueue(g.answer_as, g.answer_id.response_id(), std::move(r.value), self->context());
+  return caf::make_message(true);
 }
 
-// The gate's subscription requests (gated_request), answered to the gate as the runtime answers
-// them to their requester; anything else is an unexpected message, as CAF's default says.
+// The gate's subscription requests (gated_request); anything else is an unexpected message, as
+// CAF's default says.
 caf::result<caf::message> on_other(runtime_pointer self, caf::scheduled_actor* ptr, caf::message_view& x) {
   if (!x.content().match_elements<gated_request>()) return caf::print_and_drop(ptr, x);
   const auto& g = x.content().get_as<gated_request>(0);
   auto requester = caf::actor_cast<caf::strong_actor_ptr>(g.requester);
   const auto& r = g.request;
-  if (r.match_elements<subscribe>()) return as_message(subscribe_one(self, r.get_as<subscribe>(0), requester));
-  if (r.match_elements<unsubscribe>()) return caf::make_message(unsubscribe_one(self, r.get_as<unsubscribe>(0), requester));
+  if (r.match_elements<subscribe>()) return answer_requester(self, g, subscribe_one(self, r.get_as<subscribe>(0), requester));
+  if (r.match_elements<unsubscribe>()) {
+    return answer_requester(self, g, caf::result<unsubscribed>{unsubscribe_one(self, r.get_as<unsubscribe>(0), requester)});
+  }
   if (r.match_elements<subscribe_all>()) {
-    return as_message(subscribe_everything(self, r.get_as<subscribe_all>(0), requester));
+    return answer_requester(self, g, subscribe_everything(self, r.get_as<subscribe_all>(0), requester));
   }
   if (r.match_elements<unsubscribe_all>()) {
-    return caf::make_message(unsubscribe_all_of(self, r.get_as<unsubscribe_all>(0), requester));
+    return answer_requester(self, g,
+                            caf::result<unsubscribed_all>{unsubscribe_all_of(self, r.get_as<unsubscribe_all>(0), requester)});
   }
   return make_error(errc::invalid_argument, "gated_request: not a subscription request");
 }

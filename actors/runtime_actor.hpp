@@ -16,6 +16,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/message.hpp>
+#include <caf/message_id.hpp>
 
 #include <dix/options.hpp>
 #include <dix/primary_store.hpp>
@@ -67,13 +68,17 @@ struct runtime_context {
 void prepare_coverage(runtime_context& ctx);
 
 // The published gate's subscription requests (subscribe, unsubscribe, subscribe_all,
-// unsubscribe_all in `request`) on behalf of `requester`, which the runtime notifies. The gate asks
-// with it and answers the peer itself, so no answer reaches a peer with the runtime actor as its
-// sender (decision 0066). Local only: not serializable, outside the runtime's typed interface (its
-// default handler takes it).
+// unsubscribe_all in `request`) on behalf of `requester`, which the runtime notifies (decision
+// 0066). The runtime answers `requester` itself, under `answer_id` (the id of the requester's own
+// request) and with `answer_as` (the gate) as the sender, so that the answer travels the way the
+// events do and arrives before them, and no answer carries the runtime's handle; it answers the
+// gate `true` then. An error it answers to the gate, which passes it on. Local only: not
+// serializable, outside the runtime's typed interface (its default handler takes it).
 struct gated_request {
   caf::actor requester;
   caf::message request;
+  caf::message_id answer_id;
+  caf::strong_actor_ptr answer_as;
 };
 
 // Spawns the runtime actor over `ctx` (detached when ctx->detached).

@@ -5,7 +5,11 @@
 // id_wiring.cpp and supervised by supervisor_actor.cpp.
 #include <dix/caf.hpp>
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <set>
+#include <utility>
 
 #include <sys/vfs.h>
 
@@ -89,31 +93,61 @@ caf::expected<runtime_actor> spawn_runtime(caf::actor_system& sys, std::vector<s
 
 namespace {
 
+// The gate's requests the runtime has not answered yet: each one's way to fail. A gate that ends
+// (a peer's kill) answers them `stopped`, as the runtime would have had it held them itself.
+struct gate_pending {
+  std::uint64_t next = 0;
+  std::map<std::uint64_t, std::function<void(caf::error)>> fail;
+
+  template <class Promise>
+  std::uint64_t hold(Promise promise) {
+    const auto key = next++;
+    fail.emplace(key, [promise](caf::error e) mutable { promise.deliver(std::move(e)); });
+    return key;
+  }
+};
+using pending_ptr = std::shared_ptr<gate_pending>;
+
 // Asks the runtime as the gate and answers the requester through the gate's own promise: a peer
 // only ever sees the gate as the sender of an answer, never the runtime actor (decision 0066).
 template <class Reply, class Request>
-caf::result<Reply> relay(runtime_actor::pointer self, const runtime_actor& rt, Request m) {
+caf::result<Reply> relay(runtime_actor::pointer self, const runtime_actor& rt, const pending_ptr& pending, Request m) {
   auto promise = self->make_response_promise<Reply>();
+  const auto key = pending->hold(promise);
   self->request(rt, caf::infinite, std::move(m))
-    .then([promise](Reply& r) mutable { promise.deliver(std::move(r)); },
-          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+    .then(
+      [promise, pending, key](Reply& r) mutable {
+        pending->fail.erase(key);
+        promise.deliver(std::move(r));
+      },
+      [promise, pending, key](caf::error& e) mutable {
+        pending->fail.erase(key);
+        promise.deliver(std::move(e));
+      });
   return promise;
 }
 
 // A subscription request, on behalf of its sender, whom the runtime notifies (events travel
-// anonymously) and monitors.
+// anonymously) and monitors. The runtime answers the requester itself, as the gate (gated_request),
+// so that the answer comes before the events that follow it; an error comes back here.
 template <class Reply, class Request>
-caf::result<Reply> relay_subscription(runtime_actor::pointer self, const runtime_actor& rt, Request m) {
+caf::result<Reply> relay_subscription(runtime_actor::pointer self, const runtime_actor& rt, const pending_ptr& pending,
+                                      Request m) {
   // Before the promise, which takes the sender out of the request (CAF 0.17).
-  gated_request g{caf::actor_cast<caf::actor>(self->current_sender()), caf::make_message(std::move(m))};
+  gated_request g{caf::actor_cast<caf::actor>(self->current_sender()), caf::make_message(std::move(m)),
+                  self->current_message_id(), caf::actor_cast<caf::strong_actor_ptr>(self)};
   auto promise = self->make_response_promise<Reply>();
+  const auto key = pending->hold(promise);
   self->request(caf::actor_cast<caf::actor>(rt), caf::infinite, std::move(g))
-    .then([promise](Reply& r) mutable { promise.deliver(std::move(r)); },
-          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+    .then([pending, key](bool) { pending->fail.erase(key); },  // answered by the runtime
+          [promise, pending, key](caf::error& e) mutable {
+            pending->fail.erase(key);
+            promise.deliver(std::move(e));
+          });
   return promise;
 }
 
-// The gate: each request asked of the runtime and answered by the gate; exit messages but kill,
+// The gate: each request asked of the runtime and answered as the gate; exit messages but kill,
 // errors and down messages ignored (but the runtime's own down message: the gate ends with it), so
 // a peer of the middleman cannot stop the runtime with one. The runtime's handle never leaves the
 // process: no answer carries it, events are sent anonymously.
@@ -126,20 +160,25 @@ runtime_actor::behavior_type gate_fn(runtime_actor::pointer self, runtime_actor 
     if (m.source == watched) self->quit(wire::sendable_reason(std::move(m.reason), self->context()));
   });
   self->set_default_handler(caf::drop);
+  auto pending = std::make_shared<gate_pending>();
+  self->attach_functor([pending] {
+    auto fail = std::exchange(pending->fail, {});
+    for (auto& [key, f] : fail) f(make_error(errc::stopped, "the runtime's gate ended before the runtime answered"));
+  });
   return {
-      [=](register_index& m) { return relay<index_registered>(self, rt, std::move(m)); },
-      [=](unregister_index& m) { return relay<index_unregistered>(self, rt, std::move(m)); },
-      [=](query_status& m) { return relay<status_report>(self, rt, std::move(m)); },
-      [=](query_metrics& m) { return relay<metrics_report>(self, rt, std::move(m)); },
-      [=](query_readiness& m) { return relay<readiness_report>(self, rt, std::move(m)); },
-      [=](rebuild_index& m) { return relay<rebuild_requested>(self, rt, std::move(m)); },
-      [=](verify_index& m) { return relay<index_verified>(self, rt, std::move(m)); },
-      [=](subscribe& m) { return relay_subscription<subscribed>(self, rt, std::move(m)); },
-      [=](unsubscribe& m) { return relay_subscription<unsubscribed>(self, rt, std::move(m)); },
-      [=](subscribe_all& m) { return relay_subscription<subscribed_all>(self, rt, std::move(m)); },
-      [=](unsubscribe_all& m) { return relay_subscription<unsubscribed_all>(self, rt, std::move(m)); },
-      [=](stop_runtime& m) { return relay<runtime_stopped>(self, rt, std::move(m)); },
-      [=](wait_coverage& m) { return relay<coverage_reached>(self, rt, std::move(m)); },
+      [=](register_index& m) { return relay<index_registered>(self, rt, pending, std::move(m)); },
+      [=](unregister_index& m) { return relay<index_unregistered>(self, rt, pending, std::move(m)); },
+      [=](query_status& m) { return relay<status_report>(self, rt, pending, std::move(m)); },
+      [=](query_metrics& m) { return relay<metrics_report>(self, rt, pending, std::move(m)); },
+      [=](query_readiness& m) { return relay<readiness_report>(self, rt, pending, std::move(m)); },
+      [=](rebuild_index& m) { return relay<rebuild_requested>(self, rt, pending, std::move(m)); },
+      [=](verify_index& m) { return relay<index_verified>(self, rt, pending, std::move(m)); },
+      [=](subscribe& m) { return relay_subscription<subscribed>(self, rt, pending, std::move(m)); },
+      [=](unsubscribe& m) { return relay_subscription<unsubscribed>(self, rt, pending, std::move(m)); },
+      [=](subscribe_all& m) { return relay_subscription<subscribed_all>(self, rt, pending, std::move(m)); },
+      [=](unsubscribe_all& m) { return relay_subscription<unsubscribed_all>(self, rt, pending, std::move(m)); },
+      [=](stop_runtime& m) { return relay<runtime_stopped>(self, rt, pending, std::move(m)); },
+      [=](wait_coverage& m) { return relay<coverage_reached>(self, rt, pending, std::move(m)); },
       // Data never passes the gate (<dix/caf.hpp>): its peers are tools.
       [=](commit_transaction&) -> caf::result<transaction_committed> {
         return make_error(errc::not_supported, "commits are not taken through the runtime's published gate");

@@ -5,6 +5,8 @@
 // event, each with a generous deadline.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include <caf/after.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -283,4 +285,28 @@ TEST_CASE("runtime actor: a peer never learns the runtime actor's own handle, as
   REQUIRE(committed);
   CHECK(committed->sequence == before + 1);
   CHECK(latest_sequence(*f.store) == before + 1);
+}
+
+TEST_CASE("runtime actor: a gate killed while it relays a request answers it stopped, as the runtime would have",
+          "[adapter][runtime][remote]") {
+  remote_runtime f(simulated(), as_is);
+  caf::scoped_actor self{f.client};
+  // A wait for a write an hour from now: the runtime holds it, the gate holds its promise.
+  const auto hour_on = static_cast<index_time_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch() + 1h)
+          .count());
+  auto waiting = self->request(f.remote, 25s, wait_coverage{"idx", hour_on, 30'000});
+  // Answered after the gate took the wait (one connection, one mailbox, in order).
+  REQUIRE(f.ask<readiness_report>(self, query_readiness{"idx"}));
+  caf::anon_send_exit(f.gate, caf::exit_reason::kill);
+  caf::error ended;
+  bool answered = false;
+  waiting.receive([&](coverage_reached&) { answered = true; },
+                  [&](caf::error& e) {
+                    answered = true;
+                    ended = e;
+                  });
+  REQUIRE(answered);
+  INFO(error_text(ended));
+  CHECK(to_errc(ended) == errc::stopped);
 }
