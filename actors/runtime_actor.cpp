@@ -728,10 +728,10 @@ void unsubscribe_everything(runtime_pointer self, const caf::actor_addr& who) {
 
 // -- commits and queries as messages (issue 29) ------------------------------------------------
 
-// Data never passes to a peer of the middleman (<dix/caf.hpp>), and not only at the published
-// gate: a peer learns the runtime actor's own handle as the sender of every answer the gate
-// delegates and of every event. So a commit or a query from another node, or with no sender (an
-// anonymous one may come from a peer, and nobody would hear its outcome), is refused here too.
+// Data never passes to a peer of the middleman (<dix/caf.hpp>): besides the published gate's
+// refusal, and the gate never giving a peer this actor's handle, a commit or a query from another
+// node, or with no sender (an anonymous one may come from a peer, and nobody would hear its
+// outcome), is refused here too (decision 0066: a second layer, not the boundary).
 std::optional<caf::error> refused_sender(runtime_pointer self, const char* what) {
   const auto& sender = self->current_sender();
   if (sender != nullptr && sender->node() == self->node()) return std::nullopt;
@@ -873,10 +873,10 @@ unsubscribed_all unsubscribe_all_of(runtime_pointer self, const unsubscribe_all&
 
 // A subscription answer to the gate's requester itself (gated_request), or the error to the gate.
 template <class T>
-caf::result<caf::message> answer_requester(runtime_pointer self, const gated_request& g, caf::result<T> r) {
+caf::result<caf::message> answer_requester(runtime_pointer self, const gated_request& g,
+                                           const caf::strong_actor_ptr& requester, caf::result<T> r) {
   if (r.flag == caf::rt_error) return std::move(r.err);
   if (r.flag != caf::rt_value) return make_error(errc::invalid_argument, "gated_request: no answer to pass on");
-  auto requester = caf::actor_cast<caf::strong_actor_ptr>(g.requester);
   if (requester) requester->enqueue(g.answer_as, g.answer_id.response_id(), std::move(r.value), self->context());
   return caf::make_message(true);
 }
@@ -888,15 +888,18 @@ caf::result<caf::message> on_other(runtime_pointer self, caf::scheduled_actor* p
   const auto& g = x.content().get_as<gated_request>(0);
   auto requester = caf::actor_cast<caf::strong_actor_ptr>(g.requester);
   const auto& r = g.request;
-  if (r.match_elements<subscribe>()) return answer_requester(self, g, subscribe_one(self, r.get_as<subscribe>(0), requester));
+  if (r.match_elements<subscribe>()) {
+    return answer_requester(self, g, requester, subscribe_one(self, r.get_as<subscribe>(0), requester));
+  }
   if (r.match_elements<unsubscribe>()) {
-    return answer_requester(self, g, caf::result<unsubscribed>{unsubscribe_one(self, r.get_as<unsubscribe>(0), requester)});
+    return answer_requester(self, g, requester,
+                            caf::result<unsubscribed>{unsubscribe_one(self, r.get_as<unsubscribe>(0), requester)});
   }
   if (r.match_elements<subscribe_all>()) {
-    return answer_requester(self, g, subscribe_everything(self, r.get_as<subscribe_all>(0), requester));
+    return answer_requester(self, g, requester, subscribe_everything(self, r.get_as<subscribe_all>(0), requester));
   }
   if (r.match_elements<unsubscribe_all>()) {
-    return answer_requester(self, g,
+    return answer_requester(self, g, requester,
                             caf::result<unsubscribed_all>{unsubscribe_all_of(self, r.get_as<unsubscribe_all>(0), requester)});
   }
   return make_error(errc::invalid_argument, "gated_request: not a subscription request");

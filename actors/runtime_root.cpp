@@ -108,23 +108,32 @@ struct gate_pending {
 };
 using pending_ptr = std::shared_ptr<gate_pending>;
 
-// Asks the runtime as the gate and answers the requester through the gate's own promise: a peer
-// only ever sees the gate as the sender of an answer, never the runtime actor (decision 0066).
-template <class Reply, class Request>
-caf::result<Reply> relay(runtime_actor::pointer self, const runtime_actor& rt, const pending_ptr& pending, Request m) {
+// Asks `to` as the gate, holding the gate's own promise until the answer: a Value goes to
+// `on_value`, an error to the requester.
+template <class Reply, class Value, class Handle, class Request, class OnValue>
+caf::result<Reply> ask_as_gate(runtime_actor::pointer self, const Handle& to, const pending_ptr& pending, Request m,
+                               OnValue on_value) {
   auto promise = self->make_response_promise<Reply>();
   const auto key = pending->hold(promise);
-  self->request(rt, caf::infinite, std::move(m))
+  self->request(to, caf::infinite, std::move(m))
     .then(
-      [promise, pending, key](Reply& r) mutable {
+      [promise, pending, key, on_value](Value& v) mutable {
         pending->fail.erase(key);
-        promise.deliver(std::move(r));
+        on_value(promise, v);
       },
       [promise, pending, key](caf::error& e) mutable {
         pending->fail.erase(key);
         promise.deliver(std::move(e));
       });
   return promise;
+}
+
+// Asks the runtime as the gate and answers the requester through the gate's own promise: a peer
+// only ever sees the gate as the sender of an answer, never the runtime actor (decision 0066).
+template <class Reply, class Request>
+caf::result<Reply> relay(runtime_actor::pointer self, const runtime_actor& rt, const pending_ptr& pending, Request m) {
+  return ask_as_gate<Reply, Reply>(self, rt, pending, std::move(m),
+                                   [](auto& promise, Reply& r) { promise.deliver(std::move(r)); });
 }
 
 // A subscription request, on behalf of its sender, whom the runtime notifies (events travel
@@ -136,15 +145,8 @@ caf::result<Reply> relay_subscription(runtime_actor::pointer self, const runtime
   // Before the promise, which takes the sender out of the request (CAF 0.17).
   gated_request g{caf::actor_cast<caf::actor>(self->current_sender()), caf::make_message(std::move(m)),
                   self->current_message_id(), caf::actor_cast<caf::strong_actor_ptr>(self)};
-  auto promise = self->make_response_promise<Reply>();
-  const auto key = pending->hold(promise);
-  self->request(caf::actor_cast<caf::actor>(rt), caf::infinite, std::move(g))
-    .then([pending, key](bool) { pending->fail.erase(key); },  // answered by the runtime
-          [promise, pending, key](caf::error& e) mutable {
-            pending->fail.erase(key);
-            promise.deliver(std::move(e));
-          });
-  return promise;
+  return ask_as_gate<Reply, bool>(self, caf::actor_cast<caf::actor>(rt), pending, std::move(g),
+                                  [](auto&, bool) {});  // answered by the runtime
 }
 
 // The gate: each request asked of the runtime and answered as the gate; exit messages but kill,

@@ -87,12 +87,9 @@ bool saves_finitely(const caf::message& x, caf::execution_unit* context) {
   return saved && !probe.infinite;
 }
 
+// Its code and category are integers: its context says.
 bool saves_finitely(const caf::error& x, caf::execution_unit* context) {
-  if (!x) return true;  // no code, no context
-  finite_probe probe{context};
-  auto copy = x;  // CAF 0.17's inspect takes a mutable reference even to save
-  const bool saved = !probe(copy);
-  return saved && !probe.infinite;
+  return !x || saves_finitely(x.context(), context);  // no code, no context
 }
 
 caf::error sendable_reason(caf::error reason, caf::execution_unit* context) {

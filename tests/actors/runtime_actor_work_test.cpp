@@ -179,13 +179,18 @@ TEST_CASE("query_index: a wait-mode query waiting for coverage never takes the s
   CHECK((code == errc::index_lagging || code == errc::rebuilding));  // its deadline, the build done or not
 }
 
-TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in the order it receives, and refuses another store's log", "[adapter][runtime][commit]") {
+// A store's writer on its own (spawn_store_writer), in an actor system with one scheduler thread,
+// and an actor to ask it from.
+struct writer_fixture {
   temp_dir dir;
-  auto store = test::open_store(dir / "db");
+  std::shared_ptr<primary_store> store = test::open_store(dir / "db");
   test::quiet_config cfg{1};
   caf::actor_system sys{cfg};
-  auto writer = dix::spawn_store_writer(sys, store);
+  store_writer writer = dix::spawn_store_writer(sys, store);
   caf::scoped_actor self{sys};
+};
+
+TEST_CASE_METHOD(writer_fixture, "spawn_store_writer: a store's writer commits without a runtime, in the order it receives, and refuses another store's log", "[adapter][runtime][commit]") {
   for (int i = 0; i < 10; ++i) {
     self->send(writer, commit_transaction{"", {write_op{write_kind::put, table, "k", std::to_string(i)}}, commit_sync::store_default});
   }
@@ -208,13 +213,7 @@ TEST_CASE("spawn_store_writer: a store's writer commits without a runtime, in th
   self->send_exit(writer, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("spawn_store_writer: an exit reason CAF could not send again (a float infinity) ends the writer with dix's stopped, which its monitors, remote ones too, can be sent", "[adapter][runtime][commit]") {
-  temp_dir dir;
-  auto store = test::open_store(dir / "db");
-  test::quiet_config cfg{1};
-  caf::actor_system sys{cfg};
-  auto writer = dix::spawn_store_writer(sys, store);
-  caf::scoped_actor self{sys};
+TEST_CASE_METHOD(writer_fixture, "spawn_store_writer: an exit reason CAF could not send again (a float infinity) ends the writer with dix's stopped, which its monitors, remote ones too, can be sent", "[adapter][runtime][commit]") {
   self->monitor(writer);
   const auto reason = caf::make_error(caf::sec::runtime_error, std::numeric_limits<float>::infinity());
   REQUIRE_FALSE(wire::saves_finitely(reason, self->context()));
@@ -225,13 +224,7 @@ TEST_CASE("spawn_store_writer: an exit reason CAF could not send again (a float 
   CHECK(wire::saves_finitely(ended, self->context()));
 }
 
-TEST_CASE("spawn_store_writer: commits sent back to back are each answered exactly once and in order while the writer holds answers back, a refused one at its place", "[adapter][runtime][commit]") {
-  temp_dir dir;
-  auto store = test::open_store(dir / "db");
-  test::quiet_config cfg{1};
-  caf::actor_system sys{cfg};
-  auto writer = dix::spawn_store_writer(sys, store);
-  caf::scoped_actor self{sys};
+TEST_CASE_METHOD(writer_fixture, "spawn_store_writer: commits sent back to back are each answered exactly once and in order while the writer holds answers back, a refused one at its place", "[adapter][runtime][commit]") {
   constexpr int count = 100, refused_at = 37;
   for (int i = 0; i < count; ++i) {
     const std::string log = i == refused_at ? "elsewhere" : "";
